@@ -1,0 +1,68 @@
+"""Command-line interface: ``python -m aflite_core <command> ...``.
+
+Commands live in :mod:`aflite_core.commands`, one module each. This module only
+builds the parser and turns expected failures into one clear line on stderr and a
+non-zero exit code; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+
+#: Command modules under ``aflite_core.commands``, in the order shown by ``--help``.
+COMMANDS = ("run", "cues", "resources", "export", "report", "inoculate")
+
+#: Exit code for bad input or parameters (the user can fix it).
+EXIT_USAGE = 2
+#: Exit code for an unexpected internal failure.
+EXIT_FAILURE = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with every available command registered."""
+    parser = argparse.ArgumentParser(
+        prog="python -m aflite_core",
+        description="Audit a text dataset for shortcuts: AFLite, lexical cues, KNN distances.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"aflite_core.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"aflite_core.commands.{name}":
+                continue  # command not built yet
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError, OSError, LookupError) as exc:
+        # DatasetError and parameter validation errors derive from ValueError/TypeError.
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - last line of defence for a CLI
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(f"error: unexpected {type(exc).__name__}: {exc} (re-run with --debug for details)",
+                  file=sys.stderr)
+        return EXIT_FAILURE
