@@ -15,6 +15,12 @@ SHARED_DATA = SHARED / "data"
 if "NLTK_DATA" not in os.environ and (SHARED / "nltk_data").is_dir():
     os.environ["NLTK_DATA"] = str(SHARED / "nltk_data")
 
+# Annotation / projection caches go to a throw-away folder, never the user's ~/.cache.
+if "AFLITE_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["AFLITE_CACHE_DIR"] = tempfile.mkdtemp(prefix="aflite-test-cache-")
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
