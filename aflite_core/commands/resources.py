@@ -1,0 +1,83 @@
+"""``python -m aflite_core resources``: which NLTK data the linguistic features can use.
+
+Lists every resource as installed or missing, with the feature families that need it
+and where NLTK looks (``NLTK_DATA``). ``--download`` fetches the missing ones with NLTK's
+downloader (needs network access); nothing is ever downloaded otherwise. ``--check``
+exits with status 1 when a required (non-optional) resource is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``resources`` command."""
+    p = subparsers.add_parser(
+        "resources",
+        help="list (and download) the NLTK data the linguistic features use",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    p.add_argument("--download", action="store_true",
+                   help="download the missing resources (network access needed)")
+    p.add_argument("--only", metavar="NAMES",
+                   help="comma-separated resource names to download (default: all missing)")
+    p.add_argument("--dir", metavar="DIR",
+                   help="download folder (default: NLTK's, e.g. ~/nltk_data); add it to "
+                        "NLTK_DATA if it is not on NLTK's search path")
+    p.add_argument("--check", action="store_true",
+                   help="exit with status 1 when a required resource is missing")
+    p.set_defaults(func=run)
+
+
+def _print_status() -> list:
+    from aflite_core.resources import search_path, status
+
+    rows = status()
+    width = max(len(s.resource.name) for s in rows)
+    print("NLTK search path (NLTK_DATA / nltk.data.path):")
+    for folder in search_path():
+        print(f"  {folder}")
+    print()
+    for s in rows:
+        state = "installed" if s.installed else "MISSING  "
+        kind = "optional" if s.resource.optional else "required"
+        families = ",".join(s.resource.families)
+        print(f"{state}  {s.resource.name:<{width}}  {kind}  [{families}]  {s.resource.purpose}")
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the status; download missing resources when asked."""
+    from aflite_core.resources import DOWNLOAD_COMMAND, download, get_resource, nltk_command
+
+    rows = _print_status()
+    missing = [s.resource.name for s in rows if not s.installed]
+    if args.only:
+        wanted = [n.strip() for n in args.only.split(",") if n.strip()]
+        for name in wanted:
+            get_resource(name)  # ValueError names the valid resources
+        missing = [n for n in wanted if n in missing]
+    if not args.download:
+        if missing:
+            print(f"\n{len(missing)} missing. Install with: {DOWNLOAD_COMMAND}"
+                  f"\n  or: {nltk_command(missing)}")
+        required_missing = [s.resource.name for s in rows
+                            if not s.installed and not s.resource.optional]
+        return 1 if args.check and required_missing else 0
+    if not missing:
+        print("\nnothing to download")
+        return 0
+    print(f"\ndownloading {', '.join(missing)} ...")
+    result = download(missing, download_dir=args.dir, quiet=True)
+    failed = [name for name, ok in result.items() if not ok]
+    for name, ok in result.items():
+        print(f"  {name}: {'ok' if ok else 'FAILED'}")
+    if failed:
+        print(f"error: could not download {', '.join(failed)} (offline, or the NLTK data "
+              "server is unreachable); copy an nltk_data folder and set NLTK_DATA instead",
+              file=sys.stderr)
+        return 1
+    return 0

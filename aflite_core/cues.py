@@ -1,0 +1,683 @@
+"""Lexical cue statistics: ICQ's mse / jsd / cueness with PMI, LMI and z side by side.
+
+Everything works on a sparse example-by-feature indicator matrix (see
+:mod:`aflite_core.linguistic`): the per-label counts of every feature come from one sparse
+product ``X.T @ one_hot(labels)``, and every statistic is a vectorised function of the
+``(n_features, n_labels)`` count table. Each formula is written once, in :data:`FORMULAS`
+(LaTeX, plain text and source), and implemented once, below.
+
+Train and test: the statistics compare a feature's label distribution on the training rows
+``R_f`` with that on the test rows ``S_f``. :func:`resolve_split` takes them from the split
+column, from a second file, or from a seeded stratified hold-out, and says which.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.special import rel_entr
+from scipy.stats import norm
+
+from aflite_core.linguistic import FAMILIES, FeatureMatrix, extract_features
+
+#: Every statistic of the cue table and of model probing, written once: ``latex`` for the
+#: dashboard, ``text`` for terminals and CSV readers, ``source`` for the citation.
+FORMULAS: dict[str, dict[str, str]] = {
+    "mse": {
+        "latex": r"\mathrm{mse}(R_f)=\frac{1}{|L|}\sum_{l\in L}\left(n_l-\bar n\right)^2,"
+                 r"\quad \bar n=\frac{1}{|L|}\sum_{l\in L} n_l",
+        "text": "mse = mean over labels of (n_l - mean_count)^2, n_l = training examples "
+                "with the feature and label l",
+        "source": "Huang & Zhu, Statistically Profiling Biases in Natural Language Reasoning "
+                  "Datasets and Models (ICQ), Findings of EMNLP 2023",
+    },
+    "mse_proportion": {
+        "latex": r"\mathrm{mse}_p(R_f)=\frac{1}{|L|}\sum_{l\in L}\left(p_l-\frac{1}{|L|}"
+                 r"\right)^2,\quad p_l=\frac{n_l}{|R_f|}",
+        "text": "mse_proportion = mean over labels of (p_l - 1/|L|)^2, p_l = n_l / |R_f| "
+                "(shares instead of counts: rare-but-pure cues rank high)",
+        "source": "share form of ICQ's mse (this project)",
+    },
+    "jsd": {
+        "latex": r"\mathrm{JSD}(P\|Q)=\tfrac12\mathrm{KL}(P\|M)+\tfrac12\mathrm{KL}(Q\|M),"
+                 r"\quad M=\tfrac12(P+Q)",
+        "text": "jsd = Jensen-Shannon divergence (natural log, 0..ln 2) between the label "
+                "distributions of R_f and S_f; scipy's jensenshannon returns its square root",
+        "source": "Lin, Divergence measures based on the Shannon entropy, IEEE Trans. Inf. "
+                  "Theory 1991; used by ICQ (Huang & Zhu 2023)",
+    },
+    "cueness": {
+        "latex": r"\mathrm{cueness}(f)=\frac{\mathrm{mse}(R_f)}{\exp\mathrm{JSD}(R_f\|S_f)}",
+        "text": "cueness = mse / exp(jsd): skewed in training and the same skew in test",
+        "source": "Huang & Zhu (ICQ), Findings of EMNLP 2023",
+    },
+    "cueness_proportion": {
+        "latex": r"\mathrm{cueness}_p(f)=\frac{\mathrm{mse}_p(R_f)}"
+                 r"{\exp\mathrm{JSD}(R_f\|S_f)}",
+        "text": "cueness_proportion = mse_proportion / exp(jsd)",
+        "source": "share form of ICQ's cueness (this project)",
+    },
+    "pmi": {
+        "latex": r"\mathrm{PMI}(f,l)=\log\frac{p(f,l)}{p(f)\,p(l)}=\log\frac{p(l\mid f)}"
+                 r"{p(l)},\quad p(l\mid f)=\frac{c(f,l)+k}{n_f+k|L|},\quad p(l)=\frac{N_l}{N}",
+        "text": "pmi = log p(l|f) / p(l), p(l|f) = (c(f,l) + k) / (n_f + k|L|) (add-k on "
+                "the joint counts), p(l) = share of label l among training examples; counts "
+                "are training examples with the feature",
+        "source": "Gururangan et al., Annotation Artifacts in Natural Language Inference "
+                  "Data, NAACL 2018 (add-100 smoothing on training hypotheses)",
+    },
+    "lmi": {
+        "latex": r"\mathrm{LMI}(f,l)=p(f,l)\,\log\frac{p(l\mid f)}{p(l)},\quad "
+                 r"p(f,l)=\frac{c(f,l)}{N}",
+        "text": "lmi = p(f,l) * log(p(l|f) / p(l)); p(f,l) = c(f,l) / N and p(l) = N_l / N "
+                "over the N training examples (Schuster et al. count word occurrences; "
+                "with per-example presence this rescales LMI by a constant)",
+        "source": "Schuster et al., Towards Debiasing Fact Verification Models, EMNLP 2019",
+    },
+    "z": {
+        "latex": r"z(f,l)=\frac{\hat p(l\mid f)-p_0}{\sqrt{p_0(1-p_0)/n_f}},\quad "
+                 r"p_0=\frac{1}{|L|}",
+        "text": "z = (p_hat - p0) / sqrt(p0 (1 - p0) / n), p_hat = n_l / n, n = training "
+                "examples with the feature, p0 = 1/|L|",
+        "source": "Gardner et al., Competency Problems: On Finding and Removing Artifacts "
+                  "in Language Data, EMNLP 2021",
+    },
+    "z_threshold": {
+        "latex": r"z^{*}=\Phi^{-1}\!\left(1-\frac{\alpha}{m}\right)",
+        "text": "z_threshold = one-sided normal quantile at alpha / m (Bonferroni), m = "
+                "number of (feature, label) tests = qualifying features x labels",
+        "source": "Gardner et al. 2021 (Bonferroni-corrected significance of z)",
+    },
+    "accuracy_delta": {
+        "latex": r"\Delta(f)=\mathrm{acc}(S_f)-\mathrm{acc}(S_{\neg f})",
+        "text": "delta = model accuracy on test examples with the feature minus accuracy on "
+                "test examples without it",
+        "source": "Huang & Zhu (ICQ) accuracy test, Findings of EMNLP 2023",
+    },
+    "distribution_test": {
+        "latex": r"\mathrm{JSD}\big(P_{\mathrm{pred}}(\tilde S_f)\,\|\,P(R_f)\big)",
+        "text": "S_f flattened (seeded replication of every label but the most frequent "
+                "until balanced); the model's predicted label distribution on it vs the "
+                "label distribution of R_f, and their JSD",
+        "source": "Huang & Zhu (ICQ) distribution test, Findings of EMNLP 2023",
+    },
+}
+
+#: Split values read as training rows (case-insensitive).
+TRAIN_VALUES = frozenset({"train", "training", "trn"})
+#: Split values read as test rows (case-insensitive).
+TEST_VALUES = frozenset(
+    {"test", "dev", "development", "validation", "valid", "val", "eval", "evaluation",
+     "trial", "heldout", "held-out", "holdout"}
+)
+
+
+# --------------------------------------------------------------------------------------
+# train / test
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Split:
+    """Which examples are training rows (``R``) and which are test rows (``S``).
+
+    Attributes
+    ----------
+    train, test : np.ndarray of bool
+        Masks over the examples; disjoint.
+    source : str
+        ``column`` (the split column), ``file`` (a second file) or ``holdout``.
+    description : str
+        One line saying where the test rows come from.
+    """
+
+    train: np.ndarray
+    test: np.ndarray
+    source: str
+    description: str
+
+    def restrict(self, keep: np.ndarray) -> Split:
+        """Return the split of the examples selected by boolean ``keep``."""
+        return Split(self.train[keep], self.test[keep], self.source, self.description)
+
+
+def holdout_split(labels: Sequence, *, test_size: float = 0.2, random_state: int | None = 0,
+                  reason: str = "") -> Split:
+    """Seeded stratified hold-out: ``test_size`` of each label goes to the test rows.
+
+    Labels with a single example stay in training.
+    """
+    y = np.asarray(labels)
+    if not 0 < test_size < 1:
+        raise ValueError(f"test_size: expected a fraction in (0, 1), got {test_size!r}")
+    rng = np.random.default_rng(random_state)
+    test = np.zeros(len(y), dtype=bool)
+    codes = pd.factorize(y, sort=True)[0]
+    for code in range(codes.max() + 1 if len(codes) else 0):
+        members = np.flatnonzero(codes == code)
+        n_test = int(round(test_size * len(members))) if len(members) > 1 else 0
+        test[rng.choice(members, size=n_test, replace=False)] = True
+    why = f" ({reason})" if reason else ""
+    return Split(
+        ~test, test, "holdout",
+        f"seeded stratified hold-out: {test.sum()} of {len(y)} rows as test "
+        f"(test_size={test_size}, random_state={random_state}){why}",
+    )
+
+
+def resolve_split(splits: Sequence | None, labels: Sequence, *, test_size: float = 0.2,
+                  random_state: int | None = 0) -> Split:
+    """Training and test rows from a split column, or a hold-out when there is none.
+
+    Parameters
+    ----------
+    splits : sequence of str, optional
+        Split value per example. Values in :data:`TRAIN_VALUES` (train, TRAIN, ...) are
+        training rows, values in :data:`TEST_VALUES` (test, dev, validation, TEST, trial,
+        ...) test rows, other values are left out. Without both kinds of row, a seeded
+        stratified hold-out is used instead (see :func:`holdout_split`).
+    labels : sequence
+        Label per example (for the hold-out's stratification).
+    test_size, random_state
+        Hold-out parameters.
+    """
+    n = len(labels)
+    if splits is None:
+        return holdout_split(labels, test_size=test_size, random_state=random_state,
+                             reason="no split column")
+    values = pd.Series(np.asarray(splits, dtype=object)).astype(str).str.strip().str.lower()
+    if len(values) != n:
+        raise ValueError(f"splits: expected {n} values (one per label), got {len(values)}")
+    train = values.isin(TRAIN_VALUES).to_numpy()
+    test = values.isin(TEST_VALUES).to_numpy()
+    if train.any() and test.any():
+        raw = pd.Series(np.asarray(splits, dtype=object)).astype(str)
+        train_names = ", ".join(sorted(raw[train].unique()))
+        test_names = ", ".join(sorted(raw[test].unique()))
+        left = n - int(train.sum()) - int(test.sum())
+        extra = f"; {left} rows with other split values left out" if left else ""
+        return Split(
+            train, test, "column",
+            f"split column: train = {train_names} ({train.sum()} rows), test = "
+            f"{test_names} ({test.sum()} rows){extra}",
+        )
+    seen = ", ".join(sorted(pd.unique(values))[:5])
+    return holdout_split(labels, test_size=test_size, random_state=random_state,
+                         reason=f"split column has no train/test pair (values: {seen})")
+
+
+# --------------------------------------------------------------------------------------
+# statistics on a (n_features, n_labels) count table
+# --------------------------------------------------------------------------------------
+
+
+def label_counts(X: sp.spmatrix, label_codes: np.ndarray, n_labels: int,
+                 rows: np.ndarray | None = None) -> np.ndarray:
+    """Per-feature label counts: ``X.T @ one_hot(labels)`` over the selected rows.
+
+    Parameters
+    ----------
+    X : sparse matrix, shape (n_examples, n_features)
+        0/1 indicators.
+    label_codes : np.ndarray of int, shape (n_examples,)
+        Label index per example, in ``range(n_labels)``.
+    n_labels : int
+    rows : np.ndarray of bool, optional
+        Only count these examples.
+
+    Returns
+    -------
+    np.ndarray of int64, shape (n_features, n_labels)
+    """
+    n = X.shape[0]
+    weight = np.ones(n, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    onehot = sp.csr_matrix((weight, (np.arange(n), label_codes)), shape=(n, n_labels))
+    counts = sp.csr_matrix(X, dtype=np.int64).T @ onehot
+    return np.asarray(counts.toarray(), dtype=np.int64)
+
+
+def split_label_counts(X: sp.spmatrix, label_codes: np.ndarray, n_labels: int, split: Split
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature label counts on the training and on the test rows, in one product.
+
+    ``X.T @ [one_hot(labels) * train | one_hot(labels) * test]``; returns two
+    ``(n_features, n_labels)`` arrays.
+    """
+    codes = np.asarray(label_codes, dtype=np.int64)
+    side = np.where(split.train, 0, np.where(split.test, 1, -1))
+    rows = np.flatnonzero(side >= 0)
+    targets = sp.csr_matrix(
+        (np.ones(rows.size, dtype=np.int64), (rows, side[rows] * n_labels + codes[rows])),
+        shape=(X.shape[0], 2 * n_labels),
+    )
+    counts = np.asarray((sp.csr_matrix(X, dtype=np.int64).T @ targets).toarray())
+    return counts[:, :n_labels], counts[:, n_labels:]
+
+
+def _shares(counts: np.ndarray) -> np.ndarray:
+    total = counts.sum(axis=1, keepdims=True).astype(float)
+    return np.divide(counts, total, out=np.zeros(counts.shape, dtype=float), where=total > 0)
+
+
+def mse_counts(counts: np.ndarray) -> np.ndarray:
+    """ICQ's mse of each row of label counts (see ``FORMULAS['mse']``)."""
+    c = np.asarray(counts, dtype=float)
+    return ((c - c.mean(axis=1, keepdims=True)) ** 2).mean(axis=1)
+
+
+def mse_proportions(counts: np.ndarray) -> np.ndarray:
+    """mse of each row of label shares (see ``FORMULAS['mse_proportion']``)."""
+    return mse_counts(_shares(np.asarray(counts)))
+
+
+def jensen_shannon(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Jensen-Shannon divergence (natural log) between rows of ``p`` and ``q``.
+
+    Rows are normalised to sum to one; the result lies in ``[0, ln 2]``. This is the
+    square of ``scipy.spatial.distance.jensenshannon``.
+    """
+    p, q = _shares(np.atleast_2d(p)), _shares(np.atleast_2d(q))
+    m = 0.5 * (p + q)
+    return 0.5 * rel_entr(p, m).sum(axis=1) + 0.5 * rel_entr(q, m).sum(axis=1)
+
+
+def cueness(mse: np.ndarray, jsd: np.ndarray) -> np.ndarray:
+    """ICQ's cueness ``mse / exp(jsd)`` (see ``FORMULAS['cueness']``)."""
+    return np.asarray(mse, dtype=float) / np.exp(np.asarray(jsd, dtype=float))
+
+
+def pmi(counts: np.ndarray, label_totals: np.ndarray, *, smoothing: float = 100.0
+        ) -> np.ndarray:
+    """Add-k smoothed PMI of every (feature, label) cell (``FORMULAS['pmi']``).
+
+    Parameters
+    ----------
+    counts : np.ndarray, shape (n_features, n_labels)
+        Training examples with the feature, per label.
+    label_totals : np.ndarray, shape (n_labels,)
+        Training examples per label (all examples, not only those with a feature).
+    smoothing : float
+        k. Adding k to every cell of the joint table gives
+        ``p(l|f) = (c(f,l) + k) / (n_f + k|L|)``, as in Gururangan et al. (2018).
+    """
+    c = np.asarray(counts, dtype=float)
+    totals = np.asarray(label_totals, dtype=float)
+    n_f = c.sum(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_l_given_f = (c + smoothing) / (n_f + smoothing * c.shape[1])
+        p_l = totals / totals.sum()
+        return np.log(p_l_given_f / p_l[None, :])
+
+
+def lmi(counts: np.ndarray, label_totals: np.ndarray) -> np.ndarray:
+    """LMI of every (feature, label) cell (``FORMULAS['lmi']``).
+
+    ``p(f,l)`` and ``p(l)`` are shares of all training examples (``label_totals`` per
+    label). Cells with a zero count are 0 (the limit of p log p).
+    """
+    c = np.asarray(counts, dtype=float)
+    totals = np.asarray(label_totals, dtype=float)
+    n = totals.sum()
+    if n == 0:
+        return np.zeros_like(c)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = (c / n) * np.log(_shares(c) / (totals / n)[None, :])
+    return np.where(c > 0, values, 0.0)
+
+
+def z_statistic(counts: np.ndarray) -> np.ndarray:
+    """Gardner et al.'s z of every (feature, label) cell (``FORMULAS['z']``).
+
+    Rows with no examples give NaN.
+    """
+    c = np.asarray(counts, dtype=float)
+    n = c.sum(axis=1, keepdims=True)
+    p0 = 1.0 / c.shape[1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (c / n - p0) / np.sqrt(p0 * (1 - p0) / n)
+
+
+def z_threshold(n_tests: int, *, alpha: float = 0.01) -> float:
+    """Bonferroni-corrected one-sided threshold for z (``FORMULAS['z_threshold']``)."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha: expected a probability in (0, 1), got {alpha!r}")
+    return float(norm.isf(alpha / max(int(n_tests), 1)))
+
+
+# --------------------------------------------------------------------------------------
+# the cue table
+# --------------------------------------------------------------------------------------
+
+
+def _label_codes(labels: Sequence, label_order: Sequence | None) -> tuple[np.ndarray, list]:
+    y = np.asarray(labels, dtype=object)
+    order = list(label_order) if label_order is not None else sorted(pd.unique(y), key=str)
+    index = {lab: k for k, lab in enumerate(order)}
+    try:
+        codes = np.fromiter((index[v] for v in y), dtype=np.int64, count=len(y))
+    except KeyError as exc:
+        raise ValueError(f"labels: value {exc.args[0]!r} is not in label_order {order}") \
+            from None
+    return codes, order
+
+
+def cue_statistics(
+    features: FeatureMatrix,
+    labels: Sequence,
+    split: Split,
+    *,
+    min_count: int = 5,
+    pmi_smoothing: float = 100.0,
+    alpha: float = 0.01,
+    sort_by: str = "cueness",
+    label_order: Sequence | None = None,
+) -> pd.DataFrame:
+    """The cue table of precomputed features (the plain-input core of :func:`cue_table`).
+
+    Parameters
+    ----------
+    features : FeatureMatrix
+        Indicator matrix, one row per example.
+    labels : sequence
+        Gold label per example.
+    split : Split
+        Training and test rows.
+    min_count : int
+        A feature qualifies when it occurs in at least this many training rows *and* at
+        least this many test rows.
+    pmi_smoothing : float
+        k of the add-k smoothed PMI.
+    alpha : float
+        Family-wise significance level of the z test (Bonferroni over all tests).
+    sort_by : {'cueness', 'cueness_proportion', 'z', 'pmi', 'lmi'}
+        Descending sort key.
+    label_order : sequence, optional
+        Label order of the per-label columns; default: sorted labels.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per qualifying feature; columns ``feature_type, feature, n_train, n_test,
+        train_<label>..., test_<label>..., majority_label, majority_share, mse,
+        mse_proportion, jsd, cueness, cueness_proportion, pmi_label, pmi, lmi_label, lmi,
+        z_label, z, z_significant, pmi_<label>..., lmi_<label>..., z_<label>...``.
+        ``attrs`` records labels, the split, thresholds and the feature methods.
+    """
+    if not isinstance(min_count, (int, np.integer)) or min_count < 1:
+        raise ValueError(f"min_count: expected an integer >= 1, got {min_count!r}")
+    if pmi_smoothing < 0:
+        raise ValueError(f"pmi_smoothing: expected k >= 0, got {pmi_smoothing!r}")
+    keys = ("cueness", "cueness_proportion", "z", "pmi", "lmi")
+    if sort_by not in keys:
+        raise ValueError(f"sort_by: expected one of {list(keys)}, got {sort_by!r}")
+    n = features.n_examples
+    if len(labels) != n or len(split.train) != n or len(split.test) != n:
+        raise ValueError(
+            f"labels/split: expected {n} entries (one per feature row), got labels="
+            f"{len(labels)}, train={len(split.train)}, test={len(split.test)}"
+        )
+    codes, order = _label_codes(labels, label_order)
+    n_labels = len(order)
+    train_counts, test_counts = split_label_counts(features.X, codes, n_labels, split)
+    n_train = train_counts.sum(axis=1)
+    n_test = test_counts.sum(axis=1)
+
+    keep = (n_train >= min_count) & (n_test >= min_count)
+    tr, te = train_counts[keep], test_counts[keep]
+    label_totals = np.bincount(codes[split.train], minlength=n_labels)
+    mse = mse_counts(tr)
+    mse_p = mse_proportions(tr)
+    jsd = jensen_shannon(tr, te)
+    z_all = z_statistic(tr) if keep.any() else np.zeros((0, n_labels))
+    n_tests = int(keep.sum()) * n_labels
+    threshold = z_threshold(n_tests, alpha=alpha)
+    names = [str(lab) for lab in order]
+
+    def best(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if values.shape[0] == 0:
+            return np.empty(0, dtype=object), np.empty(0)
+        arg = np.argmax(np.nan_to_num(values, nan=-np.inf), axis=1)
+        return np.asarray(names, dtype=object)[arg], values[np.arange(len(arg)), arg]
+
+    table: dict[str, object] = {
+        "feature_type": features.feature_type[keep].astype(str).astype(object),
+        "feature": features.feature[keep].astype(str).astype(object),
+        "n_train": n_train[keep],
+        "n_test": n_test[keep],
+    }
+    for j, name in enumerate(names):
+        table[f"train_{name}"] = tr[:, j]
+    for j, name in enumerate(names):
+        table[f"test_{name}"] = te[:, j]
+    majority, majority_count = best(tr.astype(float))
+    table["majority_label"] = majority
+    table["majority_share"] = np.divide(majority_count, n_train[keep],
+                                        out=np.zeros(len(majority_count)),
+                                        where=n_train[keep] > 0)
+    table["mse"] = mse
+    table["mse_proportion"] = mse_p
+    table["jsd"] = jsd
+    table["cueness"] = cueness(mse, jsd)
+    table["cueness_proportion"] = cueness(mse_p, jsd)
+    pmi_all = pmi(tr, label_totals, smoothing=pmi_smoothing)
+    lmi_all = lmi(tr, label_totals)
+    for stat, values in (("pmi", pmi_all), ("lmi", lmi_all), ("z", z_all)):
+        label, value = best(values)
+        table[f"{stat}_label"] = label
+        table[stat] = value
+    table["z_significant"] = table["z"] >= threshold  # type: ignore[operator]
+    for stat, values in (("pmi", pmi_all), ("lmi", lmi_all), ("z", z_all)):
+        for j, name in enumerate(names):
+            table[f"{stat}_{name}"] = values[:, j]
+
+    frame = pd.DataFrame(table)
+    frame = frame.sort_values(
+        [sort_by, "n_train", "feature_type", "feature"], ascending=[False, False, True, True],
+        kind="mergesort",
+    ).reset_index(drop=True)
+    frame.attrs.update({
+        "labels": names,
+        "split_source": split.source,
+        "split": split.description,
+        "n_train_examples": int(split.train.sum()),
+        "n_test_examples": int(split.test.sum()),
+        "min_count": int(min_count),
+        "pmi_smoothing": float(pmi_smoothing),
+        "alpha": float(alpha),
+        "z_threshold": threshold,
+        "n_tests": n_tests,
+        "n_features_extracted": int(features.n_features),
+        "text": features.text,
+        "methods": dict(features.methods),
+        "unavailable": dict(features.unavailable),
+    })
+    return frame
+
+
+# --------------------------------------------------------------------------------------
+# AuditDataset wrapper
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class CueInputs:
+    """Texts, labels and split read from a dataset (and an optional test dataset)."""
+
+    hypotheses: list[str]
+    premises: list[str] | None
+    labels: np.ndarray
+    split: Split
+    in_dataset: np.ndarray  # bool: True for rows of the main dataset (False: test file)
+    row_ids: np.ndarray     # row_id of each example (of its own dataset)
+
+
+def dataset_inputs(dataset, test=None, *, test_size: float = 0.2,
+                   random_state: int | None = 0) -> CueInputs:
+    """Read texts, labels and the train/test split from an ``AuditDataset``.
+
+    Parameters
+    ----------
+    dataset : AuditDataset
+        Included rows only. Its split column decides the test rows unless ``test`` is
+        given; without a usable split column a seeded stratified hold-out is used.
+    test : AuditDataset, optional
+        A second file whose included rows are the test rows (``dataset`` is then all
+        training rows).
+    """
+    for name, value in (("dataset", dataset), ("test", test)):
+        if value is not None and not all(
+            hasattr(value, attr) for attr in ("hypotheses", "premises", "labels", "splits")
+        ):
+            raise TypeError(f"{name}: expected an AuditDataset, got {type(value).__name__}")
+    hyps = list(dataset.hypotheses())
+    prems = dataset.premises()
+    labels = np.asarray(dataset.labels(), dtype=object)
+    row_ids = np.asarray(dataset.row_ids())
+    if test is None:
+        split = resolve_split(dataset.splits(), labels, test_size=test_size,
+                              random_state=random_state)
+        return CueInputs(hyps, list(prems) if prems is not None else None, labels, split,
+                         np.ones(len(hyps), dtype=bool), row_ids)
+    test_hyps = list(test.hypotheses())
+    test_prems = test.premises()
+    premises = None
+    if prems is not None and test_prems is not None:
+        premises = list(prems) + list(test_prems)
+    n_train, n_test = len(hyps), len(test_hyps)
+    in_dataset = np.r_[np.ones(n_train, dtype=bool), np.zeros(n_test, dtype=bool)]
+    test_name = getattr(test, "name", "test file")
+    split = Split(in_dataset.copy(), ~in_dataset, "file",
+                  f"second file: train = {getattr(dataset, 'name', 'data')} ({n_train} rows), "
+                  f"test = {test_name} ({n_test} rows)")
+    return CueInputs(
+        hyps + test_hyps, premises,
+        np.r_[labels, np.asarray(test.labels(), dtype=object)], split, in_dataset,
+        np.r_[row_ids.astype(object), np.asarray(test.row_ids()).astype(object)],
+    )
+
+
+def cue_table(
+    dataset,
+    *,
+    features: Iterable[str] = FAMILIES,
+    min_count: int = 5,
+    test=None,
+    text: str = "hypothesis",
+    lemma: bool = False,
+    sentiment_lexicon: str = "opinion",
+    pmi_smoothing: float = 100.0,
+    alpha: float = 0.01,
+    sort_by: str = "cueness",
+    test_size: float = 0.2,
+    random_state: int | None = 0,
+    row_ids: Sequence | None = None,
+    annotations: FeatureMatrix | None = None,
+    cache: bool = True,
+    cache_dir: str | os.PathLike | None = None,
+    n_jobs: int | None = None,
+    on_missing: str = "report",
+) -> pd.DataFrame:
+    """The cue table of a dataset: which features give the label away, in train and test.
+
+    A thin wrapper: reads texts, labels and the split from ``dataset`` (see
+    :func:`dataset_inputs`), extracts features (:func:`aflite_core.linguistic.
+    extract_features`, cached on disk) and computes :func:`cue_statistics`.
+
+    Parameters
+    ----------
+    dataset : AuditDataset
+    features : iterable of str
+        Feature families (default: all of :data:`aflite_core.linguistic.FAMILIES`).
+    min_count : int
+        Minimum support in both train and test.
+    test : AuditDataset, optional
+        Second file as the test rows.
+    row_ids : sequence, optional
+        Restrict the table to these rows of ``dataset`` (e.g. the rows AFLite retained);
+        the split is decided on the whole dataset first, so a hold-out keeps its rows.
+    annotations : FeatureMatrix, optional
+        Precomputed features for the same rows (as returned by ``extract_features`` on
+        :func:`dataset_inputs`); skips extraction.
+    text, lemma, sentiment_lexicon, cache, cache_dir, n_jobs, on_missing
+        Passed to :func:`~aflite_core.linguistic.extract_features`.
+    pmi_smoothing, alpha, sort_by
+        Passed to :func:`cue_statistics`.
+    test_size, random_state
+        Hold-out parameters when there is no usable split column and no ``test``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        See :func:`cue_statistics`; ``attrs['split']`` says where the test rows came from.
+    """
+    inputs = dataset_inputs(dataset, test, test_size=test_size, random_state=random_state)
+    if annotations is None:
+        annotations = extract_features(
+            inputs.hypotheses, inputs.premises, features=features, text=text,
+            min_count=min_count, lemma=lemma, sentiment_lexicon=sentiment_lexicon,
+            cache=cache, cache_dir=cache_dir, n_jobs=n_jobs, on_missing=on_missing,
+        )
+    elif annotations.n_examples != len(inputs.labels):
+        raise ValueError(
+            f"annotations: expected {len(inputs.labels)} rows (one per included row), got "
+            f"{annotations.n_examples}"
+        )
+    split = inputs.split
+    labels = inputs.labels
+    if row_ids is not None:
+        wanted = pd.Index(np.asarray(row_ids))
+        keep = ~inputs.in_dataset | pd.Index(inputs.row_ids).isin(wanted)
+        annotations = annotations.rows(keep)
+        split = split.restrict(keep)
+        labels = labels[keep]
+    table = cue_statistics(
+        annotations, labels, split, min_count=min_count, pmi_smoothing=pmi_smoothing,
+        alpha=alpha, sort_by=sort_by, label_order=sorted(pd.unique(inputs.labels), key=str),
+    )
+    table.attrs["dataset"] = str(getattr(dataset, "name", ""))
+    return table
+
+
+def cue_tables(dataset, scopes: Mapping[str, Sequence | None], **kwargs) -> pd.DataFrame:
+    """Cue tables of several row subsets, stacked with a leading ``scope`` column.
+
+    Features are extracted once. ``scopes`` maps a scope name (``full``, ``retained``) to
+    the row ids it keeps, or None for all rows. Other arguments as :func:`cue_table`.
+    The result is what the run folder stores as ``cues.parquet``.
+    """
+    if not scopes:
+        raise ValueError("scopes: expected at least one scope, got none")
+    annotations = kwargs.pop("annotations", None)
+    if annotations is None:
+        inputs = dataset_inputs(dataset, kwargs.get("test"),
+                                test_size=kwargs.get("test_size", 0.2),
+                                random_state=kwargs.get("random_state", 0))
+        annotations = extract_features(
+            inputs.hypotheses, inputs.premises,
+            features=kwargs.get("features", FAMILIES), text=kwargs.get("text", "hypothesis"),
+            min_count=kwargs.get("min_count", 5), lemma=kwargs.get("lemma", False),
+            sentiment_lexicon=kwargs.get("sentiment_lexicon", "opinion"),
+            cache=kwargs.get("cache", True), cache_dir=kwargs.get("cache_dir"),
+            n_jobs=kwargs.get("n_jobs"), on_missing=kwargs.get("on_missing", "report"),
+        )
+    frames = []
+    attrs: dict = {}
+    for name, ids in scopes.items():
+        frame = cue_table(dataset, row_ids=ids, annotations=annotations, **kwargs)
+        attrs.setdefault("scopes", {})[name] = {
+            "split": frame.attrs["split"], "n_train_examples": frame.attrs["n_train_examples"],
+            "n_test_examples": frame.attrs["n_test_examples"], "z_threshold":
+            frame.attrs["z_threshold"],
+        }
+        if not attrs.get("labels"):
+            attrs.update({k: v for k, v in frame.attrs.items() if k != "scopes"})
+        frame.insert(0, "scope", name)
+        frames.append(frame)
+    stacked = pd.concat(frames, ignore_index=True)
+    stacked.attrs = attrs
+    return stacked

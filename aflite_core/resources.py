@@ -1,0 +1,246 @@
+"""NLTK resources used by the linguistic features: check them, explain a gap, download.
+
+Nothing here downloads at import or at feature-extraction time. A missing resource makes
+the feature family that needs it *unavailable*, with :class:`ResourceMissingError`
+carrying the exact command that fixes it; only ``python -m aflite_core resources
+--download`` (or :func:`download`) fetches data, and only when a user runs it.
+
+NLTK looks for data in ``nltk.data.path`` (seeded from the ``NLTK_DATA`` environment
+variable when NLTK is first imported). Tests and CI point it at ``../shared/nltk_data``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+#: The command that installs every missing resource the features can use.
+DOWNLOAD_COMMAND = "python -m aflite_core resources --download"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One NLTK data package and what it is used for.
+
+    Attributes
+    ----------
+    name : str
+        The identifier ``nltk.download`` takes.
+    path : str
+        The path ``nltk.data.find`` looks up to decide whether it is installed.
+    families : tuple of str
+        Feature families of :mod:`aflite_core.linguistic` that need it.
+    purpose : str
+        One line for the ``resources`` listing.
+    optional : bool
+        True when the features work without it (another method or option is used).
+    """
+
+    name: str
+    path: str
+    families: tuple[str, ...]
+    purpose: str
+    optional: bool = False
+
+
+#: Every NLTK resource the linguistic features can use. Tokenisation is a documented
+#: regular expression (see ``aflite_core.linguistic.TOKEN_PATTERN``), so punkt is not needed.
+RESOURCES: tuple[Resource, ...] = (
+    Resource(
+        "averaged_perceptron_tagger_eng",
+        "taggers/averaged_perceptron_tagger_eng/",
+        ("tense", "ner", "typo"),
+        "part-of-speech tagger (tense, NER heuristic, proper nouns skipped by typo)",
+    ),
+    Resource("stopwords", "corpora/stopwords/english", ("overlap",), "English stopwords"),
+    Resource(
+        "opinion_lexicon",
+        "corpora/opinion_lexicon/positive-words.txt",
+        ("sentiment",),
+        "Hu & Liu opinion lexicon (sentiment, default lexicon)",
+    ),
+    Resource(
+        "vader_lexicon",
+        "sentiment/vader_lexicon.zip",
+        ("sentiment",),
+        "VADER lexicon (sentiment with lexicon='vader')",
+        optional=True,
+    ),
+    Resource(
+        "wordnet",
+        "corpora/wordnet",
+        ("word",),
+        "WordNet lemmatiser (word features with lemma=True)",
+        optional=True,
+    ),
+    Resource(
+        "maxent_ne_chunker_tab",
+        "chunkers/maxent_ne_chunker_tab/english_ace_multiclass/",
+        ("ner",),
+        "ne_chunk model; without it NER uses the proper-noun/number heuristic",
+        optional=True,
+    ),
+    Resource(
+        "words",
+        "corpora/words/en",
+        ("ner",),
+        "English word list, needed by ne_chunk",
+        optional=True,
+    ),
+)
+
+_BY_NAME = {r.name: r for r in RESOURCES}
+
+
+class ResourceMissingError(LookupError):
+    """A feature family cannot run because NLTK data is not installed.
+
+    Attributes
+    ----------
+    family : str
+        The feature family that is unavailable.
+    missing : tuple of str
+        NLTK resource names that were not found.
+    command : str
+        A shell command that installs them.
+    """
+
+    def __init__(self, family: str, missing: Sequence[str]):
+        self.family = family
+        self.missing = tuple(missing)
+        self.command = fix_command(self.missing)
+        names = ", ".join(f"'{m}'" for m in self.missing)
+        super().__init__(
+            f"{family} features unavailable: NLTK resource {names} not installed "
+            f"(searched {len(search_path())} folders of nltk.data.path / NLTK_DATA). "
+            f"Fix: {self.command}"
+        )
+
+
+@dataclass(frozen=True)
+class ResourceStatus:
+    """Whether one resource is installed, and where."""
+
+    resource: Resource
+    installed: bool
+    location: str | None
+
+
+def search_path() -> list[str]:
+    """Return the folders NLTK searches for data (``nltk.data.path``)."""
+    import nltk
+
+    return [str(p) for p in nltk.data.path]
+
+
+def get_resource(name: str) -> Resource:
+    """Return the :class:`Resource` called ``name``.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of :data:`RESOURCES`.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(
+            f"resource: expected one of {sorted(_BY_NAME)}, got {name!r}"
+        ) from None
+
+
+def locate(name: str) -> str | None:
+    """Return where resource ``name`` is installed, or None when NLTK cannot find it."""
+    import nltk
+
+    resource = get_resource(name)
+    try:
+        return str(nltk.data.find(resource.path))
+    except (LookupError, OSError, ValueError):
+        # LookupError: not found; OSError/ValueError: unreadable or refused (NLTK >= 3.10
+        # refuses group/world-writable files). Either way the resource cannot be used.
+        return None
+
+
+def is_installed(name: str) -> bool:
+    """Return True when NLTK can find resource ``name``."""
+    return locate(name) is not None
+
+
+def missing(names: Iterable[str]) -> list[str]:
+    """Return the resources of ``names`` that are not installed, in the given order."""
+    return [n for n in names if not is_installed(n)]
+
+
+def require(family: str, names: Iterable[str]) -> None:
+    """Raise :class:`ResourceMissingError` when any of ``names`` is missing.
+
+    Parameters
+    ----------
+    family : str
+        The feature family that needs the resources (named in the message).
+    names : iterable of str
+        NLTK resource names.
+    """
+    gaps = missing(names)
+    if gaps:
+        raise ResourceMissingError(family, gaps)
+
+
+def nltk_command(names: Sequence[str]) -> str:
+    """Return the plain-NLTK command line that downloads ``names``."""
+    calls = "; ".join(f"nltk.download('{n}')" for n in names)
+    return f'python -c "import nltk; {calls}"'
+
+
+def fix_command(names: Sequence[str]) -> str:
+    """Return the command line that installs ``names``.
+
+    Both forms are given: the project's own command, and plain NLTK.
+    """
+    return f"{DOWNLOAD_COMMAND}  (or: {nltk_command(names)})"
+
+
+def status(names: Iterable[str] | None = None) -> list[ResourceStatus]:
+    """Return the installation status of ``names`` (default: every known resource)."""
+    chosen = [get_resource(n) for n in names] if names is not None else list(RESOURCES)
+    return [ResourceStatus(r, (loc := locate(r.name)) is not None, loc) for r in chosen]
+
+
+def download(
+    names: Iterable[str] | None = None, *, download_dir: str | None = None, quiet: bool = True
+) -> dict[str, bool]:
+    """Download resources with NLTK's downloader (needs network access).
+
+    Parameters
+    ----------
+    names : iterable of str, optional
+        Resources to fetch; default: every resource of :data:`RESOURCES` not installed.
+    download_dir : str, optional
+        Target folder; default: NLTK's own default (``~/nltk_data`` or the first writable
+        folder of ``nltk.data.path``).
+    quiet : bool
+        Silence NLTK's progress output.
+
+    Returns
+    -------
+    dict
+        Resource name -> True when it is installed afterwards.
+    """
+    import nltk
+
+    todo = list(names) if names is not None else missing(r.name for r in RESOURCES)
+    result: dict[str, bool] = {}
+    for name in todo:
+        get_resource(name)
+        try:
+            ok = bool(nltk.download(name, download_dir=download_dir, quiet=quiet,
+                                    raise_on_error=False))
+        except (OSError, ValueError) as exc:  # network or disk failure: report, go on
+            ok = False
+            if not quiet:
+                print(f"{name}: {exc}")
+        if ok and download_dir is not None and download_dir not in nltk.data.path:
+            nltk.data.path.append(download_dir)
+        result[name] = ok and is_installed(name)
+    return result

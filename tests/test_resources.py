@@ -1,0 +1,119 @@
+"""NLTK resources: status, the documented error when one is missing, the CLI listing."""
+
+from __future__ import annotations
+
+import nltk
+import numpy as np
+import pytest
+
+from aflite_core import cli, resources
+from aflite_core.cues import resolve_split
+from aflite_core.linguistic import FAMILIES, extract_features
+from aflite_core.resources import DOWNLOAD_COMMAND, ResourceMissingError
+
+TEXTS = ["A man isn't sleeping.", "Two dogs will run in Paris.", "A happy girl smiles."]
+PREMISES = ["A man sleeps.", "Dogs run.", "A girl smiles."]
+
+
+@pytest.fixture
+def empty_nltk_path(tmp_path):
+    """Point NLTK at an empty folder, as on a machine without NLTK data; restore after."""
+    saved = list(nltk.data.path)
+    nltk.data.path[:] = [str(tmp_path)]
+    try:
+        yield tmp_path
+    finally:
+        nltk.data.path[:] = saved
+
+
+def test_shared_data_has_every_required_resource():
+    rows = {s.resource.name: s for s in resources.status()}
+    assert set(rows) == {r.name for r in resources.RESOURCES}
+    for status in rows.values():
+        if not status.resource.optional:
+            assert status.installed, status.resource.name
+            assert status.location
+    assert not rows["maxent_ne_chunker_tab"].installed  # not shipped: NER falls back
+
+
+def test_missing_resource_error_names_family_and_fix(empty_nltk_path):
+    with pytest.raises(ResourceMissingError) as info:
+        resources.require("tense", ["averaged_perceptron_tagger_eng"])
+    err = info.value
+    assert isinstance(err, LookupError)
+    assert err.family == "tense" and err.missing == ("averaged_perceptron_tagger_eng",)
+    message = str(err)
+    assert message.startswith("tense features unavailable")
+    assert DOWNLOAD_COMMAND in message
+    assert "nltk.download('averaged_perceptron_tagger_eng')" in message
+    with pytest.raises(ValueError, match="resource"):
+        resources.get_resource("punkt_missing")
+
+
+def test_families_report_unavailable_never_silently_empty(empty_nltk_path):
+    fm = extract_features(TEXTS, PREMISES, features=FAMILIES, cache=False, n_jobs=1)
+    assert set(fm.unavailable) == {"sentiment", "tense", "overlap", "ner", "typo"}
+    for family, message in fm.unavailable.items():
+        assert message.startswith(f"{family} features unavailable")
+        assert DOWNLOAD_COMMAND in message and "nltk.download(" in message
+    assert "stopwords" in fm.unavailable["overlap"]
+    # families without NLTK data still work
+    assert set(fm.feature_type) == {"word", "negation"}
+    assert fm.column("negation", "negation").tolist() == [True, False, False]
+
+
+def test_raise_mode_gives_the_documented_error_not_an_nltk_traceback(empty_nltk_path):
+    for family in ("tense", "ner", "typo", "sentiment", "overlap"):
+        with pytest.raises(ResourceMissingError, match="python -m aflite_core resources"):
+            extract_features(TEXTS, PREMISES, features=[family], cache=False,
+                             on_missing="raise")
+
+
+def test_cue_table_attrs_carry_the_unavailable_families(empty_nltk_path):
+    from aflite_core.cues import cue_statistics
+
+    texts = TEXTS * 10
+    labels = np.array(["a", "b", "c"] * 10)
+    fm = extract_features(texts, features=["word", "tense"], cache=False, n_jobs=1)
+    table = cue_statistics(fm, labels, resolve_split(None, labels), min_count=2)
+    assert "tense" in table.attrs["unavailable"]
+    assert set(table["feature_type"]) == {"word"}
+
+
+def test_lemma_needs_wordnet_which_is_missing():
+    assert not resources.is_installed("wordnet")
+    fm = extract_features(TEXTS, features=["word"], lemma=True, cache=False)
+    assert "nltk.download('wordnet')" in fm.unavailable["word"]
+    assert fm.n_features == 0
+
+
+def test_vader_lexicon_is_optional_but_checked(empty_nltk_path):
+    fm = extract_features(TEXTS, features=["sentiment"], sentiment_lexicon="vader",
+                          cache=False)
+    assert "vader_lexicon" in fm.unavailable["sentiment"]
+
+
+def test_cli_resources_lists_status_and_fix(capsys):
+    assert cli.main(["resources", "--check"]) == 0  # required ones are in shared data
+    out = capsys.readouterr().out
+    assert "installed  averaged_perceptron_tagger_eng" in out
+    assert "MISSING    maxent_ne_chunker_tab" in out
+    assert DOWNLOAD_COMMAND in out
+
+
+def test_cli_resources_check_fails_without_data(empty_nltk_path, capsys):
+    assert cli.main(["resources", "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "MISSING    stopwords" in out
+    assert "nltk.download('stopwords')" in out
+    assert cli.main(["resources", "--download", "--only", "nonsense"]) == 2
+    assert "expected one of" in capsys.readouterr().err
+
+
+def test_cli_cues_warns_about_unavailable_families(empty_nltk_path, snli_dir, capsys):
+    rc = cli.main(["cues", str(snli_dir / "snli_dev.csv"), "--features", "word,tense",
+                   "--top", "0", "--no-cache"])
+    assert rc == 0
+    err = capsys.readouterr().err
+    assert "warning: tense features unavailable" in err
+    assert DOWNLOAD_COMMAND in err
