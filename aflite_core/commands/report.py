@@ -1,0 +1,37 @@
+"""``python -m aflite_core report RUN_DIR --out report.html``: one self-contained HTML file.
+
+The page inlines Plotly's JavaScript, so it opens offline; all dataset text is escaped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report`` command."""
+    p = subparsers.add_parser(
+        "report",
+        help="write the self-contained HTML report of a run",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder")
+    p.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
+    p.add_argument("--samples", type=int, default=5, metavar="N",
+                   help="examples shown per label and status (default 5)")
+    p.add_argument("--top-cues", type=int, default=20, metavar="N",
+                   help="cues shown (default 20)")
+    p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build and write the report."""
+    from aflite_core.report import write_report
+
+    path = write_report(args.run_dir, args.out, overwrite=args.overwrite,
+                        n_samples=args.samples, top_cues=args.top_cues)
+    print(f"wrote {path}", file=sys.stderr)
+    return 0

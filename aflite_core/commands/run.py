@@ -1,0 +1,236 @@
+"""``python -m aflite_core run DATA --out RUN_DIR``: a headless audit into one run folder.
+
+``--out`` names the run folder itself. It is written as a hidden sibling temporary
+folder and renamed at the end, so a failed or interrupted run leaves nothing under that
+name. An existing ``--out`` is refused unless ``--overwrite`` is given (and even then
+only a run folder or an empty folder is replaced). One progress line per AFLite round
+goes to stderr; the finished folder's path goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from aflite_core.runs import SUMMARY_FILE, sanitize_run_name
+
+
+def parse_size(text: str) -> int | float:
+    """``"5000"`` -> 5000 rows, ``"0.3"`` -> fraction 0.3, ``"30%"`` -> 0.3."""
+    raw = text.strip()
+    try:
+        if raw.endswith("%"):
+            value = float(raw[:-1]) / 100.0
+        elif raw.isdigit():
+            return int(raw)
+        else:
+            value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of rows (e.g. 5000) or a fraction (0.5 or 50%), got {text!r}"
+        ) from None
+    if value.is_integer() and value >= 1 and not raw.endswith("%"):
+        return int(value)
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"a fraction must be between 0 and 1 (exclusive), got {text!r}"
+        )
+    return value
+
+
+def parse_representation(text: str) -> tuple[str, dict]:
+    """``tfidf-svd`` | ``warmup`` | ``precomputed:PATH`` | ``sentence-transformers:NAME``."""
+    method, _, arg = text.partition(":")
+    key = method.strip().lower().replace("-", "_")
+    if key in ("tfidf_svd", "warmup") and not arg:
+        return key, {}
+    if key == "precomputed" and arg:
+        return key, {"path": arg}
+    if key == "sentence_transformers" and arg:
+        return key, {"model": arg}
+    raise argparse.ArgumentTypeError(
+        "expected tfidf-svd, warmup, precomputed:PATH or sentence-transformers:NAME, "
+        f"got {text!r}"
+    )
+
+
+def parse_measures(text: str) -> tuple[str, ...]:
+    """Comma-separated measure names; ``none`` for no measure."""
+    from aflite_core.pipeline import MEASURES
+
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    if names in ((), ("none",)):
+        return ()
+    bad = [n for n in names if n not in MEASURES]
+    if bad:
+        raise argparse.ArgumentTypeError(
+            f"unknown measure(s) {', '.join(bad)}; choose from {', '.join(MEASURES)} or none"
+        )
+    return names
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``run`` command."""
+    from aflite_core.pipeline import DEFAULT_MEASURES, STRATEGIES
+
+    p = subparsers.add_parser(
+        "run",
+        help="audit a dataset with AFLite and write a run folder",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    p.add_argument("data", metavar="DATA",
+                   help="dataset file (CSV, TSV, JSONL, JSON, Parquet, .gz)")
+    p.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder to create")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace RUN_DIR if it is an existing run folder")
+    g = p.add_argument_group("columns (guessed when omitted; SNLI/MNLI names are recognised)")
+    for role in ("premise", "hypothesis", "label", "split"):
+        g.add_argument(f"--{role}", metavar="COL", help=f"{role} column")
+    g.add_argument("--id", metavar="COL", help="column of unique row ids (default: row position)")
+    g.add_argument("--format", choices=("csv", "tsv", "jsonl", "json", "parquet"),
+                   help="input format (default: from the suffix, else sniffed)")
+    a = p.add_argument_group("representation and AFLite")
+    a.add_argument("--representation", type=parse_representation, default=("tfidf_svd", {}),
+                   metavar="R",
+                   help="tfidf-svd (default) | warmup | precomputed:PATH | "
+                        "sentence-transformers:NAME")
+    a.add_argument("--n-components", type=int, metavar="D",
+                   help="SVD / warm-up hidden dimension (default 256)")
+    a.add_argument("--warmup-fraction", type=float, metavar="F",
+                   help="warm-up share of the rows (default 0.1)")
+    a.add_argument("--target-size", type=parse_size, default=0.5, metavar="N|FRAC",
+                   help="rows to keep, or a fraction of the filterable rows (default 0.5)")
+    a.add_argument("--partitions", type=int, default=64, metavar="M",
+                   help="random partitions per round (default 64)")
+    a.add_argument("--train-size", type=parse_size, default=0.5, metavar="T|FRAC",
+                   help="training rows per partition, or a fraction (default 0.5)")
+    a.add_argument("--slice-size", type=parse_size, default=None, metavar="K|FRAC",
+                   help="rows removed per round at most (default: scaled to the data)")
+    a.add_argument("--tau", type=float, default=0.75, metavar="TAU",
+                   help="predictability threshold (default 0.75)")
+    a.add_argument("--strategy", choices=STRATEGIES, default="greedy_slicing")
+    a.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    a.add_argument("--measures", type=parse_measures, default=DEFAULT_MEASURES, metavar="LIST",
+                   help="comma-separated optional measures, or none "
+                        f"(default {','.join(DEFAULT_MEASURES)})")
+    a.add_argument("--no-report", action="store_true", help="do not write report.html")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
+    p.set_defaults(func=run)
+
+
+def _target(out: str, overwrite: bool) -> tuple[Path, str]:
+    path = Path(out)
+    name = path.name
+    if name in ("", ".", ".."):
+        raise ValueError(f"--out: expected a folder name for the run, got {out!r}")
+    safe = sanitize_run_name(name)
+    if safe != name:
+        raise ValueError(
+            f"--out: {name!r} is not a safe run folder name (use letters, digits, '.', '_' "
+            f"and '-', not starting with '.' or '-'); for example {safe!r}"
+        )
+    if path.exists() or path.is_symlink():
+        if not overwrite:
+            raise FileExistsError(
+                f"--out: {path} already exists; pass --overwrite to replace it or choose "
+                "another folder"
+            )
+        if not path.is_dir() or not ((path / SUMMARY_FILE).is_file() or not any(path.iterdir())):
+            raise FileExistsError(
+                f"--out: {path} exists and is not a run folder (no {SUMMARY_FILE}); "
+                "refusing to overwrite it"
+            )
+    return path.parent, name
+
+
+def _exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into ``SystemExit`` so the temporary run folder is removed on the way out
+    (SIGKILL cannot be caught: its hidden folder is ignored and cleaned up later)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
+        print("terminated", file=sys.stderr)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+class _Printer:
+    """Progress lines on stderr: one per AFLite round, one per other stage."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.last_stage: str | None = None
+
+    def __call__(self, event: dict) -> None:
+        if self.quiet:
+            return
+        stage = event.get("stage", "")
+        pct = f"{100 * float(event.get('fraction', 0)):3.0f}%"
+        if stage == "aflite" and "round" in event:
+            secs = event.get("seconds")
+            timing = f" {secs:.1f}s" if isinstance(secs, (int, float)) else ""
+            print(f"[{pct}] aflite {event.get('message', '')}{timing}", file=sys.stderr,
+                  flush=True)
+        elif stage != self.last_stage or "status" in event:
+            print(f"[{pct}] {stage}: {event.get('message', '')}", file=sys.stderr, flush=True)
+        self.last_stage = stage
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the data, run the audit, print where the run folder is."""
+    from aflite_core.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+    from aflite_core.runs import load_run
+
+    root, name = _target(args.out, args.overwrite)
+    method, rep_params = args.representation
+    if args.n_components is not None:
+        rep_params["n_components"] = args.n_components
+    if args.warmup_fraction is not None:
+        rep_params["warmup_fraction"] = args.warmup_fraction
+    config = AuditConfig(
+        representation=method,
+        representation_params=rep_params,
+        target_size=args.target_size,
+        n_partitions=args.partitions,
+        train_size=args.train_size,
+        slice_size=args.slice_size,
+        tau=args.tau,
+        strategy=args.strategy,
+        random_state=args.seed,
+        measures=tuple(args.measures),
+        report=not args.no_report,
+    ).validate()
+    if not Path(args.data).is_file():
+        raise FileNotFoundError(f"DATA: no such file: {args.data}")
+    _exit_cleanly_on_sigterm()
+    printer = _Printer(args.quiet)
+    if not args.quiet:
+        print(f"loading {args.data}", file=sys.stderr, flush=True)
+    dataset = load_dataset(
+        args.data, premise=args.premise, hypothesis=args.hypothesis, label=args.label,
+        split=args.split, id=args.id, format=args.format,
+    )  # fmt: skip
+    path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
+                     overwrite=args.overwrite)
+    run_ = load_run(path)
+    sizes = run_.sizes
+    if not args.quiet:
+        for measure, info in run_.measures.items():
+            if info.get("status") == "error":
+                print(f"warning: {measure} failed: {info.get('error')}", file=sys.stderr)
+        print(
+            f"retained {sizes.get('retained', 0):,} of {sizes.get('filtered', 0):,} filtered rows "
+            f"(removed {sizes.get('removed', 0):,}; warm-up {sizes.get('warmup', 0):,}; "
+            f"excluded {sizes.get('excluded', 0):,})",
+            file=sys.stderr,
+        )
+    print(path)
+    return 0

@@ -1,0 +1,701 @@
+"""Self-contained HTML report of a run.
+
+One file, viewable offline: Plotly's JavaScript is inlined once in the page head and
+every chart is a ``<div>`` drawn from inline JSON. Sections follow the run's artifacts;
+a section whose artifact is absent says so in one line instead of disappearing.
+
+Every piece of text that comes from the data (cells, labels, column names, cue tokens,
+file and run names) goes through :func:`html.escape`; chart labels are escaped too,
+since Plotly interprets a subset of HTML in them. Long cells are shortened for display.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core.runs import (
+    BASELINES_FILE,
+    CUES_FILE,
+    DUPLICATES_FILE,
+    INOCULATION_FILE,
+    KNN_FILE,
+    STATUSES,
+    AuditRun,
+    check_not_in_run,
+    cue_key_columns,
+    cue_value_columns,
+    load_run,
+)
+
+#: Longest cell shown in tables of examples (characters).
+MAX_CELL_CHARS = 400
+#: Sections, in page order: (anchor, title).
+SECTIONS = (
+    ("provenance", "Parameters and provenance"),
+    ("sizes", "Sizes before and after"),
+    ("labels", "Label distribution"),
+    ("rounds", "Removal per round"),
+    ("predictability", "Predictability"),
+    ("cues", "Top cues"),
+    ("knn", "KNN distances"),
+    ("baselines", "Baselines vs random control"),
+    ("duplicates", "Duplicates"),
+    ("inoculation", "Inoculation"),
+    ("samples", "Examples"),
+)
+
+_STATUS_COLORS = {
+    "retained": "#2b8a3e",
+    "removed": "#c92a2a",
+    "warmup": "#1971c2",
+    "excluded": "#868e96",
+}
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:0 auto;
+max-width:1100px;padding:1rem 2rem;color:#212529;line-height:1.45}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{border-bottom:1px solid #dee2e6;padding-top:1rem}
+table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
+th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:left;vertical-align:top}
+th{background:#f1f3f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.text{white-space:pre-wrap;word-break:break-word;max-width:40rem}
+.absent{color:#868e96;font-style:italic}.error{color:#c92a2a}
+nav a{margin-right:.8rem;font-size:.9rem}.muted{color:#868e96;font-size:.85rem}
+"""
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def esc(value: Any) -> str:
+    """HTML-escape any value's text (quotes included)."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def shorten(text: Any, limit: int = MAX_CELL_CHARS) -> str:
+    """Text of ``text`` cut to ``limit`` characters with an ellipsis."""
+    text = "" if text is None else str(text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    if isinstance(value, (float, np.floating)):
+        if not np.isfinite(value):
+            return "–"
+        return f"{value:,.4g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return shorten(value)
+
+
+def html_table(
+    frame: pd.DataFrame, *, text_columns: Iterable[str] = (), max_rows: int | None = None
+) -> str:
+    """Render a DataFrame as an escaped HTML table (index not shown)."""
+    text_columns = set(text_columns)
+    if max_rows is not None:
+        frame = frame.head(max_rows)
+    head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
+    rows = []
+    for values in frame.itertuples(index=False, name=None):
+        cells = []
+        for column, value in zip(frame.columns, values, strict=True):
+            numeric = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+                value, (bool, np.bool_)
+            )
+            cls = "text" if column in text_columns else ("num" if numeric else "")
+            attr = f' class="{cls}"' if cls else ""
+            cells.append(f"<td{attr}>{esc(_fmt(value))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def _kv_table(pairs: Mapping[str, Any]) -> str:
+    frame = pd.DataFrame({"name": list(pairs), "value": [_plain(v) for v in pairs.values()]})
+    return html_table(frame, text_columns=("value",))
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    return _fmt(value) if value is not None else "–"
+
+
+def _absent(what: str) -> str:
+    return f'<p class="absent">{esc(what)}</p>'
+
+
+def _labels(values: Iterable[Any]) -> list[str]:
+    """Chart-safe labels: escaped, since Plotly renders a subset of HTML in text."""
+    return [esc(shorten(v, 60)) for v in values]
+
+
+class _Figures:
+    """Render Plotly figures to ``<div>``s without repeating the library."""
+
+    def __init__(self) -> None:
+        import plotly.io as pio
+
+        self._pio = pio
+
+    def __call__(self, fig, height: int = 360) -> str:
+        fig.update_layout(margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=height)
+        return self._pio.to_html(
+            fig,
+            include_plotlyjs=False,
+            full_html=False,
+            config={"displaylogo": False, "responsive": True},
+        )
+
+
+def plotly_js() -> str:
+    """The Plotly JavaScript bundle shipped with the installed ``plotly`` package."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _section_provenance(run: AuditRun) -> str:
+    summary = run.summary
+    inp = run.input
+    parts = [
+        "<h3>Input</h3>",
+        _kv_table(
+            {
+                "file": inp.get("name"),
+                "sha256": inp.get("sha256"),
+                "rows": inp.get("n_rows"),
+                "columns used": inp.get("columns"),
+            }
+        ),
+        "<h3>Parameters</h3>",
+        _kv_table(run.parameters) if run.parameters else _absent("No parameters recorded."),
+        "<h3>Provenance</h3>",
+        _kv_table(
+            {
+                "run": run.name,
+                "created (UTC)": run.created,
+                "format version": run.format_version,
+                **{f"version: {k}": v for k, v in (summary.get("versions") or {}).items()},
+            }
+        ),
+    ]
+    timings = summary.get("timings") or {}
+    if timings:
+        parts += ["<h3>Timings (seconds)</h3>", _kv_table(timings)]
+    measures = run.measures
+    if measures:
+        rows = [
+            {
+                "measure": k,
+                "status": (v or {}).get("status", ""),
+                "detail": (v or {}).get("error", ""),
+            }
+            for k, v in measures.items()
+        ]
+        parts += ["<h3>Measures</h3>", html_table(pd.DataFrame(rows), text_columns=("detail",))]
+    warnings = summary.get("warnings") or []
+    if warnings:
+        items = "".join(f"<li>{esc(w)}</li>" for w in warnings)
+        parts += [f"<h3>Warnings</h3><ul>{items}</ul>"]
+    return "".join(parts)
+
+
+def _status_counts(run: AuditRun) -> dict[str, int]:
+    sizes = run.sizes
+    if all(s in sizes for s in STATUSES):
+        return {s: int(sizes[s]) for s in STATUSES}
+    counts = run.scores["status"].astype(str).value_counts()
+    return {s: int(counts.get(s, 0)) for s in STATUSES}
+
+
+def _section_sizes(run: AuditRun, fig: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    counts = _status_counts(run)
+    before = counts["retained"] + counts["removed"]
+    table = pd.DataFrame(
+        {
+            "": ["rows in the input", "excluded (invalid label etc.)", "warm-up (not filtered)",
+                 "filtered by AFLite (before)", "retained (after)", "removed"],
+            "rows": [sum(counts.values()), counts["excluded"], counts["warmup"], before,
+                     counts["retained"], counts["removed"]],
+        }
+    )
+    table["share of filtered"] = [np.nan, np.nan, np.nan, 1.0,
+                                  counts["retained"] / before if before else np.nan,
+                                  counts["removed"] / before if before else np.nan]
+    chart = go.Figure(
+        go.Bar(
+            x=list(STATUSES),
+            y=[counts[s] for s in STATUSES],
+            marker_color=[_STATUS_COLORS[s] for s in STATUSES],
+        )
+    )
+    chart.update_layout(title="Rows by status", yaxis_title="rows")
+    return html_table(table) + fig(chart)
+
+
+def _label_counts(run: AuditRun) -> pd.DataFrame:
+    labels = run.summary.get("labels") or {}
+    before = labels.get("before")
+    after = labels.get("after")
+    if before is None or after is None:
+        scores = run.scores
+        if "label" not in scores.columns:
+            return pd.DataFrame()
+        status = scores["status"].astype(str)
+        lab = scores["label"].astype(str)
+        before = lab[status.isin(["retained", "removed"])].value_counts().to_dict()
+        after = lab[status == "retained"].value_counts().to_dict()
+    names = list(dict.fromkeys([*before, *after]))
+    frame = pd.DataFrame(
+        {
+            "label": names,
+            "before": [int(before.get(n, 0)) for n in names],
+            "after": [int(after.get(n, 0)) for n in names],
+        }
+    )
+    total_b, total_a = frame["before"].sum(), frame["after"].sum()
+    frame["removed"] = frame["before"] - frame["after"]
+    frame["share before"] = frame["before"] / total_b if total_b else np.nan
+    frame["share after"] = frame["after"] / total_a if total_a else np.nan
+    frame["kept"] = frame["after"] / frame["before"].where(frame["before"] > 0)
+    return frame
+
+
+def _section_labels(run: AuditRun, fig: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    frame = _label_counts(run)
+    if frame.empty:
+        return _absent("No label information in this run.")
+    names = _labels(frame["label"])
+    chart = go.Figure(
+        [
+            go.Bar(name="before", x=names, y=frame["share before"], marker_color="#868e96"),
+            go.Bar(name="after", x=names, y=frame["share after"], marker_color="#2b8a3e"),
+        ]
+    )
+    chart.update_layout(barmode="group", title="Label shares before vs after", yaxis_title="share")
+    return html_table(frame) + fig(chart)
+
+
+def _section_rounds(run: AuditRun, fig: _Figures) -> str:
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    history = run.history
+    if history.empty or "size" not in history.columns:
+        return _absent("No per-round history in this run (summary.json has no 'history').")
+    rounds = history["round"] if "round" in history.columns else pd.Series(range(len(history)))
+    chart = make_subplots(specs=[[{"secondary_y": True}]])
+    chart.add_trace(go.Scatter(x=rounds, y=history["size"], name="size", mode="lines+markers"))
+    if "removed" in history.columns:
+        chart.add_trace(
+            go.Bar(x=rounds, y=history["removed"], name="removed", opacity=0.5,
+                   marker_color="#c92a2a"),
+            secondary_y=True,
+        )
+    chart.update_layout(title="Size of the filtered set and rows removed per round")
+    chart.update_xaxes(title_text="round")
+    chart.update_yaxes(title_text="size", secondary_y=False)
+    chart.update_yaxes(title_text="removed", secondary_y=True, rangemode="tozero")
+    stop = run.summary.get("stop_reason") or (run.summary.get("aflite") or {}).get("stop_reason")
+    note = f"<p>Stopped because: {esc(stop)}</p>" if stop else ""
+    shown = [c for c in history.columns if not isinstance(history[c].iloc[0], (list, dict))]
+    return fig(chart) + note + html_table(history[shown], max_rows=200)
+
+
+def _section_predictability(run: AuditRun, fig: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    scores = run.scores
+    values = scores["predictability"].to_numpy(dtype=float)
+    status = scores["status"].astype(str).to_numpy()
+    if not np.isfinite(values).any():
+        return _absent("No predictability scores in this run.")
+    chart = go.Figure()
+    bins = np.linspace(0, 1, 41)
+    for name in ("retained", "removed"):
+        v = values[(status == name) & np.isfinite(values)]
+        if len(v):
+            counts, _ = np.histogram(v, bins=bins)
+            chart.add_trace(
+                go.Bar(x=(bins[:-1] + bins[1:]) / 2, y=counts, name=name, width=1 / 40,
+                       marker_color=_STATUS_COLORS[name], opacity=0.7)
+            )
+    tau = run.parameters.get("tau")
+    if isinstance(tau, (int, float)):
+        chart.add_vline(x=float(tau), line_dash="dash", annotation_text="tau")
+    chart.update_layout(barmode="overlay", title="Predictability (score in the last round seen)",
+                        xaxis_title="predictability", yaxis_title="rows")
+    return fig(chart)
+
+
+def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
+    import plotly.graph_objects as go
+
+    cues = run.cues
+    if cues is None:
+        return _absent(f"Cue statistics were not computed in this run (no {CUES_FILE}).")
+    values = cue_value_columns(cues)
+    keys = cue_key_columns(cues)
+    if not values or not keys or "scope" not in cues.columns:
+        return html_table(cues, max_rows=top)
+    value = values[0]
+    full = cues[cues["scope"].astype(str) == "full"]
+    kept = cues[cues["scope"].astype(str) == "retained"]
+    top_full = full.sort_values(value, ascending=False, kind="stable").head(top)
+    extra = [c for c in ("majority_label", "n_train") if c in cues.columns and c not in keys]
+    merged = top_full[keys + extra + [value]].merge(
+        kept[keys + [value]].drop_duplicates(keys), on=keys, how="left",
+        suffixes=(" (full)", " (retained)"),
+    )
+    parts = [f"<p>Top {top} cues of the full data by <b>{esc(value)}</b>, and the same cues "
+             "in the retained data (empty: below the minimum count after filtering).</p>",
+             html_table(merged, text_columns=keys)]
+    names = _labels(merged[keys].astype(str).agg(" · ".join, axis=1))
+    chart = go.Figure(
+        [
+            go.Bar(name="full", y=names, x=merged[f"{value} (full)"], orientation="h",
+                   marker_color="#868e96"),
+            go.Bar(name="retained", y=names, x=merged[f"{value} (retained)"],
+                   orientation="h", marker_color="#2b8a3e"),
+        ]
+    )
+    chart.update_layout(barmode="group", title=f"Top cues: {esc(value)} before vs after",
+                        yaxis={"autorange": "reversed"})
+    parts.append(fig(chart, height=max(360, 22 * len(names))))
+    return "".join(parts)
+
+
+def _section_knn(run: AuditRun, fig: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    knn = run.knn
+    if knn is None:
+        return _absent(f"KNN distances were not computed in this run (no {KNN_FILE}).")
+    needed = {"scope", "relation", "k", "mean_distance"}
+    if not needed.issubset(knn.columns):
+        return html_table(knn, max_rows=100)
+    rows = knn if "class" not in knn.columns else knn[knn["class"].astype(str) == "all"]
+    chart = go.Figure()
+    for (scope, relation), part in rows.groupby(["scope", "relation"], sort=False):
+        part = part.sort_values("k")
+        chart.add_trace(
+            go.Scatter(x=part["k"], y=part["mean_distance"], mode="lines+markers",
+                       name=f"{esc(relation)} · {esc(scope)}",
+                       line={"dash": "solid" if scope == "after" else "dot"})
+        )
+    chart.update_layout(title="Mean cosine distance of held-out rows to their k nearest "
+                        "training rows", xaxis_title="k", yaxis_title="mean distance",
+                        xaxis_type="log")
+    note = ("<p>Larger same-class distances after filtering mean the retained set holds fewer "
+            "near-copies of held-out examples.</p>")
+    compact = ""
+    if {"before", "after"} <= set(rows["scope"].astype(str)):
+        pivot = rows.pivot_table(index=["relation", "k"], columns="scope",
+                                 values="mean_distance", aggfunc="first").reset_index()
+        pivot["change"] = pivot["after"] - pivot["before"]
+        compact = html_table(pivot[["relation", "k", "before", "after", "change"]])
+    details = (f"<details><summary>All classes ({len(knn)} rows)</summary>"
+               f"{html_table(knn, text_columns=('class',), max_rows=500)}</details>")
+    return note + fig(chart) + compact + details
+
+
+def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(obj, Mapping):
+        out = []
+        for k, v in obj.items():
+            out += _flatten(v, f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return [(prefix, obj)]
+
+
+def _json_section(obj: Any) -> str:
+    """Render a JSON artifact: lists of records as tables, other values flattened."""
+    parts = []
+    if isinstance(obj, Mapping):
+        scalars = {}
+        for key, value in obj.items():
+            if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+                parts.append(f"<h3>{esc(key)}</h3>" + html_table(pd.DataFrame(value),
+                                                                 max_rows=200))
+            else:
+                scalars.update(dict(_flatten(value, str(key))))
+        if scalars:
+            parts.insert(0, _kv_table(scalars))
+    elif isinstance(obj, list) and obj and all(isinstance(v, Mapping) for v in obj):
+        parts.append(html_table(pd.DataFrame(obj), max_rows=200))
+    else:
+        parts.append(f"<p>{esc(obj)}</p>")
+    return "".join(parts)
+
+
+def _baseline_chart(baselines: Mapping, fig: _Figures) -> str:
+    """Bar chart of accuracy per baseline and subset, when the structure allows it."""
+    import plotly.graph_objects as go
+
+    records = baselines.get("results") if isinstance(baselines, Mapping) else None
+    if not (isinstance(records, list) and records and isinstance(records[0], Mapping)):
+        return ""
+    frame = pd.DataFrame(records)
+    value = next((c for c in ("accuracy", "score", "mean") if c in frame.columns), None)
+    group = next((c for c in ("subset", "scope", "data") if c in frame.columns), None)
+    name = next((c for c in ("baseline", "model", "probe", "name") if c in frame.columns), None)
+    if value is None or group is None or name is None:
+        return ""
+    chart = go.Figure()
+    for subset, part in frame.groupby(group, sort=False):
+        chart.add_trace(go.Bar(name=esc(subset), x=_labels(part[name]), y=part[value]))
+    chart.update_layout(barmode="group", title=f"Baselines: {esc(value)} by subset",
+                        yaxis_title=esc(value))
+    return fig(chart)
+
+
+_BASELINE_SUMMARY = ("bias_removed_beyond_size", "accuracy_drop", "size_effect")
+
+
+def _section_baselines(run: AuditRun, fig: _Figures) -> str:
+    baselines = run.baselines
+    if baselines is None:
+        return _absent(f"Baselines were not computed in this run (no {BASELINES_FILE}).")
+    if not isinstance(baselines, Mapping) or "results" not in baselines:
+        return _json_section(baselines)
+    parts = [
+        "<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
+        "subsets of the same size as the retained rows (the control: a smaller set is harder "
+        "whatever its content). <b>bias removed beyond size</b> = random − retained.</p>",
+        _baseline_chart(baselines, fig),
+        html_table(pd.DataFrame(baselines["results"])),
+    ]
+    summary = [
+        {"baseline": name, **{k: result.get(k) for k in _BASELINE_SUMMARY}}
+        for name, result in baselines.items()
+        if isinstance(result, Mapping) and any(k in result for k in _BASELINE_SUMMARY)
+    ]
+    if summary:
+        parts.append(html_table(pd.DataFrame(summary)))
+    return "".join(parts)
+
+
+def _artifact(run: AuditRun, key: str, filename: str) -> Any:
+    """A JSON artifact from its file, else from the same key of the summary."""
+    data = run.read_json(filename)
+    return run.summary.get(key) if data is None else data
+
+
+def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    data = _artifact(run, "duplicates", DUPLICATES_FILE)
+    if data is None:
+        return _absent(f"Duplicate detection was not computed in this run (no {DUPLICATES_FILE}).")
+    records = data.get("summary") if isinstance(data, Mapping) else None
+    if not (isinstance(records, list) and records and {"scope", "kind", "share"}
+            <= set(records[0])):
+        return _json_section(data)
+    table = pd.DataFrame(records)
+    chart = go.Figure()
+    for scope, part in table.groupby("scope", sort=False):
+        chart.add_trace(go.Bar(name=esc(scope), x=_labels(part["kind"]), y=part["share"]))
+    chart.update_layout(barmode="group", title="Share of redundant copies before vs after",
+                        yaxis_title="duplicate rows / rows")
+    params = data.get("params") or {}
+    note = ("<p>Exact: same normalised text; near: cosine similarity on Φ of at least "
+            f"{esc(params.get('threshold', '?'))}. A group of g rows holds g − 1 redundant "
+            "copies.</p>")
+    return note + fig(chart) + html_table(table)
+
+
+def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
+    import plotly.graph_objects as go
+
+    data = _artifact(run, "inoculation", INOCULATION_FILE)
+    if data is None:
+        return _absent(f"Inoculation was not computed in this run (no {INOCULATION_FILE}).")
+    records = data.get("summary") if isinstance(data, Mapping) else None
+    if not (isinstance(records, list) and records and {"n", "original_mean", "challenge_mean"}
+            <= set(records[0])):
+        return _json_section(data)
+    table = pd.DataFrame(records)
+    chart = go.Figure()
+    for column, name in (("original_mean", "original test"),
+                         ("challenge_mean", "challenge test")):
+        chart.add_trace(go.Scatter(x=table["n"], y=table[column], mode="lines+markers",
+                                   name=name))
+    chart.update_layout(title="Accuracy after inoculation with n challenge examples",
+                        xaxis_title="n challenge examples", yaxis_title="accuracy")
+    outcome = (f"<p><b>Outcome:</b> {esc(data.get('outcome_label', ''))}. "
+               f"{esc(data.get('explanation', ''))}</p>")
+    return outcome + fig(chart) + html_table(table)
+
+
+def _text_columns(run: AuditRun, frame: pd.DataFrame) -> list[str]:
+    mapping = run.columns
+    cols = [mapping.get(k) for k in ("premise", "hypothesis")]
+    cols = [c for c in cols if c and c in frame.columns]
+    if cols:
+        return cols
+    return [c for c in frame.columns if pd.api.types.is_string_dtype(frame[c])][:3]
+
+
+def _section_samples(run: AuditRun, n_samples: int, random_state: int) -> str:
+    try:
+        frame = run.frame
+    except (OSError, ValueError) as exc:
+        return _absent(f"Original rows are not available: {exc}")
+    scores = run.scores.reset_index(drop=True)
+    text_cols = _text_columns(run, frame)
+    label_col = run.columns.get("label")
+    labels = (scores["label"].astype(str) if "label" in scores.columns
+              else frame[label_col].astype(str).reset_index(drop=True) if label_col in frame
+              else pd.Series([""] * len(scores)))
+    status = scores["status"].astype(str)
+    rng = np.random.default_rng(random_state)
+    parts = [f"<p>Up to {n_samples} examples per label: removed rows with the highest "
+             "predictability, retained rows at random.</p>"]
+    for label in pd.unique(labels[status.isin(["retained", "removed"])]):
+        parts.append(f"<h3>Label {esc(label)}</h3>")
+        for name in ("removed", "retained"):
+            idx = np.flatnonzero(((status == name) & (labels == label)).to_numpy())
+            if name == "removed":
+                order = np.argsort(-scores["predictability"].to_numpy(dtype=float)[idx],
+                                   kind="stable")
+                idx = idx[order[:n_samples]]
+            elif len(idx) > n_samples:
+                idx = np.sort(rng.choice(idx, size=n_samples, replace=False))
+            if not len(idx):
+                parts.append(_absent(f"No {name} rows with this label."))
+                continue
+            table = frame.iloc[idx][text_cols].reset_index()
+            table["predictability"] = scores["predictability"].to_numpy()[idx]
+            table = table.map(lambda v: shorten(v) if isinstance(v, str) else v)
+            parts.append(f"<h4>{name.capitalize()}</h4>")
+            parts.append(html_table(table, text_columns=text_cols))
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def build_report(
+    run: AuditRun | str | os.PathLike,
+    *,
+    n_samples: int = 5,
+    top_cues: int = 20,
+    random_state: int = 0,
+    include_plotlyjs: bool = True,
+) -> str:
+    """Build the HTML report of a run.
+
+    Parameters
+    ----------
+    run : AuditRun or path
+        The run (folder).
+    n_samples : int, default 5
+        Examples shown per label for removed and for retained rows.
+    top_cues : int, default 20
+        Cues shown in the cue section.
+    random_state : int, default 0
+        Seeds the choice of retained examples.
+    include_plotlyjs : bool, default True
+        Inline the Plotly library (needed to view the file offline). ``False`` only for
+        embedding into a page that already loads Plotly.
+
+    Returns
+    -------
+    str
+        One complete HTML document.
+    """
+    for name, value in (("n_samples", n_samples), ("top_cues", top_cues)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    run = run if isinstance(run, AuditRun) else load_run(run)
+    fig = _Figures()
+    bodies = {
+        "provenance": lambda: _section_provenance(run),
+        "sizes": lambda: _section_sizes(run, fig),
+        "labels": lambda: _section_labels(run, fig),
+        "rounds": lambda: _section_rounds(run, fig),
+        "predictability": lambda: _section_predictability(run, fig),
+        "cues": lambda: _section_cues(run, fig, top_cues),
+        "knn": lambda: _section_knn(run, fig),
+        "baselines": lambda: _section_baselines(run, fig),
+        "duplicates": lambda: _section_duplicates(run, fig),
+        "inoculation": lambda: _section_inoculation(run, fig),
+        "samples": lambda: _section_samples(run, n_samples, random_state),
+    }
+    sections = []
+    for anchor, title in SECTIONS:
+        try:
+            body = bodies[anchor]()
+        except (KeyError, ValueError, TypeError, OSError, IndexError) as exc:
+            body = (f'<p class="error">This section could not be drawn: '
+                    f"{esc(type(exc).__name__)}: {esc(exc)}</p>")
+        sections.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>{body}</section>')
+    nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in SECTIONS)
+    script = f"<script>{plotly_js()}</script>" if include_plotlyjs else ""
+    title = f"AFLite audit report: {run.name}"
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style>{script}</head><body>"
+        f"<h1>{esc(title)}</h1>"
+        f'<p class="muted">Input {esc(run.input.get("name", "?"))} · created '
+        f"{esc(run.created)} UTC · run format {esc(run.format_version)}</p>"
+        f"<nav>{nav}</nav>{''.join(sections)}</body></html>\n"
+    )
+
+
+def write_report(
+    run: AuditRun | str | os.PathLike,
+    out: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    **kwargs: Any,
+) -> Path:
+    """Write :func:`build_report` to ``out`` (through a temporary file, then renamed).
+
+    Raises
+    ------
+    FileExistsError
+        If ``out`` exists and ``overwrite`` is False.
+    """
+    out = check_not_in_run(out)
+    if out.exists() and not overwrite:
+        raise FileExistsError(f"report target {out} already exists; pass overwrite to replace it")
+    if not out.parent.is_dir():
+        raise FileNotFoundError(f"folder {out.parent} of the report target does not exist")
+    text = build_report(run, **kwargs)
+    tmp = out.parent / f".{out.name}.part-{os.getpid()}"
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return out
+
+
+def section_ids(html_text: str) -> list[str]:
+    """Anchors of the sections present in a report (for tests and the dashboard)."""
+    return [a for a, _ in SECTIONS if f'<section id="{a}">' in html_text]
+
+
+__all__: Sequence[str] = ("build_report", "write_report", "esc", "html_table", "section_ids")

@@ -1,0 +1,1122 @@
+"""The AuditRun folder format: atomic write, list, load, compare.
+
+One run is one folder under a *runs root*. It is written into a hidden temporary
+folder ``ROOT/.tmp-<name>-<random>`` and renamed to ``ROOT/<name>`` only when it is
+complete, so a run that fails, is cancelled or is killed never appears as a run:
+:func:`list_runs` ignores dot-folders, and :func:`cleanup_stale` removes the ones a
+killed process left behind once they are old enough. A complete run is never
+modified; ``overwrite=True`` replaces it as a whole, atomically.
+
+The files are described in ``docs/run-format.md``; ``FORMAT_VERSION`` is stored in
+``summary.json`` and checked on load.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import math
+import os
+import re
+import secrets
+import shutil
+import time
+import unicodedata
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Version of the folder layout written by this module; readers accept <= this.
+FORMAT_VERSION = 1
+
+SUMMARY_FILE = "summary.json"
+SCORES_FILE = "scores.parquet"
+DATASET_FILE = "dataset.parquet"
+CUES_FILE = "cues.parquet"
+KNN_FILE = "knn.parquet"
+KNN_EXAMPLES_FILE = "knn_examples.parquet"
+PROJECTION_FILE = "projection.parquet"
+BASELINES_FILE = "baselines.json"
+DUPLICATES_FILE = "duplicates.json"
+INOCULATION_FILE = "inoculation.json"
+REPORT_FILE = "report.html"
+
+#: Row statuses, in the order used in tables and exports.
+STATUSES = ("retained", "removed", "warmup", "excluded")
+#: Per-status CSV of the original rows (written when the status is non-empty).
+ROW_CSV_FILES = {status: f"{status}.csv" for status in STATUSES}
+#: Columns every ``scores.parquet`` must have (``label`` is optional for old folders).
+SCORES_COLUMNS = ("row_id", "status", "predictability", "removal_round")
+
+#: Prefix of the temporary folder a run is written into.
+TEMP_PREFIX = ".tmp-"
+#: Prefix of a replaced run while ``overwrite=True`` swaps in the new one.
+OLD_PREFIX = ".old-"
+#: Temporary folders older than this (seconds) are treated as left by a killed process.
+STALE_AGE_SECONDS = 24 * 3600
+
+_MAX_NAME_LENGTH = 120
+_SAFE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class RunError(ValueError):
+    """A run folder is missing, incomplete, or written by an incompatible version."""
+
+
+# --------------------------------------------------------------------------- names
+
+
+def sanitize_run_name(name: str) -> str:
+    """Turn a user-supplied run name into a safe folder name.
+
+    The policy is to *sanitise*, not refuse, unless nothing usable is left:
+
+    * every character that is not a letter, a digit, ``.``, ``_`` or ``-`` (path
+      separators ``/`` and ``\\``, ``:``, spaces, control characters, ...) becomes ``_``;
+      runs of ``_`` collapse to one;
+    * runs of dots collapse to one dot, so ``..`` can never appear;
+    * leading ``.``, ``-`` and ``_`` and trailing ``.``, ``_`` and ``-`` are stripped (no
+      hidden folders, nothing that looks like a command-line option);
+    * the result is cut to 120 characters.
+
+    Parameters
+    ----------
+    name : str
+        The name as typed by the user.
+
+    Returns
+    -------
+    str
+        The sanitised name; equal to ``name`` when it was already safe.
+
+    Raises
+    ------
+    TypeError
+        If ``name`` is not a string.
+    ValueError
+        If nothing usable is left (e.g. ``"../"`` or ``""``).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"run name: expected a string, got {type(name).__name__}")
+    text = unicodedata.normalize("NFC", name)
+    text = "".join(ch if (ch.isalnum() or ch in "._-") else "_" for ch in text)
+    text = re.sub(r"_+", "_", text)
+    text = re.sub(r"\.{2,}", ".", text)
+    text = text.lstrip("._-").rstrip("._-")[:_MAX_NAME_LENGTH].rstrip("._-")
+    if not text:
+        raise ValueError(
+            f"run name: {name!r} has no usable characters; use letters, digits, '.', '_' or '-'"
+        )
+    return text
+
+
+def _format_param(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def default_run_name(
+    data_name: str,
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    created: _dt.datetime | None = None,
+) -> str:
+    """Derive a run name from the data name, the key parameters and the UTC time.
+
+    Parameters
+    ----------
+    data_name : str
+        Name of the dataset (usually the file name).
+    parameters : mapping, optional
+        AFLite/representation parameters; the keys ``representation``, ``strategy``,
+        ``n_partitions``, ``target_size`` and ``random_state`` are used when present.
+    created : datetime, optional
+        Creation time (default: now, UTC).
+
+    Returns
+    -------
+    str
+        For example ``snli_dev-tfidf_svd-greedy_slicing-m64-target0.5-seed0-20250101T120000Z``.
+    """
+    created = created or _dt.datetime.now(_dt.timezone.utc)
+    stem = Path(str(data_name)).name
+    for suffix in (".gz", ".csv", ".tsv", ".jsonl", ".json", ".parquet", ".txt"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+    params = dict(parameters or {})
+    parts = [stem or "data"]
+    for key, prefix in (
+        ("representation", ""),
+        ("strategy", ""),
+        ("n_partitions", "m"),
+        ("target_size", "target"),
+        ("random_state", "seed"),
+    ):
+        if params.get(key) is not None:
+            parts.append(prefix + _format_param(params[key]))
+    parts.append(created.astimezone(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ"))
+    return sanitize_run_name("-".join(parts))
+
+
+def resolve_run_path(root: str | os.PathLike, name: str) -> Path:
+    """Return ``root/<sanitised name>``, guaranteed to lie directly inside ``root``.
+
+    Raises
+    ------
+    ValueError
+        If the name is unusable or would resolve outside ``root`` (e.g. through a
+        symbolic link).
+    """
+    root_path = Path(root).resolve()
+    safe = sanitize_run_name(name)
+    path = (root_path / safe).resolve()
+    if path.parent != root_path:
+        raise ValueError(f"run name {name!r} resolves to {path}, outside the runs root {root_path}")
+    return root_path / safe
+
+
+def unique_run_name(root: str | os.PathLike, name: str) -> str:
+    """Return ``name`` or ``name-2``, ``name-3``, ... so that no run of that name exists."""
+    root_path = Path(root)
+    candidate, k = name, 1
+    while (root_path / candidate).exists():
+        k += 1
+        candidate = f"{name}-{k}"
+    return candidate
+
+
+def _check_file_name(filename: str) -> str:
+    if not isinstance(filename, str) or not _SAFE_FILE.match(filename) or ".." in filename:
+        raise ValueError(f"run file name: expected a plain file name, got {filename!r}")
+    return filename
+
+
+# --------------------------------------------------------------------------- json
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Convert numpy/pandas values, paths and non-finite floats into plain JSON values.
+
+    NaN and infinities become ``None`` (JSON has no NaN); mapping keys become strings.
+    """
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return [to_jsonable(v) for v in obj.tolist()]
+    if isinstance(obj, pd.DataFrame):
+        return [to_jsonable(r) for r in obj.to_dict(orient="records")]
+    if isinstance(obj, pd.Series):
+        return to_jsonable(obj.to_dict())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, (str, int, bool)) or obj is None:
+        return obj
+    if isinstance(obj, (os.PathLike, Path)):
+        return os.fspath(obj)
+    if isinstance(obj, (_dt.datetime, _dt.date, pd.Timestamp)):
+        return obj.isoformat()
+    if obj is pd.NA or obj is pd.NaT:
+        return None
+    return str(obj)
+
+
+def _dump_json(obj: Any, path: Path) -> None:
+    text = json.dumps(to_jsonable(obj), indent=2, ensure_ascii=False, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def utc_now_iso() -> str:
+    """Current UTC time as ISO 8601 with a ``Z`` suffix, second precision."""
+    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    return now.isoformat().replace("+00:00", "Z")
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def cleanup_stale(
+    root: str | os.PathLike, *, max_age: float = STALE_AGE_SECONDS
+) -> list[Path]:
+    """Remove temporary run folders left by killed processes.
+
+    Only folders whose name starts with ``.tmp-`` or ``.old-`` and whose modification
+    time is older than ``max_age`` seconds are removed; a younger one may belong to a run
+    still in progress.
+
+    Returns
+    -------
+    list of Path
+        The folders removed.
+    """
+    root_path = Path(root)
+    if not root_path.is_dir():
+        return []
+    removed = []
+    now = time.time()
+    for entry in root_path.iterdir():
+        if not entry.name.startswith((TEMP_PREFIX, OLD_PREFIX)) or entry.is_symlink():
+            continue
+        try:
+            age = now - entry.stat().st_mtime
+        except OSError:
+            continue
+        if entry.is_dir() and age >= max_age:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry)
+    return removed
+
+
+def _is_replaceable(path: Path) -> bool:
+    """A folder may be overwritten only if it is a run folder or empty."""
+    if not path.is_dir() or path.is_symlink():
+        return False
+    return (path / SUMMARY_FILE).is_file() or not any(path.iterdir())
+
+
+class RunWriter:
+    """Write one run folder atomically.
+
+    Use as a context manager: files are written into :attr:`tmp`, a hidden folder in
+    the runs root; on a clean exit :meth:`commit` renames it to :attr:`path`, on any
+    exception (including ``KeyboardInterrupt`` and cancellation) the temporary folder
+    is removed and nothing is left behind.
+
+    Parameters
+    ----------
+    root : path
+        The runs root; created if missing.
+    name : str
+        Run name; sanitised with :func:`sanitize_run_name`.
+    overwrite : bool, default False
+        Replace an existing run of the same name (only a run folder or an empty folder
+        is ever replaced). Without it an existing name is an error, raised before any
+        work starts and again at commit time.
+    """
+
+    def __init__(self, root: str | os.PathLike, name: str, *, overwrite: bool = False) -> None:
+        self.root = Path(root)
+        self.overwrite = overwrite
+        self.path = resolve_run_path(self.root, name)
+        self.name = self.path.name
+        self.tmp: Path | None = None
+        self.committed = False
+        self._created_root = False
+        self._dataset_info: dict | None = None
+        self._row_ids: np.ndarray | None = None
+
+    def _check_target(self) -> None:
+        if not self.path.exists() and not self.path.is_symlink():
+            return
+        if not self.overwrite:
+            raise FileExistsError(
+                f"run folder {self.path} already exists; choose another name or overwrite it"
+            )
+        if not _is_replaceable(self.path):
+            raise FileExistsError(
+                f"{self.path} exists and is not a run folder (no {SUMMARY_FILE}) nor empty; "
+                "refusing to overwrite it"
+            )
+
+    def __enter__(self) -> RunWriter:
+        self._created_root = not self.root.exists()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.path = resolve_run_path(self.root, self.name)  # root exists now: re-resolve
+        self._check_target()
+        cleanup_stale(self.root)
+        token = secrets.token_hex(4)
+        self.tmp = self.root.resolve() / f"{TEMP_PREFIX}{self.name}-{token}"
+        self.tmp.mkdir()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            try:
+                self.commit()
+            except BaseException:
+                self.abort()
+                raise
+        else:
+            self.abort()
+
+    def abort(self) -> None:
+        """Remove the temporary folder (idempotent), and the runs root if this writer
+        created it and it is empty."""
+        if self.tmp is not None and self.tmp.exists():
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        if self._created_root:
+            with contextlib.suppress(OSError):  # not empty (another run) or already gone
+                self.root.rmdir()
+
+    def file(self, filename: str) -> Path:
+        """Path of ``filename`` inside the temporary folder, for streaming writers."""
+        if self.tmp is None:
+            raise RuntimeError("RunWriter is not open; use it as a context manager")
+        return self.tmp / _check_file_name(filename)
+
+    def write_json(self, filename: str, obj: Any) -> Path:
+        """Write ``obj`` as UTF-8 JSON (NaN as null)."""
+        path = self.file(filename)
+        _dump_json(obj, path)
+        return path
+
+    def write_text(self, filename: str, text: str) -> Path:
+        """Write a UTF-8 text file."""
+        path = self.file(filename)
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def write_parquet(self, filename: str, frame: pd.DataFrame) -> Path:
+        """Write ``frame`` (index dropped) as Parquet, making it Parquet-safe first."""
+        import pyarrow.parquet as pq
+
+        from aflite_core.exports import parquet_safe_table  # local: exports imports runs
+
+        table, _ = parquet_safe_table(frame)
+        path = self.file(filename)
+        pq.write_table(table, path)
+        return path
+
+    def write_dataset(self, frame: pd.DataFrame) -> Path:
+        """Write ``dataset.parquet``: the full original frame plus its row-id column.
+
+        The index of ``frame`` is the row id. It is stored in a column ``row_id`` (or
+        ``aflite_row_id`` if the data already has a ``row_id`` column); the name is
+        recorded under ``summary["dataset"]["row_id_column"]`` by :meth:`write_summary`.
+        Columns Parquet cannot type are stored as text and listed there too.
+        """
+        import pyarrow.parquet as pq
+
+        from aflite_core.exports import parquet_safe_table, unique_column_name
+
+        if frame.index.has_duplicates:
+            raise ValueError("dataset frame: row ids (the index) must be unique")
+        id_col = unique_column_name("row_id", map(str, frame.columns))
+        data = frame.copy(deep=False)
+        data.columns = [str(c) for c in data.columns]
+        data.insert(0, id_col, frame.index.to_numpy())
+        table, converted = parquet_safe_table(data)
+        path = self.file(DATASET_FILE)
+        pq.write_table(table, path)
+        self._dataset_info = {
+            "row_id_column": id_col,
+            "n_rows": int(len(frame)),
+            "columns": [str(c) for c in frame.columns],
+            "converted_columns": converted,
+        }
+        self._row_ids = frame.index.to_numpy()
+        return path
+
+    def write_scores(self, scores: pd.DataFrame) -> Path:
+        """Write ``scores.parquet`` after checking its columns, statuses and row ids.
+
+        ``scores`` must have one row per dataset row, in the dataset's order, with
+        ``row_id, status, predictability, removal_round`` (``label`` optional).
+        """
+        missing = [c for c in SCORES_COLUMNS if c not in scores.columns]
+        if missing:
+            raise ValueError(f"scores: missing column(s) {missing}; got {list(scores.columns)}")
+        bad = sorted(set(scores["status"].astype(str)) - set(STATUSES))
+        if bad:
+            raise ValueError(f"scores: status must be one of {STATUSES}, found {bad}")
+        if scores["row_id"].duplicated().any():
+            raise ValueError("scores: row_id values must be unique")
+        row_ids = self._row_ids
+        if row_ids is not None and not np.array_equal(
+            np.asarray(row_ids, dtype=object), scores["row_id"].to_numpy(dtype=object)
+        ):
+            raise ValueError(
+                "scores: row_id must list the dataset's row ids in the dataset's order"
+            )
+        return self.write_parquet(SCORES_FILE, scores.reset_index(drop=True))
+
+    def write_row_csvs(self) -> list[str]:
+        """Write ``<status>.csv`` (row_id + original columns, exact values) per non-empty status.
+
+        Requires :meth:`write_dataset` and :meth:`write_scores` first. Returns the names.
+        """
+        from aflite_core.exports import iter_row_chunks, write_csv
+
+        run = AuditRun(self.file(SUMMARY_FILE).parent, summary=self._provisional_summary())
+        present = set(run.scores["status"].astype(str))
+        written = []
+        for status in STATUSES:
+            if status not in present:
+                continue
+            chunks = iter_row_chunks(run, (status,), with_scores=False)
+            write_csv(chunks, self.file(ROW_CSV_FILES[status]), sanitize=False)
+            written.append(ROW_CSV_FILES[status])
+        return written
+
+    def _provisional_summary(self) -> dict:
+        return {
+            "format_version": FORMAT_VERSION,
+            "name": self.name,
+            "dataset": dict(self._dataset_info or {}),
+        }
+
+    def open_partial(self, summary: dict | None = None) -> AuditRun:
+        """An :class:`AuditRun` over the files written so far (e.g. to build the report)."""
+        merged = self._provisional_summary()
+        merged.update(summary or {})
+        return AuditRun(self.file(SUMMARY_FILE).parent, summary=to_jsonable(merged))
+
+    def write_summary(self, summary: Mapping[str, Any]) -> Path:
+        """Write ``summary.json``; ``format_version``, ``name``, ``created``, ``dataset`` and
+        ``artifacts`` (the files present, summary included) are filled in."""
+        data = dict(summary)
+        data["format_version"] = FORMAT_VERSION
+        data["name"] = self.name
+        data.setdefault("created", utc_now_iso())
+        if self._dataset_info:
+            data["dataset"] = {**self._dataset_info, **dict(data.get("dataset") or {})}
+        data["artifacts"] = sorted({*self.files(), SUMMARY_FILE})
+        return self.write_json(SUMMARY_FILE, data)
+
+    def files(self) -> list[str]:
+        """Names of the files written so far, sorted."""
+        if self.tmp is None:
+            return []
+        return sorted(p.name for p in self.tmp.iterdir() if p.is_file())
+
+    def commit(self) -> Path:
+        """Rename the temporary folder to the run folder; requires ``summary.json``."""
+        if self.committed:
+            return self.path
+        if self.tmp is None:
+            raise RuntimeError("RunWriter is not open; use it as a context manager")
+        if not (self.tmp / SUMMARY_FILE).is_file():
+            raise RuntimeError(f"cannot commit run {self.name}: {SUMMARY_FILE} was not written")
+        self._check_target()
+        old = None
+        if self.path.exists():
+            old = self.root.resolve() / f"{OLD_PREFIX}{self.name}-{secrets.token_hex(4)}"
+            os.rename(self.path, old)
+        try:
+            os.rename(self.tmp, self.path)
+        except BaseException:
+            if old is not None:
+                os.rename(old, self.path)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        self.committed = True
+        self.tmp = None
+        return self.path
+
+
+def write_run(
+    root: str | os.PathLike,
+    name: str,
+    *,
+    frame: pd.DataFrame,
+    scores: pd.DataFrame,
+    summary: Mapping[str, Any] | None = None,
+    tables: Mapping[str, pd.DataFrame] | None = None,
+    json_files: Mapping[str, Any] | None = None,
+    row_csvs: bool = True,
+    overwrite: bool = False,
+) -> Path:
+    """Write a complete run folder from ready-made parts (atomically).
+
+    The building block of :func:`aflite_core.pipeline.run_audit`, also handy for tests
+    and for importing results computed elsewhere.
+
+    Parameters
+    ----------
+    root, name : path, str
+        Runs root and run name (sanitised).
+    frame : DataFrame
+        The full original frame, index = row id.
+    scores : DataFrame
+        ``row_id, status, predictability, removal_round`` (+ ``label``), one row per
+        frame row in frame order.
+    summary : mapping, optional
+        Extra ``summary.json`` content (``format_version``, ``name``, ``created``,
+        ``artifacts`` are filled in).
+    tables : mapping, optional
+        ``{file name: DataFrame}`` written as Parquet (e.g. ``cues.parquet``).
+    json_files : mapping, optional
+        ``{file name: object}`` written as JSON (e.g. ``baselines.json``).
+    row_csvs : bool, default True
+        Write ``<status>.csv`` for every non-empty status.
+    overwrite : bool, default False
+        Replace an existing run of that name.
+
+    Returns
+    -------
+    Path
+        The completed run folder.
+    """
+    with RunWriter(root, name, overwrite=overwrite) as writer:
+        writer.write_dataset(frame)
+        writer.write_scores(scores)
+        if row_csvs:
+            writer.write_row_csvs()
+        for filename, table in (tables or {}).items():
+            writer.write_parquet(filename, table)
+        for filename, obj in (json_files or {}).items():
+            writer.write_json(filename, obj)
+        writer.write_summary(dict(summary or {}))
+    return writer.path
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_summary(path: Path) -> dict:
+    summary_path = path / SUMMARY_FILE
+    if not path.is_dir():
+        raise RunError(f"run folder {path} does not exist or is not a folder")
+    if not summary_path.is_file():
+        raise RunError(
+            f"{path} is not a complete run: {SUMMARY_FILE} is missing "
+            "(a run still being written, or one that failed, has no summary)"
+        )
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunError(f"{summary_path} is not valid JSON: {exc}") from exc
+    if not isinstance(summary, dict):
+        raise RunError(f"{summary_path}: expected a JSON object, found {type(summary).__name__}")
+    version = summary.get("format_version")
+    if version is None:
+        raise RunError(
+            f"{summary_path} has no 'format_version'; it was not written by aflite_core "
+            f"(this version reads format 1..{FORMAT_VERSION})"
+        )
+    if not isinstance(version, int) or version < 1:
+        raise RunError(
+            f"{summary_path}: format_version must be a positive integer, got {version!r}"
+        )
+    if version > FORMAT_VERSION:
+        raise RunError(
+            f"{path} was written in run format {version} by a newer aflite_core; this version "
+            f"reads formats up to {FORMAT_VERSION}; upgrade aflite_core to open it"
+        )
+    return summary
+
+
+def is_run_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a complete run folder (a readable ``summary.json``)."""
+    try:
+        _read_summary(Path(path))
+    except RunError:
+        return False
+    return True
+
+
+def check_not_in_run(target: str | os.PathLike) -> Path:
+    """Refuse a file target inside a complete run folder (runs are never modified).
+
+    Returns the target as a Path; raises ``ValueError`` naming the run otherwise.
+    """
+    target = Path(target)
+    folder = target.resolve().parent
+    if is_run_folder(folder):
+        raise ValueError(
+            f"refusing to write {target.name} into the run folder {folder}: a complete run is "
+            "never modified; choose a path outside it"
+        )
+    return target
+
+
+class AuditRun:
+    """A completed run folder, opened read-only.
+
+    ``summary`` is read on construction; the tables are read lazily on first access
+    and cached. Use :func:`load_run` to open one.
+
+    Attributes
+    ----------
+    path : Path
+        The run folder.
+    summary : dict
+        Contents of ``summary.json``.
+    """
+
+    def __init__(self, path: str | os.PathLike, summary: dict | None = None) -> None:
+        self.path = Path(path)
+        self.summary = summary if summary is not None else _read_summary(self.path)
+
+    def __repr__(self) -> str:
+        return f"AuditRun({str(self.path)!r})"
+
+    # -- summary fields
+    @property
+    def name(self) -> str:
+        return str(self.summary.get("name") or self.path.name)
+
+    @property
+    def format_version(self) -> int:
+        return int(self.summary["format_version"])
+
+    @property
+    def created(self) -> str:
+        return str(self.summary.get("created", ""))
+
+    @property
+    def parameters(self) -> dict:
+        return dict(self.summary.get("parameters") or {})
+
+    @property
+    def sizes(self) -> dict:
+        return dict(self.summary.get("sizes") or {})
+
+    @property
+    def input(self) -> dict:
+        return dict(self.summary.get("input") or {})
+
+    @property
+    def columns(self) -> dict:
+        """Column mapping used (``hypothesis``, ``label``, ``premise``, ...)."""
+        return dict(self.input.get("columns") or {})
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """Per-round AFLite history (empty frame when absent)."""
+        return pd.DataFrame(self.summary.get("history") or [])
+
+    @property
+    def measures(self) -> dict:
+        """Per-measure outcome, e.g. ``{"knn": {"status": "error", "error": "..."}}``."""
+        return dict(self.summary.get("measures") or {})
+
+    @property
+    def artifacts(self) -> list[str]:
+        """Files present in the folder (from disk, not from the summary)."""
+        return sorted(p.name for p in self.path.iterdir() if p.is_file())
+
+    def has(self, filename: str) -> bool:
+        """Whether the run folder contains ``filename``."""
+        return (self.path / _check_file_name(filename)).is_file()
+
+    # -- tables
+    def read_parquet(self, filename: str) -> pd.DataFrame | None:
+        """Read a Parquet artifact of the run, or None when absent."""
+        return self._read_parquet(filename)
+
+    def _read_parquet(self, filename: str) -> pd.DataFrame | None:
+        if not self.has(filename):
+            return None
+        return pd.read_parquet(self.path / filename)
+
+    @cached_property
+    def scores(self) -> pd.DataFrame:
+        """``scores.parquet``: one row per input row, in input order."""
+        frame = self._read_parquet(SCORES_FILE)
+        if frame is None:
+            raise RunError(f"run {self.path} is incomplete: {SCORES_FILE} is missing")
+        missing = [c for c in SCORES_COLUMNS if c not in frame.columns]
+        if missing:
+            raise RunError(
+                f"{self.path / SCORES_FILE} lacks column(s) {missing}; "
+                f"found {list(frame.columns)}"
+            )
+        bad = sorted(set(frame["status"].astype(str)) - set(STATUSES))
+        if bad:
+            raise RunError(f"{self.path / SCORES_FILE}: unknown status value(s) {bad}")
+        return frame
+
+    @property
+    def dataset_row_id_column(self) -> str:
+        """Name of the row-id column inside ``dataset.parquet``."""
+        return str((self.summary.get("dataset") or {}).get("row_id_column", "row_id"))
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The full original frame (all original columns, index ``row_id``, input order).
+
+        Read from ``dataset.parquet``; a folder without it (older writers) is rebuilt from
+        the per-status CSV files, with every value as a string.
+        """
+        if self.has(DATASET_FILE):
+            frame = pd.read_parquet(self.path / DATASET_FILE)
+            id_col = self.dataset_row_id_column
+            if id_col not in frame.columns:
+                raise RunError(f"{self.path / DATASET_FILE} lacks its row-id column {id_col!r}")
+            frame = frame.set_index(id_col)
+            frame.index.name = "row_id"
+            return frame
+        return self._frame_from_csvs()
+
+    def _frame_from_csvs(self) -> pd.DataFrame:
+        scores = self.scores
+        present = set(scores["status"].astype(str))
+        parts = []
+        missing = []
+        for status in STATUSES:
+            if status not in present:
+                continue
+            csv_path = self.path / ROW_CSV_FILES[status]
+            if not csv_path.is_file():
+                missing.append(ROW_CSV_FILES[status])
+                continue
+            parts.append(pd.read_csv(csv_path, dtype=str, keep_default_na=False))
+        if missing:
+            raise RunError(
+                f"run {self.path} has neither {DATASET_FILE} nor {', '.join(missing)}; "
+                "the original rows cannot be shown"
+            )
+        frame = pd.concat(parts, ignore_index=True)
+        ids = scores["row_id"]
+        # the CSVs hold row ids as text: map them back to the typed ids of scores.parquet
+        by_text = pd.Series(np.arange(len(ids)), index=ids.astype(str).to_numpy())
+        order = by_text.reindex(frame["row_id"].to_numpy()).to_numpy()
+        if np.isnan(order.astype(float)).any():
+            raise RunError(f"run {self.path}: row ids in the CSV files do not match {SCORES_FILE}")
+        frame = frame.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+        frame.index = pd.Index(ids.to_numpy(), name="row_id")
+        return frame.drop(columns="row_id")
+
+    @cached_property
+    def cues(self) -> pd.DataFrame | None:
+        """``cues.parquet`` (with a ``scope`` column: full | retained), or None."""
+        return self._read_parquet(CUES_FILE)
+
+    @cached_property
+    def knn(self) -> pd.DataFrame | None:
+        """``knn.parquet``, or None when not computed."""
+        return self._read_parquet(KNN_FILE)
+
+    @cached_property
+    def knn_examples(self) -> pd.DataFrame | None:
+        """``knn_examples.parquet`` (per held-out example and scope), or None."""
+        return self._read_parquet(KNN_EXAMPLES_FILE)
+
+    @cached_property
+    def projection(self) -> pd.DataFrame | None:
+        """``projection.parquet``, or None when not computed."""
+        return self._read_parquet(PROJECTION_FILE)
+
+    @cached_property
+    def baselines(self) -> dict | None:
+        """``baselines.json``, or None when not computed."""
+        return self.read_json(BASELINES_FILE)
+
+    def read_json(self, filename: str) -> Any | None:
+        """Read a JSON artifact of the run, or None when absent."""
+        if not self.has(filename):
+            return None
+        return json.loads((self.path / filename).read_text(encoding="utf-8"))
+
+    def status_mask(self, status: str) -> np.ndarray:
+        """Boolean mask over :attr:`scores` rows with the given status."""
+        if status not in STATUSES:
+            raise ValueError(f"status: expected one of {STATUSES}, got {status!r}")
+        return (self.scores["status"].astype(str) == status).to_numpy()
+
+    def row_ids(self, status: str) -> np.ndarray:
+        """Row ids with the given status, in input order."""
+        return self.scores["row_id"].to_numpy()[self.status_mask(status)]
+
+
+def load_run(path: str | os.PathLike) -> AuditRun:
+    """Open a completed run folder.
+
+    Parameters
+    ----------
+    path : path
+        The run folder (the one holding ``summary.json``).
+
+    Returns
+    -------
+    AuditRun
+
+    Raises
+    ------
+    RunError
+        If the folder is missing, incomplete, or written in an unknown format; the
+        message says what is missing.
+    """
+    run = AuditRun(path)
+    run.scores  # noqa: B018 - validate the one table every run must have
+    return run
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One entry of :func:`list_runs`."""
+
+    name: str
+    path: Path
+    created: str
+    input_name: str
+    sizes: dict = field(default_factory=dict)
+    parameters: dict = field(default_factory=dict)
+    disk_bytes: int = 0
+    format_version: int = FORMAT_VERSION
+
+
+def _folder_bytes(path: Path) -> int:
+    total = 0
+    for entry in path.iterdir():
+        try:
+            if entry.is_file():
+                total += entry.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
+def list_runs(root: str | os.PathLike) -> list[RunInfo]:
+    """List the complete runs in ``root``, newest first.
+
+    Dot-folders (runs being written, or left by killed processes) and folders without
+    a readable ``summary.json`` are ignored.
+    """
+    root_path = Path(root)
+    if not root_path.is_dir():
+        return []
+    runs = []
+    for entry in root_path.iterdir():
+        if entry.name.startswith(".") or not entry.is_dir():
+            continue
+        try:
+            summary = _read_summary(entry)
+        except RunError:
+            continue
+        runs.append(
+            RunInfo(
+                name=entry.name,
+                path=entry,
+                created=str(summary.get("created", "")),
+                input_name=str((summary.get("input") or {}).get("name", "")),
+                sizes=dict(summary.get("sizes") or {}),
+                parameters=dict(summary.get("parameters") or {}),
+                disk_bytes=_folder_bytes(entry),
+                format_version=int(summary["format_version"]),
+            )
+        )
+    runs.sort(key=lambda r: r.name, reverse=True)
+    runs.sort(key=lambda r: r.created, reverse=True)
+    return runs
+
+
+def iter_runs(root: str | os.PathLike) -> Iterator[AuditRun]:
+    """Open every run of :func:`list_runs`, newest first."""
+    for info in list_runs(root):
+        yield AuditRun(info.path)
+
+
+# --------------------------------------------------------------------------- compare
+
+
+@dataclass
+class RunComparison:
+    """Result of :func:`compare_runs`.
+
+    Attributes
+    ----------
+    status_table : DataFrame
+        Cross-tabulation of status in ``a`` (rows) against status in ``b`` (columns).
+    changed : DataFrame
+        Rows whose status differs: ``row_id, status_a, status_b, predictability_a,
+        predictability_b, removal_round_a, removal_round_b``.
+    removed_jaccard : float
+        |removed_a ∩ removed_b| / |removed_a ∪ removed_b| (NaN when both are empty).
+    expected_jaccard_random : float
+        The Jaccard overlap expected if both runs had removed random rows of the same
+        sizes from the same pool: a control for ``removed_jaccard``.
+    spearman, pearson : float
+        Correlation of predictability over rows scored in both runs (NaN if < 3 rows).
+    parameter_changes : dict
+        ``{name: (value_a, value_b)}`` for parameters that differ.
+    cue_changes : DataFrame or None
+        Retained-scope cue statistics of both runs side by side with their difference,
+        largest absolute change first; None when either run has no cue table.
+    """
+
+    a: str
+    b: str
+    status_table: pd.DataFrame
+    changed: pd.DataFrame
+    n_removed_a: int
+    n_removed_b: int
+    n_removed_both: int
+    removed_jaccard: float
+    expected_jaccard_random: float
+    spearman: float
+    pearson: float
+    n_scored_both: int
+    parameter_changes: dict
+    cue_changes: pd.DataFrame | None
+
+    def to_dict(self) -> dict:
+        """Scalar fields as a JSON-able dict (tables summarised by their sizes)."""
+        return to_jsonable(
+            {
+                "a": self.a,
+                "b": self.b,
+                "n_changed": len(self.changed),
+                "n_removed_a": self.n_removed_a,
+                "n_removed_b": self.n_removed_b,
+                "n_removed_both": self.n_removed_both,
+                "removed_jaccard": self.removed_jaccard,
+                "expected_jaccard_random": self.expected_jaccard_random,
+                "spearman": self.spearman,
+                "pearson": self.pearson,
+                "n_scored_both": self.n_scored_both,
+                "parameter_changes": {k: list(v) for k, v in self.parameter_changes.items()},
+            }
+        )
+
+
+def _as_run(run: AuditRun | str | os.PathLike) -> AuditRun:
+    return run if isinstance(run, AuditRun) else load_run(run)
+
+
+def _correlations(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    from scipy import stats
+
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan"), float("nan")
+    return float(stats.spearmanr(x, y).statistic), float(stats.pearsonr(x, y).statistic)
+
+
+#: Columns identifying one cue, and its statistics in order of preference.
+CUE_KEYS = ("feature_type", "feature")
+CUE_VALUES = ("cueness", "cueness_proportion", "lmi", "pmi", "z", "jsd", "mse")
+
+
+def cue_key_columns(cues: pd.DataFrame) -> list[str]:
+    """Columns identifying one cue: ``feature_type, feature`` when present, else the text
+    columns other than ``scope``."""
+    if all(c in cues.columns for c in CUE_KEYS):
+        return list(CUE_KEYS)
+    return [c for c in cues.columns
+            if c != "scope" and not pd.api.types.is_numeric_dtype(cues[c])]
+
+
+def cue_value_columns(cues: pd.DataFrame) -> list[str]:
+    """Numeric cue statistics, the preferred ones (``cueness``, ``lmi``, ...) first."""
+    numeric = [c for c in cues.columns if pd.api.types.is_float_dtype(cues[c])]
+    preferred = [c for c in CUE_VALUES if c in numeric]
+    return preferred or numeric
+
+
+def _cue_changes(cues_a: pd.DataFrame | None, cues_b: pd.DataFrame | None) -> pd.DataFrame | None:
+    if cues_a is None or cues_b is None:
+        return None
+
+    def retained(frame: pd.DataFrame) -> pd.DataFrame:
+        if "scope" in frame.columns:
+            frame = frame[frame["scope"].astype(str) == "retained"].drop(columns="scope")
+        return frame
+
+    ra, rb = retained(cues_a), retained(cues_b)
+    keys = [c for c in cue_key_columns(ra) if c in rb.columns]
+    values = [c for c in cue_value_columns(ra) if c in rb.columns]
+    if not keys or not values:
+        return None
+    ra = ra.drop_duplicates(keys)
+    rb = rb.drop_duplicates(keys)
+    merged = ra[keys + values].merge(rb[keys + values], on=keys, how="outer", suffixes=("_a", "_b"))
+    for col in values:
+        merged[f"{col}_delta"] = merged[f"{col}_b"] - merged[f"{col}_a"]
+    order = merged[f"{values[0]}_delta"].abs().fillna(np.inf)
+    return merged.loc[order.sort_values(ascending=False, kind="stable").index].reset_index(
+        drop=True
+    )
+
+
+def compare_runs(
+    a: AuditRun | str | os.PathLike, b: AuditRun | str | os.PathLike
+) -> RunComparison:
+    """Compare two runs over the same input.
+
+    Parameters
+    ----------
+    a, b : AuditRun or path
+        The runs to compare.
+
+    Returns
+    -------
+    RunComparison
+
+    Raises
+    ------
+    ValueError
+        If the runs audit different inputs (their sha256 differ) or their row ids differ.
+    """
+    run_a, run_b = _as_run(a), _as_run(b)
+    hash_a, hash_b = run_a.input.get("sha256"), run_b.input.get("sha256")
+    if hash_a != hash_b:
+        raise ValueError(
+            f"runs {run_a.name!r} and {run_b.name!r} audit different inputs "
+            f"(sha256 {str(hash_a)[:12]}... vs {str(hash_b)[:12]}...); "
+            "compare runs of the same data"
+        )
+    sa = run_a.scores.set_index("row_id")
+    sb = run_b.scores.set_index("row_id")
+    if len(sa) != len(sb) or not sa.index.equals(sb.index):
+        only_a = len(sa.index.difference(sb.index))
+        only_b = len(sb.index.difference(sa.index))
+        raise ValueError(
+            f"runs {run_a.name!r} and {run_b.name!r} have different row ids "
+            f"({only_a} only in a, {only_b} only in b)"
+        )
+    status_a = sa["status"].astype(str)
+    status_b = sb["status"].astype(str)
+    table = pd.crosstab(status_a.rename("a"), status_b.rename("b"))
+    differ = (status_a != status_b).to_numpy()
+    changed = pd.DataFrame(
+        {
+            "row_id": sa.index[differ],
+            "status_a": status_a.to_numpy()[differ],
+            "status_b": status_b.to_numpy()[differ],
+            "predictability_a": sa["predictability"].to_numpy()[differ],
+            "predictability_b": sb["predictability"].to_numpy()[differ],
+            "removal_round_a": sa["removal_round"].to_numpy()[differ],
+            "removal_round_b": sb["removal_round"].to_numpy()[differ],
+        }
+    )
+    rem_a = (status_a == "removed").to_numpy()
+    rem_b = (status_b == "removed").to_numpy()
+    n_a, n_b = int(rem_a.sum()), int(rem_b.sum())
+    both = int((rem_a & rem_b).sum())
+    union = int((rem_a | rem_b).sum())
+    jaccard = both / union if union else float("nan")
+    pool = int((status_a.isin(["retained", "removed"]) & status_b.isin(["retained", "removed"]))
+               .sum())
+    if pool and (n_a or n_b):
+        expected_both = n_a * n_b / pool
+        expected = expected_both / (n_a + n_b - expected_both)
+    else:
+        expected = float("nan")
+    pa_ = sa["predictability"].to_numpy(dtype=float)
+    pb_ = sb["predictability"].to_numpy(dtype=float)
+    finite = np.isfinite(pa_) & np.isfinite(pb_)
+    spearman, pearson = _correlations(pa_[finite], pb_[finite])
+    params_a, params_b = run_a.parameters, run_b.parameters
+    param_changes = {
+        key: (params_a.get(key), params_b.get(key))
+        for key in sorted(set(params_a) | set(params_b))
+        if params_a.get(key) != params_b.get(key)
+    }
+    return RunComparison(
+        a=run_a.name,
+        b=run_b.name,
+        status_table=table,
+        changed=changed,
+        n_removed_a=n_a,
+        n_removed_b=n_b,
+        n_removed_both=both,
+        removed_jaccard=jaccard,
+        expected_jaccard_random=expected,
+        spearman=spearman,
+        pearson=pearson,
+        n_scored_both=int(finite.sum()),
+        parameter_changes=param_changes,
+        cue_changes=_cue_changes(run_a.cues, run_b.cues),
+    )

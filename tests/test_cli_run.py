@@ -1,0 +1,193 @@
+"""``python -m aflite_core run|export|report`` end to end on real SNLI rows."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aflite_core.cli import main
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+N_ROWS = 3000
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    return subprocess.run([sys.executable, "-m", "aflite_core", *map(str, args)], cwd=cwd,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def read_rows(path: Path) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8"), newline="")))
+
+
+@pytest.fixture(scope="module")
+def snli_sample(snli_dir, tmp_path_factory) -> Path:
+    rows = read_rows(snli_dir / "snli_train_sample.csv")[: N_ROWS + 1]
+    path = tmp_path_factory.mktemp("data") / "snli_train_3k.csv"
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def cli_run(snli_sample, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs") / "snli-audit"
+    proc = cli("run", snli_sample, "--out", out, "--partitions", "8", "--n-components", "32",
+               "--target-size", "0.6", "--seed", "1", "--measures", "knn")
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def test_run_writes_the_folder(cli_run, snli_sample):
+    out, proc = cli_run
+    assert proc.stdout.strip().splitlines()[-1] == str(out)
+    assert [p.name for p in out.parent.iterdir()] == [out.name]  # no temp folder left
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    params = summary["parameters"]
+    assert (params["n_partitions"], params["random_state"], params["target_size"]) == (8, 1, 0.6)
+    assert params["target_size_rows"] == 1800
+    assert summary["input"]["name"] == "snli_train_3k.csv"
+    assert summary["input"]["sha256"] == hashlib.sha256(snli_sample.read_bytes()).hexdigest()
+    sizes = summary["sizes"]
+    assert sizes["input"] == sizes["filtered"] == N_ROWS and sizes["excluded"] == 0
+    assert 1800 <= sizes["retained"] < N_ROWS and sizes["removed"] == N_ROWS - sizes["retained"]
+    assert set(summary["labels"]["before"]) == {"entailment", "neutral", "contradiction"}
+    assert summary["measures"]["knn"]["status"] == "ok"
+    for name in ("scores.parquet", "dataset.parquet", "retained.csv", "removed.csv",
+                 "knn.parquet", "report.html"):
+        assert (out / name).is_file(), name
+    scores = pd.read_parquet(out / "scores.parquet")
+    assert list(scores.columns[:4]) == ["row_id", "status", "predictability", "removal_round"]
+    assert scores["row_id"].tolist() == list(range(N_ROWS))
+
+
+def test_progress_line_per_round(cli_run):
+    out, proc = cli_run
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    rounds = [line for line in proc.stderr.splitlines() if " aflite round " in line]
+    assert len(rounds) == summary["aflite"]["n_rounds"] >= 2
+    assert "round 1: " in rounds[0] and "target 1,800" in rounds[0]
+    assert "Traceback" not in proc.stderr
+
+
+def test_retained_and_removed_csvs_hold_every_row_once(cli_run, snli_sample):
+    out, _ = cli_run
+    original = read_rows(snli_sample)
+    retained, removed = read_rows(out / "retained.csv"), read_rows(out / "removed.csv")
+    assert retained[0] == removed[0] == ["row_id", *original[0]]
+    rows = {int(r[0]): r[1:] for r in retained[1:]}
+    rows.update({int(r[0]): r[1:] for r in removed[1:]})
+    assert len(rows) == len(retained) + len(removed) - 2 == N_ROWS
+    assert [rows[i] for i in range(N_ROWS)] == original[1:]
+
+
+def test_export_and_report_commands(cli_run, tmp_path):
+    out, _ = cli_run
+    csv_out = tmp_path / "removed.csv"
+    proc = cli("export", out, "--what", "removed", "--format", "csv", "--out", csv_out,
+               "--no-sanitize")
+    assert proc.returncode == 0, proc.stderr
+    exported = read_rows(csv_out)
+    assert exported[0][-3:] == ["status", "predictability", "removal_round"]
+    assert {r[-3] for r in exported[1:]} == {"removed"}
+    # in-process for the rest (same code path, no interpreter start-up)
+    pq_out = tmp_path / "retained.parquet"
+    assert main(["export", str(out), "--what", "retained", "--out", str(pq_out)]) == 0
+    assert len(pd.read_parquet(pq_out)) + len(exported) - 1 == N_ROWS
+    html_out = tmp_path / "report.html"
+    assert main(["report", str(out), "--out", str(html_out)]) == 0
+    text = html_out.read_text(encoding="utf-8")
+    assert '<section id="knn">' in text and "plotly" in text.lower()
+
+
+def test_bad_input_exits_cleanly(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("premise,text,gold\na,b,c\n", encoding="utf-8")
+    out = tmp_path / "runs" / "r"
+    proc = cli("run", bad, "--out", out, "--hypothesis", "text", "--label", "golden")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert lines[-1].startswith("error: ") and "golden" in lines[-1] and "gold" in lines[-1]
+    assert "Traceback" not in proc.stderr
+    assert not out.exists() and not (tmp_path / "runs").exists()
+
+
+def test_missing_file_exits_cleanly(tmp_path):
+    proc = cli("run", tmp_path / "nope.csv", "--out", tmp_path / "r")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"error: DATA: no such file: {tmp_path}/nope.csv"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--tau", "1.5"], "tau: expected a number in [0, 1]"),
+        (["--target-size", "5000"], "target_size"),
+        (["--measures", "knn,magic"], "unknown measure(s) magic"),
+        (["--seed", "abc"], "invalid int value: 'abc'"),
+        (["--target-size", "1.5"], "a fraction must be between 0 and 1"),
+        (["--representation", "bert"], "expected tfidf-svd, warmup"),
+    ],
+)
+def test_bad_parameters(snli_sample, tmp_path, capsys, extra, message):
+    args = ["run", str(snli_sample), "--out", str(tmp_path / "r"), "--n-components", "8",
+            "--partitions", "2", "--measures", "none", "--no-report", "-q", *extra]
+    try:
+        code = main(args)
+    except SystemExit as exc:  # argparse rejects malformed values itself
+        code = exc.code
+    assert code == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_is_protected(snli_sample, tmp_path, capsys):
+    existing = tmp_path / "taken"
+    existing.mkdir()
+    (existing / "notes.txt").write_text("mine")
+    base = ["run", str(snli_sample), "--measures", "none", "-q"]
+    assert main([*base, "--out", str(existing)]) == 2
+    assert "pass --overwrite" in capsys.readouterr().err
+    assert main([*base, "--out", str(existing), "--overwrite"]) == 2
+    assert "not a run folder" in capsys.readouterr().err
+    assert (existing / "notes.txt").read_text() == "mine"
+    assert main([*base, "--out", str(tmp_path / ".hidden")]) == 2
+    assert "not a safe run folder name" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_terminated_run_leaves_nothing(snli_sample, tmp_path):
+    import signal
+
+    root = tmp_path / "runs"
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aflite_core", "run", str(snli_sample), "--out",
+         str(root / "r"), "--n-components", "16", "--partitions", "8", "--slice-size", "1",
+         "--target-size", "10", "--tau", "0", "--measures", "none"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        for line in proc.stderr:
+            if " aflite round " in line:
+                break
+        assert [p.name[:5] for p in root.iterdir()] == [".tmp-"]  # mid-run: only a temp folder
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM
+    assert "terminated" in err and "Traceback" not in err
+    assert not root.exists()

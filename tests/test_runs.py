@@ -1,0 +1,397 @@
+"""Run folders: atomic writing, names that stay inside the root, loading, listing, comparing."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aflite_core import runs
+from aflite_core.runs import (
+    FORMAT_VERSION,
+    RunError,
+    RunWriter,
+    compare_runs,
+    default_run_name,
+    list_runs,
+    load_run,
+    resolve_run_path,
+    sanitize_run_name,
+    write_run,
+)
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def small_frame(n: int = 12) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(
+        {
+            "premise": [f"premise {i}, with \"quotes\"" for i in range(n)],
+            "hypothesis": [f"hypothesis {i}\nsecond line" for i in range(n)],
+            "label": rng.choice(["entailment", "neutral", "contradiction"], size=n),
+        },
+        index=pd.Index(np.arange(n, dtype=np.int64), name="row_id"),
+    )
+
+
+def fake_scores(frame: pd.DataFrame, status, predictability=None, rounds=None) -> pd.DataFrame:
+    status = np.asarray(status, dtype=object)
+    n = len(frame)
+    pred = np.where(np.isin(status, ["retained", "removed"]), np.linspace(0, 1, n), np.nan)
+    if predictability is not None:
+        pred = np.asarray(predictability, dtype=float)
+    rr = np.where(status == "removed", 0, -1) if rounds is None else np.asarray(rounds)
+    return pd.DataFrame(
+        {
+            "row_id": frame.index.to_numpy(),
+            "status": status,
+            "predictability": pred,
+            "removal_round": rr.astype(np.int64),
+            "label": frame["label"].astype(str).to_numpy(),
+        }
+    )
+
+
+STATUS_12 = ["retained", "removed", "retained", "warmup", "removed", "retained",
+             "retained", "excluded", "removed", "retained", "retained", "removed"]
+
+
+def make_run(root, name="run", *, frame=None, status=STATUS_12, summary=None, **kwargs):
+    frame = small_frame(len(status)) if frame is None else frame
+    scores = fake_scores(frame, status, kwargs.pop("predictability", None))
+    base = {"input": {"name": "toy.csv", "sha256": "0" * 64, "n_rows": len(frame),
+                      "columns": {"premise": "premise", "hypothesis": "hypothesis",
+                                  "label": "label"}}}
+    base.update(summary or {})
+    return write_run(root, name, frame=frame, scores=scores, summary=base, **kwargs)
+
+
+# ----------------------------------------------------------------------------- names
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("good-name_1.2", "good-name_1.2"),
+        ("../evil", "evil"),
+        ("a/b\\c", "a_b_c"),
+        (".hidden", "hidden"),
+        ("x/../../y", "x_._._y"),
+        ("données été", "données_été"),
+        ("-rf", "rf"),
+        ("name..", "name"),
+    ],
+)
+def test_sanitize_run_name(raw, expected):
+    assert sanitize_run_name(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["", "..", "/", "../", "....//", " "])
+def test_sanitize_refuses_names_with_nothing_usable(raw):
+    with pytest.raises(ValueError, match="no usable characters"):
+        sanitize_run_name(raw)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=40))
+def test_any_name_stays_inside_the_root(tmp_path_factory, name):
+    root = tmp_path_factory.getbasetemp() / "names-root"
+    try:
+        path = resolve_run_path(root, name)
+    except ValueError:
+        return
+    assert path.parent == root.resolve()
+    assert not path.name.startswith(".")
+    assert ".." not in path.name and "/" not in path.name and "\\" not in path.name
+
+
+def test_run_name_cannot_escape_through_a_symlink(tmp_path):
+    root = tmp_path / "runs"
+    root.mkdir()
+    (root / "link").symlink_to(tmp_path)
+    with pytest.raises(ValueError, match="outside the runs root"):
+        resolve_run_path(root, "link")
+
+
+def test_default_run_name_has_data_params_and_time():
+    import datetime as dt
+
+    when = dt.datetime(2025, 3, 4, 5, 6, 7, tzinfo=dt.timezone.utc)
+    name = default_run_name(
+        "../data/snli_dev.csv.gz",
+        {"representation": "tfidf_svd", "strategy": "greedy_slicing", "n_partitions": 16,
+         "target_size": 0.5, "random_state": 3},
+        created=when,
+    )
+    assert name == "snli_dev-tfidf_svd-greedy_slicing-m16-target0.5-seed3-20250304T050607Z"
+    assert sanitize_run_name(name) == name
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+def test_run_is_invisible_until_complete(tmp_path):
+    root = tmp_path / "runs"
+    with RunWriter(root, "r1") as writer:
+        writer.write_json("summary.json", {"format_version": 1})
+        assert writer.tmp.parent == root.resolve() and writer.tmp.name.startswith(".tmp-r1-")
+        assert not (root / "r1").exists()
+        assert list_runs(root) == []
+    assert [r.name for r in list_runs(root)] == ["r1"]
+    assert [p.name for p in root.iterdir()] == ["r1"]
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_failure_or_interrupt_leaves_nothing(tmp_path, error):
+    root = tmp_path / "runs"
+    with pytest.raises(type(error)), RunWriter(root, "r1") as writer:
+        writer.write_json("summary.json", {"format_version": 1})
+        raise error
+    assert not root.exists()  # the writer created the root, and removes it again when empty
+
+
+def test_commit_requires_a_summary(tmp_path):
+    root = tmp_path / "runs"
+    root.mkdir()
+    (root / "other-run").mkdir()
+    with pytest.raises(RuntimeError, match="summary.json was not written"), RunWriter(root, "r"):
+        pass
+    assert [p.name for p in root.iterdir()] == ["other-run"]  # an existing root is kept
+
+
+def test_killed_writer_leaves_only_an_ignored_dot_folder(tmp_path):
+    root = tmp_path / "runs"
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(REPO_ROOT)!r})
+        from aflite_core.runs import RunWriter
+        w = RunWriter({str(root)!r}, "victim").__enter__()
+        w.write_text("scores.parquet", "half written")
+        print("ready", flush=True)
+        time.sleep(60)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "ready"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    leftovers = list(root.iterdir())
+    assert len(leftovers) == 1 and leftovers[0].name.startswith(".tmp-victim-")
+    assert list_runs(root) == []
+    # a fresh temp folder is kept (it may be a run in progress) ...
+    assert runs.cleanup_stale(root) == []
+    # ... an old one is removed, and re-running under the same name works
+    assert runs.cleanup_stale(root, max_age=0) == leftovers
+    make_run(root, "victim")
+    assert [r.name for r in list_runs(root)] == ["victim"]
+
+
+def test_existing_run_is_never_modified_without_overwrite(tmp_path):
+    root = tmp_path / "runs"
+    first = make_run(root, "same")
+    before = {p.name: p.read_bytes() for p in first.iterdir()}
+    with pytest.raises(FileExistsError, match="already exists"):
+        make_run(root, "same", status=["retained"] * 6 + ["removed"] * 6)
+    assert {p.name: p.read_bytes() for p in first.iterdir()} == before
+    assert [p.name for p in root.iterdir()] == ["same"]
+
+
+def test_overwrite_replaces_a_run_but_not_other_folders(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "same")
+    make_run(root, "same", status=["retained"] * 6 + ["removed"] * 6, overwrite=True)
+    assert (load_run(root / "same").scores["status"] == "removed").sum() == 6
+    assert [p.name for p in root.iterdir()] == ["same"]
+    precious = root / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("do not delete")
+    with pytest.raises(FileExistsError, match="not a run folder"):
+        make_run(root, "precious", overwrite=True)
+    assert (precious / "thesis.tex").read_text() == "do not delete"
+
+
+def test_written_run_round_trips(tmp_path):
+    frame = small_frame()
+    path = make_run(tmp_path, "r", frame=frame, summary={"sizes": {"input": 12}})
+    run = load_run(path)
+    assert run.format_version == FORMAT_VERSION and run.name == "r"
+    assert run.summary["artifacts"] == sorted(p.name for p in path.iterdir())
+    assert set(run.artifacts) >= {"summary.json", "scores.parquet", "dataset.parquet",
+                                  "retained.csv", "removed.csv", "warmup.csv", "excluded.csv"}
+    pd.testing.assert_frame_equal(run.frame, frame, check_dtype=False)
+    assert run.frame.index.name == "row_id"
+    assert run.scores["status"].tolist() == STATUS_12
+    assert run.cues is None and run.knn is None and run.baselines is None
+    assert sorted(run.row_ids("removed").tolist()) == [1, 4, 8, 11]
+
+
+def test_row_csvs_hold_each_row_exactly_once(tmp_path):
+    frame = small_frame()
+    path = make_run(tmp_path, "r", frame=frame)
+    parts = {s: pd.read_csv(path / f"{s}.csv", dtype=str, keep_default_na=False)
+             for s in runs.STATUSES}
+    for status, part in parts.items():
+        assert list(part.columns) == ["row_id", "premise", "hypothesis", "label"]
+        expected = [i for i, s in enumerate(STATUS_12) if s == status]
+        assert part["row_id"].astype(int).tolist() == expected
+    both = pd.concat(parts.values()).assign(row_id=lambda d: d.row_id.astype(int))
+    both = both.sort_values("row_id").set_index("row_id")
+    assert both.to_numpy().tolist() == frame.to_numpy().tolist()
+
+
+def test_empty_status_gets_no_csv(tmp_path):
+    path = make_run(tmp_path, "r", status=["retained"] * 6 + ["removed"] * 6)
+    assert not (path / "warmup.csv").exists() and not (path / "excluded.csv").exists()
+
+
+def test_dataset_with_own_row_id_column_and_mixed_types(tmp_path):
+    frame = pd.DataFrame(
+        {"row_id": ["x", "y", "z"], "label": ["a", "b", "a"], "mixed": [1, "two", None]},
+        index=pd.Index(["q1", "q2", "q3"], name="row_id"),
+    )
+    scores = fake_scores(frame, ["retained", "removed", "retained"])
+    path = write_run(tmp_path, "r", frame=frame, scores=scores)
+    run = load_run(path)
+    assert run.summary["dataset"]["row_id_column"] == "aflite_row_id"
+    assert "mixed" in run.summary["dataset"]["converted_columns"]
+    assert run.frame.index.tolist() == ["q1", "q2", "q3"]
+    assert run.frame["row_id"].tolist() == ["x", "y", "z"]
+    assert run.frame["mixed"].tolist()[:2] == ["1", "two"]
+    assert pd.isna(run.frame["mixed"].iloc[2])
+
+
+def test_scores_are_validated(tmp_path):
+    frame = small_frame(3)
+    bad_status = fake_scores(frame, ["retained", "kept", "removed"])
+    with pytest.raises(ValueError, match="status must be one of"):
+        write_run(tmp_path, "r", frame=frame, scores=bad_status)
+    reordered = fake_scores(frame, ["retained"] * 3).iloc[::-1]
+    with pytest.raises(ValueError, match="dataset's order"):
+        write_run(tmp_path, "r", frame=frame, scores=reordered)
+    assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def test_load_run_says_what_is_missing(tmp_path):
+    with pytest.raises(RunError, match="does not exist"):
+        load_run(tmp_path / "nope")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RunError, match="summary.json is missing"):
+        load_run(empty)
+    path = make_run(tmp_path, "r")
+    summary = json.loads((path / "summary.json").read_text())
+
+    (path / "summary.json").write_text(json.dumps({**summary, "format_version": 99}))
+    with pytest.raises(RunError, match="format 99 by a newer aflite_core"):
+        load_run(path)
+    (path / "summary.json").write_text(json.dumps({k: v for k, v in summary.items()
+                                                   if k != "format_version"}))
+    with pytest.raises(RunError, match="no 'format_version'"):
+        load_run(path)
+    (path / "summary.json").write_text("{not json")
+    with pytest.raises(RunError, match="not valid JSON"):
+        load_run(path)
+    (path / "summary.json").write_text(json.dumps(summary))
+    pd.read_parquet(path / "scores.parquet").drop(columns="removal_round").to_parquet(
+        path / "scores.parquet")
+    with pytest.raises(RunError, match=r"lacks column\(s\) \['removal_round'\]"):
+        load_run(path)
+    (path / "scores.parquet").unlink()
+    with pytest.raises(RunError, match="scores.parquet is missing"):
+        load_run(path)
+
+
+def test_older_folder_without_dataset_parquet_is_rebuilt_from_csvs(tmp_path):
+    frame = small_frame()
+    path = make_run(tmp_path, "old", frame=frame)
+    (path / "dataset.parquet").unlink()
+    run = load_run(path)
+    assert run.frame.index.tolist() == frame.index.tolist()
+    assert run.frame.to_numpy().tolist() == frame.to_numpy().tolist()
+    (path / "warmup.csv").unlink()
+    with pytest.raises(RunError, match="neither dataset.parquet nor warmup.csv"):
+        _ = load_run(path).frame
+
+
+def test_list_runs_newest_first_and_ignores_incomplete(tmp_path):
+    root = tmp_path / "runs"
+    make_run(root, "older", summary={"created": "2024-01-01T00:00:00Z", "sizes": {"input": 12}})
+    make_run(root, "newer", summary={"created": "2025-01-01T00:00:00Z"})
+    (root / ".tmp-half-abcd").mkdir()
+    (root / "no-summary").mkdir()
+    (root / "junk").mkdir()
+    (root / "junk" / "summary.json").write_text("[]")
+    (root / "file.txt").write_text("x")
+    infos = list_runs(root)
+    assert [i.name for i in infos] == ["newer", "older"]
+    assert infos[1].sizes == {"input": 12} and infos[1].input_name == "toy.csv"
+    assert infos[0].disk_bytes == sum(p.stat().st_size for p in (root / "newer").iterdir())
+    assert list_runs(tmp_path / "missing") == []
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def test_compare_runs_counts_overlap_and_correlation(tmp_path):
+    frame = small_frame(10)
+    a_status = ["removed"] * 4 + ["retained"] * 6
+    b_status = ["removed"] * 2 + ["retained"] * 2 + ["removed"] * 2 + ["retained"] * 4
+    pred_a = np.linspace(0.1, 1.0, 10)
+    pred_b = pred_a[::-1].copy()
+    a = make_run(tmp_path, "a", frame=frame, status=a_status, predictability=pred_a,
+                 summary={"parameters": {"random_state": 0, "tau": 0.75}},
+                 tables={"cues.parquet": pd.DataFrame(
+                     {"feature": ["not", "cat", "not", "cat"], "label": ["c", "c", "c", "c"],
+                      "scope": ["full", "full", "retained", "retained"],
+                      "lmi": [5.0, 1.0, 4.0, 1.0]})})
+    b = make_run(tmp_path, "b", frame=frame, status=b_status, predictability=pred_b,
+                 summary={"parameters": {"random_state": 1, "tau": 0.75}},
+                 tables={"cues.parquet": pd.DataFrame(
+                     {"feature": ["not", "cat", "not", "cat"], "label": ["c", "c", "c", "c"],
+                      "scope": ["full", "full", "retained", "retained"],
+                      "lmi": [5.0, 1.0, 1.0, 1.5]})})
+    cmp = compare_runs(a, b)
+    assert (cmp.n_removed_a, cmp.n_removed_b, cmp.n_removed_both) == (4, 4, 2)
+    assert cmp.removed_jaccard == pytest.approx(2 / 6)
+    assert cmp.expected_jaccard_random == pytest.approx(1.6 / 6.4)
+    assert sorted(cmp.changed["row_id"].tolist()) == [2, 3, 4, 5]
+    assert cmp.status_table.loc["removed", "retained"] == 2
+    assert cmp.spearman == pytest.approx(-1.0) and cmp.pearson == pytest.approx(-1.0)
+    assert cmp.parameter_changes == {"random_state": (0, 1)}
+    top = cmp.cue_changes.iloc[0]
+    assert top["feature"] == "not" and top["lmi_delta"] == pytest.approx(-3.0)
+    json.dumps(cmp.to_dict())  # JSON-able
+
+
+def test_compare_refuses_different_inputs(tmp_path):
+    a = make_run(tmp_path, "a")
+    b = make_run(tmp_path, "b", summary={"input": {"sha256": "1" * 64}})
+    with pytest.raises(ValueError, match="different inputs"):
+        compare_runs(a, b)
+
+
+def test_list_runs_reads_only_summaries(tmp_path):
+    root = tmp_path / "runs"
+    for i in range(3):
+        make_run(root, f"r{i}", summary={"created": f"2025-01-0{i + 1}T00:00:00Z"})
+    (root / "r1" / "scores.parquet").write_bytes(b"corrupt")
+    assert [r.name for r in list_runs(root)] == ["r2", "r1", "r0"]
+    with pytest.raises(Exception, match="(?i)parquet"):
+        load_run(root / "r1")
