@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         else:
-            print(f"error: unexpected {type(exc).__name__}: {exc} (re-run with --debug for details)",
-                  file=sys.stderr)
+            print(
+                f"error: unexpected {type(exc).__name__}: {exc} "
+                "(re-run with --debug for details)",
+                file=sys.stderr,
+            )
         return EXIT_FAILURE

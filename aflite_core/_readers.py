@@ -1,0 +1,706 @@
+"""Low-level readers behind :func:`aflite_core.datasets.load_dataset`.
+
+Turns a path, a file-like object or raw bytes into a :class:`RawTable`: a
+:class:`pandas.DataFrame` with every column of the file and its original values,
+plus where each row came from (its line in the file), so that later errors can
+point at it. Nothing here knows about premises, hypotheses or labels.
+
+Rules (documented in ``load_dataset``):
+
+* The input is read into memory once; ``max_bytes`` bounds both the bytes read and
+  the bytes a gzip stream expands to (reading stops as soon as the ceiling is passed).
+* Text is UTF-8 (a UTF-8 BOM is dropped); UTF-16 and UTF-32 are recognised by their
+  BOM. Anything else must be named with ``encoding=``; undecodable bytes are an error
+  naming the line and byte offset -- there is no silent Latin-1 fallback.
+* CSV follows RFC 4180 (quotes doubled inside quoted fields; fields may hold the
+  separator, quotes and newlines). TSV follows the IANA ``text/tab-separated-values``
+  convention used by the SNLI/MNLI distributions: no quoting, a ``"`` is an ordinary
+  character, and fields cannot contain tabs or newlines.
+* CSV/TSV values are kept as strings exactly as written (no ``NA`` detection, no
+  number parsing, no stripping); JSON, JSONL and Parquet keep their types.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import os
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Formats ``load_dataset`` reads (``format=`` accepts these names).
+FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
+
+_SUFFIX_FORMATS = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+_FORMAT_ALIASES = {"ndjson": "jsonl", "jsonlines": "jsonl", "pq": "parquet", "txt": None}
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_PARQUET_MAGIC = b"PAR1"
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe\x00\x00", "utf-32"),
+    (b"\x00\x00\xfe\xff", "utf-32"),
+    (b"\xff\xfe", "utf-16"),
+    (b"\xfe\xff", "utf-16"),
+)
+_CHUNK = 1 << 20
+_MISSING = object()
+
+
+# ------------------------------------------------------------------------- errors
+# Defined here (and re-exported by aflite_core.datasets, their public home) so that the
+# readers can raise them without a circular import.
+
+
+class DatasetError(ValueError):
+    """Any problem with an input dataset; the message names the file, where, and what."""
+
+
+class DatasetFormatError(DatasetError):
+    """Unreadable file, bad line, wrong structure, undecodable bytes."""
+
+
+class ColumnError(DatasetError):
+    """Missing, ambiguous, duplicate or unusable columns."""
+
+
+class DuplicateIdError(DatasetError):
+    """The chosen id column holds the same value on several rows."""
+
+
+class DatasetSizeError(DatasetError):
+    """The input (or its decompressed form) is over the configured ``max_bytes``."""
+
+
+for _cls in (DatasetError, DatasetFormatError, ColumnError, DuplicateIdError, DatasetSizeError):
+    _cls.__module__ = "aflite_core.datasets"
+
+
+@dataclass
+class RawTable:
+    """A table as read from a file, before any column is interpreted.
+
+    Attributes
+    ----------
+    frame : pandas.DataFrame
+        Every column of the file, original values, RangeIndex in input order.
+    name : str
+        File name used in messages.
+    format : str
+        One of :data:`FORMATS`.
+    content_hash : str
+        SHA-256 hex digest of the (decompressed) input bytes.
+    lines : numpy.ndarray or None
+        1-based line of the file where each row starts (CSV, TSV, JSONL), else None.
+    encoding : str or None
+        Text encoding used (None for Parquet).
+    warnings : list of str
+        Things the reader noticed but tolerated (blank lines skipped, ...).
+    """
+
+    frame: pd.DataFrame
+    name: str
+    format: str
+    content_hash: str
+    lines: np.ndarray | None = None
+    encoding: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    column_types: dict[str, str] = field(default_factory=dict)
+
+    def where(self, position: int) -> str:
+        """Human-readable location of the row at 0-based ``position``."""
+        if self.lines is not None:
+            return f"line {int(self.lines[position])}"
+        return f"record {position + 1}"
+
+
+# --------------------------------------------------------------------------- bytes
+
+
+def source_name(source: Any, name: str | None) -> str:
+    """Name used in messages: ``name=``, the path's file name, or the object's ``.name``."""
+    if name:
+        return str(name)
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source).name or str(source)
+    attr = getattr(source, "name", None)
+    if isinstance(attr, (str, os.PathLike)) and str(attr):
+        return Path(attr).name or str(attr)
+    return "<data>"
+
+
+def read_source_bytes(source: Any, name: str, max_bytes: int | None) -> bytes:
+    """Read all bytes of a path, a binary/text file-like object or a bytes object."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    elif isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            size = path.stat().st_size
+            if max_bytes is not None and size > max_bytes:
+                raise DatasetSizeError(
+                    f"{name}: the file is {_fmt_bytes(size)}, over the limit of "
+                    f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes})"
+                )
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise DatasetError(f"{name}: file not found: {str(path)!r}") from None
+        except IsADirectoryError:
+            raise DatasetError(
+                f"{name}: expected a file, found a directory: {str(path)!r}"
+            ) from None
+        except PermissionError:
+            raise DatasetError(f"{name}: permission denied reading {str(path)!r}") from None
+        except OSError as exc:
+            raise DatasetError(f"{name}: cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+    elif hasattr(source, "read"):
+        if getattr(source, "seekable", lambda: False)():
+            source.seek(0)  # a Streamlit UploadedFile may have been read on an earlier rerun
+        limit = -1 if max_bytes is None else max_bytes + 1
+        try:
+            data = source.read(limit)
+        except (OSError, ValueError) as exc:
+            raise DatasetError(f"{name}: cannot read the file-like object: {exc}") from exc
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        elif not isinstance(data, (bytes, bytearray)):
+            raise DatasetError(
+                f"{name}: read() returned {type(data).__name__}, expected bytes or str"
+            )
+        data = bytes(data)
+    else:
+        raise TypeError(
+            "source: expected a path (str or pathlib.Path), a file-like object or bytes, "
+            f"got {type(source).__name__}"
+        )
+    if max_bytes is not None and len(data) > max_bytes:
+        raise DatasetSizeError(
+            f"{name}: the input is over the limit of {_fmt_bytes(max_bytes)} "
+            f"(max_bytes={max_bytes}); stopped reading"
+        )
+    return data
+
+
+def maybe_decompress(data: bytes, name: str, max_bytes: int | None) -> tuple[bytes, bool]:
+    """Gunzip ``data`` when it starts with the gzip magic number, within ``max_bytes``."""
+    if not data.startswith(_GZIP_MAGIC):
+        return data, False
+    out = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
+            while True:
+                chunk = stream.read(_CHUNK)
+                if not chunk:
+                    break
+                out += chunk
+                if max_bytes is not None and len(out) > max_bytes:
+                    raise DatasetSizeError(
+                        f"{name}: the gzip data expands past the limit of "
+                        f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes}); stopped reading "
+                        f"after {_fmt_bytes(len(out))} of decompressed data"
+                    )
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DatasetFormatError(
+            f"{name}: corrupt or truncated gzip data after {_fmt_bytes(len(out))} "
+            f"decompressed: {exc}"
+        ) from exc
+    return bytes(out), True
+
+
+def _fmt_bytes(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
+    raise AssertionError("unreachable")
+
+
+# ------------------------------------------------------------------------- formats
+
+
+def normalise_format(fmt: str | None) -> str | None:
+    """Validate ``format=``; returns a name of :data:`FORMATS` or None (sniff)."""
+    if fmt is None:
+        return None
+    if not isinstance(fmt, str):
+        raise TypeError(f"format: expected a string such as 'csv', got {type(fmt).__name__}")
+    key = fmt.strip().lower().lstrip(".")
+    if key.endswith(".gz"):
+        key = key[:-3]
+    if key in FORMATS:
+        return key
+    if key in _FORMAT_ALIASES:
+        return _FORMAT_ALIASES[key]
+    raise ValueError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+
+
+def format_from_name(name: str) -> str | None:
+    """Format implied by a file name's suffix (``.csv``, ``.jsonl.gz``, ...), else None."""
+    suffixes = [s.lower() for s in Path(name).suffixes]
+    if suffixes and suffixes[-1] in (".gz", ".gzip"):
+        suffixes = suffixes[:-1]
+    return _SUFFIX_FORMATS.get(suffixes[-1]) if suffixes else None
+
+
+def sniff_format(data: bytes, text: str | None) -> str:
+    """Guess the format from the content when neither ``format=`` nor the suffix says."""
+    if data.startswith(_PARQUET_MAGIC):
+        return "parquet"
+    assert text is not None
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        return "json"
+    if stripped.startswith("{"):
+        first = stripped.split("\n", 1)[0].strip()
+        try:
+            return "jsonl" if isinstance(json.loads(first), dict) else "json"
+        except ValueError:
+            return "json"
+    header = stripped.split("\n", 1)[0]
+    return "tsv" if header.count("\t") > header.count(",") else "csv"
+
+
+# ------------------------------------------------------------------------ decoding
+
+
+def decode_text(data: bytes, name: str, encoding: str | None) -> tuple[str, str]:
+    """Decode bytes to text; returns ``(text, encoding used)``."""
+    if encoding is not None:
+        try:
+            return data.decode(encoding), encoding
+        except LookupError:
+            raise ValueError(f"encoding: unknown text encoding {encoding!r}") from None
+        except UnicodeDecodeError as exc:
+            raise _decode_error(data, exc, name, encoding) from None
+    used = "utf-8"
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            used = codec
+            break
+    try:
+        text = data.decode(used)
+    except UnicodeDecodeError as exc:
+        raise _decode_error(data, exc, name, used) from None
+    if used != "utf-8-sig" and text.startswith("\ufeff"):
+        text = text[1:]
+    nul = text.find("\x00")
+    if nul >= 0:
+        line = text.count("\n", 0, nul) + 1
+        raise DatasetFormatError(
+            f"{name}: line {line}: the text contains NUL characters, so it is probably UTF-16 "
+            "or UTF-32 without a byte-order mark; name its encoding, e.g. encoding='utf-16-le'"
+        )
+    return text, used
+
+
+def _decode_error(
+    data: bytes, exc: UnicodeDecodeError, name: str, codec: str
+) -> DatasetFormatError:
+    start = exc.start
+    line = data.count(b"\n", 0, start) + 1
+    bad = data[start : min(exc.end, start + 4)]
+    hint = (
+        " The file is not valid UTF-8 (it may be Latin-1 or Windows-1252): re-save it as UTF-8, "
+        "or name its encoding, e.g. encoding='latin-1'."
+        if codec.startswith("utf-8")
+        else ""
+    )
+    return DatasetFormatError(
+        f"{name}: line {line}, byte offset {start}: cannot decode {bad!r} as {codec} "
+        f"({exc.reason}).{hint}"
+    )
+
+
+# ------------------------------------------------------------------ delimited text
+
+
+def read_delimited(
+    text: str, name: str, delimiter: str
+) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """Read CSV (RFC 4180) or TSV (no quoting) text into string columns (object dtype)."""
+    if csv.field_size_limit() < 2**31 - 1:
+        csv.field_size_limit(2**31 - 1)  # cells of a million characters are legitimate
+    parsed = _parse_fast(text, delimiter)
+    if parsed is None:  # multi-line records, or an error to locate precisely
+        parsed = _parse_tracked(text, name, delimiter)
+    header, rows, starts, blank = parsed
+    _check_duplicate_names(header, name, "header")
+    if not rows:
+        raise DatasetFormatError(
+            f"{name}: the file has a header ({', '.join(map(repr, header[:8]))}) but no data rows"
+        )
+    warnings = []
+    if blank:
+        warnings.append(f"{blank} blank line(s) skipped")
+    if len(header) == 1:
+        for sep in (";", "|", "\t", ","):
+            if sep != delimiter and sep in header[0]:
+                warnings.append(
+                    f"the header is one column containing {sep!r}: is {sep!r} the separator?"
+                )
+                break
+    data = {}
+    for h, col in zip(header, zip(*rows, strict=True), strict=True):
+        values = np.empty(len(col), dtype=object)
+        values[:] = col
+        data[h] = values
+    frame = pd.DataFrame(data, copy=False)
+    return frame, starts, warnings
+
+
+def _reader(text: str, delimiter: str) -> Any:
+    if delimiter == "\t":
+        return csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
+    return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+
+
+def _parse_fast(text: str, delimiter: str) -> tuple | None:
+    """Parse in one C-level pass when every record is one line and rows are regular."""
+    reader = _reader(text, delimiter)
+    try:
+        rows = list(reader)
+    except csv.Error:
+        return None
+    if reader.line_num != len(rows):
+        return None  # some record spans several lines: track lines precisely
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    filled = np.flatnonzero(lengths)
+    if not len(filled):
+        return None
+    ncols = lengths[filled[0]]
+    if (lengths[filled] != ncols).any():
+        return None
+    blank = len(rows) - len(filled)
+    if blank:
+        rows = [rows[i] for i in filled.tolist()]
+    return rows[0], rows[1:], (filled[1:] + 1).astype(np.int64), blank
+
+
+def _parse_tracked(text: str, name: str, delimiter: str) -> tuple:
+    """Parse record by record, keeping each record's first line; precise errors."""
+    kind = "TSV" if delimiter == "\t" else "CSV"
+    reader = _reader(text, delimiter)
+    header: list[str] | None = None
+    header_line = 0
+    rows: list[list[str]] = []
+    starts: list[int] = []
+    blank = 0
+    start = 1
+    try:
+        for row in reader:
+            if not row:
+                blank += 1
+                start = reader.line_num + 1
+                continue
+            if header is None:
+                header, header_line = row, start
+                ncols = len(row)
+            elif len(row) != ncols:
+                end = reader.line_num
+                span = f"line {start}" if end == start else f"lines {start}-{end}"
+                hint = _ragged_hint(kind, row, ncols, start != end)
+                raise DatasetFormatError(
+                    f"{name}: {span}: expected {ncols} fields (as in the header on line "
+                    f"{header_line}), found {len(row)}.{hint}"
+                )
+            else:
+                rows.append(row)
+                starts.append(start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise _csv_error(exc, name, kind, start, reader.line_num) from None
+    if header is None:
+        raise DatasetFormatError(f"{name}: the file is empty (no header, no rows)")
+    return header, rows, np.asarray(starts, dtype=np.int64), blank
+
+
+def _ragged_hint(kind: str, row: list[str], ncols: int, multiline: bool) -> str:
+    if kind == "CSV" and (multiline or any("\n" in f for f in row)):
+        return " A quoted field spans several lines here: check for an unbalanced '\"'."
+    if kind == "TSV":
+        return (
+            " TSV is read without quoting (fields cannot contain tabs or newlines); "
+            "if the file quotes fields, save it as CSV."
+        )
+    if len(row) > ncols:
+        return " A field may contain an unquoted separator; quote it as in RFC 4180."
+    return ""
+
+
+def _csv_error(exc: csv.Error, name: str, kind: str, start: int, line: int) -> DatasetFormatError:
+    msg = str(exc)
+    if "unexpected end of data" in msg or "EOF" in msg:
+        return DatasetFormatError(
+            f"{name}: line {start}: a quoted field starts in this record and is never closed "
+            f"(unbalanced '\"'; the file ended at line {line})"
+        )
+    if "expected after" in msg:
+        return DatasetFormatError(
+            f"{name}: line {line}: text after a closing quote; expected the separator or the end "
+            f'of the line after \'"\' (inside quotes write "" for a quote)'
+        )
+    if "NUL" in msg:
+        return DatasetFormatError(
+            f"{name}: line {line}: the text contains NUL characters; is the file UTF-16 without "
+            "a byte-order mark? Name its encoding, e.g. encoding='utf-16-le'"
+        )
+    return DatasetFormatError(f"{name}: line {line}: malformed {kind}: {msg}")
+
+
+def _check_duplicate_names(names: list[Any], name: str, where: str) -> None:
+    seen: dict[Any, list[int]] = {}
+    for i, col in enumerate(names):
+        seen.setdefault(col, []).append(i + 1)
+    dups = {k: v for k, v in seen.items() if len(v) > 1}
+    if dups:
+        parts = "; ".join(
+            f"{k!r} at positions {', '.join(map(str, v))}" for k, v in list(dups.items())[:5]
+        )
+        raise ColumnError(
+            f"{name}: duplicate column names in the {where}: {parts}; rename them so every "
+            "column has a distinct name"
+        )
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _pairs_hook(name: str, where: Callable[[], str]) -> Callable[[list[tuple[str, Any]]], dict]:
+    def hook(pairs: list[tuple[str, Any]]) -> dict:
+        out = dict(pairs)
+        if len(out) != len(pairs):
+            keys = [k for k, _ in pairs]
+            dups = sorted({k for k in keys if keys.count(k) > 1})
+            raise ColumnError(
+                f"{name}: {where()}: duplicate key(s) {', '.join(map(repr, dups))} in one object; "
+                "every field needs a distinct name"
+            )
+        return out
+
+    return hook
+
+
+def read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """Read JSON Lines: one object per non-blank line."""
+    records: list[dict] = []
+    lines: list[int] = []
+    current = [0]
+    hook = _pairs_hook(name, lambda: f"line {current[0]}")
+    decoder = json.JSONDecoder(object_pairs_hook=hook)
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        current[0] = number
+        try:
+            value = decoder.decode(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetFormatError(
+                f"{name}: line {number}, column {exc.colno}: invalid JSON ({exc.msg}); "
+                f"expected one JSON object per line, found {_preview(line)}"
+            ) from None
+        if not isinstance(value, dict):
+            raise DatasetFormatError(
+                f"{name}: line {number}: expected a JSON object ({{...}}), found "
+                f"{_json_kind(value)}"
+            )
+        records.append(value)
+        lines.append(number)
+    if not records:
+        raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
+    return records_frame(records, name), np.asarray(lines, dtype=np.int64), []
+
+
+def read_json(text: str, name: str) -> tuple[pd.DataFrame, None, list[str]]:
+    """Read a JSON array of objects (records)."""
+    if not text.strip():
+        raise DatasetFormatError(f"{name}: the file is empty")
+    hook = _pairs_hook(name, lambda: "an object")
+    try:
+        value = json.loads(text, object_pairs_hook=hook)
+    except json.JSONDecodeError as exc:
+        raise DatasetFormatError(
+            f"{name}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})"
+        ) from None
+    if isinstance(value, dict):
+        keys = ", ".join(repr(k) for k in list(value)[:8])
+        raise DatasetFormatError(
+            f"{name}: expected a JSON array of records ([{{...}}, {{...}}]), found an object "
+            f"with keys {keys or '(none)'}; convert it to records (one object per row) or to "
+            "JSON Lines"
+        )
+    if not isinstance(value, list):
+        raise DatasetFormatError(
+            f"{name}: expected a JSON array of records ([{{...}}, {{...}}]), found "
+            f"{_json_kind(value)}"
+        )
+    if not value:
+        raise DatasetFormatError(f"{name}: the JSON array is empty (no records)")
+    for i, rec in enumerate(value):
+        if not isinstance(rec, dict):
+            raise DatasetFormatError(
+                f"{name}: record {i + 1}: expected a JSON object ({{...}}), found "
+                f"{_json_kind(rec)}; the file must be an array of records"
+            )
+    return records_frame(value, name), None, []
+
+
+def looks_like_jsonl(text: str) -> bool:
+    """True when the text is several lines that each parse as a JSON object."""
+    lines = [ln for ln in text.split("\n")[:5] if ln.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        return all(isinstance(json.loads(ln), dict) for ln in lines[:2])
+    except ValueError:
+        return False
+
+
+def records_frame(records: list[dict], name: str) -> pd.DataFrame:
+    """Columns from records, keeping each value's JSON type (missing keys -> None)."""
+    keys = list(dict.fromkeys(k for rec in records for k in rec))
+    data = {}
+    for key in keys:
+        values = [rec.get(key, _MISSING) for rec in records]
+        if any(v is None or v is _MISSING for v in values):
+            values = [None if v is _MISSING else v for v in values]
+            data[key] = pd.Series(values, dtype=object)
+        else:
+            data[key] = _typed_series(values)
+    return pd.DataFrame(data)
+
+
+def _typed_series(values: list[Any]) -> pd.Series:
+    """A Series with the values' common type, or object dtype when types are mixed."""
+    kinds = {type(v) for v in values}
+    if kinds <= {str} or kinds == {bool} or kinds == {float}:
+        return pd.Series(values)
+    if kinds == {int}:
+        try:
+            return pd.Series(np.asarray(values, dtype=np.int64))
+        except OverflowError:
+            return pd.Series(values, dtype=object)
+    return pd.Series(values, dtype=object)
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "an array", dict: "an object", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    for typ, word in kinds.items():
+        if isinstance(value, typ):
+            return word
+    return f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__
+
+
+def _preview(line: str, n: int = 60) -> str:
+    line = line.strip()
+    return repr(line if len(line) <= n else line[:n] + "...")
+
+
+# ------------------------------------------------------------------------ Parquet
+
+
+def read_parquet(data: bytes, name: str, max_bytes: int | None) -> tuple[pd.DataFrame, dict]:
+    """Read a Parquet file, keeping column types; returns ``(frame, arrow type names)``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pfile = pq.ParquetFile(io.BytesIO(data))
+        meta = pfile.metadata
+        if max_bytes is not None:
+            expanded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            if expanded > max_bytes:
+                raise DatasetSizeError(
+                    f"{name}: the Parquet data expands to {_fmt_bytes(expanded)}, past the "
+                    f"limit of {_fmt_bytes(max_bytes)} (max_bytes={max_bytes}); not read"
+                )
+        schema = pfile.schema_arrow
+        _check_duplicate_names(list(schema.names), name, "Parquet schema")
+        if meta.num_rows == 0:
+            cols = ", ".join(map(repr, schema.names[:8]))
+            raise DatasetFormatError(f"{name}: the Parquet file has columns ({cols}) but no rows")
+        table = pfile.read()
+        frame = table.to_pandas()
+    except DatasetError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+        raise DatasetFormatError(f"{name}: not a readable Parquet file: {exc}") from exc
+    if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0:
+        frame = frame.reset_index()
+    frame.index = pd.RangeIndex(len(frame))
+    types = {str(f.name): str(f.type) for f in table.schema}
+    return frame, types
+
+
+# ---------------------------------------------------------------------------- all
+
+
+def read_table(
+    source: Any,
+    *,
+    name: str | None = None,
+    format: str | None = None,
+    encoding: str | None = None,
+    max_bytes: int | None = None,
+) -> RawTable:
+    """Read any supported source into a :class:`RawTable` (see the module docstring)."""
+    if max_bytes is not None and (
+        isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 1
+    ):
+        raise ValueError(f"max_bytes: expected a positive int or None, got {max_bytes!r}")
+    label = source_name(source, name)
+    fmt = normalise_format(format)
+    raw = read_source_bytes(source, label, max_bytes)
+    data, _ = maybe_decompress(raw, label, max_bytes)
+    content_hash = hashlib.sha256(data).hexdigest()
+    if not data or data.isspace():
+        raise DatasetFormatError(f"{label}: the file is empty")
+    explicit = fmt is not None
+    if fmt is None:
+        fmt = format_from_name(label)
+    if not explicit and data.startswith(_PARQUET_MAGIC):  # the content wins over a suffix
+        fmt = "parquet"
+    if fmt == "parquet":
+        frame, types = read_parquet(data, label, max_bytes)
+        return RawTable(frame, label, fmt, content_hash, column_types=types)
+    text, used = decode_text(data, label, encoding)
+    if not text or text.isspace():
+        raise DatasetFormatError(f"{label}: the file is empty")
+    if fmt is None:
+        fmt = sniff_format(data, text)
+    warnings: list[str] = []
+    as_array = text.lstrip().startswith("[")
+    if fmt == "json" and not explicit and not as_array and looks_like_jsonl(text):
+        fmt = "jsonl"
+        warnings.append("the .json file holds one object per line; read it as JSON Lines")
+    lines: np.ndarray | None
+    if fmt == "csv":
+        frame, lines, extra = read_delimited(text, label, ",")
+    elif fmt == "tsv":
+        frame, lines, extra = read_delimited(text, label, "\t")
+    elif fmt == "jsonl":
+        frame, lines, extra = read_jsonl(text, label)
+    else:
+        frame, lines, extra = read_json(text, label)
+    return RawTable(frame, label, fmt, content_hash, lines, used, warnings + extra)

@@ -1,0 +1,961 @@
+"""Load a dataset for auditing without losing anything: :func:`load_dataset`.
+
+The result, an :class:`AuditDataset`, holds every original column with its original
+values (CSV/TSV cells stay strings exactly as written), a stable ``row_id`` per row,
+which rows take part in the audit (and why the others do not), and a
+:class:`ValidationReport`. Reading the bytes lives in :mod:`aflite_core._readers`;
+this module interprets the columns.
+
+Column roles are guessed when not given (names compared case-insensitively, ignoring
+``_``, ``-`` and spaces), in this order of preference:
+
+* hypothesis: ``hypothesis``, ``sentence2`` (SNLI/MNLI), ``sentence_B``, ``text_b``,
+  ``claim``, ``question``, then single-text names ``text``, ``sentence``, ``content``,
+  ``review``, ``document``, ``utterance``, ``tweet``, ``comment``, ``body``;
+* premise: ``premise``, ``sentence1``, ``sentence_A``, ``text_a``, ``evidence``,
+  ``context``, ``passage`` (none found: a single-text dataset, ``premise`` is None);
+* label: ``label``, ``gold_label``, ``gold``, ``labels``, ``class``, ``target``,
+  ``category``, ``verdict``, ``stance``, ``sentiment``, ``entailment_label``, ``y``;
+* split: ``split``, ``set``, ``fold``, ``partition``, ``subset``, ``SemEval_set``.
+
+A published id column (``pairID``, ``pair_id``, ``guid``, ``id``, ...) is recognised and
+reported as :attr:`ValidationReport.suggested_id` when its values are unique, but row ids
+stay positions unless ``id=`` is passed: positions are always unique and stable, and the
+id column is kept in the frame (and in every export) anyway.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core._readers import (
+    FORMATS,
+    ColumnError,
+    DatasetError,
+    DatasetFormatError,
+    DatasetSizeError,
+    DuplicateIdError,
+    RawTable,
+    read_table,
+)
+
+__all__ = [
+    "FORMATS",
+    "AuditDataset",
+    "ColumnError",
+    "ColumnMapping",
+    "DatasetError",
+    "DatasetFormatError",
+    "DatasetSizeError",
+    "DuplicateIdError",
+    "ValidationReport",
+    "load_dataset",
+]
+
+HYPOTHESIS_NAMES = (
+    "hypothesis",
+    "sentence2",
+    "sentence_b",
+    "text_b",
+    "claim",
+    "question",
+    "text",
+    "sentence",
+    "content",
+    "review",
+    "document",
+    "utterance",
+    "tweet",
+    "comment",
+    "body",
+)
+PREMISE_NAMES = ("premise", "sentence1", "sentence_a", "text_a", "evidence", "context", "passage")
+LABEL_NAMES = (
+    "label",
+    "gold_label",
+    "gold",
+    "labels",
+    "class",
+    "target",
+    "category",
+    "verdict",
+    "stance",
+    "sentiment",
+    "entailment_label",
+    "y",
+)
+SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "semeval_set")
+ID_NAMES = ("pairid", "pair_id", "guid", "uid", "id", "example_id", "sample_id", "idx")
+
+#: Exclusion reasons (values of :attr:`AuditDataset.exclusion` and keys of
+#: :attr:`ValidationReport.excluded`).
+REASON_DASH = "label '-'"
+REASON_EMPTY_LABEL = "empty label"
+REASON_EMPTY_TEXT = "empty text"
+
+#: Labels written into expanded multiple-choice rows.
+RIGHT, WRONG = "right", "wrong"
+
+
+# --------------------------------------------------------------------- data types
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Which columns of :attr:`AuditDataset.frame` play which role.
+
+    ``premise`` is None for single-text data. ``id`` is the column the row ids come
+    from (``id=``; for multiple-choice data, the question ids), None when row ids are
+    positions.
+    """
+
+    hypothesis: str
+    label: str
+    premise: str | None = None
+    split: str | None = None
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        """The mapping as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass
+class ValidationReport:
+    """What loading found: sizes, exclusions by reason, labels, warnings, text stats.
+
+    Attributes
+    ----------
+    source : str
+        File name shown in messages.
+    n_read : int
+        Rows read (after multiple-choice expansion: rows produced).
+    n_included : int
+        Rows taking part in the audit.
+    excluded : dict
+        Reason -> number of rows, e.g. ``{"label '-'": 158, "empty label": 2}``.
+    label_counts : dict
+        Label -> number of included rows, most frequent first.
+    warnings : list of str
+        Suspicious but valid things (single-example labels, one label only, ...).
+    format : str
+        File format read.
+    duplicates : dict
+        Among included rows: ``exact`` (rows whose premise+hypothesis text equals an
+        earlier row's), ``normalised`` (same after case-folding, dropping punctuation
+        and collapsing whitespace) and ``conflicting_labels`` (normalised groups that
+        carry more than one label).
+    text_lengths : dict
+        ``{"hypothesis": {"min", "median", "max"}, "premise": {...}}`` in characters,
+        over included rows.
+    n_questions : int or None
+        Multiple-choice questions expanded (None for other data).
+    suggested_id : str or None
+        An id-like column with unique values (e.g. SNLI's ``pairID``) one may pass as
+        ``id=``.
+    encoding : str or None
+        Text encoding used (None for Parquet).
+    """
+
+    source: str
+    n_read: int
+    n_included: int
+    excluded: dict[str, int]
+    label_counts: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
+    format: str = ""
+    duplicates: dict[str, int] = field(default_factory=dict)
+    text_lengths: dict[str, dict[str, float]] = field(default_factory=dict)
+    n_questions: int | None = None
+    suggested_id: str | None = None
+    encoding: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready built-in types."""
+        return _jsonable(asdict(self))
+
+
+@dataclass(eq=False)
+class AuditDataset:
+    """A loaded dataset: original frame, column roles, exclusions and report.
+
+    ``frame`` holds all original columns with their original values in input order,
+    indexed by ``row_id``. ``exclusion`` (same index) is ``""`` for included rows and the
+    reason otherwise. The helpers return values of the *included* rows in frame order
+    unless ``included_only=False``.
+    """
+
+    frame: pd.DataFrame
+    columns: ColumnMapping
+    exclusion: pd.Series
+    name: str
+    content_hash: str
+    report: ValidationReport
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def included_mask(self) -> np.ndarray:
+        """Boolean array over ``frame`` rows, True for rows taking part in the audit."""
+        return (self.exclusion.to_numpy() == "").astype(bool)
+
+    def _select(self, values: np.ndarray | list, included_only: bool) -> Any:
+        if not included_only:
+            return values
+        mask = self.included_mask
+        if isinstance(values, list):
+            return [v for v, keep in zip(values, mask, strict=True) if keep]
+        return values[mask]
+
+    def row_ids(self, included_only: bool = True) -> np.ndarray:
+        """Row ids (int64 positions, or the ``id=`` column's values)."""
+        return self._select(self.frame.index.to_numpy(), included_only)
+
+    def hypotheses(self, included_only: bool = True) -> list[str]:
+        """Hypothesis (or single) texts as str; missing values become ``""``."""
+        return self._select(_texts(self.frame[self.columns.hypothesis]), included_only)
+
+    def premises(self, included_only: bool = True) -> list[str] | None:
+        """Premise texts as str, or None for single-text data."""
+        if self.columns.premise is None:
+            return None
+        return self._select(_texts(self.frame[self.columns.premise]), included_only)
+
+    def labels(self, included_only: bool = True) -> np.ndarray:
+        """Labels as a str array, surrounding whitespace removed (``1.0`` reads ``"1"``)."""
+        return self._select(_label_array(self.frame[self.columns.label]), included_only)
+
+    def splits(self, included_only: bool = True) -> np.ndarray | None:
+        """Split names as a str array, or None when there is no split column."""
+        if self.columns.split is None:
+            return None
+        return self._select(_label_array(self.frame[self.columns.split]), included_only)
+
+    def subset(self, row_ids: Sequence[Any] | np.ndarray) -> AuditDataset:
+        """A new dataset with only the given rows (kept in frame order).
+
+        The report is recomputed for the subset; ``content_hash`` becomes the SHA-256 of
+        the parent's hash and the chosen row ids, so caches keyed on it stay correct.
+        """
+        wanted = pd.Index(np.asarray(row_ids).ravel())
+        missing = wanted.difference(self.frame.index)
+        if len(missing):
+            shown = ", ".join(map(repr, missing[:5].tolist()))
+            raise ValueError(f"row_ids: {len(missing)} id(s) not in the dataset, e.g. {shown}")
+        keep = self.frame.index.isin(wanted)
+        frame = self.frame[keep].copy()
+        exclusion = self.exclusion[keep].copy()
+        digest = hashlib.sha256(self.content_hash.encode())
+        for rid in frame.index.tolist():
+            digest.update(b"\0" + str(rid).encode())
+        report = _build_report(
+            frame,
+            self.columns,
+            exclusion,
+            source=self.report.source,
+            fmt=self.report.format,
+            warnings=[],
+            n_questions=None,
+            suggested_id=self.report.suggested_id,
+            encoding=self.report.encoding,
+        )
+        return replace(
+            self, frame=frame, exclusion=exclusion, content_hash=digest.hexdigest(), report=report
+        )
+
+
+# ---------------------------------------------------------------------- loading
+
+
+def load_dataset(
+    source: Any,
+    *,
+    premise: str | None = None,
+    hypothesis: str | None = None,
+    label: str | None = None,
+    split: str | None = None,
+    id: str | None = None,
+    format: str | None = None,
+    choices: Sequence[str] | None = None,
+    answer: str | None = None,
+    name: str | None = None,
+    max_bytes: int | None = None,
+    encoding: str | None = None,
+    answer_base: int | None = None,
+) -> AuditDataset:
+    """Read a dataset file and prepare it for auditing, keeping every original value.
+
+    Parameters
+    ----------
+    source : str, pathlib.Path, file-like or bytes
+        A path, or an object with ``read()`` returning bytes (e.g. a Streamlit
+        ``UploadedFile``, read from its start), or the bytes themselves.
+    premise, hypothesis, label, split : str, optional
+        Column names; guessed when omitted (see the module docstring). With no premise
+        column the data is single-text and ``columns.premise`` is None.
+    id : str, optional
+        Column whose values become the row ids (must be unique and present). Default:
+        0-based positions (int64).
+    format : {"csv", "tsv", "jsonl", "json", "parquet"}, optional
+        Default: from the file suffix (``.csv``, ``.tsv``, ``.jsonl``, ``.json``,
+        ``.parquet``, each optionally ``.gz``), else sniffed from the content. Gzip is
+        recognised by its magic number whatever the name says.
+    choices : sequence of str, optional
+        Multiple-choice data: the columns holding the k choices. Each question becomes k
+        rows with row id ``"{question}:{k}"`` (question = the ``id=`` value or the 0-based
+        position), new columns ``question_id``, ``choice_index``, ``choice`` (the
+        hypothesis) and ``label`` (``right``/``wrong``) -- suffixed ``_mc`` if the file
+        already has such a column -- plus every original column. The premise is the
+        context column (``premise=`` or guessed; none for choice-only data).
+    answer : str, optional
+        With ``choices``: the column naming the right choice, as the choice's text
+        (exact match after trimming whitespace), a letter ``A``, ``B``, ... or an index.
+        Indices are 0-based if a 0 occurs, 1-based if k occurs; when neither occurs the
+        base is ambiguous and ``answer_base`` must say. Rows with an empty answer are
+        expanded and excluded (``empty label``).
+    name : str, optional
+        Name used in messages and for format detection (default: the file name or the
+        object's ``.name``).
+    max_bytes : int, optional
+        Refuse inputs larger than this, and gzip data expanding past it
+        (:class:`DatasetSizeError`; reading stops at the ceiling).
+    encoding : str, optional
+        Text encoding. Default: UTF-8, or UTF-16/UTF-32/UTF-8 as announced by a
+        byte-order mark. There is no silent fallback: undecodable bytes raise a
+        :class:`DatasetFormatError` naming the line and byte offset.
+    answer_base : {0, 1}, optional
+        Force 0- or 1-based answer indices (multiple-choice only).
+
+    Returns
+    -------
+    AuditDataset
+
+    Raises
+    ------
+    DatasetError
+        Or a subclass: :class:`DatasetFormatError` (unreadable input, bad line, wrong
+        structure, encoding), :class:`ColumnError` (missing, duplicate or unusable
+        columns), :class:`DuplicateIdError`, :class:`DatasetSizeError`. Also raised when
+        no row is left to audit.
+
+    Notes
+    -----
+    Rows whose label is ``-`` (SNLI's "no gold label") or empty/whitespace/missing, and
+    rows whose hypothesis text is empty or whitespace-only, are excluded from the audit
+    but kept in ``frame``; ``exclusion`` and ``report.excluded`` say why.
+    """
+    raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes)
+    frame = raw.frame
+    names = [str(c) for c in frame.columns]
+    for arg, value in (
+        ("premise", premise),
+        ("hypothesis", hypothesis),
+        ("label", label),
+        ("split", split),
+        ("id", id),
+        ("answer", answer),
+    ):
+        if value is not None:
+            _require_column(value, names, raw, arg)
+    suggested_id = None
+    if id is None:
+        suggested_id = _suggest_id(frame, names)
+
+    n_questions = None
+    if choices is not None:
+        frame, mapping = _expand_choices(
+            raw,
+            choices=choices,
+            answer=answer,
+            premise=premise,
+            hypothesis=hypothesis,
+            label=label,
+            split=split,
+            id_column=id,
+            answer_base=answer_base,
+        )
+        n_questions = len(raw.frame)
+        locate = _mc_locator(raw, len(choices))
+    else:
+        if answer is not None or answer_base is not None:
+            raise ColumnError(
+                f"{raw.name}: answer=/answer_base= only apply to multiple-choice data; "
+                "pass choices=[...] with the columns holding the choices"
+            )
+        mapping = _guess_mapping(raw, names, premise, hypothesis, label, split)
+        _check_scalar_columns(raw, asdict(mapping))
+        frame = frame.copy(deep=False)
+        frame.index = _row_index(raw, id)
+        mapping = replace(mapping, id=id)
+        locate = raw.where
+
+    exclusion = _exclusions(frame, mapping)
+    report = _build_report(
+        frame,
+        mapping,
+        exclusion,
+        source=raw.name,
+        fmt=raw.format,
+        warnings=list(raw.warnings),
+        n_questions=n_questions,
+        suggested_id=suggested_id,
+        encoding=raw.encoding,
+    )
+    if report.n_included == 0:
+        reasons = ", ".join(f"{k}: {v}" for k, v in report.excluded.items())
+        first = locate(0)
+        raise DatasetError(
+            f"{raw.name}: no rows left to audit: all {report.n_read} rows are excluded "
+            f"({reasons}; first at {first}); check the label column {mapping.label!r} and the "
+            f"text column {mapping.hypothesis!r}"
+        )
+    return AuditDataset(
+        frame=frame,
+        columns=mapping,
+        exclusion=exclusion,
+        name=raw.name,
+        content_hash=raw.content_hash,
+        report=report,
+    )
+
+
+# ------------------------------------------------------------------ column roles
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_\-.]+", "", str(name).strip().lower())
+
+
+def _find(
+    names: list[str], candidates: Sequence[str], taken: set[str], raw: RawTable, role: str
+) -> str | None:
+    """First candidate present among ``names`` (normalised match), or None."""
+    for cand in candidates:
+        key = _norm(cand)
+        hits = [n for n in names if _norm(n) == key and n not in taken]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            exact = [n for n in hits if n == cand]
+            if len(exact) == 1:
+                return exact[0]
+            raise ColumnError(
+                f"{raw.name}: cannot tell which column is the {role}: "
+                f"{', '.join(map(repr, hits))} all match; pass {role}='<column>'"
+            )
+    return None
+
+
+def _columns_text(names: list[str]) -> str:
+    shown = ", ".join(map(repr, names[:30]))
+    return shown + (f", ... ({len(names)} columns)" if len(names) > 30 else "")
+
+
+def _closest(wanted: Sequence[str], names: list[str]) -> str | None:
+    by_norm = {_norm(n): n for n in names}
+    best: tuple[float, str] | None = None
+    for w in wanted:
+        for match in difflib.get_close_matches(_norm(w), list(by_norm), n=1, cutoff=0.6):
+            score = difflib.SequenceMatcher(None, _norm(w), match).ratio()
+            if best is None or score > best[0]:
+                best = (score, by_norm[match])
+    return best[1] if best else None
+
+
+def _delimiter_hint(raw: RawTable, names: list[str]) -> str:
+    if len(names) == 1:
+        for sep in (";", "|", "\t", ","):
+            if sep in names[0]:
+                return (
+                    f" The file has a single column whose name contains {sep!r}: it looks "
+                    f"separated by {sep!r}; save it as CSV (',') or TSV (tab)."
+                )
+    return ""
+
+
+def _require_column(column: str, names: list[str], raw: RawTable, arg: str) -> None:
+    if column in names:
+        return
+    close = _closest([column], names)
+    hint = f" Did you mean {close!r}?" if close else ""
+    raise ColumnError(
+        f"{raw.name}: column {column!r} ({arg}=) not found; the file has columns "
+        f"{_columns_text(names)}.{hint}{_delimiter_hint(raw, names)}"
+    )
+
+
+def _missing_role(raw: RawTable, names: list[str], role: str, candidates: Sequence[str]) -> None:
+    expected = ", ".join(map(repr, candidates[:8]))
+    close = _closest([role, *candidates], names)
+    hint = f" The closest is {close!r}: pass {role}={close!r} if that is it." if close else ""
+    raise ColumnError(
+        f"{raw.name}: no {role} column found: expected one named like {expected}, ...; "
+        f"the file has columns {_columns_text(names)}.{hint} Otherwise pass "
+        f"{role}='<column>'.{_delimiter_hint(raw, names)}"
+    )
+
+
+def _guess_mapping(
+    raw: RawTable,
+    names: list[str],
+    premise: str | None,
+    hypothesis: str | None,
+    label: str | None,
+    split: str | None,
+) -> ColumnMapping:
+    taken = {c for c in (premise, hypothesis, label, split) if c is not None}
+    if label is None:
+        label = _find(names, LABEL_NAMES, taken, raw, "label")
+        if label is None:
+            _missing_role(raw, names, "label", LABEL_NAMES)
+        taken.add(label)
+    if hypothesis is None:
+        hypothesis = _find(names, HYPOTHESIS_NAMES, taken, raw, "hypothesis")
+        if hypothesis is None:
+            _missing_role(raw, names, "hypothesis", HYPOTHESIS_NAMES)
+        taken.add(hypothesis)
+    if premise is None:
+        premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
+        if premise is not None:
+            taken.add(premise)
+    if split is None:
+        split = _find(names, SPLIT_NAMES, taken, raw, "split")
+    mapping = ColumnMapping(hypothesis=hypothesis, label=label, premise=premise, split=split)
+    _check_distinct(raw, mapping)
+    return mapping
+
+
+def _check_distinct(raw: RawTable, mapping: ColumnMapping) -> None:
+    roles = {k: v for k, v in asdict(mapping).items() if v is not None}
+    seen: dict[str, str] = {}
+    for role, col in roles.items():
+        if col in seen:
+            raise ColumnError(
+                f"{raw.name}: column {col!r} is used both as {seen[col]} and as {role}; "
+                "each role needs its own column"
+            )
+        seen[col] = role
+
+
+def _check_scalar_columns(raw: RawTable, roles: dict[str, str | None]) -> None:
+    """Role columns (text, label, split, ...) must hold one scalar per row, not
+    lists or structs; ``roles`` maps a role name to its column (None: absent)."""
+    for role, col in roles.items():
+        if col is None or raw.frame[col].dtype != object:
+            continue
+        for i, v in enumerate(raw.frame[col].tolist()):
+            if isinstance(v, (list, tuple, dict, np.ndarray)):
+                kind = raw.column_types.get(col) or type(v).__name__
+                raise DatasetFormatError(
+                    f"{raw.name}: column {col!r} ({role}) holds nested values ({kind}) at "
+                    f"{raw.where(i)}; expected one text or number per row -- flatten it or "
+                    "choose another column"
+                )
+
+
+def _suggest_id(frame: pd.DataFrame, names: list[str]) -> str | None:
+    for cand in ID_NAMES:
+        hits = [n for n in names if _norm(n) == _norm(cand)]
+        if len(hits) == 1:
+            col = frame[hits[0]]
+            if not col.isna().any() and col.is_unique:
+                return hits[0]
+    return None
+
+
+def _row_index(raw: RawTable, id_column: str | None) -> pd.Index:
+    n = len(raw.frame)
+    if id_column is None:
+        return pd.RangeIndex(n, name="row_id")
+    values = raw.frame[id_column]
+    _check_ids(raw, values, id_column, raw.where)
+    return pd.Index(values.to_numpy(), name="row_id")
+
+
+def _check_ids(raw: RawTable, values: pd.Series, column: str, where: Any) -> None:
+    missing = np.flatnonzero(values.isna().to_numpy())
+    if len(missing):
+        at = ", ".join(where(int(i)) for i in missing[:5])
+        raise ColumnError(
+            f"{raw.name}: id column {column!r} has {len(missing)} missing value(s) ({at}); "
+            "every row needs an id, or omit id= to use positions"
+        )
+    dup = values.duplicated(keep=False).to_numpy()
+    if dup.any():
+        groups: dict[Any, list[int]] = {}
+        for i in np.flatnonzero(dup):
+            groups.setdefault(values.iat[int(i)], []).append(int(i))
+        parts = [
+            f"{k!r} ({', '.join(where(i) for i in v[:4])}{', ...' if len(v) > 4 else ''})"
+            for k, v in list(groups.items())[:5]
+        ]
+        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
+        raise DuplicateIdError(
+            f"{raw.name}: id column {column!r} has duplicate values: {'; '.join(parts)}{more}; "
+            "ids must be unique (omit id= to use row positions)"
+        )
+
+
+# -------------------------------------------------------------- multiple choice
+
+
+def _unique_name(base: str, existing: set[str]) -> str:
+    name = base
+    while name in existing:
+        name = f"{name}_mc"
+    return name
+
+
+def _mc_locator(raw: RawTable, k: int) -> Any:
+    def where(position: int) -> str:
+        return f"{raw.where(position // k)}, choice {position % k}"
+
+    return where
+
+
+def _expand_choices(
+    raw: RawTable,
+    *,
+    choices: Sequence[str],
+    answer: str | None,
+    premise: str | None,
+    hypothesis: str | None,
+    label: str | None,
+    split: str | None,
+    id_column: str | None,
+    answer_base: int | None,
+) -> tuple[pd.DataFrame, ColumnMapping]:
+    names = [str(c) for c in raw.frame.columns]
+    if isinstance(choices, str) or not isinstance(choices, Sequence):
+        raise TypeError(f"choices: expected a list of column names, got {choices!r}")
+    choices = list(choices)
+    if len(choices) < 2:
+        raise ValueError(f"choices: expected at least 2 columns, got {choices!r}")
+    if len(set(choices)) != len(choices):
+        raise ValueError(f"choices: a column is listed twice in {choices!r}")
+    for col in choices:
+        _require_column(col, names, raw, "choices")
+    if answer is None:
+        raise ColumnError(
+            f"{raw.name}: answer= is required with choices=: name the column holding the "
+            f"right choice (its index or text); columns are {_columns_text(names)}"
+        )
+    if hypothesis is not None or label is not None:
+        raise ColumnError(
+            f"{raw.name}: with choices= the hypothesis is each choice and the label is "
+            "right/wrong; do not pass hypothesis= or label="
+        )
+    if answer_base not in (None, 0, 1) or isinstance(answer_base, bool):
+        raise ValueError(f"answer_base: expected 0, 1 or None, got {answer_base!r}")
+    taken = {*choices, answer} | ({id_column} if id_column else set())
+    if premise is None:
+        premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
+    if split is None:
+        split = _find(names, SPLIT_NAMES, taken | {premise}, raw, "split")
+    frame = raw.frame
+    k = len(choices)
+    n = len(frame)
+    roles = {"premise": premise, "split": split, "answer": answer}
+    _check_scalar_columns(raw, roles | {f"choice {c!r}": c for c in choices})
+    index = _answer_indices(raw, frame, choices, answer, answer_base)
+
+    if id_column is not None:
+        _check_ids(raw, frame[id_column], id_column, raw.where)
+        questions = frame[id_column].tolist()
+    else:
+        questions = list(range(n))
+    existing = set(names)
+    q_col = _unique_name("question_id", existing)
+    i_col = _unique_name("choice_index", existing | {q_col})
+    c_col = _unique_name("choice", existing | {q_col, i_col})
+    l_col = _unique_name("label", existing | {q_col, i_col, c_col})
+
+    rep = np.repeat(np.arange(n), k)
+    choice_index = np.tile(np.arange(k, dtype=np.int64), n)
+    choice_values = np.empty(n * k, dtype=object)
+    for j, col in enumerate(choices):
+        choice_values[j::k] = frame[col].to_numpy(dtype=object)
+    answer_rep = np.repeat(index, k)
+    labels = np.where(choice_index == answer_rep, RIGHT, WRONG).astype(object)
+    labels[answer_rep < 0] = ""
+    original = frame.iloc[rep].reset_index(drop=True)
+    new = pd.DataFrame(
+        {
+            q_col: pd.Series(np.repeat(np.asarray(questions, dtype=object), k), dtype=object),
+            i_col: choice_index,
+            c_col: pd.Series(choice_values, dtype=object),
+            l_col: pd.Series(labels, dtype=object).astype(str),
+        }
+    )
+    if id_column is None:
+        new[q_col] = new[q_col].astype(np.int64)
+    out = pd.concat([new, original], axis=1)
+    out.index = pd.Index(
+        [f"{q}:{j}" for q, j in zip(new[q_col].tolist(), choice_index.tolist(), strict=True)],
+        name="row_id",
+        dtype=object,
+    )
+    mapping = ColumnMapping(
+        hypothesis=c_col, label=l_col, premise=premise, split=split, id=id_column
+    )
+    return out, mapping
+
+
+def _int_like(v: Any) -> int | None:
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
+        return int(v)
+    if isinstance(v, str) and re.fullmatch(r"\s*[+-]?\d+\s*", v):
+        return int(v)
+    return None
+
+
+def _answer_indices(
+    raw: RawTable, frame: pd.DataFrame, choices: list[str], answer: str, answer_base: int | None
+) -> np.ndarray:
+    """0-based index of the right choice per question (-1 when the answer is empty)."""
+    k = len(choices)
+    values = frame[answer].tolist()
+    texts = [[_text(v).strip() for v in frame[c].tolist()] for c in choices]
+    n = len(values)
+    present = [i for i, v in enumerate(values) if _text(v).strip() != ""]
+    index = np.full(n, -1, dtype=np.int64)
+    where = raw.where
+    ints = {i: _int_like(values[i]) for i in present}
+    all_int = bool(present) and all(v is not None for v in ints.values())
+
+    def text_match(i: int) -> list[int]:
+        a = _text(values[i]).strip()
+        return [j for j in range(k) if texts[j][i] == a]
+
+    if answer_base is not None or all_int:
+        if answer_base is None:
+            has0 = any(v == 0 for v in ints.values())
+            hask = any(v == k for v in ints.values())
+            if has0 and hask:
+                first = next(i for i in present if ints[i] == k)
+                raise ColumnError(
+                    f"{raw.name}: {where(first)}: answer {values[first]!r} in column {answer!r} "
+                    f"is out of range for {k} choices read as 0-based (0 also occurs)"
+                )
+            if not has0 and not hask:
+                if all(len(text_match(i)) == 1 for i in present):
+                    return _fill(index, present, lambda i: text_match(i)[0])
+                raise ColumnError(
+                    f"{raw.name}: column {answer!r} holds answer indices between 1 and {k - 1} "
+                    f"only, which read as 0-based or as 1-based for {k} choices; pass "
+                    "answer_base=0 or answer_base=1"
+                )
+            answer_base = 0 if has0 else 1
+        for i in present:
+            v = ints[i]
+            if v is None or not answer_base <= v < k + answer_base:
+                lo, hi = answer_base, k - 1 + answer_base
+                raise ColumnError(
+                    f"{raw.name}: {where(i)}: answer {values[i]!r} in column {answer!r}; "
+                    f"expected a {answer_base}-based index between {lo} and {hi}"
+                )
+        idx = {i: ints[i] - answer_base for i in present}
+        disagree = [i for i in present if (m := text_match(i)) and m != [idx[i]]]
+        if disagree and all(len(text_match(i)) == 1 for i in present):
+            raise ColumnError(
+                f"{raw.name}: column {answer!r} is ambiguous: its values match choice texts and "
+                f"also read as {answer_base}-based indices, pointing at different choices "
+                f"({where(disagree[0])}); rename the choices or pass answer_base"
+            )
+        return _fill(index, present, idx.__getitem__)
+
+    letters = {chr(ord("A") + j): j for j in range(k)}
+    matches = {i: text_match(i) for i in present}
+    if all(len(m) == 1 for m in matches.values()):
+        return _fill(index, present, lambda i: matches[i][0])
+    if all(_text(values[i]).strip().upper() in letters for i in present):
+        return _fill(index, present, lambda i: letters[_text(values[i]).strip().upper()])
+    for i in present:
+        if len(matches[i]) > 1:
+            raise ColumnError(
+                f"{raw.name}: {where(i)}: answer {values[i]!r} matches several choices "
+                f"({', '.join(choices[j] for j in matches[i])}); the right one is ambiguous"
+            )
+    bad = next(i for i in present if not matches[i])
+    raise ColumnError(
+        f"{raw.name}: {where(bad)}: answer {values[bad]!r} in column {answer!r} is neither a "
+        f"choice index nor the text of one of the choices {', '.join(map(repr, choices))}"
+    )
+
+
+def _fill(index: np.ndarray, present: list[int], get: Any) -> np.ndarray:
+    for i in present:
+        index[i] = get(i)
+    return index
+
+
+# ---------------------------------------------------------- exclusion and report
+
+
+def _text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if v is None or (isinstance(v, float) and v != v) or v is pd.NA or v is pd.NaT:
+        return ""
+    return str(v)
+
+
+def _label_text(v: Any) -> str:
+    if isinstance(v, str):
+        return v.strip()
+    if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
+        return str(int(v))
+    return _text(v).strip()
+
+
+def _texts(series: pd.Series) -> list[str]:
+    if pd.api.types.infer_dtype(series, skipna=False) == "string":  # all str, no missing
+        return series.tolist()
+    return [_text(v) for v in series.tolist()]
+
+
+def _label_array(series: pd.Series) -> np.ndarray:
+    try:  # labels have few distinct values: convert those, then broadcast
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    except TypeError:  # unhashable values
+        return np.asarray([_label_text(v) for v in series.tolist()], dtype=str)
+    names = np.asarray([_label_text(v) for v in uniques.tolist()] + [""], dtype=str)
+    return names[codes]
+
+
+def _exclusions(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.Series:
+    labels = _label_array(frame[mapping.label])
+    texts = _texts(frame[mapping.hypothesis])
+    reason = np.full(len(frame), "", dtype=object)
+    empty_text = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
+    reason[empty_text] = REASON_EMPTY_TEXT
+    reason[labels == ""] = REASON_EMPTY_LABEL
+    reason[labels == "-"] = REASON_DASH
+    return pd.Series(reason, index=frame.index, name="exclusion", dtype=object)
+
+
+def _normalised_codes(keys: list[str]) -> np.ndarray:
+    """Integer code per text, equal for texts equal after lower-casing, dropping
+    punctuation and symbols, and collapsing whitespace (vectorised in Arrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = pc.utf8_lower(pa.array(keys, type=pa.large_string()))
+    arr = pc.replace_substring_regex(arr, pattern=r"[\pP\pS]+", replacement=" ")
+    arr = pc.replace_substring_regex(arr, pattern=r"\s\s+|[^\S ]", replacement=" ")
+    arr = pc.utf8_trim_whitespace(arr)
+    return np.asarray(pc.dictionary_encode(arr).indices, dtype=np.int64)
+
+
+def _duplicate_stats(keys: list[str], labels: np.ndarray) -> dict[str, int]:
+    if not keys:
+        return {"exact": 0, "normalised": 0, "conflicting_labels": 0}
+    codes = _normalised_codes(keys)
+    n_groups = int(codes.max()) + 1
+    label_codes = pd.factorize(labels)[0].astype(np.int64)
+    pairs = np.unique(codes * (int(label_codes.max()) + 1) + label_codes)
+    labels_per_group = np.bincount(pairs // (int(label_codes.max()) + 1), minlength=n_groups)
+    return {
+        "exact": len(keys) - len(set(keys)),
+        "normalised": len(keys) - n_groups,
+        "conflicting_labels": int((labels_per_group > 1).sum()),
+    }
+
+
+def _length_stats(texts: list[str]) -> dict[str, float]:
+    if not texts:
+        return {"min": 0, "median": 0.0, "max": 0}
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    return {
+        "min": int(lengths.min()),
+        "median": float(np.median(lengths)),
+        "max": int(lengths.max()),
+    }
+
+
+def _build_report(
+    frame: pd.DataFrame,
+    mapping: ColumnMapping,
+    exclusion: pd.Series,
+    *,
+    source: str,
+    fmt: str,
+    warnings: list[str],
+    n_questions: int | None,
+    suggested_id: str | None,
+    encoding: str | None,
+) -> ValidationReport:
+    mask = (exclusion.to_numpy() == "").astype(bool)
+    reasons = exclusion[~mask].value_counts()
+    excluded = {str(k): int(v) for k, v in reasons.items()}
+    labels = _label_array(frame[mapping.label])[mask]
+    uniq, counts = np.unique(labels, return_counts=True)
+    order = np.lexsort((uniq, -counts))
+    label_counts = {str(uniq[i]): int(counts[i]) for i in order}
+    hyp = [t for t, m in zip(_texts(frame[mapping.hypothesis]), mask, strict=True) if m]
+    prem = None
+    if mapping.premise is not None:
+        prem = [t for t, m in zip(_texts(frame[mapping.premise]), mask, strict=True) if m]
+    keys = hyp if prem is None else [p + "\0" + h for p, h in zip(prem, hyp, strict=True)]
+    duplicates = _duplicate_stats(keys, labels)
+    lengths = {"hypothesis": _length_stats(hyp)}
+    if prem is not None:
+        lengths["premise"] = _length_stats(prem)
+    warnings = list(warnings)
+    singles = [str(u) for u, c in label_counts.items() if c == 1]
+    if len(label_counts) == 1 and len(labels):
+        only = next(iter(label_counts))
+        warnings.append(
+            f"all {len(labels)} included rows have the same label {only!r}: nothing to audit "
+            f"(check the label column {mapping.label!r})"
+        )
+    if singles:
+        shown = ", ".join(map(repr, singles[:10])) + (" ..." if len(singles) > 10 else "")
+        warnings.append(
+            f"{len(singles)} label(s) have a single example ({shown}); AFLite and the cue "
+            "statistics need at least two per label"
+        )
+    if len(label_counts) > 50 and len(label_counts) > len(labels) / 2:
+        warnings.append(
+            f"the label column {mapping.label!r} has {len(label_counts)} distinct values for "
+            f"{len(labels)} rows: is it really the label?"
+        )
+    return ValidationReport(
+        source=source,
+        n_read=len(frame),
+        n_included=int(mask.sum()),
+        excluded=excluded,
+        label_counts=label_counts,
+        warnings=warnings,
+        format=fmt,
+        duplicates=duplicates,
+        text_lengths=lengths,
+        n_questions=n_questions,
+        suggested_id=suggested_id,
+        encoding=encoding,
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
