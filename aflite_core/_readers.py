@@ -225,6 +225,20 @@ def maybe_decompress(data: bytes, name: str, max_bytes: int | None) -> tuple[byt
     return bytes(out), True
 
 
+def short_repr(value: Any, limit: int = 80) -> str:
+    """``repr(value)``, cut to about ``limit`` characters for messages.
+
+    Values quoted in error messages come from the data (column names, ids, labels) and
+    may be a megabyte long; the cut keeps every message one readable line.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    if isinstance(value, str):
+        return f"{value[: max(limit - 20, 8)]!r}... ({len(value):,} characters)"
+    return text[:limit] + "..."
+
+
 def _fmt_bytes(n: int) -> str:
     if n < 1024:
         return f"{n} bytes"
@@ -347,7 +361,8 @@ def read_delimited(
     _check_duplicate_names(header, name, "header")
     if not rows:
         raise DatasetFormatError(
-            f"{name}: the file has a header ({', '.join(map(repr, header[:8]))}) but no data rows"
+            f"{name}: the file has a header ({', '.join(map(short_repr, header[:8]))}) but no data "
+            "rows"
         )
     warnings = []
     if blank:
@@ -474,7 +489,8 @@ def _check_duplicate_names(names: list[Any], name: str, where: str) -> None:
     dups = {k: v for k, v in seen.items() if len(v) > 1}
     if dups:
         parts = "; ".join(
-            f"{k!r} at positions {', '.join(map(str, v))}" for k, v in list(dups.items())[:5]
+            f"{short_repr(k)} at positions {', '.join(map(str, v[:10]))}"
+            for k, v in list(dups.items())[:5]
         )
         raise ColumnError(
             f"{name}: duplicate column names in the {where}: {parts}; rename them so every "
@@ -492,8 +508,8 @@ def _pairs_hook(name: str, where: Callable[[], str]) -> Callable[[list[tuple[str
             keys = [k for k, _ in pairs]
             dups = sorted({k for k in keys if keys.count(k) > 1})
             raise ColumnError(
-                f"{name}: {where()}: duplicate key(s) {', '.join(map(repr, dups))} in one object; "
-                "every field needs a distinct name"
+                f"{name}: {where()}: duplicate key(s) {', '.join(map(short_repr, dups[:5]))} in "
+                "one object; every field needs a distinct name"
             )
         return out
 
@@ -542,7 +558,7 @@ def read_json(text: str, name: str) -> tuple[pd.DataFrame, None, list[str]]:
             f"{name}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})"
         ) from None
     if isinstance(value, dict):
-        keys = ", ".join(repr(k) for k in list(value)[:8])
+        keys = ", ".join(short_repr(k) for k in list(value)[:8])
         raise DatasetFormatError(
             f"{name}: expected a JSON array of records ([{{...}}, {{...}}]), found an object "
             f"with keys {keys or '(none)'}; convert it to records (one object per row) or to "
@@ -638,7 +654,7 @@ def read_parquet(data: bytes, name: str, max_bytes: int | None) -> tuple[pd.Data
         schema = pfile.schema_arrow
         _check_duplicate_names(list(schema.names), name, "Parquet schema")
         if meta.num_rows == 0:
-            cols = ", ".join(map(repr, schema.names[:8]))
+            cols = ", ".join(map(short_repr, schema.names[:8]))
             raise DatasetFormatError(f"{name}: the Parquet file has columns ({cols}) but no rows")
         table = pfile.read()
         frame = table.to_pandas()

@@ -45,6 +45,7 @@ from aflite_core._readers import (
     DuplicateIdError,
     RawTable,
     read_table,
+    short_repr,
 )
 
 __all__ = [
@@ -456,7 +457,7 @@ def _find(
 
 
 def _columns_text(names: list[str]) -> str:
-    shown = ", ".join(map(repr, names[:30]))
+    shown = ", ".join(map(short_repr, names[:30]))
     return shown + (f", ... ({len(names)} columns)" if len(names) > 30 else "")
 
 
@@ -486,9 +487,9 @@ def _require_column(column: str, names: list[str], raw: RawTable, arg: str) -> N
     if column in names:
         return
     close = _closest([column], names)
-    hint = f" Did you mean {close!r}?" if close else ""
+    hint = f" Did you mean {short_repr(close)}?" if close else ""
     raise ColumnError(
-        f"{raw.name}: column {column!r} ({arg}=) not found; the file has columns "
+        f"{raw.name}: column {short_repr(column)} ({arg}=) not found; the file has columns "
         f"{_columns_text(names)}.{hint}{_delimiter_hint(raw, names)}"
     )
 
@@ -496,7 +497,11 @@ def _require_column(column: str, names: list[str], raw: RawTable, arg: str) -> N
 def _missing_role(raw: RawTable, names: list[str], role: str, candidates: Sequence[str]) -> None:
     expected = ", ".join(map(repr, candidates[:8]))
     close = _closest([role, *candidates], names)
-    hint = f" The closest is {close!r}: pass {role}={close!r} if that is it." if close else ""
+    hint = (
+        f" The closest is {short_repr(close)}: pass {role}={short_repr(close)} if that is it."
+        if close
+        else ""
+    )
     raise ColumnError(
         f"{raw.name}: no {role} column found: expected one named like {expected}, ...; "
         f"the file has columns {_columns_text(names)}.{hint} Otherwise pass "
@@ -595,7 +600,8 @@ def _check_ids(raw: RawTable, values: pd.Series, column: str, where: Any) -> Non
         for i in np.flatnonzero(dup):
             groups.setdefault(values.iat[int(i)], []).append(int(i))
         parts = [
-            f"{k!r} ({', '.join(where(i) for i in v[:4])}{', ...' if len(v) > 4 else ''})"
+            f"{short_repr(k)} ({', '.join(where(i) for i in v[:4])}"
+            f"{', ...' if len(v) > 4 else ''})"
             for k, v in list(groups.items())[:5]
         ]
         more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
@@ -747,8 +753,8 @@ def _answer_indices(
             if has0 and hask:
                 first = next(i for i in present if ints[i] == k)
                 raise ColumnError(
-                    f"{raw.name}: {where(first)}: answer {values[first]!r} in column {answer!r} "
-                    f"is out of range for {k} choices read as 0-based (0 also occurs)"
+                    f"{raw.name}: {where(first)}: answer {short_repr(values[first])} in column "
+                    f"{answer!r} is out of range for {k} choices read as 0-based (0 also occurs)"
                 )
             if not has0 and not hask:
                 if all(len(text_match(i)) == 1 for i in present):
@@ -764,7 +770,7 @@ def _answer_indices(
             if v is None or not answer_base <= v < k + answer_base:
                 lo, hi = answer_base, k - 1 + answer_base
                 raise ColumnError(
-                    f"{raw.name}: {where(i)}: answer {values[i]!r} in column {answer!r}; "
+                    f"{raw.name}: {where(i)}: answer {short_repr(values[i])} in column {answer!r}; "
                     f"expected a {answer_base}-based index between {lo} and {hi}"
                 )
         idx = {i: ints[i] - answer_base for i in present}
@@ -786,13 +792,13 @@ def _answer_indices(
     for i in present:
         if len(matches[i]) > 1:
             raise ColumnError(
-                f"{raw.name}: {where(i)}: answer {values[i]!r} matches several choices "
+                f"{raw.name}: {where(i)}: answer {short_repr(values[i])} matches several choices "
                 f"({', '.join(choices[j] for j in matches[i])}); the right one is ambiguous"
             )
     bad = next(i for i in present if not matches[i])
     raise ColumnError(
-        f"{raw.name}: {where(bad)}: answer {values[bad]!r} in column {answer!r} is neither a "
-        f"choice index nor the text of one of the choices {', '.join(map(repr, choices))}"
+        f"{raw.name}: {where(bad)}: answer {short_repr(values[bad])} in column {answer!r} is "
+        f"neither a choice index nor the text of one of the choices {', '.join(map(repr, choices))}"
     )
 
 
@@ -919,11 +925,11 @@ def _build_report(
     if len(label_counts) == 1 and len(labels):
         only = next(iter(label_counts))
         warnings.append(
-            f"all {len(labels)} included rows have the same label {only!r}: nothing to audit "
-            f"(check the label column {mapping.label!r})"
+            f"all {len(labels)} included rows have the same label {short_repr(only)}: nothing "
+            f"to audit (check the label column {mapping.label!r})"
         )
     if singles:
-        shown = ", ".join(map(repr, singles[:10])) + (" ..." if len(singles) > 10 else "")
+        shown = ", ".join(map(short_repr, singles[:10])) + (" ..." if len(singles) > 10 else "")
         warnings.append(
             f"{len(singles)} label(s) have a single example ({shown}); AFLite and the cue "
             "statistics need at least two per label"

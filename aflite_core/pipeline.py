@@ -49,6 +49,9 @@ STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
 #: retained rows as the challenge set (Liu et al. 2019) and is off by default.
 MEASURES = ("cues", "knn", "projection", "baselines", "duplicates", "inoculation")
 DEFAULT_MEASURES = ("cues", "knn", "projection", "baselines")
+#: Most distinct labels an audit accepts: each AFLite round holds ``m x labels x d`` class
+#: sums (64 x 1,000 x 256 float64 = 131 MB); more labels usually means a wrong label column.
+MAX_LABELS = 1000
 #: Keyword arguments of ``build_representation`` that ``representation_params`` may set.
 REPRESENTATION_PARAMS = ("n_components", "warmup_fraction", "path", "model")
 
@@ -194,6 +197,59 @@ def resolve_size(name: str, value: int | float, n: int) -> int:
     if isinstance(value, (float, np.floating)):
         return max(1, math.ceil(float(value) * n - 1e-9))
     return int(value)
+
+
+def check_labels(dataset) -> None:
+    """Refuse data AFLite cannot filter: fewer than 2 labels, more than :data:`MAX_LABELS`
+    labels, or a label with a single row.
+
+    Checked on the audited (included) rows before any work starts, so the message can
+    name the file, the label column and the offending labels and rows.
+
+    Raises
+    ------
+    ValueError
+        Naming the dataset, the label column, the labels concerned and what to do.
+    """
+    from aflite_core._readers import short_repr
+
+    labels = np.asarray(dataset.labels(), dtype=str)
+    column = dataset.columns.label
+    uniq, counts = np.unique(labels, return_counts=True)
+    n = len(labels)
+    if len(uniq) < 2:
+        only = short_repr(str(uniq[0])) if len(uniq) else "(none)"
+        raise ValueError(
+            f"{dataset.name}: cannot audit: all {n:,} audited rows have the label {only}, and "
+            f"AFLite needs at least 2 labels; check that {column!r} is the label column"
+        )
+    if len(uniq) > MAX_LABELS:
+        raise ValueError(
+            f"{dataset.name}: cannot audit: the label column {column!r} has {len(uniq):,} "
+            f"distinct values for {n:,} audited rows; AFLite's models learn one mean per label "
+            f"per partition and are limited to {MAX_LABELS:,} labels: check that {column!r} is "
+            "the label column, or group its values into fewer labels"
+        )
+    singles = uniq[counts == 1]
+    if len(singles):
+        ids = dataset.row_ids()
+        wanted = set(singles[:5].tolist())
+        first = {lab: rid for lab, rid in zip(labels.tolist(), ids.tolist(), strict=True)
+                 if lab in wanted}  # fmt: skip
+        shown = ", ".join(f"{short_repr(str(lab))} (row_id {first[str(lab)]!r})"
+                          for lab in singles[:5])  # fmt: skip
+        more = f" and {len(singles) - 5:,} more" if len(singles) > 5 else ""
+        many = (
+            f"; the column has {len(uniq):,} distinct values for {n:,} rows: is it really the "
+            "label?"
+            if len(uniq) > n / 2
+            else ""
+        )
+        raise ValueError(
+            f"{dataset.name}: cannot audit: {len(singles):,} label(s) have a single audited row: "
+            f"{shown}{more}; AFLite needs at least 2 rows per label: relabel or remove those "
+            f"rows, or check that {column!r} is the label column{many}"
+        )
 
 
 # --------------------------------------------------------------------------- progress
@@ -500,6 +556,7 @@ def run_audit(
         If a run called ``name`` exists and ``overwrite`` is False.
     """
     config = (config or AuditConfig()).validate()
+    check_labels(dataset)
     progress = _Progress(callback)
     created = utc_now_iso()
     params = config.to_dict()
@@ -684,8 +741,10 @@ __all__ = [
     "AuditCancelled",
     "AuditConfig",
     "run_audit",
+    "check_labels",
     "resolve_size",
     "library_versions",
     "MEASURES",
     "DEFAULT_MEASURES",
+    "MAX_LABELS",
 ]

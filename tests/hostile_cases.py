@@ -1,0 +1,623 @@
+"""The table of hostile and broken inputs shared by ``test_hostile_inputs.py`` (and documented,
+case by case, in ``docs/hostile-inputs.md``).
+
+Each :class:`Case` writes one input (plus, for embedding cases, an embeddings file) into a
+folder and says what must happen:
+
+* ``stage="load"``: the loader refuses the file. The CLI prints one ``error:`` line holding
+  every fragment of ``error``; the dashboard's upload loader raises an error the Data page
+  catches and shows, holding ``ui_error`` (default: ``error``).
+* ``stage="audit"``: the file loads (the dashboard shows it, often with a warning) but the
+  audit refuses it before any work: the CLI's error line and ``run_audit``'s message (what
+  the dashboard's Audit page shows) hold ``error`` / ``ui_error``.
+* ``stage="cli"``: a CLI-only problem (argument parsing, a path).
+* ``error=()``: valid but odd data; the run succeeds and ``check`` verifies its result.
+
+``args`` may use ``{dir}`` for the input folder (embedding paths).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import pickle
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: Rows of the base dataset: two labels, enough words for TF-IDF, 30 rows per label.
+N = 60
+#: CLI options that keep an audit of the small inputs fast.
+FAST = ("--partitions", "4", "--target-size", "0.5", "--measures", "none", "--no-report", "-q")
+
+
+def base_frame(n: int = N) -> pd.DataFrame:
+    """A small, valid NLI-style table (premise, hypothesis, label)."""
+    return pd.DataFrame({
+        "premise": [f"A person number {i} walks a dog in the green park." for i in range(n)],
+        "hypothesis": [
+            (f"Somebody {i} is outside with an animal." if i % 2
+             else f"Nobody {i} ever leaves the house at night.")
+            for i in range(n)
+        ],
+        "label": ["entailment" if i % 2 else "contradiction" for i in range(n)],
+    })
+
+
+def csv_text(frame: pd.DataFrame) -> str:
+    """RFC 4180 CSV text of ``frame``: CRLF line ends, so that a lone ``\\r`` inside a value
+    is quoted (with ``\\n`` line ends Python's csv writer leaves it bare, which ends the
+    record for every CSV reader)."""
+    return frame.to_csv(index=False, lineterminator="\r\n")
+
+
+def _writer(name: str, content: bytes | Callable[[], bytes]) -> Callable[[Path], Path]:
+    def write(folder: Path) -> Path:
+        path = folder / name
+        path.write_bytes(content() if callable(content) else content)
+        return path
+
+    return write
+
+
+def _frame_writer(name: str, frame: Callable[[], pd.DataFrame], *, encoding: str = "utf-8"
+                  ) -> Callable[[Path], Path]:
+    return _writer(name, lambda: csv_text(frame()).encode(encoding))
+
+
+def _jsonl(records: list[Any]) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    return frame.to_dict(orient="records")
+
+
+def _with(**changes: Any) -> Callable[[], pd.DataFrame]:
+    """The base frame with cells replaced: ``{column: {row: value}}``."""
+
+    def make() -> pd.DataFrame:
+        frame = base_frame()
+        for column, cells in changes.items():
+            for row, value in cells.items():
+                frame.loc[row, column] = value
+        return frame
+
+    return make
+
+
+def _gzip_bomb() -> bytes:
+    # 64 MiB of one repeated CSV-looking line compresses to about 64 KiB
+    return gzip.compress(b"premise,hypothesis,label\n" + b"a,b,c\n" * ((64 << 20) // 6), 6)
+
+
+class PicklePayload:
+    """Unpickling this object writes the file it names: proof that nothing was unpickled."""
+
+    def __init__(self, target: Path) -> None:
+        self.target = target
+
+    def __reduce__(self) -> tuple:
+        return (Path.write_text, (self.target, "unpickled: code from the data ran"))
+
+
+#: File that :class:`PicklePayload` creates when (and only when) it is unpickled.
+PICKLE_SENTINEL = "PWNED.txt"
+
+
+def write_pickle_npy(folder: Path, name: str = "emb.npy") -> Path:
+    """An object ``.npy`` (NumPy pickles object arrays) whose loading would run code."""
+    array = np.empty(N, dtype=object)
+    for i in range(N):
+        array[i] = PicklePayload(folder / PICKLE_SENTINEL)
+    path = folder / name
+    with open(path, "wb") as fh:
+        np.lib.format.write_array(fh, array, allow_pickle=True)
+    return path
+
+
+def _with_embeddings(make: Callable[[Path], None]) -> Callable[[Path], Path]:
+    def write(folder: Path) -> Path:
+        data = folder / "data.csv"
+        data.write_text(csv_text(base_frame()), encoding="utf-8")
+        make(folder)
+        return data
+
+    return write
+
+
+def _npy(array: np.ndarray, name: str = "emb.npy") -> Callable[[Path], None]:
+    return lambda folder: np.save(folder / name, array, allow_pickle=False)
+
+
+def _features(n: int = N, d: int = 8) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, d)).astype(np.float32)
+
+
+def _nan_features() -> np.ndarray:
+    X = _features()
+    X[5, 2] = np.nan
+    return X
+
+
+def _inf_features() -> np.ndarray:
+    X = _features()
+    X[7, 0] = np.inf
+    return X
+
+
+def _npz_object(folder: Path) -> None:
+    array = np.empty(N, dtype=object)
+    array[:] = [PicklePayload(folder / PICKLE_SENTINEL)] * N
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array, allow_pickle=True)
+    import zipfile
+
+    with zipfile.ZipFile(folder / "emb.npz", "w") as archive:
+        archive.writestr("X.npy", buffer.getvalue())
+
+
+def _pickle_file(folder: Path) -> None:
+    (folder / "emb.npy").write_bytes(pickle.dumps(PicklePayload(folder / PICKLE_SENTINEL)))
+
+
+def _nested_parquet() -> bytes:
+    frame = base_frame()
+    table = pa.table({"premise": frame["premise"].tolist(),
+                      "hypothesis": [[h] for h in frame["hypothesis"]],
+                      "label": frame["label"].tolist()})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer)
+    return buffer.getvalue()
+
+
+def _empty_parquet() -> bytes:
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"hypothesis": pa.array([], pa.string()),
+                             "label": pa.array([], pa.string())}), buffer)
+    return buffer.getvalue()
+
+
+def _embedded_newlines() -> pd.DataFrame:
+    frame = base_frame()
+    frame.loc[0, "hypothesis"] = 'Line one,\nline "two"\r\nline three\rend'
+    frame.loc[1, "premise"] = "\n\nleading blank lines"
+    return frame
+
+
+def _rtl_emoji() -> pd.DataFrame:
+    frame = base_frame()
+    texts = ["مرحبا بالعالم، القطة نائمة", "שלום עולם \u200fהכלב רץ", "👩‍👩‍👧‍👦 family 🏳️‍🌈 flag",
+             "e\u0301 combining accent", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math letters", "\u202eevil bidi override"]
+    for i, text in enumerate(texts):
+        frame.loc[i, "hypothesis"] = f"{text} {frame.loc[i, 'hypothesis']}"
+    return frame
+
+
+def _numeric_label_records() -> list[dict]:
+    return [{**r, "label": int(r["label"] == "entailment")} for r in _records(base_frame())]
+
+
+def _nan_text_records() -> list[dict]:
+    records = _records(base_frame())
+    records[0]["hypothesis"] = None
+    records[1]["hypothesis"] = ""
+    records[2]["hypothesis"] = float("nan")  # written as NaN (Python's JSON extension)
+    records[3].pop("hypothesis")  # missing key
+    return records
+
+
+def _many_labels(per_label: int) -> Callable[[], pd.DataFrame]:
+    def make() -> pd.DataFrame:
+        n = 10_000 * per_label
+        return pd.DataFrame({
+            "hypothesis": [f"sentence about topic {i % 10_000} with words {i}" for i in range(n)],
+            "label": [f"L{i % 10_000}" for i in range(n)],
+        })
+
+    return make
+
+
+def _long_header() -> pd.DataFrame:
+    return pd.DataFrame({"premise": ["p"], "hypothesis": ["h"], "x" * 1_000_000: ["y"]})
+
+
+def _raw_csv(lines: list[str]) -> bytes:
+    return ("\n".join(lines) + "\n").encode()
+
+
+GOOD_LINES = csv_text(base_frame()).splitlines()
+
+
+@dataclass(frozen=True)
+class Case:
+    """One hostile input and what must happen (see the module docstring)."""
+
+    id: str
+    group: str
+    write: Callable[[Path], Path]
+    expect: str
+    error: tuple[str, ...] = ()
+    ui_error: tuple[str, ...] | None = None
+    stage: str = "load"
+    args: tuple[str, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    check: Callable[[Any, Path], None] | None = None
+    rows: int = N
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def dashboard_error(self) -> tuple[str, ...]:
+        return self.error if self.ui_error is None else self.ui_error
+
+    def cli_args(self, folder: Path) -> list[str]:
+        return [a.replace("{dir}", str(folder)) for a in self.args]
+
+
+# --------------------------------------------------------------------------- checks
+# Each receives the completed run (aflite_core.runs.AuditRun) and the input path.
+
+
+def _check_bom(run: Any, data: Path) -> None:
+    assert run.columns["premise"] == "premise"  # the BOM is not part of the first name
+    assert run.sizes["input"] == N and run.sizes["excluded"] == 0
+
+
+def _check_accents(run: Any, data: Path) -> None:
+    assert run.sizes["input"] == N
+    assert run.frame["premise"].iloc[0] == "A café número 0 walks a dog."
+
+
+def _check_excluded(n: int, reason: str) -> Callable[[Any, Path], None]:
+    def check(run: Any, data: Path) -> None:
+        assert run.sizes["excluded"] == n, run.sizes
+        assert run.summary["input"]["excluded"] == {reason: n}
+        assert run.sizes["input"] == N
+
+    return check
+
+
+def _check_reasons(run: Any, reasons: dict[str, int]) -> None:
+    assert run.summary["input"]["excluded"] == reasons
+    assert run.sizes["excluded"] == sum(reasons.values())
+
+
+def _check_numeric_labels(run: Any, data: Path) -> None:
+    assert set(run.summary["labels"]["before"]) == {"0", "1"}
+    assert run.sizes["excluded"] == 0
+
+
+def _check_blank_lines(run: Any, data: Path) -> None:
+    assert run.sizes["input"] == N
+    assert any("blank line" in w for w in run.summary["input"]["warnings"])
+
+
+def _check_same_label_merged(run: Any, data: Path) -> None:
+    assert set(run.summary["labels"]["before"]) == {"entailment", "contradiction"}
+
+
+def _long_cell() -> pd.DataFrame:
+    frame = base_frame()
+    frame.loc[3, "hypothesis"] = "x" * 999_991 + " the end."
+    return frame
+
+
+def _check_long_cell_exact(run: Any, data: Path) -> None:
+    assert run.sizes["input"] == N
+    assert run.frame["hypothesis"].iloc[3] == "x" * 999_991 + " the end."
+
+
+CASES: list[Case] = [
+    # ------------------------------------------------------------------ encodings
+    Case("utf8-bom", "encodings", _writer("bom.csv", lambda: b"\xef\xbb\xbf"
+         + csv_text(base_frame()).encode()), "read; the BOM is dropped", check=_check_bom),
+    Case("utf16-bom", "encodings", _frame_writer("utf16.csv", base_frame, encoding="utf-16"),
+         "read (UTF-16 announced by its BOM)", check=_check_bom),
+    Case("utf16-no-bom", "encodings", _frame_writer("utf16le.csv", base_frame,
+                                                    encoding="utf-16-le"),
+         "refused: NUL characters, name the encoding",
+         error=("utf16le.csv", "line 1", "NUL", "--encoding 'utf-16-le'"),
+         ui_error=("utf16le.csv", "line 1", "NUL", "encoding='utf-16-le'")),
+    Case("latin1-accents", "encodings",
+         _writer("latin1.csv", lambda: csv_text(base_frame()).replace(
+             "A person number 0", "A café número 0").replace(" in the green park", "")
+             .encode("latin-1")),
+         "refused, naming the line and byte; the message says how to name the encoding",
+         error=("latin1.csv", "line 2", "byte offset", "not valid UTF-8",
+                "--encoding 'latin-1'"),
+         ui_error=("latin1.csv", "line 2", "byte offset", "not valid UTF-8")),
+    Case("latin1-named", "encodings",
+         _writer("latin1ok.csv", lambda: csv_text(base_frame()).replace(
+             "A person number 0", "A café número 0").replace(" in the green park", "")
+             .encode("latin-1")),
+         "read with --encoding latin-1 (dashboard: Encoding = Latin-1)",
+         args=("--encoding", "latin-1"), options={"encoding": "latin-1"},
+         check=_check_accents),
+    Case("invalid-utf8-byte", "encodings",
+         _writer("badbyte.csv", lambda: _raw_csv(GOOD_LINES[:30]) + b"p,h \xff\xfe x,no\n"),
+         "refused, naming the line and byte offset",
+         error=("badbyte.csv", "line 31", "byte offset", "cannot decode")),
+    Case("binary-garbage", "encodings",
+         _writer("garbage.csv", bytes(range(256)) * 8),
+         "refused as undecodable", error=("garbage.csv", "line 2", "cannot decode")),
+    Case("nul-in-utf8", "encodings",
+         _writer("nul.csv", _raw_csv(GOOD_LINES[:5] + ["p,h\x00idden,entailment"])),
+         "refused: a NUL character in UTF-8 text (corruption or UTF-16)",
+         error=("nul.csv", "line 6", "NUL")),
+    # ------------------------------------------------------------------ structure
+    Case("empty-file", "structure", _writer("empty.csv", b""), "refused",
+         error=("empty.csv", "empty")),
+    Case("whitespace-file", "structure", _writer("blank.csv", b"\n  \r\n\t\n"), "refused",
+         error=("blank.csv", "empty")),
+    Case("header-only", "structure", _writer("header.csv", b"premise,hypothesis,label\n"),
+         "refused, listing the header", error=("header.csv", "header", "no data rows")),
+    Case("ragged-long-row", "structure",
+         _writer("ragged.csv", _raw_csv(GOOD_LINES[:40] + ["a,b,c,d"] + GOOD_LINES[40:])),
+         "refused, naming the line and both field counts",
+         error=("ragged.csv", "line 41", "expected 3 fields", "found 4")),
+    Case("ragged-short-row", "structure",
+         _writer("short.csv", _raw_csv(GOOD_LINES[:12] + ["only,two"] + GOOD_LINES[12:])),
+         "refused, naming the line", error=("short.csv", "line 13", "found 2")),
+    Case("unbalanced-quote", "structure",
+         _writer("quote.csv", _raw_csv(GOOD_LINES[:20] + ['"never closed,b,c'] + GOOD_LINES[20:])),
+         "refused, naming the line where the quote opens",
+         error=("quote.csv", "line 21", "never closed", "unbalanced")),
+    Case("text-after-quote", "structure",
+         _writer("afterquote.csv", _raw_csv(GOOD_LINES[:8] + ['"quoted"tail,b,c'])),
+         "refused, naming the line", error=("afterquote.csv", "line 9", "closing quote")),
+    Case("embedded-newlines", "structure", _frame_writer("newlines.csv", _embedded_newlines),
+         "read; newlines, CR and quotes inside quoted cells are kept exactly"),
+    Case("blank-lines", "structure",
+         _writer("blanklines.csv", _raw_csv(GOOD_LINES[:10] + ["", ""] + GOOD_LINES[10:])),
+         "read; blank lines skipped with a warning", check=_check_blank_lines),
+    Case("semicolon-delimiter", "structure",
+         _writer("semicolon.csv", _raw_csv([ln.replace(",", ";") for ln in GOOD_LINES])),
+         "refused: one column; the message suggests the separator",
+         error=("semicolon.csv", "no label column", "separated by ';'")),
+    Case("tab-file-named-csv", "structure",
+         _writer("tabs.csv", lambda: base_frame().to_csv(index=False, sep="\t").encode()),
+         "refused: one column; the message suggests the separator",
+         error=("tabs.csv", "separated by '\\t'")),
+    Case("duplicate-columns", "structure",
+         _writer("dupcols.csv", _raw_csv(["label,hypothesis,label"] + GOOD_LINES[1:])),
+         "refused, naming the column and its positions",
+         error=("dupcols.csv", "duplicate column names", "'label' at positions 1, 3")),
+    Case("missing-label-column", "structure",
+         _writer("nolabel.csv", _raw_csv(["premise,hypothesis,verdict_x"] + GOOD_LINES[1:])),
+         "refused, listing the columns and the closest name",
+         error=("nolabel.csv", "no label column", "'premise', 'hypothesis', 'verdict_x'",
+                "--label 'verdict_x'"),
+         ui_error=("nolabel.csv", "no label column", "'premise', 'hypothesis', 'verdict_x'")),
+    Case("missing-text-column", "structure",
+         _writer("notext.csv", _raw_csv(["foo,bar,label"] + GOOD_LINES[1:])),
+         "refused, listing the columns",
+         error=("notext.csv", "no hypothesis column", "'foo', 'bar', 'label'")),
+    Case("named-column-absent", "structure", _frame_writer("named.csv", base_frame),
+         "refused, listing the columns and the closest name",
+         args=("--label", "lable"), options={"label": "lable"},
+         error=("named.csv", "'lable' (--label) not found", "Did you mean 'label'?"),
+         ui_error=("named.csv", "'lable' (label=) not found", "Did you mean 'label'?")),
+    Case("huge-header-name", "structure", _frame_writer("wide.csv", _long_header),
+         "refused; the 1,000,000-character name is shortened in the message",
+         error=("wide.csv", "no label column", "1,000,000 characters")),
+    Case("duplicate-ids", "structure",
+         _frame_writer("dupid.csv", lambda: base_frame().assign(pid=[i // 2 for i in range(N)])),
+         "refused, naming the values and their lines", args=("--id", "pid"),
+         options={"id": "pid"},
+         error=("dupid.csv", "'pid' has duplicate values", "'0' (line 2, line 3)",
+                "omit --id"),
+         ui_error=("dupid.csv", "'pid' has duplicate values", "'0' (line 2, line 3)")),
+    Case("jsonl-bad-line", "structure",
+         _writer("bad.jsonl", lambda: _jsonl(_records(base_frame())[:10]) + b"{bad json\n"),
+         "refused, naming the line and column", error=("bad.jsonl", "line 11", "invalid JSON")),
+    Case("jsonl-array-line", "structure",
+         _writer("arr.jsonl", lambda: _jsonl(_records(base_frame())[:4]) + b"[1, 2]\n"),
+         "refused, naming the line", error=("arr.jsonl", "line 5", "expected a JSON object")),
+    Case("jsonl-null-id", "structure",
+         _writer("nullid.jsonl", lambda: _jsonl([{**r, "uid": (None if i == 3 else i)}
+                                                 for i, r in enumerate(_records(base_frame()))])),
+         "refused, naming the line", args=("--id", "uid"), options={"id": "uid"},
+         error=("nullid.jsonl", "missing value", "line 4")),
+    Case("json-not-records", "structure",
+         _writer("cols.json", lambda: json.dumps(base_frame().to_dict(orient="list")).encode()),
+         "refused: an object of columns, not an array of records",
+         error=("cols.json", "expected a JSON array of records", "'premise', 'hypothesis'")),
+    Case("json-scalar", "structure", _writer("scalar.json", b"42\n"), "refused",
+         error=("scalar.json", "expected a JSON array of records", "a number")),
+    Case("json-truncated", "structure",
+         _writer("trunc.json", lambda: json.dumps(_records(base_frame())).encode()[:500]),
+         "refused, naming the line and column", error=("trunc.json", "line 1", "invalid JSON")),
+    Case("json-duplicate-keys", "structure",
+         _writer("dupkeys.json", b'[{"hypothesis": "a b", "label": "x", "label": "y"}]'),
+         "refused, naming the key", error=("dupkeys.json", "duplicate key", "'label'")),
+    Case("parquet-nested", "structure", _writer("nested.parquet", _nested_parquet),
+         "refused, naming the column, type and record",
+         error=("nested.parquet", "'hypothesis'", "nested values", "list", "record 1")),
+    Case("parquet-no-rows", "structure", _writer("norows.parquet", _empty_parquet),
+         "refused", error=("norows.parquet", "no rows")),
+    Case("parquet-corrupt", "structure",
+         _writer("corrupt.parquet", b"PAR1" + bytes(range(200)) + b"PAR1"),
+         "refused", error=("corrupt.parquet", "not a readable Parquet file")),
+    Case("gzip-corrupt", "structure", _writer("bad.csv.gz", b"\x1f\x8b\x08\x00" + b"\x00" * 64),
+         "refused", error=("bad.csv.gz", "corrupt or truncated gzip")),
+    Case("gzip-truncated", "structure",
+         _writer("cut.csv.gz", lambda: gzip.compress(csv_text(base_frame()).encode())[:300]),
+         "refused", error=("cut.csv.gz", "corrupt or truncated gzip")),
+    Case("gzip-valid-misnamed", "structure",
+         _writer("plain.csv", lambda: gzip.compress(csv_text(base_frame()).encode())),
+         "read: gzip is recognised by its magic number whatever the name"),
+    # ------------------------------------------------------------------ content
+    Case("all-labels-identical", "content",
+         _frame_writer("onelabel.csv", lambda: base_frame().assign(label="entailment")),
+         "loaded with a warning; the audit is refused naming the label", stage="audit",
+         error=("onelabel.csv", "all 60 audited rows have the label 'entailment'",
+                "at least 2 labels", "'label' is the label column")),
+    Case("label-with-one-example", "content",
+         _frame_writer("solo.csv", _with(label={7: "neutral"})),
+         "loaded with a warning; the audit is refused naming the label and its row",
+         stage="audit",
+         error=("solo.csv", "1 label(s) have a single audited row", "'neutral' (row_id 7)",
+                "at least 2 rows per label")),
+    Case("ten-thousand-labels-once", "content",
+         _frame_writer("manylabels.csv", _many_labels(1)),
+         "loaded with a warning; the audit is refused (every label has one row)",
+         stage="audit", rows=10_000,
+         error=("manylabels.csv", "10,000 distinct values", "limited to 1,000 labels")),
+    Case("ten-thousand-labels-twice", "content",
+         _frame_writer("manylabels2.csv", _many_labels(2)),
+         "loaded; the audit is refused (more than 1,000 labels)", stage="audit", rows=20_000,
+         error=("manylabels2.csv", "10,000 distinct values for 20,000", "1,000 labels")),
+    Case("nan-or-empty-text", "content", _writer("nantext.jsonl",
+                                                 lambda: _jsonl(_nan_text_records())),
+         "read; null, NaN, missing and empty texts are excluded ('empty text') and exported",
+         check=_check_excluded(4, "empty text")),
+    Case("whitespace-only-text", "content",
+         _frame_writer("ws.csv", _with(hypothesis={0: "   ", 1: "\t", 2: "\u3000\u00a0"})),
+         "read; whitespace-only texts are excluded ('empty text')",
+         check=_check_excluded(3, "empty text")),
+    Case("empty-and-dash-labels", "content",
+         _frame_writer("dash.csv", _with(label={0: "-", 1: "", 2: "   "})),
+         "read; '-' and empty labels are excluded and counted by reason",
+         check=lambda run, data: _check_reasons(run, {"label '-'": 1, "empty label": 2})),
+    Case("numeric-labels", "content",
+         _writer("numlabels.jsonl", lambda: _jsonl(_numeric_label_records())),
+         "read; labels 0/1 become '0'/'1', original values unchanged",
+         check=_check_numeric_labels),
+    Case("label-whitespace", "content",
+         _frame_writer("lspace.csv", _with(label={i: " entailment " for i in range(1, 20, 2)})),
+         "read; surrounding whitespace of labels is ignored (the cell keeps it)",
+         check=_check_same_label_merged),
+    Case("million-char-cell", "content", _frame_writer("long.csv", _long_cell),
+         "read and audited; the cell is kept exactly", check=_check_long_cell_exact),
+    Case("rtl-and-emoji", "content", _frame_writer("rtl.csv", _rtl_emoji),
+         "read and audited; text kept exactly"),
+    # ------------------------------------------------------------------ size
+    Case("over-size-limit", "size", _frame_writer("big.csv", base_frame),
+         "refused before reading (CLI --max-bytes; dashboard: server.maxUploadSize and a "
+         "1 GiB ceiling)", args=("--max-bytes", "2K"), options={"max_bytes": 2048},
+         error=("big.csv", "over the limit of 2.0 KiB")),
+    Case("gzip-bomb", "size", _writer("bomb.csv.gz", _gzip_bomb),
+         "refused; decompression stops at the ceiling", args=("--max-bytes", "1M"),
+         options={"max_bytes": 1 << 20},
+         error=("bomb.csv.gz", "expands past the limit of 1.0 MiB", "stopped reading")),
+    # ------------------------------------------------------------------ embeddings
+    Case("embeddings-pickled-object", "embeddings", _with_embeddings(write_pickle_npy),
+         "refused from the header; never unpickled", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npy"),
+         error=("emb.npy", "Python objects", "refused", "unpickling")),
+    Case("embeddings-pickled-npz", "embeddings", _with_embeddings(_npz_object),
+         "refused; never unpickled", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npz"),
+         error=("emb.npz", "Python objects", "refused")),
+    Case("embeddings-raw-pickle", "embeddings", _with_embeddings(_pickle_file),
+         "refused: not a .npy file; never unpickled", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npy"),
+         error=("emb.npy", "not a valid .npy file")),
+    Case("embeddings-wrong-rows", "embeddings", _with_embeddings(_npy(_features(N - 1))),
+         "refused, giving both counts", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npy"),
+         error=("emb.npy", "expected 60 embedding rows", "found 59")),
+    Case("embeddings-nan", "embeddings", _with_embeddings(_npy(_nan_features())),
+         "refused, naming the row", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npy"),
+         error=("emb.npy", "non-finite", "row 5")),
+    Case("embeddings-inf", "embeddings", _with_embeddings(_npy(_inf_features())),
+         "refused, naming the row", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npy"),
+         error=("emb.npy", "non-finite", "row 7")),
+    Case("embeddings-strings", "embeddings",
+         _with_embeddings(_npy(np.array([["a", "b"]] * N))),
+         "refused, naming the dtype", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npy"),
+         error=("emb.npy", "expected numbers", "<U1")),
+    Case("embeddings-1d", "embeddings", _with_embeddings(_npy(np.arange(N, dtype=np.float32))),
+         "refused, suggesting reshape", stage="audit",
+         args=("--representation", "precomputed:{dir}/emb.npy"),
+         error=("emb.npy", "expected a 2-D array", "(60,)", "reshape")),
+    Case("embeddings-wrong-suffix", "embeddings",
+         _with_embeddings(lambda folder: (folder / "emb.txt").write_text("1 2 3")),
+         "refused", stage="audit", args=("--representation", "precomputed:{dir}/emb.txt"),
+         error=("expected a .npy, .npz, .parquet file",)),
+    Case("embeddings-missing-file", "embeddings", _with_embeddings(lambda folder: None),
+         "refused", stage="audit", args=("--representation", "precomputed:{dir}/nope.npy"),
+         error=("embedding file not found", "nope.npy")),
+]
+
+#: Parameter cases: CLI flags, the AuditConfig keywords the dashboard passes, and fragments
+#: expected in both messages besides the parameter's name (the CLI names the option, e.g.
+#: ``--tau``; the Python message the keyword, e.g. ``tau``).
+PARAMETER_CASES = [
+    ("target-size-equals-data", ("--target-size", str(N)), {"target_size": N},
+     (f"smaller than the {N} filterable rows", f"got {N}")),
+    ("target-size-over-data", ("--target-size", "500"), {"target_size": 500},
+     (f"smaller than the {N} filterable rows", "got 500")),
+    ("train-size-whole-set", ("--train-size", str(N)), {"train_size": N},
+     ("t < |S|", f"train_size={N}")),
+    ("slice-size-zero", ("--slice-size", "0"), {"slice_size": 0},
+     ("positive number of rows", "got 0")),
+    ("tau-over-one", ("--tau", "1.5"), {"tau": 1.5}, ("[0, 1]", "1.5")),
+    ("tau-negative", ("--tau", "-0.1"), {"tau": -0.1}, ("[0, 1]", "-0.1")),
+    ("partitions-zero", ("--partitions", "0"), {"n_partitions": 0}, (">= 1", "0")),
+    ("seed-negative", ("--seed", "-1"), {"random_state": -1}, ("expected", "-1")),
+]
+
+#: Argument-parsing errors: flags, fragment of argparse's error line.
+ARGPARSE_CASES = [
+    ("seed-as-text", ("--seed", "abc"), ("argument --seed", "invalid int value: 'abc'")),
+    ("tau-as-text", ("--tau", "high"), ("argument --tau", "invalid float value: 'high'")),
+    ("target-as-text", ("--target-size", "half"), ("argument --target-size", "'half'")),
+    ("target-fraction-over-one", ("--target-size", "150%"), ("--target-size", "between 0 and 1")),
+    ("representation-unknown", ("--representation", "magic"),
+     ("argument --representation", "'magic'")),
+    ("max-bytes-bad", ("--max-bytes", "lots"), ("argument --max-bytes", "'lots'")),
+    ("strategy-unknown", ("--strategy", "best"), ("argument --strategy", "invalid choice")),
+    ("measure-unknown", ("--measures", "cues,magic"), ("argument --measures", "magic")),
+]
+
+#: Python-API parameter cases of the kinds argparse catches on the command line (the
+#: dashboard's widgets only produce numbers): keywords, exception type, fragments.
+API_TYPE_CASES = [
+    ("seed-as-text", {"random_state": "abc"}, TypeError, ("random_state", "'abc'")),
+    ("tau-as-text", {"tau": "high"}, TypeError, ("tau", "'high'")),
+    ("target-as-text", {"target_size": "half"}, TypeError, ("target_size", "'half'")),
+    ("target-fraction-over-one", {"target_size": 1.5}, ValueError, ("target_size", "(0, 1)")),
+    ("representation-unknown", {"representation": "magic"}, ValueError,
+     ("representation", "'magic'")),
+    ("measure-unknown", {"measures": ("cues", "magic")}, ValueError, ("measures", "magic")),
+]
+
+#: Things the CLI refuses about paths: (id, argv after ``run``, fragments).
+PATH_CASES = [
+    ("data-missing", ["{dir}/nope.csv", "--out", "{dir}/runs/r"], ("no such file", "nope.csv")),
+    ("data-is-folder", ["{dir}", "--out", "{dir}/runs/r"],
+     ("is a folder", "expected a dataset file")),
+    ("out-dotdot", ["{data}", "--out", "{dir}/runs/.."], ("--out", "expected a folder name")),
+    ("out-hidden", ["{data}", "--out", "{dir}/runs/.hidden"], ("--out", "not a safe run folder")),
+    ("out-option-like", ["{data}", "--out", "{dir}/runs/-rf"], ("--out", "not a safe run folder")),
+    ("out-exists", ["{data}", "--out", "{dir}"], ("--out", "already exists", "--overwrite")),
+]
+
+#: Hostile run names given to run_audit (the dashboard's Run-name field): each must give a
+#: folder directly inside the runs root.
+RUN_NAMES = ["../../escape", "/etc/passwd", "a/../../b", "..\\..\\win", "-rf --no-preserve-root",
+             "name with spaces\nand newline", "~/.bashrc", "C:\\Windows\\x", "\u202eexe.txt"]
+#: Names with nothing usable left: refused.
+BAD_RUN_NAMES = ["..", "../", "/", "", "  "]
+
+
+def read_csv_rows(path: Path, encoding: str = "utf-8") -> list[list[str]]:
+    """Rows of a CSV file parsed with Python's csv module (RFC 4180), header included."""
+    csv.field_size_limit(2**31 - 1)  # million-character cells
+    with open(path, newline="", encoding=encoding) as fh:
+        return [row for row in csv.reader(fh) if row]
