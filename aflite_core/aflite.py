@@ -1,0 +1,1038 @@
+"""AFLite: adversarial filtering of dataset biases (Le Bras et al., ICML 2020, Algorithm 1).
+
+Each round partitions the current set S ``n_partitions`` times at random into ``train_size``
+training rows and ``|S| - train_size`` held-out rows, trains one linear classifier per partition
+and scores every row by its *predictability*: the share of the partitions holding it out whose
+model predicts its label. Up to ``slice_size`` rows with the highest predictability among those
+scoring at least ``tau`` leave S. AFLite stops when ``|S|`` reaches ``target_size`` (never going
+below it) or when fewer than ``slice_size`` rows score at least ``tau``.
+
+Speed comes from :mod:`aflite_core.linear`: the classifiers of a round share a label-free
+covariance of S (kept up to date by subtracting removed rows), so a round costs about two matrix
+products over S (class sums of the training rows, predictions of all partitions) instead of
+``n_partitions`` separate fits. Work is done on fixed blocks of input rows whose results are
+reduced in a fixed order, so the mask does not depend on ``n_jobs`` or on the backend.
+
+Backends: ``"local"`` (threads over row blocks when ``n_jobs > 1``) and ``"dask"`` (row blocks
+scattered to the workers of a ``dask.distributed`` cluster once per run; see ``docs/scaling.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import mmap
+import numbers
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core.linear import (
+    ScatterStats,
+    count_correct,
+    fit_partition_lda,
+    partition_class_sums,
+    row_stats,
+)
+
+__all__ = ["AFLite", "STRATEGIES", "CLASSIFIERS", "BACKENDS"]
+
+STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
+CLASSIFIERS = ("lda",)
+BACKENDS = ("local", "dask")
+#: Default slice size (rows removed per round) as a fraction of the input; the paper's SNLI
+#: setting removes k = 10,000 of 550,000 rows (1.8%) per round.
+DEFAULT_SLICE_FRACTION = 0.02
+
+STOP_TARGET = "target_size"
+STOP_TAU = "too_few_above_tau"
+STOP_CALLBACK = "callback"
+
+_PARAM_NAMES = (
+    "target_size",
+    "n_partitions",
+    "train_size",
+    "slice_size",
+    "tau",
+    "strategy",
+    "classifier",
+    "random_state",
+    "n_jobs",
+    "callback",
+    "backend",
+    "scheduler",
+)
+_BLOCK_BYTES = 32 << 20
+_BLOCK_TARGET_BYTES = 2 << 20
+_BLOCK_MARGIN_ELEMENTS = 1 << 22
+_COMPACT_BELOW = 0.8
+_GROUP_BLOCKS = 64
+_MAX_MODEL_ELEMENTS = 1 << 25
+_MAX_BLOCK_ROWS = 4096
+_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+
+
+class AFLite:
+    """Adversarial filtering of dataset biases (AFLite), scikit-learn style.
+
+    Parameters
+    ----------
+    target_size : int or float
+        Rows to keep at least: an int in ``[1, n_samples)`` or a fraction of the input in
+        ``(0, 1)`` (rounded up). AFLite never removes rows below this size.
+    n_partitions : int, default=64
+        ``m``: random train/held-out partitions (linear models) per round.
+    train_size : int or float, default=0.5
+        ``t``: training rows per partition. A float in ``(0, 1)`` is a fraction of the set S
+        *at the start of each round*, so the train/held-out balance is kept as S shrinks
+        (clipped to ``[1, |S| - 1]``). An int is used as is in every round and must be at most
+        ``target_size``: the last round still has ``target_size + 1`` rows, and ``t < |S|``
+        must hold in every round.
+    slice_size : int or float, default=None
+        ``k``: rows removed per round at most. An int ``>= 1``, or a fraction of the input in
+        ``(0, 1]``. ``None`` gives 2% of the input (at least 1). Must be 1 or None for
+        ``strategy="greedy"``.
+    tau : float, default=0.75
+        Only rows with predictability ``>= tau`` are removed.
+    strategy : {"greedy_slicing", "slice_sampling", "greedy"}, default="greedy_slicing"
+        ``greedy_slicing`` removes the ``k`` most predictable rows (the paper's AFLite);
+        ``slice_sampling`` samples ``k`` rows among those ``>= tau`` without replacement with
+        probability proportional to predictability (Gumbel top-k); ``greedy`` is ``k = 1``.
+    classifier : {"lda"}, default="lda"
+        The per-partition linear model: linear discriminant analysis with class means from
+        the partition's training rows and a covariance shared by the partitions of a round
+        (see :mod:`aflite_core.linear`). It matches one scikit-learn logistic regression per
+        partition on the benchmark's quality at a fraction of the cost.
+    random_state : int, numpy Generator, SeedSequence or None, default=None
+        Seeds the partitions, the tie-break order and slice sampling. The same data,
+        parameters and seed give the same mask whatever ``n_jobs`` and ``backend``.
+    n_jobs : int or None, default=None
+        Local backend: threads over row blocks (``None`` = 1, ``-1`` = all cores). BLAS is
+        held to one thread during ``fit`` (via threadpoolctl), because many small BLAS calls
+        with spinning BLAS threads are slow on shared cores; the block threads give the
+        multi-core speed-up instead, without changing any result. Dask backend: the number
+        of workers of the local cluster started when ``scheduler`` is None and no Dask client
+        exists (``None`` = all cores).
+    callback : callable, optional
+        ``callback(info)`` after every round with a dict holding ``round`` (1-based),
+        ``size`` (|S| after the round), ``size_before``, ``removed``, ``removed_total``,
+        ``target_size``, ``n_samples``, ``n_above_tau``, ``seconds`` (this round),
+        ``elapsed`` (since ``fit`` started) and ``stop_reason`` (None unless the algorithm
+        stops after this round). Returning ``True`` stops after this round.
+    backend : {"local", "dask"}, default="local"
+    scheduler : str, dask.distributed.Client or None, default=None
+        Dask backend only: ``"tcp://HOST:PORT"`` (an existing scheduler), ``"local:N"`` (start
+        a ``LocalCluster`` of N single-threaded worker processes on 127.0.0.1), a ``Client``,
+        or None (the current default client, else a local cluster of ``n_jobs`` workers, all
+        cores when ``n_jobs`` is None).
+
+    Attributes
+    ----------
+    keep_mask_ : ndarray of shape (n_samples,), bool
+        True for retained rows.
+    predictability_ : ndarray of shape (n_samples,), float64
+        Score in the round a row was removed; for retained rows, the score in the last round.
+        NaN when the row was never held out in that round.
+    removal_round_ : ndarray of shape (n_samples,), int64
+        1-based round a row was removed in, -1 for retained rows.
+    history_ : pandas.DataFrame
+        One row per round: ``round, size`` (|S| at the start), ``train_size, removed,
+        size_after, n_scored, n_above_tau, score_mean, score_q10 .. score_q90, seconds``.
+    n_rounds_ : int
+    stop_reason_ : str
+        ``"target_size"`` (|S| reached target_size), ``"too_few_above_tau"`` (fewer than
+        ``slice_size`` rows scored at least ``tau``) or ``"callback"``.
+    classes_ : ndarray
+        The sorted distinct labels; label ``classes_[i]`` is encoded as ``i`` internally.
+    n_features_in_ : int
+    target_size_, slice_size_ : int
+        The resolved sizes.
+
+    Notes
+    -----
+    Defaults suit a dataset of about 10k rows (64 partitions of half the current set, 2% of the
+    input removed per round). The paper's SNLI setting (550k rows) is about
+    ``AFLite(target_size=182_000, n_partitions=64, train_size=50_000, slice_size=10_000,
+    tau=0.75)``.
+    """
+
+    def __init__(
+        self,
+        *,
+        target_size: int | float,
+        n_partitions: int = 64,
+        train_size: int | float = 0.5,
+        slice_size: int | float | None = None,
+        tau: float = 0.75,
+        strategy: str = "greedy_slicing",
+        classifier: str = "lda",
+        random_state: Any = None,
+        n_jobs: int | None = None,
+        callback: Callable[[dict], Any] | None = None,
+        backend: str = "local",
+        scheduler: Any = None,
+    ) -> None:
+        self.target_size = target_size
+        self.n_partitions = n_partitions
+        self.train_size = train_size
+        self.slice_size = slice_size
+        self.tau = tau
+        self.strategy = strategy
+        self.classifier = classifier
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.callback = callback
+        self.backend = backend
+        self.scheduler = scheduler
+
+    # -- scikit-learn parameter protocol -------------------------------------------------
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """Constructor parameters as a dict (scikit-learn protocol)."""
+        return {name: getattr(self, name) for name in _PARAM_NAMES}
+
+    def set_params(self, **params: Any) -> AFLite:
+        """Set constructor parameters (scikit-learn protocol); returns self."""
+        for name, value in params.items():
+            if name not in _PARAM_NAMES:
+                raise ValueError(
+                    f"invalid parameter {name!r} for AFLite; expected one of {_PARAM_NAMES}"
+                )
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in _PARAM_NAMES[:7])
+        return f"AFLite({args}, ...)"
+
+    # -- fitting -------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any) -> AFLite:
+        """Run AFLite on features ``X`` and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Real-valued features (float32 is used internally; a float32 C-contiguous array or
+            a ``np.load(..., mmap_mode="r")`` memory map is used without a copy).
+        y : array-like of shape (n_samples,)
+            Labels of any hashable type (strings, ints), encoded internally.
+
+        Returns
+        -------
+        self
+        """
+        with _single_threaded_blas():
+            return self._fit(X, y)
+
+    def _fit(self, X: Any, y: Any) -> AFLite:
+        started = time.perf_counter()
+        X = _check_X(X)
+        codes, classes = _encode_labels(y, X.shape[0])
+        n, d = X.shape
+        cfg = self._resolved(n)
+        rng = _make_rng(self.random_state)
+        n_classes = len(classes)
+        _check_model_size(n_classes, cfg["m"], d)
+
+        shift = _column_mean(X)
+        priority = np.empty(n, dtype=np.int64)
+        priority[rng.permutation(n)] = np.arange(n)
+        blocks = _Blocks(codes, n_classes, _block_rows(d, cfg["m"], n_classes))
+
+        alive = np.ones(n, dtype=bool)
+        predictability = np.full(n, np.nan)
+        removal_round = np.full(n, -1, dtype=np.int64)
+        history: list[dict[str, Any]] = []
+        removed_total = 0
+        stop_reason = None
+        workers = cfg["n_jobs"] if self.n_jobs is not None else (os.cpu_count() or 1)
+        backend = _make_backend(self.backend, self.scheduler, X, shift, blocks,
+                                workers if self.backend == "dask" else cfg["n_jobs"])
+        try:
+            stats = ScatterStats.zeros(d)
+            for part in backend.group_row_stats():
+                stats.add(*part)
+            round_no = 0
+            while stop_reason is None:
+                round_no += 1
+                t_round = time.perf_counter()
+                s_rows, positions, t, scores = _score_round(backend, blocks, alive, stats, shift,
+                                                            cfg, rng)
+                n_s = len(s_rows)
+                eligible = np.flatnonzero(scores >= cfg["tau"])
+                cap = min(cfg["k"], n_s - cfg["target"])
+                chosen = _select_removals(
+                    scores[eligible], priority[s_rows[eligible]], cap, cfg["strategy"], rng
+                )
+                removed_s = np.sort(eligible[chosen])  # positions in S, i.e. block order
+                removed_rows = s_rows[removed_s]
+                predictability[s_rows] = scores
+                alive[removed_rows] = False
+                removal_round[removed_rows] = round_no
+                if len(removed_rows):
+                    wc_positions = _positions_by_block(removed_s, positions)
+                    stats.subtract(*row_stats(backend.features(wc_positions)))
+                    _compact_blocks(backend, blocks, alive)
+                removed_total += len(removed_rows)
+
+                size_after = n_s - len(removed_rows)
+                if size_after <= cfg["target"]:
+                    stop_reason = STOP_TARGET
+                elif len(removed_rows) < cfg["k"]:
+                    stop_reason = STOP_TAU
+                seconds = time.perf_counter() - t_round
+                history.append(
+                    _history_row(round_no, n_s, t, len(removed_rows), scores, len(eligible),
+                                 seconds)
+                )
+                if self.callback is not None:
+                    info = {
+                        "round": round_no,
+                        "size": size_after,
+                        "size_before": n_s,
+                        "removed": len(removed_rows),
+                        "removed_total": removed_total,
+                        "target_size": cfg["target"],
+                        "n_samples": n,
+                        "n_above_tau": len(eligible),
+                        "seconds": seconds,
+                        "elapsed": time.perf_counter() - started,
+                        "stop_reason": stop_reason,
+                    }
+                    answer = self.callback(info)
+                    if (answer is True or answer is np.True_) and stop_reason is None:
+                        stop_reason = STOP_CALLBACK
+        finally:
+            backend.close()
+
+        self.keep_mask_ = alive
+        self.predictability_ = predictability
+        self.removal_round_ = removal_round
+        self.history_ = pd.DataFrame(history)
+        self.n_rounds_ = len(history)
+        self.stop_reason_ = stop_reason
+        self.classes_ = classes
+        self.n_features_in_ = d
+        self.target_size_ = cfg["target"]
+        self.slice_size_ = cfg["k"]
+        return self
+
+    def fit_predict(self, X: Any, y: Any) -> np.ndarray:
+        """Fit and return ``keep_mask_``."""
+        return self.fit(X, y).keep_mask_
+
+    def _resolved(self, n: int) -> dict[str, Any]:
+        """Validate the parameters against ``n`` input rows; return the resolved values."""
+        target = _resolve_size("target_size", self.target_size, n, upper_open=True)
+        if target >= n:
+            raise ValueError(
+                f"target_size must be smaller than the number of rows ({n}); got "
+                f"{self.target_size!r}: there would be nothing to filter"
+            )
+        m = _check_int("n_partitions", self.n_partitions, minimum=1)
+        train = self.train_size
+        if isinstance(train, bool) or not isinstance(train, numbers.Real):
+            raise TypeError(
+                f"train_size must be an int >= 1 or a float in (0, 1); got {train!r} "
+                f"({type(train).__name__})"
+            )
+        if isinstance(train, numbers.Integral):
+            train = int(train)
+            if train < 1:
+                raise ValueError(f"train_size must be >= 1 when an int; got {train}")
+            if train >= n:
+                raise ValueError(
+                    f"train_size must be smaller than the set it partitions (t < |S|); got "
+                    f"train_size={train} for {n} rows"
+                )
+            if train > target:
+                raise ValueError(
+                    f"train_size={train} must be at most target_size={target} when given as "
+                    f"an int: t < |S| must hold in every round and the last round may have "
+                    f"only target_size + 1 rows (pass a float to scale it with |S|)"
+                )
+        else:
+            train = float(train)
+            if not 0.0 < train < 1.0:
+                raise ValueError(
+                    f"train_size must be a float in (0, 1) (a fraction of the current set) or "
+                    f"an int; got {train!r}"
+                )
+        strategy = self.strategy
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}")
+        if strategy == "greedy":
+            if self.slice_size not in (None, 1):
+                raise ValueError(
+                    f"slice_size must be None or 1 for strategy='greedy' (k = 1); got "
+                    f"{self.slice_size!r}"
+                )
+            k = 1
+        elif self.slice_size is None:
+            k = max(1, round(DEFAULT_SLICE_FRACTION * n))
+        else:
+            k = _resolve_size("slice_size", self.slice_size, n, upper_open=False)
+        tau = self.tau
+        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0 <= tau <= 1:
+            raise ValueError(f"tau must be a number in [0, 1]; got {tau!r}")
+        if self.classifier not in CLASSIFIERS:
+            raise ValueError(f"classifier must be one of {CLASSIFIERS}; got {self.classifier!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise TypeError(
+                f"callback must be callable or None; got {type(self.callback).__name__}"
+            )
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}; got {self.backend!r}")
+        if self.backend == "local" and self.scheduler is not None:
+            raise ValueError(
+                f"scheduler is only used with backend='dask'; got scheduler={self.scheduler!r} "
+                f"with backend='local'"
+            )
+        if self.backend == "dask":
+            _check_scheduler(self.scheduler)
+        return {
+            "target": target,
+            "m": m,
+            "train": train,
+            "k": k,
+            "tau": float(tau),
+            "strategy": strategy,
+            "n_jobs": _resolve_n_jobs(self.n_jobs),
+        }
+
+
+# -- validation helpers -------------------------------------------------------------------
+def _check_int(name: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= {minimum}; got {value!r} "
+                        f"({type(value).__name__})")
+    if value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}; got {value}")
+    return int(value)
+
+
+def _resolve_size(name: str, value: Any, n: int, *, upper_open: bool) -> int:
+    """An int count, or a fraction of ``n`` (``(0, 1)``, or ``(0, 1]`` if not upper_open)."""
+    interval = "(0, 1)" if upper_open else "(0, 1]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"{name} must be an int >= 1 or a float in {interval} (a fraction of the "
+            f"{n} input rows); got {value!r} ({type(value).__name__})"
+        )
+    if isinstance(value, numbers.Integral):
+        if value < 1:
+            raise ValueError(f"{name} must be >= 1 when an int; got {value}")
+        return int(value)
+    value = float(value)
+    ok = 0.0 < value < 1.0 if upper_open else 0.0 < value <= 1.0
+    if not ok:
+        raise ValueError(
+            f"{name} must be a float in {interval} (a fraction of the input) or an int; "
+            f"got {value!r}"
+        )
+    return max(1, math.ceil(value * n - 1e-9)) if upper_open else max(1, round(value * n))
+
+
+def _resolve_n_jobs(n_jobs: Any) -> int:
+    if n_jobs is None:
+        return 1
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be None or an int; got {n_jobs!r}")
+    if n_jobs == -1:
+        return os.cpu_count() or 1
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be None, -1 or an int >= 1; got {n_jobs}")
+    return int(n_jobs)
+
+
+def _check_scheduler(scheduler: Any) -> None:
+    if scheduler is None or hasattr(scheduler, "submit"):
+        return
+    if isinstance(scheduler, str):
+        if scheduler.startswith("local:"):
+            count = scheduler[len("local:") :]
+            if count.isdigit() and int(count) >= 1:
+                return
+        elif "://" in scheduler:
+            return
+    raise ValueError(
+        "scheduler must be None, 'local:N' (N >= 1 workers), an address such as "
+        f"'tcp://HOST:PORT', or a dask.distributed.Client; got {scheduler!r}"
+    )
+
+
+def _make_rng(random_state: Any) -> np.random.Generator:
+    if random_state is None or isinstance(random_state, np.random.SeedSequence):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be a non-negative int; got {random_state}")
+        return np.random.default_rng(int(random_state))
+    raise TypeError(
+        "random_state must be None, a non-negative int, a numpy Generator, RandomState or "
+        f"SeedSequence; got {random_state!r} ({type(random_state).__name__})"
+    )
+
+
+def _check_X(X: Any) -> np.ndarray:
+    """2-D real-valued float32 features without NaN/inf; memory maps are kept as they are."""
+    if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError("X must be a dense array; got a sparse matrix (convert with .toarray())")
+    if not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"X must be array-like of numbers; could not convert: {exc}") from exc
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features); got a {X.ndim}-D array of shape {X.shape}"
+        )
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must hold real numbers (float, int or bool); got dtype {X.dtype}")
+    if X.shape[1] == 0:
+        raise ValueError(f"X must have at least one feature column; got shape {X.shape}")
+    if X.dtype != np.float32 or not X.flags.c_contiguous:
+        X = np.ascontiguousarray(X, dtype=np.float32)
+    return X
+
+
+def _encode_labels(y: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and sorted classes of ``y``, validated against ``n`` rows."""
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,); got shape {y.shape}")
+    if len(y) != n:
+        raise ValueError(f"X and y must have the same length; got {n} rows in X, {len(y)} in y")
+    if y.dtype.kind in "fOmM" and pd.isna(y).any():
+        first = int(np.flatnonzero(pd.isna(y))[0])
+        raise ValueError(
+            f"y must not contain missing labels (None/NaN/NA); found {y[first]!r} at row {first}"
+        )
+    try:
+        classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
+    except TypeError as exc:
+        raise TypeError(f"y labels must be mutually comparable (one type); {exc}") from exc
+    if len(classes) < 2:
+        raise ValueError(
+            f"y must contain at least 2 distinct labels; got {len(classes)} "
+            f"({classes.tolist()[:5]})"
+        )
+    single = classes[counts < 2]
+    if len(single):
+        raise ValueError(
+            "y: every label needs at least 2 examples; "
+            f"{len(single)} label(s) have one: {single.tolist()[:5]}"
+        )
+    return codes.astype(np.int64).reshape(-1), classes
+
+
+def _check_model_size(n_classes: int, m: int, d: int) -> None:
+    """Refuse label sets whose per-partition class means would not fit comfortably in memory."""
+    size = n_classes * m * d
+    if size > _MAX_MODEL_ELEMENTS:
+        most = max(1, _MAX_MODEL_ELEMENTS // (m * d))
+        raise ValueError(
+            f"y has {n_classes} distinct labels: with n_partitions={m} and {d} features the "
+            f"per-partition class means would hold {size:,} numbers (about "
+            f"{size * 8 / 1e9:.1f} GB); use at most {most} labels here (merge rare labels) or "
+            f"fewer partitions or features"
+        )
+
+
+def _column_mean(X: np.ndarray) -> np.ndarray:
+    """Column means (float32) of a finite ``X``; raises ValueError naming the first NaN/inf.
+
+    The float64 column sums are finite exactly when every entry is (an inf or NaN entry makes
+    its column's sum inf or NaN, and float32 values cannot overflow a float64 sum), so the
+    finiteness check costs nothing extra; the offending cell is only searched for on failure.
+    """
+    total = np.zeros(X.shape[1])
+    step = max(1, _BLOCK_BYTES // (4 * X.shape[1]))
+    for start in range(0, X.shape[0], step):
+        total += X[start : start + step].sum(axis=0, dtype=np.float64)
+        _release_pages(X, start, start + step)
+    if not np.isfinite(total).all():
+        for start in range(0, X.shape[0], step):
+            block = X[start : start + step]
+            bad = np.argwhere(~np.isfinite(block))
+            if len(bad):
+                r, c = bad[0]
+                raise ValueError(
+                    "X must not contain NaN or infinite values; found "
+                    f"{block[r, c]} at row {start + r}, column {c}"
+                )
+    return (total / X.shape[0]).astype(np.float32)
+
+
+def _release_pages(X: np.ndarray, start: int, stop: int) -> None:
+    """Drop rows ``start:stop`` of a read-only memory map from this process's resident set.
+
+    A best-effort hint (``madvise(MADV_DONTNEED)``): the pages stay in the OS page cache and
+    are read back transparently if touched again, so a memory-mapped input costs the
+    working copies, not the working copies plus the whole mapped file. Does nothing for
+    ordinary arrays, writable maps, or where the platform lacks ``madvise``.
+    """
+    mm = getattr(X, "_mmap", None)
+    if mm is None or getattr(X, "mode", None) != "r" or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    try:
+        base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
+        row_bytes = X.strides[0]
+        first = X.ctypes.data - base + max(start, 0) * row_bytes
+        last = X.ctypes.data - base + min(stop, X.shape[0]) * row_bytes
+        page = mmap.PAGESIZE
+        first = -(-first // page) * page  # only whole pages inside the range
+        last = last // page * page
+        if last > first:
+            mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+    except (OSError, ValueError, TypeError, BufferError):
+        return
+
+
+# -- round mechanics ----------------------------------------------------------------------
+def _round_train_size(train: int | float, n_s: int) -> int:
+    if isinstance(train, int):
+        return train
+    return int(min(max(round(train * n_s), 1), n_s - 1))
+
+
+def _draw_partitions(rng: np.random.Generator, m: int, n: int, t: int) -> np.ndarray:
+    """``(m, n)`` bool; row j marks the ``t`` training rows of partition j (uniform, exact t)."""
+    train = np.zeros((m, n), dtype=bool)
+    small = min(t, n - t)
+    for j in range(m):
+        idx = rng.choice(n, size=small, replace=False, shuffle=False)
+        if small == t:
+            train[j, idx] = True
+        else:
+            train[j] = True
+            train[j, idx] = False
+    return train
+
+
+def _score_round(backend, blocks: _Blocks, alive, stats, shift, cfg, rng):
+    """One round's predictabilities: partitions, class sums, models, held-out counts.
+
+    Returns the alive rows in round order (block by block, class-ordered within a block),
+    their positions in each block's working copy, the round's train size and their scores
+    (NaN where a row was never held out).
+    """
+    m = cfg["m"]
+    positions = blocks.alive_positions(alive)
+    s_rows = np.concatenate([r[p] for r, p in zip(blocks.rows, positions, strict=True)])
+    n_s = len(s_rows)
+    t = _round_train_size(cfg["train"], n_s)
+    train = _draw_partitions(rng, m, n_s, t)
+    train_w = []
+    offset = 0
+    for rows, pos in zip(blocks.rows, positions, strict=True):
+        tw = np.zeros((m, len(rows)), dtype=bool)
+        tw[:, pos] = train[:, offset : offset + len(pos)]
+        offset += len(pos)
+        train_w.append(tw)
+
+    sums = np.zeros((m, len(blocks.classes) - 1, shift.shape[0]))
+    counts = np.zeros(sums.shape[:2], dtype=np.int64)
+    for part in backend.group_class_sums(blocks.bounds, train_w):
+        sums += part
+    for tw, bounds in zip(train_w, blocks.bounds, strict=True):
+        counts += _segment_counts(tw, bounds)
+    model = fit_partition_lda(stats, sums, counts, shift=shift)
+    model.margins()
+    correct_w = backend.count_correct(blocks.bounds, train_w, model)
+    correct = np.concatenate([c[p] for c, p in zip(correct_w, positions, strict=True)])
+    held = m - train.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(held > 0, correct / np.maximum(held, 1), np.nan)
+    return s_rows, positions, t, scores
+
+
+def _positions_by_block(s_index: np.ndarray, positions: list[np.ndarray]) -> list[np.ndarray]:
+    """Working-copy positions, per block, of the rows at sorted indices ``s_index`` of S."""
+    edges = np.cumsum([0, *(len(p) for p in positions)])
+    cuts = np.searchsorted(s_index, edges)
+    return [pos[s_index[cuts[b] : cuts[b + 1]] - edges[b]] for b, pos in enumerate(positions)]
+
+
+def _compact_blocks(backend, blocks: _Blocks, alive: np.ndarray) -> None:
+    """Compact the working copies of blocks with fewer than ``_COMPACT_BELOW`` rows alive."""
+    keeps = {}
+    for b, rows in enumerate(blocks.rows):
+        keep = np.flatnonzero(alive[rows])
+        if len(keep) < _COMPACT_BELOW * len(rows):
+            keeps[b] = keep
+            blocks.compact(b, keep)
+    if keeps:
+        backend.compact(keeps)
+
+
+def _segment_counts(train_block: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """``(m, C)`` number of training rows per class in a class-ordered block."""
+    return np.stack(
+        [np.count_nonzero(train_block[:, lo:hi], axis=1) for lo, hi in
+         zip(bounds[:-1], bounds[1:], strict=True)],
+        axis=1,
+    )
+
+
+def _select_removals(
+    scores: np.ndarray,
+    priority: np.ndarray,
+    cap: int,
+    strategy: str,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Positions (into ``scores``) of the rows to remove among eligible rows.
+
+    ``scores`` are the predictabilities of the rows scoring at least tau; ``priority`` their
+    seeded tie-break rank (lower goes first). Greedy strategies take the ``cap`` highest
+    scores, ties by priority; slice sampling draws ``cap`` rows without replacement with
+    probability proportional to the score (Gumbel top-k), ties by priority.
+    """
+    if cap <= 0 or len(scores) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if strategy == "slice_sampling":
+        if len(scores) <= cap:
+            return np.arange(len(scores))
+        with np.errstate(divide="ignore"):
+            keys = np.log(scores) + rng.gumbel(size=len(scores))
+        order = np.lexsort((priority, -keys))
+    else:
+        order = np.lexsort((priority, -scores))
+    return order[:cap]
+
+
+def _history_row(
+    round_no: int, n_s: int, t: int, removed: int, scores: np.ndarray, n_above: int,
+    seconds: float,
+) -> dict[str, Any]:
+    scored = scores[~np.isnan(scores)]
+    row: dict[str, Any] = {
+        "round": round_no,
+        "size": n_s,
+        "train_size": t,
+        "removed": removed,
+        "size_after": n_s - removed,
+        "n_scored": len(scored),
+        "n_above_tau": n_above,
+        "score_mean": float(scored.mean()) if len(scored) else np.nan,
+    }
+    qs = np.quantile(scored, _QUANTILES) if len(scored) else [np.nan] * len(_QUANTILES)
+    for q, v in zip(_QUANTILES, qs, strict=True):
+        row[f"score_q{round(q * 100):02d}"] = float(v)
+    row["seconds"] = seconds
+    return row
+
+
+# -- row blocks and kernels -----------------------------------------------------------------
+def _block_rows(d: int, m: int, n_classes: int) -> int:
+    """Rows per block: a few MiB of features (cache-friendly products), bounded margin
+    temporaries, a multiple of 1024 between 1024 and ``_MAX_BLOCK_ROWS``."""
+    rows = min(_BLOCK_TARGET_BYTES // (4 * d),
+               _BLOCK_MARGIN_ELEMENTS // (m * max(n_classes - 1, 1)))
+    return int(min(max(1024, rows // 1024 * 1024), _MAX_BLOCK_ROWS))
+
+
+class _Blocks:
+    """Driver-side layout of the row blocks and of each block's working copy.
+
+    Block ``b`` covers input rows ``starts[b]:stops[b]``. Its *working copy* (held by the
+    backend) is a centred float32 copy of the rows ``rows[b]`` (global row ids, ordered by
+    class, class ``c`` at ``bounds[b][c]:bounds[b][c + 1]``). Rows removed by AFLite stay in
+    the working copy, masked out, until fewer than ``_COMPACT_BELOW`` of its rows are alive;
+    then the copy is compacted. Blocks are gathered into fixed *groups* of ``_GROUP_BLOCKS``
+    consecutive blocks: per-block results are summed group by group, then over groups, always
+    in this order, and a Dask task handles one group. None of it depends on ``n_jobs`` or on
+    the backend, so every backend computes bit-identical numbers.
+    """
+
+    def __init__(self, codes: np.ndarray, n_classes: int, block_rows: int) -> None:
+        n = len(codes)
+        self.codes = codes
+        self.classes = np.arange(n_classes + 1)
+        self.starts = np.arange(0, n, block_rows)
+        self.stops = np.minimum(self.starts + block_rows, n)
+        self.rows = [
+            s + np.argsort(codes[s:e], kind="stable")
+            for s, e in zip(self.starts, self.stops, strict=True)
+        ]
+        self.bounds = [np.searchsorted(codes[r], self.classes) for r in self.rows]
+        self.groups = [
+            range(g, min(g + _GROUP_BLOCKS, len(self.starts)))
+            for g in range(0, len(self.starts), _GROUP_BLOCKS)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def alive_positions(self, alive: np.ndarray) -> list[np.ndarray]:
+        """Per block, the positions of the alive rows in its working copy."""
+        return [np.flatnonzero(alive[r]) for r in self.rows]
+
+    def compact(self, b: int, keep: np.ndarray) -> None:
+        self.rows[b] = self.rows[b][keep]
+        self.bounds[b] = np.searchsorted(self.codes[self.rows[b]], self.classes)
+
+
+def _gather(source: np.ndarray, rows: Any, shift: np.ndarray) -> np.ndarray:
+    """Rows of ``source`` as a new float32 C-contiguous array, centred by ``shift``."""
+    block = source[rows]
+    if isinstance(rows, slice) or type(block) is not np.ndarray or not block.flags.c_contiguous:
+        block = np.array(block, dtype=np.float32, order="C", copy=True)
+    block -= shift
+    return block
+
+
+def _sum_in_order(parts) -> Any:
+    """Sum in the given order starting from float64 zeros (one fixed association)."""
+    total = None
+    for part in parts:
+        if total is None:
+            total = np.zeros(np.shape(part), dtype=np.float64)
+        total += part
+    return total
+
+
+def _group_row_stats(wcs: list[np.ndarray]) -> tuple[int, np.ndarray, np.ndarray]:
+    stats = [row_stats(wc) for wc in wcs]
+    return (sum(n for n, _, _ in stats), _sum_in_order(t for _, t, _ in stats),
+            _sum_in_order(g for _, _, g in stats))
+
+
+class _LocalBackend:
+    """Working copies in this process; threads over blocks when ``n_jobs > 1``."""
+
+    def __init__(self, X, shift, blocks: _Blocks, n_jobs: int) -> None:
+        self._groups = blocks.groups
+        self._pool = ThreadPoolExecutor(n_jobs) if n_jobs > 1 else None
+        # All working copies live in one buffer (block b at rows offsets[b]:offsets[b + 1]) and
+        # are compacted in place, so the run allocates the copy of the features once.
+        offsets = np.cumsum([0, *(len(r) for r in blocks.rows)])
+        self._buffer = np.empty((offsets[-1], X.shape[1]), dtype=np.float32)
+
+        def build(b):
+            wc = self._buffer[offsets[b] : offsets[b + 1]]
+            np.subtract(np.asarray(X[blocks.rows[b]]), shift, out=wc)
+            _release_pages(X, blocks.starts[b], blocks.stops[b])
+            return wc
+
+        self._wc = self._map(build, range(len(blocks)))
+
+    def features(self, positions: list[np.ndarray]) -> np.ndarray:
+        """Centred features of the given working-copy positions, block after block."""
+        return np.concatenate([wc[p] for wc, p in zip(self._wc, positions, strict=True)])
+
+    def _map(self, fn, items):
+        if self._pool is None:
+            return [fn(i) for i in items]
+        return list(self._pool.map(fn, items))
+
+    def group_row_stats(self):
+        out = []
+        for g in self._groups:  # one group at a time bounds the per-block Gram matrices held
+            parts = self._map(lambda b: row_stats(self._wc[b]), g)
+            out.append((sum(p[0] for p in parts), _sum_in_order(p[1] for p in parts),
+                        _sum_in_order(p[2] for p in parts)))
+        return out
+
+    def group_class_sums(self, bounds, train_w):
+        out = []
+        for g in self._groups:
+            parts = self._map(
+                lambda b: partition_class_sums(self._wc[b], bounds[b], train_w[b]), g
+            )
+            out.append(_sum_in_order(parts))
+        return out
+
+    def count_correct(self, bounds, train_w, model):
+        return self._map(
+            lambda b: count_correct(self._wc[b], bounds[b], ~train_w[b], model),
+            range(len(self._wc)),
+        )
+
+    def compact(self, keeps: dict[int, np.ndarray]) -> None:
+        for b, keep in keeps.items():
+            wc = self._wc[b]
+            wc[: len(keep)] = wc[keep]  # the gather makes a copy first, so this is safe
+            self._wc[b] = wc[: len(keep)]
+
+    def close(self) -> None:
+        self._wc = []
+        self._buffer = None
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+# Dask task functions: one task handles the list of working copies of one block group.
+def _dask_build(raw, local_rows, shift):
+    return [_gather(raw, rows, shift) for rows in local_rows]
+
+
+def _dask_compact(wcs, keeps):
+    return [wc[keeps[i]] if i in keeps else wc for i, wc in enumerate(wcs)]
+
+
+def _unpack(packed, n_rows):
+    return np.unpackbits(packed, axis=1, count=n_rows).astype(bool)
+
+
+def _dask_class_sums(wcs, bounds, packed):
+    return _sum_in_order(
+        partition_class_sums(wc, b, _unpack(p, wc.shape[0]))
+        for wc, b, p in zip(wcs, bounds, packed, strict=True)
+    )
+
+
+def _dask_count_correct(wcs, bounds, packed, model):
+    return [
+        count_correct(wc, b, ~_unpack(p, wc.shape[0]), model)
+        for wc, b, p in zip(wcs, bounds, packed, strict=True)
+    ]
+
+
+class _DaskBackend:
+    """Working copies held by the workers of a dask.distributed cluster.
+
+    Each block group's raw rows are scattered once, to one worker (round robin), which builds
+    the centred working copies and keeps them for the whole run; no feature crosses the
+    network after that. Per round, each group task receives its blocks' class bounds and
+    packed train masks (``m * rows / 8`` bytes in all) and the stacked model (``d * m *
+    (C - 1)`` floats, broadcast once per round), and returns the group's per-partition class
+    sums (``m * C * d`` float64) and per-row correct counts (int32).
+    """
+
+    def __init__(self, X, shift, blocks: _Blocks, scheduler, n_jobs: int) -> None:
+        self._client, self._owned = _connect(scheduler, n_jobs)
+        self._groups = blocks.groups
+        self._X, self._shift, self._rows = X, shift, blocks.rows
+        self._wc: list = []
+        try:
+            self._scatter(X, shift, blocks)
+        except BaseException:
+            self.close()
+            raise
+
+    def _scatter(self, X, shift, blocks: _Blocks) -> None:
+        from distributed import wait
+
+        client = self._client
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the Dask cluster has no workers")
+        for i, g in enumerate(self._groups):
+            start, stop = blocks.starts[g[0]], blocks.stops[g[-1]]
+            worker = [workers[i % len(workers)]]
+            raw = client.scatter(np.ascontiguousarray(X[start:stop]), workers=worker)
+            _release_pages(X, start, stop)
+            local_rows = [blocks.rows[b] - start for b in g]
+            self._wc.append(client.submit(_dask_build, raw, local_rows, shift, workers=worker,
+                                          pure=False))
+            del raw
+        wait(self._wc)
+
+    def features(self, positions: list[np.ndarray]) -> np.ndarray:
+        """Centred features of the given working-copy positions, read from X on the driver."""
+        rows = np.concatenate([r[p] for r, p in zip(self._rows, positions, strict=True)])
+        return _gather(self._X, rows, self._shift)
+
+    def _per_group(self, fn, bounds, train_w, *extra):
+        futures = [
+            self._client.submit(
+                fn, self._wc[i], [bounds[b] for b in g],
+                [np.packbits(train_w[b], axis=1) for b in g], *extra, pure=False,
+            )
+            for i, g in enumerate(self._groups)
+        ]
+        return self._client.gather(futures)
+
+    def group_row_stats(self):
+        return self._client.gather([self._client.submit(_group_row_stats, f) for f in self._wc])
+
+    def group_class_sums(self, bounds, train_w):
+        return self._per_group(_dask_class_sums, bounds, train_w)
+
+    def count_correct(self, bounds, train_w, model):
+        [model_f] = self._client.scatter([model], broadcast=True)
+        per_group = self._per_group(_dask_count_correct, bounds, train_w, model_f)
+        return [counts for group in per_group for counts in group]
+
+    def compact(self, keeps: dict[int, np.ndarray]) -> None:
+        for i, g in enumerate(self._groups):
+            local = {b - g[0]: keeps[b] for b in g if b in keeps}
+            if local:
+                self._wc[i] = self._client.submit(_dask_compact, self._wc[i], local, pure=False)
+
+    def close(self) -> None:
+        try:
+            if self._wc:
+                self._client.cancel(self._wc)
+        finally:
+            self._wc = []
+            for obj in reversed(self._owned):
+                obj.close()
+
+
+def _connect(scheduler: Any, n_jobs: int):
+    """A dask.distributed Client for ``scheduler`` and the objects this run must close."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - dask is a runtime requirement
+        raise ImportError(
+            "backend='dask' needs dask.distributed: pip install 'dask[distributed]'"
+        ) from exc
+    if scheduler is not None and not isinstance(scheduler, str):
+        return scheduler, []
+    if scheduler is None:
+        try:
+            from distributed import default_client
+
+            return default_client(), []
+        except ValueError:
+            scheduler = f"local:{max(1, n_jobs)}"
+    if scheduler.startswith("local:"):
+        cluster = LocalCluster(
+            n_workers=int(scheduler[len("local:") :]),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",  # HTTP routes on a free loopback port
+        )
+        try:
+            client = Client(cluster)
+        except BaseException:
+            cluster.close()
+            raise
+        return client, [cluster, client]
+    client = Client(scheduler)
+    return client, [client]
+
+
+@contextlib.contextmanager
+def _single_threaded_blas():
+    """Limit BLAS to one thread while AFLite runs (parallelism comes from ``n_jobs``).
+
+    Many small BLAS calls with several BLAS threads spin-wait badly when the cores are shared
+    (a 256 x 256 Cholesky took 0.2 s instead of 2 ms on a busy 2-core machine); AFLite's own
+    threads over row blocks give the same speed-up on an idle machine, deterministically.
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
+def _make_backend(name: str, scheduler: Any, X, shift, blocks: _Blocks, n_jobs: int):
+    if name == "dask":
+        return _DaskBackend(X, shift, blocks, scheduler, n_jobs)
+    return _LocalBackend(X, shift, blocks, n_jobs)

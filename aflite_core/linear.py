@@ -1,0 +1,423 @@
+"""Many linear classifiers trained at once: the inner loop of AFLite.
+
+An AFLite round trains one linear classifier per random partition of the current set S and
+scores the held-out rows. Training ``m`` models independently costs ``m`` passes over the
+training rows plus ``m`` d x d covariance estimates (``m * t * d**2`` flops); this module trains
+all of them with work that is shared between the partitions:
+
+* a **label-free** scatter matrix (count, column sums, Gram matrix) of the current set S,
+  maintained across rounds by subtracting the rows that AFLite removes (``k * d**2`` per round
+  instead of ``|S| * d**2``) and factorised once per round;
+* the per-partition **class sums over the training rows**, for all partitions in one matrix
+  product per class: ``(m x n_c) @ (n_c x d)``;
+* one **prediction pass** ``X_S @ W`` with the margins of all partitions stacked as columns.
+
+The classifier is linear discriminant analysis (LDA): class means from the partition's training
+rows only, a covariance shared by the partitions of the round. The covariance is the total
+(label-free) covariance of S with the partition's between-class scatter removed by a rank
+``C - 1`` Woodbury update, so it estimates the within-class covariance without ever reading a
+held-out label. Held-out *features* enter only through that unsupervised covariance estimate,
+never through a class mean, so a held-out row's label cannot leak into the model that scores it.
+
+The functions working on a block of rows (:func:`row_stats`, :func:`partition_class_sums`,
+:func:`count_correct`) are pure functions of their inputs, so the local and the Dask backend of
+:class:`aflite_core.aflite.AFLite` call the very same code and get bit-identical results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg
+
+__all__ = [
+    "PartitionLDA",
+    "ScatterStats",
+    "count_correct",
+    "fit_lda_partitions",
+    "fit_partition_lda",
+    "partition_class_sums",
+    "row_stats",
+]
+
+#: Up to this many classes the within-class correction (a C x C system per partition) is used;
+#: above it the shared total covariance of S is used as is.
+MAX_CLASSES_WITHIN_CORRECTION = 64
+#: Up to this many classes predictions use the C - 1 margins against class 0 (fewer columns in
+#: the prediction pass); above it full logits are computed in row chunks and arg-maxed.
+MAX_CLASSES_MARGINS = 16
+_LOGIT_CHUNK_ELEMENTS = 1 << 22
+_PREDICT_CHUNK_ROWS = 2048
+
+
+@dataclass
+class ScatterStats:
+    """Label-free sufficient statistics of a set of rows: count, column sums and Gram matrix.
+
+    All accumulated in float64. ``add`` and ``subtract`` combine the statistics of disjoint row
+    sets, which is how AFLite keeps the statistics of the shrinking set S up to date.
+    """
+
+    n: int
+    total: np.ndarray
+    gram: np.ndarray
+
+    @classmethod
+    def zeros(cls, n_features: int) -> ScatterStats:
+        """Statistics of the empty set in ``n_features`` dimensions."""
+        return cls(0, np.zeros(n_features), np.zeros((n_features, n_features)))
+
+    def add(self, n: int, total: np.ndarray, gram: np.ndarray) -> None:
+        """Add the statistics of ``n`` more rows (in place)."""
+        self.n += int(n)
+        self.total += total
+        self.gram += gram
+
+    def subtract(self, n: int, total: np.ndarray, gram: np.ndarray) -> None:
+        """Remove the statistics of ``n`` rows that belong to the set (in place)."""
+        self.n -= int(n)
+        self.total -= total
+        self.gram -= gram
+
+    def covariance(self) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and (biased) covariance of the rows, float64."""
+        if self.n < 1:
+            raise ValueError("covariance of an empty set is undefined")
+        mean = self.total / self.n
+        cov = self.gram / self.n
+        cov -= np.outer(mean, mean)
+        return mean, cov
+
+
+def row_stats(Xb: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """Count, column sums and Gram matrix of the rows of a block.
+
+    Parameters
+    ----------
+    Xb : ndarray of shape (n_rows, n_features), float32
+        Rows of the (already centred) feature matrix.
+
+    Returns
+    -------
+    n : int
+    total : ndarray of shape (n_features,), float64
+    gram : ndarray of shape (n_features, n_features), float32
+        The float32 product ``Xb.T @ Xb``; accumulate several in float64
+        (:meth:`ScatterStats.add` does).
+    """
+    d = Xb.shape[1]
+    if Xb.shape[0] == 0:
+        return 0, np.zeros(d), np.zeros((d, d), dtype=np.float32)
+    return Xb.shape[0], Xb.sum(axis=0, dtype=np.float64), Xb.T @ Xb
+
+
+def partition_class_sums(
+    Xb: np.ndarray, class_bounds: np.ndarray, train: np.ndarray
+) -> np.ndarray:
+    """Per-partition, per-class sums of the training rows of a block.
+
+    Parameters
+    ----------
+    Xb : ndarray of shape (n_rows, n_features), float32
+        Rows of the block, ordered by class: rows ``class_bounds[c]:class_bounds[c + 1]`` have
+        class ``c``.
+    class_bounds : ndarray of shape (n_classes + 1,), int
+        Offsets of each class's segment in ``Xb``.
+    train : ndarray of shape (n_partitions, n_rows), bool
+        ``train[j, i]`` is True when row ``i`` is a training row of partition ``j``.
+
+    Returns
+    -------
+    ndarray of shape (n_partitions, n_classes, n_features), float32
+    """
+    m = train.shape[0]
+    n_classes = len(class_bounds) - 1
+    out = np.zeros((m, n_classes, Xb.shape[1]), dtype=np.float32)
+    for c in range(n_classes):
+        lo, hi = int(class_bounds[c]), int(class_bounds[c + 1])
+        if hi > lo:
+            out[:, c, :] = train[:, lo:hi].astype(np.float32) @ Xb[lo:hi]
+    return out
+
+
+@dataclass
+class PartitionLDA:
+    """``n_partitions`` linear discriminants over ``n_classes`` classes, stacked.
+
+    Scores are ``(x - shift) @ coef[j, c] + intercept[j, c]``; the predicted class of partition
+    ``j`` is the arg-max over ``c``. A class absent from a partition's training rows gets a copy
+    of a present class's scores minus one, so it is never predicted.
+
+    Attributes
+    ----------
+    coef : ndarray of shape (n_partitions, n_classes, n_features), float32
+    intercept : ndarray of shape (n_partitions, n_classes), float32
+    shift : ndarray of shape (n_features,), float32
+        The centring subtracted from raw features before scoring (see :meth:`predict`).
+    """
+
+    coef: np.ndarray
+    intercept: np.ndarray
+    shift: np.ndarray
+    _margins: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def n_partitions(self) -> int:
+        return self.coef.shape[0]
+
+    @property
+    def n_classes(self) -> int:
+        return self.coef.shape[1]
+
+    def margins(self) -> tuple[np.ndarray, np.ndarray]:
+        """Score differences against class 0, stacked for one prediction GEMM.
+
+        Returns
+        -------
+        coef : ndarray of shape (n_features, (n_classes - 1) * n_partitions), float32
+            Column ``(c - 1) * n_partitions + j`` holds ``coef[j, c] - coef[j, 0]``.
+        intercept : ndarray of shape ((n_classes - 1) * n_partitions,), float32
+        """
+        if self._margins is None:
+            m, c, d = self.coef.shape
+            dc = (self.coef[:, 1:, :] - self.coef[:, :1, :]).transpose(1, 0, 2)
+            di = (self.intercept[:, 1:] - self.intercept[:, :1]).T
+            self._margins = (
+                np.ascontiguousarray(dc.reshape((c - 1) * m, d).T),
+                np.ascontiguousarray(di.reshape(-1)),
+            )
+        return self._margins
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        """Scores of every partition's model, shape (n_rows, n_partitions, n_classes)."""
+        Xc = np.asarray(X, dtype=np.float32) - self.shift
+        m, c, d = self.coef.shape
+        scores = Xc @ self.coef.reshape(m * c, d).T + self.intercept.reshape(-1)
+        return scores.reshape(len(Xc), m, c)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Predicted class codes of every partition's model, shape (n_rows, n_partitions)."""
+        return self.decision_function(X).argmax(axis=2)
+
+
+def _factor_psd(cov: np.ndarray, reg: float) -> tuple:
+    """Cholesky factor of ``cov + lam * I`` with ``lam = reg * mean variance`` (grown if needed)."""
+    d = cov.shape[0]
+    scale = float(np.trace(cov)) / d
+    if not np.isfinite(scale) or scale <= 0:
+        scale = 1.0
+    lam = max(reg, 1e-12) * scale
+    for _ in range(8):
+        a = cov.copy()
+        a.flat[:: d + 1] += lam
+        try:
+            return linalg.cho_factor(a, lower=True, overwrite_a=True, check_finite=False)
+        except linalg.LinAlgError:
+            lam *= 100.0
+    raise np.linalg.LinAlgError("covariance of the current set could not be factorised")
+
+
+def fit_partition_lda(
+    stats: ScatterStats,
+    sums: np.ndarray,
+    counts: np.ndarray,
+    *,
+    shift: np.ndarray | None = None,
+    reg: float = 1e-3,
+    within_class: bool = True,
+) -> PartitionLDA:
+    """Fit one LDA per partition from shared scatter statistics and per-partition class sums.
+
+    Parameters
+    ----------
+    stats : ScatterStats
+        Label-free statistics of the current set S (centred features).
+    sums : ndarray of shape (n_partitions, n_classes, n_features)
+        Sum of the training rows of each class in each partition (centred features).
+    counts : ndarray of shape (n_partitions, n_classes), int
+        Number of training rows of each class in each partition.
+    shift : ndarray of shape (n_features,), optional
+        The centring already subtracted from the features (kept on the model for
+        :meth:`PartitionLDA.predict`); zeros when omitted.
+    reg : float, default=1e-3
+        Ridge added to the covariance, relative to the mean feature variance.
+    within_class : bool, default=True
+        Remove each partition's between-class scatter from the shared covariance (Woodbury,
+        rank ``C - 1``). Skipped above ``MAX_CLASSES_WITHIN_CORRECTION`` classes.
+
+    Returns
+    -------
+    PartitionLDA
+    """
+    sums = np.asarray(sums, dtype=np.float64)
+    counts = np.asarray(counts, dtype=np.float64)
+    m, n_classes, d = sums.shape
+    _, cov = stats.covariance()
+    factor = _factor_psd(cov, reg)
+
+    present = counts > 0
+    n_train = counts.sum(axis=1, keepdims=True)
+    if np.any(n_train == 0):
+        raise ValueError("every partition needs at least one training row")
+    mu = sums / np.where(present, counts, 1.0)[:, :, None]
+    pi = counts / n_train
+    # V = A^-1 mu for every partition and class: one triangular solve with m * C right sides.
+    V = linalg.cho_solve(factor, mu.reshape(m * n_classes, d).T, check_finite=False)
+    V = V.T.reshape(m, n_classes, d)
+    W = V
+    if within_class and 1 < n_classes <= MAX_CLASSES_WITHIN_CORRECTION:
+        W = _within_class_correction(mu, V, pi)
+
+    log_pi = np.log(np.where(present, pi, 1.0))
+    intercept = -0.5 * (W * mu).sum(axis=2) + log_pi
+    coef = W
+    if not present.all():
+        coef = W.copy()
+        for j in np.flatnonzero(~present.all(axis=1)):
+            ref = int(np.flatnonzero(present[j])[0])
+            coef[j, ~present[j]] = W[j, ref]
+            intercept[j, ~present[j]] = intercept[j, ref] - 1.0
+    if shift is None:
+        shift = np.zeros(d, dtype=np.float32)
+    return PartitionLDA(
+        coef=np.ascontiguousarray(coef, dtype=np.float32),
+        intercept=np.ascontiguousarray(intercept, dtype=np.float32),
+        shift=np.asarray(shift, dtype=np.float32),
+    )
+
+
+def _within_class_correction(mu: np.ndarray, V: np.ndarray, pi: np.ndarray) -> np.ndarray:
+    """``(A - B_j)^-1 mu_j`` from ``V = A^-1 mu`` with ``B_j`` the between-class scatter.
+
+    ``B_j = U U^T`` with ``U = (mu_j - mean_j) * sqrt(pi_j)`` (rank C - 1); Woodbury gives
+    ``(A - U U^T)^-1 = A^-1 + A^-1 U K^-1 U^T A^-1`` with ``K = I - U^T A^-1 U`` (C x C).
+    ``K``'s eigenvalues are floored so the correction stays bounded when the shared covariance
+    barely exceeds the between-class scatter.
+    """
+    n_classes = mu.shape[1]
+    pi_row = pi[:, None, :]
+    mean = pi_row @ mu  # (m, 1, d)
+    amean = pi_row @ V  # A^-1 mean_j
+    sq = np.sqrt(pi)[:, :, None]
+    U = (mu - mean) * sq
+    AU = (V - amean) * sq
+    K = np.eye(n_classes)[None] - U @ AU.transpose(0, 2, 1)
+    K = (K + K.transpose(0, 2, 1)) / 2.0
+    evals, evecs = np.linalg.eigh(K)
+    evals = np.maximum(evals, 1e-3)
+    k_inv = (evecs / evals[:, None, :]) @ evecs.transpose(0, 2, 1)
+    utv = U @ V.transpose(0, 2, 1)  # U^T A^-1 mu, (m, C_u, C_mu)
+    return V + (k_inv @ utv).transpose(0, 2, 1) @ AU
+
+
+def count_correct(
+    Xb: np.ndarray, class_bounds: np.ndarray, heldout: np.ndarray, model: PartitionLDA
+) -> np.ndarray:
+    """For each row of a block, the number of partitions that hold it out and predict it right.
+
+    A prediction is right when the row's class scores strictly higher than every other class
+    (exact ties, which have probability zero for continuous features, count as wrong).
+
+    Parameters
+    ----------
+    Xb : ndarray of shape (n_rows, n_features), float32
+        Centred rows ordered by class (see :func:`partition_class_sums`).
+    class_bounds : ndarray of shape (n_classes + 1,), int
+    heldout : ndarray of shape (n_partitions, n_rows), bool
+    model : PartitionLDA
+
+    Returns
+    -------
+    ndarray of shape (n_rows,), int32
+    """
+    n_rows = Xb.shape[0]
+    m, n_classes = model.n_partitions, model.n_classes
+    if n_rows == 0:
+        return np.zeros(0, dtype=np.int32)
+    correct = np.zeros((m, n_rows), dtype=bool)
+    if n_classes <= MAX_CLASSES_MARGINS:
+        mcoef, mint = model.margins()
+        # (C - 1, m, rows) layout, so every comparison below runs over long contiguous rows;
+        # the product is taken in cache-sized row chunks and transposed chunk by chunk.
+        margins = np.empty((mcoef.shape[1], n_rows), dtype=np.float32)
+        for lo in range(0, n_rows, _PREDICT_CHUNK_ROWS):
+            hi = min(n_rows, lo + _PREDICT_CHUNK_ROWS)
+            part = Xb[lo:hi] @ mcoef
+            part += mint
+            margins[:, lo:hi] = part.T
+        margins = margins.reshape(n_classes - 1, m, n_rows)
+        for c in range(n_classes):
+            lo, hi = int(class_bounds[c]), int(class_bounds[c + 1])
+            if hi == lo:
+                continue
+            seg = margins[:, :, lo:hi]
+            if c == 0:
+                top = seg[0].copy()
+                for other in range(1, n_classes - 1):
+                    np.maximum(top, seg[other], out=top)
+                np.less(top, 0, out=correct[:, lo:hi])
+                continue
+            own = seg[c - 1]
+            ok = own > 0
+            for other in range(n_classes - 1):
+                if other != c - 1:
+                    ok &= own > seg[other]
+            correct[:, lo:hi] = ok
+    else:
+        codes = np.repeat(np.arange(n_classes), np.diff(class_bounds))
+        flat_coef = model.coef.reshape(m * n_classes, -1).T
+        flat_int = model.intercept.reshape(-1)
+        step = max(1, _LOGIT_CHUNK_ELEMENTS // (m * n_classes))
+        for lo in range(0, n_rows, step):
+            hi = min(n_rows, lo + step)
+            scores = (Xb[lo:hi] @ flat_coef + flat_int).reshape(hi - lo, m, n_classes)
+            correct[:, lo:hi] = (scores.argmax(axis=2) == codes[lo:hi, None]).T
+    correct &= heldout
+    return correct.sum(axis=0, dtype=np.int32)
+
+
+def fit_lda_partitions(
+    X: np.ndarray,
+    codes: np.ndarray,
+    train: np.ndarray,
+    n_classes: int | None = None,
+    *,
+    reg: float = 1e-3,
+    within_class: bool = True,
+) -> PartitionLDA:
+    """Fit one LDA per partition on a whole in-memory matrix (a convenience over the kernels).
+
+    The covariance is the label-free covariance of all rows of ``X`` (the set S), the class
+    means come from each partition's training rows only.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+    codes : ndarray of shape (n_rows,), int
+        Class codes in ``0 .. n_classes - 1``.
+    train : ndarray of shape (n_partitions, n_rows), bool
+    n_classes : int, optional
+        Defaults to ``codes.max() + 1``.
+    reg, within_class
+        See :func:`fit_partition_lda`.
+
+    Returns
+    -------
+    PartitionLDA
+    """
+    X = np.asarray(X, dtype=np.float32)
+    codes = np.asarray(codes)
+    train = np.asarray(train, dtype=bool)
+    if n_classes is None:
+        n_classes = int(codes.max()) + 1
+    shift = X.mean(axis=0, dtype=np.float64).astype(np.float32)
+    order = np.argsort(codes, kind="stable")
+    Xs = X[order] - shift
+    bounds = np.searchsorted(codes[order], np.arange(n_classes + 1))
+    tr = train[:, order]
+    stats = ScatterStats.zeros(X.shape[1])
+    stats.add(*row_stats(Xs))
+    sums = partition_class_sums(Xs, bounds, tr)
+    counts = np.stack([tr[:, bounds[c] : bounds[c + 1]].sum(axis=1) for c in range(n_classes)], 1)
+    return fit_partition_lda(stats, sums, counts, shift=shift, reg=reg, within_class=within_class)

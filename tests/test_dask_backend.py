@@ -1,0 +1,87 @@
+"""AFLite on a Dask cluster gives the same result as the local backend."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import aflite_core.aflite as aflite_module
+from aflite_core.aflite import AFLite
+from aflite_core.synthetic import make_planted
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two in-process workers talking TCP on the loopback interface."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client:
+        yield cluster, client
+
+
+@pytest.fixture
+def two_groups(monkeypatch):
+    """6000 rows in blocks of 4096 rows; one block per group, so one Dask task per block."""
+    monkeypatch.setattr(aflite_module, "_GROUP_BLOCKS", 1)
+    return make_planted(6000, 24, random_state=4)
+
+
+def _params(**extra):
+    return {"target_size": 0.5, "n_partitions": 16, "random_state": 7, **extra}
+
+
+def _assert_same(a: AFLite, b: AFLite) -> None:
+    np.testing.assert_array_equal(a.keep_mask_, b.keep_mask_)
+    np.testing.assert_array_equal(a.removal_round_, b.removal_round_)
+    np.testing.assert_array_equal(a.predictability_, b.predictability_)
+    assert a.history_["removed"].tolist() == b.history_["removed"].tolist()
+    assert a.stop_reason_ == b.stop_reason_
+
+
+def test_dask_client_gives_the_local_mask(cluster, two_groups):
+    X, y, biased = two_groups
+    _, client = cluster
+    local = AFLite(**_params()).fit(X, y)
+    dask = AFLite(**_params(backend="dask", scheduler=client)).fit(X, y)
+    _assert_same(local, dask)
+    assert local.n_rounds_ > 3  # several rounds, with compactions of the working copies
+    assert 1 - dask.keep_mask_[biased].mean() > 0.8
+    # both workers got a block group and nothing is left behind on the cluster
+    assert len(client.scheduler_info()["workers"]) == 2
+    deadline = time.monotonic() + 10
+    while client.who_has() and time.monotonic() < deadline:  # releases are asynchronous
+        time.sleep(0.05)
+    assert not client.who_has()
+
+
+def test_dask_scheduler_address_and_slice_sampling(cluster, two_groups):
+    X, y, _ = two_groups
+    cluster_obj, _ = cluster
+    params = _params(strategy="slice_sampling", train_size=2000)
+    local = AFLite(**params).fit(X, y)
+    dask = AFLite(**params, backend="dask", scheduler=cluster_obj.scheduler_address).fit(X, y)
+    _assert_same(local, dask)
+
+
+def test_local_process_cluster_from_scheduler_string():
+    X, y, _ = make_planted(3000, 16, random_state=1)
+    local = AFLite(**_params()).fit(X, y)
+    dask = AFLite(**_params(backend="dask", scheduler="local:2")).fit(X, y)
+    _assert_same(local, dask)
+
+
+def test_importing_aflite_core_does_not_import_dask():
+    code = ("import sys, aflite_core.aflite; "
+            "print('distributed' in sys.modules, 'dask' in sys.modules)")
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=root)
+    assert out.stdout.split() == ["False", "False"]
