@@ -96,6 +96,13 @@ class AuditConfig:
         ``inoculation.inoculate`` (``knn`` and ``cues`` take none).
     report : bool, default True
         Write ``report.html`` into the run folder.
+    backend : {"local", "dask"}, default "local"
+        Where AFLite's partitions run; ``"dask"`` fans each round out over a Dask cluster
+        (see ``docs/scaling.md``). Results are identical for the same ``random_state``.
+    scheduler : str or None
+        With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
+        ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
+        of :class:`~aflite_core.aflite.AFLite`).
     """
 
     representation: str = "tfidf_svd"
@@ -110,6 +117,8 @@ class AuditConfig:
     measures: tuple[str, ...] = DEFAULT_MEASURES
     measure_params: dict = field(default_factory=dict)
     report: bool = True
+    backend: str = "local"
+    scheduler: str | None = None
 
     def validate(self) -> AuditConfig:
         """Check the values that can be checked without data; return ``self``.
@@ -150,6 +159,13 @@ class AuditConfig:
             raise ValueError(f"tau: expected a number in [0, 1], got {self.tau!r}")
         if self.strategy not in STRATEGIES:
             raise ValueError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
+        if self.backend not in ("local", "dask"):
+            raise ValueError(f"backend: expected 'local' or 'dask', got {self.backend!r}")
+        if self.scheduler is not None and self.backend != "dask":
+            raise ValueError(
+                f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "
+                f"with backend={self.backend!r}"
+            )
         if isinstance(self.random_state, bool) or not isinstance(
             self.random_state, (int, np.integer)
         ):
@@ -662,6 +678,8 @@ def _fit_aflite(X, y, config: AuditConfig, target: int, n_filt: int, progress: _
         "strategy": config.strategy,
         "random_state": config.random_state,
         "callback": on_round,
+        "backend": config.backend,
+        "scheduler": config.scheduler,
     }
     if config.slice_size is not None:
         kwargs["slice_size"] = config.slice_size

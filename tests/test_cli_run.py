@@ -191,3 +191,27 @@ def test_terminated_run_leaves_nothing(snli_sample, tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM
     assert "terminated" in err and "Traceback" not in err
     assert not root.exists()
+
+
+def test_dask_scheduler_gives_the_same_scores(snli_sample, tmp_path, cli_run):
+    """``--scheduler local:2`` fans rounds out on a local Dask cluster: same scores as local."""
+    out = tmp_path / "dask-run"
+    code = main(["run", str(snli_sample), "--out", str(out), "--partitions", "8",
+                 "--n-components", "32", "--target-size", "0.6", "--seed", "1",
+                 "--measures", "knn", "--no-report", "-q", "--scheduler", "local:2"])
+    assert code == 0
+    local = pd.read_parquet(cli_run[0] / "scores.parquet")
+    dask = pd.read_parquet(out / "scores.parquet")
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["parameters"]["backend"] == "dask"
+    assert (dask["status"] == local["status"]).all()
+    pd.testing.assert_series_equal(dask["predictability"], local["predictability"])
+
+
+def test_scheduler_address_must_be_valid(snli_sample, tmp_path, capsys):
+    code = main(["run", str(snli_sample), "--out", str(tmp_path / "r"), "-q",
+                 "--scheduler", "nonsense"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "scheduler" in err and "nonsense" in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()

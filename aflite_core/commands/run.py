@@ -189,6 +189,10 @@ def register(subparsers: Any) -> None:
                    help="comma-separated optional measures, or none "
                         f"(default {','.join(DEFAULT_MEASURES)})")
     a.add_argument("--no-report", action="store_true", help="do not write report.html")
+    a.add_argument("--scheduler", metavar="ADDR", default=None,
+                   help="run AFLite's partitions on Dask: tcp://HOST:PORT of an existing "
+                        "scheduler, or local:N for a local cluster of N workers "
+                        "(see docs/scaling.md)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
 
@@ -297,6 +301,8 @@ def _run(args: argparse.Namespace) -> int:
         random_state=args.seed,
         measures=tuple(args.measures),
         report=not args.no_report,
+        backend="dask" if args.scheduler else "local",
+        scheduler=args.scheduler,
     ).validate()
     if Path(args.data).is_dir():
         raise IsADirectoryError(f"DATA: {args.data} is a folder; expected a dataset file")
