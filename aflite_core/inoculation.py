@@ -1,0 +1,485 @@
+"""Inoculation by fine-tuning (Liu, Schwartz & Smith, NAACL 2019).
+
+A model trained on the original training data is shown n examples of a challenge set, for
+n in {0, 5, 10, 50, 100, 500, 1000} (nested, inclusive subsamples: the 10 examples contain the
+5), and evaluated after each on held-out original and held-out challenge data. The two curves
+tell why the challenge set is hard:
+
+1. *dataset weakness*: the gap closes after a few examples with little loss on the original
+   data (the original training data just lacked such examples);
+2. *model weakness*: the gap stays (the model cannot learn the challenge);
+3. *distribution difference*: the gap closes but accuracy on the original data drops.
+
+Built-in models: ``"tfidf_lr"`` (TF-IDF of the input texts into a multinomial logistic
+regression) and ``"linear_phi"`` (standardised Φ into a multinomial logistic regression).
+Adding the n examples is done in one of two documented ways (``mode``):
+
+``"finetune"`` (default)
+    Continue training from the original weights W0 on the n examples only, minimising their
+    mean cross-entropy plus ``anchor / 2 * ||W - W0||^2`` (L-BFGS to convergence). The pull
+    towards W0 plays the part of the few epochs and small learning rate of neural fine-tuning,
+    deterministically; a smaller ``anchor`` lets the model move further (and forget more).
+``"retrain"``
+    Fit the model from scratch on the original training rows plus the n examples, each
+    challenge example weighted ``challenge_weight``.
+
+Features are fitted on the original training rows only (TF-IDF vocabulary, scaler), so the
+challenge examples change the weights, never the feature space. See ``docs/measures.md`` for the
+outcome rule and its thresholds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+
+#: Challenge-set sizes of Liu et al. (2019).
+SIZES: tuple[int, ...] = (0, 5, 10, 50, 100, 500, 1000)
+MODELS = ("tfidf_lr", "linear_phi")
+MODES = ("finetune", "retrain")
+
+OUTCOME_LABELS = {
+    0: "no initial gap",
+    1: "dataset weakness",
+    2: "model weakness",
+    3: "distribution difference",
+}
+
+ProgressCallback = Callable[[dict], object]
+_WORD = re.compile(r"\w+")
+
+
+@dataclass(frozen=True)
+class OutcomeThresholds:
+    """Thresholds of the outcome rule (accuracies as fractions, gaps relative to the n=0 gap).
+
+    With ``gap0 = acc_original(0) - acc_challenge(0)``, the gap has *closed* at n when
+    ``acc_original(n) - acc_challenge(n) <= closed_fraction * gap0`` and the challenge accuracy
+    rose by at least ``min_challenge_gain * gap0``. Outcome 0 if ``gap0 < min_gap``; else
+    outcome 1 if it closes at some n while ``acc_original(0) - acc_original(n) <=
+    max_original_drop``; else 3 if it closes only with a larger drop; else 2.
+    """
+
+    min_gap: float = 0.03
+    closed_fraction: float = 0.25
+    min_challenge_gain: float = 0.5
+    max_original_drop: float = 0.02
+
+    def __post_init__(self) -> None:
+        for name in ("min_gap", "closed_fraction", "min_challenge_gain", "max_original_drop"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+                raise ValueError(f"{name} must be a number in [0, 1]; got {value!r}")
+
+
+@dataclass
+class InoculationResult:
+    """Output of :func:`inoculate`.
+
+    Attributes
+    ----------
+    curves : DataFrame
+        One row per size and repeat: ``n``, ``repeat``, ``accuracy_original``,
+        ``accuracy_challenge``.
+    summary : DataFrame
+        One row per size: ``n``, ``original_mean``, ``original_std``, ``challenge_mean``,
+        ``challenge_std``, ``gap`` (original minus challenge, means).
+    outcome : int
+        0 (no initial gap), 1 (dataset weakness), 2 (model weakness) or 3 (distribution
+        difference).
+    outcome_label : str
+    explanation : str
+        One sentence with the numbers behind the outcome.
+    closed_at : int or None
+        Smallest n at which the gap closed (see :class:`OutcomeThresholds`).
+    params : dict
+    """
+
+    curves: pd.DataFrame
+    summary: pd.DataFrame
+    outcome: int
+    outcome_label: str
+    explanation: str
+    closed_at: int | None
+    params: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """JSON-friendly form (what ``inoculation.json`` holds)."""
+        return {"outcome": self.outcome, "outcome_label": self.outcome_label,
+                "explanation": self.explanation, "closed_at": self.closed_at,
+                "params": self.params,
+                "summary": self.summary.to_dict(orient="records"),
+                "curves": self.curves.to_dict(orient="records")}
+
+
+# --------------------------------------------------------------------------------------------
+# inputs
+
+
+def pair_texts(premises: Sequence[str] | None, hypotheses: Sequence[str]) -> list[str]:
+    """One text per pair for the bag-of-words model, keeping which side each word is from.
+
+    Words are lower-cased and prefixed ``p_`` (premise) or ``h_`` (hypothesis), so that
+    ``"A dog runs" / "An animal moves"`` becomes ``"p_a p_dog p_runs h_an h_animal h_moves"``.
+    Without premises the hypothesis words alone are used (prefixed ``h_``).
+    """
+    def words(text, prefix: str) -> str:
+        return " ".join(prefix + w for w in _WORD.findall(str(text or "").lower()))
+
+    if premises is None:
+        return [words(h, "h_") for h in hypotheses]
+    if len(premises) != len(hypotheses):
+        raise ValueError(f"premises must have one entry per hypothesis ({len(hypotheses)}); "
+                         f"got {len(premises)}")
+    return [f"{words(p, 'p_')} {words(h, 'h_')}".strip()
+            for p, h in zip(premises, hypotheses, strict=True)]
+
+
+def _check_part(part, name: str, model: str):
+    if not (isinstance(part, tuple) and len(part) == 2):
+        raise ValueError(f"{name} must be a (inputs, labels) tuple; got {type(part).__name__}")
+    data, labels = part
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"{name}: labels must be 1-D; got shape {labels.shape}")
+    if model == "tfidf_lr":
+        if isinstance(data, np.ndarray) and data.ndim != 1:
+            raise ValueError(f"{name}: model 'tfidf_lr' needs a list of texts; got an array of "
+                             f"shape {data.shape}")
+        data = ["" if t is None else str(t) for t in data]
+    else:
+        data = np.asarray(data)
+        if data.ndim != 2 or not np.issubdtype(data.dtype, np.number):
+            raise ValueError(f"{name}: model 'linear_phi' needs a 2-D numeric array; got shape "
+                             f"{data.shape}, dtype {data.dtype}")
+        if not np.isfinite(data).all():
+            raise ValueError(f"{name}: inputs must be finite; found NaN or infinite values")
+        data = np.asarray(data, dtype=np.float64)
+    if len(data) != len(labels):
+        raise ValueError(f"{name}: {len(data)} inputs but {len(labels)} labels")
+    if len(labels) == 0:
+        raise ValueError(f"{name} must not be empty")
+    return data, labels
+
+
+# --------------------------------------------------------------------------------------------
+# model: features + multinomial logistic regression with explicit weights
+
+
+class _LinearModel:
+    """Featuriser fitted on the original training rows + multinomial weights (W, b)."""
+
+    def __init__(self, model: str, C: float, random_state: int | None):
+        self.model, self.C, self.random_state = model, C, random_state
+
+    def fit_features(self, data) -> _LinearModel:
+        if self.model == "tfidf_lr":
+            from sklearn.feature_extraction.text import TfidfVectorizer
+
+            self.features_ = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True,
+                                             token_pattern=r"(?u)\b\w+\b", dtype=np.float64)
+        else:
+            from sklearn.preprocessing import StandardScaler
+
+            self.features_ = StandardScaler()
+        self.features_.fit(data)
+        return self
+
+    def transform(self, data):
+        return self.features_.transform(data)
+
+    def _logreg(self, weighted: bool):
+        from sklearn.linear_model import LogisticRegression
+
+        if self.model == "tfidf_lr" and not weighted:
+            # SAGA is an order of magnitude faster than L-BFGS on sparse TF-IDF rows, but
+            # converges slowly with unequal sample weights
+            return LogisticRegression(C=self.C, max_iter=2000, solver="saga",
+                                      random_state=self.random_state)
+        return LogisticRegression(C=self.C, max_iter=2000)
+
+    def fit_weights(self, F, y, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
+        weighted = sample_weight is not None and np.ptp(sample_weight) > 0
+        lr = self._logreg(weighted).fit(F, y, sample_weight=sample_weight)
+        W, b = lr.coef_, lr.intercept_
+        if W.shape[0] == 1:  # binary: softmax over logits (0, z) is sigmoid(z)
+            W, b = np.vstack([np.zeros_like(W), W]), np.concatenate([[0.0], b])
+        classes = list(lr.classes_)
+        order = [classes.index(c) for c in self.classes_]
+        return W[order].astype(np.float64), b[order].astype(np.float64)
+
+    def predict(self, F, W, b) -> np.ndarray:
+        return self.classes_[np.argmax(np.asarray(F @ W.T) + b, axis=1)]
+
+
+def _finetune(F, codes: np.ndarray, W0: np.ndarray, b0: np.ndarray,
+              anchor: float) -> np.ndarray:
+    """Weights minimising summed cross-entropy on (F, codes) + anchor/2 * ||W - W0||^2.
+
+    Only weights of features that occur in ``F`` can move (the others sit at the optimum
+    W0 already), so the problem is solved over those columns alone. The intercepts stay at
+    ``b0``: they touch every example, so a handful of examples of one class would otherwise
+    shift every prediction towards it.
+    """
+    n_classes = W0.shape[0]
+    n = F.shape[0]
+    if sp.issparse(F):
+        F = F.tocsc()
+        cols = np.flatnonzero(np.diff(F.indptr))
+    else:
+        cols = np.flatnonzero(np.any(F != 0, axis=0))
+    Fa = F[:, cols]
+    Y = np.zeros((n, n_classes))
+    Y[np.arange(n), codes] = 1.0
+    base = np.asarray(F @ W0.T) + b0
+
+    def objective(delta: np.ndarray) -> tuple[float, np.ndarray]:
+        D = delta.reshape(n_classes, len(cols))
+        Z = base + np.asarray(Fa @ D.T)
+        lse = logsumexp(Z, axis=1)
+        loss = float(np.sum(lse - Z[np.arange(n), codes]))
+        G = np.exp(Z - lse[:, None]) - Y
+        grad = np.asarray(Fa.T @ G).T.ravel() + anchor * delta
+        return loss + 0.5 * anchor * float(delta @ delta), grad
+
+    res = minimize(objective, np.zeros(n_classes * len(cols)), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 500, "gtol": 1e-5})
+    W = W0.copy()
+    W[:, cols] += res.x.reshape(n_classes, len(cols))
+    return W
+
+
+# --------------------------------------------------------------------------------------------
+# outcome
+
+
+def classify_outcome(summary: pd.DataFrame, thresholds: OutcomeThresholds | None = None
+                     ) -> tuple[int, int | None, str]:
+    """Outcome (0-3), the smallest n where the gap closed, and a one-sentence explanation.
+
+    ``summary`` needs columns ``n``, ``original_mean`` and ``challenge_mean`` with an n = 0 row.
+    See :class:`OutcomeThresholds` for the rule.
+    """
+    t = thresholds or OutcomeThresholds()
+    s = summary.sort_values("n")
+    if s["n"].iloc[0] != 0:
+        raise ValueError("summary must contain the n = 0 row (the model before inoculation)")
+    o0, c0 = float(s["original_mean"].iloc[0]), float(s["challenge_mean"].iloc[0])
+    gap0 = o0 - c0
+    if gap0 < t.min_gap:
+        return 0, None, (f"Before inoculation the challenge accuracy ({c0:.3f}) is within "
+                         f"{t.min_gap:.3f} of the original accuracy ({o0:.3f}): there is no gap "
+                         f"to explain.")
+    closed, closed_ok = [], []
+    for n, o, c in zip(s["n"].iloc[1:], s["original_mean"].iloc[1:],
+                       s["challenge_mean"].iloc[1:], strict=True):
+        if (o - c) <= t.closed_fraction * gap0 and (c - c0) >= t.min_challenge_gain * gap0:
+            closed.append((int(n), o, c))
+            if o0 - o <= t.max_original_drop:
+                closed_ok.append((int(n), o, c))
+    if closed_ok:
+        n, o, c = closed_ok[0]
+        return 1, n, (f"With {n} challenge examples the gap fell from {gap0:.3f} to {o - c:.3f} "
+                      f"(challenge {c0:.3f} -> {c:.3f}) while original accuracy moved "
+                      f"{o - o0:+.3f}: the original training data lacked such examples.")
+    if closed:
+        n, o, c = closed[0]
+        return 3, n, (f"With {n} challenge examples the gap fell from {gap0:.3f} to {o - c:.3f}, "
+                      f"but original accuracy dropped {o0 - o:.3f} (more than "
+                      f"{t.max_original_drop:.3f}): the challenge data follows a different "
+                      f"distribution.")
+    last = s.iloc[-1]
+    return 2, None, (f"The gap stayed: {gap0:.3f} at n=0, "
+                     f"{last['original_mean'] - last['challenge_mean']:.3f} at "
+                     f"n={int(last['n'])} (challenge {c0:.3f} -> {last['challenge_mean']:.3f}): "
+                     f"the model cannot learn the challenge.")
+
+
+# --------------------------------------------------------------------------------------------
+# main entry
+
+
+def inoculate(original_train, original_test, challenge_train, challenge_test, *,
+              model: str = "tfidf_lr", sizes: Sequence[int] = SIZES, mode: str = "finetune",
+              n_repeats: int = 3, anchor: float = 1.0, challenge_weight: float = 1.0,
+              C: float = 1.0, thresholds: OutcomeThresholds | None = None,
+              random_state: int | None = 0,
+              callback: ProgressCallback | None = None) -> InoculationResult:
+    """Inoculation curves on original and challenge data, and their outcome.
+
+    Parameters
+    ----------
+    original_train, original_test, challenge_train, challenge_test : (inputs, labels) tuples
+        Inputs are lists of texts for ``model="tfidf_lr"`` (see :func:`pair_texts` for NLI
+        pairs) and 2-D arrays (Φ, same columns everywhere) for ``model="linear_phi"``.
+        ``challenge_train`` is the pool the n examples are drawn from.
+    model : {"tfidf_lr", "linear_phi"}, default "tfidf_lr"
+    sizes : sequence of int, default (0, 5, 10, 50, 100, 500, 1000)
+        Numbers of challenge examples; 0 is always included. Sizes above the pool are dropped
+        (listed in ``params["skipped_sizes"]``).
+    mode : {"finetune", "retrain"}, default "finetune"
+        See the module docstring.
+    n_repeats : int, default 3
+        Independent nested subsample sequences; curves are averaged over them.
+    anchor : float, default 1e-3
+        ``finetune``: strength of the pull towards the original weights.
+    challenge_weight : float, default 1.0
+        ``retrain``: sample weight of each challenge example.
+    C : float, default 1.0
+        Inverse L2 regularisation of the original logistic regression.
+    thresholds : OutcomeThresholds, optional
+    random_state : int or None, default 0
+        Seeds the subsamples and the solver.
+    callback : callable, optional
+        Called with ``{"stage": "inoculation", "fraction": float, "message": str}``.
+
+    Returns
+    -------
+    InoculationResult
+    """
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}; got {model!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
+    if int(n_repeats) < 1:
+        raise ValueError(f"n_repeats must be a positive integer; got {n_repeats!r}")
+    if not float(anchor) > 0:
+        raise ValueError(f"anchor must be > 0; got {anchor!r}")
+    if not float(challenge_weight) > 0:
+        raise ValueError(f"challenge_weight must be > 0; got {challenge_weight!r}")
+    try:
+        sizes = sorted({int(s) for s in sizes} | {0})
+    except (TypeError, ValueError):
+        raise ValueError(f"sizes must be non-negative integers; got {sizes!r}") from None
+    if sizes[0] < 0:
+        raise ValueError(f"sizes must be non-negative integers; got {sizes!r}")
+    thresholds = thresholds or OutcomeThresholds()
+    otr = _check_part(original_train, "original_train", model)
+    ote = _check_part(original_test, "original_test", model)
+    ctr = _check_part(challenge_train, "challenge_train", model)
+    cte = _check_part(challenge_test, "challenge_test", model)
+    known = set(np.unique(otr[1]).tolist())
+    if len(known) < 2:
+        raise ValueError("original_train must hold at least two classes")
+    unseen = sorted({str(v) for v in np.unique(np.concatenate([ctr[1], cte[1]]))
+                     if v not in known})
+    if unseen:
+        raise ValueError(f"challenge labels {unseen} do not occur in original_train; the two "
+                         f"sets must share their label set")
+    skipped = [s for s in sizes if s > len(ctr[1])]
+    sizes = [s for s in sizes if s <= len(ctr[1])]
+    if len(sizes) < 2:
+        raise ValueError(f"challenge_train holds {len(ctr[1])} rows, fewer than the smallest "
+                         f"positive size in sizes {sorted(skipped)}; nothing to inoculate with")
+
+    def emit(fraction: float, message: str) -> None:
+        if callback is not None:
+            callback({"stage": "inoculation", "fraction": fraction, "message": message})
+
+    emit(0.0, "training on the original data")
+    lm = _LinearModel(model, float(C), random_state).fit_features(otr[0])
+    lm.classes_ = np.array(sorted(known, key=str), dtype=object)
+    code_of = {c: i for i, c in enumerate(lm.classes_)}
+    F_tr, F_ote, F_ctr, F_cte = (lm.transform(p[0]) for p in (otr, ote, ctr, cte))
+    W0, b0 = lm.fit_weights(F_tr, otr[1])
+    # anchor is relative to the mean squared norm of a feature row (1 for TF-IDF rows, about
+    # d for standardised Φ), so one value means the same pull for both models
+    sq = F_tr.multiply(F_tr).sum() if sp.issparse(F_tr) else np.square(F_tr).sum()
+    scale = max(float(sq) / F_tr.shape[0], 1e-12)
+    ctr_codes = np.array([code_of[v] for v in ctr[1]])
+
+    def evaluate(W, b) -> tuple[float, float]:
+        return (float(np.mean(lm.predict(F_ote, W, b) == ote[1])),
+                float(np.mean(lm.predict(F_cte, W, b) == cte[1])))
+
+    acc0 = evaluate(W0, b0)
+    rng = np.random.default_rng(random_state)
+    records = []
+    steps = max(1, int(n_repeats) * (len(sizes) - 1))
+    done = 0
+    for r in range(int(n_repeats)):
+        order = rng.permutation(len(ctr[1]))
+        records.append({"n": 0, "repeat": r, "accuracy_original": acc0[0],
+                        "accuracy_challenge": acc0[1]})
+        for n in sizes[1:]:
+            emit(done / steps, f"repeat {r + 1}: {n} challenge examples")
+            idx = order[:n]
+            if mode == "finetune":
+                W, b = _finetune(F_ctr[idx], ctr_codes[idx], W0, b0, scale * anchor), b0
+            else:
+                stack = sp.vstack if sp.issparse(F_tr) else np.vstack
+                weights = np.concatenate([np.ones(F_tr.shape[0]),
+                                          np.full(n, float(challenge_weight))])
+                W, b = lm.fit_weights(stack([F_tr, F_ctr[idx]]),
+                                      np.concatenate([otr[1], ctr[1][idx]]), weights)
+            acc = evaluate(W, b)
+            records.append({"n": n, "repeat": r, "accuracy_original": acc[0],
+                            "accuracy_challenge": acc[1]})
+            done += 1
+    curves = pd.DataFrame.from_records(records)
+    grouped = curves.groupby("n", sort=True)
+    summary = pd.DataFrame({
+        "n": np.array(sorted(curves["n"].unique()), dtype=np.int64),
+        "original_mean": grouped["accuracy_original"].mean().to_numpy(),
+        "original_std": grouped["accuracy_original"].std(ddof=0).to_numpy(),
+        "challenge_mean": grouped["accuracy_challenge"].mean().to_numpy(),
+        "challenge_std": grouped["accuracy_challenge"].std(ddof=0).to_numpy(),
+    })
+    summary["gap"] = summary["original_mean"] - summary["challenge_mean"]
+    outcome, closed_at, explanation = classify_outcome(summary, thresholds)
+    emit(1.0, "done")
+    params = {"model": model, "mode": mode, "sizes": [int(s) for s in sizes],
+              "skipped_sizes": [int(s) for s in skipped], "n_repeats": int(n_repeats),
+              "anchor": float(anchor), "challenge_weight": float(challenge_weight),
+              "C": float(C), "random_state": random_state, "thresholds": asdict(thresholds),
+              "n_original_train": len(otr[1]), "n_original_test": len(ote[1]),
+              "n_challenge_pool": len(ctr[1]), "n_challenge_test": len(cte[1])}
+    return InoculationResult(curves=curves, summary=summary, outcome=outcome,
+                             outcome_label=OUTCOME_LABELS[outcome], explanation=explanation,
+                             closed_at=closed_at, params=params)
+
+
+def split_for_inoculation(n_rows: int, challenge_mask, *, test_fraction: float = 0.2,
+                          pool_size: int = max(SIZES), random_state: int | None = 0
+                          ) -> dict[str, np.ndarray]:
+    """Disjoint row positions for inoculating with a subset of one dataset as challenge.
+
+    The default challenge is the AFLite-retained set: ``challenge_test`` is a seeded
+    ``test_fraction`` of the challenge rows, ``challenge_train`` (the pool) up to ``pool_size``
+    of the others; the remaining rows of the *whole* dataset (retained rows included) are the
+    original data, split at random into ``original_test`` (``test_fraction``) and
+    ``original_train``.
+
+    Returns
+    -------
+    dict with int64 position arrays ``original_train``, ``original_test``, ``challenge_train``,
+    ``challenge_test``, each sorted.
+    """
+    mask = np.asarray(challenge_mask)
+    if mask.dtype != bool or mask.shape != (int(n_rows),):
+        raise ValueError(f"challenge_mask must be a boolean array of shape ({n_rows},); got "
+                         f"dtype {mask.dtype}, shape {mask.shape}")
+    if not 0.0 < float(test_fraction) < 1.0:
+        raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}")
+    rng = np.random.default_rng(random_state)
+    chal = rng.permutation(np.flatnonzero(mask))
+    n_test = max(1, int(round(test_fraction * len(chal))))
+    if len(chal) < 2:
+        raise ValueError(f"challenge_mask selects {len(chal)} rows; need at least 2")
+    challenge_test = chal[:n_test]
+    challenge_train = chal[n_test:n_test + int(pool_size)]
+    rest = np.setdiff1d(np.arange(int(n_rows)), np.concatenate([challenge_test, challenge_train]))
+    rest = rng.permutation(rest)
+    n_otest = max(1, int(round(test_fraction * len(rest))))
+    if len(rest) < 2:
+        raise ValueError("too few rows left for the original train and test sets")
+    return {"original_train": np.sort(rest[n_otest:]), "original_test": np.sort(rest[:n_otest]),
+            "challenge_train": np.sort(challenge_train),
+            "challenge_test": np.sort(challenge_test)}

@@ -1,0 +1,285 @@
+"""Baselines before vs after AFLite, with a random-subset control (Le Bras et al., Table 3).
+
+Each baseline is k-fold cross-validated on three sets of rows:
+
+* ``full``: every row given;
+* ``retained``: the rows AFLite kept;
+* ``random``: ``n_random_draws`` seeded uniform random subsets of the full set with as many rows
+  as ``retained`` (mean and standard deviation over the draws).
+
+A smaller set is harder to learn from whatever its content, so only the gap between ``random``
+and ``retained`` measures the bias AFLite removed *beyond size*: ``bias_removed_beyond_size =
+accuracy(random) - accuracy(retained)``. Majority-class accuracy (the most frequent label of each
+training fold, scored on its test fold) is reported beside every accuracy.
+
+Baselines: ``hypothesis_only`` (partial input: TF-IDF of the hypothesis alone into a logistic
+regression; Gururangan et al. 2018, Poliak et al. 2018) and ``linear_probe`` (standardised Φ into
+a logistic regression). Results are plain dicts of JSON types (the run writer stores them as
+``baselines.json``). See ``docs/measures.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+SUBSETS = ("full", "retained", "random")
+
+ProgressCallback = Callable[[dict], object]
+
+
+def hypothesis_only_model(*, C: float = 1.0, ngram_range: tuple[int, int] = (1, 2),
+                          min_df: int = 1, max_iter: int = 1000):
+    """TF-IDF (word n-grams, sublinear tf) into a multinomial logistic regression.
+
+    The vectoriser is part of the pipeline, so it is refitted on each training fold (no
+    vocabulary leaks from the test fold). The SAGA solver (seeded) is an order of magnitude
+    faster than L-BFGS on these sparse, row-normalised features.
+    """
+    return make_pipeline(
+        TfidfVectorizer(ngram_range=ngram_range, min_df=min_df, sublinear_tf=True,
+                        lowercase=True, dtype=np.float32),
+        LogisticRegression(C=C, max_iter=max_iter, solver="saga", random_state=0),
+    )
+
+
+def linear_probe_model(*, C: float = 1.0, max_iter: int = 1000):
+    """Standardised features into a multinomial logistic regression."""
+    return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))
+
+
+def _check_common(labels, retained_mask, n_splits, n_random_draws) -> tuple[np.ndarray,
+                                                                           np.ndarray]:
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D; got shape {labels.shape}")
+    mask = np.asarray(retained_mask)
+    if mask.dtype != bool or mask.shape != labels.shape:
+        raise ValueError(f"retained_mask must be a boolean array of shape {labels.shape} (one "
+                         f"per row); got dtype {mask.dtype}, shape {mask.shape}")
+    if int(n_splits) < 2:
+        raise ValueError(f"n_splits must be an integer >= 2; got {n_splits!r}")
+    if int(n_random_draws) < 1:
+        raise ValueError(f"n_random_draws must be a positive integer; got {n_random_draws!r}")
+    n_kept = int(mask.sum())
+    if n_kept < 2 * int(n_splits):
+        raise ValueError(f"retained_mask keeps {n_kept} rows; need at least 2 x n_splits = "
+                         f"{2 * int(n_splits)} for {n_splits}-fold cross-validation")
+    if n_kept == len(labels):
+        raise ValueError("retained_mask keeps every row; nothing to compare against")
+    if len(np.unique(labels)) < 2:
+        raise ValueError("labels must hold at least two classes")
+    return labels, mask
+
+
+def _folds(y: np.ndarray, n_splits: int, random_state: int | None):
+    _, counts = np.unique(y, return_counts=True)
+    if counts.min() >= n_splits:
+        cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+        return cv.split(np.zeros(len(y)), y)
+    cv = KFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+    return cv.split(np.zeros(len(y)))
+
+
+def _take(data, idx: np.ndarray):
+    if isinstance(data, np.ndarray):
+        return data[idx]
+    return [data[i] for i in idx]
+
+
+def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
+                             random_state: int | None = 0) -> dict:
+    """k-fold accuracy of ``model`` and of the majority class, fold by fold.
+
+    Parameters
+    ----------
+    model : scikit-learn estimator (cloned per fold)
+    data : list of str or array of shape (n_rows, n_features)
+    labels : array of shape (n_rows,)
+    n_splits : int, default 5
+        Stratified when every class has at least ``n_splits`` rows, plain k-fold otherwise.
+    random_state : int or None, default 0
+        Seeds the fold assignment.
+
+    Returns
+    -------
+    dict with ``n_rows``, ``accuracy`` (mean over folds), ``accuracy_std`` (std over folds),
+    ``fold_accuracies``, ``majority_accuracy`` (mean over folds).
+    """
+    y = np.asarray(labels)
+    accs, majority = [], []
+    for train, test in _folds(y, int(n_splits), random_state):
+        ytr, yte = y[train], y[test]
+        if len(np.unique(ytr)) < 2:
+            pred = np.full(len(test), ytr[0])
+        else:
+            fitted = clone(model).fit(_take(data, train), ytr)
+            pred = fitted.predict(_take(data, test))
+        accs.append(float(np.mean(pred == yte)))
+        values, counts = np.unique(ytr, return_counts=True)
+        majority.append(float(np.mean(yte == values[np.argmax(counts)])))
+    return {"n_rows": int(len(y)), "accuracy": float(np.mean(accs)),
+            "accuracy_std": float(np.std(accs)), "fold_accuracies": accs,
+            "majority_accuracy": float(np.mean(majority))}
+
+
+def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
+                    n_random_draws: int = 5, random_state: int | None = 0,
+                    callback: ProgressCallback | None = None, name: str = "model") -> dict:
+    """Cross-validated accuracy on the full, retained and random same-size sets.
+
+    Parameters
+    ----------
+    model : scikit-learn estimator
+        Cloned for every fold.
+    data : list of str or array of shape (n_rows, n_features)
+    labels : array of shape (n_rows,)
+    retained_mask : bool array of shape (n_rows,)
+        True for the rows AFLite kept.
+    n_splits : int, default 5
+    n_random_draws : int, default 5
+        Random subsets of size ``retained_mask.sum()`` drawn without replacement from all rows.
+    random_state : int or None, default 0
+        Seeds the folds and the random subsets.
+    callback : callable, optional
+        Called with ``{"stage": "baselines", "fraction": float, "message": str}``.
+    name : str
+        Name reported in the result.
+
+    Returns
+    -------
+    dict
+        ``full`` and ``retained`` (see :func:`cross_validated_accuracy`), ``random`` (``n_rows``,
+        ``n_draws``, ``accuracy`` = mean over draws, ``accuracy_std`` = std over draws,
+        ``draw_accuracies``, ``majority_accuracy``), ``bias_removed_beyond_size`` (random minus
+        retained), ``accuracy_drop`` (full minus retained), ``size_effect`` (full minus random)
+        and the parameters.
+    """
+    labels, mask = _check_common(labels, retained_mask, n_splits, n_random_draws)
+    if len(data) != len(labels):
+        raise ValueError(f"data must have one entry per label ({len(labels)}); got {len(data)}")
+    n_splits, draws = int(n_splits), int(n_random_draws)
+    total = 2 + draws
+
+    def report(step: int, message: str) -> None:
+        if callback is not None:
+            callback({"stage": "baselines", "fraction": step / total,
+                      "message": f"{name}: {message}"})
+
+    report(0, "full set")
+    full = cross_validated_accuracy(model, data, labels, n_splits=n_splits,
+                                    random_state=random_state)
+    report(1, "retained set")
+    kept = np.flatnonzero(mask)
+    retained = cross_validated_accuracy(model, _take(data, kept), labels[kept],
+                                        n_splits=n_splits, random_state=random_state)
+    rng = np.random.default_rng(random_state)
+    per_draw, majority = [], []
+    for d in range(draws):
+        report(2 + d, f"random subset {d + 1} of {draws}")
+        idx = np.sort(rng.choice(len(labels), size=len(kept), replace=False))
+        res = cross_validated_accuracy(model, _take(data, idx), labels[idx],
+                                       n_splits=n_splits, random_state=random_state)
+        per_draw.append(res["accuracy"])
+        majority.append(res["majority_accuracy"])
+    random = {"n_rows": int(len(kept)), "n_draws": draws, "accuracy": float(np.mean(per_draw)),
+              "accuracy_std": float(np.std(per_draw, ddof=1)) if draws > 1 else 0.0,
+              "draw_accuracies": [float(a) for a in per_draw],
+              "majority_accuracy": float(np.mean(majority))}
+    report(total, "done")
+    return {
+        "baseline": name,
+        "n_splits": n_splits,
+        "random_state": random_state,
+        "full": full,
+        "retained": retained,
+        "random": random,
+        "bias_removed_beyond_size": random["accuracy"] - retained["accuracy"],
+        "accuracy_drop": full["accuracy"] - retained["accuracy"],
+        "size_effect": full["accuracy"] - random["accuracy"],
+    }
+
+
+def hypothesis_only_baseline(hypotheses: Sequence[str], labels, retained_mask, *,
+                             n_splits: int = 5, n_random_draws: int = 5,
+                             random_state: int | None = 0, C: float = 1.0,
+                             ngram_range: tuple[int, int] = (1, 2),
+                             callback: ProgressCallback | None = None) -> dict:
+    """Partial-input baseline: TF-IDF of the hypothesis alone, full vs retained vs random.
+
+    See :func:`compare_subsets` for the parameters and the result.
+    """
+    hypotheses = ["" if h is None else str(h) for h in hypotheses]
+    return compare_subsets(hypothesis_only_model(C=C, ngram_range=ngram_range), hypotheses,
+                           labels, retained_mask, n_splits=n_splits,
+                           n_random_draws=n_random_draws, random_state=random_state,
+                           callback=callback, name="hypothesis_only")
+
+
+def linear_probe_baseline(X, labels, retained_mask, *, n_splits: int = 5,
+                          n_random_draws: int = 5, random_state: int | None = 0,
+                          C: float = 1.0, callback: ProgressCallback | None = None) -> dict:
+    """Linear probe on Φ (standardised, logistic regression), full vs retained vs random.
+
+    See :func:`compare_subsets` for the parameters and the result.
+    """
+    X = np.asarray(X)
+    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
+        raise ValueError(f"X must be a 2-D numeric array; got shape {X.shape}, dtype {X.dtype}")
+    if not np.isfinite(X).all():
+        raise ValueError("X must be finite; found NaN or infinite values")
+    return compare_subsets(linear_probe_model(C=C), np.ascontiguousarray(X, dtype=np.float32),
+                           labels, retained_mask, n_splits=n_splits,
+                           n_random_draws=n_random_draws, random_state=random_state,
+                           callback=callback, name="linear_probe")
+
+
+def baseline_records(results: Sequence[dict]) -> list[dict]:
+    """Flatten baseline results to records: baseline, subset, n_rows, accuracy, spread."""
+    records = []
+    for res in results:
+        for subset in SUBSETS:
+            part = res[subset]
+            records.append({"baseline": res["baseline"], "subset": subset,
+                            "n_rows": part["n_rows"], "accuracy": part["accuracy"],
+                            "accuracy_std": part["accuracy_std"],
+                            "majority_accuracy": part["majority_accuracy"]})
+    return records
+
+
+def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = None, X=None,
+                  n_splits: int = 5, n_random_draws: int = 5, random_state: int | None = 0,
+                  callback: ProgressCallback | None = None) -> dict:
+    """Both baselines (each only when its input is given), in the ``baselines.json`` layout.
+
+    Returns
+    -------
+    dict
+        ``{"hypothesis_only": {...}, "linear_probe": {...}, "results": [records]}`` where the
+        records come from :func:`baseline_records` (one per baseline and subset).
+    """
+    if hypotheses is None and X is None:
+        raise ValueError("give hypotheses (hypothesis-only baseline), X (linear probe) or both")
+    jobs = []
+    if hypotheses is not None:
+        jobs.append(("hypothesis_only", hypothesis_only_baseline, hypotheses))
+    if X is not None:
+        jobs.append(("linear_probe", linear_probe_baseline, X))
+    out: dict = {}
+    for i, (key, func, data) in enumerate(jobs):
+        sub = None
+        if callback is not None:
+            def sub(info, i=i):
+                return callback({**info, "fraction": (i + info["fraction"]) / len(jobs)})
+        out[key] = func(data, labels, retained_mask, n_splits=n_splits,
+                        n_random_draws=n_random_draws, random_state=random_state,
+                        callback=sub)
+    out["results"] = baseline_records([out[key] for key, _, _ in jobs])
+    return out

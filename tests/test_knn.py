@@ -1,0 +1,169 @@
+"""KNN-distance measures: hand-checked example, planted near-duplicates, exact vs brute force,
+approximate recall on real SNLI features."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.knn import heldout_mask, knn_distance_measures, l2_normalize, nearest_neighbors
+
+
+def _cell(table: pd.DataFrame, scope: str, cls: str, relation: str, k: int) -> pd.Series:
+    rows = table[(table["scope"] == scope) & (table["class"] == cls)
+                 & (table["relation"] == relation) & (table["k"] == k)]
+    assert len(rows) == 1
+    return rows.iloc[0]
+
+
+def test_hand_checked_tiny_example():
+    # class a: east (row 10) and north (row 11); class b: west (row 12) and north-east (row 13)
+    X_train = np.array([[1, 0], [0, 1], [-1, 0], [1, 1]], dtype=np.float32)
+    y_train = np.array(["a", "a", "b", "b"])
+    retained = np.array([False, True, True, True])  # AFLite dropped the east point
+    # held-out: one "a" pointing east
+    X_held = np.array([[2, 0]], dtype=np.float32)
+    result = knn_distance_measures(X_train, y_train, X_held, np.array(["a"]),
+                                   retained_mask=retained, ks=(1, 2, 3),
+                                   train_row_ids=np.array([10, 11, 12, 13]),
+                                   heldout_row_ids=np.array([99]), n_bootstrap=50)
+    t = result.table
+    # before: same-class distances 0 (east) and 1 (north)
+    assert _cell(t, "before", "a", "same_class", 1)["mean_sum_distance"] == pytest.approx(0.0,
+                                                                                         abs=1e-6)
+    assert _cell(t, "before", "a", "same_class", 2)["mean_sum_distance"] == pytest.approx(1.0)
+    assert _cell(t, "before", "a", "same_class", 2)["mean_distance"] == pytest.approx(0.5)
+    # other class: north-east 1 - 1/sqrt(2), then west 2
+    ne = 1 - 1 / np.sqrt(2)
+    assert _cell(t, "before", "a", "other_class", 1)["mean_sum_distance"] == pytest.approx(ne)
+    assert _cell(t, "before", "a", "other_class", 2)["mean_sum_distance"] == pytest.approx(ne + 2)
+    # after: only north is left in class a
+    assert _cell(t, "after", "a", "same_class", 1)["mean_sum_distance"] == pytest.approx(1.0)
+    # k larger than the available neighbours: counted as short, mean is NaN
+    short = _cell(t, "after", "a", "same_class", 2)
+    assert short["n_short"] == 1 and short["n_queries"] == 0
+    assert np.isnan(short["mean_sum_distance"])
+    assert _cell(t, "before", "a", "same_class", 3)["n_short"] == 1
+    # "all" equals the single class here; one example -> the bootstrap interval is a point
+    row = _cell(t, "before", "all", "other_class", 1)
+    assert row["ci_low"] == pytest.approx(ne) and row["ci_high"] == pytest.approx(ne)
+    ex = result.per_example.set_index("scope")
+    assert ex.loc["before", "nearest_same_class_row_id"] == 10
+    assert ex.loc["after", "nearest_same_class_row_id"] == 11
+    assert ex.loc["after", "nearest_same_class"] == pytest.approx(1.0)
+    assert ex.loc["before", "nearest_other_class"] == pytest.approx(ne)
+
+
+def test_class_without_training_rows_is_reported_short():
+    X_train = np.eye(3, dtype=np.float32)
+    result = knn_distance_measures(X_train, np.array(["a", "a", "b"]),
+                                   np.ones((2, 3), np.float32), np.array(["a", "c"]),
+                                   ks=(1,), n_bootstrap=0)
+    t = result.table
+    assert set(t["scope"]) == {"before"}
+    c = _cell(t, "before", "c", "same_class", 1)
+    assert c["n_short"] == 1 and np.isnan(c["mean_sum_distance"])
+    assert _cell(t, "before", "c", "other_class", 1)["n_queries"] == 1
+    ex = result.per_example
+    assert ex.loc[ex["label"] == "c", "nearest_same_class_row_id"].isna().all()
+
+
+def test_distances_grow_after_removing_near_duplicates_of_heldout():
+    rng = np.random.default_rng(0)
+    n, d = 3000, 32
+    centers = rng.normal(size=(3, d))
+    y_train = rng.integers(0, 3, n)
+    X_train = (centers[y_train] + rng.normal(size=(n, d))).astype(np.float32)
+    y_held = rng.integers(0, 3, 200)
+    X_held = (centers[y_held] + rng.normal(size=(200, d))).astype(np.float32)
+    # plant a near-copy of every held-out example in the training set, then let "AFLite"
+    # remove exactly those copies
+    copies = X_held + 0.01 * rng.normal(size=X_held.shape).astype(np.float32)
+    X_all = np.vstack([X_train, copies])
+    y_all = np.concatenate([y_train, y_held])
+    retained = np.r_[np.ones(n, bool), np.zeros(200, bool)]
+    result = knn_distance_measures(X_all, y_all, X_held, y_held, retained_mask=retained,
+                                   n_bootstrap=200, random_state=1)
+    t = result.table
+    for k in (1, 5):
+        before = _cell(t, "before", "all", "same_class", k)
+        after = _cell(t, "after", "all", "same_class", k)
+        assert after["mean_distance"] > before["mean_distance"]
+        assert before["ci_high"] < after["ci_low"]  # clearly, not by chance
+    # the copies are the nearest neighbours before, so k=1 is ~0 before
+    assert _cell(t, "before", "all", "same_class", 1)["mean_distance"] < 1e-3
+    ex = result.per_example.pivot(index="row_id", columns="scope", values="nearest_same_class")
+    assert (ex["after"] > ex["before"]).all()
+    # removing training rows can only move neighbours further away
+    wide = t.pivot_table(index=["class", "relation", "k"], columns="scope",
+                         values="mean_distance")
+    assert (wide["after"] >= wide["before"] - 1e-9).all()
+    # the table is complete: 2 scopes x (3 classes + all) x 2 relations x 4 ks
+    assert len(t) == 2 * 4 * 2 * 4
+    assert (t["mean_distance"] * t["k"]).to_numpy() == pytest.approx(
+        t["mean_sum_distance"].to_numpy())
+
+
+def test_exact_search_matches_brute_force_on_wide_reference():
+    rng = np.random.default_rng(3)
+    R = rng.normal(size=(9000, 16)).astype(np.float32)  # wide enough for the pre-filter path
+    Q = rng.normal(size=(70, 16)).astype(np.float32)
+    dist, idx = nearest_neighbors(Q, R, n_neighbors=12, method="exact", block_size=32)
+    full = 1.0 - l2_normalize(Q).astype(np.float64) @ l2_normalize(R).astype(np.float64).T
+    expected = np.argsort(full, axis=1)[:, :12]
+    np.testing.assert_array_equal(idx, expected)
+    np.testing.assert_allclose(dist, np.sort(full, axis=1)[:, :12], atol=1e-5)
+    assert dist.dtype == np.float32 and np.all(np.diff(dist, axis=1) >= 0)
+
+
+def test_bootstrap_is_seeded():
+    rng = np.random.default_rng(5)
+    X, y = rng.normal(size=(400, 8)), rng.integers(0, 2, 400)
+    a = knn_distance_measures(X[:300], y[:300], X[300:], y[300:], random_state=7,
+                              n_bootstrap=100).table
+    b = knn_distance_measures(X[:300], y[:300], X[300:], y[300:], random_state=7,
+                              n_bootstrap=100).table
+    pd.testing.assert_frame_equal(a, b)
+    assert (a["ci_low"] <= a["mean_sum_distance"]).all()
+    assert (a["mean_sum_distance"] <= a["ci_high"]).all()
+
+
+def test_validation_errors_name_the_argument():
+    X = np.zeros((5, 3), np.float32)
+    y = np.zeros(5)
+    with pytest.raises(ValueError, match="same number of columns"):
+        knn_distance_measures(X, y, np.zeros((2, 4)), np.zeros(2))
+    with pytest.raises(ValueError, match="retained_mask"):
+        knn_distance_measures(X, y, X, y, retained_mask=np.ones(5))
+    with pytest.raises(ValueError, match="ks"):
+        knn_distance_measures(X, y, X, y, ks=(0, 5))
+    with pytest.raises(ValueError, match="method"):
+        nearest_neighbors(X, X, method="fast")
+    with pytest.raises(ValueError, match="finite"):
+        nearest_neighbors(np.full((1, 3), np.nan), X)
+
+
+def test_heldout_mask_prefers_dev_and_test_splits():
+    labels = np.array(["a", "b"] * 10)
+    splits = np.array(["train"] * 14 + ["dev"] * 3 + ["Test"] * 3)
+    np.testing.assert_array_equal(heldout_mask(labels, splits=splits), splits != "train")
+    mask = heldout_mask(labels, splits=np.array(["train"] * 20), fraction=0.2, random_state=1)
+    assert mask.sum() == 4
+    assert (labels[mask] == "a").sum() == 2  # stratified
+    np.testing.assert_array_equal(mask, heldout_mask(labels, fraction=0.2, random_state=1))
+
+
+@pytest.mark.slow
+def test_approximate_recall_against_exact_on_snli_features(snli_dir):
+    from aflite_core.representations import tfidf_svd_features
+
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False).iloc[:5000]
+    X = tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),
+                           n_components=48, random_state=0)
+    queries, reference = X[:400], X[400:]
+    _, exact = nearest_neighbors(queries, reference, n_neighbors=10, method="exact")
+    _, approx = nearest_neighbors(queries, reference, n_neighbors=10, method="approximate",
+                                  random_state=0)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(approx, exact, strict=True)])
+    assert recall >= 0.95

@@ -1,0 +1,114 @@
+"""Baselines before vs after with the random-subset control: planted data and real SNLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.probes import (
+    compare_subsets,
+    cross_validated_accuracy,
+    hypothesis_only_baseline,
+    linear_probe_baseline,
+    linear_probe_model,
+    run_baselines,
+)
+
+
+def _planted(n: int = 1200, seed: int = 0):
+    """Labels readable from dimension 0 only on 'biased' rows; noise elsewhere."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    X = rng.normal(size=(n, 10)).astype(np.float32)
+    biased = rng.random(n) < 0.5
+    X[biased, 0] += np.where(y[biased] == 1, 3.0, -3.0)
+    return X, y, biased
+
+
+def test_linear_probe_sees_bias_removed_beyond_size():
+    X, y, biased = _planted()
+    result = linear_probe_baseline(X, y, ~biased, n_splits=4, n_random_draws=3)
+    full, kept, rand = result["full"], result["retained"], result["random"]
+    assert kept["n_rows"] == rand["n_rows"] == int((~biased).sum())
+    assert full["n_rows"] == len(y)
+    assert kept["accuracy"] < 0.6  # nothing left to learn from
+    assert rand["accuracy"] > 0.7  # a random half keeps the biased rows
+    assert result["bias_removed_beyond_size"] == pytest.approx(
+        rand["accuracy"] - kept["accuracy"])
+    assert result["bias_removed_beyond_size"] > 0.15
+    assert len(rand["draw_accuracies"]) == 3 and rand["accuracy_std"] > 0
+    for part in (full, kept, rand):
+        assert 0.4 < part["majority_accuracy"] < 0.6  # balanced labels
+    json.dumps(result)  # JSON-friendly
+
+
+def test_random_control_matches_retained_when_retained_is_random():
+    X, y, _ = _planted(seed=1)
+    mask = np.random.default_rng(9).random(len(y)) < 0.5
+    result = linear_probe_baseline(X, y, mask, n_splits=4, n_random_draws=4)
+    assert abs(result["bias_removed_beyond_size"]) < 0.05
+
+
+def test_cross_validation_majority_and_folds():
+    y = np.array([0] * 30 + [1] * 10)
+    X = np.zeros((40, 2))
+    res = cross_validated_accuracy(linear_probe_model(), X, y, n_splits=4)
+    assert len(res["fold_accuracies"]) == 4
+    assert res["majority_accuracy"] == pytest.approx(0.75)
+    assert res["accuracy"] == pytest.approx(0.75)  # constant features: predicts the majority
+
+
+def test_run_baselines_layout():
+    X, y, biased = _planted(n=300)
+    texts = [f"row {i} " + ("pos" if (b and v) else "neg" if b else "none")
+             for i, (b, v) in enumerate(zip(biased, y, strict=True))]
+    out = run_baselines(y, ~biased, hypotheses=texts, X=X, n_splits=3, n_random_draws=2)
+    assert set(out) == {"hypothesis_only", "linear_probe", "results"}
+    records = pd.DataFrame(out["results"])
+    assert len(records) == 6
+    assert set(records["subset"]) == {"full", "retained", "random"}
+    # the planted words give the label away on the full set only
+    h = out["hypothesis_only"]
+    assert h["full"]["accuracy"] > 0.7 and h["retained"]["accuracy"] < 0.65
+    json.dumps(out)
+
+
+def test_validation():
+    X, y, biased = _planted(n=100)
+    with pytest.raises(ValueError, match="retained_mask"):
+        linear_probe_baseline(X, y, np.ones(99, bool))
+    with pytest.raises(ValueError, match="keeps every row"):
+        linear_probe_baseline(X, y, np.ones(100, bool))
+    with pytest.raises(ValueError, match="n_splits"):
+        linear_probe_baseline(X, y, ~biased, n_splits=1)
+    with pytest.raises(ValueError, match="one entry per label"):
+        compare_subsets(linear_probe_model(), X[:50], y, ~biased)
+
+
+def test_snli_hypothesis_only_retained_below_random_subset(snli_dir):
+    """The paper's central claim on real SNLI: after AFLite on Φ, a hypothesis-only model does
+    clearly worse on the retained rows than on random subsets of the same size."""
+    from aflite_core.aflite import AFLite
+    from aflite_core.representations import tfidf_svd_features
+
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    frame = frame.iloc[:8000]
+    hyps, labels = frame["hypothesis"].tolist(), frame["label"].to_numpy()
+    X = tfidf_svd_features(hyps, frame["premise"].tolist(), n_components=64, random_state=0)
+    keep = AFLite(target_size=0.5, n_partitions=32, slice_size=0.05,
+                  random_state=0).fit(X, labels).keep_mask_
+    assert 0.5 <= keep.mean() < 0.95
+    result = hypothesis_only_baseline(hyps, labels, keep, n_splits=3, n_random_draws=3)
+    kept, rand = result["retained"], result["random"]
+    # both come with their spread: over folds for retained, over draws for random
+    assert kept["accuracy_std"] > 0 and rand["accuracy_std"] > 0
+    assert len(kept["fold_accuracies"]) == 3 and len(rand["draw_accuracies"]) == 3
+    gap = result["bias_removed_beyond_size"]
+    assert gap > 0.03
+    assert kept["accuracy"] + 2 * kept["accuracy_std"] < rand["accuracy"] - 2 * rand["accuracy_std"]
+    # the random control shows size alone costs little
+    assert abs(result["size_effect"]) < gap
+    assert kept["accuracy"] > kept["majority_accuracy"]  # harder, not destroyed
