@@ -1,0 +1,36 @@
+"""Dataset-bias audit dashboard: ``streamlit run app.py``.
+
+The entry point only sets the page up, loads the bundled sample into a new session, shows
+where the session stands in the sidebar, and routes to the five pages in ``app_pages/``.
+
+The page scripts are deliberately *not* in a folder called ``pages/``: Streamlit treats such a
+folder next to the entry point as its legacy multipage layout until the first
+``st.navigation`` call of the process, so after a server restart a tab reconnecting to, say,
+``/explore`` would run that page without this file (no sample, no sidebar, wrong menu), and
+``AppTest`` would do the same on every rerun.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import session
+
+st.set_page_config(
+    page_title="AFLite dataset audit",
+    page_icon=":material/troubleshoot:",
+    layout="wide",
+)
+
+session.start()
+
+PAGES = [
+    st.Page("app_pages/data.py", title="Data", icon=":material/table_view:", default=True),
+    st.Page("app_pages/audit.py", title="Audit", icon=":material/filter_alt:"),
+    st.Page("app_pages/explore.py", title="Explore", icon=":material/travel_explore:"),
+    st.Page("app_pages/cues.py", title="Cues", icon=":material/key:"),
+    st.Page("app_pages/report.py", title="Report", icon=":material/summarize:"),
+]
+page = st.navigation(PAGES)
+session.sidebar()
+page.run()

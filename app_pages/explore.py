@@ -1,0 +1,36 @@
+"""Explore page: retained vs removed rows, search and filters, histograms, the map."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import cache, components, explore_view, state
+
+st.title("Explore")
+components.explainer(explore_view.SUMMARY, explore_view.FORMULA,
+                     title="Predictability, formula")
+
+path = state.get_run_path()
+if path is None:
+    components.empty_state("No audit run is open yet: run an audit (one click on the Audit "
+                           "page) or reopen a previous run there.", page="app_pages/audit.py",
+                           label="Go to Audit")
+    st.stop()
+try:
+    run = cache.open_run(path)
+    table = cache.rows_table(path)
+except (ValueError, OSError, cache.CoreUnavailable) as exc:
+    components.show_error(f"The run {path.name} cannot be opened: {exc}",
+                          hint="Reopen another run on the Audit page.")
+    st.stop()
+
+explore_view.run_header(run)
+explore_view.charts_row(path, run)
+selected = explore_view.map_panel(path)
+st.divider()
+flt, view = explore_view.filter_panel(table, run, path)
+if selected is not None:
+    flt.row_ids = selected
+    st.info(f"Showing only the {len(selected):,} rows selected on the map.",
+            icon=":material/select:")
+explore_view.rows_panel(table, flt, view, run)

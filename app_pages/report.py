@@ -1,0 +1,42 @@
+"""Report page: before vs after AFLite, the measures, and every download."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import cache, components, report_view, state
+
+st.title("Report")
+components.explainer(report_view.SUMMARY, report_view.FORMULA, title="Measures, formulas")
+
+path = state.get_run_path()
+if path is None:
+    components.empty_state("No audit run is open yet: run an audit on the Audit page (or "
+                           "reopen a previous one there) and its report appears here.",
+                           page="app_pages/audit.py", label="Go to Audit")
+    st.stop()
+try:
+    run = cache.open_run(path)
+except (ValueError, OSError, cache.CoreUnavailable) as exc:
+    components.show_error(f"The run {path.name} cannot be opened: {exc}",
+                          hint="Reopen another run on the Audit page.")
+    st.stop()
+
+st.caption(f"Run {components.md_escape(run.name)} · input "
+           f"{components.md_escape(run.input.get('name', '?'))} · created "
+           f"{run.created.replace('T', ' ')[:19]} UTC")
+report_view.downloads(run)
+st.divider()
+report_view.sizes(run)
+report_view.labels(run)
+report_view.baselines(run)
+report_view.cues(run)
+report_view.knn(run)
+report_view.duplicates(run)
+report_view.inoculation(run)
+failed = {k: v for k, v in run.measures.items() if isinstance(v, dict)
+          and v.get("status") not in (None, "ok")}
+if failed:
+    with st.expander(f"{len(failed)} measure(s) could not be computed"):
+        for name, info in failed.items():
+            st.text(f"{name}: {info.get('error', info.get('status'))}")

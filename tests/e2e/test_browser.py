@@ -1,0 +1,177 @@
+"""Real-browser end-to-end test: `streamlit run app.py` driven by headless Debian chromium.
+
+sample loaded -> audit with small parameters -> histogram and 2-D map visible -> retained CSV
+downloaded and its row count checked; a second tab with another dataset sees nothing of the
+first. Screenshots of every page go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import re
+
+import pandas as pd
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+#: Long waits: the machine may be busy; an audit of the sample takes seconds to a minute.
+AUDIT_TIMEOUT_MS = 240_000
+PAGE_TIMEOUT_MS = 60_000
+VIEWPORT = {"width": 1400, "height": 2200}
+HOSTILE_NAME = "<img src=x onerror=alert(1)>.csv"
+
+
+def nav(page, name: str) -> None:
+    """Click a page in the sidebar navigation."""
+    page.get_by_test_id("stSidebarNavLink").filter(has_text=name).click()
+    page.get_by_role("heading", name=name, exact=True).first.wait_for(timeout=PAGE_TIMEOUT_MS)
+
+
+def settle(page, ms: int = 1500) -> None:
+    """Wait until the app is idle (no 'Running' indicator), then a little for the charts."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " || !/Running/.test(document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        ".innerText)", timeout=PAGE_TIMEOUT_MS)
+    page.wait_for_timeout(ms)
+
+
+def shoot(page, path, *, below: bool = True) -> None:
+    """Screenshot the page, and a second one scrolled down (the main area scrolls)."""
+    page.screenshot(path=str(path))
+    if below:
+        page.mouse.move(900, 600)
+        page.mouse.wheel(0, 2000)
+        page.wait_for_timeout(800)
+        page.screenshot(path=str(path.with_name(path.stem + "-below.png")))
+        page.mouse.wheel(0, -10_000)
+        page.wait_for_timeout(800)
+
+
+def set_number(page, label: str, value: int) -> None:
+    """Type a value into a number input and commit it."""
+    field = page.get_by_label(label, exact=True)
+    field.fill(str(value))
+    field.press("Enter")
+    settle(page, 300)
+
+
+def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_path) -> None:
+    context = browser.new_context(viewport=VIEWPORT, accept_downloads=True)
+    dialogs: list[str] = []
+    page = context.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    # 1. the app opens on the bundled sample, already loaded
+    page.goto(server.url)
+    page.get_by_text("The bundled sample is loaded.").wait_for(timeout=PAGE_TIMEOUT_MS)
+    from playwright.sync_api import expect
+
+    expect(page.get_by_test_id("stMetric").filter(has_text="Rows read")).to_contain_text(
+        "4,000", timeout=PAGE_TIMEOUT_MS)
+    settle(page)
+    page.screenshot(path=str(artifacts_dir / "1-data.png"))
+
+    # 2. audit with small parameters
+    nav(page, "Audit")
+    page.get_by_role("button", name="Run audit").wait_for(timeout=PAGE_TIMEOUT_MS)
+    set_number(page, "Partitions m", 8)
+    set_number(page, "Slice size k (rows)", 400)
+    page.screenshot(path=str(artifacts_dir / "2-audit-parameters.png"))
+    page.get_by_role("button", name="Run audit").click()
+    page.get_by_role("button", name="Cancel").wait_for(timeout=PAGE_TIMEOUT_MS)
+    page.get_by_test_id("stProgress").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    # best effort: catch the progress mid-AFLite (a fast machine may already be past it)
+    with contextlib.suppress(PlaywrightTimeout):
+        page.get_by_text(re.compile(r"round \d+ · size")).wait_for(timeout=20_000)
+    page.screenshot(path=str(artifacts_dir / "3-audit-running.png"))
+    page.get_by_text("Last audit finished").wait_for(timeout=AUDIT_TIMEOUT_MS)
+    settle(page)
+    page.screenshot(path=str(artifacts_dir / "4-audit-finished.png"))
+
+    # 3. histogram, removal per round and the map are drawn
+    nav(page, "Explore")
+    page.get_by_text("Map of the rows").wait_for(timeout=PAGE_TIMEOUT_MS)
+    charts = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot")
+    charts.nth(2).wait_for(timeout=PAGE_TIMEOUT_MS)
+    assert charts.count() == 3
+    histogram = charts.nth(0)
+    assert histogram.locator(".barlayer .point").count() > 0  # bars of the histogram
+    scatter = charts.nth(2)
+    assert scatter.locator("canvas, .scatterlayer .point").count() > 0  # the map's points
+    settle(page, 2500)
+    shoot(page, artifacts_dir / "5-explore.png")
+
+    # a box drawn on the map filters the table to the selected rows (custom_data row ids)
+    drag = scatter.locator(".nsewdrag").first
+    drag.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    box = drag.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.35)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.65, box["y"] + box["height"] * 0.65, steps=12)
+    page.mouse.up()
+    note = page.get_by_text(re.compile(r"Showing only the [\d,]+ rows selected on the map"))
+    note.wait_for(timeout=PAGE_TIMEOUT_MS)
+    selected = int(re.search(r"only the ([\d,]+) rows", note.inner_text()).group(1)
+                   .replace(",", ""))
+    settle(page)
+    assert 0 < selected < 4000
+    assert page.get_by_text(f"{selected:,} rows match").count() == 1
+    page.screenshot(path=str(artifacts_dir / "5c-explore-map-selection.png"))
+    page.get_by_role("button", name="Clear map selection").click()
+    page.get_by_text("4,000 rows match").wait_for(timeout=PAGE_TIMEOUT_MS)
+
+    nav(page, "Cues")
+    settle(page, 2500)
+    shoot(page, artifacts_dir / "6-cues.png")
+
+    # 4. the retained CSV downloads with the right number of rows
+    nav(page, "Report")
+    page.get_by_role("button", name="Retained CSV").wait_for(timeout=PAGE_TIMEOUT_MS)
+    settle(page, 2500)
+    shoot(page, artifacts_dir / "7-report.png")
+    with page.expect_download(timeout=PAGE_TIMEOUT_MS) as download_info:
+        page.get_by_role("button", name="Retained CSV").click()
+    target = artifacts_dir / "retained.csv"
+    download_info.value.save_as(target)
+    with target.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    runs = [p for p in server.runs_root.iterdir() if not p.name.startswith(".")]
+    assert len(runs) == 1
+    scores = pd.read_parquet(runs[0] / "scores.parquet")
+    retained = int((scores["status"] == "retained").sum())
+    assert len(rows) == retained > 0
+    assert {r["status"] for r in rows} == {"retained"}
+    shown = page.get_by_test_id("stMetric").filter(has_text="Retained (after)")
+    assert f"{retained:,}" in shown.inner_text()
+
+    # 5. a second tab is a second session: its own data, no run, nothing executed
+    other = context.new_page()
+    other.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    other.goto(server.url)
+    other.get_by_text("The bundled sample is loaded.").wait_for(timeout=PAGE_TIMEOUT_MS)
+    other.get_by_text("Upload a file").click()
+    data = "premise,hypothesis,label\n" + "".join(
+        f"p{i},<script>alert({i})</script> h{i},{'yes' if i % 2 else 'no'}\n" for i in range(30))
+    other.locator("input[type=file]").first.set_input_files(
+        files=[{"name": HOSTILE_NAME, "mimeType": "text/csv", "buffer": data.encode()}])
+    sidebar = other.get_by_test_id("stSidebar")
+    sidebar.get_by_text(HOSTILE_NAME).wait_for(timeout=PAGE_TIMEOUT_MS)
+    settle(other)
+    other.screenshot(path=str(artifacts_dir / "8-second-tab-upload.png"))
+    assert "30 of 30 rows audited" in sidebar.inner_text()
+    nav(other, "Explore")
+    other.get_by_text("No audit run is open yet").wait_for(timeout=PAGE_TIMEOUT_MS)
+    # the first tab still has its own dataset and run
+    page.bring_to_front()
+    nav(page, "Explore")
+    page_sidebar = page.get_by_test_id("stSidebar").inner_text()
+    assert "snli_sample.csv" in page_sidebar and HOSTILE_NAME not in page_sidebar
+    assert runs[0].name in page_sidebar.replace("\n", "")
+    assert dialogs == []  # no script from the data ran
+    context.close()

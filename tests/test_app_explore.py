@@ -1,0 +1,115 @@
+"""AppTest: the Explore page (filters, search, views, map, broken runs)."""
+
+# ruff: noqa: F811 - the fixtures come from apptest_support (imported by name)
+from __future__ import annotations
+
+import pandas as pd
+from apptest_support import (  # noqa: F401 - fixtures are imported by name
+    assert_clean,
+    errors,
+    goto,
+    new_app,
+    open_run,
+    runs_root,
+    shared_run,
+    texts,
+)
+
+
+def _explore(shared_run):
+    at = new_app().run()
+    open_run(at, shared_run)
+    return goto(at, "explore")
+
+
+def _rows(at) -> pd.DataFrame:
+    return at.dataframe[-1].value
+
+
+def test_empty_state_without_a_run(runs_root) -> None:
+    at = goto(new_app().run(), "explore")
+    assert_clean(at)
+    assert "No audit run is open yet" in texts(at)
+
+
+def test_charts_map_and_rows_of_an_open_run(runs_root, shared_run) -> None:
+    at = _explore(shared_run)
+    assert_clean(at)
+    scores = pd.read_parquet(shared_run / "scores.parquet")
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Retained"] == f"{(scores['status'] == 'retained').sum():,}"
+    assert metrics["Removed"] == f"{(scores['status'] == 'removed').sum():,}"
+    # histogram, removal per round and the map
+    assert len(at.get("plotly_chart")) == 3
+    assert "4,000 points" in texts(at)
+    rows = _rows(at)
+    assert len(rows) == 50 and set(rows["status"]) <= {"retained", "removed"}
+    assert "Rows 1–50 of 4,000" in texts(at)
+
+
+def test_status_view_search_and_predictability(runs_root, shared_run) -> None:
+    at = _explore(shared_run)
+    at.segmented_control(key="explore:view").set_value("removed").run()
+    assert_clean(at)
+    assert set(_rows(at)["status"]) == {"removed"}
+
+    at.segmented_control(key="explore:view").set_value("all").run()
+    at.text_input(key="explore:search").input("sleeping").run()
+    assert_clean(at)
+    rows = _rows(at)
+    text = rows["premise"] + " " + rows["hypothesis"]
+    assert len(rows) > 0 and text.str.lower().str.contains("sleeping").all()
+
+    at.text_input(key="explore:search").input(r"\bnobody\b|\bsleeping\b")
+    at.toggle(key="explore:regex").set_value(True).run()
+    assert_clean(at)
+    both = _rows(at)
+    assert len(both) >= len(rows)
+
+    at.text_input(key="explore:search").input("").run()
+    at.slider(key="explore:pred").set_value((0.9, 1.0)).run()
+    assert_clean(at)
+    high = _rows(at)
+    assert high["predictability"].between(0.9, 1.0).all()
+
+
+def test_invalid_regex_is_a_message(runs_root, shared_run) -> None:
+    at = _explore(shared_run)
+    at.text_input(key="explore:search").input("(unclosed")
+    at.toggle(key="explore:regex").set_value(True).run()
+    assert not at.exception
+    assert "not a valid regular expression" in errors(at)[0]
+
+
+def test_label_filter_and_sort(runs_root, shared_run) -> None:
+    at = _explore(shared_run)
+    at.multiselect(key="explore:labels").set_value(["neutral"]).run()
+    at.selectbox(key="explore:sort").set_value("predictability")
+    at.toggle(key="explore:desc").set_value(False).run()
+    assert_clean(at)
+    rows = _rows(at)
+    assert set(rows["label"]) == {"neutral"}
+    assert rows["predictability"].is_monotonic_increasing
+
+
+def test_cue_feature_filter(runs_root, shared_run) -> None:
+    at = _explore(shared_run)
+    options = at.selectbox(key="explore:cue").options
+    word = next(o for o in options if o.startswith("word:"))
+    at.selectbox(key="explore:cue").set_value(word).run()
+    assert_clean(at)
+    token = word.split(":", 1)[1]
+    rows = _rows(at)
+    assert len(rows) > 0
+    assert rows["hypothesis"].str.lower().str.contains(token, regex=False).all()
+
+
+def test_a_broken_run_folder_is_an_error_not_a_crash(runs_root, tmp_path) -> None:
+    broken = tmp_path / "broken-run"
+    broken.mkdir()
+    (broken / "summary.json").write_text('{"format_version": 1}')
+    at = new_app().run()
+    open_run(at, broken)
+    goto(at, "explore")
+    assert not at.exception
+    assert "cannot be opened" in errors(at)[0]

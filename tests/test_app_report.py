@@ -1,0 +1,101 @@
+"""AppTest: the Report page (before vs after, measures, downloads)."""
+
+# ruff: noqa: F811 - the fixtures come from apptest_support (imported by name)
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from apptest_support import (  # noqa: F401 - fixtures are imported by name
+    SAMPLE,
+    assert_clean,
+    errors,
+    goto,
+    new_app,
+    open_run,
+    runs_root,
+    shared_run,
+    texts,
+)
+
+from ui import cache
+
+
+def test_empty_state_without_a_run(runs_root) -> None:
+    at = goto(new_app().run(), "report")
+    assert_clean(at)
+    assert "No audit run is open yet" in texts(at)
+
+
+def test_before_vs_after_and_downloads(runs_root, shared_run) -> None:
+    at = new_app().run()
+    open_run(at, shared_run)
+    goto(at, "report")
+    assert_clean(at)
+    summary = json.loads((shared_run / "summary.json").read_text())
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Retained (after)"] == f"{summary['sizes']['retained']:,}"
+    assert metrics["Removed"] == f"{summary['sizes']['removed']:,}"
+    baselines = json.loads((shared_run / "baselines.json").read_text())
+    gap = baselines["hypothesis_only"]["bias_removed_beyond_size"]
+    assert metrics["Bias removed beyond size (hypothesis-only)"] == f"{gap:.1%}"
+    for section in ("Sizes", "Labels", "Baselines vs the random-subset control",
+                    "Top cues and their cueness change",
+                    "Distances from held-out rows to their nearest training rows",
+                    "Duplicates", "Inoculation"):
+        assert section in [s.value for s in at.subheader]
+    stored = json.loads((shared_run / "duplicates.json").read_text())["summary"]
+    duplicates = next(df.value for df in at.dataframe
+                      if "n_duplicate_rows before" in df.value.columns)
+    for record in stored:
+        shown = duplicates.loc[record["kind"], f"n_duplicate_rows {record['scope']}"]
+        assert shown == record["n_duplicate_rows"]
+    inoculation = json.loads((shared_run / "inoculation.json").read_text())
+    assert metrics["Outcome"] == inoculation["outcome_label"]
+    labels = [b.label for b in at.download_button]
+    assert labels == ["Retained CSV", "Removed CSV", "Scores CSV", "Cue table CSV",
+                      "HTML report"]
+
+
+def test_download_payloads(runs_root, shared_run) -> None:
+    """What the download buttons hand out: the exports of the run."""
+    summary = json.loads((shared_run / "summary.json").read_text())
+    for what in ("retained", "removed"):
+        rows = list(csv.DictReader(io.StringIO(
+            cache.export_bytes(shared_run, what).decode("utf-8"))))
+        assert len(rows) == summary["sizes"][what]
+        assert {r["status"] for r in rows} == {what}
+    html = cache.report_html(shared_run)
+    assert html.startswith("<!DOCTYPE html>") and "<script src=" not in html
+
+
+def test_duplicates_without_the_measure_use_the_loader_rules(runs_root, shared_run,
+                                                             tmp_path) -> None:
+    import shutil
+
+    from aflite_core.datasets import load_dataset
+
+    # a copy of the run as an older writer (or a run without these measures) leaves it
+    run = tmp_path / shared_run.name
+    shutil.copytree(shared_run, run)
+    for name in ("duplicates.json", "duplicates_exact.parquet", "duplicates_near.parquet",
+                 "inoculation.json"):
+        (run / name).unlink()
+    at = new_app().run()
+    open_run(at, run)
+    goto(at, "report")
+    assert_clean(at)
+    counts = next(df.value for df in at.dataframe if "before (audited rows)" in df.value)
+    expected = load_dataset(SAMPLE).report.duplicates  # every sample row was audited
+    assert counts["before (audited rows)"].to_dict() == expected
+    assert (counts["after (retained rows)"] <= counts["before (audited rows)"]).all()
+    assert "No inoculation curves in this run" in texts(at)
+
+
+def test_a_missing_run_folder_is_an_error(runs_root, tmp_path) -> None:
+    at = new_app().run()
+    open_run(at, tmp_path / "deleted-run")
+    goto(at, "report")
+    assert not at.exception
+    assert "cannot be opened" in errors(at)[0]

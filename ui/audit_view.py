@@ -1,0 +1,335 @@
+"""Panels of the Audit page: parameters, the Run button, live progress, previous runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from ui import cache, components, jobs, params, state
+
+PAGE = "audit"
+
+SUMMARY = (
+    "AFLite trains many simple linear models on random parts of the data and removes the "
+    "examples they predict right most often when those examples are held out. What remains "
+    "is the part of the data that shortcuts in the features cannot solve, so a model's score "
+    "on it says more about real understanding."
+)
+FORMULA = r"""
+In each round, $m$ random partitions of the current set $S$ train a linear model on $t$ rows
+and predict the held-out rest. The **predictability** of an example $i$ is
+
+$$
+p(i) = \frac{\#\{\,j : i \text{ held out in partition } j,\ f_j(x_i) = y_i\,\}}
+            {\#\{\,j : i \text{ held out in partition } j\,\}}
+$$
+
+Up to $k$ examples with the highest $p(i)$ among those with $p(i) \ge \tau$ leave $S$; AFLite
+stops when $|S|$ reaches the target size (never going below it) or when fewer than $k$
+examples score at least $\tau$. An example never held out in a round gets no score that round.
+
+Source: Le Bras et al., *Adversarial Filters of Dataset Biases*, ICML 2020, Algorithm 1.
+"""
+
+STAGES = {
+    "start": "starting",
+    "representation": "building the representation",
+    "aflite": "filtering",
+    "cues": "cue statistics",
+    "knn": "KNN distances",
+    "projection": "2-D map",
+    "baselines": "baselines",
+    "duplicates": "duplicates",
+    "report": "HTML report",
+    "write": "writing the run folder",
+}
+
+
+def _wkey(name: str, dataset: Any) -> str:
+    return state.key(PAGE, f"{name}:{dataset.content_hash[:10]}")
+
+
+def _size(value: float) -> int | float:
+    """A number input's value as AFLite expects it: fraction if < 1, rows otherwise."""
+    return float(value) if value < 1 else int(round(value))
+
+
+def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
+    """Draw the parameter widgets; return ``(AuditConfig or None, extras)``.
+
+    ``extras`` holds ``name`` (run name) and ``force`` (recompute an identical run).
+    """
+    pipeline = cache.core("pipeline")
+    n = int(dataset.report.n_included)
+    hint = params.suggest(n)
+    origin = state.get(state.DATASET_ORIGIN)
+    embeddings = state.get(state.EMBEDDINGS)
+
+    st.subheader("Parameters")
+    st.caption(f"Defaults are scaled to the {n:,} audited rows; the table of defaults is in "
+               "docs/dashboard.md.")
+    rep_options = list(pipeline.REPRESENTATIONS)
+    default_rep = "precomputed" if embeddings else "tfidf_svd"
+    representation = st.selectbox(
+        "Representation Φ", rep_options, index=rep_options.index(default_rep),
+        format_func=params.REPRESENTATION_NAMES.get, help=params.HELP["representation"],
+        key=_wkey("representation", dataset))
+    rep_params: dict[str, Any] = {}
+    ready = True
+    if representation in ("tfidf_svd", "warmup"):
+        rep_params["n_components"] = int(st.number_input(
+            "Dimensions", min_value=2, max_value=1024, value=256, step=16,
+            help=params.HELP["n_components"], key=_wkey("n_components", dataset)))
+    if representation == "warmup":
+        rep_params["warmup_fraction"] = float(st.slider(
+            "Warm-up fraction", 0.02, 0.5, 0.1, 0.01, help=params.HELP["warmup_fraction"],
+            key=_wkey("warmup_fraction", dataset)))
+    if representation == "precomputed":
+        ready = _embeddings_input(dataset, embeddings, rep_params)
+    if representation == "sentence_transformers":
+        rep_params["model"] = st.text_input(
+            "Model name or local folder", key=_wkey("model", dataset),
+            placeholder="e.g. /models/all-MiniLM-L6-v2")
+        if importlib.util.find_spec("sentence_transformers") is None:
+            components.show_error("sentence-transformers is not installed.",
+                                  hint="Install it with `pip install sentence-transformers`, "
+                                       "or pick another representation.")
+            ready = False
+        elif not rep_params["model"]:
+            st.caption("Give a model name or folder (a name may download the model).")
+            ready = False
+
+    c1, c2, c3, c4 = st.columns(4)
+    target = c1.number_input(
+        "Target size (rows)", min_value=1, max_value=max(n - 1, 1), value=hint.target_rows,
+        step=max(1, n // 100), help=params.HELP["target_size"], key=_wkey("target", dataset))
+    m = c2.number_input("Partitions m", min_value=1, max_value=512, value=hint.n_partitions,
+                        help=params.HELP["n_partitions"], key=_wkey("m", dataset))
+    default_t = hint.train_fraction if hint.train_fraction is not None else hint.train_rows
+    t = c3.number_input(
+        "Train size t (share, or rows if ≥ 1)", min_value=0.01,
+        value=float(default_t), step=0.05 if default_t < 1 else 1000.0,
+        help=params.HELP["train_size"], key=_wkey("t", dataset))
+    k = c4.number_input("Slice size k (rows)", min_value=1, max_value=max(n - 1, 1),
+                        value=hint.slice_size, help=params.HELP["slice_size"],
+                        key=_wkey("k", dataset))
+    c1, c2, c3, c4 = st.columns(4)
+    tau = c1.slider("Threshold τ", 0.0, 1.0, hint.tau, 0.01, help=params.HELP["tau"],
+                    key=_wkey("tau", dataset))
+    strategy = c2.selectbox("Strategy", list(pipeline.STRATEGIES),
+                            help=params.HELP["strategy"], key=_wkey("strategy", dataset))
+    seed = c3.number_input("Seed", min_value=0, value=0, step=1,
+                           help=params.HELP["random_state"], key=_wkey("seed", dataset))
+    name = c4.text_input("Run name (optional)", key=_wkey("name", dataset),
+                         help="Default: data name + parameters + time. Unsafe characters "
+                              "are replaced.")
+    default_measures = [mm for mm in pipeline.DEFAULT_MEASURES if mm in pipeline.MEASURES]
+    if origin == "synthetic":
+        default_measures = [mm for mm in default_measures if mm not in ("cues", "baselines")]
+    measures = st.multiselect(
+        "Measures after AFLite", list(pipeline.MEASURES), default=default_measures,
+        format_func=lambda mm: params.MEASURE_NAMES.get(mm, mm), help=params.HELP["measures"],
+        key=_wkey("measures", dataset))
+    measure_params = _measure_options(dataset, measures, n)
+    rounds = params.estimate_rounds(n, int(target), int(k))
+    st.caption(f"At most {rounds:,} rounds of {int(m)} models each; AFLite keeps at least "
+               f"{int(target):,} of {n:,} rows ({int(target) / n:.0%}).")
+    force = st.checkbox("Recompute even if an identical run exists",
+                        key=_wkey("force", dataset))
+    if not ready:
+        return None, {}
+    config = pipeline.AuditConfig(
+        representation=representation,
+        representation_params={k_: v for k_, v in rep_params.items() if v not in (None, "")},
+        target_size=int(target),
+        n_partitions=int(m),
+        train_size=_size(t),
+        slice_size=int(k) if strategy != "greedy" else 1,
+        tau=float(tau),
+        strategy=strategy,
+        random_state=int(seed),
+        measures=tuple(measures),
+        measure_params=measure_params,
+    )
+    return config, {"name": name.strip() or None, "force": force}
+
+
+def _measure_options(dataset: Any, measures: list[str], n: int) -> dict:
+    """Options of the chosen measures (map method, baseline draws and folds)."""
+    out: dict[str, dict] = {}
+    if not {"projection", "baselines", "duplicates"} & set(measures):
+        return out
+    c1, c2, c3, c4 = st.columns(4)
+    if "projection" in measures:
+        method = c1.selectbox(
+            "Map method", ["pca", "umap"], key=_wkey("map_method", dataset),
+            format_func={"pca": "PCA (instant)", "umap": "UMAP (better neighbourhoods, "
+                         "slower: compiles on first use)"}.get,
+            help="The 2-D map on the Explore page. UMAP is fitted on at most 20,000 rows.")
+        out["projection"] = {"method": method}
+    if "baselines" in measures:
+        draws = c2.number_input("Random-subset draws", 1, 20, 3,
+                                key=_wkey("draws", dataset),
+                                help="Random subsets of the retained size: the control.")
+        folds = c3.number_input("Cross-validation folds", 2, 10, 3 if n <= 20_000 else 5,
+                                key=_wkey("folds", dataset),
+                                help="k-fold cross-validated accuracy of each baseline.")
+        out["baselines"] = {"n_random_draws": int(draws), "n_splits": int(folds)}
+    if "duplicates" in measures:
+        threshold = c4.slider("Near-duplicate similarity", 0.80, 1.0, 0.95, 0.01,
+                              key=_wkey("near", dataset),
+                              help="Two rows are near duplicates when the cosine similarity "
+                                   "of their Φ is at least this.")
+        out["duplicates"] = {"threshold": float(threshold)}
+    return out
+
+
+def _embeddings_input(dataset: Any, embeddings: str | None, rep_params: dict) -> bool:
+    if embeddings and Path(embeddings).is_file():
+        name = components.md_escape(Path(embeddings).name)
+        st.caption(f"Using the features that came with this dataset ({name}).")
+        rep_params["path"] = embeddings
+        return True
+    upload = st.file_uploader(
+        "Embeddings file: one row per dataset row (or per audited row), in file order, or "
+        "with a row_id column", type=["npy", "npz", "parquet"],
+        key=_wkey("embeddings", dataset),
+        help="Read with allow_pickle=False: object arrays are refused, never unpickled.")
+    if upload is None:
+        st.caption("Upload the embeddings to continue.")
+        return False
+    # keep the user's file name (errors quote it) inside a folder named by the content hash
+    safe_name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(upload.name).name).lstrip(".") or "x"
+    folder = state.session_dir() / f"embeddings-{cache.upload_digest(upload)[:16]}"
+    folder.mkdir(exist_ok=True)
+    target = folder / safe_name
+    if not target.exists():
+        target.write_bytes(upload.getvalue())
+    rep_params["path"] = str(target)
+    return True
+
+
+def start_run(dataset: Any, config: Any, *, name: str | None, force: bool) -> None:
+    """Validate, reuse an identical finished run, or start the background job."""
+    pipeline = cache.core("pipeline")
+    try:
+        config.validate()
+    except (ValueError, TypeError) as exc:
+        components.show_error(str(exc))
+        return
+    root = state.runs_root()
+    if not force:
+        found = cache.find_matching_run(root, dataset.content_hash, config.to_dict())
+        if found is not None:
+            state.set_run_path(found)
+            state.notify(f"This data was already audited with these parameters: opened "
+                         f"{components.md_escape(found.name)} (no recomputation).",
+                         icon=":material/recycling:")
+            st.rerun()
+    job = jobs.AuditJob(pipeline.run_audit, dataset, config, runs_root=root, name=name,
+                        cancelled_error=pipeline.AuditCancelled)
+    state.put(state.JOB, job.start())
+    st.rerun()
+
+
+def _progress_text(snap: dict) -> str:
+    parts = []
+    if "round" in snap:
+        parts.append(f"round {snap['round']}")
+    if "size" in snap:
+        parts.append(f"size {int(snap['size']):,}")
+    if "removed_total" in snap:
+        parts.append(f"removed {int(snap['removed_total']):,} so far")
+    parts.append(f"ETA {components.fmt_seconds(snap.get('eta'))}")
+    return " · ".join(parts)
+
+
+@st.fragment(run_every=0.5)
+def live_progress() -> None:
+    """Progress of this session's running audit, refreshed twice a second, with Cancel."""
+    job = state.get(state.JOB)
+    if job is None:
+        return
+    if not job.running:
+        st.rerun()  # the whole app: the finished run is opened by ui.session
+        return
+    snap = job.snapshot()
+    stage = STAGES.get(snap.get("stage", ""), snap.get("stage", ""))
+    # not a ``with`` block: leaving it would mark the status "complete" on every refresh
+    status = st.status(f"Auditing {components.md_escape(job.dataset_name)}: {stage}",
+                       state="running", expanded=True)
+    with status.container():
+        st.progress(snap["fraction"], text=_progress_text(snap))
+        components.metric_row([
+            ("Round", snap.get("round", "—"), None),
+            ("Current size", f"{int(snap['size']):,}" if "size" in snap else "—", None),
+            ("Removed so far",
+             f"{int(snap['removed_total']):,}" if "removed_total" in snap else "—", None),
+            ("Elapsed", components.fmt_seconds(snap["elapsed"]), None),
+        ])
+        st.caption(components.md_escape(snap.get("message", "")))
+        if job.cancel_requested:
+            st.caption("Cancelling at the next checkpoint…")
+        st.button("Cancel", icon=":material/cancel:", on_click=job.cancel,
+                  disabled=job.cancel_requested, key=state.key(PAGE, f"cancel:{job.id}"))
+
+
+def last_job_outcome() -> None:
+    """What happened to this session's last audit (finished, cancelled, failed)."""
+    job = state.get(state.JOB)
+    if job is None or job.running:
+        return
+    snap = job.snapshot()
+    if job.state == jobs.DONE and job.result is not None:
+        st.success(f"Last audit finished in {components.fmt_seconds(snap['elapsed'])}: "
+                   f"{job.result.name}", icon=":material/check_circle:")
+        c1, c2, c3 = st.columns(3)
+        c1.page_link("app_pages/explore.py", label="Explore the rows", icon=":material/search:")
+        c2.page_link("app_pages/cues.py", label="See the cues", icon=":material/key:")
+        c3.page_link("app_pages/report.py", label="Read the report", icon=":material/summarize:")
+    elif job.state == jobs.CANCELLED:
+        st.info(job.error or "The audit was cancelled.", icon=":material/cancel:")
+    else:
+        components.show_error(f"The audit failed: {job.error}",
+                              hint="Change the parameters (or the data) and run it again.")
+
+
+def previous_runs() -> None:
+    """Complete runs in the runs root, newest first, each reopenable."""
+    root = state.runs_root()
+    st.subheader("Previous runs")
+    runs = cache.list_runs(root)
+    if not runs:
+        st.caption(f"No run in {components.md_escape(root)} yet.")
+        return
+    current = state.get_run_path()
+    table = pd.DataFrame([{
+        "open": "●" if current and Path(r.path).resolve() == current.resolve() else "",
+        "run": r.name,
+        "created (UTC)": r.created.replace("T", " ")[:19],
+        "input": r.input_name,
+        "rows": r.sizes.get("input"),
+        "retained": r.sizes.get("retained"),
+        "removed": r.sizes.get("removed"),
+        "size on disk (MB)": round(r.disk_bytes / 1e6, 1),
+    } for r in runs])
+    st.dataframe(table, hide_index=True, height=min(38 * (len(table) + 1), 300))
+    names = [r.name for r in runs]
+    c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
+    choice = c1.selectbox("Run to open", names, key=state.key(PAGE, "open_choice"))
+    if c2.button("Open", key=state.key(PAGE, "open"), icon=":material/folder_open:"):
+        path = Path(root) / choice
+        try:
+            cache.open_run(path)
+        except (ValueError, OSError) as exc:
+            components.show_error(str(exc))
+            return
+        state.set_run_path(path)
+        state.notify(f"Opened {components.md_escape(choice)}.")
+        st.rerun()
+    st.caption(f"Runs root: {components.md_escape(root)} (set AFLITE_RUNS_DIR to change it).")

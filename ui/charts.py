@@ -1,0 +1,264 @@
+"""Plotly figure builders: presentation only, from data already computed elsewhere.
+
+Every builder takes small, tidy inputs (binned counts, per-round history, projected points) and
+returns a :class:`plotly.graph_objects.Figure`. Colours come from the Okabe-Ito palette, which
+stays readable on the light and the dark Streamlit theme; backgrounds are transparent so the
+page theme shows through. Dataset strings (labels, feature names) are HTML-escaped before they
+reach Plotly, whose text rendering understands a subset of HTML.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+#: Colour per row status (Okabe-Ito; distinguishable with colour-vision deficiency).
+STATUS_COLORS = {
+    "retained": "#0072B2",
+    "removed": "#E69F00",
+    "warmup": "#999999",
+    "excluded": "#CC79A7",
+}
+#: Colours of the usual comparison sets: "before" is neutral grey, "after" the retained blue.
+SET_COLORS = {
+    "before": "#999999",
+    "full": "#999999",
+    "after": "#0072B2",
+    "random": "#009E73",
+    "train": "#56B4E9",
+    "test": "#D55E00",
+}
+#: Qualitative palette for labels and other categories.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+           "#999999"]
+#: Plotly config of charts without interaction beyond hovering (no mode bar to draw).
+STATIC_CONFIG = {"displayModeBar": False}
+#: Up to this many points the map is drawn as SVG, above it with WebGL.
+SVG_MAX_POINTS = 5_000
+#: Continuous scale for predictability (perceptually uniform, readable on both themes).
+CONTINUOUS_SCALE = "Viridis"
+
+
+def safe(text: object) -> str:
+    """Return ``text`` as a string Plotly shows literally (HTML special characters escaped)."""
+    return html.escape(str(text), quote=False)
+
+
+def _layout(fig: go.Figure, *, title: str | None = None, height: int = 360) -> go.Figure:
+    fig.update_layout(
+        title=title,
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+    )
+    return fig
+
+
+def color_for(category: str, index: int) -> str:
+    """Colour of a status or comparison set, else the ``index``-th palette colour."""
+    return STATUS_COLORS.get(category) or SET_COLORS.get(category) or PALETTE[
+        index % len(PALETTE)]
+
+
+def grouped_bars(
+    table: pd.DataFrame, *, x: str, y: str, group: str, title: str | None = None,
+    y_title: str | None = None, error: str | None = None, percent: bool = False,
+) -> go.Figure:
+    """Grouped bar chart of ``y`` by ``x``, one bar series per value of ``group``.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Tidy table with columns ``x``, ``y``, ``group`` (and ``error`` if given).
+    x, y, group : str
+        Column names.
+    title, y_title : str or None
+        Chart and axis titles.
+    error : str or None
+        Column holding symmetric error bar half-widths.
+    percent : bool
+        Format the value axis as a percentage (values in 0..1).
+    """
+    fig = go.Figure()
+    for i, (name, part) in enumerate(table.groupby(group, sort=False)):
+        fig.add_bar(
+            x=[safe(v) for v in part[x]], y=part[y], name=safe(name),
+            marker_color=color_for(str(name), i),
+            error_y={"type": "data", "array": part[error]} if error else None,
+        )
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title=y_title, tickformat=".0%" if percent else None)
+    return _layout(fig, title=title)
+
+
+def label_distribution(counts: Mapping[str, Mapping[str, int]], *, title: str | None = None,
+                       percent: bool = True) -> go.Figure:
+    """Bars of label shares (or counts) for several named sets, e.g. before vs after.
+
+    Parameters
+    ----------
+    counts : mapping
+        ``{set name: {label: count}}``, e.g. ``{"before": {...}, "after": {...}}``.
+    percent : bool
+        Show shares within each set instead of raw counts.
+    """
+    rows = []
+    for set_name, by_label in counts.items():
+        total = sum(by_label.values()) or 1
+        for label, n in by_label.items():
+            rows.append({"set": set_name, "label": str(label),
+                         "value": n / total if percent else n, "count": n})
+    table = pd.DataFrame(rows, columns=["set", "label", "value", "count"])
+    return grouped_bars(table, x="label", y="value", group="set", title=title,
+                        y_title="share of rows" if percent else "rows", percent=percent)
+
+
+def predictability_histogram(binned: pd.DataFrame, *, facet: str | None = None,
+                             title: str | None = None) -> go.Figure:
+    """Histogram of predictability from binned counts (never from raw rows).
+
+    Parameters
+    ----------
+    binned : DataFrame
+        Columns ``left``, ``right``, ``count``, ``status`` and optionally ``label``.
+    facet : str or None
+        ``"label"`` draws one small panel per label.
+    """
+    facets = sorted(binned[facet].astype(str).unique()) if facet else [None]
+    n = len(facets)
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.03,
+                        subplot_titles=[safe(f) for f in facets] if facet else None)
+    statuses = [s for s in STATUS_COLORS if s in set(binned["status"])]
+    for col, value in enumerate(facets, start=1):
+        part = binned if value is None else binned[binned[facet].astype(str) == value]
+        for status in statuses:
+            sub = part[part["status"] == status]
+            fig.add_bar(
+                x=(sub["left"] + sub["right"]) / 2, y=sub["count"],
+                width=(sub["right"] - sub["left"]) * 0.95, name=status,
+                marker_color=STATUS_COLORS[status], legendgroup=status, showlegend=col == 1,
+                hovertemplate="predictability %{x:.2f}<br>%{y} rows<extra>" + status
+                + "</extra>",
+            )
+        fig.update_xaxes(title="predictability", range=[0, 1.0], row=1, col=col)
+    fig.update_layout(barmode="overlay")
+    fig.update_traces(opacity=0.75)
+    fig.update_yaxes(title="rows", row=1, col=1)
+    return _layout(fig, title=title)
+
+
+def removal_per_round(history: pd.DataFrame, *, title: str | None = None) -> go.Figure:
+    """Rows removed per AFLite round (bars) and the remaining set size (line).
+
+    Parameters
+    ----------
+    history : DataFrame
+        One row per round with ``round``, ``removed`` and ``size`` (size after the round or
+        at its start, as the core reports it).
+    """
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_bar(x=history["round"], y=history["removed"], name="removed in round",
+                marker_color=STATUS_COLORS["removed"])
+    if "size" in history:
+        fig.add_scatter(x=history["round"], y=history["size"], name="set size",
+                        mode="lines+markers", line={"color": STATUS_COLORS["retained"]},
+                        secondary_y=True)
+    fig.update_xaxes(title="round", dtick=1)
+    fig.update_yaxes(title="removed", secondary_y=False)
+    fig.update_yaxes(title="set size", secondary_y=True, showgrid=False, tickformat=",d")
+    return _layout(fig, title=title)
+
+
+def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = False,
+                       title: str | None = None, height: int = 520) -> go.Figure:
+    """2-D map of the rows, one point per row, ``row_id`` attached as ``customdata``.
+
+    Selections made with the box or lasso tool come back with ``customdata`` so the caller
+    can map them to row ids (not to point indices, which change with downsampling).
+
+    Parameters
+    ----------
+    points : DataFrame
+        Columns ``row_id``, ``x``, ``y`` and the colour column.
+    color : str
+        Column to colour by (``status``, ``label`` or ``predictability``).
+    continuous : bool
+        Use a continuous colour scale (numeric column) instead of categories.
+    """
+    fig = go.Figure()
+    hover = "row %{customdata[0]}<br>" + safe(color) + ": %{customdata[1]}<extra></extra>"
+    # SVG draws a few thousand points faster than WebGL starts (and WebGL may be software-
+    # rendered); above that, WebGL.
+    trace = go.Scatter if len(points) <= SVG_MAX_POINTS else go.Scattergl
+    if continuous:
+        values = pd.to_numeric(points[color], errors="coerce")
+        fig.add_trace(trace(
+            x=points["x"], y=points["y"], mode="markers", name=safe(color),
+            customdata=np.column_stack([points["row_id"].astype(str), values.round(3)]),
+            marker={"color": values, "colorscale": CONTINUOUS_SCALE, "size": 5,
+                    "cmin": 0, "cmax": 1, "colorbar": {"title": safe(color)}},
+            hovertemplate=hover,
+        ))
+    else:
+        categories = points[color].astype(str)
+        order = [s for s in STATUS_COLORS if s in set(categories)] or sorted(set(categories))
+        order += sorted(set(categories) - set(order))
+        for i, value in enumerate(order):
+            part = points[categories == value]
+            fig.add_trace(trace(
+                x=part["x"], y=part["y"], mode="markers", name=safe(value),
+                customdata=np.column_stack([part["row_id"].astype(str),
+                                            [safe(value)] * len(part)]),
+                marker={"color": color_for(value, i), "size": 5, "opacity": 0.8},
+                hovertemplate=hover,
+            ))
+    fig.update_layout(dragmode="select")  # box by default; lasso in the mode bar
+    fig.update_xaxes(showticklabels=False, title=None)
+    fig.update_yaxes(showticklabels=False, title=None)
+    return _layout(fig, title=title, height=height)
+
+
+def selected_row_ids(event: object) -> list[str]:
+    """Row ids (as strings) of the points selected on a :func:`projection_scatter` chart.
+
+    Parameters
+    ----------
+    event : PlotlyState or dict or None
+        What ``st.plotly_chart(..., on_select="rerun")`` returned.
+    """
+    if not event:
+        return []
+    selection = event.get("selection", {}) if isinstance(event, Mapping) else getattr(
+        event, "selection", {})
+    points: Sequence[Mapping] = selection.get("points", []) if selection else []
+    ids = []
+    for point in points:
+        custom = point.get("customdata")
+        if isinstance(custom, (list, tuple)) and custom:
+            ids.append(str(custom[0]))
+        elif custom is not None:
+            ids.append(str(custom))
+    return ids
+
+
+def line_curves(table: pd.DataFrame, *, x: str, y: str, group: str, title: str | None = None,
+                x_title: str | None = None, y_title: str | None = None,
+                log_x: bool = False) -> go.Figure:
+    """One line per ``group`` value (e.g. inoculation accuracy on original vs challenge)."""
+    fig = go.Figure()
+    for i, (name, part) in enumerate(table.groupby(group, sort=False)):
+        fig.add_scatter(x=part[x], y=part[y], name=safe(name), mode="lines+markers",
+                        line={"color": PALETTE[i % len(PALETTE)]})
+    fig.update_xaxes(title=x_title, type="log" if log_x else None)
+    fig.update_yaxes(title=y_title)
+    return _layout(fig, title=title)

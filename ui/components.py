@@ -1,0 +1,164 @@
+"""Shared page furniture: measure explainers, empty states, errors and paged tables.
+
+Dataset text is always shown through ``st.dataframe``, ``st.text`` or ``st.code``, never through
+``unsafe_allow_html``, so a hypothesis containing ``<script>`` is displayed as text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+
+import pandas as pd
+import streamlit as st
+
+from ui import state
+
+#: Columns that hold long free text in the tables (shown wide, never truncated in the data).
+TEXT_COLUMN_HINTS = ("premise", "hypothesis", "sentence", "text", "context", "question",
+                     "claim", "evidence", "warrant", "reason", "choice")
+
+
+def explainer(summary: str, formula: str, *, title: str = "Formula and source") -> None:
+    """Two sentences on what the page measures, the formula one click away.
+
+    Parameters
+    ----------
+    summary : str
+        Two sentences in Markdown (project text, never dataset text).
+    formula : str
+        Markdown (LaTeX allowed between ``$``) shown in an expander.
+    title : str
+        Label of the expander.
+    """
+    st.markdown(summary)
+    with st.expander(title, icon=":material/function:"):
+        st.markdown(formula)
+
+
+def empty_state(message: str, *, page: str | None = None, label: str | None = None,
+                icon: str = ":material/info:") -> None:
+    """Tell the user what to do first, with a link to the page where they can do it.
+
+    Parameters
+    ----------
+    message : str
+        What is missing and what to do.
+    page : str or None
+        Page file to link to, e.g. ``"app_pages/data.py"``.
+    label : str or None
+        Link label.
+    """
+    st.info(message, icon=icon)
+    if page:
+        st.page_link(page, label=label or "Go there", icon=":material/arrow_forward:")
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~$])")
+
+
+def md_escape(text: object) -> str:
+    """Escape Markdown (and HTML) syntax so ``text`` shows literally in ``st.markdown``."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def show_error(message: str, *, hint: str | None = None) -> None:
+    """Show one clear error (what is wrong, where, what to do); never a traceback.
+
+    ``message`` may quote dataset content (column names, values); it is escaped. ``hint``
+    is project text and may use Markdown.
+    """
+    body = md_escape(message)
+    st.error(body if not hint else f"{body}\n\n{hint}", icon=":material/error:")
+
+
+def text_columns(columns: Iterable[str]) -> list[str]:
+    """Return the columns that look like free text (by name)."""
+    return [c for c in columns if any(h in str(c).lower() for h in TEXT_COLUMN_HINTS)]
+
+
+def column_config(frame: pd.DataFrame) -> dict[str, object]:
+    """Column configuration: wide text columns, formatted scores, plain row ids."""
+    config: dict[str, object] = {}
+    for col in text_columns(frame.columns):
+        config[col] = st.column_config.TextColumn(col, width="large")
+    if "predictability" in frame:
+        config["predictability"] = st.column_config.NumberColumn(
+            "predictability", format="%.3f", help="share of held-out predictions that were right")
+    return config
+
+
+def paged_table(frame: pd.DataFrame, *, page_key: str, page_size: int = 50,
+                height: int | None = None, selectable: bool = False) -> object:
+    """Show one page of ``frame`` (server-side paging) and a "rows a-b of n" caption.
+
+    Only the visible page is sent to the browser, so a 550k-row run stays responsive.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        Already filtered and sorted rows.
+    page_key : str
+        Namespaced key of the pager widget (``state.key(page, name)``).
+    page_size : int
+        Rows per page.
+    height : int or None
+        Table height in pixels.
+    selectable : bool
+        Allow selecting one row (returned as the ``st.dataframe`` selection state).
+
+    Returns
+    -------
+    object
+        The ``st.dataframe`` return value (selection state when ``selectable``).
+    """
+    n = len(frame)
+    pages = max(1, math.ceil(n / page_size))
+    current = st.session_state.get(page_key, 1)
+    if not isinstance(current, int) or current > pages:
+        st.session_state[page_key] = 1
+    start = 0
+    if pages > 1:
+        page = st.pagination(pages, key=page_key, max_visible_pages=7)
+        start = (int(page) - 1) * page_size
+    part = frame.iloc[start:start + page_size]
+    st.caption(f"Rows {start + 1 if n else 0:,}–{start + len(part):,} of {n:,}")
+    kwargs: dict[str, object] = {"column_config": column_config(part), "hide_index": True,
+                                 "height": height or "auto"}
+    if selectable:
+        kwargs.update(on_select="rerun", selection_mode="single-row",
+                      key=state.key(page_key, "table"))
+    return st.dataframe(part, **kwargs)
+
+
+def with_row_id(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its index as a leading ``row_id`` column (renamed if the name is taken)."""
+    name = "row_id"
+    while name in frame.columns:
+        name = f"{name}_"
+    return frame.reset_index(names=name)
+
+
+def full_text(row: pd.Series, columns: Iterable[str]) -> None:
+    """Show the full text of one row's text columns as plain text."""
+    for col in columns:
+        if col in row.index:
+            st.caption(str(col))
+            st.text(str(row[col]))
+
+
+def metric_row(items: Iterable[tuple[str, object, object | None]]) -> None:
+    """A row of ``st.metric`` (label, value, delta)."""
+    items = list(items)
+    for col, (label, value, delta) in zip(st.columns(len(items)), items, strict=True):
+        col.metric(label, value, delta)
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    """Format a duration for progress text (``"1 min 05 s"``, ``"12 s"``, ``"—"``)."""
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    seconds = max(0, int(round(seconds)))
+    minutes, secs = divmod(seconds, 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"

@@ -1,0 +1,250 @@
+"""Panels of the Data page: sample, upload with column mapping, synthetic demo, report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+import streamlit as st
+
+from ui import cache, charts, components, session, state
+
+#: Formula / rules text of the Data page explainer.
+RULES = r"""
+* **Column roles** are guessed from the names (SNLI/MNLI names such as `sentence1`,
+  `sentence2`, `gold_label`, `pairID` included) and can be changed below. Without a premise
+  column the data is single-text.
+* **Row ids** are the 0-based position of each row in the file, unless an id column is chosen
+  (its values must then be unique).
+* **Excluded rows**: label `-` (no gold label), empty label, or empty/whitespace-only text.
+  They stay in every export with status `excluded`.
+* **Multiple-choice expansion**: a question with choices $c_1..c_k$ and answer $a$ becomes
+  $k$ rows (context, $c_j$) with label `right` if $j=a$ else `wrong`; row id
+  `"{question}:{j}"`.
+* **Duplicates**: `exact` = same premise+hypothesis text as an earlier row; `normalised` =
+  same after case-folding and dropping punctuation.
+"""
+
+#: File types the uploader accepts (compressed forms included).
+UPLOAD_TYPES = ["csv", "tsv", "txt", "jsonl", "ndjson", "json", "parquet", "pq", "gz"]
+NONE = "(none)"
+#: Encodings offered for text uploads ("" = automatic).
+ENCODINGS = {"": "Automatic", "utf-8": "UTF-8", "latin-1": "Latin-1 (ISO-8859-1)",
+             "cp1252": "Windows-1252", "utf-16": "UTF-16"}
+
+
+def _index(options: list[str], value: str | None) -> int | None:
+    return options.index(value) if value in options else None
+
+
+def sample_panel(load_sample: Callable[[], str | None]) -> None:
+    """Describe the bundled sample and (re)load it on request."""
+    path = state.sample_path()
+    st.markdown(
+        "A few thousand sentence pairs of the **Stanford Natural Language Inference** corpus "
+        "(Bowman et al., 2015; licence CC BY-SA 4.0, see `assets/README.md`), with a "
+        "`split` column (`train` / `dev`). It is small enough to audit in seconds."
+    )
+    if not path.is_file():
+        components.empty_state(f"The bundled sample is missing ({path}). Upload a file instead.")
+        return
+    if state.get(state.DATASET_ORIGIN) == "sample" and state.get_dataset() is not None:
+        st.success("The bundled sample is loaded.", icon=":material/check_circle:")
+        st.page_link("app_pages/audit.py", label="Next: audit it with one click on the Audit page",
+                     icon=":material/play_arrow:")
+        return
+    if st.button("Load the bundled sample", type="primary", key=state.key("data", "load_sample")):
+        problem = load_sample()
+        if problem:
+            components.show_error(problem)
+        else:
+            st.rerun()
+
+
+def upload_panel(page: str) -> None:
+    """File uploader, column mapping with guessed defaults, and the Load button."""
+    limit = st.get_option("server.maxUploadSize")
+    st.caption(f"CSV, TSV, JSON Lines, JSON records or Parquet, optionally gzip-compressed "
+               f"(.gz); up to {limit} MB.")
+    left, right = st.columns([4, 1])
+    uploaded = left.file_uploader("Dataset file", type=UPLOAD_TYPES,
+                                  key=state.key(page, "file"))
+    encoding = right.selectbox(
+        "Encoding", list(ENCODINGS), format_func=ENCODINGS.get, key=state.key(page, "encoding"),
+        help="Text files only. Automatic = UTF-8, or UTF-16/32 announced by a byte-order mark.")
+    encoding = encoding or None
+    if uploaded is None:
+        return
+    data = uploaded.getvalue()
+    sha = cache.upload_digest(uploaded)
+    try:
+        columns, preview = cache.read_columns(data, uploaded.name, encoding=encoding, key=sha)
+    except (ValueError, OSError, cache.CoreUnavailable) as exc:
+        hint = "Check the file and upload it again."
+        if "decode" in str(exc) or "encoding" in str(exc):
+            hint = ("Pick the file's encoding under **Encoding** above (e.g. Latin-1) and it "
+                    "is read again.")
+        components.show_error(str(exc), hint=hint)
+        return
+    file_key = sha[:12] + (encoding or "")
+    guess = cache.guess_roles(columns)
+    with st.expander(f"Columns of {components.md_escape(uploaded.name)} (first rows)",
+                     expanded=False):
+        st.dataframe(preview, hide_index=True, column_config=components.column_config(preview))
+
+    def wkey(name: str) -> str:
+        return state.key(page, f"{name}:{file_key}")
+
+    multiple_choice = st.toggle("Multiple-choice data: expand each question into one row per "
+                                "choice", key=wkey("mc"))
+    options = [NONE, *columns]
+    mapping: dict[str, object] = {}
+    left, right = st.columns(2)
+    if multiple_choice:
+        mapping["premise"] = left.selectbox("Context column (optional)", options,
+                                            index=_index(options, guess["premise"]) or 0,
+                                            key=wkey("context"))
+        mapping["choices"] = left.multiselect("Choice columns", columns, key=wkey("choices"))
+        mapping["answer"] = right.selectbox(
+            "Answer column (index, letter or the right choice's text)", columns, index=None,
+            key=wkey("answer"), placeholder="Choose a column")
+    else:
+        mapping["hypothesis"] = left.selectbox(
+            "Text / hypothesis column", columns, index=_index(columns, guess["hypothesis"]),
+            key=wkey("hypothesis"), placeholder="Choose a column")
+        mapping["premise"] = left.selectbox(
+            "Premise column (optional)", options, index=_index(options, guess["premise"]) or 0,
+            key=wkey("premise"))
+        mapping["label"] = right.selectbox(
+            "Label column", columns, index=_index(columns, guess["label"]), key=wkey("label"),
+            placeholder="Choose a column")
+    mapping["split"] = right.selectbox("Split column (optional)", options,
+                                       index=_index(options, guess["split"]) or 0,
+                                       key=wkey("split"))
+    mapping["id"] = right.selectbox(
+        "Id column (optional; otherwise row ids are positions)", options, index=0,
+        key=wkey("id"), help="The column must hold unique values.")
+    mapping = {k: (None if v == NONE else v) for k, v in mapping.items()}
+    mapping["encoding"] = encoding
+
+    complete = bool(mapping.get("choices") and mapping.get("answer")) if multiple_choice else (
+        bool(mapping.get("hypothesis") and mapping.get("label")))
+    auto_key = state.key(page, "auto_loaded")
+    clicked = st.button("Load with this mapping", type="primary", key=wkey("load"))
+    first_time = state.get(auto_key) != file_key and complete and not multiple_choice
+    if not (clicked or first_time):
+        return
+    state.put(auto_key, file_key)
+    if not complete:
+        components.show_error("Choose the columns first: "
+                              + ("the choice columns and the answer column."
+                                 if multiple_choice else "the text column and the label column."))
+        return
+    try:
+        dataset = cache.load_upload(data, uploaded.name, key=sha, **mapping)
+    except (ValueError, OSError, cache.CoreUnavailable) as exc:
+        components.show_error(str(exc))
+        return
+    session.use_dataset(dataset, origin="upload")
+    st.rerun()
+
+
+def synthetic_panel(page: str) -> None:
+    """Generate the paper's biased circles and load them with their features."""
+    st.markdown(
+        "The AFLite paper's synthetic experiment: two concentric circles (a task a linear "
+        "model cannot solve) with planted, linearly separable **bias features** added to most "
+        "rows. AFLite should remove the biased rows first, leaving the hard circles."
+    )
+    if not cache.has_core("synthetic"):
+        components.empty_state("The synthetic generator (aflite_core.synthetic) is not "
+                               "installed yet.")
+        return
+    from ui import synthetic
+
+    left, right = st.columns(2)
+    n = left.select_slider("Rows", options=[1000, 2000, 4000, 8000], value=2000,
+                           key=state.key(page, "synthetic_n"))
+    seed = right.number_input("Seed", min_value=0, value=0, step=1,
+                              key=state.key(page, "synthetic_seed"))
+    if st.button("Generate and load the demo", type="primary",
+                 key=state.key(page, "synthetic_go")):
+        try:
+            dataset, features = synthetic.make_demo(int(n), int(seed), state.session_dir())
+        except (ValueError, OSError, cache.CoreUnavailable) as exc:
+            components.show_error(str(exc))
+            return
+        session.use_dataset(dataset, origin="synthetic", embeddings=str(features))
+        state.notify("Synthetic demo loaded: audit it on the Audit page with its features "
+                     "(pre-selected).")
+        st.rerun()
+    if state.get(state.DATASET_ORIGIN) == "synthetic":
+        st.success("The synthetic demo is loaded; its features are used on the Audit page.",
+                   icon=":material/check_circle:")
+
+
+def validation_report(dataset, page: str) -> None:
+    """Rows read / included / excluded, labels, duplicates, text lengths, preview."""
+    report = dataset.report
+    st.subheader("Validation report")
+    st.caption(f"{components.md_escape(dataset.name)} · {report.format or 'file'}"
+               + (f" · {report.encoding}" if report.encoding else "")
+               + f" · SHA-256 {dataset.content_hash[:12]}…")
+    excluded = sum(report.excluded.values())
+    items = [("Rows read", f"{report.n_read:,}", None),
+             ("Audited", f"{report.n_included:,}", None),
+             ("Excluded", f"{excluded:,}", None),
+             ("Labels", f"{len(report.label_counts):,}", None)]
+    if report.n_questions:
+        items.append(("Questions expanded", f"{report.n_questions:,}", None))
+    components.metric_row(items)
+    for warning in report.warnings:
+        st.warning(components.md_escape(warning), icon=":material/warning:")
+
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Label distribution** (audited rows)")
+        if len(report.label_counts) <= 50:
+            st.plotly_chart(charts.label_distribution({"rows": report.label_counts},
+                                                      percent=False),
+                            key=state.key(page, "labels_chart"))
+        st.dataframe(pd.DataFrame({"label": list(report.label_counts),
+                                   "rows": list(report.label_counts.values())}),
+                     hide_index=True, height=min(35 * (len(report.label_counts) + 1) + 3, 300))
+    with right:
+        st.markdown("**Excluded rows by reason**")
+        if report.excluded:
+            st.dataframe(pd.DataFrame({"reason": list(report.excluded),
+                                       "rows": list(report.excluded.values())}),
+                         hide_index=True)
+        else:
+            st.caption("No row was excluded.")
+        st.markdown("**Duplicates** (audited rows)")
+        if report.duplicates:
+            st.dataframe(pd.DataFrame({"kind": list(report.duplicates),
+                                       "rows": list(report.duplicates.values())}),
+                         hide_index=True)
+        st.markdown("**Text length** (characters)")
+        if report.text_lengths:
+            st.dataframe(pd.DataFrame(report.text_lengths).T.rename_axis("column"))
+        mapping = {k: v for k, v in dataset.columns.to_dict().items() if v}
+        st.markdown("**Column roles**")
+        st.dataframe(pd.DataFrame({"role": list(mapping), "column": list(mapping.values())}),
+                     hide_index=True)
+        if report.suggested_id:
+            suggested = components.md_escape(repr(report.suggested_id))
+            st.caption(f"An id column with unique values was found: {suggested}. "
+                       "Row ids are positions; choose it as the id column on upload to use it.")
+
+    st.markdown("**Rows**")
+    only_excluded = st.toggle("Only excluded rows", key=state.key(page, "only_excluded"),
+                              disabled=excluded == 0)
+    frame = dataset.frame
+    reasons = dataset.exclusion.rename("excluded because")
+    if only_excluded:
+        keep = reasons.to_numpy() != ""
+        frame, reasons = frame[keep], reasons[keep]
+    table = components.with_row_id(pd.concat([reasons, frame], axis=1))
+    components.paged_table(table, page_key=state.key(page, "rows_page"), page_size=25)
+    st.page_link("app_pages/audit.py", label="Next: audit this dataset",
+                 icon=":material/arrow_forward:")

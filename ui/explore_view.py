@@ -1,0 +1,232 @@
+"""Panels of the Explore page: charts, the map with selection, filters and row tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from ui import cache, charts, components, filters, state
+
+PAGE = "explore"
+
+SUMMARY = (
+    "Every row of the run with its status and its **predictability**: the share of the "
+    "linear models holding it out that predicted its label right. Removed rows were easy for "
+    "surface features; compare them with the retained rows to see what AFLite took out."
+)
+FORMULA = r"""
+$$
+p(i) = \frac{\#\{\,j : i \text{ held out in partition } j,\ f_j(x_i) = y_i\,\}}
+            {\#\{\,j : i \text{ held out in partition } j\,\}}
+$$
+
+For a removed row, $p(i)$ is its score in the round that removed it (*removal round*); for a
+retained row, its score in the last round. Warm-up rows trained the representation and are
+never filtered; excluded rows (no usable label or text) take no part.
+"""
+
+VIEWS = {"all": "All rows", "retained": "Retained", "removed": "Removed",
+         "side": "Retained | Removed side by side"}
+
+
+def run_header(run: Any) -> None:
+    """Run name, sizes, and the stop reason."""
+    sizes = run.sizes
+    st.caption(f"Run {components.md_escape(run.name)} · input "
+               f"{components.md_escape(run.input.get('name', '?'))} · created "
+               f"{run.created.replace('T', ' ')[:19]} UTC")
+    items = [("Retained", f"{sizes.get('retained', 0):,}", None),
+             ("Removed", f"{sizes.get('removed', 0):,}", None)]
+    if sizes.get("warmup"):
+        items.append(("Warm-up", f"{sizes['warmup']:,}", None))
+    items.append(("Excluded", f"{sizes.get('excluded', 0):,}", None))
+    rounds = len(run.history)
+    items.append(("Rounds", f"{rounds:,}", None))
+    components.metric_row(items)
+
+
+def charts_row(path: Path, run: Any) -> None:
+    """Predictability histogram (binned counts) and removal per round."""
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Predictability, retained vs removed**")
+        per_label = st.toggle("One panel per label", key=state.key(PAGE, "hist_by_label"))
+        binned = cache.predictability_bins(path, by_label=per_label)
+        if binned.empty:
+            st.caption("No predictability scores in this run.")
+        else:
+            st.plotly_chart(
+                charts.predictability_histogram(binned, facet="label" if per_label else None),
+                key=state.key(PAGE, "hist_chart"), config=charts.STATIC_CONFIG)
+    with right:
+        st.markdown("**Rows removed per round**")
+        history = run.history
+        if history.empty or "removed" not in history:
+            st.caption("No per-round history in this run.")
+        else:
+            st.plotly_chart(charts.removal_per_round(history), key=state.key(PAGE, "rounds_chart"),
+                            config=charts.STATIC_CONFIG)
+
+
+def map_panel(path: Path) -> list[str] | None:
+    """The 2-D map coloured as chosen; return the row ids selected on it (or None)."""
+    points, total = cache.map_points(path)
+    st.markdown("**Map of the rows** (2-D projection of Φ)")
+    if total == 0:
+        st.caption("This run has no 2-D projection (the *2-D map* measure was not computed). "
+                   "Tick it on the Audit page to get one.")
+        return None
+    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
+    options = [c for c in ("status", "label", "predictability") if c in points]
+    color = c1.segmented_control("Colour by", options, default="status", required=True,
+                                 key=state.key(PAGE, "map_color"))
+    version = state.get(state.key(PAGE, "map_version"), 0)
+    if c2.button("Clear map selection", key=state.key(PAGE, "map_clear")):
+        state.put(state.key(PAGE, "map_version"), version + 1)
+        st.rerun()
+    fig = charts.projection_scatter(points, color=color, continuous=color == "predictability")
+    event = st.plotly_chart(fig, on_select="rerun", selection_mode=("box", "lasso"),
+                            key=state.key(PAGE, f"map:{version}"))
+    if len(points) < total:
+        st.caption(f"Showing a uniform random sample of {len(points):,} of {total:,} points "
+                   "(seed 0) to keep the page fast; selections pick from the sample.")
+    else:
+        st.caption(f"{total:,} points. Draw a box or a lasso to filter the table below.")
+    ids = charts.selected_row_ids(event)
+    return ids or None
+
+
+def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.RowFilter, str]:
+    """Filter widgets; return the filter and the chosen view."""
+    label_col = run.columns.get("label")
+    view = st.segmented_control("Show", list(VIEWS), format_func=VIEWS.get, default="all",
+                                required=True, key=state.key(PAGE, "view"))
+    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    search = c1.text_input("Search the text", key=state.key(PAGE, "search"),
+                           placeholder="a word, a phrase, or a regular expression")
+    regex = c2.toggle("Regex", key=state.key(PAGE, "regex"))
+    case = c3.toggle("Match case", key=state.key(PAGE, "case"))
+    c1, c2, c3, c4 = st.columns(4)
+    labels: list[str] = []
+    if label_col and label_col in table:
+        values = sorted(table[label_col].astype(str).str.strip().unique().tolist())
+        if len(values) <= 200:
+            labels = c1.multiselect("Labels", values, key=state.key(PAGE, "labels"))
+    statuses = []
+    if view == "all":
+        present = [s for s in ("retained", "removed", "warmup", "excluded")
+                   if s in set(table["status"])]
+        statuses = c2.multiselect("Status", present, key=state.key(PAGE, "status"))
+    pred = c3.slider("Predictability", 0.0, 1.0, (0.0, 1.0), 0.05,
+                     key=state.key(PAGE, "pred"))
+    rounds = table["removal_round"].to_numpy()
+    max_round = int(rounds.max()) if len(rounds) else 0
+    round_range = None
+    if max_round >= 1:
+        chosen = c4.slider("Removal round", 1, max(max_round, 2), (1, max(max_round, 2)),
+                           key=state.key(PAGE, "rounds"),
+                           help="Applies to removed rows only; retained rows have round -1.")
+        if chosen != (1, max(max_round, 2)):
+            round_range = chosen
+    flt = filters.RowFilter(
+        statuses=statuses, labels=labels, label_column=label_col,
+        predictability=pred, rounds=round_range, search=search.strip(), regex=regex,
+        case=case, search_columns=[c for c in (run.columns.get("premise"),
+                                               run.columns.get("hypothesis")) if c],
+    )
+    flt.extra_mask = cue_filter(run, path)
+    return flt, view
+
+
+def cue_filter(run: Any, path: Path) -> np.ndarray | None:
+    """Optional filter: rows that have one cue feature of the run's cue table."""
+    cues = run.cues
+    if cues is None or cues.empty:
+        return None
+    full = cues[cues["scope"] == "full"] if "scope" in cues else cues
+    top = full.head(300)
+    options = [f"{t}:{f}" for t, f in zip(top["feature_type"], top["feature"], strict=True)]
+    choice = st.selectbox("Cue feature (rows that have it)", options, index=None,
+                          placeholder="any (top cues of the run, by cueness)",
+                          key=state.key(PAGE, "cue"))
+    if not choice:
+        return None
+    feature_type, _, feature = choice.partition(":")
+    try:
+        return cache.feature_mask(path, feature_type, feature)
+    except (ValueError, LookupError, cache.CoreUnavailable) as exc:
+        components.show_error(f"The cue filter is not available: {exc}")
+        return None
+
+
+def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> None:
+    """Sorted, paged tables of the filtered rows (one or two side by side)."""
+    c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
+    sortable = ["row_id", "predictability", "removal_round", *[
+        c for c in table.columns if c not in cache.AUDIT_COLUMNS]]
+    sort_by = c1.selectbox("Sort by", sortable, index=1, key=state.key(PAGE, "sort"))
+    descending = c2.toggle("Descending", value=True, key=state.key(PAGE, "desc"))
+    page_size = c3.selectbox("Rows per page", [25, 50, 100, 200], index=1,
+                             key=state.key(PAGE, "page_size"))
+    try:
+        rows = filters.apply(table, flt)
+    except filters.SearchError as exc:
+        components.show_error(str(exc), hint="Fix the pattern or turn Regex off.")
+        return
+    rows = filters.sort_rows(rows, sort_by, ascending=not descending)
+    text_cols = components.text_columns(
+        [c for c in (run.columns.get("premise"), run.columns.get("hypothesis")) if c])
+    if view == "side":
+        left, right = st.columns(2)
+        for col, status in ((left, "retained"), (right, "removed")):
+            with col:
+                part = rows[rows["status"] == status]
+                st.markdown(f"**{status.capitalize()}** ({len(part):,} rows)")
+                _table(part, f"rows_{status}", page_size, text_cols)
+        return
+    if view in ("retained", "removed"):
+        rows = rows[rows["status"] == view]
+    st.markdown(f"**{len(rows):,} rows** match")
+    st.caption("Tick a row to read its full text below the table.")
+    _table(rows, "rows", page_size, text_cols)
+    export_filtered(rows, run)
+
+
+def _table(rows: pd.DataFrame, name: str, page_size: int, text_cols: list[str]) -> None:
+    shown = components.with_row_id(rows)
+    event = components.paged_table(shown, page_key=state.key(PAGE, f"{name}_page"),
+                                   page_size=page_size, selectable=True)
+    selected = _selected_position(event)
+    if selected is not None:
+        page = int(state.get(state.key(PAGE, f"{name}_page"), 1) or 1)
+        position = (page - 1) * page_size + selected
+        if position < len(shown):
+            with st.container(border=True):
+                st.caption(f"Full text of row {components.md_escape(shown.iloc[position, 0])}")
+                components.full_text(shown.iloc[position], text_cols)
+
+
+def _selected_position(event: Any) -> int | None:
+    try:
+        picked = event.selection.rows  # type: ignore[union-attr]
+    except AttributeError:
+        return None
+    return int(picked[0]) if picked else None
+
+
+def export_filtered(rows: pd.DataFrame, run: Any) -> None:
+    """Download exactly the rows shown (CSV, spreadsheet-safe)."""
+    if rows.empty or not cache.has_core("exports"):
+        return
+    ids = rows.index.tolist()
+    st.download_button(
+        f"Download these {len(ids):,} rows (CSV)",
+        data=lambda: cache.export_bytes(run.path, "all", row_ids=ids),
+        file_name=f"{run.name}-filtered.csv", mime="text/csv",
+        key=state.key(PAGE, "download_filtered"), icon=":material/download:",
+        on_click="ignore",
+    )

@@ -1,0 +1,98 @@
+"""Row filters of the Explore page: vectorised pandas over the run's rows table.
+
+Pure functions (no Streamlit) so that they are cheap to rerun on every widget change and easy
+to test. The table is the one :func:`ui.cache.rows_table` returns: ``status``,
+``predictability``, ``removal_round`` and every original column, indexed by ``row_id``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+
+class SearchError(ValueError):
+    """The search pattern is not a valid regular expression."""
+
+
+@dataclass
+class RowFilter:
+    """What the user asked for on the Explore page (empty fields do not filter)."""
+
+    statuses: Sequence[str] = ()
+    labels: Sequence[str] = ()
+    label_column: str | None = None
+    predictability: tuple[float, float] | None = None
+    rounds: tuple[int, int] | None = None
+    search: str = ""
+    regex: bool = False
+    case: bool = False
+    search_columns: Sequence[str] = ()
+    row_ids: Sequence[str] | None = None  # as strings (from the map's customdata)
+    extra_mask: np.ndarray | None = field(default=None, repr=False)
+
+
+def _search_mask(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
+    columns = [c for c in flt.search_columns if c in table.columns] or [
+        c for c in table.columns if table[c].dtype == object or pd.api.types.is_string_dtype(
+            table[c])
+    ]
+    if flt.regex:
+        try:
+            re.compile(flt.search)
+        except re.error as exc:
+            raise SearchError(f"search: {flt.search!r} is not a valid regular expression "
+                              f"({exc})") from exc
+    mask = np.zeros(len(table), dtype=bool)
+    for col in columns:
+        values = table[col].astype("string").fillna("")
+        hits = values.str.contains(flt.search, case=flt.case, regex=flt.regex)
+        mask |= hits.fillna(False).to_numpy(dtype=bool)
+    return mask
+
+
+def apply(table: pd.DataFrame, flt: RowFilter) -> pd.DataFrame:
+    """Rows of ``table`` that pass every filter of ``flt``, in table order.
+
+    Raises
+    ------
+    SearchError
+        If ``flt.regex`` is set and ``flt.search`` does not compile.
+    """
+    mask = np.ones(len(table), dtype=bool)
+    if flt.statuses:
+        mask &= table["status"].astype(str).isin(list(flt.statuses)).to_numpy()
+    if flt.labels and flt.label_column and flt.label_column in table:
+        mask &= table[flt.label_column].astype(str).str.strip().isin(
+            [str(x) for x in flt.labels]).to_numpy()
+    if flt.predictability is not None:
+        lo, hi = flt.predictability
+        pred = table["predictability"].to_numpy(dtype=float)
+        if (lo, hi) != (0.0, 1.0):
+            mask &= np.isfinite(pred) & (pred >= lo) & (pred <= hi)
+    if flt.rounds is not None:
+        lo, hi = flt.rounds
+        rounds = table["removal_round"].to_numpy()
+        mask &= (rounds >= lo) & (rounds <= hi)
+    if flt.row_ids is not None:
+        wanted = [str(i) for i in flt.row_ids]
+        mask &= table.index.astype(str).isin(wanted)
+    if flt.extra_mask is not None:
+        mask &= np.asarray(flt.extra_mask, dtype=bool)
+    if flt.search:
+        mask &= _search_mask(table, flt)
+    return table[mask]
+
+
+def sort_rows(table: pd.DataFrame, column: str | None, *, ascending: bool) -> pd.DataFrame:
+    """Sort by one column (stable; missing values last); ``None`` keeps input order."""
+    if not column or column not in table.columns and column != "row_id":
+        return table
+    if column == "row_id":
+        return table.sort_index(ascending=ascending, kind="stable")
+    return table.sort_values(column, ascending=ascending, kind="stable", na_position="last")
+

@@ -1,0 +1,113 @@
+"""Session start-up and the sidebar: what every page run does before the page itself.
+
+A new session gets the bundled SNLI sample loaded (so the pages show something real at once)
+and, when the runs root already holds an audit of that sample, the newest one opened. A
+finished background audit is opened here, whatever page the user is on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+
+from ui import cache, components, jobs, state
+
+
+def load_sample() -> str | None:
+    """Load the bundled sample into the session; return an error message or ``None``."""
+    path = state.sample_path()
+    if not path.is_file():
+        return f"The bundled sample {path.name} was not found at {path}."
+    try:
+        dataset = cache.load_path(path)
+    except cache.CoreUnavailable as exc:
+        return str(exc)
+    except (ValueError, OSError) as exc:  # DatasetError derives from ValueError
+        return f"The bundled sample could not be loaded: {exc}"
+    use_dataset(dataset, origin="sample")
+    return None
+
+
+def use_dataset(dataset, *, origin: str, embeddings: str | None = None) -> None:
+    """Make ``dataset`` current and open its newest run (or none)."""
+    state.set_dataset(dataset, origin=origin, embeddings=embeddings)
+    state.set_run_path(newest_run_of(dataset.content_hash))
+
+
+def newest_run_of(content_hash: str) -> Path | None:
+    """Newest complete run in the runs root whose input has this SHA-256."""
+    for info in cache.list_runs(state.runs_root()):
+        try:
+            run = cache.open_run(info.path)
+        except (ValueError, OSError):
+            continue
+        if run.input.get("sha256") == content_hash:
+            return Path(info.path)
+    return None
+
+
+def start() -> None:
+    """Per-rerun set-up: first-visit sample, finished jobs, one-shot notices."""
+    if not state.get(state.AUTOLOAD_DONE):
+        state.put(state.AUTOLOAD_DONE, True)
+        if state.get_dataset() is None:
+            problem = load_sample()
+            if problem:
+                state.notify(problem + " Load a file on the Data page.", icon=":material/warning:")
+    collect_job()
+    notice = state.pop_notice()
+    if notice:
+        st.toast(notice[0], icon=notice[1])
+
+
+def collect_job() -> None:
+    """Open the result of this session's finished audit (once)."""
+    job = state.get(state.JOB)
+    if job is None or job.running or job.consumed:
+        return
+    job.consumed = True
+    if job.state == jobs.DONE and job.result is not None:
+        state.set_run_path(job.result)
+        name = components.md_escape(job.result.name)
+        state.notify(f"Audit finished: {name}. Explore, Cues and Report show it now.")
+
+
+def sidebar() -> None:
+    """Where this session stands: dataset, open run, audit in progress."""
+    with st.sidebar:
+        st.caption("SESSION")
+        dataset = state.get_dataset()
+        if dataset is None:
+            st.markdown(":material/database: No dataset loaded")
+        else:
+            report = dataset.report
+            origin = {"sample": "bundled sample", "upload": "upload",
+                      "synthetic": "synthetic demo"}.get(state.get(state.DATASET_ORIGIN), "")
+            st.markdown(":material/database: **Dataset**")
+            st.text(f"{dataset.name}\n{report.n_included:,} of {report.n_read:,} rows audited"
+                    + (f"\n({origin})" if origin else ""))
+        run_path = state.get_run_path()
+        st.markdown(":material/folder_open: **Run**")
+        st.text(run_path.name if run_path else "none open")
+        job = state.get(state.JOB)
+        if job is not None and job.running:
+            job_progress()
+
+
+@st.fragment(run_every=1.0)
+def job_progress() -> None:
+    """Live progress of the session's audit in the sidebar, on every page.
+
+    When the audit finishes, the whole app reruns so that the new run opens wherever the
+    user is (see :func:`collect_job`).
+    """
+    job = state.get(state.JOB)
+    if job is None:
+        return
+    if not job.running:
+        st.rerun()
+        return
+    snap = job.snapshot()
+    st.progress(snap["fraction"], text=f"Audit running: {snap['fraction']:.0%}")
+    st.page_link("app_pages/audit.py", label="Follow it on the Audit page")
