@@ -57,8 +57,10 @@ __all__ = [
     "DatasetFormatError",
     "DatasetSizeError",
     "DuplicateIdError",
+    "RawTable",
     "ValidationReport",
     "load_dataset",
+    "read_table",
 ]
 
 HYPOTHESIS_NAMES = (

@@ -105,8 +105,8 @@ def load_path(path: str | Path, **options: Any) -> Any:
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _read_raw(key: str, name: str, encoding: str | None, _data: bytes) -> Any:
-    readers = core("_readers")
-    return readers.read_table(_data, name=name, max_bytes=MAX_DATASET_BYTES, encoding=encoding)
+    datasets = core("datasets")
+    return datasets.read_table(_data, name=name, max_bytes=MAX_DATASET_BYTES, encoding=encoding)
 
 
 def read_columns(data: bytes, name: str, *, encoding: str | None = None,
