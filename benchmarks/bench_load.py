@@ -84,7 +84,7 @@ def make_csv(rows: int, seed: int) -> bytes:
 
 
 def start_server(runs_root: Path, log_path: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "AFLITE_RUNS_DIR": str(runs_root),
+    env = {**os.environ, "AFLITE_RUNS_DIR": str(runs_root), "AFLITE_AUTORUN": "0",
            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     log = open(log_path, "wb")  # noqa: SIM115 - closed after the server stops
     process = subprocess.Popen(

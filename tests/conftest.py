@@ -15,6 +15,10 @@ SHARED_DATA = SHARED / "data"
 if "NLTK_DATA" not in os.environ and (SHARED / "nltk_data").is_dir():
     os.environ["NLTK_DATA"] = str(SHARED / "nltk_data")
 
+# Dashboard sessions in tests (AppTest and the browser test's server) start idle: no
+# automatic audit of the bundled sample unless a test asks for it.
+os.environ.setdefault("AFLITE_AUTORUN", "0")
+
 # Annotation / projection caches go to a throw-away folder, never the user's ~/.cache.
 if "AFLITE_CACHE_DIR" not in os.environ:
     import tempfile

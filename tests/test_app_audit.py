@@ -190,3 +190,34 @@ def test_pickled_embeddings_are_refused_with_a_message(runs_root, tmp_path) -> N
     assert not at.exception
     message = errors(at)[0]
     assert "evil" in message and "Traceback" not in message
+
+
+def test_new_session_audits_the_sample_by_itself_once(runs_root, monkeypatch):
+    """A newcomer sees a finished audit without pressing anything; the next session reuses it."""
+    monkeypatch.setenv("AFLITE_AUTORUN", "1")
+    at = new_app()
+    at.run()
+    assert_clean(at)
+    assert "audit:job" in at.session_state
+    job = wait_for_job(at)
+    assert job.state == jobs.DONE, job.error
+    runs = [p for p in runs_root.iterdir() if not p.name.startswith(".")]
+    assert len(runs) == 1 and (runs[0] / "summary.json").is_file()
+    assert str(at.session_state["app:run_path"]) == str(runs[0])
+    goto(at, "explore")
+    assert_clean(at)
+
+    second = new_app()
+    second.run()
+    assert_clean(second)
+    assert "audit:job" not in second.session_state  # reopened, not recomputed
+    assert [p for p in runs_root.iterdir() if not p.name.startswith(".")] == runs
+
+
+def test_autorun_can_be_turned_off(runs_root, monkeypatch):
+    monkeypatch.setenv("AFLITE_AUTORUN", "0")
+    at = new_app()
+    at.run()
+    assert_clean(at)
+    assert "audit:job" not in at.session_state
+    assert not runs_root.exists() or not any(runs_root.iterdir())

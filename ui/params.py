@@ -17,6 +17,7 @@ tau is 0.75 throughout.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 #: One-line explanation of each parameter (shown as widget help).
 HELP = {
@@ -86,6 +87,37 @@ def suggest(n: int) -> Suggested:
         return Suggested(n, 0.5, 64, 0.5, n // 2, max(1, n // 40))
     train = min(50_000, max(n // 10, 10_000))
     return Suggested(n, 1 / 3, 64, None, train, min(10_000, max(1, n // 50)))
+
+
+def default_config(pipeline: Any, n: int) -> Any:
+    """The Audit page's default parameters for ``n`` rows, as an ``AuditConfig``.
+
+    Mirrors the form's initial widget values (TF-IDF + SVD with 256 dimensions, the PCA map,
+    3 random draws and 3 folds for the baselines), so pressing Run with untouched widgets
+    reopens the run this config produced instead of recomputing it.
+    """
+    hint = suggest(n)
+    measures = tuple(m for m in pipeline.DEFAULT_MEASURES if m in pipeline.MEASURES)
+    measure_params: dict[str, dict] = {}
+    if "projection" in measures:
+        measure_params["projection"] = {"method": "pca"}
+    if "baselines" in measures:
+        measure_params["baselines"] = {"n_random_draws": 3,
+                                       "n_splits": 3 if n <= 20_000 else 5}
+    train = hint.train_fraction if hint.train_fraction is not None else hint.train_rows
+    return pipeline.AuditConfig(
+        representation="tfidf_svd",
+        representation_params={"n_components": 256},
+        target_size=hint.target_rows,
+        n_partitions=hint.n_partitions,
+        train_size=train,
+        slice_size=hint.slice_size,
+        tau=hint.tau,
+        strategy="greedy_slicing",
+        random_state=0,
+        measures=measures,
+        measure_params=measure_params,
+    )
 
 
 def estimate_rounds(n: int, target: int, slice_size: int) -> int:

@@ -24,6 +24,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNS_ENV = "AFLITE_RUNS_DIR"
 #: Environment variable overriding the bundled sample (tests and demos).
 SAMPLE_ENV = "AFLITE_SAMPLE"
+#: Set to ``0`` to stop a new session from auditing the bundled sample by itself.
+AUTORUN_ENV = "AFLITE_AUTORUN"
 
 # Session-level keys (namespace "app"): shared by every page of ONE session.
 DATASET = "app:dataset"  # the AuditDataset being audited
@@ -65,6 +67,11 @@ def sample_path() -> Path:
     """Return the bundled sample (``assets/snli_sample.csv`` unless ``$AFLITE_SAMPLE`` is set)."""
     configured = os.environ.get(SAMPLE_ENV, "").strip()
     return Path(configured) if configured else REPO_ROOT / "assets" / "snli_sample.csv"
+
+
+def autorun_enabled() -> bool:
+    """Whether a new session audits the bundled sample by itself (``$AFLITE_AUTORUN`` != 0)."""
+    return os.environ.get(AUTORUN_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def get(name: str, default: Any = None) -> Any:
