@@ -389,7 +389,8 @@ def iter_row_chunks(
     status = scores["status"].astype(str).to_numpy()
     keep = np.isin(status, list(statuses))
     if wanted is not None:
-        keep &= np.isin(scores["row_id"].to_numpy(), wanted)
+        # hash-based membership: np.isin on object (string) ids is rows x ids
+        keep &= scores["row_id"].isin(wanted).to_numpy()
     predictability = scores["predictability"].to_numpy(dtype=np.float64)
     removal_round = scores["removal_round"].to_numpy(dtype=np.int64)
     score_ids = scores["row_id"].to_numpy()

@@ -28,9 +28,4 @@ explore_view.run_header(run)
 explore_view.charts_row(path, run)
 selected = explore_view.map_panel(path)
 st.divider()
-flt, view = explore_view.filter_panel(table, run, path)
-if selected is not None:
-    flt.row_ids = selected
-    st.info(f"Showing only the {len(selected):,} rows selected on the map.",
-            icon=":material/select:")
-explore_view.rows_panel(table, flt, view, run)
+explore_view.table_section(table, run, path, selected)

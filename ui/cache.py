@@ -272,6 +272,23 @@ def rows_table(path: str | Path) -> pd.DataFrame:
     return _rows_table(str(path.resolve()), _stamp(path))
 
 
+@st.cache_data(max_entries=8, show_spinner=False)
+def _sort_order(path: str, stamp: float, column: str, ascending: bool) -> np.ndarray:
+    from ui import filters
+
+    return filters.sort_order(_rows_table(path, stamp), column, ascending=ascending)
+
+
+def sort_order(path: str | Path, column: str, *, ascending: bool) -> np.ndarray:
+    """Row positions of :func:`rows_table` sorted by ``column`` (stable, missing last).
+
+    Cached per run, column and direction, so paging and filtering a large run does not
+    sort it again on every rerun.
+    """
+    path = Path(path)
+    return _sort_order(str(path.resolve()), _stamp(path), column, ascending)
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def _bins(path: str, stamp: float, bins: int, by_label: bool) -> pd.DataFrame:
     run = _open_run(path, stamp)

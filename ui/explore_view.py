@@ -118,8 +118,8 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
             labels = c1.multiselect("Labels", values, key=state.key(PAGE, "labels"))
     statuses = []
     if view == "all":
-        present = [s for s in ("retained", "removed", "warmup", "excluded")
-                   if s in set(table["status"])]
+        found = set(table["status"].unique().tolist())
+        present = [s for s in ("retained", "removed", "warmup", "excluded") if s in found]
         statuses = c2.multiselect("Status", present, key=state.key(PAGE, "status"))
     pred = c3.slider("Predictability", 0.0, 1.0, (0.0, 1.0), 0.05,
                      key=state.key(PAGE, "pred"))
@@ -163,6 +163,21 @@ def cue_filter(run: Any, path: Path) -> np.ndarray | None:
         return None
 
 
+@st.fragment
+def table_section(table: pd.DataFrame, run: Any, path: Any, selected: list | None) -> None:
+    """Filters and the paged tables, as a fragment.
+
+    Searching, filtering, sorting and paging rerun only this part of the page, not the
+    charts and the (up to 100,000-point) map above it.
+    """
+    flt, view = filter_panel(table, run, path)
+    if selected is not None:
+        flt.row_ids = selected
+        st.info(f"Showing only the {len(selected):,} rows selected on the map.",
+                icon=":material/select:")
+    rows_panel(table, flt, view, run)
+
+
 def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> None:
     """Sorted, paged tables of the filtered rows (one or two side by side)."""
     c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
@@ -173,11 +188,12 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
     page_size = c3.selectbox("Rows per page", [25, 50, 100, 200], index=1,
                              key=state.key(PAGE, "page_size"))
     try:
-        rows = filters.apply(table, flt)
+        mask = filters.mask_of(table, flt)
     except filters.SearchError as exc:
         components.show_error(str(exc), hint="Fix the pattern or turn Regex off.")
         return
-    rows = filters.sort_rows(rows, sort_by, ascending=not descending)
+    order = cache.sort_order(run.path, sort_by, ascending=not descending)
+    rows = table.iloc[filters.sorted_positions(order, mask)]
     text_cols = components.text_columns(
         [c for c in (run.columns.get("premise"), run.columns.get("hypothesis")) if c])
     if view == "side":
@@ -193,7 +209,7 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
     st.markdown(f"**{len(rows):,} rows** match")
     st.caption("Tick a row to read its full text below the table.")
     _table(rows, "rows", page_size, text_cols)
-    export_filtered(rows, run)
+    export_filtered(rows, run, everything=len(rows) == len(table))
 
 
 def _table(rows: pd.DataFrame, name: str, page_size: int, text_cols: list[str]) -> None:
@@ -218,13 +234,16 @@ def _selected_position(event: Any) -> int | None:
     return int(picked[0]) if picked else None
 
 
-def export_filtered(rows: pd.DataFrame, run: Any) -> None:
-    """Download exactly the rows shown (CSV, spreadsheet-safe)."""
+def export_filtered(rows: pd.DataFrame, run: Any, *, everything: bool = False) -> None:
+    """Download exactly the rows shown (CSV, spreadsheet-safe).
+
+    ``everything`` (no filter narrows the run) exports without a row-id list.
+    """
     if rows.empty or not cache.has_core("exports"):
         return
-    ids = rows.index.tolist()
+    ids = None if everything else rows.index
     st.download_button(
-        f"Download these {len(ids):,} rows (CSV)",
+        f"Download these {len(rows):,} rows (CSV)",
         data=lambda: cache.export_bytes(run.path, "all", row_ids=ids),
         file_name=f"{run.name}-filtered.csv", mime="text/csv",
         key=state.key(PAGE, "download_filtered"), icon=":material/download:",

@@ -63,6 +63,34 @@ def apply(table: pd.DataFrame, flt: RowFilter) -> pd.DataFrame:
     SearchError
         If ``flt.regex`` is set and ``flt.search`` does not compile.
     """
+    return table[mask_of(table, flt)]
+
+
+def sorted_positions(order: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Positions of the rows passing ``mask``, in the precomputed sort ``order``."""
+    return order[mask[order]]
+
+
+def sort_order(table: pd.DataFrame, column: str | None, *, ascending: bool) -> np.ndarray:
+    """Positions of ``table``'s rows in :func:`sort_rows` order (computed once per run)."""
+    positions = pd.Series(np.arange(len(table)), index=table.index)
+    if not column or column not in table.columns and column != "row_id":
+        return positions.to_numpy()
+    keyed = table[[column]].assign(_pos=positions.to_numpy()) if column != "row_id" else None
+    if keyed is None:
+        return positions.sort_index(ascending=ascending, kind="stable").to_numpy()
+    return keyed.sort_values(column, ascending=ascending, kind="stable",
+                             na_position="last")["_pos"].to_numpy()
+
+
+def mask_of(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
+    """Boolean mask of the rows of ``table`` that pass every filter of ``flt``.
+
+    Raises
+    ------
+    SearchError
+        If ``flt.regex`` is set and ``flt.search`` does not compile.
+    """
     mask = np.ones(len(table), dtype=bool)
     if flt.statuses:
         mask &= table["status"].astype(str).isin(list(flt.statuses)).to_numpy()
@@ -85,7 +113,7 @@ def apply(table: pd.DataFrame, flt: RowFilter) -> pd.DataFrame:
         mask &= np.asarray(flt.extra_mask, dtype=bool)
     if flt.search:
         mask &= _search_mask(table, flt)
-    return table[mask]
+    return mask
 
 
 def sort_rows(table: pd.DataFrame, column: str | None, *, ascending: bool) -> pd.DataFrame:
