@@ -11,7 +11,9 @@ Speed comes from :mod:`aflite_core.linear`: the classifiers of a round share a l
 covariance of S (kept up to date by subtracting removed rows), so a round costs about two matrix
 products over S (class sums of the training rows, predictions of all partitions) instead of
 ``n_partitions`` separate fits. Work is done on fixed blocks of input rows whose results are
-reduced in a fixed order, so the mask does not depend on ``n_jobs`` or on the backend.
+reduced in a fixed order, so the mask does not depend on ``n_jobs`` or on the backend. With
+``n_jobs > 1`` the next round's partitions and covariance factor, which need neither labels
+nor models, are prepared on the pool threads while the driver finishes the current round.
 
 Backends: ``"local"`` (threads over row blocks when ``n_jobs > 1``) and ``"dask"`` (row blocks
 scattered to the workers of a ``dask.distributed`` cluster once per run; see ``docs/scaling.md``).
@@ -35,6 +37,7 @@ import pandas as pd
 from aflite_core.linear import (
     ScatterStats,
     count_correct,
+    covariance_factor,
     fit_partition_lda,
     partition_class_sums,
     row_stats,
@@ -253,15 +256,20 @@ class AFLite:
         backend = _make_backend(self.backend, self.scheduler, X, shift, blocks,
                                 workers if self.backend == "dask" else cfg["n_jobs"])
         try:
+            drawn = backend.submit(_draw_round, rng, blocks, alive, cfg)
             stats = ScatterStats.zeros(d)
             for part in backend.group_row_stats():
                 stats.add(*part)
+            # The covariance factor of S needs no labels and no partitions: with a pool, it is
+            # computed while the round's class sums are.
+            factor = backend.submit(covariance_factor, stats)
             round_no = 0
             while stop_reason is None:
                 round_no += 1
                 t_round = time.perf_counter()
-                s_rows, positions, t, scores = _score_round(backend, blocks, alive, stats, shift,
-                                                            cfg, rng)
+                s_rows, positions, t, scores = _score_round(backend, blocks, drawn, factor,
+                                                            shift, cfg)
+                drawn = None  # its train masks are no longer needed
                 n_s = len(s_rows)
                 eligible = np.flatnonzero(scores >= cfg["tau"])
                 cap = min(cfg["k"], n_s - cfg["target"])
@@ -273,17 +281,22 @@ class AFLite:
                 predictability[s_rows] = scores
                 alive[removed_rows] = False
                 removal_round[removed_rows] = round_no
-                if len(removed_rows):
-                    wc_positions = _positions_by_block(removed_s, positions)
-                    stats.subtract(*row_stats(backend.features(wc_positions)))
-                    _compact_blocks(backend, blocks, alive)
                 removed_total += len(removed_rows)
-
                 size_after = n_s - len(removed_rows)
                 if size_after <= cfg["target"]:
                     stop_reason = STOP_TARGET
                 elif len(removed_rows) < cfg["k"]:
                     stop_reason = STOP_TAU
+                if stop_reason is None:  # the next round needs the statistics of S
+                    removed_x = backend.features(_positions_by_block(removed_s, positions))
+                    factor = backend.submit(_downdate_factor, stats, removed_x)
+                if len(removed_rows):
+                    _compact_blocks(backend, blocks, alive)
+                if stop_reason is None:
+                    # The next round's partitions need only the new S (and the random stream,
+                    # used in the same order): with a pool they are drawn, like the covariance
+                    # factor, while this round's bookkeeping goes on.
+                    drawn = backend.submit(_draw_round, rng, blocks, alive, cfg)
                 seconds = time.perf_counter() - t_round
                 history.append(
                     _history_row(round_no, n_s, t, len(removed_rows), scores, len(eligible),
@@ -604,55 +617,81 @@ def _round_train_size(train: int | float, n_s: int) -> int:
     return int(min(max(round(train * n_s), 1), n_s - 1))
 
 
-def _draw_partitions(rng: np.random.Generator, m: int, n: int, t: int) -> np.ndarray:
-    """``(m, n)`` bool; row j marks the ``t`` training rows of partition j (uniform, exact t)."""
-    train = np.zeros((m, n), dtype=bool)
-    small = min(t, n - t)
-    for j in range(m):
-        idx = rng.choice(n, size=small, replace=False, shuffle=False)
-        if small == t:
-            train[j, idx] = True
-        else:
-            train[j] = True
-            train[j, idx] = False
-    return train
+def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray, cfg) -> dict:
+    """The random partitions of a round over the alive rows, as per-block train masks.
 
-
-def _score_round(backend, blocks: _Blocks, alive, stats, shift, cfg, rng):
-    """One round's predictabilities: partitions, class sums, models, held-out counts.
-
-    Returns the alive rows in round order (block by block, class-ordered within a block),
-    their positions in each block's working copy, the round's train size and their scores
-    (NaN where a row was never held out).
+    Each of the ``m`` partitions draws ``min(t, |S| - t)`` distinct positions of S uniformly
+    (``rng.choice`` without replacement): the training rows, or the held-out rows when those
+    are fewer. Returns the alive rows in round order (block by block, class-ordered within a
+    block) as ``s_rows``, their working-copy ``positions`` per block, ``t``, the train masks
+    ``train_w`` (one ``(m, rows)`` view per block's working copy; rows no longer alive are
+    never training rows), the ``(m, C)`` training ``counts`` per class and, per row of S, the
+    number of partitions holding it out (``held``).
     """
     m = cfg["m"]
+    n_classes = len(blocks.classes) - 1
     positions = blocks.alive_positions(alive)
     s_rows = np.concatenate([r[p] for r, p in zip(blocks.rows, positions, strict=True)])
     n_s = len(s_rows)
     t = _round_train_size(cfg["train"], n_s)
-    train = _draw_partitions(rng, m, n_s, t)
-    train_w = []
-    offset = 0
-    for rows, pos in zip(blocks.rows, positions, strict=True):
-        tw = np.zeros((m, len(rows)), dtype=bool)
-        tw[:, pos] = train[:, offset : offset + len(pos)]
-        offset += len(pos)
-        train_w.append(tw)
+    small = min(t, n_s - t)
+    drawn_train = small == t
+    # The masks of all working copies side by side: block b is columns offsets[b]:offsets[b+1].
+    offsets = np.cumsum([0, *(len(r) for r in blocks.rows)])
+    s_cols = np.concatenate([o + p for o, p in zip(offsets, positions, strict=False)])
+    train_all = np.zeros((m, offsets[-1]), dtype=bool)
+    for j in range(m):
+        idx = rng.choice(n_s, size=small, replace=False, shuffle=False)
+        if not drawn_train:
+            train_all[j, s_cols] = True
+        train_all[j, s_cols[idx]] = drawn_train
+    train_w = [train_all[:, offsets[b] : offsets[b + 1]] for b in range(len(blocks))]
+    # Training rows per class: sums over each block's class segments (a block has at most
+    # _MAX_BLOCK_ROWS < 2**16 rows, so uint16 sums of the uint8 view are exact and fast).
+    ones = train_all.view(np.uint8)
+    counts = np.zeros((m, n_classes), dtype=np.int64)
+    for tw, bounds in zip(train_w, blocks.bounds, strict=True):
+        nonempty = np.flatnonzero(bounds[1:] > bounds[:-1])
+        if len(nonempty):
+            counts[:, nonempty] += np.add.reduceat(tw.view(np.uint8), bounds[nonempty], axis=1,
+                                                   dtype=np.uint16)
+    times_train = np.add.reduce(ones, axis=0, dtype=np.uint8 if m < 256 else np.int64)
+    held = m - times_train[s_cols].astype(np.int64)
+    return {"s_rows": s_rows, "positions": positions, "t": t, "train_w": train_w,
+            "counts": counts, "held": held}
 
+
+def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg):
+    """One round's predictabilities from its partitions (see :func:`_draw_round`).
+
+    ``factor`` is the covariance factor of S (see :func:`covariance_factor`); ``drawn`` and
+    ``factor`` may be futures. Returns the alive rows in round order, their working-copy
+    positions per block, the round's train size and their scores (NaN where a row was never
+    held out).
+    """
+    if hasattr(drawn, "result"):
+        drawn = drawn.result()
+    m = cfg["m"]
+    train_w, positions = drawn["train_w"], drawn["positions"]
     sums = np.zeros((m, len(blocks.classes) - 1, shift.shape[0]))
-    counts = np.zeros(sums.shape[:2], dtype=np.int64)
     for part in backend.group_class_sums(blocks.bounds, train_w):
         sums += part
-    for tw, bounds in zip(train_w, blocks.bounds, strict=True):
-        counts += _segment_counts(tw, bounds)
-    model = fit_partition_lda(stats, sums, counts, shift=shift)
+    if hasattr(factor, "result"):
+        factor = factor.result()
+    model = fit_partition_lda(None, sums, drawn["counts"], shift=shift, factor=factor)
     model.margins()
     correct_w = backend.count_correct(blocks.bounds, train_w, model)
     correct = np.concatenate([c[p] for c, p in zip(correct_w, positions, strict=True)])
-    held = m - train.sum(axis=0)
+    held = drawn["held"]
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = np.where(held > 0, correct / np.maximum(held, 1), np.nan)
-    return s_rows, positions, t, scores
+    return drawn["s_rows"], positions, drawn["t"], scores
+
+
+def _downdate_factor(stats: ScatterStats, removed_x: np.ndarray) -> tuple:
+    """Subtract the removed rows from the statistics of S (in place); the new factor."""
+    stats.subtract(*row_stats(removed_x))
+    return covariance_factor(stats)
 
 
 def _positions_by_block(s_index: np.ndarray, positions: list[np.ndarray]) -> list[np.ndarray]:
@@ -672,15 +711,6 @@ def _compact_blocks(backend, blocks: _Blocks, alive: np.ndarray) -> None:
             blocks.compact(b, keep)
     if keeps:
         backend.compact(keeps)
-
-
-def _segment_counts(train_block: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """``(m, C)`` number of training rows per class in a class-ordered block."""
-    return np.stack(
-        [np.count_nonzero(train_block[:, lo:hi], axis=1) for lo, hi in
-         zip(bounds[:-1], bounds[1:], strict=True)],
-        axis=1,
-    )
 
 
 def _select_removals(
@@ -704,10 +734,16 @@ def _select_removals(
             return np.arange(len(scores))
         with np.errstate(divide="ignore"):
             keys = np.log(scores) + rng.gumbel(size=len(scores))
-        order = np.lexsort((priority, -keys))
     else:
-        order = np.lexsort((priority, -scores))
-    return order[:cap]
+        keys = scores
+    # Only rows whose key reaches the cap-th largest key can be among the first cap of the
+    # (-key, priority) order, so only those are sorted.
+    candidates = np.arange(len(keys))
+    if len(keys) > cap:
+        threshold = np.partition(keys, len(keys) - cap)[len(keys) - cap]
+        candidates = np.flatnonzero(keys >= threshold)
+    order = np.lexsort((priority[candidates], -keys[candidates]))
+    return candidates[order[:cap]]
 
 
 def _history_row(
@@ -830,6 +866,12 @@ class _LocalBackend:
         """Centred features of the given working-copy positions, block after block."""
         return np.concatenate([wc[p] for wc, p in zip(self._wc, positions, strict=True)])
 
+    def submit(self, fn, *args):
+        """``fn(*args)`` on a pool thread (a future) when there is a pool, else at once."""
+        if self._pool is None:
+            return fn(*args)
+        return self._pool.submit(fn, *args)
+
     def _map(self, fn, items):
         if self._pool is None:
             return [fn(i) for i in items]
@@ -938,6 +980,10 @@ class _DaskBackend:
             del raw
         wait(self._wc)
 
+    def submit(self, fn, *args):
+        """``fn(*args)``, at once on the driver."""
+        return fn(*args)
+
     def features(self, positions: list[np.ndarray]) -> np.ndarray:
         """Centred features of the given working-copy positions, read from X on the driver."""
         rows = np.concatenate([r[p] for r, p in zip(self._rows, positions, strict=True)])
@@ -1015,6 +1061,9 @@ def _connect(scheduler: Any, n_jobs: int):
     return client, [client]
 
 
+_BLAS_CONTROLLER: list = []
+
+
 @contextlib.contextmanager
 def _single_threaded_blas():
     """Limit BLAS to one thread while AFLite runs (parallelism comes from ``n_jobs``).
@@ -1024,11 +1073,15 @@ def _single_threaded_blas():
     threads over row blocks give the same speed-up on an idle machine, deterministically.
     """
     try:
-        from threadpoolctl import threadpool_limits
+        from threadpoolctl import ThreadpoolController
     except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
         yield
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    # Scanning the loaded libraries costs milliseconds, so it is done once: numpy's and
+    # scipy's BLAS (the only ones AFLite calls) are loaded by the time of the first fit.
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    with _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas"):
         yield
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "PartitionLDA",
     "ScatterStats",
     "count_correct",
+    "covariance_factor",
     "fit_lda_partitions",
     "fit_partition_lda",
     "partition_class_sums",
@@ -218,21 +219,45 @@ def _factor_psd(cov: np.ndarray, reg: float) -> tuple:
     raise np.linalg.LinAlgError("covariance of the current set could not be factorised")
 
 
+def covariance_factor(stats: ScatterStats, *, reg: float = 1e-3) -> tuple:
+    """Cholesky factor of the regularised covariance of S, as :func:`fit_partition_lda` uses it.
+
+    It depends on the label-free statistics only, so it can be computed as soon as S is known
+    (for instance while the next round's partitions are drawn) and passed as ``factor``.
+
+    Parameters
+    ----------
+    stats : ScatterStats
+        Label-free statistics of the current set S (centred features).
+    reg : float, default=1e-3
+        Ridge added to the covariance, relative to the mean feature variance.
+
+    Returns
+    -------
+    tuple
+        ``scipy.linalg.cho_factor`` output for ``cov + lam * I``.
+    """
+    _, cov = stats.covariance()
+    return _factor_psd(cov, reg)
+
+
 def fit_partition_lda(
-    stats: ScatterStats,
+    stats: ScatterStats | None,
     sums: np.ndarray,
     counts: np.ndarray,
     *,
     shift: np.ndarray | None = None,
     reg: float = 1e-3,
     within_class: bool = True,
+    factor: tuple | None = None,
 ) -> PartitionLDA:
     """Fit one LDA per partition from shared scatter statistics and per-partition class sums.
 
     Parameters
     ----------
-    stats : ScatterStats
-        Label-free statistics of the current set S (centred features).
+    stats : ScatterStats or None
+        Label-free statistics of the current set S (centred features); may be None when
+        ``factor`` is given.
     sums : ndarray of shape (n_partitions, n_classes, n_features)
         Sum of the training rows of each class in each partition (centred features).
     counts : ndarray of shape (n_partitions, n_classes), int
@@ -245,6 +270,9 @@ def fit_partition_lda(
     within_class : bool, default=True
         Remove each partition's between-class scatter from the shared covariance (Woodbury,
         rank ``C - 1``). Skipped above ``MAX_CLASSES_WITHIN_CORRECTION`` classes.
+    factor : tuple, optional
+        ``covariance_factor(stats, reg=reg)`` computed beforehand (``stats`` and ``reg`` are
+        then not used); computed here when omitted.
 
     Returns
     -------
@@ -253,8 +281,10 @@ def fit_partition_lda(
     sums = np.asarray(sums, dtype=np.float64)
     counts = np.asarray(counts, dtype=np.float64)
     m, n_classes, d = sums.shape
-    _, cov = stats.covariance()
-    factor = _factor_psd(cov, reg)
+    if factor is None:
+        if stats is None:
+            raise ValueError("fit_partition_lda needs stats or a precomputed factor; got neither")
+        factor = covariance_factor(stats, reg=reg)
 
     present = counts > 0
     n_train = counts.sum(axis=1, keepdims=True)
@@ -343,9 +373,7 @@ def count_correct(
         margins = np.empty((mcoef.shape[1], n_rows), dtype=np.float32)
         for lo in range(0, n_rows, _PREDICT_CHUNK_ROWS):
             hi = min(n_rows, lo + _PREDICT_CHUNK_ROWS)
-            part = Xb[lo:hi] @ mcoef
-            part += mint
-            margins[:, lo:hi] = part.T
+            np.add((Xb[lo:hi] @ mcoef).T, mint[:, None], out=margins[:, lo:hi])
         margins = margins.reshape(n_classes - 1, m, n_rows)
         for c in range(n_classes):
             lo, hi = int(class_bounds[c]), int(class_bounds[c + 1])
@@ -358,12 +386,12 @@ def count_correct(
                     np.maximum(top, seg[other], out=top)
                 np.less(top, 0, out=correct[:, lo:hi])
                 continue
-            own = seg[c - 1]
-            ok = own > 0
+            # own > every other score, class 0's score being 0: own > max(0, other margins)
+            top = np.zeros(seg.shape[1:], dtype=np.float32)
             for other in range(n_classes - 1):
                 if other != c - 1:
-                    ok &= own > seg[other]
-            correct[:, lo:hi] = ok
+                    np.maximum(top, seg[other], out=top)
+            np.greater(seg[c - 1], top, out=correct[:, lo:hi])
     else:
         codes = np.repeat(np.arange(n_classes), np.diff(class_bounds))
         flat_coef = model.coef.reshape(m * n_classes, -1).T

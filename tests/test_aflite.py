@@ -235,6 +235,81 @@ def test_same_mask_whatever_n_jobs(small):
         np.testing.assert_array_equal(runs[0].predictability_, other.predictability_)
 
 
+def test_same_result_whatever_n_jobs_when_held_out_rows_are_drawn_and_a_callback_stops(small):
+    # train_size > |S| / 2 samples the held-out side; the callback stops while the next
+    # round's partitions and covariance are being prepared ahead on the pool threads
+    X, y, _ = small
+    runs = [
+        _fit(X, y, n_jobs=n, random_state=4, train_size=0.7, slice_size=150, tau=0.6,
+             strategy="slice_sampling", callback=lambda info: info["round"] == 3)
+        for n in (None, 2)
+    ]
+    assert runs[0].n_rounds_ == 3 and runs[0].stop_reason_ == "callback"
+    for name in ("keep_mask_", "removal_round_", "predictability_"):
+        np.testing.assert_array_equal(getattr(runs[0], name), getattr(runs[1], name))
+    np.testing.assert_array_equal(runs[0].history_["train_size"],
+                                  np.round(0.7 * runs[0].history_["size"]))
+
+
+@pytest.mark.parametrize(("train_size", "block_rows"), [(30, 100), (0.7, 100), (0.7, 1200)])
+def test_round_partitions_have_exactly_t_training_rows_among_alive_rows(train_size, block_rows):
+    from aflite_core.aflite import _Blocks, _draw_round
+
+    rng = np.random.default_rng(0)
+    n = 1200
+    codes = rng.choice(3, size=n, p=[0.8, 0.1, 0.1])  # > 255 training rows in one segment
+    blocks = _Blocks(codes, 3, block_rows)
+    alive = rng.random(n) < 0.6
+    m = 5
+    drawn = _draw_round(rng, blocks, alive, {"m": m, "train": train_size})
+    n_s = int(alive.sum())
+    t = 30 if train_size == 30 else round(0.7 * n_s)
+    assert drawn["t"] == t
+    assert np.array_equal(np.sort(drawn["s_rows"]), np.flatnonzero(alive))
+    # each block's mask marks working-copy rows; map them back to input rows
+    train = np.zeros((m, n), dtype=bool)
+    for rows, tw in zip(blocks.rows, drawn["train_w"], strict=True):
+        train[:, rows] |= tw
+    assert (train.sum(axis=1) == t).all()
+    assert not train[:, ~alive].any()
+    np.testing.assert_array_equal(drawn["held"], m - train[:, drawn["s_rows"]].sum(axis=0))
+    expected = np.stack([(train & (codes == c)).sum(axis=1) for c in range(3)], axis=1)
+    np.testing.assert_array_equal(drawn["counts"], expected)
+
+
+@pytest.mark.parametrize("strategy", ["greedy_slicing", "slice_sampling"])
+def test_selection_equals_a_full_sort_by_score_then_priority(strategy):
+    from aflite_core.aflite import _select_removals
+
+    rng = np.random.default_rng(2)
+    for n, cap in ((50, 10), (2000, 300), (300, 300), (40, 100)):
+        scores = rng.integers(12, 17, n) / 16  # heavy ties
+        priority = rng.permutation(10 * n)[:n]
+        got = _select_removals(scores, priority, cap, strategy, np.random.default_rng(n))
+        keys = scores
+        if strategy == "slice_sampling":
+            keys = np.log(scores) + np.random.default_rng(n).gumbel(size=n)
+        expected = np.lexsort((priority, -keys))[:cap]
+        if strategy == "slice_sampling" and n <= cap:
+            expected = np.arange(n)
+        np.testing.assert_array_equal(np.sort(got), np.sort(expected))
+
+
+def test_blas_is_single_threaded_during_fit_and_restored_after(planted):
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    before = blas_threads()
+    seen = []
+    X, y, _ = planted
+    for _ in range(2):  # the second fit reuses the cached library scan
+        _fit(X, y, callback=lambda info: seen.append(blas_threads()))
+        assert blas_threads() == before
+    assert seen and all(threads == [1] * len(before) for threads in seen)
+
+
 def test_seed_controls_the_result(small):
     X, y, _ = small
     a, b = _fit(X, y, random_state=1), _fit(X, y, random_state=1)

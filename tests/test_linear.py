@@ -11,6 +11,7 @@ import aflite_core.linear as linear
 from aflite_core.linear import (
     ScatterStats,
     count_correct,
+    covariance_factor,
     fit_lda_partitions,
     fit_partition_lda,
     partition_class_sums,
@@ -145,3 +146,22 @@ def test_fit_partition_lda_rejects_partition_without_training_rows():
     stats.add(*row_stats(np.eye(3, dtype=np.float32)))
     with pytest.raises(ValueError, match="training row"):
         fit_partition_lda(stats, np.zeros((1, 2, 3)), np.zeros((1, 2), dtype=int))
+
+
+def test_precomputed_covariance_factor_gives_the_same_model(planted):
+    X, y, _ = planted
+    rng = np.random.default_rng(7)
+    order = np.argsort(y, kind="stable")
+    Xs = X[order] - X.mean(axis=0)
+    bounds = np.searchsorted(y[order], np.arange(4))
+    train = _random_train(rng, 5, len(Xs), 700)
+    stats = ScatterStats.zeros(X.shape[1])
+    stats.add(*row_stats(Xs))
+    sums = partition_class_sums(Xs, bounds, train)
+    counts = np.stack([train[:, bounds[c] : bounds[c + 1]].sum(axis=1) for c in range(3)], 1)
+    direct = fit_partition_lda(stats, sums, counts)
+    shared = fit_partition_lda(None, sums, counts, factor=covariance_factor(stats))
+    np.testing.assert_array_equal(direct.coef, shared.coef)
+    np.testing.assert_array_equal(direct.intercept, shared.intercept)
+    with pytest.raises(ValueError, match="stats or a precomputed factor"):
+        fit_partition_lda(None, sums, counts)
