@@ -327,3 +327,20 @@ def test_cli_cues_second_file_and_bad_options(snli_dir, tmp_path, capsys):
 
 def test_cues_module_exports_formulas_for_the_dashboard():
     assert set(cues.FORMULAS) >= {"mse", "jsd", "cueness", "pmi", "lmi", "z"}
+
+
+def test_cues_cli_shares_the_input_guards(tmp_path, capsys):
+    """``cues`` refuses an input past --max-bytes and reads --encoding, like ``run``."""
+    from aflite_core.cli import main
+
+    rows = "premise,hypothesis,label\n" + "".join(
+        f"Un café {i},Le garçon {i} dort,{'yes' if i % 2 else 'no'}\n" for i in range(40))
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(rows.encode("latin-1"))
+    assert main(["cues", str(latin), "--features", "word", "--max-bytes", "100"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--max-bytes" in err and "Traceback" not in err
+    assert main(["cues", str(latin), "--features", "word", "--top", "0"]) == 2
+    assert "--encoding 'latin-1'" in capsys.readouterr().err
+    assert main(["cues", str(latin), "--features", "word", "--top", "0", "--no-cache",
+                 "--encoding", "latin-1", "--min-count", "1"]) == 0

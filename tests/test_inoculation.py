@@ -170,4 +170,4 @@ def test_cli_writes_curves_and_outcome(tmp_path, snli_dir, capsys):
     # a missing file is a one-line error with exit code 2
     assert main(["inoculate", str(tmp_path / "nope.csv"), str(tmp_path / "challenge.csv"),
                  "--out", str(out)]) == 2
-    assert "error: no such file" in capsys.readouterr().err
+    assert "error: ORIGINAL: no such file" in capsys.readouterr().err

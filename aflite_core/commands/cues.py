@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aflite_core.commands._input import add_input_arguments, load_input
 from aflite_core.linguistic import FAMILIES
 
 #: Columns shown on the terminal.
@@ -88,22 +89,9 @@ def register(subparsers: Any) -> None:
                         "baselines) | column:NAME (predictions in the test rows)")
     p.add_argument("--probe-out", metavar="FILE",
                    help="write the probing table (.csv or .parquet)")
-    g = p.add_argument_group("columns (guessed when omitted; SNLI/MNLI names are recognised)")
-    for role in ("premise", "hypothesis", "label", "split"):
-        g.add_argument(f"--{role}", metavar="COL", help=f"{role} column")
-    g.add_argument("--id", metavar="COL", help="column of unique row ids")
-    g.add_argument("--format", choices=("csv", "tsv", "jsonl", "json", "parquet"),
-                   help="input format (default: from the suffix, else sniffed)")
+    add_input_arguments(p, ("premise", "hypothesis", "label", "split"),
+                        title="columns (guessed when omitted; SNLI/MNLI names are recognised)")
     p.set_defaults(func=run)
-
-
-def _load(path: str, args: argparse.Namespace):
-    from aflite_core.datasets import load_dataset
-
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    return load_dataset(path, premise=args.premise, hypothesis=args.hypothesis,
-                        label=args.label, split=args.split, id=args.id, format=args.format)
 
 
 def _write(frame, out: str) -> None:
@@ -129,8 +117,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--min-count: expected an integer >= 1, got {args.min_count}")
     if args.top < 0:
         raise ValueError(f"--top: expected an integer >= 0, got {args.top}")
-    dataset = _load(args.data, args)
-    test = _load(args.test, args) if args.test else None
+    dataset = load_input(args.data, args, what="DATA")
+    test = load_input(args.test, args, what="--test") if args.test else None
     inputs = dataset_inputs(dataset, test, test_size=args.test_size, random_state=args.seed)
     annotations = extract_features(
         inputs.hypotheses, inputs.premises, features=args.features, text=args.text,

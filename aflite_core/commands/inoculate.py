@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aflite_core.commands._input import add_input_arguments, load_input
 from aflite_core.inoculation import MODELS, MODES, SIZES, OutcomeThresholds
 
 
@@ -70,22 +71,9 @@ def register(subparsers: Any) -> None:
     g.add_argument("--closed-fraction", type=float, default=t.closed_fraction)
     g.add_argument("--min-challenge-gain", type=float, default=t.min_challenge_gain)
     g.add_argument("--max-original-drop", type=float, default=t.max_original_drop)
-    c = p.add_argument_group("columns (guessed when omitted; the same for both files)")
-    for role in ("premise", "hypothesis", "label"):
-        c.add_argument(f"--{role}", metavar="COL", help=f"{role} column")
-    c.add_argument("--id", metavar="COL", help="column of unique row ids")
-    c.add_argument("--format", choices=("csv", "tsv", "jsonl", "json", "parquet"),
-                   help="input format (default: from the suffix, else sniffed)")
+    add_input_arguments(p, ("premise", "hypothesis", "label"),
+                        title="columns (guessed when omitted; the same for both files)")
     p.set_defaults(func=run)
-
-
-def _load(path: str, args: argparse.Namespace):
-    from aflite_core.datasets import load_dataset
-
-    if not Path(path).is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    return load_dataset(path, premise=args.premise, hypothesis=args.hypothesis,
-                        label=args.label, id=args.id, format=args.format)
 
 
 def _inputs(dataset, args: argparse.Namespace, phi_path: str | None, use_pair: bool):
@@ -122,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
     thresholds = OutcomeThresholds(min_gap=args.min_gap, closed_fraction=args.closed_fraction,
                                    min_challenge_gain=args.min_challenge_gain,
                                    max_original_drop=args.max_original_drop)
-    original = _load(args.original, args)
-    challenge = _load(args.challenge, args)
+    original = load_input(args.original, args, what="ORIGINAL")
+    challenge = load_input(args.challenge, args, what="CHALLENGE")
     both_pairs = original.premises() is not None and challenge.premises() is not None
     if args.input == "pair" and not both_pairs:
         raise ValueError("--input pair: both files need a premise column")

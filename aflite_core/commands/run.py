@@ -15,48 +15,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_MAX_BYTES re-exported
+    DEFAULT_MAX_BYTES,
+    add_input_arguments,
+    cli_hint,
+    load_input,
+    parse_bytes,
+)
 from aflite_core.runs import SUMMARY_FILE, sanitize_run_name
-
-#: Default ``--max-bytes``: the largest input (after gzip decompression) read without
-#: being asked, the same ceiling as the dashboard's uploads. A gzip file expanding past
-#: it stops being read at the ceiling.
-DEFAULT_MAX_BYTES = 1 << 30
-
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-
-
-def parse_bytes(text: str) -> int | None:
-    """``"500M"`` -> 524288000, ``"2G"``, ``"1048576"``; ``"none"`` or ``"0"`` -> no limit."""
-    raw = text.strip().lower()
-    if raw in ("none", "0", "unlimited"):
-        return None
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", raw)
-    if not match or float(match.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(
-            f"expected a size such as 500M, 2G or 1048576 (bytes), or none, got {text!r}"
-        )
-    return max(1, int(float(match.group(1)) * _UNITS[match.group(2)]))
-
-
-#: Keyword arguments of ``load_dataset`` named in its messages, and their CLI options.
-_API_OPTIONS = {
-    "premise": "--premise", "hypothesis": "--hypothesis", "label": "--label",
-    "split": "--split", "id": "--id", "encoding": "--encoding", "format": "--format",
-    "max_bytes": "--max-bytes",
-}  # fmt: skip
-_API_OPTION_RE = re.compile(r"(?<![\w\-'\"])(" + "|".join(_API_OPTIONS) + r")=")
-
-
-def cli_hint(message: str) -> str:
-    """Rewrite the loader's Python hints (``pass label='x'``) as CLI options (``--label 'x'``)."""
-
-    def option(match: re.Match) -> str:
-        following = message[match.end() : match.end() + 1]
-        flag = _API_OPTIONS[match.group(1)]
-        return flag if following in ("", ")", " ", ",", ";") else flag + " "
-
-    return _API_OPTION_RE.sub(option, message)
-
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
 _PARAMETER_FLAGS = {
@@ -153,17 +119,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", required=True, metavar="RUN_DIR", help="run folder to create")
     p.add_argument("--overwrite", action="store_true",
                    help="replace RUN_DIR if it is an existing run folder")
-    g = p.add_argument_group("columns (guessed when omitted; SNLI/MNLI names are recognised)")
-    for role in ("premise", "hypothesis", "label", "split"):
-        g.add_argument(f"--{role}", metavar="COL", help=f"{role} column")
-    g.add_argument("--id", metavar="COL", help="column of unique row ids (default: row position)")
-    g.add_argument("--format", choices=("csv", "tsv", "jsonl", "json", "parquet"),
-                   help="input format (default: from the suffix, else sniffed)")
-    g.add_argument("--encoding", metavar="ENC",
-                   help="text encoding, e.g. latin-1 (default: UTF-8, or UTF-16/32 by BOM)")
-    g.add_argument("--max-bytes", type=parse_bytes, default=DEFAULT_MAX_BYTES, metavar="SIZE",
-                   help="refuse inputs larger than this after gzip decompression, e.g. 500M "
-                        "or 4G; none for no limit (default 1G)")
+    add_input_arguments(p, ("premise", "hypothesis", "label", "split"),
+                        title="columns (guessed when omitted; SNLI/MNLI names are recognised)",
+                        id_help="column of unique row ids (default: row position)")
     a = p.add_argument_group("representation and AFLite")
     a.add_argument("--representation", type=parse_representation, default=("tfidf_svd", {}),
                    metavar="R",
@@ -279,7 +237,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aflite_core.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
     from aflite_core.runs import load_run
 
@@ -304,19 +261,13 @@ def _run(args: argparse.Namespace) -> int:
         backend="dask" if args.scheduler else "local",
         scheduler=args.scheduler,
     ).validate()
-    if Path(args.data).is_dir():
-        raise IsADirectoryError(f"DATA: {args.data} is a folder; expected a dataset file")
-    if not Path(args.data).is_file():
+    if not Path(args.data).exists():
         raise FileNotFoundError(f"DATA: no such file: {args.data}")
     _exit_cleanly_on_sigterm()
     printer = _Printer(args.quiet)
     if not args.quiet:
         print(f"loading {args.data}", file=sys.stderr, flush=True)
-    dataset = load_dataset(
-        args.data, premise=args.premise, hypothesis=args.hypothesis, label=args.label,
-        split=args.split, id=args.id, format=args.format, encoding=args.encoding,
-        max_bytes=args.max_bytes,
-    )  # fmt: skip
+    dataset = load_input(args.data, args)
     path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
                      overwrite=args.overwrite)
     run_ = load_run(path)

@@ -1,0 +1,96 @@
+"""What every command that reads a dataset file shares: the column and input options, the
+size ceiling, and loading with errors phrased as CLI options."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+from typing import Any
+
+#: Default ``--max-bytes``: the largest input (after gzip decompression) read without
+#: being asked, the same ceiling as the dashboard's uploads. A gzip file expanding past
+#: it stops being read at the ceiling.
+DEFAULT_MAX_BYTES = 1 << 30
+
+FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
+
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+#: Keyword arguments of ``load_dataset`` named in its messages, and their CLI options.
+_API_OPTIONS = {
+    "premise": "--premise", "hypothesis": "--hypothesis", "label": "--label",
+    "split": "--split", "id": "--id", "encoding": "--encoding", "format": "--format",
+    "max_bytes": "--max-bytes",
+}  # fmt: skip
+_API_OPTION_RE = re.compile(r"(?<![\w\-'\"])(" + "|".join(_API_OPTIONS) + r")=")
+
+
+def parse_bytes(text: str) -> int | None:
+    """``"500M"`` -> 524288000, ``"2G"``, ``"1048576"``; ``"none"`` or ``"0"`` -> no limit."""
+    raw = text.strip().lower()
+    if raw in ("none", "0", "unlimited"):
+        return None
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?", raw)
+    if not match or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 500M, 2G or 1048576 (bytes), or none, got {text!r}"
+        )
+    return max(1, int(float(match.group(1)) * _UNITS[match.group(2)]))
+
+
+def cli_hint(message: str) -> str:
+    """Rewrite the loader's Python hints (``pass label='x'``) as CLI options (``--label 'x'``)."""
+
+    def option(match: re.Match) -> str:
+        following = message[match.end() : match.end() + 1]
+        flag = _API_OPTIONS[match.group(1)]
+        return flag if following in ("", ")", " ", ",", ";") else flag + " "
+
+    return _API_OPTION_RE.sub(option, message)
+
+
+def add_input_arguments(parser: argparse.ArgumentParser, roles: tuple[str, ...], *,
+                        title: str, id_help: str = "column of unique row ids") -> None:
+    """Add the column-role options (``--premise`` ...), ``--id``, ``--format``,
+    ``--encoding`` and ``--max-bytes`` as one argument group."""
+    group = parser.add_argument_group(title)
+    for role in roles:
+        group.add_argument(f"--{role}", metavar="COL", help=f"{role} column")
+    group.add_argument("--id", metavar="COL", help=id_help)
+    group.add_argument("--format", choices=FORMATS,
+                       help="input format (default: from the suffix, else sniffed)")
+    group.add_argument("--encoding", metavar="ENC",
+                       help="text encoding, e.g. latin-1 (default: UTF-8, or UTF-16/32 by BOM)")
+    group.add_argument("--max-bytes", type=parse_bytes, default=DEFAULT_MAX_BYTES,
+                       metavar="SIZE",
+                       help="refuse inputs larger than this after gzip decompression, e.g. "
+                            "500M or 4G; none for no limit (default 1G)")
+
+
+def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> Any:
+    """Load ``path`` with the column and input options of ``args``.
+
+    Raises
+    ------
+    FileNotFoundError, IsADirectoryError
+        If ``path`` is not a file (the message names ``what``, e.g. ``DATA``).
+    DatasetError
+        With the loader's hints rephrased as CLI options (``--label 'x'``).
+    """
+    from aflite_core.datasets import DatasetError, load_dataset
+
+    if Path(path).is_dir():
+        raise IsADirectoryError(f"{what}: {path} is a folder; expected a dataset file")
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{what}: no such file: {path}")
+    roles = {role: getattr(args, role, None)
+             for role in ("premise", "hypothesis", "label", "split")}
+    try:
+        return load_dataset(path, **roles, id=args.id, format=args.format,
+                            encoding=args.encoding, max_bytes=args.max_bytes)
+    except DatasetError as exc:
+        text = cli_hint(str(exc))
+        if text != str(exc):
+            exc.args = (text,)
+        raise
