@@ -31,13 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"aflite_core.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"aflite_core.commands.{name}":
-                continue  # command not built yet
-            raise
-        module.register(subparsers)
+        importlib.import_module(f"aflite_core.commands.{name}").register(subparsers)
     return parser
 
 

@@ -17,8 +17,9 @@ else:
 
 dataset = state.get_dataset()
 if not cache.has_core("pipeline"):
-    components.empty_state("The audit pipeline (aflite_core.pipeline) is not installed yet; "
-                           "previous runs can still be opened below.")
+    components.empty_state("The audit pipeline (aflite_core.pipeline) could not be imported "
+                           "(reinstall with `pip install -r requirements.txt`); previous runs "
+                           "can still be opened below.")
 elif dataset is None:
     components.empty_state("Load a dataset first: the bundled sample, an upload or the "
                            "synthetic demo.", page="app_pages/data.py", label="Go to Data")

@@ -19,7 +19,8 @@ if path is not None:
         components.show_error(f"The run {path.name} cannot be opened: {exc}")
 
 if not cache.has_core("cues"):
-    components.empty_state("The cue statistics (aflite_core.cues) are not installed yet.")
+    components.empty_state("The cue statistics (aflite_core.cues) could not be imported; "
+                           "reinstall with `pip install -r requirements.txt`.")
     st.stop()
 if dataset is None and run is None:
     components.empty_state("Load a dataset (or open a run) first: the cue table is computed "

@@ -18,8 +18,9 @@ components.explainer(
 )
 
 if not cache.has_core("datasets"):
-    components.empty_state("The dataset loader (aflite_core.datasets) is not installed yet, so "
-                           "no data can be loaded.")
+    components.empty_state("The dataset loader (aflite_core.datasets) could not be imported "
+                           "(reinstall with `pip install -r requirements.txt`), so no data can "
+                           "be loaded.")
     st.stop()
 
 SOURCES = {"sample": "Bundled SNLI sample", "upload": "Upload a file",

@@ -279,7 +279,8 @@ def probing_panel(dataset: Any) -> None:
                                label="Go to Data")
         return
     if not cache.has_core("probing"):
-        components.empty_state("Model probing (aflite_core.probing) is not installed yet.")
+        components.empty_state("Model probing (aflite_core.probing) could not be imported; "
+                               "reinstall with `pip install -r requirements.txt`.")
         return
     probing = cache.core("probing")
     sources = {"hypothesis_only": "Built-in hypothesis-only baseline",
