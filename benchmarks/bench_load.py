@@ -29,23 +29,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-quic", "--no-first-run", "--disable-component-update",
-                 "--disable-sync"]
+sys.path.insert(0, str(REPO_ROOT / "tests" / "e2e"))
+
+from conftest import (  # noqa: E402 - the e2e helpers start the server and the browser
+    CHROMIUM_ARGS,
+    start_server,
+    stop_server,
+    wait_healthy,
+)
+
 PAGES = ["Explore", "Cues", "Report", "Data", "Audit"]
 TIMEOUT_MS = 180_000
 
@@ -66,12 +68,6 @@ class Session:
     error: str = ""
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def make_csv(rows: int, seed: int) -> bytes:
     """A small NLI-style CSV with a planted cue (``never`` marks contradictions)."""
     lines = ["premise,hypothesis,label"]
@@ -81,43 +77,6 @@ def make_csv(rows: int, seed: int) -> bytes:
         lines.append(f"Person {i} of group {seed} walks a dog in the park.,"
                      f"Someone{cue} is outside with animal number {i % 17}.,{label}")
     return ("\r\n".join(lines) + "\r\n").encode()
-
-
-def start_server(runs_root: Path, log_path: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "AFLITE_RUNS_DIR": str(runs_root), "AFLITE_AUTORUN": "0",
-           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    log = open(log_path, "wb")  # noqa: SIM115 - closed after the server stops
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1",
-         "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
-        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    process.log = log  # type: ignore[attr-defined]
-    return process
-
-
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 120.0) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.status == 200:
-                    return time.monotonic() - start
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"streamlit did not become healthy within {timeout:.0f} s")
-
-
-def stop_server(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=15)
-    process.log.close()  # type: ignore[attr-defined]
 
 
 async def settle(page) -> None:
@@ -277,11 +236,9 @@ def main() -> int:
     runs_root = folder / "runs"
     sessions = [Session(i, f"load-session-{i}.csv", args.rows * (i + 1),
                         make_csv(args.rows * (i + 1), i)) for i in range(args.sessions)]
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    server = start_server(runs_root, folder / "streamlit.log", port)
+    server, url = start_server(runs_root, folder / "streamlit.log")
     try:
-        started = wait_healthy(url, server)
+        started = wait_healthy(url, server, timeout=120.0)
         print(f"server healthy after {started:.1f} s on {url}; {args.sessions} sessions, "
               f"{args.duration:.0f} s of page cycling each")
         wall = time.perf_counter()

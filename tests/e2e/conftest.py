@@ -69,7 +69,7 @@ def start_server(runs_root: Path, log_path: Path, *, port: int | None = None
                  ) -> tuple[subprocess.Popen, str]:
     """Start ``streamlit run app.py`` headless on 127.0.0.1; return the process and its URL."""
     port = port or free_port()
-    env = {**os.environ, "AFLITE_RUNS_DIR": str(runs_root),
+    env = {**os.environ, "AFLITE_RUNS_DIR": str(runs_root), "AFLITE_AUTORUN": "0",
            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     log = open(log_path, "wb")  # noqa: SIM115 - closed with the process by the caller
     process = subprocess.Popen(
