@@ -12,13 +12,20 @@ folder next to the entry point as its legacy multipage layout until the first
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui import session
 
+# The favicon is a file of the repository: a ``:material/...`` page icon makes the browser
+# fetch an SVG from a font server, which fails quietly offline (the navigation icons below
+# use the font Streamlit bundles and need no network).
+ICON = Path(__file__).resolve().parent / "assets" / "icon.png"
+
 st.set_page_config(
     page_title="AFLite dataset audit",
-    page_icon=":material/troubleshoot:",
+    page_icon=str(ICON),
     layout="wide",
 )
 

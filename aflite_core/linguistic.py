@@ -635,6 +635,7 @@ def _tagged_annotations(
 def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, np.ndarray]:
     import nltk
 
+    resources.use_bundled_data()
     context = _tagging_context(tuple(str(p) for p in nltk.data.path), ner_method)
     if n_jobs <= 1 or len(texts) < _PARALLEL_MIN:
         tense, ner, typo = _annotate_tagged_chunk(texts, context)

@@ -6,13 +6,21 @@ carrying the exact command that fixes it; only ``python -m aflite_core resources
 --download`` (or :func:`download`) fetches data, and only when a user runs it.
 
 NLTK looks for data in ``nltk.data.path`` (seeded from the ``NLTK_DATA`` environment
-variable when NLTK is first imported). Tests and CI point it at ``../shared/nltk_data``.
+variable when NLTK is first imported). Every resource the default features need ships with
+the package in :data:`BUNDLED_DATA` (see its README for origins and licences); the first
+look-up appends that folder to the *end* of ``nltk.data.path``, so a user's own NLTK data
+takes precedence and the bundled copy fills the gaps, offline, with no ``NLTK_DATA`` set.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+#: NLTK resources shipped as package data (zips in NLTK's layout).
+BUNDLED_DATA = Path(__file__).resolve().parent / "nltk_data"
+_bundled_registered = False
 
 #: The command that installs every missing resource the features can use.
 DOWNLOAD_COMMAND = "python -m aflite_core resources --download"
@@ -84,7 +92,7 @@ RESOURCES: tuple[Resource, ...] = (
         "words",
         "corpora/words/en",
         ("ner",),
-        "English word list, needed by ne_chunk",
+        "English word list (common words for the NER heuristic; needed by ne_chunk)",
         optional=True,
     ),
 )
@@ -126,10 +134,30 @@ class ResourceStatus:
     location: str | None
 
 
-def search_path() -> list[str]:
-    """Return the folders NLTK searches for data (``nltk.data.path``)."""
+def use_bundled_data() -> None:
+    """Append :data:`BUNDLED_DATA` to ``nltk.data.path`` (once per process).
+
+    Called by every look-up in this module and by :mod:`aflite_core.linguistic` before
+    it loads NLTK data. Appending, not prepending, keeps a user's own resources first.
+    Once registered it is not re-added, so a caller that sets ``nltk.data.path`` on
+    purpose (for example to an empty folder) keeps what it set.
+    """
+    global _bundled_registered
+    if _bundled_registered:
+        return
     import nltk
 
+    bundled = str(BUNDLED_DATA)
+    if BUNDLED_DATA.is_dir() and bundled not in nltk.data.path:
+        nltk.data.path.append(bundled)
+    _bundled_registered = True
+
+
+def search_path() -> list[str]:
+    """Return the folders NLTK searches for data (``nltk.data.path``), bundled data last."""
+    import nltk
+
+    use_bundled_data()
     return [str(p) for p in nltk.data.path]
 
 
@@ -153,6 +181,7 @@ def locate(name: str) -> str | None:
     """Return where resource ``name`` is installed, or None when NLTK cannot find it."""
     import nltk
 
+    use_bundled_data()
     resource = get_resource(name)
     try:
         return str(nltk.data.find(resource.path))
@@ -229,6 +258,7 @@ def download(
     """
     import nltk
 
+    use_bundled_data()
     todo = list(names) if names is not None else missing(r.name for r in RESOURCES)
     result: dict[str, bool] = {}
     for name in todo:

@@ -1,4 +1,9 @@
-"""Shared fixtures: paths to the real shared datasets and the offline NLTK data."""
+"""Shared fixtures: paths to the real datasets shipped in ``tests/data``.
+
+Tests need nothing outside the repository: the datasets are small verbatim copies with their
+sources and licences in ``tests/data/README.md``, and the NLTK resources ship with the package
+(``aflite_core/nltk_data``), so neither ``../shared`` nor ``NLTK_DATA`` is read here.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,7 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("AFLITE_SHARED", REPO_ROOT.parent / "shared"))
-SHARED_DATA = SHARED / "data"
-
-# Tests run offline: point NLTK at the shared resource folder unless the caller chose one.
-if "NLTK_DATA" not in os.environ and (SHARED / "nltk_data").is_dir():
-    os.environ["NLTK_DATA"] = str(SHARED / "nltk_data")
+TEST_DATA = REPO_ROOT / "tests" / "data"
 
 # Dashboard sessions in tests (AppTest and the browser test's server) start idle: no
 # automatic audit of the bundled sample unless a test asks for it.
@@ -27,14 +27,12 @@ if "AFLITE_CACHE_DIR" not in os.environ:
 
 
 @pytest.fixture(scope="session")
-def shared_data() -> Path:
+def real_data() -> Path:
     """Folder of the real public datasets (SNLI, SICK, ARCT, FEVER-Symmetric) as CSV."""
-    if not SHARED_DATA.is_dir():
-        pytest.fail(f"shared data folder not found at {SHARED_DATA}; set AFLITE_SHARED")
-    return SHARED_DATA
+    return TEST_DATA
 
 
 @pytest.fixture(scope="session")
-def snli_dir(shared_data: Path) -> Path:
-    """Folder with snli_dev.csv, snli_test.csv, snli_train_sample.csv."""
-    return shared_data / "snli"
+def snli_dir(real_data: Path) -> Path:
+    """Folder with snli_dev.csv, snli_test.csv (first 2,000 rows), snli_train_sample.csv."""
+    return real_data / "snli"

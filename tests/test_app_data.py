@@ -36,7 +36,7 @@ def test_opens_on_the_bundled_sample(runs_root) -> None:
     assert at.title[0].value == "Data"
     metrics = _metrics(at)
     assert metrics["Rows read"] == f"{expected:,}"
-    assert metrics["Audited"] == f"{expected:,}"
+    assert metrics["Included"] == f"{expected:,}"
     assert at.session_state["app:dataset"].name == SAMPLE.name
     assert "The bundled sample is loaded." in texts(at)
     # the row preview holds real rows of the sample

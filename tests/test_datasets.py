@@ -278,7 +278,7 @@ def test_snli_jsonl_names_recognised_and_dash_labels_excluded(tmp_path, snli_dir
     assert sum(ds.report.label_counts.values()) == 292
 
 
-def test_shared_snli_csv_values_identical_to_csv_module(snli_dir):
+def test_real_snli_csv_values_identical_to_csv_module(snli_dir):
     path = snli_dir / "snli_train_sample.csv"
     ds = load_dataset(path)
     with path.open(encoding="utf-8", newline="") as fh:
@@ -291,13 +291,13 @@ def test_shared_snli_csv_values_identical_to_csv_module(snli_dir):
     assert ds.content_hash == __import__("hashlib").sha256(path.read_bytes()).hexdigest()
 
 
-def test_shared_arct_long_form_loads_normally(shared_data):
-    ds = load_dataset(shared_data / "arct" / "arct_dev.csv")
+def test_real_arct_long_form_loads_normally(real_data):
+    ds = load_dataset(real_data / "arct" / "arct_dev.csv")
     assert ds.columns.premise == "premise" and ds.columns.hypothesis == "hypothesis"
     assert ds.report.label_counts == {"correct": 316, "incorrect": 316}
     assert ds.report.suggested_id is None  # 'id' repeats per option: not a row id
     with pytest.raises(DuplicateIdError, match="line 2, line 3"):
-        load_dataset(shared_data / "arct" / "arct_dev.csv", id="id")
+        load_dataset(real_data / "arct" / "arct_dev.csv", id="id")
 
 
 def test_bundled_sample_is_verbatim_snli(snli_dir):

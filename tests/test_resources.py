@@ -17,7 +17,11 @@ PREMISES = ["A man sleeps.", "Dogs run.", "A girl smiles."]
 
 @pytest.fixture
 def empty_nltk_path(tmp_path):
-    """Point NLTK at an empty folder, as on a machine without NLTK data; restore after."""
+    """Point NLTK at an empty folder, as on a machine without NLTK data; restore after.
+
+    The bundled folder is registered first (once per process), so it is not re-added.
+    """
+    resources.use_bundled_data()
     saved = list(nltk.data.path)
     nltk.data.path[:] = [str(tmp_path)]
     try:
@@ -26,14 +30,70 @@ def empty_nltk_path(tmp_path):
         nltk.data.path[:] = saved
 
 
-def test_shared_data_has_every_required_resource():
+@pytest.fixture
+def bundled_only():
+    """Search only the NLTK data shipped with the package; restore after."""
+    resources.use_bundled_data()
+    saved = list(nltk.data.path)
+    nltk.data.path[:] = [str(resources.BUNDLED_DATA)]
+    try:
+        yield resources.BUNDLED_DATA
+    finally:
+        nltk.data.path[:] = saved
+
+
+def test_bundled_data_has_every_required_resource(bundled_only):
     rows = {s.resource.name: s for s in resources.status()}
     assert set(rows) == {r.name for r in resources.RESOURCES}
-    for status in rows.values():
-        if not status.resource.optional:
-            assert status.installed, status.resource.name
-            assert status.location
+    for name in ("averaged_perceptron_tagger_eng", "stopwords", "opinion_lexicon",
+                 "vader_lexicon", "words"):
+        assert rows[name].installed, name
+        assert rows[name].location.startswith(str(bundled_only)), rows[name].location
     assert not rows["maxent_ne_chunker_tab"].installed  # not shipped: NER falls back
+    assert not rows["wordnet"].installed  # only for lemma=True, downloaded on request
+
+
+def test_bundled_data_is_registered_last_without_nltk_data():
+    resources.use_bundled_data()
+    assert nltk.data.path[-1] == str(resources.BUNDLED_DATA)
+    resources.use_bundled_data()  # idempotent
+    assert nltk.data.path.count(str(resources.BUNDLED_DATA)) == 1
+
+
+def test_every_family_works_from_the_bundled_data_alone(bundled_only):
+    fm = extract_features(TEXTS, premises=PREMISES, features=list(FAMILIES), cache=False,
+                          n_jobs=1)
+    assert fm.unavailable == {}
+    dense = fm.X.toarray()
+
+    def rows_with(family: str, value: str) -> list[int]:
+        col = np.flatnonzero((fm.feature_type == family) & (fm.feature == value))
+        assert col.size == 1, (family, value)
+        return np.flatnonzero(dense[:, col[0]]).tolist()
+
+    assert rows_with("sentiment", "positive") == [2]  # "happy" (opinion lexicon)
+    assert rows_with("tense", "future") == [1]  # "will run" (POS tagger)
+    assert rows_with("ner", "proper_noun") == [1]  # "Paris"
+    assert rows_with("negation", "negation") == [0]
+    assert rows_with("overlap", "overlap") == [0, 1, 2]  # stopwords ignored, content shared
+    assert "heuristic" in fm.methods["ner"]
+
+
+def test_users_own_nltk_data_takes_precedence(bundled_only, tmp_path):
+    own = tmp_path / "corpora" / "stopwords"
+    own.mkdir(parents=True)
+    (own / "english").write_text("the\na\n", encoding="utf-8")
+    nltk.data.path[:] = [str(tmp_path), str(bundled_only)]
+    assert resources.locate("stopwords") == str(own / "english")
+    nltk.data.path[:] = [str(bundled_only)]
+    assert resources.locate("stopwords").startswith(str(bundled_only))
+
+
+def test_cli_resources_says_where_each_resource_was_found(bundled_only, capsys):
+    assert cli.main(["resources", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "found: bundled with aflite_core" in out
+    assert "found: not found" in out  # maxent_ne_chunker_tab, wordnet
 
 
 def test_missing_resource_error_names_family_and_fix(empty_nltk_path):
@@ -94,7 +154,7 @@ def test_vader_lexicon_is_optional_but_checked(empty_nltk_path):
 
 
 def test_cli_resources_lists_status_and_fix(capsys):
-    assert cli.main(["resources", "--check"]) == 0  # required ones are in shared data
+    assert cli.main(["resources", "--check"]) == 0  # required ones ship with the package
     out = capsys.readouterr().out
     assert "installed  averaged_perceptron_tagger_eng" in out
     assert "MISSING    maxent_ne_chunker_tab" in out

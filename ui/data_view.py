@@ -192,7 +192,7 @@ def validation_report(dataset, page: str) -> None:
                + f" · SHA-256 {dataset.content_hash[:12]}…")
     excluded = sum(report.excluded.values())
     items = [("Rows read", f"{report.n_read:,}", None),
-             ("Audited", f"{report.n_included:,}", None),
+             ("Included", f"{report.n_included:,}", None),
              ("Excluded", f"{excluded:,}", None),
              ("Labels", f"{len(report.label_counts):,}", None)]
     if report.n_questions:
@@ -203,7 +203,7 @@ def validation_report(dataset, page: str) -> None:
 
     left, right = st.columns(2)
     with left:
-        st.markdown("**Label distribution** (audited rows)")
+        st.markdown("**Label distribution** (included rows)")
         if len(report.label_counts) <= 50:
             st.plotly_chart(charts.label_distribution({"rows": report.label_counts},
                                                       percent=False),
@@ -219,7 +219,7 @@ def validation_report(dataset, page: str) -> None:
                          hide_index=True)
         else:
             st.caption("No row was excluded.")
-        st.markdown("**Duplicates** (audited rows)")
+        st.markdown("**Duplicates** (included rows)")
         if report.duplicates:
             st.dataframe(pd.DataFrame({"kind": list(report.duplicates),
                                        "rows": list(report.duplicates.values())}),

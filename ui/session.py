@@ -110,14 +110,34 @@ def sidebar() -> None:
             origin = {"sample": "bundled sample", "upload": "upload",
                       "synthetic": "synthetic demo"}.get(state.get(state.DATASET_ORIGIN), "")
             st.markdown(":material/database: **Dataset**")
-            st.text(f"{dataset.name}\n{report.n_included:,} of {report.n_read:,} rows audited"
+            st.text(f"{dataset.name}\n{report.n_included:,} of {report.n_read:,} rows included"
                     + (f"\n({origin})" if origin else ""))
         run_path = state.get_run_path()
-        st.markdown(":material/folder_open: **Run**")
-        st.text(run_path.name if run_path else "none open")
         job = state.get(state.JOB)
+        st.markdown(":material/folder_open: **Run**")
+        st.text(run_status(dataset, run_path, running=job is not None and job.running))
         if job is not None and job.running:
             job_progress()
+
+
+def run_status(dataset, run_path: Path | None, *, running: bool) -> str:
+    """One honest line on the dataset's audit: running, not audited yet, or which run.
+
+    A run of another file than the loaded dataset is named as such, so the sidebar never
+    puts dataset X next to a run of dataset Y without saying so.
+    """
+    if run_path is None:
+        return "audit running…" if running else "none open (not audited yet)"
+    line = run_path.name
+    if dataset is not None:
+        try:
+            run = cache.open_run(run_path)
+        except (ValueError, OSError):
+            return f"{line}\n(cannot be opened)"
+        if run.input.get("sha256") != dataset.content_hash:
+            other = run.input.get("name") or "another file"
+            line += f"\n(a run of {other}, not of the loaded dataset)"
+    return line + ("\n(another audit running…)" if running else "")
 
 
 @st.fragment(run_every=1.0)

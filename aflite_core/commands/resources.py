@@ -1,9 +1,10 @@
 """``python -m aflite_core resources``: which NLTK data the linguistic features can use.
 
-Lists every resource as installed or missing, with the feature families that need it
-and where NLTK looks (``NLTK_DATA``). ``--download`` fetches the missing ones with NLTK's
-downloader (needs network access); nothing is ever downloaded otherwise. ``--check``
-exits with status 1 when a required (non-optional) resource is missing.
+Lists every resource as installed or missing, with the feature families that need it,
+where it was found (the copy bundled with the package, or a folder of your own NLTK data,
+which takes precedence) and where NLTK looks (``NLTK_DATA``). ``--download`` fetches the
+missing ones with NLTK's downloader (needs network access); nothing is ever downloaded
+otherwise. ``--check`` exits with status 1 when a required (non-optional) resource is missing.
 """
 
 from __future__ import annotations
@@ -32,12 +33,23 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _where(location: str | None) -> str:
+    """Say where a resource was found: the bundled copy, or the user's own folder."""
+    from aflite_core.resources import BUNDLED_DATA
+
+    if location is None:
+        return "not found"
+    if location.startswith(str(BUNDLED_DATA)):
+        return f"bundled with aflite_core ({location})"
+    return location
+
+
 def _print_status() -> list:
     from aflite_core.resources import search_path, status
 
     rows = status()
     width = max(len(s.resource.name) for s in rows)
-    print("NLTK search path (NLTK_DATA / nltk.data.path):")
+    print("NLTK search path (NLTK_DATA / nltk.data.path; the bundled copy is searched last):")
     for folder in search_path():
         print(f"  {folder}")
     print()
@@ -46,6 +58,7 @@ def _print_status() -> list:
         kind = "optional" if s.resource.optional else "required"
         families = ",".join(s.resource.families)
         print(f"{state}  {s.resource.name:<{width}}  {kind}  [{families}]  {s.resource.purpose}")
+        print(f"{'':<11}{'':<{width}}  found: {_where(s.location)}")
     return rows
 
 

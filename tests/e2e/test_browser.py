@@ -164,7 +164,7 @@ def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_p
     sidebar.get_by_text(HOSTILE_NAME).wait_for(timeout=PAGE_TIMEOUT_MS)
     settle(other)
     other.screenshot(path=str(artifacts_dir / "8-second-tab-upload.png"))
-    assert "30 of 30 rows audited" in sidebar.inner_text()
+    assert "30 of 30 rows included" in sidebar.inner_text()
     nav(other, "Explore")
     other.get_by_text("No audit run is open yet").wait_for(timeout=PAGE_TIMEOUT_MS)
     # the first tab still has its own dataset and run
