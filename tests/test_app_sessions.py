@@ -60,3 +60,31 @@ def test_two_sessions_with_different_datasets(runs_root) -> None:
     # and its dataset is still its own
     goto(second, "data")
     assert second.session_state["app:dataset"].name == "other.csv"
+
+
+def test_sidebar_never_claims_an_audit_that_did_not_happen(runs_root) -> None:
+    at = new_app().run()
+    assert_clean(at)
+    shown = texts(at)
+    assert "4,000 of 4,000 rows included" in shown
+    assert "none open (not audited yet)" in shown
+    assert "audited" not in shown.replace("not audited yet", "")
+
+    start_small_audit(at)
+    assert at.session_state["audit:job"].running
+    assert "audit running…" in texts(at)
+    job = wait_for_job(at)
+    at.run()
+    assert job.result.name in texts(at)
+    assert "not of the loaded dataset" not in texts(at)
+
+    # a different dataset next to that run: the sidebar says the run is of another file
+    goto(at, "data")
+    at.segmented_control(key="data:source").set_value("upload").run()
+    at.file_uploader(key="data:file").upload(
+        "other.csv", OTHER.to_csv(index=False).encode(), "text/csv")
+    at.run()
+    at.session_state["app:run_path"] = job.result
+    at.run()
+    assert_clean(at)
+    assert f"(a run of {SAMPLE.name}, not of the loaded dataset)" in texts(at)

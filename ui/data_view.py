@@ -50,8 +50,16 @@ def sample_panel(load_sample: Callable[[], str | None]) -> None:
         return
     if state.get(state.DATASET_ORIGIN) == "sample" and state.get_dataset() is not None:
         st.success("The bundled sample is loaded.", icon=":material/check_circle:")
-        st.page_link("app_pages/audit.py", label="Next: audit it with one click on the Audit page",
-                     icon=":material/play_arrow:")
+        job = state.get(state.JOB)
+        target = "app_pages/audit.py"
+        if job is not None and job.running:
+            label = "Its audit is running now: follow it on the Audit page"
+        elif state.get_run_path() is not None:
+            target, label = ("app_pages/explore.py",
+                             "Its audit is open: see what was removed on the Explore page")
+        else:
+            label = "Next: audit it with one click on the Audit page"
+        st.page_link(target, label=label, icon=":material/play_arrow:")
         return
     if st.button("Load the bundled sample", type="primary", key=state.key("data", "load_sample")):
         problem = load_sample()

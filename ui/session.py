@@ -52,7 +52,7 @@ def newest_run_of(content_hash: str) -> Path | None:
 def audit_sample() -> None:
     """Start the default audit of the just-loaded sample in the background.
 
-    A newcomer then sees a finished audit (about ten seconds on a laptop) without choosing
+    A newcomer then sees a finished audit (about 16 s on a 2-core laptop) without choosing
     anything; later sessions reopen that run instead of recomputing it.
     """
     dataset = state.get_dataset()
