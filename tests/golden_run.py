@@ -1,0 +1,77 @@
+"""The golden runs that pin AFLite's results across refactors (see ``test_golden_run.py``).
+
+``python tests/golden_run.py --write`` regenerates ``tests/data/golden/`` from the current
+code. Do that only when a change is *meant* to alter results (and say so in the commit);
+a refactor must leave the files untouched and the test green.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN = REPO / "tests" / "data" / "golden"
+SAMPLE = REPO / "assets" / "snli_sample.csv"
+
+#: AFLite on the planted workload (small enough for a unit test).
+PLANTED = {"n": 3000, "d": 64, "random_state": 7}
+PLANTED_AFLITE = {"target_size": 1500, "n_partitions": 16, "train_size": 1000,
+                  "slice_size": 100, "tau": 0.75, "random_state": 0}
+#: The headless pipeline on the bundled sample: explicit parameters, not defaults (defaults
+#: may change on purpose; these must not give other results).
+SAMPLE_CONFIG = {"target_size": 0.5, "n_partitions": 32, "train_size": 0.5,
+                 "slice_size": 0.05, "tau": 0.75, "random_state": 0,
+                 "measures": ("cues", "knn"), "report": False}
+
+
+def planted_result() -> dict[str, np.ndarray]:
+    """Masks and scores of AFLite on the seeded planted workload."""
+    from aflite_core.aflite import AFLite
+    from aflite_core.synthetic import make_planted
+
+    X, y, _biased = make_planted(**PLANTED)
+    model = AFLite(**PLANTED_AFLITE).fit(X, y)
+    return {"keep_mask": model.keep_mask_, "predictability": model.predictability_,
+            "removal_round": model.removal_round_}
+
+
+def sample_result(runs_root: Path) -> dict[str, pd.DataFrame]:
+    """Scores, cue statistics and KNN table of a seeded audit of the bundled sample."""
+    from aflite_core.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    dataset = load_dataset(SAMPLE)
+    path = run_audit(dataset, AuditConfig(**SAMPLE_CONFIG), runs_root=runs_root, name="golden")
+    scores = pd.read_parquet(path / "scores.parquet")
+    cues = pd.read_parquet(path / "cues.parquet")
+    keep = [c for c in ("scope", "feature_type", "feature", "label", "n", "mse", "jsd",
+                        "cueness", "pmi", "lmi", "z") if c in cues.columns]
+    cues = cues[keep].sort_values(keep[:4], kind="stable").reset_index(drop=True)
+    knn = pd.read_parquet(path / "knn.parquet")
+    return {"scores": scores[["row_id", "status", "predictability", "removal_round"]],
+            "cues": cues, "knn": knn}
+
+
+def write() -> None:
+    """Regenerate the golden files from the current code."""
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(GOLDEN / "planted.npz", **planted_result())
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, frame in sample_result(Path(tmp)).items():
+            frame.to_parquet(GOLDEN / f"sample_{name}.parquet", index=False)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--write", action="store_true", help="regenerate tests/data/golden/")
+    if not parser.parse_args().write:
+        parser.print_help()
+        sys.exit(2)
+    sys.path.insert(0, str(REPO))
+    write()
