@@ -7,7 +7,7 @@ duplicates) is optional (``AuditConfig.measures``); a measure that fails is reco
 
 Progress goes to ``callback(event)`` with ``stage``, ``message`` and ``fraction`` (0..1
 of the whole run, never decreasing); AFLite rounds add the round keys of
-:class:`aflite_core.aflite.AFLite`. Returning ``True`` from the callback cancels the run:
+:class:`aflite_core.filter.aflite.AFLite`. Returning ``True`` from the callback cancels the run:
 :class:`AuditCancelled` is raised and nothing is left on disk.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import __version__
-from aflite_core.runs import (
+from aflite_core.runs.folder import (
     BASELINES_FILE,
     CUES_FILE,
     DUPLICATES_FILE,
@@ -84,7 +84,7 @@ class AuditConfig:
         Rows AFLite keeps: an int, or a fraction in (0, 1) of the filterable rows
         (included rows minus warm-up rows).
     n_partitions, train_size, slice_size, tau, strategy, random_state
-        Passed to :class:`~aflite_core.aflite.AFLite` (``slice_size=None`` uses its
+        Passed to :class:`~aflite_core.filter.aflite.AFLite` (``slice_size=None`` uses its
         size-scaled default).
     measures : tuple of str
         Optional measures to compute, from ``cues``, ``knn``, ``projection``,
@@ -102,7 +102,7 @@ class AuditConfig:
     scheduler : str or None
         With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
         ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
-        of :class:`~aflite_core.aflite.AFLite`).
+        of :class:`~aflite_core.filter.aflite.AFLite`).
     """
 
     representation: str = "tfidf_svd"
@@ -227,7 +227,7 @@ def check_labels(dataset) -> None:
     ValueError
         Naming the dataset, the label column, the labels concerned and what to do.
     """
-    from aflite_core._readers import short_repr
+    from aflite_core.io.readers import short_repr
 
     labels = np.asarray(dataset.labels(), dtype=str)
     column = dataset.columns.label
@@ -382,7 +382,7 @@ def _build_scores(dataset, rep, model, y_all: np.ndarray) -> tuple[pd.DataFrame,
 
 def _measure_cues(state: _State, writer: RunWriter, progress: _Progress,
                   span: tuple[float, float]) -> dict:
-    from aflite_core import cues
+    from aflite_core.cues import statistics as cues
 
     progress.step("cues", "cue statistics of the full and the retained data", span[0])
     table = cues.cue_tables(
@@ -396,7 +396,7 @@ def _measure_cues(state: _State, writer: RunWriter, progress: _Progress,
 
 def _measure_knn(state: _State, writer: RunWriter, progress: _Progress,
                  span: tuple[float, float]) -> dict:
-    from aflite_core import knn
+    from aflite_core.measures import knn
 
     rep = state.representation
     X = rep.X[state.filt]
@@ -419,7 +419,7 @@ def _measure_knn(state: _State, writer: RunWriter, progress: _Progress,
 
 def _measure_projection(state: _State, writer: RunWriter, progress: _Progress,
                         span: tuple[float, float]) -> dict:
-    from aflite_core import projection
+    from aflite_core.measures import projection
 
     rep = state.representation
     params = {"random_state": state.config.random_state,
@@ -432,7 +432,7 @@ def _measure_projection(state: _State, writer: RunWriter, progress: _Progress,
 
 def _measure_baselines(state: _State, writer: RunWriter, progress: _Progress,
                        span: tuple[float, float]) -> dict:
-    from aflite_core import probes
+    from aflite_core.measures import baselines as probes
 
     rep = state.representation
     hypotheses = [h for h, f in zip(state.dataset.hypotheses(), state.filt, strict=True) if f]
@@ -457,7 +457,7 @@ def _filtered_texts(state: _State) -> tuple[list[str], list[str] | None]:
 
 def _measure_duplicates(state: _State, writer: RunWriter, progress: _Progress,
                         span: tuple[float, float]) -> dict:
-    from aflite_core import duplicates
+    from aflite_core.measures import duplicates
 
     rep = state.representation
     hyps, prems = _filtered_texts(state)
@@ -476,7 +476,7 @@ def _measure_duplicates(state: _State, writer: RunWriter, progress: _Progress,
 
 def _measure_inoculation(state: _State, writer: RunWriter, progress: _Progress,
                          span: tuple[float, float]) -> dict:
-    from aflite_core import inoculation
+    from aflite_core.measures import inoculation
 
     hyps, prems = _filtered_texts(state)
     texts = np.asarray(inoculation.pair_texts(prems, hyps), dtype=object)
@@ -544,13 +544,13 @@ def run_audit(
     Parameters
     ----------
     dataset : AuditDataset
-        From :func:`aflite_core.datasets.load_dataset`.
+        From :func:`aflite_core.io.datasets.load_dataset`.
     config : AuditConfig, optional
         Parameters (default: ``AuditConfig()``).
     runs_root : path
         Folder holding the runs; created if missing.
     name : str, optional
-        Run name, sanitised (see :func:`aflite_core.runs.sanitize_run_name`). Default:
+        Run name, sanitised (see :func:`aflite_core.runs.folder.sanitize_run_name`). Default:
         derived from the data name, the key parameters and the UTC time, made unique.
     callback : callable, optional
         Receives progress events (see the module docstring); returning ``True`` cancels.
@@ -645,7 +645,7 @@ def run_audit(
 
 
 def _build_representation(dataset, config: AuditConfig):
-    from aflite_core.representations import build_representation
+    from aflite_core.represent.builders import build_representation
 
     kwargs = {k: v for k, v in config.representation_params.items() if v is not None}
     return build_representation(
@@ -654,7 +654,7 @@ def _build_representation(dataset, config: AuditConfig):
 
 
 def _fit_aflite(X, y, config: AuditConfig, target: int, n_filt: int, progress: _Progress):
-    from aflite_core.aflite import AFLite
+    from aflite_core.filter.aflite import AFLite
 
     lo, hi = _SPAN_AFLITE
     to_remove = max(n_filt - target, 1)
@@ -741,7 +741,7 @@ def _summary(dataset, config, rep, model, scores: pd.DataFrame, target: int, cre
 
 
 def _write_report(writer: RunWriter, summary: dict) -> None:
-    from aflite_core.report import build_report
+    from aflite_core.report.html import build_report
 
     try:
         text = build_report(writer.open_partial(summary))

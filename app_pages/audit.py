@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import audit_view, cache, components, state
+from ui import audit_view, components, state
 
 st.title("Audit")
 components.explainer(audit_view.SUMMARY, audit_view.FORMULA)
@@ -16,11 +16,7 @@ else:
     audit_view.last_job_outcome()
 
 dataset = state.get_dataset()
-if not cache.has_core("pipeline"):
-    components.empty_state("The audit pipeline (aflite_core.pipeline) could not be imported "
-                           "(reinstall with `pip install -r requirements.txt`); previous runs "
-                           "can still be opened below.")
-elif dataset is None:
+if dataset is None:
     components.empty_state("Load a dataset first: the bundled sample, an upload or the "
                            "synthetic demo.", page="app_pages/data.py", label="Go to Data")
 else:

@@ -15,13 +15,9 @@ path = state.get_run_path()
 if path is not None:
     try:
         run = cache.open_run(path)
-    except (ValueError, OSError, cache.CoreUnavailable) as exc:
+    except (ValueError, OSError) as exc:
         components.show_error(f"The run {path.name} cannot be opened: {exc}")
 
-if not cache.has_core("cues"):
-    components.empty_state("The cue statistics (aflite_core.cues) could not be imported; "
-                           "reinstall with `pip install -r requirements.txt`.")
-    st.stop()
 if dataset is None and run is None:
     components.empty_state("Load a dataset (or open a run) first: the cue table is computed "
                            "from its texts and labels.", page="app_pages/data.py",

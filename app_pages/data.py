@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, components, data_view, session, state
+from ui import components, data_view, session, state
 
 PAGE = "data"
 
@@ -16,12 +16,6 @@ components.explainer(
     data_view.RULES,
     title="Column roles and exclusion rules",
 )
-
-if not cache.has_core("datasets"):
-    components.empty_state("The dataset loader (aflite_core.datasets) could not be imported "
-                           "(reinstall with `pip install -r requirements.txt`), so no data can "
-                           "be loaded.")
-    st.stop()
 
 SOURCES = {"sample": "Bundled SNLI sample", "upload": "Upload a file",
            "synthetic": "Synthetic demo (biased circles)"}

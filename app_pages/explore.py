@@ -19,7 +19,7 @@ if path is None:
 try:
     run = cache.open_run(path)
     table = cache.rows_table(path)
-except (ValueError, OSError, cache.CoreUnavailable) as exc:
+except (ValueError, OSError) as exc:
     components.show_error(f"The run {path.name} cannot be opened: {exc}",
                           hint="Reopen another run on the Audit page.")
     st.stop()

@@ -36,8 +36,8 @@ SHARED = Path(os.environ.get("AFLITE_SHARED", ROOT.parent / "shared"))
 if "NLTK_DATA" not in os.environ and (SHARED / "nltk_data").is_dir():
     os.environ["NLTK_DATA"] = str(SHARED / "nltk_data")
 
-from aflite_core.cues import cue_statistics, resolve_split  # noqa: E402
-from aflite_core.linguistic import FAMILIES, extract_features  # noqa: E402
+from aflite_core.cues.linguistic import FAMILIES, extract_features  # noqa: E402
+from aflite_core.cues.statistics import cue_statistics, resolve_split  # noqa: E402
 
 
 def _perturb(text: str, rng: np.random.Generator, vocab: np.ndarray) -> str:

@@ -55,7 +55,7 @@ IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 
 def prepare_run(runs_root: Path) -> Path:
     """One complete audit of the bundled sample (every measure, PCA map)."""
-    from aflite_core.datasets import load_dataset
+    from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
 
     dataset = load_dataset(REPO_ROOT / "assets" / "snli_sample.csv")

@@ -4,7 +4,7 @@ Builds a run folder of ``--rows`` rows (default 550,000) *without* running AFLit
 ``../shared/data/snli/snli_train_sample.csv`` (``split, id, premise, hypothesis, label``)
 repeated with unique ids, fake but plausible scores (about a third removed, removed rows more
 predictable, removal rounds of at most 5,000 rows, most predictable first) and a 2-D
-projection (``projection.parquet``), written with :func:`aflite_core.runs.write_run`.
+projection (``projection.parquet``), written with :func:`aflite_core.runs.folder.write_run`.
 Then, each phase in a fresh Python process (``AFLITE_RUNS_DIR`` = the runs root,
 ``AFLITE_AUTORUN=0``) so that memory figures do not leak from one phase into the next:
 
@@ -31,7 +31,7 @@ Then, each phase in a fresh Python process (``AFLITE_RUNS_DIR`` = the runs root,
     and 800 ids, extrapolated to every id (matching ids is O(rows x ids) today, so the
     real no-filter case would run for most of an hour), the id matching alone, and the
     same download without ``row_ids``; and, for comparison, the retained export streamed
-    to a file with ``aflite_core.exports.export_run``. Each in its own process.
+    to a file with ``aflite_core.runs.exports.export_run``. Each in its own process.
 
 Every measured step prints its wall time, the resident memory before it, the peak during it
 (``VmHWM`` reset through ``/proc/self/clear_refs`` before the step) and the growth.
@@ -159,7 +159,7 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False)
     import numpy as np
     import pandas as pd
 
-    from aflite_core.runs import write_run
+    from aflite_core.runs.folder import write_run
 
     source = pd.read_csv(SNLI_SAMPLE, usecols=COLUMNS)[COLUMNS]
     reps = math.ceil(n_rows / len(source))
@@ -405,7 +405,7 @@ def phase_apptest(run_path: Path, meter: Meter) -> None:
 def phase_export(run_path: Path, meter: Meter, how: str) -> None:
     """One download as the dashboard builds it (in memory) or streamed to disk."""
     _quiet_streamlit()
-    from aflite_core import exports  # noqa: F401 - imported before the measured step
+    from aflite_core.runs import exports  # noqa: F401 - imported before the measured step
     from ui import cache
 
     cache.core("runs").load_run(run_path).summary  # noqa: B018 - warm the imports
@@ -444,7 +444,7 @@ def phase_export(run_path: Path, meter: Meter, how: str) -> None:
             data = cache.export_bytes(run_path, "all")
             info.update(rows=len(every), bytes_mb=round(len(data) / 2**20, 1))
     else:
-        from aflite_core.exports import export_run
+        from aflite_core.runs.exports import export_run
 
         with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
             out = Path(tmp) / "retained.csv"

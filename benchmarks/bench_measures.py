@@ -47,7 +47,7 @@ _CHILD = """
 import json, sys, time
 t0 = time.perf_counter()
 import numpy as np
-from aflite_core.projection import project
+from aflite_core.measures.projection import project
 X = np.load(sys.argv[1], mmap_mode="r")
 t1 = time.perf_counter()
 frame = project(np.asarray(X), method="umap", cache_dir=sys.argv[2], random_state=0)
@@ -86,7 +86,7 @@ def bench_umap(n: int, d: int, cold_jit: bool) -> None:
 
 
 def bench_knn(n_train: int, n_held: int, d: int) -> None:
-    from aflite_core.knn import knn_distance_measures
+    from aflite_core.measures.knn import knn_distance_measures
 
     X, y = make_phi(n_train + n_held, d, seed=1)
     retained = np.random.default_rng(2).random(n_train) < 0.5

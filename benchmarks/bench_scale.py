@@ -33,7 +33,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from aflite_core.aflite import AFLite  # noqa: E402
+from aflite_core.filter.aflite import AFLite  # noqa: E402
 
 GB = 1e9
 

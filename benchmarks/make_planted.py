@@ -1,7 +1,7 @@
 # Copied from ../shared/bench/make_planted.py (the standard planted-bias workload). The
 # function `make_planted` and the default command line are unchanged, so the standard workload
 # is bit-identical to the shared one. Added: `--chunked`, which writes the arrays with
-# aflite_core.synthetic.make_planted straight into memory-mapped .npy files, in float32 row
+# aflite_core.filter.synthetic.make_planted straight into memory-mapped .npy files, in float32 row
 # chunks with no float64 intermediate (same distribution, different random stream), for the
 # SNLI-scale workload:  python benchmarks/make_planted.py OUT/big --n 550000 --d 768 --chunked
 """Planted-bias workload for AFLite benchmarks.
@@ -31,9 +31,9 @@ def make_planted(n=20000, d=256, classes=3, biased=0.4, bias_dims=8, strength=2.
 
 
 def write_chunked(out_prefix, n, d, classes, biased, seed):
-    """Write the workload with aflite_core.synthetic.make_planted into a memory-mapped .npy."""
+    """Write the workload (aflite_core.filter.synthetic.make_planted) into a memory-mapped .npy."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from aflite_core.synthetic import make_planted as make_planted_f32
+    from aflite_core.filter.synthetic import make_planted as make_planted_f32
 
     X = np.lib.format.open_memmap(out_prefix + "_X.npy", mode="w+", dtype=np.float32,
                                   shape=(n, d))

@@ -113,7 +113,7 @@ def wait_for_job(at: AppTest, timeout: float = 180.0) -> object:
 
 @functools.cache
 def _shared_run(folder: str) -> Path:
-    from aflite_core.datasets import load_dataset
+    from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
 
     dataset = load_dataset(SAMPLE)

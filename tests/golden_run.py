@@ -32,8 +32,8 @@ SAMPLE_CONFIG = {"target_size": 0.5, "n_partitions": 32, "train_size": 0.5,
 
 def planted_result() -> dict[str, np.ndarray]:
     """Masks and scores of AFLite on the seeded planted workload."""
-    from aflite_core.aflite import AFLite
-    from aflite_core.synthetic import make_planted
+    from aflite_core.filter.aflite import AFLite
+    from aflite_core.filter.synthetic import make_planted
 
     X, y, _biased = make_planted(**PLANTED)
     model = AFLite(**PLANTED_AFLITE).fit(X, y)
@@ -43,7 +43,7 @@ def planted_result() -> dict[str, np.ndarray]:
 
 def sample_result(runs_root: Path) -> dict[str, pd.DataFrame]:
     """Scores, cue statistics and KNN table of a seeded audit of the bundled sample."""
-    from aflite_core.datasets import load_dataset
+    from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
 
     dataset = load_dataset(SAMPLE)

@@ -266,7 +266,7 @@ class Case:
 
 
 # --------------------------------------------------------------------------- checks
-# Each receives the completed run (aflite_core.runs.AuditRun) and the input path.
+# Each receives the completed run (aflite_core.runs.folder.AuditRun) and the input path.
 
 
 def _check_bom(run: Any, data: Path) -> None:

@@ -74,7 +74,7 @@ def test_duplicates_without_the_measure_use_the_loader_rules(runs_root, shared_r
                                                              tmp_path) -> None:
     import shutil
 
-    from aflite_core.datasets import load_dataset
+    from aflite_core.io.datasets import load_dataset
 
     # a copy of the run as an older writer (or a run without these measures) leaves it
     run = tmp_path / shared_run.name

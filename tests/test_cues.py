@@ -10,8 +10,10 @@ import pytest
 import scipy.sparse as sp
 from scipy.spatial.distance import jensenshannon as scipy_js
 
-from aflite_core import cli, cues
-from aflite_core.cues import (
+from aflite_core import cli
+from aflite_core.cues import statistics as cues
+from aflite_core.cues.linguistic import FeatureMatrix, extract_features
+from aflite_core.cues.statistics import (
     FORMULAS,
     Split,
     cue_statistics,
@@ -30,8 +32,7 @@ from aflite_core.cues import (
     z_statistic,
     z_threshold,
 )
-from aflite_core.datasets import load_dataset
-from aflite_core.linguistic import FeatureMatrix, extract_features
+from aflite_core.io.datasets import load_dataset
 
 # ------------------------------------------------------------------ formulas, by hand
 

@@ -25,7 +25,7 @@ from apptest_support import (  # noqa: F401 - fixtures are imported by name
 )
 from hostile_cases import CASES, PICKLE_SENTINEL, Case, N, base_frame, csv_text, write_pickle_npy
 
-from aflite_core.runs import list_runs
+from aflite_core.runs.folder import list_runs
 
 BY_ID = {c.id: c for c in CASES}
 #: Refused uploads shown by the Data page as soon as the file arrives.

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aflite_core.aflite as aflite_module
-from aflite_core.aflite import AFLite
-from aflite_core.synthetic import make_planted
+import aflite_core.filter.aflite as aflite_module
+from aflite_core.filter.aflite import AFLite
+from aflite_core.filter.synthetic import make_planted
 
 distributed = pytest.importorskip("distributed")
 
@@ -79,7 +79,7 @@ def test_local_process_cluster_from_scheduler_string():
 
 
 def test_importing_aflite_core_does_not_import_dask():
-    code = ("import sys, aflite_core.aflite; "
+    code = ("import sys, aflite_core.filter.aflite; "
             "print('distributed' in sys.modules, 'dask' in sys.modules)")
     root = Path(__file__).resolve().parent.parent
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

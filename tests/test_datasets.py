@@ -1,4 +1,4 @@
-"""Tests of aflite_core.datasets: every format, column guessing, exclusions, row ids,
+"""Tests of aflite_core.io.datasets: every format, column guessing, exclusions, row ids,
 multiple-choice expansion, lossless values, and each error's message."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aflite_core.datasets import (
+from aflite_core.io.datasets import (
     ColumnError,
     ColumnMapping,
     DatasetError,

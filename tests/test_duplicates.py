@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from aflite_core.duplicates import find_duplicates, near_duplicate_pairs, normalize_text
+from aflite_core.measures.duplicates import find_duplicates, near_duplicate_pairs, normalize_text
 
 
 def test_normalize_text():

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aflite_core.datasets import load_dataset
-from aflite_core.exports import (
+from aflite_core.io.datasets import load_dataset
+from aflite_core.runs.exports import (
     FORMULA_PREFIXES,
     export_bytes,
     export_run,
     neutralize_cell,
     neutralize_frame,
 )
-from aflite_core.runs import STATUSES, load_run, write_run
+from aflite_core.runs.folder import STATUSES, load_run, write_run
 
 HOSTILE_ROWS = [
     ["premise", "hypothesis", "label", "note"],

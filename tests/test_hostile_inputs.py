@@ -45,9 +45,9 @@ from hostile_cases import (
 
 from aflite_core.cli import main
 from aflite_core.commands.run import parse_representation
-from aflite_core.datasets import load_dataset
+from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AuditConfig, run_audit
-from aflite_core.runs import ROW_CSV_FILES, list_runs, load_run
+from aflite_core.runs.folder import ROW_CSV_FILES, list_runs, load_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = REPO_ROOT / "assets" / "snli_sample.csv"
@@ -502,7 +502,7 @@ ESTIMATOR_CASES = [
                          ids=[c[0] for c in ESTIMATOR_CASES])
 def test_aflite_estimator_parameter(kwargs, kind, fragments) -> None:
     """The estimator itself (Python API) names the parameter and the value it got."""
-    from aflite_core.aflite import AFLite
+    from aflite_core.filter.aflite import AFLite
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 4)).astype(np.float32)

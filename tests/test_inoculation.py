@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from aflite_core.cli import main
-from aflite_core.inoculation import (
+from aflite_core.measures.inoculation import (
     OutcomeThresholds,
     classify_outcome,
     inoculate,

@@ -7,7 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.knn import heldout_mask, knn_distance_measures, l2_normalize, nearest_neighbors
+from aflite_core.measures.knn import (
+    heldout_mask,
+    knn_distance_measures,
+    l2_normalize,
+    nearest_neighbors,
+)
 
 
 def _cell(table: pd.DataFrame, scope: str, cls: str, relation: str, k: int) -> pd.Series:
@@ -156,7 +161,7 @@ def test_heldout_mask_prefers_dev_and_test_splits():
 
 @pytest.mark.slow
 def test_approximate_recall_against_exact_on_snli_features(snli_dir):
-    from aflite_core.representations import tfidf_svd_features
+    from aflite_core.represent.builders import tfidf_svd_features
 
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False).iloc[:5000]
     X = tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),

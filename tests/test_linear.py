@@ -1,4 +1,4 @@
-"""Many-partition linear discriminants (aflite_core.linear) against brute force and sklearn."""
+"""Many-partition linear discriminants (filter.linear) against brute force and sklearn."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
 
-import aflite_core.linear as linear
-from aflite_core.linear import (
+import aflite_core.filter.linear as linear
+from aflite_core.filter.linear import (
     ScatterStats,
     count_correct,
     covariance_factor,
@@ -17,7 +17,7 @@ from aflite_core.linear import (
     partition_class_sums,
     row_stats,
 )
-from aflite_core.synthetic import make_planted
+from aflite_core.filter.synthetic import make_planted
 
 
 def _random_train(rng, m, n, t):

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core import linguistic
-from aflite_core.linguistic import (
+from aflite_core.cues import linguistic
+from aflite_core.cues.linguistic import (
     FAMILIES,
     FastPerceptronTagger,
     extract_features,

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.datasets import load_dataset
-from aflite_core.exports import export_run
+from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AuditCancelled, AuditConfig, run_audit
-from aflite_core.runs import STATUSES, compare_runs, list_runs, load_run
+from aflite_core.runs.exports import export_run
+from aflite_core.runs.folder import STATUSES, compare_runs, list_runs, load_run
 
 STAGES = {"representation", "aflite", "cues", "knn", "projection", "baselines", "duplicates",
           "report", "write"}
@@ -145,7 +145,7 @@ def test_cancel_leaves_nothing(planted_file, tmp_path, stage):
 
 
 def test_failing_measure_is_recorded_not_fatal(planted_file, tmp_path, monkeypatch):
-    from aflite_core import knn
+    from aflite_core.measures import knn
 
     def broken(*args, **kwargs):
         raise RuntimeError("planted failure in knn")
@@ -350,7 +350,7 @@ def esc_text(value: str) -> str:
 def test_failed_measure_leaves_no_half_written_artifact(planted_file, tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from aflite_core import duplicates
+    from aflite_core.measures import duplicates
 
     def half(*args, **kwargs):  # duplicates.json is written, then the listing fails
         return SimpleNamespace(to_dict=lambda: {"summary": []}, exact_groups="not a table",

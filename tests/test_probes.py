@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.probes import (
+from aflite_core.measures.baselines import (
     compare_subsets,
     cross_validated_accuracy,
     hypothesis_only_baseline,
@@ -91,8 +91,8 @@ def test_validation():
 def test_snli_hypothesis_only_retained_below_random_subset(snli_dir):
     """The paper's central claim on real SNLI: after AFLite on Φ, a hypothesis-only model does
     clearly worse on the retained rows than on random subsets of the same size."""
-    from aflite_core.aflite import AFLite
-    from aflite_core.representations import tfidf_svd_features
+    from aflite_core.filter.aflite import AFLite
+    from aflite_core.represent.builders import tfidf_svd_features
 
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
     frame = frame.iloc[:8000]

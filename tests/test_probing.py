@@ -6,10 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from aflite_core.cues import jensen_shannon, resolve_split
-from aflite_core.datasets import load_dataset
-from aflite_core.linguistic import extract_features
-from aflite_core.probing import (
+from aflite_core.cues.linguistic import extract_features
+from aflite_core.cues.probing import (
     accuracy_test,
     baseline_predictions,
     distribution_test,
@@ -17,6 +15,8 @@ from aflite_core.probing import (
     probe_model,
     probe_predictions,
 )
+from aflite_core.cues.statistics import jensen_shannon, resolve_split
+from aflite_core.io.datasets import load_dataset
 
 
 def test_accuracy_test_by_hand():
@@ -154,7 +154,7 @@ def test_predictions_column_of_the_test_file(snli, tmp_path):
 def test_predictions_array_for_the_test_rows_of_a_holdout(snli):
     _, dev = snli
     small = dev.subset(dev.row_ids()[:1500])
-    from aflite_core.cues import dataset_inputs
+    from aflite_core.cues.statistics import dataset_inputs
 
     inputs = dataset_inputs(small)
     assert inputs.split.source == "holdout"

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.projection import cache_key, project
+from aflite_core.measures.projection import cache_key, project
 
 
 def _clusters(n: int, d: int = 16, k: int = 3, seed: int = 0):

@@ -22,9 +22,9 @@ import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aflite_core.datasets import load_dataset
-from aflite_core.exports import export_run
-from aflite_core.runs import ROW_CSV_FILES, load_run, write_run
+from aflite_core.io.datasets import load_dataset
+from aflite_core.runs.exports import export_run
+from aflite_core.runs.folder import ROW_CSV_FILES, load_run, write_run
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -6,10 +6,11 @@ import nltk
 import numpy as np
 import pytest
 
-from aflite_core import cli, resources
-from aflite_core.cues import resolve_split
-from aflite_core.linguistic import FAMILIES, extract_features
-from aflite_core.resources import DOWNLOAD_COMMAND, ResourceMissingError
+from aflite_core import cli
+from aflite_core.cues import resources
+from aflite_core.cues.linguistic import FAMILIES, extract_features
+from aflite_core.cues.resources import DOWNLOAD_COMMAND, ResourceMissingError
+from aflite_core.cues.statistics import resolve_split
 
 TEXTS = ["A man isn't sleeping.", "Two dogs will run in Paris.", "A happy girl smiles."]
 PREMISES = ["A man sleeps.", "Dogs run.", "A girl smiles."]
@@ -130,7 +131,7 @@ def test_raise_mode_gives_the_documented_error_not_an_nltk_traceback(empty_nltk_
 
 
 def test_cue_table_attrs_carry_the_unavailable_families(empty_nltk_path):
-    from aflite_core.cues import cue_statistics
+    from aflite_core.cues.statistics import cue_statistics
 
     texts = TEXTS * 10
     labels = np.array(["a", "b", "c"] * 10)

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aflite_core import runs
-from aflite_core.runs import (
+from aflite_core.runs import folder as runs
+from aflite_core.runs.folder import (
     FORMAT_VERSION,
     RunError,
     RunWriter,
@@ -176,7 +176,7 @@ def test_killed_writer_leaves_only_an_ignored_dot_folder(tmp_path):
         f"""
         import sys, time
         sys.path.insert(0, {str(REPO_ROOT)!r})
-        from aflite_core.runs import RunWriter
+        from aflite_core.runs.folder import RunWriter
         w = RunWriter({str(root)!r}, "victim").__enter__()
         w.write_text("scores.parquet", "half written")
         print("ready", flush=True)

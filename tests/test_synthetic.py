@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 from sklearn.svm import SVC
 
-from aflite_core.synthetic import make_biased_circles, make_planted
+from aflite_core.filter.synthetic import make_biased_circles, make_planted
 
 
 def test_make_planted_shapes_dtypes_and_share():

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from aflite_core import pipeline
 from ui import cache, components, jobs, params, state
 
 PAGE = "audit"
@@ -64,7 +65,6 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
 
     ``extras`` holds ``name`` (run name) and ``force`` (recompute an identical run).
     """
-    pipeline = cache.core("pipeline")
     n = int(dataset.report.n_included)
     hint = params.suggest(n)
     origin = state.get(state.DATASET_ORIGIN)
@@ -216,7 +216,6 @@ def _embeddings_input(dataset: Any, embeddings: str | None, rep_params: dict) ->
 
 def start_run(dataset: Any, config: Any, *, name: str | None, force: bool) -> None:
     """Validate, reuse an identical finished run, or start the background job."""
-    pipeline = cache.core("pipeline")
     try:
         config.validate()
     except (ValueError, TypeError) as exc:

@@ -11,54 +11,30 @@ stamp of its ``summary.json``.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
+from aflite_core.cues import linguistic
+from aflite_core.filter import synthetic
+from aflite_core.io import datasets
+from aflite_core.io.datasets import AuditDataset
+from aflite_core.report import html as report_html_module
+from aflite_core.runs import exports, views
+from aflite_core.runs import folder as runs
+from aflite_core.runs.folder import AuditRun
+from aflite_core.runs.views import AUDIT_COLUMNS  # noqa: F401 - re-exported for the pages
+from ui import filters
+
 #: Largest decompressed input accepted from an upload (a gzip bomb stops reading here).
 MAX_DATASET_BYTES = 1 << 30
 #: Points drawn on the map before it is downsampled (the sampling is stated on the page).
 MAX_MAP_POINTS = 100_000
-
-#: Columns the audit adds to the rows shown in Explore.
-AUDIT_COLUMNS = ("status", "predictability", "removal_round")
-
-
-class CoreUnavailable(RuntimeError):
-    """A part of :mod:`aflite_core` the page needs is not installed (or failed to import)."""
-
-
-def core(name: str) -> ModuleType:
-    """Import ``aflite_core.<name>`` or raise :class:`CoreUnavailable` with a clear message.
-
-    Parameters
-    ----------
-    name : str
-        Module name inside :mod:`aflite_core`, e.g. ``"pipeline"``.
-    """
-    try:
-        return importlib.import_module(f"aflite_core.{name}")
-    except ImportError as exc:
-        raise CoreUnavailable(
-            f"aflite_core.{name} is not available in this installation ({exc})"
-        ) from exc
-
-
-def has_core(name: str) -> bool:
-    """Whether ``aflite_core.<name>`` imports."""
-    try:
-        core(name)
-    except CoreUnavailable:
-        return False
-    return True
 
 
 def digest(data: bytes) -> str:
@@ -84,7 +60,7 @@ def upload_digest(upload: Any) -> str:
 # --------------------------------------------------------------------------- datasets
 @st.cache_resource(max_entries=4, show_spinner=False)
 def _load_path(path: str, stamp: tuple[int, int], options: str) -> Any:
-    return core("datasets").load_dataset(path, **json.loads(options))
+    return datasets.load_dataset(path, **json.loads(options))
 
 
 def load_path(path: str | Path, **options: Any) -> Any:
@@ -105,7 +81,6 @@ def load_path(path: str | Path, **options: Any) -> Any:
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _read_raw(key: str, name: str, encoding: str | None, _data: bytes) -> Any:
-    datasets = core("datasets")
     return datasets.read_table(_data, name=name, max_bytes=MAX_DATASET_BYTES, encoding=encoding)
 
 
@@ -142,7 +117,7 @@ def read_frame(data: bytes, name: str, *, encoding: str | None = None,
 
 @st.cache_resource(max_entries=3, show_spinner=False)
 def _load_bytes(key: str, name: str, options: str, _data: bytes) -> Any:
-    return core("datasets").load_dataset(
+    return datasets.load_dataset(
         _data, name=name, max_bytes=MAX_DATASET_BYTES, **json.loads(options)
     )
 
@@ -159,7 +134,7 @@ def load_upload(data: bytes, name: str, *, key: str | None = None, **options: An
     key : str or None
         SHA-256 of ``data`` when already known (:func:`upload_digest`).
     **options
-        Keyword arguments of :func:`aflite_core.datasets.load_dataset` (``premise``,
+        Keyword arguments of :func:`aflite_core.io.datasets.load_dataset` (``premise``,
         ``hypothesis``, ``label``, ``split``, ``id``, ``choices``, ``answer``).
     """
     clean = {k: v for k, v in options.items() if v not in (None, "", [], ())}
@@ -167,26 +142,19 @@ def load_upload(data: bytes, name: str, *, key: str | None = None, **options: An
 
 
 def guess_roles(columns: Sequence[str]) -> dict[str, str | None]:
-    """Guess column roles from names with the core's name lists (for widget defaults)."""
-    datasets = core("datasets")
+    """Guess column roles from names (for widget defaults): :func:`datasets.guess_roles`."""
+    return datasets.guess_roles(columns)
 
-    def norm(value: str) -> str:
-        return re.sub(r"[\s_\-.]+", "", str(value).strip().lower())
 
-    normalised = {norm(c): c for c in reversed(list(columns))}
-    taken: set[str] = set()
-    roles: dict[str, str | None] = {}
-    for role, names in (("label", "LABEL_NAMES"), ("hypothesis", "HYPOTHESIS_NAMES"),
-                        ("premise", "PREMISE_NAMES"), ("split", "SPLIT_NAMES"),
-                        ("id", "ID_NAMES")):  # fmt: skip
-        roles[role] = None
-        for candidate in getattr(datasets, names, ()):
-            col = normalised.get(norm(candidate))
-            if col is not None and col not in taken:
-                roles[role] = col
-                taken.add(col)
-                break
-    return roles
+def synthetic_demo(n: int, seed: int, folder: Path) -> tuple[AuditDataset, Path]:
+    """The biased-circles demo dataset, its features saved in the session's folder.
+
+    Returns the dataset and the ``.npy`` file the *precomputed* representation reads.
+    """
+    dataset, X = synthetic.biased_circles_dataset(n, random_state=seed)
+    features = Path(folder) / f"biased_circles_n{n}_seed{seed}.npy"
+    np.save(features, X, allow_pickle=False)
+    return dataset, features
 
 
 # --------------------------------------------------------------------------- runs
@@ -196,8 +164,8 @@ def _stamp(path: Path) -> float:
 
 
 @st.cache_resource(max_entries=3, show_spinner=False)
-def _open_run(path: str, stamp: float) -> Any:
-    return core("runs").load_run(path)
+def _open_run(path: str, stamp: float) -> AuditRun:
+    return runs.load_run(path)
 
 
 def open_run(path: str | Path) -> Any:
@@ -213,52 +181,27 @@ def open_run(path: str | Path) -> Any:
 
 
 def list_runs(root: Path) -> list[Any]:
-    """Complete runs under ``root``, newest first (empty when the core is missing)."""
-    try:
-        return core("runs").list_runs(root)
-    except CoreUnavailable:
-        return []
+    """Complete runs under ``root``, newest first."""
+    return runs.list_runs(root)
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
+def _cached_open(path: str | Path) -> AuditRun:
+    return open_run(path)
 
 
 def find_matching_run(root: Path, content_hash: str, parameters: dict) -> Path | None:
-    """Newest run of the same input (SHA-256) with the same parameters, if any.
+    """Newest run of the same input and parameters (:func:`views.find_matching_run`)."""
+    return views.find_matching_run(root, content_hash, parameters, opener=_cached_open)
 
-    This is the audit's cache: identical data and parameters reopen the finished run
-    instead of computing it again.
-    """
-    for info in list_runs(root):
-        try:
-            run = open_run(info.path)
-        except (ValueError, OSError):
-            continue
-        if run.input.get("sha256") != content_hash:
-            continue
-        stored = run.parameters
-        if all(_canonical(stored.get(k)) == _canonical(v) for k, v in parameters.items()):
-            return Path(info.path)
-    return None
+
+def newest_run_of(root: Path, content_hash: str) -> Path | None:
+    """Newest complete run of the input with this SHA-256 (:func:`views.newest_run_of`)."""
+    return views.newest_run_of(root, content_hash, opener=_cached_open)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _rows_table(path: str, stamp: float) -> pd.DataFrame:
-    run = _open_run(path, stamp)
-    frame = run.frame
-    scores = run.scores.set_index("row_id")
-    rename = {c: f"{c} (input)" for c in frame.columns if c in AUDIT_COLUMNS}
-    table = frame.rename(columns=rename)
-    audit = scores.reindex(table.index)[list(AUDIT_COLUMNS)]
-    roles = run.columns
-    first = [rename.get(c, c) for c in (roles.get("premise"), roles.get("hypothesis"),
-                                         roles.get("label")) if c and c in frame.columns]
-    table = table[first + [c for c in table.columns if c not in first]]
-    table = pd.concat([audit, table], axis=1)
-    table["status"] = table["status"].astype(str)
-    table.index.name = "row_id"
-    return table
+    return views.rows_table(_open_run(path, stamp))
 
 
 def rows_table(path: str | Path) -> pd.DataFrame:
@@ -274,8 +217,6 @@ def rows_table(path: str | Path) -> pd.DataFrame:
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _sort_order(path: str, stamp: float, column: str, ascending: bool) -> np.ndarray:
-    from ui import filters
-
     return filters.sort_order(_rows_table(path, stamp), column, ascending=ascending)
 
 
@@ -291,20 +232,7 @@ def sort_order(path: str | Path, column: str, *, ascending: bool) -> np.ndarray:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _bins(path: str, stamp: float, bins: int, by_label: bool) -> pd.DataFrame:
-    run = _open_run(path, stamp)
-    scores = run.scores
-    scored = scores[scores["status"].astype(str).isin(["retained", "removed"])]
-    scored = scored[np.isfinite(scored["predictability"].to_numpy(dtype=float))]
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    keys = ["status", "label"] if by_label and "label" in scored else ["status"]
-    rows = []
-    for group, part in scored.groupby(keys, sort=True):
-        group = group if isinstance(group, tuple) else (group,)
-        counts, _ = np.histogram(part["predictability"].to_numpy(dtype=float), bins=edges)
-        for i, count in enumerate(counts):
-            rows.append({**dict(zip(keys, map(str, group), strict=True)),
-                         "left": edges[i], "right": edges[i + 1], "count": int(count)})
-    return pd.DataFrame(rows, columns=[*keys, "left", "right", "count"])
+    return views.predictability_bins(_open_run(path, stamp), bins=bins, by_label=by_label)
 
 
 def predictability_bins(path: str | Path, *, bins: int = 20, by_label: bool = False
@@ -317,19 +245,7 @@ def predictability_bins(path: str | Path, *, bins: int = 20, by_label: bool = Fa
 @st.cache_data(max_entries=8, show_spinner=False)
 def _map_points(path: str, stamp: float, max_points: int, seed: int
                 ) -> tuple[pd.DataFrame, int]:
-    run = _open_run(path, stamp)
-    projection = run.projection
-    if projection is None or projection.empty:
-        return pd.DataFrame(columns=["row_id", "x", "y"]), 0
-    scores = run.scores[["row_id", "status", "predictability", *(
-        ["label"] if "label" in run.scores else [])]]
-    points = projection[["row_id", "x", "y"]].merge(scores, on="row_id", how="left")
-    total = len(points)
-    if total > max_points:
-        rng = np.random.default_rng(seed)
-        keep = np.sort(rng.choice(total, size=max_points, replace=False))
-        points = points.iloc[keep]
-    return points.reset_index(drop=True), total
+    return views.map_points(_open_run(path, stamp), max_points=max_points, seed=seed)
 
 
 def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int = 0
@@ -350,7 +266,6 @@ def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int 
 def export_bytes(path: str | Path, what: str, *, row_ids: Sequence[Any] | None = None,
                  fmt: str = "csv") -> bytes:
     """Bytes of an export of the run (called lazily by a download button)."""
-    exports = core("exports")
     return exports.export_bytes(str(path), what, format=fmt,
                                 row_ids=None if row_ids is None else list(row_ids))
 
@@ -360,7 +275,7 @@ def _report_html(path: str, stamp: float) -> str:
     run = _open_run(path, stamp)
     if run.has("report.html"):
         return (Path(path) / "report.html").read_text(encoding="utf-8")
-    return core("report").build_report(run)
+    return report_html_module.build_report(run)
 
 
 def report_html(path: str | Path) -> str:
@@ -380,7 +295,6 @@ def _feature_mask(path: str, stamp: float, feature_type: str, feature: str, text
         raise ValueError(f"run {run.name}: hypothesis column {hyp_col!r} not in its rows")
     hyps = frame[hyp_col].astype("string").fillna("").tolist()
     prems = frame[prem_col].astype("string").fillna("").tolist() if prem_col in frame else None
-    linguistic = core("linguistic")
     matrix = linguistic.extract_features(hyps, prems, features=[feature_type], text=text,
                                          min_count=1)
     if feature_type in matrix.unavailable:
@@ -395,7 +309,7 @@ def feature_mask(path: str | Path, feature_type: str, feature: str, *,
                  text: str = "hypothesis") -> np.ndarray:
     """Boolean mask over the run's rows (input order): rows that have the cue feature.
 
-    The rows are annotated with :func:`aflite_core.linguistic.extract_features` (the same
+    The rows are annotated with :func:`aflite_core.cues.linguistic.extract_features` (the same
     tokenisation as the cue table; cached on disk by the core).
     """
     path = Path(path)
@@ -404,19 +318,7 @@ def feature_mask(path: str | Path, feature_type: str, feature: str, *,
 
 @st.cache_data(max_entries=4, show_spinner="Counting duplicates…")
 def _duplicates(path: str, stamp: float) -> pd.DataFrame:
-    run = _open_run(path, stamp)
-    roles = run.columns
-    dataset = core("datasets").load_dataset(
-        str(Path(path) / "dataset.parquet"), premise=roles.get("premise"),
-        hypothesis=roles.get("hypothesis"), label=roles.get("label"), split=roles.get("split"),
-        id=run.dataset_row_id_column,
-    )
-    audited = np.concatenate([run.row_ids("retained"), run.row_ids("removed")])
-    counts = {
-        "before (audited rows)": dataset.subset(audited).report.duplicates,
-        "after (retained rows)": dataset.subset(run.row_ids("retained")).report.duplicates,
-    }
-    return pd.DataFrame(counts).rename_axis("duplicates")
+    return views.duplicate_counts(_open_run(path, stamp))
 
 
 def duplicate_counts(path: str | Path) -> pd.DataFrame:

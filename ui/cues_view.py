@@ -8,6 +8,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from aflite_core.cues import linguistic, probing
+from aflite_core.cues import statistics as cue_statistics
 from ui import cache, charts, components, state
 
 PAGE = "cues"
@@ -29,11 +31,8 @@ SHOWN_COLUMNS = ["feature_type", "feature", "n_train", "n_test", "majority_label
 
 
 def formulas() -> str:
-    """Markdown with every formula of :data:`aflite_core.cues.FORMULAS` and its source."""
-    try:
-        table = cache.core("cues").FORMULAS
-    except cache.CoreUnavailable:
-        return "The cue statistics module is not installed."
+    """Markdown with every formula of the cue statistics (``FORMULAS``) and its source."""
+    table = cue_statistics.FORMULAS
     parts = []
     for name in ("mse", "mse_proportion", "jsd", "cueness", "pmi", "lmi", "z", "z_threshold",
                  "accuracy_delta", "distribution_test"):
@@ -48,7 +47,7 @@ def formulas() -> str:
 @st.cache_data(max_entries=8, show_spinner="Computing the cue table…")
 def _dataset_cues(content_hash: str, features: tuple[str, ...], min_count: int,
                   _dataset: Any) -> pd.DataFrame:
-    return cache.core("cues").cue_table(_dataset, features=list(features), min_count=min_count)
+    return cue_statistics.cue_table(_dataset, features=list(features), min_count=min_count)
 
 
 def cue_source(dataset: Any, run: Any) -> tuple[pd.DataFrame | None, str, dict]:
@@ -83,7 +82,7 @@ def cue_source(dataset: Any, run: Any) -> tuple[pd.DataFrame | None, str, dict]:
         attrs = dict(run_cues.attrs or {})
         attrs.update((attrs.get("scopes") or {}).get(scope, {}))
         return table.reset_index(drop=True), names[choice], attrs
-    families = cache.core("linguistic").FAMILIES
+    families = linguistic.FAMILIES
     c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
     chosen = c1.multiselect("Feature families", list(families), default=list(families),
                             format_func=lambda f: FAMILY_NAMES.get(f, f),
@@ -224,7 +223,7 @@ def _examples(run: Any, feature_type: str, feature: str) -> None:
     try:
         mask = cache.feature_mask(run.path, feature_type, feature)
         rows = cache.rows_table(run.path)
-    except (ValueError, LookupError, OSError, cache.CoreUnavailable) as exc:
+    except (ValueError, LookupError, OSError) as exc:
         st.caption(f"Examples are not available: {components.md_escape(exc)}")
         return
     hits = rows[mask]
@@ -237,7 +236,6 @@ def _examples(run: Any, feature_type: str, feature: str) -> None:
 @st.cache_data(max_entries=8, show_spinner="Probing the model…")
 def _probe(content_hash: str, source: str, predictions_key: str, min_count: int,
            _dataset: Any, _predictions: Any) -> dict:
-    probing = cache.core("probing")
     if source in probing.BASELINES:
         result = probing.probe_model(_dataset, None, baseline=source, min_count=min_count)
     else:
@@ -278,11 +276,6 @@ def probing_panel(dataset: Any) -> None:
         components.empty_state("Load a dataset to probe a model on it.", page="app_pages/data.py",
                                label="Go to Data")
         return
-    if not cache.has_core("probing"):
-        components.empty_state("Model probing (aflite_core.probing) could not be imported; "
-                               "reinstall with `pip install -r requirements.txt`.")
-        return
-    probing = cache.core("probing")
     sources = {"hypothesis_only": "Built-in hypothesis-only baseline",
                "full_input": "Built-in full-input baseline",
                "column": "A column of the dataset holding predictions",

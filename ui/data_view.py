@@ -87,7 +87,7 @@ def upload_panel(page: str) -> None:
     sha = cache.upload_digest(uploaded)
     try:
         columns, preview = cache.read_columns(data, uploaded.name, encoding=encoding, key=sha)
-    except (ValueError, OSError, cache.CoreUnavailable) as exc:
+    except (ValueError, OSError) as exc:
         hint = "Check the file and upload it again."
         if "decode" in str(exc) or "encoding" in str(exc):
             hint = ("Pick the file's encoding under **Encoding** above (e.g. Latin-1) and it "
@@ -150,7 +150,7 @@ def upload_panel(page: str) -> None:
         return
     try:
         dataset = cache.load_upload(data, uploaded.name, key=sha, **mapping)
-    except (ValueError, OSError, cache.CoreUnavailable) as exc:
+    except (ValueError, OSError) as exc:
         components.show_error(str(exc))
         return
     session.use_dataset(dataset, origin="upload")
@@ -164,12 +164,6 @@ def synthetic_panel(page: str) -> None:
         "model cannot solve) with planted, linearly separable **bias features** added to most "
         "rows. AFLite should remove the biased rows first, leaving the hard circles."
     )
-    if not cache.has_core("synthetic"):
-        components.empty_state("The synthetic generator (aflite_core.synthetic) is not "
-                               "installed yet.")
-        return
-    from ui import synthetic
-
     left, right = st.columns(2)
     n = left.select_slider("Rows", options=[1000, 2000, 4000, 8000], value=2000,
                            key=state.key(page, "synthetic_n"))
@@ -178,8 +172,8 @@ def synthetic_panel(page: str) -> None:
     if st.button("Generate and load the demo", type="primary",
                  key=state.key(page, "synthetic_go")):
         try:
-            dataset, features = synthetic.make_demo(int(n), int(seed), state.session_dir())
-        except (ValueError, OSError, cache.CoreUnavailable) as exc:
+            dataset, features = cache.synthetic_demo(int(n), int(seed), state.session_dir())
+        except (ValueError, OSError) as exc:
             components.show_error(str(exc))
             return
         session.use_dataset(dataset, origin="synthetic", embeddings=str(features))

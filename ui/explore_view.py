@@ -158,7 +158,7 @@ def cue_filter(run: Any, path: Path) -> np.ndarray | None:
     feature_type, _, feature = choice.partition(":")
     try:
         return cache.feature_mask(path, feature_type, feature)
-    except (ValueError, LookupError, cache.CoreUnavailable) as exc:
+    except (ValueError, LookupError) as exc:
         components.show_error(f"The cue filter is not available: {exc}")
         return None
 
@@ -239,7 +239,7 @@ def export_filtered(rows: pd.DataFrame, run: Any, *, everything: bool = False) -
 
     ``everything`` (no filter narrows the run) exports without a row-id list.
     """
-    if rows.empty or not cache.has_core("exports"):
+    if rows.empty:
         return
     ids = None if everything else rows.index
     st.download_button(

@@ -204,7 +204,7 @@ def duplicates(run: Any) -> None:
         return
     try:
         table = cache.duplicate_counts(run.path)
-    except (ValueError, OSError, LookupError, cache.CoreUnavailable) as exc:
+    except (ValueError, OSError, LookupError) as exc:
         st.caption(f"Duplicates could not be counted: {components.md_escape(exc)}")
         return
     st.dataframe(table)
@@ -245,9 +245,6 @@ def inoculation(run: Any) -> None:
 def downloads(run: Any) -> None:
     """Retained, removed, scores, cue table and the HTML report."""
     st.subheader("Downloads")
-    if not cache.has_core("exports"):
-        st.caption("Exports (aflite_core.exports) are not installed.")
-        return
     st.caption("CSV files keep every original column and value, plus row_id, status, "
                "predictability and removal round. Cells that a spreadsheet would run as a "
                "formula (starting with =, +, -, @) get a leading apostrophe.")
@@ -268,8 +265,7 @@ def downloads(run: Any) -> None:
             "Cue table CSV", data=lambda: cache.export_bytes(run.path, "cues"),
             file_name=f"{run.name}-cues.csv", mime="text/csv", on_click="ignore",
             icon=":material/download:", key=state.key(PAGE, "dl_cues"))
-    if cache.has_core("report") or run.has("report.html"):
-        cols[4].download_button(
-            "HTML report", data=lambda: cache.report_html(run.path).encode("utf-8"),
-            file_name=f"{run.name}-report.html", mime="text/html", on_click="ignore",
-            icon=":material/description:", key=state.key(PAGE, "dl_report"))
+    cols[4].download_button(
+        "HTML report", data=lambda: cache.report_html(run.path).encode("utf-8"),
+        file_name=f"{run.name}-report.html", mime="text/html", on_click="ignore",
+        icon=":material/description:", key=state.key(PAGE, "dl_report"))

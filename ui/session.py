@@ -13,6 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from aflite_core import pipeline
 from ui import cache, components, jobs, params, state
 
 
@@ -23,8 +24,6 @@ def load_sample() -> str | None:
         return f"The bundled sample {path.name} was not found at {path}."
     try:
         dataset = cache.load_path(path)
-    except cache.CoreUnavailable as exc:
-        return str(exc)
     except (ValueError, OSError) as exc:  # DatasetError derives from ValueError
         return f"The bundled sample could not be loaded: {exc}"
     use_dataset(dataset, origin="sample")
@@ -39,14 +38,7 @@ def use_dataset(dataset, *, origin: str, embeddings: str | None = None) -> None:
 
 def newest_run_of(content_hash: str) -> Path | None:
     """Newest complete run in the runs root whose input has this SHA-256."""
-    for info in cache.list_runs(state.runs_root()):
-        try:
-            run = cache.open_run(info.path)
-        except (ValueError, OSError):
-            continue
-        if run.input.get("sha256") == content_hash:
-            return Path(info.path)
-    return None
+    return cache.newest_run_of(state.runs_root(), content_hash)
 
 
 def audit_sample() -> None:
@@ -57,9 +49,8 @@ def audit_sample() -> None:
     """
     dataset = state.get_dataset()
     try:
-        pipeline = cache.core("pipeline")
-        config = params.default_config(pipeline, int(dataset.report.n_included)).validate()
-    except (cache.CoreUnavailable, ValueError, TypeError) as exc:
+            config = params.default_config(pipeline, int(dataset.report.n_included)).validate()
+    except (ValueError, TypeError) as exc:
         state.notify(f"The sample could not be audited automatically: {exc}",
                      icon=":material/warning:")
         return

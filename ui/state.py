@@ -85,7 +85,7 @@ def put(name: str, value: Any) -> None:
 
 
 def get_dataset() -> Any:
-    """Return the session's :class:`~aflite_core.datasets.AuditDataset`, or ``None``."""
+    """Return the session's :class:`~aflite_core.io.datasets.AuditDataset`, or ``None``."""
     return st.session_state.get(DATASET)
 
 

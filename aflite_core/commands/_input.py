@@ -78,7 +78,7 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
     DatasetError
         With the loader's hints rephrased as CLI options (``--label 'x'``).
     """
-    from aflite_core.datasets import DatasetError, load_dataset
+    from aflite_core.io.datasets import DatasetError, load_dataset
 
     if Path(path).is_dir():
         raise IsADirectoryError(f"{what}: {path} is a folder; expected a dataset file")

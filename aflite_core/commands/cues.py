@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite_core.commands._input import add_input_arguments, load_input
-from aflite_core.linguistic import FAMILIES
+from aflite_core.cues.linguistic import FAMILIES
 
 #: Columns shown on the terminal.
 SHOWN = ("feature_type", "feature", "n_train", "n_test", "majority_label", "majority_share",
@@ -101,7 +101,7 @@ def _write(frame, out: str) -> None:
         return
     if path.suffix.lower() not in (".csv", ""):
         raise ValueError(f"--out: expected a .csv or .parquet file name, got {out!r}")
-    from aflite_core.exports import neutralize_frame
+    from aflite_core.runs.exports import neutralize_frame
 
     neutralize_frame(frame).to_csv(path, index=False)
 
@@ -110,8 +110,8 @@ def run(args: argparse.Namespace) -> int:
     """Compute and print the cue table (and the probing table with ``--probe``)."""
     import pandas as pd
 
-    from aflite_core.cues import cue_table, dataset_inputs
-    from aflite_core.linguistic import extract_features
+    from aflite_core.cues.linguistic import extract_features
+    from aflite_core.cues.statistics import cue_table, dataset_inputs
 
     if args.min_count < 1:
         raise ValueError(f"--min-count: expected an integer >= 1, got {args.min_count}")
@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _probe(args, dataset, test, annotations, pd) -> None:
-    from aflite_core.probing import probe_model
+    from aflite_core.cues.probing import probe_model
 
     kind, value = args.probe
     result = probe_model(

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite_core.exports import FORMATS, ROW_EXPORTS, TABLE_EXPORTS
+from aflite_core.runs.exports import FORMATS, ROW_EXPORTS, TABLE_EXPORTS
 
 
 def register(subparsers: Any) -> None:
@@ -45,7 +45,7 @@ def _read_row_ids(path: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Write the export and report how many rows went out."""
-    from aflite_core.exports import export_run
+    from aflite_core.runs.exports import export_run
 
     columns = None
     if args.columns:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite_core.commands._input import add_input_arguments, load_input
-from aflite_core.inoculation import MODELS, MODES, SIZES, OutcomeThresholds
+from aflite_core.measures.inoculation import MODELS, MODES, SIZES, OutcomeThresholds
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -80,10 +80,10 @@ def _inputs(dataset, args: argparse.Namespace, phi_path: str | None, use_pair: b
     import numpy as np
 
     if args.model == "linear_phi":
-        from aflite_core.representations import build_representation
+        from aflite_core.represent.builders import build_representation
 
         return build_representation(dataset, "precomputed", path=phi_path).X
-    from aflite_core.inoculation import pair_texts
+    from aflite_core.measures.inoculation import pair_texts
 
     premises = dataset.premises() if use_pair else None
     return np.array(pair_texts(premises, dataset.hypotheses()), dtype=object)
@@ -101,7 +101,7 @@ def _split(n: int, test_fraction: float, seed: int):
 
 def run(args: argparse.Namespace) -> int:
     """Run the inoculation experiment and write its results."""
-    from aflite_core.inoculation import inoculate
+    from aflite_core.measures.inoculation import inoculate
 
     if not 0.0 < args.test_fraction < 1.0:
         raise ValueError(f"--test-fraction: expected a number in (0, 1), got {args.test_fraction}")

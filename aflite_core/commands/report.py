@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build and write the report."""
-    from aflite_core.report import write_report
+    from aflite_core.report.html import write_report
 
     path = write_report(args.run_dir, args.out, overwrite=args.overwrite,
                         n_samples=args.samples, top_cues=args.top_cues)

@@ -22,7 +22,7 @@ from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_M
     load_input,
     parse_bytes,
 )
-from aflite_core.runs import SUMMARY_FILE, sanitize_run_name
+from aflite_core.runs.folder import SUMMARY_FILE, sanitize_run_name
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
 _PARAMETER_FLAGS = {
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     Error messages name the CLI options (``--label``, ``--tau``) rather than the Python
     keywords the library uses.
     """
-    from aflite_core.datasets import DatasetError
+    from aflite_core.io.datasets import DatasetError
 
     try:
         return _run(args)
@@ -238,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from aflite_core.pipeline import AuditConfig, run_audit
-    from aflite_core.runs import load_run
+    from aflite_core.runs.folder import load_run
 
     root, name = _target(args.out, args.overwrite)
     method, rep_params = args.representation

@@ -3,7 +3,7 @@
 The result, an :class:`AuditDataset`, holds every original column with its original
 values (CSV/TSV cells stay strings exactly as written), a stable ``row_id`` per row,
 which rows take part in the audit (and why the others do not), and a
-:class:`ValidationReport`. Reading the bytes lives in :mod:`aflite_core._readers`;
+:class:`ValidationReport`. Reading the bytes lives in :mod:`aflite_core.io.readers`;
 this module interprets the columns.
 
 Column roles are guessed when not given (names compared case-insensitively, ignoring
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core._readers import (
+from aflite_core.io.readers import (
     FORMATS,
     ColumnError,
     DatasetError,
@@ -509,6 +509,38 @@ def _missing_role(raw: RawTable, names: list[str], role: str, candidates: Sequen
         f"the file has columns {_columns_text(names)}.{hint} Otherwise pass "
         f"{role}='<column>'.{_delimiter_hint(raw, names)}"
     )
+
+
+def guess_roles(columns: Sequence[str]) -> dict[str, str | None]:
+    """Guess column roles from column names alone (for form defaults).
+
+    Uses the name lists :data:`LABEL_NAMES`, :data:`HYPOTHESIS_NAMES`, :data:`PREMISE_NAMES`,
+    :data:`SPLIT_NAMES`, :data:`ID_NAMES` (case, spaces, ``_``, ``-`` and ``.`` ignored); each
+    column is given at most one role, in that order.
+
+    Returns
+    -------
+    dict
+        Role (``label``, ``hypothesis``, ``premise``, ``split``, ``id``) -> column or None.
+    """
+
+    def norm(value: str) -> str:
+        return re.sub(r"[\s_\-.]+", "", str(value).strip().lower())
+
+    normalised = {norm(c): c for c in reversed(list(columns))}
+    taken: set[str] = set()
+    roles: dict[str, str | None] = {}
+    for role, names in (("label", LABEL_NAMES), ("hypothesis", HYPOTHESIS_NAMES),
+                        ("premise", PREMISE_NAMES), ("split", SPLIT_NAMES),
+                        ("id", ID_NAMES)):  # fmt: skip
+        roles[role] = None
+        for candidate in names:
+            col = normalised.get(norm(candidate))
+            if col is not None and col not in taken:
+                roles[role] = col
+                taken.add(col)
+                break
+    return roles
 
 
 def _guess_mapping(

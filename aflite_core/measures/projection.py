@@ -4,7 +4,7 @@ UMAP is fitted on a seeded sample of at most ``sample_size`` rows and the other 
 placed the way ``UMAP.transform`` does it. Rows are L2-normalised first (cosine geometry) for
 both methods; for UMAP they are then reduced to ``pca_dims`` principal components of the
 sample. Nearest neighbours for both steps come from the exact blocked cosine search of
-:mod:`aflite_core.knn` instead of pynndescent, which on a 20k-row sample is faster than
+:mod:`aflite_core.measures.knn` instead of pynndescent, which on a 20k-row sample is faster than
 building the approximate index and avoids its JIT compilation. This uses umap-learn's
 internal functions and fitted attributes (checked with umap-learn 0.5.6-0.5.12).
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from aflite_core.knn import _as_matrix, _exact_topk, l2_normalize
+from aflite_core.measures.knn import _as_matrix, _exact_topk, l2_normalize
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.
 SAMPLE_SIZE: int = 20_000

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from aflite_core.datasets import AuditDataset
+from aflite_core.io.datasets import AuditDataset
 
 __all__ = [
     "METHODS",

@@ -37,7 +37,7 @@ class Resource:
     path : str
         The path ``nltk.data.find`` looks up to decide whether it is installed.
     families : tuple of str
-        Feature families of :mod:`aflite_core.linguistic` that need it.
+        Feature families of :mod:`aflite_core.cues.linguistic` that need it.
     purpose : str
         One line for the ``resources`` listing.
     optional : bool
@@ -52,7 +52,7 @@ class Resource:
 
 
 #: Every NLTK resource the linguistic features can use. Tokenisation is a documented
-#: regular expression (see ``aflite_core.linguistic.TOKEN_PATTERN``), so punkt is not needed.
+#: regular expression (see ``aflite_core.cues.linguistic.TOKEN_PATTERN``), so punkt is not needed.
 RESOURCES: tuple[Resource, ...] = (
     Resource(
         "averaged_perceptron_tagger_eng",
@@ -137,7 +137,7 @@ class ResourceStatus:
 def use_bundled_data() -> None:
     """Append :data:`BUNDLED_DATA` to ``nltk.data.path`` (once per process).
 
-    Called by every look-up in this module and by :mod:`aflite_core.linguistic` before
+    Called by every look-up in this module and by :mod:`aflite_core.cues.linguistic` before
     it loads NLTK data. Appending, not prepending, keeps a user's own resources first.
     Once registered it is not re-added, so a caller that sets ``nltk.data.path`` on
     purpose (for example to an empty folder) keeps what it set.

@@ -1,7 +1,7 @@
 """Lexical cue statistics: ICQ's mse / jsd / cueness with PMI, LMI and z side by side.
 
 Everything works on a sparse example-by-feature indicator matrix (see
-:mod:`aflite_core.linguistic`): the per-label counts of every feature come from one sparse
+:mod:`aflite_core.cues.linguistic`): the per-label counts of every feature come from one sparse
 product ``X.T @ one_hot(labels)``, and every statistic is a vectorised function of the
 ``(n_features, n_labels)`` count table. Each formula is written once, in :data:`FORMULAS`
 (LaTeX, plain text and source), and implemented once, below.
@@ -23,7 +23,7 @@ import scipy.sparse as sp
 from scipy.special import rel_entr
 from scipy.stats import norm
 
-from aflite_core.linguistic import FAMILIES, FeatureMatrix, extract_features
+from aflite_core.cues.linguistic import FAMILIES, FeatureMatrix, extract_features
 
 #: Every statistic of the cue table and of model probing, written once: ``latex`` for the
 #: dashboard, ``text`` for terminals and CSV readers, ``source`` for the citation.
@@ -585,14 +585,14 @@ def cue_table(
     """The cue table of a dataset: which features give the label away, in train and test.
 
     A thin wrapper: reads texts, labels and the split from ``dataset`` (see
-    :func:`dataset_inputs`), extracts features (:func:`aflite_core.linguistic.
+    :func:`dataset_inputs`), extracts features (:func:`aflite_core.cues.linguistic.
     extract_features`, cached on disk) and computes :func:`cue_statistics`.
 
     Parameters
     ----------
     dataset : AuditDataset
     features : iterable of str
-        Feature families (default: all of :data:`aflite_core.linguistic.FAMILIES`).
+        Feature families (default: all of :data:`aflite_core.cues.linguistic.FAMILIES`).
     min_count : int
         Minimum support in both train and test.
     test : AuditDataset, optional
@@ -604,7 +604,7 @@ def cue_table(
         Precomputed features for the same rows (as returned by ``extract_features`` on
         :func:`dataset_inputs`); skips extraction.
     text, lemma, sentiment_lexicon, cache, cache_dir, n_jobs, on_missing
-        Passed to :func:`~aflite_core.linguistic.extract_features`.
+        Passed to :func:`~aflite_core.cues.linguistic.extract_features`.
     pmi_smoothing, alpha, sort_by
         Passed to :func:`cue_statistics`.
     test_size, random_state

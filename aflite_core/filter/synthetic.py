@@ -15,6 +15,7 @@ import numbers
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 __all__ = ["make_biased_circles", "make_planted"]
 
@@ -194,3 +195,58 @@ def make_biased_circles(
     X = np.hstack([xy, bias]).astype(np.float32)
     order = rng.permutation(n_samples)
     return X[order], y[order], biased_mask[order], flipped_mask[order]
+
+
+#: Label names of the biased-circles demo dataset.
+CIRCLE_LABELS = np.array(["outer circle", "inner circle"])
+
+
+def biased_circles_frame(X: np.ndarray, y: np.ndarray, biased: np.ndarray,
+                         flipped: np.ndarray) -> pd.DataFrame:
+    """The rows of the circles demo: a readable text, the label, the coordinates, the flags.
+
+    Parameters
+    ----------
+    X, y, biased, flipped : np.ndarray
+        The output of :func:`make_biased_circles`.
+    """
+    text = [f"point ({a:+.3f}, {b:+.3f})" for a, b in X[:, :2]]
+    frame = pd.DataFrame({"text": text, "label": CIRCLE_LABELS[y]})
+    frame["x"] = X[:, 0].round(4)
+    frame["y"] = X[:, 1].round(4)
+    for j in range(2, X.shape[1]):
+        frame[f"bias_{j - 1}"] = X[:, j].round(4)
+    frame["planted_bias"] = biased
+    frame["flipped_label"] = flipped
+    return frame
+
+
+def biased_circles_dataset(n: int, *, random_state: int = 0, flip: float = 0.05):
+    """The paper's biased circles as an audit dataset, with its features Φ.
+
+    Parameters
+    ----------
+    n : int
+        Rows.
+    random_state : int
+        Seed of :func:`make_biased_circles`.
+    flip : float
+        Share of labels flipped.
+
+    Returns
+    -------
+    dataset : AuditDataset
+        Named ``biased_circles_n{n}_seed{random_state}.csv``; text column ``text``.
+    X : np.ndarray
+        float32 features, one row per dataset row (for the *precomputed* representation).
+    """
+    import io
+
+    from aflite_core.io.datasets import load_dataset
+
+    X, y, biased, flipped = make_biased_circles(n, flip=flip, random_state=random_state)
+    buffer = io.BytesIO()
+    biased_circles_frame(X, y, biased, flipped).to_csv(buffer, index=False)
+    name = f"biased_circles_n{n}_seed{random_state}.csv"
+    dataset = load_dataset(buffer.getvalue(), name=name, hypothesis="text", label="label")
+    return dataset, np.ascontiguousarray(X, dtype=np.float32)

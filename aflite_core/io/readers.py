@@ -1,4 +1,4 @@
-"""Low-level readers behind :func:`aflite_core.datasets.load_dataset`.
+"""Low-level readers behind :func:`aflite_core.io.datasets.load_dataset`.
 
 Turns a path, a file-like object or raw bytes into a :class:`RawTable`: a
 :class:`pandas.DataFrame` with every column of the file and its original values,
@@ -66,7 +66,7 @@ _MISSING = object()
 
 
 # ------------------------------------------------------------------------- errors
-# Defined here (and re-exported by aflite_core.datasets, their public home) so that the
+# Defined here (and re-exported by aflite_core.io.datasets, their public home) so that the
 # readers can raise them without a circular import.
 
 
@@ -91,7 +91,7 @@ class DatasetSizeError(DatasetError):
 
 
 for _cls in (DatasetError, DatasetFormatError, ColumnError, DuplicateIdError, DatasetSizeError):
-    _cls.__module__ = "aflite_core.datasets"
+    _cls.__module__ = "aflite_core.io.datasets"
 
 
 @dataclass

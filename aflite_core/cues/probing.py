@@ -1,4 +1,4 @@
-"""Model probing: does a model exploit the cues of :mod:`aflite_core.cues`?
+"""Model probing: does a model exploit the cues of :mod:`aflite_core.cues.statistics`?
 
 Two black-box tests of ICQ (Huang & Zhu, Findings of EMNLP 2023), given a model's
 predictions on the test rows:
@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from aflite_core.cues import (
+from aflite_core.cues.linguistic import FeatureMatrix, extract_features, word_tokens
+from aflite_core.cues.statistics import (
     Split,
     cue_statistics,
     dataset_inputs,
     jensen_shannon,
 )
-from aflite_core.linguistic import FeatureMatrix, extract_features, word_tokens
 
 #: Built-in baseline "models".
 BASELINES = ("hypothesis_only", "full_input")
@@ -395,7 +395,7 @@ def probe_model(
     test : AuditDataset, optional
         Second file as the test rows.
     features, min_count, text, cache, cache_dir, n_jobs, annotations
-        As in :func:`aflite_core.cues.cue_table`.
+        As in :func:`aflite_core.cues.statistics.cue_table`.
     n_distribution : int
         Run the distribution test on this many top features (by cueness).
     test_size, random_state

@@ -33,7 +33,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from aflite_core.runs import (
+from aflite_core.runs.folder import (
     CUES_FILE,
     DATASET_FILE,
     KNN_FILE,

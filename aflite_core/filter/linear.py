@@ -21,7 +21,7 @@ never through a class mean, so a held-out row's label cannot leak into the model
 
 The functions working on a block of rows (:func:`row_stats`, :func:`partition_class_sums`,
 :func:`count_correct`) are pure functions of their inputs, so the local and the Dask backend of
-:class:`aflite_core.aflite.AFLite` call the very same code and get bit-identical results.
+:class:`aflite_core.filter.aflite.AFLite` call the very same code and get bit-identical results.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from aflite_core.knn import _as_matrix, l2_normalize
+from aflite_core.measures.knn import _as_matrix, l2_normalize
 
 #: Default cosine-similarity threshold for near duplicates.
 NEAR_THRESHOLD: float = 0.95

@@ -380,7 +380,7 @@ class RunWriter:
         """Write ``frame`` (index dropped) as Parquet, making it Parquet-safe first."""
         import pyarrow.parquet as pq
 
-        from aflite_core.exports import parquet_safe_table  # local: exports imports runs
+        from aflite_core.runs.exports import parquet_safe_table  # local: exports imports runs
 
         table, _ = parquet_safe_table(frame)
         path = self.file(filename)
@@ -397,7 +397,7 @@ class RunWriter:
         """
         import pyarrow.parquet as pq
 
-        from aflite_core.exports import parquet_safe_table, unique_column_name
+        from aflite_core.runs.exports import parquet_safe_table, unique_column_name
 
         if frame.index.has_duplicates:
             raise ValueError("dataset frame: row ids (the index) must be unique")
@@ -445,7 +445,7 @@ class RunWriter:
 
         Requires :meth:`write_dataset` and :meth:`write_scores` first. Returns the names.
         """
-        from aflite_core.exports import iter_row_chunks, write_csv
+        from aflite_core.runs.exports import iter_row_chunks, write_csv
 
         run = AuditRun(self.file(SUMMARY_FILE).parent, summary=self._provisional_summary())
         present = set(run.scores["status"].astype(str))

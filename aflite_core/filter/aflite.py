@@ -7,7 +7,7 @@ model predicts its label. Up to ``slice_size`` rows with the highest predictabil
 scoring at least ``tau`` leave S. AFLite stops when ``|S|`` reaches ``target_size`` (never going
 below it) or when fewer than ``slice_size`` rows score at least ``tau``.
 
-Speed comes from :mod:`aflite_core.linear`: the classifiers of a round share a label-free
+Speed comes from :mod:`aflite_core.filter.linear`: the classifiers of a round share a label-free
 covariance of S (kept up to date by subtracting removed rows), so a round costs about two matrix
 products over S (class sums of the training rows, predictions of all partitions) instead of
 ``n_partitions`` separate fits. Work is done on fixed blocks of input rows whose results are
@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.linear import (
+from aflite_core.filter.linear import (
     ScatterStats,
     count_correct,
     covariance_factor,
@@ -109,7 +109,7 @@ class AFLite:
     classifier : {"lda"}, default="lda"
         The per-partition linear model: linear discriminant analysis with class means from
         the partition's training rows and a covariance shared by the partitions of a round
-        (see :mod:`aflite_core.linear`). It matches one scikit-learn logistic regression per
+        (see :mod:`aflite_core.filter.linear`). It matches one scikit-learn logistic regression per
         partition on the benchmark's quality at a fraction of the cost.
     random_state : int, numpy Generator, SeedSequence or None, default=None
         Seeds the partitions, the tie-break order and slice sampling. The same data,

@@ -42,8 +42,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from aflite_core import resources
-from aflite_core.resources import ResourceMissingError
+from aflite_core.cues import resources
+from aflite_core.cues.resources import ResourceMissingError
 
 #: Feature families, in display order.
 FAMILIES: tuple[str, ...] = ("word", "sentiment", "tense", "negation", "overlap", "ner", "typo")
@@ -884,7 +884,7 @@ def extract_features(
     on_missing : {'report', 'raise'}
         When a family cannot run (missing NLTK resource, no premise for overlap):
         ``report`` records the reason in ``FeatureMatrix.unavailable`` and goes on;
-        ``raise`` raises :class:`~aflite_core.resources.ResourceMissingError` (or
+        ``raise`` raises :class:`~aflite_core.cues.resources.ResourceMissingError` (or
         ``ValueError``).
 
     Returns

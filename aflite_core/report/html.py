@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.runs import (
+from aflite_core.runs.folder import (
     BASELINES_FILE,
     CUES_FILE,
     DUPLICATES_FILE,

@@ -1,0 +1,1 @@
+"""Lexical cue statistics (ICQ): linguistic features, NLTK resources, statistics, model probing."""

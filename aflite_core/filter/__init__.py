@@ -1,0 +1,1 @@
+"""Filtering: the AFLite estimator, its linear kernels, backends and synthetic workloads."""

@@ -1,0 +1,1 @@
+"""Loading: readers for every supported format, the dataset model, table writers."""

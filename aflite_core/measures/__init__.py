@@ -1,0 +1,1 @@
+"""Before/after measures of a run: KNN distances, projection, duplicates, baselines, inoculation."""

@@ -1,0 +1,1 @@
+"""Representations Φ of a dataset and the one builder of text models."""

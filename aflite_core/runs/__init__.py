@@ -1,0 +1,1 @@
+"""Run folders: the on-disk format, reading and listing runs, exports."""

@@ -1,0 +1,154 @@
+"""Read-only views of a run that the dashboard and the report draw: no Streamlit here.
+
+Each function takes an opened :class:`~aflite_core.runs.folder.AuditRun` (or a runs root) and
+returns a plain table; the dashboard caches them (``ui/cache.py``) and draws them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core.io.datasets import load_dataset
+from aflite_core.runs.folder import AuditRun, list_runs, load_run
+
+#: Columns the audit adds to the rows shown in Explore.
+AUDIT_COLUMNS = ("status", "predictability", "removal_round")
+
+
+def rows_table(run: AuditRun) -> pd.DataFrame:
+    """All rows of a run: ``status``, ``predictability``, ``removal_round``, then every
+    original column, text and label first (an original column with one of the audit's names
+    gets `` (input)``).
+
+    Index: ``row_id``, in input order.
+    """
+    frame = run.frame
+    scores = run.scores.set_index("row_id")
+    rename = {c: f"{c} (input)" for c in frame.columns if c in AUDIT_COLUMNS}
+    table = frame.rename(columns=rename)
+    audit = scores.reindex(table.index)[list(AUDIT_COLUMNS)]
+    roles = run.columns
+    first = [rename.get(c, c) for c in (roles.get("premise"), roles.get("hypothesis"),
+                                         roles.get("label")) if c and c in frame.columns]
+    table = table[first + [c for c in table.columns if c not in first]]
+    table = pd.concat([audit, table], axis=1)
+    table["status"] = table["status"].astype(str)
+    table.index.name = "row_id"
+    return table
+
+
+def predictability_bins(run: AuditRun, *, bins: int = 20, by_label: bool = False
+                        ) -> pd.DataFrame:
+    """Binned predictability counts of retained and removed rows (for the histograms).
+
+    Returns
+    -------
+    DataFrame
+        ``status`` (and ``label`` with ``by_label``), ``left``, ``right``, ``count``: one row
+        per group and bin of ``bins`` equal bins over [0, 1]; rows without a score are left
+        out.
+    """
+    scores = run.scores
+    scored = scores[scores["status"].astype(str).isin(["retained", "removed"])]
+    scored = scored[np.isfinite(scored["predictability"].to_numpy(dtype=float))]
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    keys = ["status", "label"] if by_label and "label" in scored else ["status"]
+    rows = []
+    for group, part in scored.groupby(keys, sort=True):
+        group = group if isinstance(group, tuple) else (group,)
+        counts, _ = np.histogram(part["predictability"].to_numpy(dtype=float), bins=edges)
+        for i, count in enumerate(counts):
+            rows.append({**dict(zip(keys, map(str, group), strict=True)),
+                         "left": edges[i], "right": edges[i + 1], "count": int(count)})
+    return pd.DataFrame(rows, columns=[*keys, "left", "right", "count"])
+
+
+def map_points(run: AuditRun, *, max_points: int, seed: int = 0) -> tuple[pd.DataFrame, int]:
+    """Projected points joined with status/label/predictability, downsampled if needed.
+
+    Returns
+    -------
+    points : DataFrame
+        ``row_id``, ``x``, ``y``, ``status``, ``predictability``, ``label``.
+    total : int
+        Number of projected rows before downsampling (a uniform random sample, seeded).
+    """
+    projection = run.projection
+    if projection is None or projection.empty:
+        return pd.DataFrame(columns=["row_id", "x", "y"]), 0
+    scores = run.scores[["row_id", "status", "predictability", *(
+        ["label"] if "label" in run.scores else [])]]
+    points = projection[["row_id", "x", "y"]].merge(scores, on="row_id", how="left")
+    total = len(points)
+    if total > max_points:
+        rng = np.random.default_rng(seed)
+        keep = np.sort(rng.choice(total, size=max_points, replace=False))
+        points = points.iloc[keep]
+    return points.reset_index(drop=True), total
+
+
+def duplicate_counts(run: AuditRun) -> pd.DataFrame:
+    """Exact and normalised duplicate counts before vs after AFLite (the loader's rules).
+
+    Raises
+    ------
+    ValueError, OSError
+        If the run's rows cannot be read back.
+    """
+    roles = run.columns
+    dataset = load_dataset(
+        str(Path(run.path) / "dataset.parquet"), premise=roles.get("premise"),
+        hypothesis=roles.get("hypothesis"), label=roles.get("label"), split=roles.get("split"),
+        id=run.dataset_row_id_column,
+    )
+    audited = np.concatenate([run.row_ids("retained"), run.row_ids("removed")])
+    counts = {
+        "before (audited rows)": dataset.subset(audited).report.duplicates,
+        "after (retained rows)": dataset.subset(run.row_ids("retained")).report.duplicates,
+    }
+    return pd.DataFrame(counts).rename_axis("duplicates")
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _runs_of(root: str | os.PathLike, content_hash: str, opener=load_run):
+    for info in list_runs(root):
+        try:
+            run = opener(info.path)
+        except (ValueError, OSError):
+            continue
+        if run.input.get("sha256") == content_hash:
+            yield Path(info.path), run
+
+
+def newest_run_of(root: str | os.PathLike, content_hash: str, *, opener=load_run
+                  ) -> Path | None:
+    """Newest complete run under ``root`` whose input has this SHA-256, or None.
+
+    ``opener`` opens a run folder (the dashboard passes its cached opener).
+    """
+    for path, _run in _runs_of(root, content_hash, opener):
+        return path
+    return None
+
+
+def find_matching_run(root: str | os.PathLike, content_hash: str, parameters: dict, *,
+                      opener=load_run) -> Path | None:
+    """Newest run of the same input (SHA-256) with the same parameters, if any.
+
+    This is the audit's cache: identical data and parameters reopen the finished run
+    instead of computing it again.
+    """
+    for path, run in _runs_of(root, content_hash, opener):
+        stored = run.parameters
+        if all(_canonical(stored.get(k)) == _canonical(v) for k, v in parameters.items()):
+            return path
+    return None
