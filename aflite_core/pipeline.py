@@ -13,14 +13,11 @@ of the whole run, never decreasing); AFLite rounds add the round keys of
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
-import math
 import os
 import platform
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +25,17 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import __version__
+from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's public API
+    REPRESENTATION_PARAMS,
+    REPRESENTATIONS,
+    STRATEGIES,
+    AuditConfig,
+    resolve_size,
+    suggest_config,
+)
+from aflite_core.measures import registry
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.runs.folder import (
-    BASELINES_FILE,
-    CUES_FILE,
-    DUPLICATES_FILE,
-    INOCULATION_FILE,
-    KNN_EXAMPLES_FILE,
-    KNN_FILE,
-    PROJECTION_FILE,
     REPORT_FILE,
     RunWriter,
     default_run_name,
@@ -43,17 +43,9 @@ from aflite_core.runs.folder import (
     utc_now_iso,
 )
 
-REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "sentence_transformers")
-STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
-#: Optional measures ``run_audit`` knows, in the order they run. ``inoculation`` uses the
-#: retained rows as the challenge set (Liu et al. 2019) and is off by default.
-MEASURES = ("cues", "knn", "projection", "baselines", "duplicates", "inoculation")
-DEFAULT_MEASURES = ("cues", "knn", "projection", "baselines")
 #: Most distinct labels an audit accepts: each AFLite round holds ``m x labels x d`` class
 #: sums (64 x 1,000 x 256 float64 = 131 MB); more labels usually means a wrong label column.
 MAX_LABELS = 1000
-#: Keyword arguments of ``build_representation`` that ``representation_params`` may set.
-REPRESENTATION_PARAMS = ("n_components", "warmup_fraction", "path", "model")
 
 # share of the whole run's progress bar given to each stage group
 _SPAN_REPRESENTATION = (0.0, 0.15)
@@ -67,152 +59,6 @@ EventCallback = Callable[[dict], Any]
 
 class AuditCancelled(Exception):
     """The callback asked to stop; no run folder was written."""
-
-
-@dataclass
-class AuditConfig:
-    """Parameters of one audit run.
-
-    Attributes
-    ----------
-    representation : str, default "tfidf_svd"
-        One of ``tfidf_svd``, ``warmup``, ``precomputed``, ``sentence_transformers``.
-    representation_params : dict
-        Extra arguments of ``build_representation``: ``n_components``, ``warmup_fraction``,
-        ``path`` (precomputed), ``model`` (sentence-transformers).
-    target_size : int or float, default 0.5
-        Rows AFLite keeps: an int, or a fraction in (0, 1) of the filterable rows
-        (included rows minus warm-up rows).
-    n_partitions, train_size, slice_size, tau, strategy, random_state
-        Passed to :class:`~aflite_core.filter.aflite.AFLite` (``slice_size=None`` uses its
-        size-scaled default).
-    measures : tuple of str
-        Optional measures to compute, from ``cues``, ``knn``, ``projection``,
-        ``baselines``, ``duplicates``, ``inoculation``.
-    measure_params : dict
-        Extra keyword arguments per measure, e.g. ``{"projection": {"method": "pca"},
-        "baselines": {"n_random_draws": 2}}``, passed to ``projection.project``,
-        ``probes.run_baselines``, ``duplicates.find_duplicates``,
-        ``inoculation.inoculate`` (``knn`` and ``cues`` take none).
-    report : bool, default True
-        Write ``report.html`` into the run folder.
-    backend : {"local", "dask"}, default "local"
-        Where AFLite's partitions run; ``"dask"`` fans each round out over a Dask cluster
-        (see ``docs/scaling.md``). Results are identical for the same ``random_state``.
-    scheduler : str or None
-        With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
-        ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
-        of :class:`~aflite_core.filter.aflite.AFLite`).
-    """
-
-    representation: str = "tfidf_svd"
-    representation_params: dict = field(default_factory=dict)
-    target_size: int | float = 0.5
-    n_partitions: int = 64
-    train_size: int | float = 0.5
-    slice_size: int | float | None = None
-    tau: float = 0.75
-    strategy: str = "greedy_slicing"
-    random_state: int = 0
-    measures: tuple[str, ...] = DEFAULT_MEASURES
-    measure_params: dict = field(default_factory=dict)
-    report: bool = True
-    backend: str = "local"
-    scheduler: str | None = None
-
-    def validate(self) -> AuditConfig:
-        """Check the values that can be checked without data; return ``self``.
-
-        Raises
-        ------
-        ValueError, TypeError
-            Naming the field, what was expected and what arrived.
-        """
-        if self.representation not in REPRESENTATIONS:
-            raise ValueError(
-                f"representation: expected one of {REPRESENTATIONS}, got {self.representation!r}"
-            )
-        if not isinstance(self.representation_params, Mapping):
-            raise TypeError(
-                "representation_params: expected a dict, got "
-                f"{type(self.representation_params).__name__}"
-            )
-        unknown = sorted(set(self.representation_params) - set(REPRESENTATION_PARAMS))
-        if unknown:
-            raise ValueError(
-                f"representation_params: unknown key(s) {unknown}; "
-                f"expected some of {REPRESENTATION_PARAMS}"
-            )
-        _check_size("target_size", self.target_size)
-        _check_size("train_size", self.train_size)
-        if self.slice_size is not None:
-            _check_size("slice_size", self.slice_size)
-        if isinstance(self.n_partitions, bool) or not isinstance(
-            self.n_partitions, (int, np.integer)
-        ):
-            raise TypeError(f"n_partitions: expected an int, got {self.n_partitions!r}")
-        if self.n_partitions < 1:
-            raise ValueError(f"n_partitions: expected >= 1, got {self.n_partitions}")
-        if isinstance(self.tau, bool) or not isinstance(self.tau, (int, float, np.number)):
-            raise TypeError(f"tau: expected a number in [0, 1], got {self.tau!r}")
-        if not 0.0 <= float(self.tau) <= 1.0:
-            raise ValueError(f"tau: expected a number in [0, 1], got {self.tau!r}")
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
-        if self.backend not in ("local", "dask"):
-            raise ValueError(f"backend: expected 'local' or 'dask', got {self.backend!r}")
-        if self.scheduler is not None and self.backend != "dask":
-            raise ValueError(
-                f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "
-                f"with backend={self.backend!r}"
-            )
-        if isinstance(self.random_state, bool) or not isinstance(
-            self.random_state, (int, np.integer)
-        ):
-            raise TypeError(f"random_state: expected an int, got {self.random_state!r}")
-        measures = (self.measures,) if isinstance(self.measures, str) else tuple(self.measures)
-        bad = [m for m in measures if m not in MEASURES]
-        if bad:
-            raise ValueError(f"measures: unknown {bad}; expected some of {MEASURES}")
-        self.measures = measures
-        if not isinstance(self.measure_params, Mapping) or not all(
-            isinstance(v, Mapping) for v in self.measure_params.values()
-        ):
-            raise TypeError(
-                "measure_params: expected a dict of dicts such as "
-                f"{{'projection': {{'method': 'pca'}}}}, got {self.measure_params!r}"
-            )
-        bad = sorted(set(self.measure_params) - set(MEASURES))
-        if bad:
-            raise ValueError(f"measure_params: unknown measure(s) {bad}; expected {MEASURES}")
-        return self
-
-    def to_dict(self) -> dict:
-        """The configuration as plain values (for ``summary.json``)."""
-        data = dataclasses.asdict(self)
-        data["measures"] = list(self.measures)
-        return data
-
-
-def _check_size(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name}: expected an int or a fraction in (0, 1), got {value!r}")
-    if isinstance(value, (float, np.floating)):
-        if not 0.0 < float(value) < 1.0:
-            raise ValueError(
-                f"{name}: a float must be a fraction in (0, 1); got {value!r} "
-                "(pass an int for a number of rows)"
-            )
-    elif value < 1:
-        raise ValueError(f"{name}: expected a positive number of rows, got {value!r}")
-
-
-def resolve_size(name: str, value: int | float, n: int) -> int:
-    """An int size, or ``ceil(value * n)`` for a fraction (as AFLite rounds), at least 1."""
-    _check_size(name, value)
-    if isinstance(value, (float, np.floating)):
-        return max(1, math.ceil(float(value) * n - 1e-9))
-    return int(value)
 
 
 def check_labels(dataset) -> None:
@@ -333,20 +179,6 @@ def _history_records(history: Any) -> list[dict]:
     return list(history)
 
 
-@dataclass
-class _State:
-    """Everything the measures need, computed once."""
-
-    dataset: Any
-    representation: Any
-    config: AuditConfig
-    filt: np.ndarray  # bool over representation rows: filterable (not warm-up)
-    y: np.ndarray  # labels of the representation rows
-    keep: np.ndarray  # bool over filterable rows: retained
-    scores: pd.DataFrame
-    retained_ids: np.ndarray
-
-
 def _build_scores(dataset, rep, model, y_all: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
     frame_ids = dataset.frame.index.to_numpy()
     n = len(frame_ids)
@@ -380,140 +212,37 @@ def _build_scores(dataset, rep, model, y_all: np.ndarray) -> tuple[pd.DataFrame,
 # --------------------------------------------------------------------------- measures
 
 
-def _measure_cues(state: _State, writer: RunWriter, progress: _Progress,
-                  span: tuple[float, float]) -> dict:
-    from aflite_core.cues import statistics as cues
-
-    progress.step("cues", "cue statistics of the full and the retained data", span[0])
-    table = cues.cue_tables(
-        state.dataset,
-        {"full": None, "retained": state.retained_ids},
-        random_state=state.config.random_state,
-    )
-    writer.write_parquet(CUES_FILE, table)
-    return {"artifacts": [CUES_FILE], "n_rows": int(len(table)), "attrs": dict(table.attrs)}
+#: Optional measures ``run_audit`` knows, in the order they run (see the registry).
+MEASURES = registry.names()
+#: The measures of a default audit.
+DEFAULT_MEASURES = registry.default_names()
 
 
-def _measure_knn(state: _State, writer: RunWriter, progress: _Progress,
-                 span: tuple[float, float]) -> dict:
-    from aflite_core.measures import knn
+def _context(state: dict, measure: Measure, config: AuditConfig, progress: _Progress,
+             span: tuple[float, float]) -> MeasureContext:
+    def report(fraction: float, message: str) -> None:
+        progress.step(measure.name, message or measure.label,
+                      span[0] + (span[1] - span[0]) * fraction)
 
-    rep = state.representation
-    X = rep.X[state.filt]
-    y = state.y[state.filt]
-    ids = np.asarray(rep.row_ids)[state.filt]
-    splits = state.dataset.splits()
-    splits = None if splits is None else np.asarray(splits)[state.filt]
-    held = knn.heldout_mask(y, splits=splits, random_state=state.config.random_state)
-    result = knn.knn_distance_measures(
-        X[~held], y[~held], X[held], y[held],
-        retained_mask=state.keep[~held],
-        train_row_ids=ids[~held], heldout_row_ids=ids[held],
-        random_state=state.config.random_state,
-        callback=progress.sub("knn", span),
-    )  # fmt: skip
-    writer.write_parquet(KNN_FILE, result.table)
-    writer.write_parquet(KNN_EXAMPLES_FILE, result.per_example)
-    return {"artifacts": [KNN_FILE, KNN_EXAMPLES_FILE], "params": result.params}
+    return MeasureContext(random_state=config.random_state,
+                          params=dict(config.measure_params.get(measure.name, {})),
+                          progress=report, **state)
 
 
-def _measure_projection(state: _State, writer: RunWriter, progress: _Progress,
-                        span: tuple[float, float]) -> dict:
-    from aflite_core.measures import projection
-
-    rep = state.representation
-    params = {"random_state": state.config.random_state,
-              **state.config.measure_params.get("projection", {})}
-    table = projection.project(rep.X, row_ids=np.asarray(rep.row_ids),
-                               callback=progress.sub("projection", span), **params)
-    writer.write_parquet(PROJECTION_FILE, table)
-    return {"artifacts": [PROJECTION_FILE], "params": params}
+def _write_result(writer: RunWriter, result: MeasureResult) -> list[str]:
+    for filename, table in result.tables.items():
+        writer.write_parquet(filename, table)
+    for filename, document in result.documents.items():
+        writer.write_json(filename, document)
+    return [*result.tables, *result.documents]
 
 
-def _measure_baselines(state: _State, writer: RunWriter, progress: _Progress,
-                       span: tuple[float, float]) -> dict:
-    from aflite_core.measures import baselines as probes
-
-    rep = state.representation
-    hypotheses = [h for h, f in zip(state.dataset.hypotheses(), state.filt, strict=True) if f]
-    params = {"random_state": state.config.random_state,
-              **state.config.measure_params.get("baselines", {})}
-    result = probes.run_baselines(
-        state.y[state.filt], state.keep, hypotheses=hypotheses, X=rep.X[state.filt],
-        callback=progress.sub("baselines", span), **params,
-    )
-    writer.write_json(BASELINES_FILE, result)
-    return {"artifacts": [BASELINES_FILE], "params": params}
-
-
-def _filtered_texts(state: _State) -> tuple[list[str], list[str] | None]:
-    keep = state.filt
-    hyps = [h for h, f in zip(state.dataset.hypotheses(), keep, strict=True) if f]
-    prems = state.dataset.premises()
-    if prems is not None:
-        prems = [p for p, f in zip(prems, keep, strict=True) if f]
-    return hyps, prems
-
-
-def _measure_duplicates(state: _State, writer: RunWriter, progress: _Progress,
-                        span: tuple[float, float]) -> dict:
-    from aflite_core.measures import duplicates
-
-    rep = state.representation
-    hyps, prems = _filtered_texts(state)
-    params = dict(state.config.measure_params.get("duplicates", {}))
-    progress.step("duplicates", "exact and near duplicates", span[0])
-    result = duplicates.find_duplicates(
-        hyps, premises=prems, X=rep.X[state.filt], retained_mask=state.keep,
-        row_ids=np.asarray(rep.row_ids)[state.filt], **params,
-    )
-    writer.write_json(DUPLICATES_FILE, result.to_dict())
-    writer.write_parquet("duplicates_exact.parquet", result.exact_groups)
-    writer.write_parquet("duplicates_near.parquet", result.near_pairs)
-    return {"artifacts": [DUPLICATES_FILE, "duplicates_exact.parquet",
-                          "duplicates_near.parquet"], "params": result.params}
-
-
-def _measure_inoculation(state: _State, writer: RunWriter, progress: _Progress,
-                         span: tuple[float, float]) -> dict:
-    from aflite_core.measures import inoculation
-
-    hyps, prems = _filtered_texts(state)
-    texts = np.asarray(inoculation.pair_texts(prems, hyps), dtype=object)
-    labels = state.y[state.filt]
-    params = {"random_state": state.config.random_state,
-              **state.config.measure_params.get("inoculation", {})}
-    parts = inoculation.split_for_inoculation(len(labels), state.keep,
-                                              random_state=params["random_state"])
-    data = {k: (list(texts[idx]), labels[idx]) for k, idx in parts.items()}
-    result = inoculation.inoculate(
-        data["original_train"], data["original_test"], data["challenge_train"],
-        data["challenge_test"], callback=progress.sub("inoculation", span), **params,
-    )
-    writer.write_json(INOCULATION_FILE, result.to_dict())
-    return {"artifacts": [INOCULATION_FILE], "outcome": result.outcome_label}
-
-
-_MEASURE_FUNCS: dict[str, Callable[..., dict]] = {
-    "cues": _measure_cues,
-    "knn": _measure_knn,
-    "projection": _measure_projection,
-    "baselines": _measure_baselines,
-    "duplicates": _measure_duplicates,
-    "inoculation": _measure_inoculation,
-}
-
-
-def _run_measure(name: str, state: _State, writer: RunWriter, progress: _Progress,
-                 span: tuple[float, float]) -> dict:
-    func = _MEASURE_FUNCS.get(name)
-    if func is None:
-        return {"status": "unavailable",
-                "error": f"measure {name!r} is not available in this version of aflite_core"}
+def _run_measure(measure: Measure, ctx: MeasureContext, writer: RunWriter) -> dict:
     start = time.perf_counter()
     present = set(writer.files())
     try:
-        info = func(state, writer, progress, span)
+        result = measure.compute(ctx)
+        artifacts = _write_result(writer, result)
     except AuditCancelled:
         raise
     except Exception as exc:  # noqa: BLE001 - a measure must not sink the run
@@ -524,7 +253,8 @@ def _run_measure(name: str, state: _State, writer: RunWriter, progress: _Progres
             "error": f"{type(exc).__name__}: {exc}",
             "seconds": round(time.perf_counter() - start, 3),
         }
-    return {"status": "ok", "seconds": round(time.perf_counter() - start, 3), **info}
+    return {"status": "ok", "seconds": round(time.perf_counter() - start, 3),
+            "artifacts": artifacts, **result.info}
 
 
 # --------------------------------------------------------------------------- main entry
@@ -603,9 +333,9 @@ def run_audit(
         timings["aflite"] = round(time.perf_counter() - t0, 3)
 
         scores, retained_ids = _build_scores(dataset, rep, model, dataset.labels(False))
-        state = _State(dataset=dataset, representation=rep, config=config, filt=filt, y=y,
-                       keep=np.asarray(model.keep_mask_, dtype=bool), scores=scores,
-                       retained_ids=retained_ids)
+        shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
+                  "keep": np.asarray(model.keep_mask_, dtype=bool), "scores": scores,
+                  "retained_ids": retained_ids}
 
         progress.step("write", "writing scores and rows", _SPAN_AFLITE[1])
         t0 = time.perf_counter()
@@ -615,19 +345,22 @@ def run_audit(
         timings["write"] = round(time.perf_counter() - t0, 3)
 
         measures: dict[str, dict] = {}
-        chosen = [m for m in MEASURES if m in config.measures]
-        width = (_SPAN_MEASURES[1] - _SPAN_MEASURES[0]) / max(len(chosen), 1)
-        for i, measure in enumerate(chosen):
-            span = (_SPAN_MEASURES[0] + i * width, _SPAN_MEASURES[0] + (i + 1) * width)
-            progress.step(measure, f"computing {measure}", span[0])
-            measures[measure] = _run_measure(measure, state, writer, progress, span)
-            if "seconds" in measures[measure]:
-                timings[measure] = measures[measure]["seconds"]
-            outcome = measures[measure]
+        chosen = [m for m in registry.measures() if m.name in config.measures]
+        total_cost = sum(m.cost for m in chosen) or 1.0
+        lo = _SPAN_MEASURES[0]
+        for measure in chosen:
+            hi = lo + (_SPAN_MEASURES[1] - _SPAN_MEASURES[0]) * measure.cost / total_cost
+            span = (lo, hi)
+            lo = hi
+            progress.step(measure.name, f"computing {measure.label}", span[0])
+            ctx = _context(shared, measure, config, progress, span)
+            outcome = measures[measure.name] = _run_measure(measure, ctx, writer)
+            if "seconds" in outcome:
+                timings[measure.name] = outcome["seconds"]
             message = "done" if outcome["status"] == "ok" else f"{outcome['status']}: " + str(
                 outcome.get("error", "")
             )
-            progress.step(measure, message, span[1], status=outcome["status"])
+            progress.step(measure.name, message, span[1], status=outcome["status"])
 
         progress.step("write", "writing summary", _SPAN_WRITE[0])
         summary = _summary(dataset, config, rep, model, scores, target, created, measures)

@@ -565,7 +565,7 @@ PARAMETER_CASES = [
     ("train-size-whole-set", ("--train-size", str(N)), {"train_size": N},
      ("t < |S|", f"train_size={N}")),
     ("slice-size-zero", ("--slice-size", "0"), {"slice_size": 0},
-     ("positive number of rows", "got 0")),
+     ("int >= 1 (rows)", "got 0")),
     ("tau-over-one", ("--tau", "1.5"), {"tau": 1.5}, ("[0, 1]", "1.5")),
     ("tau-negative", ("--tau", "-0.1"), {"tau": -0.1}, ("[0, 1]", "-0.1")),
     ("partitions-zero", ("--partitions", "0"), {"n_partitions": 0}, (">= 1", "0")),

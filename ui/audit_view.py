@@ -11,6 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core import pipeline
+from aflite_core.config import estimate_rounds, size_defaults
+from aflite_core.measures import registry
 from ui import cache, components, jobs, params, state
 
 PAGE = "audit"
@@ -37,15 +39,12 @@ examples score at least $\tau$. An example never held out in a round gets no sco
 Source: Le Bras et al., *Adversarial Filters of Dataset Biases*, ICML 2020, Algorithm 1.
 """
 
+#: Progress stage names: the pipeline's own stages, then one per registered measure.
 STAGES = {
     "start": "starting",
     "representation": "building the representation",
     "aflite": "filtering",
-    "cues": "cue statistics",
-    "knn": "KNN distances",
-    "projection": "2-D map",
-    "baselines": "baselines",
-    "duplicates": "duplicates",
+    **{m.name: m.label for m in registry.measures()},
     "report": "HTML report",
     "write": "writing the run folder",
 }
@@ -66,7 +65,7 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     ``extras`` holds ``name`` (run name) and ``force`` (recompute an identical run).
     """
     n = int(dataset.report.n_included)
-    hint = params.suggest(n)
+    hint = size_defaults(n)
     origin = state.get(state.DATASET_ORIGIN)
     embeddings = state.get(state.EMBEDDINGS)
 
@@ -128,15 +127,16 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     name = c4.text_input("Run name (optional)", key=_wkey("name", dataset),
                          help="Default: data name + parameters + time. Unsafe characters "
                               "are replaced.")
-    default_measures = [mm for mm in pipeline.DEFAULT_MEASURES if mm in pipeline.MEASURES]
-    if origin == "synthetic":
+    labels = {mm.name: mm.label for mm in registry.measures()}
+    default_measures = list(registry.default_names())
+    if origin == "synthetic":  # no text: word cues and text baselines say nothing
         default_measures = [mm for mm in default_measures if mm not in ("cues", "baselines")]
     measures = st.multiselect(
-        "Measures after AFLite", list(pipeline.MEASURES), default=default_measures,
-        format_func=lambda mm: params.MEASURE_NAMES.get(mm, mm), help=params.HELP["measures"],
+        "Measures after AFLite", list(labels), default=default_measures,
+        format_func=lambda mm: labels.get(mm, mm), help=params.HELP["measures"],
         key=_wkey("measures", dataset))
     measure_params = _measure_options(dataset, measures, n)
-    rounds = params.estimate_rounds(n, int(target), int(k))
+    rounds = estimate_rounds(n, int(target), int(k))
     st.caption(f"At most {rounds:,} rounds of {int(m)} models each; AFLite keeps at least "
                f"{int(target):,} of {n:,} rows ({int(target) / n:.0%}).")
     force = st.checkbox("Recompute even if an identical run exists",
@@ -160,32 +160,28 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
 
 
 def _measure_options(dataset: Any, measures: list[str], n: int) -> dict:
-    """Options of the chosen measures (map method, baseline draws and folds)."""
+    """The options each chosen measure declares in the registry, as widgets."""
     out: dict[str, dict] = {}
-    if not {"projection", "baselines", "duplicates"} & set(measures):
+    options = [(mm, o) for mm in registry.measures() if mm.name in measures for o in mm.options]
+    if not options:
         return out
-    c1, c2, c3, c4 = st.columns(4)
-    if "projection" in measures:
-        method = c1.selectbox(
-            "Map method", ["pca", "umap"], key=_wkey("map_method", dataset),
-            format_func={"pca": "PCA (instant)", "umap": "UMAP (better neighbourhoods, "
-                         "slower: compiles on first use)"}.get,
-            help="The 2-D map on the Explore page. UMAP is fitted on at most 20,000 rows.")
-        out["projection"] = {"method": method}
-    if "baselines" in measures:
-        draws = c2.number_input("Random-subset draws", 1, 20, 3,
-                                key=_wkey("draws", dataset),
-                                help="Random subsets of the retained size: the control.")
-        folds = c3.number_input("Cross-validation folds", 2, 10, 3 if n <= 20_000 else 5,
-                                key=_wkey("folds", dataset),
-                                help="k-fold cross-validated accuracy of each baseline.")
-        out["baselines"] = {"n_random_draws": int(draws), "n_splits": int(folds)}
-    if "duplicates" in measures:
-        threshold = c4.slider("Near-duplicate similarity", 0.80, 1.0, 0.95, 0.01,
-                              key=_wkey("near", dataset),
-                              help="Two rows are near duplicates when the cosine similarity "
-                                   "of their Φ is at least this.")
-        out["duplicates"] = {"threshold": float(threshold)}
+    columns = st.columns(4)
+    for i, (measure, option) in enumerate(options):
+        col = columns[i % 4]
+        default = measure.defaults(n)[option.name]
+        key = _wkey(f"{measure.name}:{option.name}", dataset)
+        if option.choices is not None:
+            value = col.selectbox(option.label, list(option.choices),
+                                  index=list(option.choices).index(default), key=key,
+                                  help=option.help)
+        elif isinstance(default, float):
+            value = float(col.slider(option.label, float(option.minimum), float(option.maximum),
+                                     default, 0.01, key=key, help=option.help))
+        else:
+            value = int(col.number_input(option.label, int(option.minimum),
+                                         int(option.maximum), int(default), key=key,
+                                         help=option.help))
+        out.setdefault(measure.name, {})[option.name] = value
     return out
 
 

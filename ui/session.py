@@ -14,7 +14,8 @@ from pathlib import Path
 import streamlit as st
 
 from aflite_core import pipeline
-from ui import cache, components, jobs, params, state
+from aflite_core.config import suggest_config
+from ui import cache, components, jobs, state
 
 
 def load_sample() -> str | None:
@@ -49,7 +50,7 @@ def audit_sample() -> None:
     """
     dataset = state.get_dataset()
     try:
-            config = params.default_config(pipeline, int(dataset.report.n_included)).validate()
+        config = suggest_config(int(dataset.report.n_included))
     except (ValueError, TypeError) as exc:
         state.notify(f"The sample could not be audited automatically: {exc}",
                      icon=":material/warning:")

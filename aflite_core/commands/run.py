@@ -10,6 +10,7 @@ goes to stderr; the finished folder's path goes to stdout.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import sys
 from pathlib import Path
@@ -92,7 +93,9 @@ def parse_representation(text: str) -> tuple[str, dict]:
 
 def parse_measures(text: str) -> tuple[str, ...]:
     """Comma-separated measure names; ``none`` for no measure."""
-    from aflite_core.pipeline import MEASURES
+    from aflite_core.measures.registry import names
+
+    MEASURES = names()
 
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     if names in ((), ("none",)):
@@ -107,7 +110,10 @@ def parse_measures(text: str) -> tuple[str, ...]:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` command."""
-    from aflite_core.pipeline import DEFAULT_MEASURES, STRATEGIES
+    from aflite_core.config import STRATEGIES
+    from aflite_core.measures.registry import default_names
+
+    default_measures = default_names()
 
     p = subparsers.add_parser(
         "run",
@@ -131,21 +137,22 @@ def register(subparsers: Any) -> None:
                    help="SVD / warm-up hidden dimension (default 256)")
     a.add_argument("--warmup-fraction", type=float, metavar="F",
                    help="warm-up share of the rows (default 0.1)")
-    a.add_argument("--target-size", type=parse_size, default=0.5, metavar="N|FRAC",
-                   help="rows to keep, or a fraction of the filterable rows (default 0.5)")
-    a.add_argument("--partitions", type=int, default=64, metavar="M",
-                   help="random partitions per round (default 64)")
-    a.add_argument("--train-size", type=parse_size, default=0.5, metavar="T|FRAC",
-                   help="training rows per partition, or a fraction (default 0.5)")
+    scaled = "default: scaled to the data, as the dashboard (see docs/architecture.md)"
+    a.add_argument("--target-size", type=parse_size, default=None, metavar="N|FRAC",
+                   help=f"rows to keep, or a fraction of the filterable rows ({scaled})")
+    a.add_argument("--partitions", type=int, default=None, metavar="M",
+                   help=f"random partitions per round ({scaled})")
+    a.add_argument("--train-size", type=parse_size, default=None, metavar="T|FRAC",
+                   help=f"training rows per partition, or a fraction ({scaled})")
     a.add_argument("--slice-size", type=parse_size, default=None, metavar="K|FRAC",
-                   help="rows removed per round at most (default: scaled to the data)")
-    a.add_argument("--tau", type=float, default=0.75, metavar="TAU",
+                   help=f"rows removed per round at most ({scaled})")
+    a.add_argument("--tau", type=float, default=None, metavar="TAU",
                    help="predictability threshold (default 0.75)")
     a.add_argument("--strategy", choices=STRATEGIES, default="greedy_slicing")
     a.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
-    a.add_argument("--measures", type=parse_measures, default=DEFAULT_MEASURES, metavar="LIST",
-                   help="comma-separated optional measures, or none "
-                        f"(default {','.join(DEFAULT_MEASURES)})")
+    a.add_argument("--measures", type=parse_measures, default=None, metavar="LIST",
+                   help="comma-separated measures, or none "
+                        f"(default {','.join(default_measures)})")
     a.add_argument("--no-report", action="store_true", help="do not write report.html")
     a.add_argument("--scheduler", metavar="ADDR", default=None,
                    help="run AFLite's partitions on Dask: tcp://HOST:PORT of an existing "
@@ -236,31 +243,35 @@ def run(args: argparse.Namespace) -> int:
         raise
 
 
-def _run(args: argparse.Namespace) -> int:
-    from aflite_core.pipeline import AuditConfig, run_audit
-    from aflite_core.runs.folder import load_run
+def audit_config(args: argparse.Namespace, n_rows: int):
+    """The run's AuditConfig: the defaults for ``n_rows`` rows (``suggest_config``, as the
+    dashboard's) with every option the user gave on top."""
+    from aflite_core.config import suggest_config
 
-    root, name = _target(args.out, args.overwrite)
     method, rep_params = args.representation
+    config = suggest_config(n_rows, representation=method, measures=args.measures,
+                            random_state=args.seed)
+    rep_params = {**config.representation_params, **rep_params}
     if args.n_components is not None:
         rep_params["n_components"] = args.n_components
     if args.warmup_fraction is not None:
         rep_params["warmup_fraction"] = args.warmup_fraction
-    config = AuditConfig(
-        representation=method,
-        representation_params=rep_params,
-        target_size=args.target_size,
-        n_partitions=args.partitions,
-        train_size=args.train_size,
-        slice_size=args.slice_size,
-        tau=args.tau,
-        strategy=args.strategy,
-        random_state=args.seed,
-        measures=tuple(args.measures),
-        report=not args.no_report,
-        backend="dask" if args.scheduler else "local",
-        scheduler=args.scheduler,
+    given = {"target_size": args.target_size, "n_partitions": args.partitions,
+             "train_size": args.train_size, "slice_size": args.slice_size, "tau": args.tau}
+    changes = {k: v for k, v in given.items() if v is not None}
+    return dataclasses.replace(
+        config, representation_params=rep_params, strategy=args.strategy,
+        report=not args.no_report, backend="dask" if args.scheduler else "local",
+        scheduler=args.scheduler, **changes,
     ).validate()
+
+
+def _run(args: argparse.Namespace) -> int:
+    from aflite_core.pipeline import run_audit
+    from aflite_core.runs.folder import load_run
+
+    root, name = _target(args.out, args.overwrite)
+    audit_config(args, 10_000)  # options are checked before the data is read
     if not Path(args.data).exists():
         raise FileNotFoundError(f"DATA: no such file: {args.data}")
     _exit_cleanly_on_sigterm()
@@ -268,6 +279,7 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"loading {args.data}", file=sys.stderr, flush=True)
     dataset = load_input(args.data, args)
+    config = audit_config(args, int(dataset.report.n_included))
     path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
                      overwrite=args.overwrite)
     run_ = load_run(path)

@@ -32,27 +32,25 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: Version of the folder layout written by this module; readers accept <= this.
-FORMAT_VERSION = 1
-
-SUMMARY_FILE = "summary.json"
-SCORES_FILE = "scores.parquet"
-DATASET_FILE = "dataset.parquet"
-CUES_FILE = "cues.parquet"
-KNN_FILE = "knn.parquet"
-KNN_EXAMPLES_FILE = "knn_examples.parquet"
-PROJECTION_FILE = "projection.parquet"
-BASELINES_FILE = "baselines.json"
-DUPLICATES_FILE = "duplicates.json"
-INOCULATION_FILE = "inoculation.json"
-REPORT_FILE = "report.html"
-
-#: Row statuses, in the order used in tables and exports.
-STATUSES = ("retained", "removed", "warmup", "excluded")
-#: Per-status CSV of the original rows (written when the status is non-empty).
-ROW_CSV_FILES = {status: f"{status}.csv" for status in STATUSES}
-#: Columns every ``scores.parquet`` must have (``label`` is optional for old folders).
-SCORES_COLUMNS = ("row_id", "status", "predictability", "removal_round")
+from aflite_core.io.tables import parquet_safe_table, unique_column_name, write_csv
+from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
+    BASELINES_FILE,
+    CUES_FILE,
+    DATASET_FILE,
+    DUPLICATES_FILE,
+    FORMAT_VERSION,
+    INOCULATION_FILE,
+    KNN_EXAMPLES_FILE,
+    KNN_FILE,
+    PROJECTION_FILE,
+    REPORT_FILE,
+    ROW_CSV_FILES,
+    SCORES_COLUMNS,
+    SCORES_FILE,
+    STATUSES,
+    SUMMARY_FILE,
+)
+from aflite_core.runs.rows import iter_row_chunks
 
 #: Prefix of the temporary folder a run is written into.
 TEMP_PREFIX = ".tmp-"
@@ -380,7 +378,6 @@ class RunWriter:
         """Write ``frame`` (index dropped) as Parquet, making it Parquet-safe first."""
         import pyarrow.parquet as pq
 
-        from aflite_core.runs.exports import parquet_safe_table  # local: exports imports runs
 
         table, _ = parquet_safe_table(frame)
         path = self.file(filename)
@@ -397,7 +394,6 @@ class RunWriter:
         """
         import pyarrow.parquet as pq
 
-        from aflite_core.runs.exports import parquet_safe_table, unique_column_name
 
         if frame.index.has_duplicates:
             raise ValueError("dataset frame: row ids (the index) must be unique")
@@ -445,7 +441,6 @@ class RunWriter:
 
         Requires :meth:`write_dataset` and :meth:`write_scores` first. Returns the names.
         """
-        from aflite_core.runs.exports import iter_row_chunks, write_csv
 
         run = AuditRun(self.file(SUMMARY_FILE).parent, summary=self._provisional_summary())
         present = set(run.scores["status"].astype(str))

@@ -1,0 +1,268 @@
+"""Audit parameters: :class:`AuditConfig` and the one source of their defaults.
+
+:func:`suggest_config` gives the defaults for a dataset of ``n`` audited rows; the CLI
+(``python -m aflite_core run``), the dashboard's Audit page, its automatic audit of the
+bundled sample and the Python API all start from it, so the same file audited with defaults
+from any of them gives the same run.
+
+Size-scaled AFLite defaults (``n`` = rows that take part in the audit):
+
+============  ====  =====================  =====================  =======
+rows n        m     train size t           slice size k           target
+============  ====  =====================  =====================  =======
+<= 10,000     32    50% of the set         5% of n                50%
+<= 100,000    64    50% of the set         2.5% of n              50%
+> 100,000     64    min(50,000, n/10)      min(10,000, n/50)      1/3
+============  ====  =====================  =====================  =======
+
+The last row is the AFLite paper's SNLI setting (m=64, t=50k, k=10k, target 182k of 550k);
+tau is 0.75 throughout. Each measure's options start at the defaults it declares in the
+measure registry (:mod:`aflite_core.measures.registry`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from aflite_core._validation import (
+    check_choice,
+    check_fraction,
+    check_int,
+    check_size,
+)
+from aflite_core._validation import resolve_size as _resolve_size
+
+REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "sentence_transformers")
+STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
+#: Keyword arguments of ``build_representation`` that ``representation_params`` may set.
+REPRESENTATION_PARAMS = ("n_components", "warmup_fraction", "path", "model")
+#: Dimensions of the default TF-IDF + SVD representation.
+DEFAULT_COMPONENTS = 256
+#: tau of every default audit.
+DEFAULT_TAU = 0.75
+
+
+@dataclass
+class AuditConfig:
+    """Parameters of one audit run.
+
+    Attributes
+    ----------
+    representation : str, default "tfidf_svd"
+        One of ``tfidf_svd``, ``warmup``, ``precomputed``, ``sentence_transformers``.
+    representation_params : dict
+        Extra arguments of ``build_representation``: ``n_components``, ``warmup_fraction``,
+        ``path`` (precomputed), ``model`` (sentence-transformers).
+    target_size : int or float, default 0.5
+        Rows AFLite keeps: an int, or a fraction in (0, 1) of the filterable rows
+        (included rows minus warm-up rows).
+    n_partitions, train_size, slice_size, tau, strategy, random_state
+        Passed to :class:`~aflite_core.filter.aflite.AFLite` (``slice_size=None`` uses its
+        size-scaled default).
+    measures : tuple of str or None
+        Measures to compute after AFLite, by name (see
+        :func:`aflite_core.measures.registry.names`); ``None`` = the registry's defaults.
+    measure_params : dict
+        Extra keyword arguments per measure, e.g. ``{"projection": {"method": "pca"},
+        "baselines": {"n_random_draws": 2}}``, passed to ``projection.project``,
+        ``probes.run_baselines``, ``duplicates.find_duplicates``,
+        ``inoculation.inoculate`` (``knn`` and ``cues`` take none).
+    report : bool, default True
+        Write ``report.html`` into the run folder.
+    backend : {"local", "dask"}, default "local"
+        Where AFLite's partitions run; ``"dask"`` fans each round out over a Dask cluster
+        (see ``docs/scaling.md``). Results are identical for the same ``random_state``.
+    scheduler : str or None
+        With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
+        ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
+        of :class:`~aflite_core.filter.aflite.AFLite`).
+    """
+
+    representation: str = "tfidf_svd"
+    representation_params: dict = field(default_factory=dict)
+    target_size: int | float = 0.5
+    n_partitions: int = 64
+    train_size: int | float = 0.5
+    slice_size: int | float | None = None
+    tau: float = 0.75
+    strategy: str = "greedy_slicing"
+    random_state: int = 0
+    measures: tuple[str, ...] | None = None
+    measure_params: dict = field(default_factory=dict)
+    report: bool = True
+    backend: str = "local"
+    scheduler: str | None = None
+
+    def validate(self) -> AuditConfig:
+        """Check the values that can be checked without data; return ``self``.
+
+        Raises
+        ------
+        ValueError, TypeError
+            Naming the field, what was expected and what arrived.
+        """
+        from aflite_core.measures import registry
+
+        check_choice("representation", self.representation, REPRESENTATIONS)
+        if not isinstance(self.representation_params, Mapping):
+            raise TypeError(
+                "representation_params: expected a dict, got "
+                f"{type(self.representation_params).__name__}"
+            )
+        unknown = sorted(set(self.representation_params) - set(REPRESENTATION_PARAMS))
+        if unknown:
+            raise ValueError(
+                f"representation_params: unknown key(s) {unknown}; "
+                f"expected some of {REPRESENTATION_PARAMS}"
+            )
+        check_size("target_size", self.target_size)
+        check_size("train_size", self.train_size)
+        if self.slice_size is not None:
+            check_size("slice_size", self.slice_size)
+        check_int("n_partitions", self.n_partitions, minimum=1)
+        check_fraction("tau", self.tau, closed=True)
+        check_choice("strategy", self.strategy, STRATEGIES)
+        check_choice("backend", self.backend, ("local", "dask"))
+        if self.scheduler is not None and self.backend != "dask":
+            raise ValueError(
+                f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "
+                f"with backend={self.backend!r}"
+            )
+        check_int("random_state", self.random_state, minimum=0)
+        known = registry.names()
+        if self.measures is None:
+            self.measures = registry.default_names()
+        measures = (self.measures,) if isinstance(self.measures, str) else tuple(self.measures)
+        bad = [m for m in measures if m not in known]
+        if bad:
+            raise ValueError(f"measures: unknown {bad}; expected some of {known}")
+        self.measures = measures
+        if not isinstance(self.measure_params, Mapping) or not all(
+            isinstance(v, Mapping) for v in self.measure_params.values()
+        ):
+            raise TypeError(
+                "measure_params: expected a dict of dicts such as "
+                f"{{'projection': {{'method': 'pca'}}}}, got {self.measure_params!r}"
+            )
+        bad = sorted(set(self.measure_params) - set(known))
+        if bad:
+            raise ValueError(f"measure_params: unknown measure(s) {bad}; expected {known}")
+        return self
+
+    def to_dict(self) -> dict:
+        """The configuration as plain values (for ``summary.json``)."""
+        data = dataclasses.asdict(self)
+        if self.measures is None:
+            from aflite_core.measures import registry
+
+            data["measures"] = list(registry.default_names())
+        else:
+            data["measures"] = list(self.measures)
+        return data
+
+
+def resolve_size(name: str, value: int | float, n: int) -> int:
+    """An int size, or ``ceil(value * n)`` for a fraction (as AFLite rounds), at least 1."""
+    return _resolve_size(name, value, n)
+
+
+@dataclass(frozen=True)
+class SizeDefaults:
+    """The size-scaled AFLite defaults for ``n`` audited rows (see the module docstring)."""
+
+    n: int
+    target_fraction: float
+    n_partitions: int
+    train_fraction: float | None  # None: use train_rows
+    train_rows: int
+    slice_size: int
+    tau: float = DEFAULT_TAU
+
+    @property
+    def target_rows(self) -> int:
+        """Target size in rows."""
+        return max(1, int(round(self.target_fraction * self.n)))
+
+    @property
+    def train_size(self) -> int | float:
+        """``train_size`` as AuditConfig takes it: a fraction or a number of rows."""
+        return self.train_fraction if self.train_fraction is not None else self.train_rows
+
+
+def size_defaults(n_rows: int) -> SizeDefaults:
+    """The size-scaled AFLite defaults for ``n_rows`` audited rows.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows that take part in the audit (included rows).
+    """
+    n = max(int(check_int("n_rows", n_rows, minimum=0)), 2)
+    if n <= 10_000:
+        return SizeDefaults(n, 0.5, 32, 0.5, n // 2, max(1, n // 20))
+    if n <= 100_000:
+        return SizeDefaults(n, 0.5, 64, 0.5, n // 2, max(1, n // 40))
+    train = min(50_000, max(n // 10, 10_000))
+    return SizeDefaults(n, 1 / 3, 64, None, train, min(10_000, max(1, n // 50)))
+
+
+def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
+                   measures: Sequence[str] | None = None, random_state: int = 0,
+                   **changes) -> AuditConfig:
+    """The default audit of a dataset with ``n_rows`` audited rows.
+
+    Parameters
+    ----------
+    n_rows : int
+        Rows that take part in the audit (the dataset's included rows).
+    representation : str, default "tfidf_svd"
+        One of :data:`REPRESENTATIONS`; TF-IDF + SVD and the warm-up model get
+        :data:`DEFAULT_COMPONENTS` dimensions.
+    measures : sequence of str, optional
+        Measures to compute; default: the registry's default measures.
+    random_state : int, default 0
+        Seed of the run.
+    **changes
+        Any other :class:`AuditConfig` field, set after the defaults.
+
+    Returns
+    -------
+    AuditConfig
+        Validated; ``measure_params`` holds every chosen measure's declared option defaults.
+    """
+    from aflite_core.measures import registry
+
+    hint = size_defaults(n_rows)
+    check_choice("representation", representation, REPRESENTATIONS)
+    chosen = tuple(registry.default_names() if measures is None else measures)
+    measure_params = {}
+    for name in chosen:
+        defaults = registry.get(name).defaults(hint.n)
+        if defaults:
+            measure_params[name] = defaults
+    rep_params = ({"n_components": DEFAULT_COMPONENTS}
+                  if representation in ("tfidf_svd", "warmup") else {})
+    config = AuditConfig(
+        representation=representation,
+        representation_params=rep_params,
+        target_size=hint.target_rows,
+        n_partitions=hint.n_partitions,
+        train_size=hint.train_size,
+        slice_size=hint.slice_size,
+        tau=hint.tau,
+        strategy="greedy_slicing",
+        random_state=random_state,
+        measures=chosen,
+        measure_params=measure_params,
+    )
+    config = dataclasses.replace(config, **changes) if changes else config
+    return config.validate()
+
+
+def estimate_rounds(n: int, target: int, slice_size: int) -> int:
+    """Upper bound on AFLite rounds: ``ceil((n - target) / k)``."""
+    if slice_size < 1 or target >= n:
+        return 0
+    return -(-(n - target) // slice_size)

@@ -1,0 +1,257 @@
+"""Writing tables safely: spreadsheet-safe CSV and Parquet that keeps every value.
+
+CSV files are UTF-8 (no BOM), RFC 4180: comma-separated, ``"`` quoting where needed,
+CRLF line ends (so that a lone ``\\r`` inside a value is always quoted and survives).
+
+Spreadsheet safety (``sanitize=True``, the default): a text cell, or a header, that
+starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is prefixed with a
+single quote ``'`` so that Excel, LibreOffice and Google Sheets show it as text instead of
+evaluating it as a formula (OWASP "CSV injection"). Numeric columns are never changed.
+
+Both writers take an iterator of Arrow tables (chunks) and write through a temporary file
+renamed at the end, so memory stays bounded and a failed write leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+#: First characters that make a spreadsheet evaluate a cell.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+#: What is prepended to a dangerous cell.
+NEUTRALIZER = "'"
+
+
+CSV_LINE_TERMINATOR = "\r\n"
+
+
+DEFAULT_CHUNK_ROWS = 50_000
+
+
+_PREFIX_SET = frozenset(FORMULA_PREFIXES)
+
+
+def neutralize_cell(value: Any) -> Any:
+    """Return ``value`` with a leading ``'`` if it is text starting with a formula character."""
+    if isinstance(value, str) and value[:1] in _PREFIX_SET:
+        return NEUTRALIZER + value
+    return value
+
+
+def neutralize_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Neutralise every text cell and header of ``frame`` (a new frame is returned).
+
+    Numeric, boolean and datetime columns are left alone; text, object and categorical
+    columns are checked cell by cell (vectorised for pandas string dtypes).
+    """
+    out = frame.copy()
+    types = pd.api.types
+    for position in range(frame.shape[1]):
+        series = frame.iloc[:, position]
+        dtype = series.dtype
+        if types.is_numeric_dtype(dtype) or types.is_bool_dtype(dtype) or (
+            types.is_datetime64_any_dtype(dtype) or types.is_timedelta64_dtype(dtype)
+        ):
+            continue
+        if types.is_string_dtype(dtype) and not types.is_object_dtype(dtype):
+            flag = series.str.slice(0, 1).isin(_PREFIX_SET).fillna(False).to_numpy(dtype=bool)
+            if flag.any():
+                values = series.astype(object).to_numpy(copy=True)
+                values[flag] = [NEUTRALIZER + v for v in values[flag]]
+                out.isetitem(position, pd.Series(values, index=frame.index, dtype=dtype))
+        else:
+            out.isetitem(position, series.astype(object).map(neutralize_cell))
+    out.columns = [neutralize_cell(str(c)) for c in frame.columns]
+    return out
+
+
+def _stringify(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="backslashreplace")
+    if isinstance(value, str):
+        return value.encode("utf-8", errors="surrogatepass").decode("utf-8", "backslashreplace")
+    return str(value)
+
+
+def parquet_safe_table(frame: pd.DataFrame) -> tuple[pa.Table, dict[str, str]]:
+    """Convert ``frame`` (index dropped) to an Arrow table that Parquet can store.
+
+    Columns Arrow cannot type (mixed Python objects, lone surrogates in text) are
+    converted to text, cell by cell; column names become strings.
+
+    Returns
+    -------
+    table : pyarrow.Table
+    converted : dict
+        ``{column: reason}`` for every column that had to be converted.
+    """
+    frame = frame.reset_index(drop=True)
+    names = [str(c) for c in frame.columns]
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"cannot store a table with duplicate column names {dup} as Parquet")
+    frame.columns = names
+    try:
+        return pa.Table.from_pandas(frame, preserve_index=False), {}
+    except (pa.ArrowException, ValueError, TypeError, UnicodeError):
+        pass
+    converted: dict[str, str] = {}
+    fixed = frame.copy()
+    for column in names:
+        try:
+            pa.Table.from_pandas(frame[[column]], preserve_index=False)
+        except (pa.ArrowException, ValueError, TypeError, UnicodeError) as exc:
+            fixed[column] = frame[column].map(_stringify).astype(object)
+            converted[column] = f"stored as text ({type(exc).__name__}: {str(exc)[:120]})"
+    return pa.Table.from_pandas(fixed, preserve_index=False), converted
+
+
+def _open_target(out: str | os.PathLike | IO[bytes], overwrite: bool,
+                 guard: Callable[[Path], Path] | None = None):
+    """Return (binary handle, temp path, final path); temp path None for file objects.
+
+    ``guard`` may refuse a target path (the exports refuse one inside a finished run).
+    """
+    if hasattr(out, "write"):
+        return out, None, None
+    final = guard(Path(out)) if guard is not None else Path(out)
+    if final.is_dir():
+        raise IsADirectoryError(f"export target {final} is a folder; give a file name")
+    if final.exists() and not overwrite:
+        raise FileExistsError(f"export target {final} already exists; pass overwrite to replace it")
+    if not final.parent.is_dir():
+        raise FileNotFoundError(f"folder {final.parent} of the export target does not exist")
+    tmp = final.parent / f".{final.name}.part-{secrets.token_hex(4)}"
+    return open(tmp, "wb"), tmp, final  # noqa: SIM115 - closed by _finish
+
+
+def _finish(handle, tmp: Path | None, final: Path | None, ok: bool) -> None:
+    if tmp is None:
+        return
+    handle.close()
+    if ok:
+        os.replace(tmp, final)
+    else:
+        tmp.unlink(missing_ok=True)
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    return table.to_pandas()
+
+
+def write_csv(
+    chunks: Iterable[pa.Table | pd.DataFrame],
+    out: str | os.PathLike | IO[bytes],
+    *,
+    sanitize: bool = True,
+    overwrite: bool = False,
+    guard: Callable[[Path], Path] | None = None,
+) -> int:
+    """Stream table chunks into one CSV file (header from the first chunk).
+
+    Parameters
+    ----------
+    chunks : iterable of pyarrow.Table or DataFrame
+        Chunks with identical columns; the index of DataFrames is not written.
+    out : path or binary file object
+        Target; a path is written through a temporary file and renamed at the end.
+    sanitize : bool, default True
+        Neutralise formula-like text cells (see the module docstring).
+    overwrite : bool, default False
+        Replace an existing file.
+    guard : callable, optional
+        Called with the target path; raises to refuse it (returns the path to use).
+
+    Returns
+    -------
+    int
+        Number of data rows written.
+    """
+    handle, tmp, final = _open_target(out, overwrite, guard)
+    ok = False
+    n_rows = 0
+    text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=True)
+    try:
+        first = True
+        for chunk in chunks:
+            frame = _to_pandas(chunk) if isinstance(chunk, pa.Table) else chunk
+            if sanitize:
+                frame = neutralize_frame(frame)
+            frame.to_csv(text, header=first, index=False, lineterminator=CSV_LINE_TERMINATOR)
+            first = False
+            n_rows += len(frame)
+        text.flush()
+        ok = True
+    finally:
+        text.detach()
+        _finish(handle, tmp, final, ok)
+    return n_rows
+
+
+def write_parquet(
+    chunks: Iterable[pa.Table | pd.DataFrame],
+    out: str | os.PathLike | IO[bytes],
+    *,
+    schema: pa.Schema | None = None,
+    overwrite: bool = False,
+    guard: Callable[[Path], Path] | None = None,
+) -> int:
+    """Stream table chunks into one Parquet file.
+
+    ``schema`` is used when there are no chunks (an empty export still has columns);
+    otherwise the first chunk's schema is used and later chunks are cast to it. ``guard``
+    as in :func:`write_csv`.
+
+    Returns
+    -------
+    int
+        Number of rows written.
+    """
+    handle, tmp, final = _open_target(out, overwrite, guard)
+    ok = False
+    writer = None
+    n_rows = 0
+    try:
+        for chunk in chunks:
+            table = chunk if isinstance(chunk, pa.Table) else parquet_safe_table(chunk)[0]
+            if writer is None:
+                writer = pq.ParquetWriter(handle, table.schema)
+            elif not table.schema.equals(writer.schema):
+                table = table.cast(writer.schema)
+            writer.write_table(table)
+            n_rows += table.num_rows
+        if writer is None:
+            writer = pq.ParquetWriter(handle, schema if schema is not None else pa.schema([]))
+        writer.close()
+        ok = True
+    finally:
+        if writer is not None and not ok:
+            writer.close()
+        _finish(handle, tmp, final, ok)
+    return n_rows
+
+
+def unique_column_name(name: str, taken: Iterable[str]) -> str:
+    """``name``, or ``aflite_<name>``, ``aflite_<name>_2``, ... if it is already taken."""
+    taken = set(taken)
+    if name not in taken:
+        return name
+    candidate, k = f"aflite_{name}", 1
+    while candidate in taken:
+        k += 1
+        candidate = f"aflite_{name}_{k}"
+    return candidate

@@ -1,0 +1,292 @@
+"""The measure registry: one object per before/after measure, found by looking at the folder.
+
+A measure is a module of :mod:`aflite_core.measures` that defines ``MEASURE``, a
+:class:`Measure`. The pipeline, the run-folder reader, the exports, the HTML report, the
+dashboard's parameter form, its progress stage names and its Report page all loop over
+:func:`measures`, so adding a measure means adding one module (and its test)::
+
+    # aflite_core/measures/my_measure.py
+    def compute(ctx: MeasureContext) -> MeasureResult: ...
+    def tables(run) -> dict[str, pd.DataFrame]: ...
+    MEASURE = Measure(name="my_measure", label="My measure", compute=compute,
+                      files=("my_measure.parquet",), tables=tables)
+
+``compute`` gets a :class:`MeasureContext` (the dataset, Φ, the AFLite result, the options)
+and returns a :class:`MeasureResult` (tables and JSON documents by file name, plus a few
+summary values); it never writes files itself. ``tables`` turns the stored files back into the
+before/after tables a reader sees, drawn alike by the HTML report and the dashboard.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "Measure",
+    "MeasureContext",
+    "MeasureResult",
+    "Option",
+    "default_names",
+    "get",
+    "measures",
+    "names",
+]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a measure, as the dashboard's parameter form offers it.
+
+    Attributes
+    ----------
+    name : str
+        Keyword the measure's ``compute`` reads from ``ctx.params``.
+    label : str
+        Widget label.
+    default : int, float, str or callable
+        Value the form starts with (and :func:`aflite_core.config.suggest_config` uses); a
+        callable gets the number of audited rows and returns the value.
+    choices : tuple, optional
+        Allowed values (a select box); else a number input between ``minimum`` and
+        ``maximum``.
+    minimum, maximum : float, optional
+        Bounds of a number option.
+    help : str
+        One line shown as the widget's help.
+    """
+
+    name: str
+    label: str
+    default: Any
+    choices: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    help: str = ""
+
+
+@dataclass
+class MeasureContext:
+    """Everything a measure may read, computed once by the pipeline.
+
+    Row-aligned arrays follow the representation's rows (the dataset's included rows, in
+    file order); ``filterable`` marks the rows AFLite filtered (not warm-up), and ``keep`` the
+    retained ones among those.
+
+    Attributes
+    ----------
+    dataset : AuditDataset
+    representation : Representation
+    filterable : np.ndarray of bool
+        Over the representation rows.
+    labels : np.ndarray
+        Label of every representation row.
+    keep : np.ndarray of bool
+        Over the filterable rows: retained by AFLite.
+    scores : pandas.DataFrame
+        ``scores.parquet`` as it will be written.
+    retained_ids : np.ndarray
+        Row ids of the retained rows.
+    random_state : int
+        The run's seed.
+    params : dict
+        This measure's options (``AuditConfig.measure_params[name]``).
+    progress : callable
+        ``progress(fraction, message)`` with ``fraction`` in [0, 1] of this measure; it raises
+        the pipeline's cancellation when the user cancels.
+    """
+
+    dataset: Any
+    representation: Any
+    filterable: np.ndarray
+    labels: np.ndarray
+    keep: np.ndarray
+    scores: pd.DataFrame
+    retained_ids: np.ndarray
+    random_state: int
+    params: dict = field(default_factory=dict)
+    progress: Callable[[float, str], None] = lambda fraction, message: None
+
+    # -- views over the filterable rows
+    @property
+    def X(self) -> np.ndarray:
+        """Φ of the filterable rows."""
+        return self.representation.X[self.filterable]
+
+    @property
+    def y(self) -> np.ndarray:
+        """Labels of the filterable rows."""
+        return self.labels[self.filterable]
+
+    @property
+    def row_ids(self) -> np.ndarray:
+        """Row ids of the filterable rows."""
+        return np.asarray(self.representation.row_ids)[self.filterable]
+
+    @property
+    def splits(self) -> np.ndarray | None:
+        """Split-column values of the filterable rows, or None without a split column."""
+        splits = self.dataset.splits()
+        return None if splits is None else np.asarray(splits)[self.filterable]
+
+    def texts(self) -> tuple[list[str], list[str] | None]:
+        """Hypotheses and premises (None for single-text data) of the filterable rows."""
+        keep = self.filterable
+        hyps = [h for h, f in zip(self.dataset.hypotheses(), keep, strict=True) if f]
+        prems = self.dataset.premises()
+        if prems is not None:
+            prems = [p for p, f in zip(prems, keep, strict=True) if f]
+        return hyps, prems
+
+    def callback(self) -> Callable[[dict], None]:
+        """A ``callback(info)`` for core functions that report ``fraction``/``message``."""
+
+        def callback(info: dict) -> None:
+            fraction = float(info.get("fraction", 0.0) or 0.0)
+            self.progress(min(max(fraction, 0.0), 1.0), str(info.get("message", "")))
+
+        return callback
+
+
+@dataclass
+class MeasureResult:
+    """What a measure computed, by file name; the pipeline writes it into the run folder.
+
+    Attributes
+    ----------
+    tables : dict
+        File name (``.parquet``) -> DataFrame.
+    documents : dict
+        File name (``.json``) -> JSON-able value.
+    info : dict
+        Small values for ``summary.json["measures"][name]`` (parameters used, an outcome).
+    """
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    documents: dict[str, Any] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One before/after measure of a run.
+
+    Attributes
+    ----------
+    name : str
+        Identifier (``AuditConfig.measures``, ``--measures``, progress stage name).
+    label : str
+        Human name (parameter form, progress, report headings).
+    compute : callable
+        ``compute(ctx: MeasureContext) -> MeasureResult``.
+    files : tuple of str
+        Files the measure writes into the run folder.
+    default : bool
+        On in a default audit.
+    order : int
+        Position among the measures (lower runs and is shown first).
+    description : str
+        One or two sentences for the report and the form's help.
+    tables : callable, optional
+        ``tables(run) -> dict[title, DataFrame]``: the before/after tables a reader sees,
+        from the stored files (``run.read_parquet(name)`` / ``run.read_json(name)``).
+    exports : dict
+        Export name -> file name, for ``python -m aflite_core export --what NAME``.
+    options : tuple of Option
+        Options offered by the dashboard's parameter form.
+    cost : float
+        Rough share of a default audit's time (for progress spans and the ETA).
+    """
+
+    name: str
+    label: str
+    compute: Callable[[MeasureContext], MeasureResult]
+    files: tuple[str, ...]
+    default: bool = True
+    order: int = 100
+    description: str = ""
+    tables: Callable[[Any], dict[str, pd.DataFrame]] | None = None
+    exports: Mapping[str, str] = field(default_factory=dict)
+    options: tuple[Option, ...] = ()
+    cost: float = 1.0
+
+    def defaults(self, n_rows: int) -> dict[str, Any]:
+        """The options' default values for a dataset of ``n_rows`` audited rows."""
+        return {o.name: o.default(n_rows) if callable(o.default) else o.default
+                for o in self.options}
+
+    def before_after(self, run: Any) -> dict[str, pd.DataFrame]:
+        """The measure's before/after tables of ``run`` (empty when it wrote nothing)."""
+        if self.tables is None or not any(run.has(f) for f in self.files):
+            return {}
+        return self.tables(run)
+
+
+_EXTRA: dict[str, Measure] = {}
+
+
+@functools.lru_cache(maxsize=1)
+def _discovered() -> tuple[Measure, ...]:
+    import aflite_core.measures as package
+
+    found: dict[str, Measure] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_") or info.name == "registry":
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        measure = getattr(module, "MEASURE", None)
+        if isinstance(measure, Measure):
+            if measure.name in found:
+                raise RuntimeError(f"two measures are called {measure.name!r}")
+            found[measure.name] = measure
+    from aflite_core.measures._pending import PENDING  # temporary, see that module
+
+    for measure in PENDING:
+        found.setdefault(measure.name, measure)
+    return tuple(found.values())
+
+
+def register(measure: Measure) -> Measure:
+    """Add a measure defined outside :mod:`aflite_core.measures` (a plug-in); return it."""
+    if not isinstance(measure, Measure):
+        raise TypeError(f"measure: expected a Measure, got {type(measure).__name__}")
+    _EXTRA[measure.name] = measure
+    return measure
+
+
+def measures() -> tuple[Measure, ...]:
+    """Every registered measure, in run order."""
+    every = {m.name: m for m in _discovered()}
+    every.update(_EXTRA)
+    return tuple(sorted(every.values(), key=lambda m: (m.order, m.name)))
+
+
+def names() -> tuple[str, ...]:
+    """Names of every measure, in run order."""
+    return tuple(m.name for m in measures())
+
+
+def default_names() -> tuple[str, ...]:
+    """Names of the measures on in a default audit."""
+    return tuple(m.name for m in measures() if m.default)
+
+
+def get(name: str) -> Measure:
+    """The measure called ``name``.
+
+    Raises
+    ------
+    ValueError
+        If no measure has that name (the message lists them).
+    """
+    for measure in measures():
+        if measure.name == name:
+            return measure
+    raise ValueError(f"measure: expected one of {names()}, got {name!r}")
