@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from aflite_core.measures import registry
 from ui import cache, components, report_view, state
 
 st.title("Report")
@@ -29,11 +30,8 @@ report_view.downloads(run)
 st.divider()
 report_view.sizes(run)
 report_view.labels(run)
-report_view.baselines(run)
-report_view.cues(run)
-report_view.knn(run)
-report_view.duplicates(run)
-report_view.inoculation(run)
+for measure in registry.measures():
+    report_view.measure_section(run, measure)
 failed = {k: v for k, v in run.measures.items() if isinstance(v, dict)
           and v.get("status") not in (None, "ok")}
 if failed:

@@ -31,6 +31,13 @@ def test_bundled_sample_audit_is_unchanged(sample, name):
     expected = pd.read_parquet(GOLDEN / f"sample_{name}.parquet")
     got = sample[name].reset_index(drop=True)
     assert list(got.columns) == list(expected.columns)
-    pd.testing.assert_frame_equal(got, expected, check_dtype=False, check_exact=True)
+    # Masks and predictability scores must match bit for bit. Cue and KNN statistics are sums
+    # whose last bit depends on the installed numpy/pandas summation order (a fresh venv moved
+    # 0.8 % of cueness values by 1 ulp), so they are held to 1e-12 relative; KNN distances are
+    # float32 BLAS products (a different OpenBLAS build moves them by ~1e-8), held to 1e-6.
+    exact = name == "scores"
+    rtol = {"scores": 0.0, "cues": 1e-12, "knn": 1e-6}[name]
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False, check_exact=exact,
+                                  rtol=rtol, atol=0)
     if name == "scores":
         assert set(got["status"]) == {"retained", "removed"}

@@ -14,8 +14,9 @@ import pytest
 
 from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AuditCancelled, AuditConfig, run_audit
+from aflite_core.report.compare import compare_runs
 from aflite_core.runs.exports import export_run
-from aflite_core.runs.folder import STATUSES, compare_runs, list_runs, load_run
+from aflite_core.runs.folder import STATUSES, list_runs, load_run
 
 STAGES = {"representation", "aflite", "cues", "knn", "projection", "baselines", "duplicates",
           "report", "write"}

@@ -53,14 +53,15 @@ def summary_for(frame: pd.DataFrame) -> dict:
     }
 
 
+# as the core stores it: each scope in the cue table's default ranking
 CUES = pd.DataFrame({
     "scope": ["full", "full", "retained", "retained"],
     "feature_type": ["word", "word", "word", "word"],
-    "feature": [HOSTILE, "not", HOSTILE, "not"],
+    "feature": ["not", HOSTILE, "not", HOSTILE],
     "majority_label": ["contradiction"] * 4,
-    "n_train": [10, 40, 5, 20],
-    "cueness": [3.0, 9.0, 1.0, 2.0],
-    "lmi": [1.0, 2.0, 0.5, 0.1],
+    "n_train": [40, 10, 20, 5],
+    "cueness": [9.0, 3.0, 2.0, 1.0],
+    "lmi": [2.0, 1.0, 0.1, 0.5],
 })
 KNN = pd.DataFrame({
     "scope": ["before", "before", "after", "after"], "class": ["all"] * 4,
@@ -166,8 +167,8 @@ def test_all_sections_present_and_absent_ones_say_so(bare_run):
 def test_sections_with_artifacts(full_run):
     text = without_plotly(build_report(full_run))
     cues = text[text.index('<section id="cues">'):text.index('<section id="knn">')]
-    assert "cueness (full)" in cues and "cueness (retained)" in cues
-    assert cues.index("<td class=\"text\">not</td>") < cues.index(ESCAPED)  # sorted by cueness
+    assert "cueness before" in cues and "cueness after" in cues
+    assert cues.index("<td class=\"text\">not</td>") < cues.index(ESCAPED)  # stored ranking kept
     knn = text[text.index('<section id="knn">'):text.index('<section id="baselines">')]
     assert "plotly-graph-div" in knn and "same_class" in knn
     baselines = text[text.index('<section id="baselines">'):text.index('<section id="dupl')]

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aflite_core.report.compare import compare_runs
 from aflite_core.runs import folder as runs
 from aflite_core.runs.folder import (
     FORMAT_VERSION,
     RunError,
     RunWriter,
-    compare_runs,
     default_run_name,
     list_runs,
     load_run,

@@ -7,6 +7,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from aflite_core.measures.registry import Measure
+from aflite_core.runs import views
 from ui import cache, charts, components, state
 
 PAGE = "report"
@@ -58,16 +60,12 @@ def sizes(run: Any) -> None:
 def _planted(run: Any) -> str | None:
     """For the synthetic demo: share of planted-bias rows before and after."""
     try:
-        rows = cache.rows_table(run.path)
+        shares = views.planted_shares(cache.rows_table(run.path))
     except (ValueError, OSError):
         return None
-    if "planted_bias" not in rows:
+    if shares is None:
         return None
-    flag = rows["planted_bias"].astype(str).str.lower().isin(["true", "1"])
-    audited = rows["status"].isin(["retained", "removed"])
-    kept = rows["status"] == "retained"
-    before = flag[audited].mean() if audited.any() else float("nan")
-    after = flag[kept].mean() if kept.any() else float("nan")
+    before, after = shares
     return (f"Synthetic demo: rows carrying the planted bias were {before:.0%} of the audited "
             f"rows and are {after:.0%} of the retained rows.")
 
@@ -91,71 +89,39 @@ def labels(run: Any) -> None:
         "share removed": st.column_config.NumberColumn(format="percent")})
 
 
-def cues(run: Any) -> None:
-    """Top cues of the full data and their cueness after AFLite."""
-    st.subheader("Top cues and their cueness change")
-    table = run.cues
-    if table is None or table.empty or "scope" not in table:
-        st.caption("This run has no cue statistics (measure *Lexical cues*).")
-        return
-    key = ["feature_type", "feature"]
-    full = table[table["scope"] == "full"].set_index(key)
-    kept = table[table["scope"] == "retained"].set_index(key)
+def cues(run: Any, tables: dict[str, pd.DataFrame]) -> None:
+    """Top cues of the full data and their cueness after AFLite (the core's table)."""
+    title, table = next(iter(tables.items()))
     n = st.slider("Top cues", 5, 50, 15, key=state.key(PAGE, "top_cues"))
-    top = full.head(n)
-    out = pd.DataFrame({
-        "majority label": top["majority_label"],
-        "cueness before": top["cueness"],
-        "cueness after": kept["cueness"].reindex(top.index),
-        "n_train before": top["n_train"],
-        "n_train after": kept["n_train"].reindex(top.index),
-    })
-    out["change"] = out["cueness after"] - out["cueness before"]
-    st.dataframe(out.reset_index(), hide_index=True, column_config={
+    st.markdown(f"**{title}** (first {n}, in the cue table's default order)")
+    st.dataframe(table.head(n), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3g")
         for c in ("cueness before", "cueness after", "change")})
     st.caption("An empty *after* cell: the cue no longer has the minimum support in the "
                "retained rows.")
 
 
-def knn(run: Any) -> None:
-    """KNN-distance table, before vs after."""
-    st.subheader("Distances from held-out rows to their nearest training rows")
-    table = run.knn
-    if table is None or table.empty:
-        st.caption("This run has no KNN measures (measure *KNN distances*).")
-        return
-    overall = table[table["class"].astype(str) == "all"] if "class" in table else table
-    wide = overall.pivot_table(index=["relation", "k"], columns="scope",
-                               values="mean_distance").reset_index()
-    wide = wide[[c for c in ("relation", "k", "before", "after") if c in wide]]
-    if {"before", "after"} <= set(wide.columns):
-        wide["change"] = wide["after"] - wide["before"]
+def knn(run: Any, tables: dict[str, pd.DataFrame]) -> None:
+    """KNN-distance table, before vs after (the core's tables)."""
+    (title, wide), *rest = tables.items()
+    st.markdown(f"**{title}**")
     st.dataframe(wide, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.4f") for c in ("before", "after", "change")})
-    st.caption("Mean cosine distance per neighbour, all classes; the per-class table with "
-               "95% bootstrap intervals is below.")
-    with st.expander("Per class, with confidence intervals"):
-        st.dataframe(table, hide_index=True)
+    for name, table in rest:
+        with st.expander(name):
+            st.dataframe(table, hide_index=True)
 
 
-def baselines(run: Any) -> None:
+def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Hypothesis-only and linear-probe accuracy: full vs retained vs random control."""
-    st.subheader("Baselines vs the random-subset control")
-    data = run.baselines
-    if not data:
-        st.caption("This run has no baselines (measure *Baselines vs random control*).")
-        return
-    records = pd.DataFrame(data.get("results") or [])
     names = {"hypothesis_only": "hypothesis-only", "linear_probe": "linear probe on Φ"}
-    items = []
-    for key, name in names.items():
-        block = data.get(key)
-        if isinstance(block, dict) and "bias_removed_beyond_size" in block:
-            items.append((f"Bias removed beyond size ({name})",
-                          f"{block['bias_removed_beyond_size']:.1%}", None))
-    if items:
-        components.metric_row(items)
+    summary = tables.get("Bias removed beyond size")
+    if summary is not None and not summary.empty:
+        components.metric_row([
+            (f"Bias removed beyond size ({names.get(row.baseline, row.baseline)})",
+             f"{row.bias_removed_beyond_size:.1%}", None)
+            for row in summary.itertuples() if pd.notna(row.bias_removed_beyond_size)])
+    records = next(iter(tables.values())).copy()
     if records.empty:
         return
     records["baseline"] = records["baseline"].map(lambda b: names.get(b, b))
@@ -170,20 +136,15 @@ def baselines(run: Any) -> None:
         for c in ("accuracy", "accuracy_std", "majority_accuracy")})
 
 
-def duplicates(run: Any) -> None:
+def duplicates(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Exact and near duplicates before vs after (the run's measure, else the loader's)."""
-    st.subheader("Duplicates")
-    data = run.read_json("duplicates.json") if run.has("duplicates.json") else None
-    if data and data.get("summary"):
-        summary = pd.DataFrame(data["summary"])
-        wide = summary.pivot_table(index="kind", columns="scope",
-                                   values=["n_duplicate_rows", "share"])
-        wide.columns = [f"{stat} {scope}" for stat, scope in wide.columns]
-        order = [c for c in ("n_duplicate_rows before", "n_duplicate_rows after",
-                             "share before", "share after") if c in wide]
-        st.dataframe(wide[order], column_config={
+    if tables:
+        (title, wide), *_ = tables.items()
+        order = [c for c in wide.columns if c != "kind"]
+        st.dataframe(wide, hide_index=True, column_config={
             c: st.column_config.NumberColumn(format="percent") for c in order
             if c.startswith("share")})
+        data = run.read_json("duplicates.json") or {}
         threshold = (data.get("params") or {}).get("threshold")
         st.caption("exact = same normalised premise + hypothesis; near = cosine similarity on "
                    f"Φ of at least {threshold}. Duplicate rows = rows in groups minus one per "
@@ -192,9 +153,12 @@ def duplicates(run: Any) -> None:
                                 ("duplicates_near.parquet", "Near-duplicate pairs")):
             if run.has(filename):
                 with st.expander(title):
-                    st.dataframe(pd.read_parquet(run.path / filename).head(5000),
-                                 hide_index=True)
+                    st.dataframe(run.read_parquet(filename).head(5000), hide_index=True)
         return
+
+
+def duplicates_fallback(run: Any) -> None:
+    """Duplicates were not part of the run: count them with the loader's rules."""
     n_rows = int(run.sizes.get("input", 0) or 0)
     if n_rows > DUPLICATES_ON_RENDER_MAX_ROWS and not st.button(
             f"Count duplicates ({n_rows:,} rows: re-reads the dataset, may take a while)",
@@ -213,15 +177,10 @@ def duplicates(run: Any) -> None:
                "punctuation). Tick *Duplicates* on the Audit page for near duplicates on Φ.")
 
 
-def inoculation(run: Any) -> None:
+def inoculation(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Inoculation curves: accuracy on original vs challenge data as challenge rows are added."""
-    st.subheader("Inoculation")
-    data = run.read_json("inoculation.json") if run.has("inoculation.json") else None
-    if not data or not data.get("summary"):
-        st.caption("No inoculation curves in this run: tick *Inoculation* on the Audit page "
-                   "(or run `python -m aflite_core inoculate ORIGINAL CHALLENGE --out DIR`).")
-        return
-    summary = pd.DataFrame(data["summary"])
+    data = run.read_json("inoculation.json") or {}
+    summary = next(iter(tables.values()))
     long = pd.concat([
         pd.DataFrame({"n": summary["n"], "accuracy": summary["original_mean"],
                       "eval_set": "held-out original"}),
@@ -240,6 +199,42 @@ def inoculation(run: Any) -> None:
                    "2 = model weakness (the gap stays); 3 = distribution difference (the gap "
                    "closes but original accuracy drops). Liu, Schwartz & Smith, NAACL 2019.")
     st.dataframe(summary, hide_index=True)
+
+
+def generic(run: Any, tables: dict[str, pd.DataFrame]) -> None:
+    """A measure without a panel of its own: its before/after tables from the core."""
+    for title, table in tables.items():
+        st.markdown(f"**{components.md_escape(title)}**")
+        st.dataframe(table, hide_index=True)
+
+
+#: Measures with a panel of their own; every other measure is drawn by :func:`generic`.
+PANELS = {"cues": cues, "knn": knn, "baselines": baselines, "duplicates": duplicates,
+          "inoculation": inoculation}
+#: Shown when a measure was not part of the run.
+ABSENT = {
+    "duplicates": None,  # counted with the loader's rules instead, see duplicates_fallback
+    "inoculation": "No inoculation curves in this run: tick *Inoculation* on the Audit page "
+                   "(or run `python -m aflite_core inoculate ORIGINAL CHALLENGE --out DIR`).",
+}
+
+
+def measure_section(run: Any, measure: Measure) -> None:
+    """One registered measure: its panel, or its tables, or why it is absent."""
+    if measure.tables is None:  # nothing to compare before vs after (e.g. the 2-D map)
+        return
+    st.subheader(measure.label)
+    if measure.description:
+        st.caption(measure.description)
+    tables = measure.before_after(run)
+    if not tables:
+        if measure.name == "duplicates":
+            duplicates_fallback(run)
+            return
+        st.caption(ABSENT.get(measure.name) or f"This run has no {measure.label.lower()} "
+                   f"(tick it on the Audit page).")
+        return
+    PANELS.get(measure.name, generic)(run, tables)
 
 
 def downloads(run: Any) -> None:

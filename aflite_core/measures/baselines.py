@@ -23,12 +23,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pandas as pd
 from sklearn.base import clone
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
 SUBSETS = ("full", "retained", "random")
 
@@ -283,3 +286,62 @@ def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = N
                         callback=sub)
     out["results"] = baseline_records([out[key] for key, _, _ in jobs])
     return out
+
+
+# --- registry entry -------------------------------------------------------------------
+
+
+def _baselines(ctx: MeasureContext) -> MeasureResult:
+    hypotheses, _premises = ctx.texts()
+    params = {"random_state": ctx.random_state, **ctx.params}
+    result = run_baselines(
+        ctx.y, ctx.keep, hypotheses=hypotheses, X=ctx.X, callback=ctx.callback(), **params
+    )
+    return MeasureResult(documents={"baselines.json": result}, info={"params": params})
+
+
+_BASELINE_SUMMARY = ("bias_removed_beyond_size", "accuracy_drop", "size_effect")
+
+
+def _baseline_tables(run) -> dict[str, pd.DataFrame]:
+    data = run.read_json("baselines.json")
+    if not isinstance(data, dict) or "results" not in data:
+        return {}
+    out = {"Cross-validated accuracy by subset": pd.DataFrame(data.get("results") or [])}
+    summary = [
+        {"baseline": name, **{k: block.get(k) for k in _BASELINE_SUMMARY}}
+        for name, block in data.items()
+        if isinstance(block, dict) and any(k in block for k in _BASELINE_SUMMARY)
+    ]
+    if summary:
+        out["Bias removed beyond size"] = pd.DataFrame(summary)
+    return out
+
+
+MEASURE = Measure(
+    name="baselines",
+    label="Baselines vs random control",
+    compute=_baselines,
+    files=("baselines.json",),
+    order=40,
+    cost=2.0,
+    tables=_baseline_tables,
+    options=(
+        Option(
+            "n_random_draws",
+            "Random-subset draws",
+            3,
+            minimum=1,
+            maximum=20,
+            help="Random subsets of the retained size: the control.",
+        ),
+        Option(
+            "n_splits",
+            "Cross-validation folds",
+            lambda n: 3 if n <= 20_000 else 5,
+            minimum=2,
+            maximum=10,
+            help="k-fold cross-validated accuracy of each baseline.",
+        ),
+    ),
+)

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from aflite_core.measures.knn import _as_matrix, l2_normalize
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
 #: Default cosine-similarity threshold for near duplicates.
 NEAR_THRESHOLD: float = 0.95
@@ -246,3 +247,66 @@ def find_duplicates(hypotheses: Sequence[str], *, premises: Sequence[str] | None
               "n_retained": int(retained.sum()) if retained_mask is not None else None}
     return DuplicateReport(summary=summary, exact_groups=exact_groups, near_pairs=near,
                            params=params)
+
+
+# --- registry entry -------------------------------------------------------------------
+
+
+def _duplicates(ctx: MeasureContext) -> MeasureResult:
+    hyps, prems = ctx.texts()
+    ctx.progress(0.0, "exact and near duplicates")
+    result = find_duplicates(
+        hyps, premises=prems, X=ctx.X, retained_mask=ctx.keep, row_ids=ctx.row_ids, **ctx.params
+    )
+    return MeasureResult(
+        tables={
+            "duplicates_exact.parquet": result.exact_groups,
+            "duplicates_near.parquet": result.near_pairs,
+        },
+        documents={"duplicates.json": result.to_dict()},
+        info={"params": result.params},
+    )
+
+
+def _duplicate_tables(run) -> dict[str, pd.DataFrame]:
+    data = run.read_json("duplicates.json")
+    if not data or not data.get("summary"):
+        return {}
+    summary = pd.DataFrame(data["summary"])
+    wide = summary.pivot_table(
+        index="kind", columns="scope", values=["n_duplicate_rows", "share"], aggfunc="first"
+    )
+    wide.columns = [f"{stat} {scope}" for stat, scope in wide.columns]
+    order = [
+        c
+        for c in (
+            "n_duplicate_rows before",
+            "n_duplicate_rows after",
+            "share before",
+            "share after",
+        )
+        if c in wide
+    ]
+    return {"Duplicates before vs after": wide[order].reset_index()}
+
+
+MEASURE = Measure(
+    name="duplicates",
+    label="Duplicates (exact and near, before vs after)",
+    compute=_duplicates,
+    default=False,
+    order=50,
+    tables=_duplicate_tables,
+    files=("duplicates.json", "duplicates_exact.parquet", "duplicates_near.parquet"),
+    options=(
+        Option(
+            "threshold",
+            "Near-duplicate similarity",
+            0.95,
+            minimum=0.8,
+            maximum=1.0,
+            help="Two rows are near duplicates when the cosine "
+            "similarity of their Φ is at least this.",
+        ),
+    ),
+)

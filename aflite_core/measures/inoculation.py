@@ -40,6 +40,8 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+
 #: Challenge-set sizes of Liu et al. (2019).
 SIZES: tuple[int, ...] = (0, 5, 10, 50, 100, 500, 1000)
 MODELS = ("tfidf_lr", "linear_phi")
@@ -483,3 +485,44 @@ def split_for_inoculation(n_rows: int, challenge_mask, *, test_fraction: float =
     return {"original_train": np.sort(rest[n_otest:]), "original_test": np.sort(rest[:n_otest]),
             "challenge_train": np.sort(challenge_train),
             "challenge_test": np.sort(challenge_test)}
+
+
+# --- registry entry -------------------------------------------------------------------
+
+
+def _inoculation(ctx: MeasureContext) -> MeasureResult:
+    hyps, prems = ctx.texts()
+    texts = np.asarray(pair_texts(prems, hyps), dtype=object)
+    labels = ctx.y
+    params = {"random_state": ctx.random_state, **ctx.params}
+    parts = split_for_inoculation(len(labels), ctx.keep, random_state=params["random_state"])
+    data = {k: (list(texts[idx]), labels[idx]) for k, idx in parts.items()}
+    result = inoculate(
+        data["original_train"],
+        data["original_test"],
+        data["challenge_train"],
+        data["challenge_test"],
+        callback=ctx.callback(),
+        **params,
+    )
+    return MeasureResult(
+        documents={"inoculation.json": result.to_dict()}, info={"outcome": result.outcome_label}
+    )
+
+
+def _inoculation_tables(run) -> dict[str, pd.DataFrame]:
+    data = run.read_json("inoculation.json")
+    if not data or not data.get("summary"):
+        return {}
+    return {"Inoculation curve": pd.DataFrame(data["summary"])}
+
+
+MEASURE = Measure(
+    name="inoculation",
+    label="Inoculation curves (slow)",
+    compute=_inoculation,
+    files=("inoculation.json",),
+    default=False,
+    order=60,
+    tables=_inoculation_tables,
+)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
 KS: tuple[int, ...] = (1, 5, 10, 50)
 
@@ -516,3 +518,51 @@ def _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, method, n_b
               "n_train": int(len(Xt)), "n_heldout": int(nq),
               "n_retained": None if retained is None else int(retained.sum())}
     return KNNResult(table=table, per_example=per_example, method=method, params=params)
+
+
+# --- registry entry -------------------------------------------------------------------
+
+
+def _knn(ctx: MeasureContext) -> MeasureResult:
+    X, y, ids = ctx.X, ctx.y, ctx.row_ids
+    held = heldout_mask(y, splits=ctx.splits, random_state=ctx.random_state)
+    result = knn_distance_measures(
+        X[~held], y[~held], X[held], y[held],
+        retained_mask=ctx.keep[~held],
+        train_row_ids=ids[~held], heldout_row_ids=ids[held],
+        random_state=ctx.random_state,
+        callback=ctx.callback(),
+    )  # fmt: skip
+    return MeasureResult(
+        tables={"knn.parquet": result.table, "knn_examples.parquet": result.per_example},
+        info={"params": result.params},
+    )
+
+
+def _knn_tables(run) -> dict[str, pd.DataFrame]:
+    table = run.read_parquet("knn.parquet")
+    if table is None or table.empty:
+        return {}
+    overall = table[table["class"].astype(str) == "all"] if "class" in table else table
+    wide = overall.pivot_table(
+        index=["relation", "k"], columns="scope", values="mean_distance", aggfunc="first"
+    ).reset_index()
+    wide.columns.name = None
+    wide = wide[[c for c in ("relation", "k", "before", "after") if c in wide]]
+    if {"before", "after"} <= set(wide.columns):
+        wide["change"] = wide["after"] - wide["before"]
+    return {
+        "Mean cosine distance to the k nearest training rows (all classes)": wide,
+        "Per class, with 95% bootstrap intervals": table,
+    }
+
+
+MEASURE = Measure(
+    name="knn",
+    label="KNN distances (before vs after)",
+    compute=_knn,
+    files=("knn.parquet", "knn_examples.parquet"),
+    order=20,
+    tables=_knn_tables,
+    exports={"knn": "knn.parquet"},
+)

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.measures.knn import _as_matrix, _exact_topk, l2_normalize
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.
 SAMPLE_SIZE: int = 20_000
@@ -282,3 +283,34 @@ def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
 def _frame(row_ids: np.ndarray, coords: np.ndarray, method: str) -> pd.DataFrame:
     return pd.DataFrame({"row_id": row_ids, "x": coords[:, 0], "y": coords[:, 1],
                          "method": method})
+
+
+# --- registry entry -------------------------------------------------------------------
+
+
+def _projection(ctx: MeasureContext) -> MeasureResult:
+    rep = ctx.representation
+    params = {"random_state": ctx.random_state, **ctx.params}
+    table = project(rep.X, row_ids=np.asarray(rep.row_ids), callback=ctx.callback(), **params)
+    return MeasureResult(tables={"projection.parquet": table}, info={"params": params})
+
+
+MEASURE = Measure(
+    name="projection",
+    label="2-D map (UMAP/PCA)",
+    compute=_projection,
+    files=("projection.parquet",),
+    order=30,
+    exports={"projection": "projection.parquet"},
+    options=(
+        Option(
+            "method",
+            "Map method",
+            "pca",
+            choices=("pca", "umap"),
+            help="The 2-D map on the Explore page: PCA is instant; UMAP keeps "
+            "neighbourhoods better, is fitted on at most 20,000 rows and "
+            "compiles on first use.",
+        ),
+    ),
+)

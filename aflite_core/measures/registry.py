@@ -246,10 +246,6 @@ def _discovered() -> tuple[Measure, ...]:
             if measure.name in found:
                 raise RuntimeError(f"two measures are called {measure.name!r}")
             found[measure.name] = measure
-    from aflite_core.measures._pending import PENDING  # temporary, see that module
-
-    for measure in PENDING:
-        found.setdefault(measure.name, measure)
     return tuple(found.values())
 
 

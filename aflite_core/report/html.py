@@ -20,36 +20,42 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aflite_core.measures import registry
+from aflite_core.measures.registry import Measure
 from aflite_core.runs.folder import (
-    BASELINES_FILE,
-    CUES_FILE,
-    DUPLICATES_FILE,
-    INOCULATION_FILE,
-    KNN_FILE,
     STATUSES,
     AuditRun,
     check_not_in_run,
-    cue_key_columns,
-    cue_value_columns,
     load_run,
 )
 
 #: Longest cell shown in tables of examples (characters).
 MAX_CELL_CHARS = 400
 #: Sections, in page order: (anchor, title).
-SECTIONS = (
+#: Sections every report has before the measures' sections.
+HEAD_SECTIONS = (
     ("provenance", "Parameters and provenance"),
     ("sizes", "Sizes before and after"),
     ("labels", "Label distribution"),
     ("rounds", "Removal per round"),
     ("predictability", "Predictability"),
-    ("cues", "Top cues"),
-    ("knn", "KNN distances"),
-    ("baselines", "Baselines vs random control"),
-    ("duplicates", "Duplicates"),
-    ("inoculation", "Inoculation"),
-    ("samples", "Examples"),
 )
+#: Sections after the measures'.
+TAIL_SECTIONS = (("samples", "Examples"),)
+
+
+def report_measures() -> tuple[Measure, ...]:
+    """The registered measures that have a report section (before/after tables or a chart)."""
+    return tuple(m for m in registry.measures() if m.tables is not None)
+
+
+def sections() -> tuple[tuple[str, str], ...]:
+    """Anchor and title of every section, in order: fixed ones, then one per measure."""
+    return (*HEAD_SECTIONS, *((m.name, m.label) for m in report_measures()), *TAIL_SECTIONS)
+
+
+#: Every section of a report with the measures registered at import time.
+SECTIONS = sections()
 
 _STATUS_COLORS = {
     "retained": "#2b8a3e",
@@ -347,38 +353,40 @@ def _section_predictability(run: AuditRun, fig: _Figures) -> str:
     return fig(chart)
 
 
+def _measure_tables(run: AuditRun, name: str) -> dict[str, pd.DataFrame]:
+    return registry.get(name).before_after(run)
+
+
+def _tables_html(tables: Mapping[str, pd.DataFrame], *, max_rows: int = 200,
+                 text_columns: Sequence[str] = ()) -> str:
+    return "".join(f"<h3>{esc(title)}</h3>"
+                   + html_table(table, text_columns=[c for c in text_columns if c in table],
+                                max_rows=max_rows)
+                   for title, table in tables.items())
+
+
 def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
     import plotly.graph_objects as go
 
-    cues = run.cues
-    if cues is None:
-        return _absent(f"Cue statistics were not computed in this run (no {CUES_FILE}).")
-    values = cue_value_columns(cues)
-    keys = cue_key_columns(cues)
-    if not values or not keys or "scope" not in cues.columns:
-        return html_table(cues, max_rows=top)
-    value = values[0]
-    full = cues[cues["scope"].astype(str) == "full"]
-    kept = cues[cues["scope"].astype(str) == "retained"]
-    top_full = full.sort_values(value, ascending=False, kind="stable").head(top)
-    extra = [c for c in ("majority_label", "n_train") if c in cues.columns and c not in keys]
-    merged = top_full[keys + extra + [value]].merge(
-        kept[keys + [value]].drop_duplicates(keys), on=keys, how="left",
-        suffixes=(" (full)", " (retained)"),
-    )
-    parts = [f"<p>Top {top} cues of the full data by <b>{esc(value)}</b>, and the same cues "
-             "in the retained data (empty: below the minimum count after filtering).</p>",
-             html_table(merged, text_columns=keys)]
-    names = _labels(merged[keys].astype(str).agg(" · ".join, axis=1))
+    tables = _measure_tables(run, "cues")
+    if not tables:
+        return _absent("Cue statistics were not computed in this run.")
+    title, table = next(iter(tables.items()))
+    shown = table.head(top)
+    parts = [f"<p>The top {top} cues of the full data in the table's default order, and the "
+             "same cues in the retained rows (an empty <i>after</i> cell: below the minimum "
+             "support after filtering).</p>",
+             _tables_html({title: shown}, text_columns=("feature_type", "feature"))]
+    names = _labels(shown[["feature_type", "feature"]].astype(str).agg(" · ".join, axis=1))
     chart = go.Figure(
         [
-            go.Bar(name="full", y=names, x=merged[f"{value} (full)"], orientation="h",
+            go.Bar(name="full", y=names, x=shown["cueness before"], orientation="h",
                    marker_color="#868e96"),
-            go.Bar(name="retained", y=names, x=merged[f"{value} (retained)"],
+            go.Bar(name="retained", y=names, x=shown["cueness after"],
                    orientation="h", marker_color="#2b8a3e"),
         ]
     )
-    chart.update_layout(barmode="group", title=f"Top cues: {esc(value)} before vs after",
+    chart.update_layout(barmode="group", title="Top cues: cueness before vs after",
                         yaxis={"autorange": "reversed"})
     parts.append(fig(chart, height=max(360, 22 * len(names))))
     return "".join(parts)
@@ -387,12 +395,10 @@ def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
 def _section_knn(run: AuditRun, fig: _Figures) -> str:
     import plotly.graph_objects as go
 
-    knn = run.knn
-    if knn is None:
-        return _absent(f"KNN distances were not computed in this run (no {KNN_FILE}).")
-    needed = {"scope", "relation", "k", "mean_distance"}
-    if not needed.issubset(knn.columns):
-        return html_table(knn, max_rows=100)
+    tables = _measure_tables(run, "knn")
+    if not tables:
+        return _absent("KNN distances were not computed in this run.")
+    knn = run.read_parquet("knn.parquet")
     rows = knn if "class" not in knn.columns else knn[knn["class"].astype(str) == "all"]
     chart = go.Figure()
     for (scope, relation), part in rows.groupby(["scope", "relation"], sort=False):
@@ -407,15 +413,11 @@ def _section_knn(run: AuditRun, fig: _Figures) -> str:
                         xaxis_type="log")
     note = ("<p>Larger same-class distances after filtering mean the retained set holds fewer "
             "near-copies of held-out examples.</p>")
-    compact = ""
-    if {"before", "after"} <= set(rows["scope"].astype(str)):
-        pivot = rows.pivot_table(index=["relation", "k"], columns="scope",
-                                 values="mean_distance", aggfunc="first").reset_index()
-        pivot["change"] = pivot["after"] - pivot["before"]
-        compact = html_table(pivot[["relation", "k", "before", "after", "change"]])
-    details = (f"<details><summary>All classes ({len(knn)} rows)</summary>"
-               f"{html_table(knn, text_columns=('class',), max_rows=500)}</details>")
-    return note + fig(chart) + compact + details
+    (title, overall), *rest = tables.items()
+    details = "".join(f"<details><summary>{esc(t)} ({len(table)} rows)</summary>"
+                      f"{html_table(table, text_columns=('class',), max_rows=500)}</details>"
+                      for t, table in rest)
+    return note + fig(chart) + _tables_html({title: overall}) + details
 
 
 def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -447,51 +449,35 @@ def _json_section(obj: Any) -> str:
     return "".join(parts)
 
 
-def _baseline_chart(baselines: Mapping, fig: _Figures) -> str:
+def _baseline_chart(records: pd.DataFrame, fig: _Figures) -> str:
     """Bar chart of accuracy per baseline and subset, when the structure allows it."""
     import plotly.graph_objects as go
 
-    records = baselines.get("results") if isinstance(baselines, Mapping) else None
-    if not (isinstance(records, list) and records and isinstance(records[0], Mapping)):
-        return ""
-    frame = pd.DataFrame(records)
-    value = next((c for c in ("accuracy", "score", "mean") if c in frame.columns), None)
-    group = next((c for c in ("subset", "scope", "data") if c in frame.columns), None)
-    name = next((c for c in ("baseline", "model", "probe", "name") if c in frame.columns), None)
-    if value is None or group is None or name is None:
+    value = next((c for c in ("accuracy", "score", "mean") if c in records.columns), None)
+    group = next((c for c in ("subset", "scope", "data") if c in records.columns), None)
+    name = next((c for c in ("baseline", "model", "probe", "name") if c in records.columns),
+                None)
+    if records.empty or value is None or group is None or name is None:
         return ""
     chart = go.Figure()
-    for subset, part in frame.groupby(group, sort=False):
+    for subset, part in records.groupby(group, sort=False):
         chart.add_trace(go.Bar(name=esc(subset), x=_labels(part[name]), y=part[value]))
     chart.update_layout(barmode="group", title=f"Baselines: {esc(value)} by subset",
                         yaxis_title=esc(value))
     return fig(chart)
 
 
-_BASELINE_SUMMARY = ("bias_removed_beyond_size", "accuracy_drop", "size_effect")
-
-
 def _section_baselines(run: AuditRun, fig: _Figures) -> str:
-    baselines = run.baselines
-    if baselines is None:
-        return _absent(f"Baselines were not computed in this run (no {BASELINES_FILE}).")
-    if not isinstance(baselines, Mapping) or "results" not in baselines:
-        return _json_section(baselines)
-    parts = [
-        "<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
-        "subsets of the same size as the retained rows (the control: a smaller set is harder "
-        "whatever its content). <b>bias removed beyond size</b> = random − retained.</p>",
-        _baseline_chart(baselines, fig),
-        html_table(pd.DataFrame(baselines["results"])),
-    ]
-    summary = [
-        {"baseline": name, **{k: result.get(k) for k in _BASELINE_SUMMARY}}
-        for name, result in baselines.items()
-        if isinstance(result, Mapping) and any(k in result for k in _BASELINE_SUMMARY)
-    ]
-    if summary:
-        parts.append(html_table(pd.DataFrame(summary)))
-    return "".join(parts)
+    tables = _measure_tables(run, "baselines")
+    if not tables:
+        data = run.read_json("baselines.json")
+        return (_json_section(data) if data is not None
+                else _absent("Baselines were not computed in this run."))
+    records = next(iter(tables.values()))
+    return ("<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
+            "subsets of the same size as the retained rows (the control: a smaller set is "
+            "harder whatever its content). <b>bias removed beyond size</b> = random − "
+            "retained.</p>" + _baseline_chart(records, fig) + _tables_html(tables))
 
 
 def _artifact(run: AuditRun, key: str, filename: str) -> Any:
@@ -503,9 +489,9 @@ def _artifact(run: AuditRun, key: str, filename: str) -> Any:
 def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
     import plotly.graph_objects as go
 
-    data = _artifact(run, "duplicates", DUPLICATES_FILE)
+    data = _artifact(run, "duplicates", "duplicates.json")
     if data is None:
-        return _absent(f"Duplicate detection was not computed in this run (no {DUPLICATES_FILE}).")
+        return _absent("Duplicate detection was not computed in this run.")
     records = data.get("summary") if isinstance(data, Mapping) else None
     if not (isinstance(records, list) and records and {"scope", "kind", "share"}
             <= set(records[0])):
@@ -520,15 +506,15 @@ def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
     note = ("<p>Exact: same normalised text; near: cosine similarity on Φ of at least "
             f"{esc(params.get('threshold', '?'))}. A group of g rows holds g − 1 redundant "
             "copies.</p>")
-    return note + fig(chart) + html_table(table)
+    return note + fig(chart) + _tables_html(_measure_tables(run, "duplicates"))
 
 
 def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
     import plotly.graph_objects as go
 
-    data = _artifact(run, "inoculation", INOCULATION_FILE)
+    data = _artifact(run, "inoculation", "inoculation.json")
     if data is None:
-        return _absent(f"Inoculation was not computed in this run (no {INOCULATION_FILE}).")
+        return _absent("Inoculation was not computed in this run.")
     records = data.get("summary") if isinstance(data, Mapping) else None
     if not (isinstance(records, list) and records and {"n", "original_mean", "challenge_mean"}
             <= set(records[0])):
@@ -544,6 +530,15 @@ def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
     outcome = (f"<p><b>Outcome:</b> {esc(data.get('outcome_label', ''))}. "
                f"{esc(data.get('explanation', ''))}</p>")
     return outcome + fig(chart) + html_table(table)
+
+
+def _section_measure(run: AuditRun, measure: Measure) -> str:
+    """A measure without a chart of its own: its description and before/after tables."""
+    tables = measure.before_after(run)
+    if not tables:
+        return _absent(f"{measure.label} was not computed in this run.")
+    intro = f"<p>{esc(measure.description)}</p>" if measure.description else ""
+    return intro + _tables_html(tables)
 
 
 def _text_columns(run: AuditRun, frame: pd.DataFrame) -> list[str]:
@@ -634,6 +629,7 @@ def build_report(
         "labels": lambda: _section_labels(run, fig),
         "rounds": lambda: _section_rounds(run, fig),
         "predictability": lambda: _section_predictability(run, fig),
+        # measures with a chart of their own; every other measure: its before/after tables
         "cues": lambda: _section_cues(run, fig, top_cues),
         "knn": lambda: _section_knn(run, fig),
         "baselines": lambda: _section_baselines(run, fig),
@@ -641,15 +637,18 @@ def build_report(
         "inoculation": lambda: _section_inoculation(run, fig),
         "samples": lambda: _section_samples(run, n_samples, random_state),
     }
-    sections = []
-    for anchor, title in SECTIONS:
+    for measure in report_measures():
+        bodies.setdefault(measure.name, lambda m=measure: _section_measure(run, m))
+    every = sections()
+    parts = []
+    for anchor, title in every:
         try:
             body = bodies[anchor]()
         except (KeyError, ValueError, TypeError, OSError, IndexError) as exc:
             body = (f'<p class="error">This section could not be drawn: '
                     f"{esc(type(exc).__name__)}: {esc(exc)}</p>")
-        sections.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>{body}</section>')
-    nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in SECTIONS)
+        parts.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>{body}</section>')
+    nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in every)
     script = f"<script>{plotly_js()}</script>" if include_plotlyjs else ""
     title = f"AFLite audit report: {run.name}"
     return (
@@ -660,7 +659,7 @@ def build_report(
         f"<h1>{esc(title)}</h1>"
         f'<p class="muted">Input {esc(run.input.get("name", "?"))} · created '
         f"{esc(run.created)} UTC · run format {esc(run.format_version)}</p>"
-        f"<nav>{nav}</nav>{''.join(sections)}</body></html>\n"
+        f"<nav>{nav}</nav>{''.join(parts)}</body></html>\n"
     )
 
 
@@ -695,7 +694,7 @@ def write_report(
 
 def section_ids(html_text: str) -> list[str]:
     """Anchors of the sections present in a report (for tests and the dashboard)."""
-    return [a for a, _ in SECTIONS if f'<section id="{a}">' in html_text]
+    return [a for a, _ in sections() if f'<section id="{a}">' in html_text]
 
 
 __all__: Sequence[str] = ("build_report", "write_report", "esc", "html_table", "section_ids")

@@ -115,6 +115,21 @@ def duplicate_counts(run: AuditRun) -> pd.DataFrame:
     return pd.DataFrame(counts).rename_axis("duplicates")
 
 
+def planted_shares(rows: pd.DataFrame) -> tuple[float, float] | None:
+    """Share of rows flagged ``planted_bias`` among audited and among retained rows.
+
+    For the synthetic demo (its rows carry the flag); None when the column is absent.
+    """
+    if "planted_bias" not in rows:
+        return None
+    flag = rows["planted_bias"].astype(str).str.lower().isin(["true", "1"])
+    audited = rows["status"].isin(["retained", "removed"])
+    kept = rows["status"] == "retained"
+    before = float(flag[audited].mean()) if audited.any() else float("nan")
+    after = float(flag[kept].mean()) if kept.any() else float("nan")
+    return before, after
+
+
 def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
