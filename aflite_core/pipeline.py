@@ -305,65 +305,17 @@ def run_audit(
     check_labels(dataset)
     progress = _Progress(callback)
     created = utc_now_iso()
-    params = config.to_dict()
     if name is None:
-        name = unique_run_name(runs_root, default_run_name(dataset.name, params))
+        name = unique_run_name(runs_root, default_run_name(dataset.name, config.to_dict()))
     timings: dict[str, float] = {}
     start_all = time.perf_counter()
     with RunWriter(runs_root, name, overwrite=overwrite) as writer:
-        progress.step("representation", f"building the {config.representation} representation",
-                      _SPAN_REPRESENTATION[0])
-        t0 = time.perf_counter()
-        rep = _build_representation(dataset, config)
-        timings["representation"] = round(time.perf_counter() - t0, 3)
-        progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
-                      _SPAN_REPRESENTATION[1])
-
-        y = np.asarray(dataset.labels(), dtype=object)
-        filt = ~np.asarray(rep.warmup_mask, dtype=bool)
-        n_filt = int(filt.sum())
-        target = resolve_size("target_size", config.target_size, n_filt)
-        if target >= n_filt:
-            raise ValueError(
-                f"target_size: must be smaller than the {n_filt:,} filterable rows "
-                f"(included rows minus warm-up), got {target:,}"
-            )
-        t0 = time.perf_counter()
-        model = _fit_aflite(rep.X[filt], y[filt], config, target, n_filt, progress)
-        timings["aflite"] = round(time.perf_counter() - t0, 3)
-
-        scores, retained_ids = _build_scores(dataset, rep, model, dataset.labels(False))
-        shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
-                  "keep": np.asarray(model.keep_mask_, dtype=bool), "scores": scores,
-                  "retained_ids": retained_ids}
-
-        progress.step("write", "writing scores and rows", _SPAN_AFLITE[1])
-        t0 = time.perf_counter()
-        writer.write_dataset(dataset.frame)
-        writer.write_scores(scores)
-        writer.write_row_csvs()
-        timings["write"] = round(time.perf_counter() - t0, 3)
-
-        measures: dict[str, dict] = {}
-        chosen = [m for m in registry.measures() if m.name in config.measures]
-        total_cost = sum(m.cost for m in chosen) or 1.0
-        lo = _SPAN_MEASURES[0]
-        for measure in chosen:
-            hi = lo + (_SPAN_MEASURES[1] - _SPAN_MEASURES[0]) * measure.cost / total_cost
-            span = (lo, hi)
-            lo = hi
-            progress.step(measure.name, f"computing {measure.label}", span[0])
-            ctx = _context(shared, measure, config, progress, span)
-            outcome = measures[measure.name] = _run_measure(measure, ctx, writer)
-            if "seconds" in outcome:
-                timings[measure.name] = outcome["seconds"]
-            message = "done" if outcome["status"] == "ok" else f"{outcome['status']}: " + str(
-                outcome.get("error", "")
-            )
-            progress.step(measure.name, message, span[1], status=outcome["status"])
-
+        rep, model, target, shared = _represent_and_filter(dataset, config, progress, timings)
+        _write_rows(writer, dataset, shared["scores"], progress, timings)
+        measures = _run_measures(writer, shared, config, progress, timings)
         progress.step("write", "writing summary", _SPAN_WRITE[0])
-        summary = _summary(dataset, config, rep, model, scores, target, created, measures)
+        summary = _summary(dataset, config, rep, model, shared["scores"], target, created,
+                           measures)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
         if config.report:
@@ -375,6 +327,74 @@ def run_audit(
             writer.write_summary(summary)
         progress.step("write", "run complete", _SPAN_REPORT[1])
     return writer.path
+
+
+def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
+                          timings: dict) -> tuple[Any, Any, int, dict]:
+    """Build Φ, run AFLite; return ``(representation, model, target, shared state)``.
+
+    The shared state is what every measure's :class:`MeasureContext` is built from.
+    """
+    progress.step("representation", f"building the {config.representation} representation",
+                  _SPAN_REPRESENTATION[0])
+    t0 = time.perf_counter()
+    rep = _build_representation(dataset, config)
+    timings["representation"] = round(time.perf_counter() - t0, 3)
+    progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
+                  _SPAN_REPRESENTATION[1])
+
+    y = np.asarray(dataset.labels(), dtype=object)
+    filt = ~np.asarray(rep.warmup_mask, dtype=bool)
+    n_filt = int(filt.sum())
+    target = resolve_size("target_size", config.target_size, n_filt)
+    if target >= n_filt:
+        raise ValueError(
+            f"target_size: must be smaller than the {n_filt:,} filterable rows "
+            f"(included rows minus warm-up), got {target:,}"
+        )
+    t0 = time.perf_counter()
+    model = _fit_aflite(rep.X[filt], y[filt], config, target, n_filt, progress)
+    timings["aflite"] = round(time.perf_counter() - t0, 3)
+
+    scores, retained_ids = _build_scores(dataset, rep, model, dataset.labels(False))
+    shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
+              "keep": np.asarray(model.keep_mask_, dtype=bool), "scores": scores,
+              "retained_ids": retained_ids}
+    return rep, model, target, shared
+
+
+def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Progress,
+                timings: dict) -> None:
+    """The input rows, their scores and the retained/removed CSVs."""
+    progress.step("write", "writing scores and rows", _SPAN_AFLITE[1])
+    t0 = time.perf_counter()
+    writer.write_dataset(dataset.frame)
+    writer.write_scores(scores)
+    writer.write_row_csvs()
+    timings["write"] = round(time.perf_counter() - t0, 3)
+
+
+def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress: _Progress,
+                  timings: dict) -> dict[str, dict]:
+    """Each chosen measure in registry order, its progress span weighted by its cost."""
+    measures: dict[str, dict] = {}
+    chosen = [m for m in registry.measures() if m.name in config.measures]
+    total_cost = sum(m.cost for m in chosen) or 1.0
+    lo = _SPAN_MEASURES[0]
+    for measure in chosen:
+        hi = lo + (_SPAN_MEASURES[1] - _SPAN_MEASURES[0]) * measure.cost / total_cost
+        span = (lo, hi)
+        lo = hi
+        progress.step(measure.name, f"computing {measure.label}", span[0])
+        ctx = _context(shared, measure, config, progress, span)
+        outcome = measures[measure.name] = _run_measure(measure, ctx, writer)
+        if "seconds" in outcome:
+            timings[measure.name] = outcome["seconds"]
+        message = "done" if outcome["status"] == "ok" else f"{outcome['status']}: " + str(
+            outcome.get("error", "")
+        )
+        progress.step(measure.name, message, span[1], status=outcome["status"])
+    return measures
 
 
 def _build_representation(dataset, config: AuditConfig):

@@ -30,11 +30,12 @@ report_view.downloads(run)
 st.divider()
 report_view.sizes(run)
 report_view.labels(run)
+states = run.measure_states()
 for measure in registry.measures():
-    report_view.measure_section(run, measure)
+    report_view.measure_section(run, measure, states[measure.name])
 failed = {k: v for k, v in run.measures.items() if isinstance(v, dict)
-          and v.get("status") not in (None, "ok")}
+          and v.get("status") not in (None, "ok") and k not in states}
 if failed:
-    with st.expander(f"{len(failed)} measure(s) could not be computed"):
+    with st.expander(f"{len(failed)} step(s) could not be completed"):
         for name, info in failed.items():
             st.text(f"{name}: {info.get('error', info.get('status'))}")

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core import pipeline
-from aflite_core.config import estimate_rounds, size_defaults
+from aflite_core.config import DEFAULT_COMPONENTS, estimate_rounds, suggest_config
 from aflite_core.measures import registry
 from ui import cache, components, jobs, params, state
 
@@ -62,18 +62,44 @@ def _size(value: float) -> int | float:
 def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     """Draw the parameter widgets; return ``(AuditConfig or None, extras)``.
 
-    ``extras`` holds ``name`` (run name) and ``force`` (recompute an identical run).
+    Every widget starts at :func:`aflite_core.config.suggest_config` for the dataset's
+    included rows, the defaults the CLI and the Python API use too. ``extras`` holds
+    ``name`` (run name) and ``force`` (recompute an identical run).
     """
     n = int(dataset.report.n_included)
-    hint = size_defaults(n)
-    origin = state.get(state.DATASET_ORIGIN)
-    embeddings = state.get(state.EMBEDDINGS)
-
+    defaults = suggest_config(n)
     st.subheader("Parameters")
     st.caption(f"Defaults are scaled to the {n:,} audited rows; the table of defaults is in "
                "docs/dashboard.md.")
+    representation, rep_params, ready = _representation_widgets(dataset, defaults)
+    aflite = _aflite_widgets(dataset, n, defaults)
+    measures, measure_params = _measure_widgets(dataset, n, defaults)
+    rounds = estimate_rounds(n, aflite["target_size"], aflite["slice_size"])
+    st.caption(f"At most {rounds:,} rounds of {aflite['n_partitions']} models each; AFLite "
+               f"keeps at least {aflite['target_size']:,} of {n:,} rows "
+               f"({aflite['target_size'] / n:.0%}).")
+    force = st.checkbox("Recompute even if an identical run exists",
+                        key=_wkey("force", dataset))
+    if not ready:
+        return None, {}
+    name = aflite.pop("name")
+    if aflite["strategy"] == "greedy":
+        aflite["slice_size"] = 1
+    config = pipeline.AuditConfig(
+        representation=representation,
+        representation_params={k_: v for k_, v in rep_params.items() if v not in (None, "")},
+        measures=tuple(measures),
+        measure_params=measure_params,
+        **aflite,
+    )
+    return config, {"name": name.strip() or None, "force": force}
+
+
+def _representation_widgets(dataset: Any, defaults: Any) -> tuple[str, dict, bool]:
+    """Φ and its options; return ``(representation, params, ready)``."""
+    embeddings = state.get(state.EMBEDDINGS)
     rep_options = list(pipeline.REPRESENTATIONS)
-    default_rep = "precomputed" if embeddings else "tfidf_svd"
+    default_rep = "precomputed" if embeddings else defaults.representation
     representation = st.selectbox(
         "Representation Φ", rep_options, index=rep_options.index(default_rep),
         format_func=params.REPRESENTATION_NAMES.get, help=params.HELP["representation"],
@@ -82,8 +108,9 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     ready = True
     if representation in ("tfidf_svd", "warmup"):
         rep_params["n_components"] = int(st.number_input(
-            "Dimensions", min_value=2, max_value=1024, value=256, step=16,
-            help=params.HELP["n_components"], key=_wkey("n_components", dataset)))
+            "Dimensions", min_value=2, max_value=1024,
+            value=int(defaults.representation_params.get("n_components", DEFAULT_COMPONENTS)),
+            step=16, help=params.HELP["n_components"], key=_wkey("n_components", dataset)))
     if representation == "warmup":
         rep_params["warmup_fraction"] = float(st.slider(
             "Warm-up fraction", 0.02, 0.5, 0.1, 0.01, help=params.HELP["warmup_fraction"],
@@ -102,64 +129,58 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
         elif not rep_params["model"]:
             st.caption("Give a model name or folder (a name may download the model).")
             ready = False
+    return representation, rep_params, ready
 
+
+def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
+    """AFLite's parameters and the run name, keyed as :class:`AuditConfig` fields."""
     c1, c2, c3, c4 = st.columns(4)
     target = c1.number_input(
-        "Target size (rows)", min_value=1, max_value=max(n - 1, 1), value=hint.target_rows,
-        step=max(1, n // 100), help=params.HELP["target_size"], key=_wkey("target", dataset))
-    m = c2.number_input("Partitions m", min_value=1, max_value=512, value=hint.n_partitions,
-                        help=params.HELP["n_partitions"], key=_wkey("m", dataset))
-    default_t = hint.train_fraction if hint.train_fraction is not None else hint.train_rows
+        "Target size (rows)", min_value=1, max_value=max(n - 1, 1),
+        value=int(defaults.target_size), step=max(1, n // 100),
+        help=params.HELP["target_size"], key=_wkey("target", dataset))
+    m = c2.number_input("Partitions m", min_value=1, max_value=512,
+                        value=int(defaults.n_partitions), help=params.HELP["n_partitions"],
+                        key=_wkey("m", dataset))
+    default_t = float(defaults.train_size)
     t = c3.number_input(
         "Train size t (share, or rows if ≥ 1)", min_value=0.01,
-        value=float(default_t), step=0.05 if default_t < 1 else 1000.0,
+        value=default_t, step=0.05 if default_t < 1 else 1000.0,
         help=params.HELP["train_size"], key=_wkey("t", dataset))
     k = c4.number_input("Slice size k (rows)", min_value=1, max_value=max(n - 1, 1),
-                        value=hint.slice_size, help=params.HELP["slice_size"],
+                        value=int(defaults.slice_size), help=params.HELP["slice_size"],
                         key=_wkey("k", dataset))
     c1, c2, c3, c4 = st.columns(4)
-    tau = c1.slider("Threshold τ", 0.0, 1.0, hint.tau, 0.01, help=params.HELP["tau"],
+    tau = c1.slider("Threshold τ", 0.0, 1.0, float(defaults.tau), 0.01, help=params.HELP["tau"],
                     key=_wkey("tau", dataset))
-    strategy = c2.selectbox("Strategy", list(pipeline.STRATEGIES),
+    strategies = list(pipeline.STRATEGIES)
+    strategy = c2.selectbox("Strategy", strategies, index=strategies.index(defaults.strategy),
                             help=params.HELP["strategy"], key=_wkey("strategy", dataset))
-    seed = c3.number_input("Seed", min_value=0, value=0, step=1,
+    seed = c3.number_input("Seed", min_value=0, value=int(defaults.random_state), step=1,
                            help=params.HELP["random_state"], key=_wkey("seed", dataset))
     name = c4.text_input("Run name (optional)", key=_wkey("name", dataset),
                          help="Default: data name + parameters + time. Unsafe characters "
                               "are replaced.")
+    return {"target_size": int(target), "n_partitions": int(m), "train_size": _size(t),
+            "slice_size": int(k), "tau": float(tau), "strategy": strategy,
+            "random_state": int(seed), "name": name}
+
+
+def _measure_widgets(dataset: Any, n: int, defaults: Any) -> tuple[list[str], dict]:
+    """Which measures run, and each chosen measure's declared options."""
     labels = {mm.name: mm.label for mm in registry.measures()}
-    default_measures = list(registry.default_names())
-    if origin == "synthetic":  # no text: word cues and text baselines say nothing
+    default_measures = list(defaults.measures)
+    if state.get(state.DATASET_ORIGIN) == "synthetic":  # no text: word cues say nothing
         default_measures = [mm for mm in default_measures if mm not in ("cues", "baselines")]
     measures = st.multiselect(
         "Measures after AFLite", list(labels), default=default_measures,
         format_func=lambda mm: labels.get(mm, mm), help=params.HELP["measures"],
         key=_wkey("measures", dataset))
-    measure_params = _measure_options(dataset, measures, n)
-    rounds = estimate_rounds(n, int(target), int(k))
-    st.caption(f"At most {rounds:,} rounds of {int(m)} models each; AFLite keeps at least "
-               f"{int(target):,} of {n:,} rows ({int(target) / n:.0%}).")
-    force = st.checkbox("Recompute even if an identical run exists",
-                        key=_wkey("force", dataset))
-    if not ready:
-        return None, {}
-    config = pipeline.AuditConfig(
-        representation=representation,
-        representation_params={k_: v for k_, v in rep_params.items() if v not in (None, "")},
-        target_size=int(target),
-        n_partitions=int(m),
-        train_size=_size(t),
-        slice_size=int(k) if strategy != "greedy" else 1,
-        tau=float(tau),
-        strategy=strategy,
-        random_state=int(seed),
-        measures=tuple(measures),
-        measure_params=measure_params,
-    )
-    return config, {"name": name.strip() or None, "force": force}
+    return measures, _measure_options(dataset, measures, n, defaults.measure_params)
 
 
-def _measure_options(dataset: Any, measures: list[str], n: int) -> dict:
+def _measure_options(dataset: Any, measures: list[str], n: int,
+                     start: dict | None = None) -> dict:
     """The options each chosen measure declares in the registry, as widgets."""
     out: dict[str, dict] = {}
     options = [(mm, o) for mm in registry.measures() if mm.name in measures for o in mm.options]
@@ -168,7 +189,7 @@ def _measure_options(dataset: Any, measures: list[str], n: int) -> dict:
     columns = st.columns(4)
     for i, (measure, option) in enumerate(options):
         col = columns[i % 4]
-        default = measure.defaults(n)[option.name]
+        default = {**measure.defaults(n), **(start or {}).get(measure.name, {})}[option.name]
         key = _wkey(f"{measure.name}:{option.name}", dataset)
         if option.choices is not None:
             value = col.selectbox(option.label, list(option.choices),

@@ -219,13 +219,25 @@ ABSENT = {
 }
 
 
-def measure_section(run: Any, measure: Measure) -> None:
-    """One registered measure: its panel, or its tables, or why it is absent."""
-    if measure.tables is None:  # nothing to compare before vs after (e.g. the 2-D map)
+def measure_section(run: Any, measure: Measure, state: str = "ok") -> None:
+    """One registered measure: its panel, or its tables, or why it is absent.
+
+    ``state`` is the measure's entry in :meth:`AuditRun.measure_states`.
+    """
+    if measure.tables is None and state != "error":  # nothing before/after (the 2-D map)
         return
     st.subheader(measure.label)
     if measure.description:
         st.caption(measure.description)
+    if state == "error":
+        error = (run.measures.get(measure.name) or {}).get("error", "unknown error")
+        components.show_error(f"{measure.label} could not be computed in this run: {error}",
+                              hint="The rest of the run is complete; rerun the audit with "
+                                   "this measure to get it.")
+        return
+    if state == "damaged":
+        st.warning(f"Some files of {measure.label.lower()} are missing from the run folder; "
+                   "what is left is shown.", icon=":material/warning:")
     tables = measure.before_after(run)
     if not tables:
         if measure.name == "duplicates":

@@ -62,12 +62,19 @@ from aflite_core.runs.rows import (  # noqa: F401 - re-exported
 
 #: Row exports and the statuses each one contains.
 ROW_EXPORTS = {**{s: (s,) for s in STATUSES}, "all": STATUSES}
-#: Table exports and the run file each one copies: the scores, then every table a
-#: registered measure offers for export.
-TABLE_EXPORTS = {
-    "scores": SCORES_FILE,
-    **{what: file for m in registry.measures() for what, file in m.exports.items()},
-}
+
+
+def table_exports() -> dict[str, str]:
+    """Table exports and the run file each copies: the scores, then every table a
+    registered measure offers (looked up on each call, so plug-in measures are included)."""
+    return {
+        "scores": SCORES_FILE,
+        **{what: file for m in registry.measures() for what, file in m.exports.items()},
+    }
+
+
+#: The table exports of the measures registered at import time (see :func:`table_exports`).
+TABLE_EXPORTS = table_exports()
 FORMATS = ("csv", "parquet")
 
 
@@ -95,9 +102,10 @@ def iter_table_chunks(
 
     ``row_ids`` filters tables that have a ``row_id`` column and is an error otherwise.
     """
-    if what not in TABLE_EXPORTS:
-        raise ValueError(f"what: expected one of {sorted(TABLE_EXPORTS)}, got {what!r}")
-    filename = TABLE_EXPORTS[what]
+    tables = table_exports()
+    if what not in tables:
+        raise ValueError(f"what: expected one of {sorted(tables)}, got {what!r}")
+    filename = tables[what]
     if not run.has(filename):
         raise FileNotFoundError(f"run {run.path} has no {filename}: {what} was not computed")
     source = pq.ParquetFile(run.path / filename)
@@ -197,12 +205,12 @@ def export_run(
         chunks = iter_row_chunks(
             run, ROW_EXPORTS[what], columns=columns, row_ids=row_ids, chunk_rows=chunk_rows
         )
-    elif what in TABLE_EXPORTS:
+    elif what in table_exports():
         chunks = iter_table_chunks(
             run, what, columns=columns, row_ids=row_ids, chunk_rows=chunk_rows
         )
     else:
-        choices = sorted([*ROW_EXPORTS, *TABLE_EXPORTS])
+        choices = sorted([*ROW_EXPORTS, *table_exports()])
         raise ValueError(f"what: expected one of {choices}, got {what!r}")
     if fmt == "csv":
         n = write_csv(chunks, out, sanitize=sanitize, overwrite=overwrite,

@@ -687,6 +687,31 @@ class AuditRun:
         """Per-measure outcome, e.g. ``{"knn": {"status": "error", "error": "..."}}``."""
         return dict(self.summary.get("measures") or {})
 
+    def measure_states(self) -> dict[str, str]:
+        """State of every registered measure in this run, in run order.
+
+        ``ok`` (recorded as done and every file it declares is present), ``error`` (it
+        failed; ``measures[name]["error"]`` says why), ``damaged`` (recorded as done but a
+        declared file is missing), or ``not run`` (not chosen, or a run older than the
+        measure). The Report page and ``list_runs`` read this instead of naming files.
+        """
+        from aflite_core.measures import registry
+
+        recorded = self.measures
+        present = set(self.artifacts)
+        states: dict[str, str] = {}
+        for measure in registry.measures():
+            outcome = recorded.get(measure.name) or {}
+            status = outcome.get("status")
+            written = outcome.get("artifacts") or measure.files
+            if status == "ok":
+                states[measure.name] = ("ok" if set(written) <= present else "damaged")
+            elif status == "error":
+                states[measure.name] = "error"
+            else:
+                states[measure.name] = "not run"
+        return states
+
     @property
     def artifacts(self) -> list[str]:
         """Files present in the folder (from disk, not from the summary)."""

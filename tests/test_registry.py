@@ -1,0 +1,182 @@
+"""The measure registry drives the pipeline, the run folder, exports and the report.
+
+Every registered measure round-trips through a real run folder (its files, its before/after
+tables, its export and its HTML section), a measure added with ``register`` reaches all of
+them without touching any other module, and the core never imports Streamlit.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.io.datasets import load_dataset
+from aflite_core.measures import registry
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.pipeline import AuditConfig, run_audit
+from aflite_core.report.html import section_ids
+from aflite_core.runs.exports import export_bytes, table_exports
+from aflite_core.runs.folder import load_run
+
+CORE = Path(__file__).resolve().parent.parent / "aflite_core"
+FAST = {
+    "projection": {"method": "pca"},
+    "baselines": {"n_random_draws": 2, "n_splits": 3},
+    "inoculation": {"n_repeats": 1, "sizes": (0, 20, 80)},
+}
+
+
+@pytest.fixture(scope="module")
+def snli_600(snli_dir, tmp_path_factory) -> Path:
+    """The first 600 rows of SNLI dev (real data: three labels, premise and hypothesis)."""
+    text = (snli_dir / "snli_dev.csv").read_bytes().decode("utf-8")
+    rows = list(csv.reader(io.StringIO(text, newline="")))[:601]
+    path = tmp_path_factory.mktemp("snli") / "snli_dev_600.csv"
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    return path
+
+
+@pytest.fixture(scope="module")
+def every_measure(snli_600, tmp_path_factory):
+    """One audit with every registered measure on."""
+    config = AuditConfig(representation_params={"n_components": 32}, n_partitions=16,
+                         target_size=0.7, measures=registry.names(), measure_params=FAST)
+    path = run_audit(load_dataset(snli_600), config, runs_root=tmp_path_factory.mktemp("runs"))
+    return load_run(path)
+
+
+@pytest.mark.parametrize("measure", registry.measures(), ids=lambda m: m.name)
+def test_every_registered_measure_round_trips_through_a_run_folder(every_measure, measure):
+    run = every_measure
+    outcome = run.measures[measure.name]
+    assert outcome["status"] == "ok", outcome
+    assert run.measure_states()[measure.name] == "ok"
+    for filename in measure.files:  # what it declares is what it wrote
+        assert run.has(filename), (measure.name, filename, run.artifacts)
+    assert set(outcome["artifacts"]) <= set(measure.files)
+    for what, filename in measure.exports.items():
+        exported = pd.read_csv(io.BytesIO(export_bytes(run, what, format="csv")))
+        assert len(exported) == len(run.read_parquet(filename)) > 0
+        assert table_exports()[what] == filename
+    if measure.tables is not None:
+        tables = measure.before_after(run)
+        assert tables and all(isinstance(t, pd.DataFrame) and not t.empty
+                              for t in tables.values()), tables
+        html = (run.path / "report.html").read_text(encoding="utf-8")
+        assert measure.name in section_ids(html)
+
+
+def test_measure_states_see_a_missing_file_and_a_measure_that_was_not_run(every_measure,
+                                                                          tmp_path):
+    import shutil
+
+    copy = Path(shutil.copytree(every_measure.path, tmp_path / "copy"))
+    (copy / "knn.parquet").unlink()
+    states = load_run(copy).measure_states()
+    assert states["knn"] == "damaged"
+    assert states["cues"] == "ok"
+
+
+def _word_count(ctx: MeasureContext) -> MeasureResult:
+    """Mean hypothesis length in words, before vs after: a measure in a dozen lines."""
+    hyps, _ = ctx.texts()
+    words = np.array([len(h.split()) for h in hyps], dtype=float)
+    table = pd.DataFrame({"scope": ["before", "after"],
+                          "mean_words": [words.mean(), words[ctx.keep].mean()],
+                          "min_words": [ctx.params["min_words"]] * 2})
+    return MeasureResult(tables={"word_count.parquet": table})
+
+
+def test_a_measure_added_through_the_registry_reaches_every_consumer(snli_600, tmp_path,
+                                                                     monkeypatch):
+    plugin = Measure(
+        name="word_count", label="Hypothesis length", compute=_word_count,
+        files=("word_count.parquet",), default=False, order=99,
+        tables=lambda run: {"Mean hypothesis length": run.read_parquet("word_count.parquet")},
+        exports={"word_count": "word_count.parquet"},
+        options=(Option("min_words", "Shortest hypothesis", 1, minimum=1, maximum=10),),
+    )
+    monkeypatch.setattr(registry, "_EXTRA", {})
+    registry.register(plugin)
+    assert "word_count" in registry.names() and "word_count" not in registry.default_names()
+
+    from aflite_core.config import suggest_config
+
+    config = suggest_config(600, measures=("word_count",), representation_params={
+        "n_components": 32}, n_partitions=8)
+    assert config.measure_params == {"word_count": {"min_words": 1}}  # option defaults
+    run = load_run(run_audit(load_dataset(snli_600), config, runs_root=tmp_path))
+    assert run.measure_states()["word_count"] == "ok"
+    table = run.read_parquet("word_count.parquet")
+    retained = run.frame.loc[run.scores["status"].eq("retained").to_numpy(), "hypothesis"]
+    assert table["mean_words"].iloc[1] == pytest.approx(retained.str.split().str.len().mean())
+    html = (run.path / "report.html").read_text(encoding="utf-8")
+    assert "word_count" in section_ids(html) and "Mean hypothesis length" in html
+    assert len(pd.read_csv(io.BytesIO(export_bytes(run, "word_count", format="csv")))) == 2
+
+    from ui.audit_view import STAGES  # noqa: F401 - the dashboard imports without error
+    from ui.report_view import measure_section  # noqa: F401
+
+
+def test_cli_defaults_are_the_dashboard_defaults(snli_600):
+    """The same file audited with defaults from the CLI and the dashboard gives one config."""
+    from streamlit.testing.v1 import AppTest
+
+    from aflite_core.cli import build_parser
+    from aflite_core.commands.run import audit_config
+
+    dataset = load_dataset(snli_600)
+    n = int(dataset.report.n_included)
+    cli = audit_config(build_parser().parse_args(["run", str(snli_600), "--out", "unused"]), n)
+
+    def form_app(path: str, n_rows: int) -> None:
+        import streamlit as st
+
+        from aflite_core.io.datasets import load_dataset
+        from ui import state
+        from ui.audit_view import parameter_form
+
+        dataset = load_dataset(path)
+        assert int(dataset.report.n_included) == n_rows
+        state.set_dataset(dataset, origin="upload")
+        config, _ = parameter_form(dataset)
+        st.session_state["config"] = config
+
+    app = AppTest.from_function(form_app, args=(str(snli_600), n), default_timeout=60).run()
+    assert not app.exception, app.exception
+    dashboard = app.session_state["config"].validate()
+    assert dashboard.to_dict() == cli.to_dict()
+    assert cli.n_partitions == 32 and cli.slice_size == 30  # size_defaults(600): m=32, k=5%
+
+
+def test_core_never_imports_streamlit():
+    """Statically (no import statement names streamlit) and at run time (importing every
+    module of the core leaves streamlit out of sys.modules)."""
+    offenders = []
+    for path in CORE.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "streamlit"]
+    assert not offenders, offenders
+    code = (
+        "import importlib, pkgutil, sys, aflite_core\n"
+        "for m in pkgutil.walk_packages(aflite_core.__path__, 'aflite_core.'):\n"
+        "    if not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "from aflite_core.measures import registry; registry.measures()\n"
+        "print(sorted(k for k in sys.modules if k.split('.')[0] == 'streamlit'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=CORE.parent, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
