@@ -214,3 +214,37 @@ def test_report_is_not_written_into_a_run(bare_run):
     with pytest.raises(ValueError, match="never modified"):
         write_report(bare_run, bare_run / "report2.html")
     assert not (bare_run / "report2.html").exists()
+
+
+def test_charts_keep_their_colours_and_ticks_when_built_inside_streamlit(full_run,
+                                                                          monkeypatch):
+    """The dashboard builds reports in a Streamlit process, whose Plotly template has
+    placeholder colours (#000001...) that render black in a standalone file."""
+    import plotly.io as pio
+    import streamlit.elements.plotly_chart  # noqa: F401 - installs Streamlit's template
+
+    from aflite_core.report import html as report_html
+
+    if pio.templates.default != "streamlit":
+        monkeypatch.setattr(pio.templates, "default", "streamlit")
+    seen = []
+    draw = report_html._Figures.__call__
+
+    def spy(self, fig, height=360):
+        seen.append(fig)
+        return draw(self, fig, height)
+
+    monkeypatch.setattr(report_html._Figures, "__call__", spy)
+    build_report(full_run)
+    titles = {fig.layout.title.text: fig for fig in seen}
+    for fig in seen:
+        colorway = fig.layout.colorway or fig.layout.template.layout.colorway
+        assert colorway and not any(c.startswith("#0000") for c in colorway), colorway
+    baselines = next(f for t, f in titles.items() if t and t.startswith("Baselines"))
+    colours = [trace.marker.color for trace in baselines.data]
+    assert len(set(colours)) == 3 and None not in colours  # full / retained / random differ
+    knn = next(f for t, f in titles.items() if t and t.startswith("Mean cosine distance"))
+    assert knn.layout.xaxis.type == "log"
+    assert list(knn.layout.xaxis.tickvals) == [1, 5]  # ticks at the k values, not 8 9 1 2
+    assert all(trace.line.color for trace in knn.data)
+    assert all(fig.layout.xaxis.automargin and fig.layout.yaxis.automargin for fig in seen)

@@ -146,7 +146,7 @@ def predictability_histogram(binned: pd.DataFrame, *, facet: str | None = None,
                 width=(sub["right"] - sub["left"]) * 0.95, name=status,
                 marker_color=STATUS_COLORS[status], legendgroup=status, showlegend=col == 1,
                 hovertemplate="predictability %{x:.2f}<br>%{y} rows<extra>" + status
-                + "</extra>",
+                + "</extra>", row=1, col=col,
             )
         fig.update_xaxes(title="predictability", range=[0, 1.0], row=1, col=col)
     fig.update_layout(barmode="overlay")

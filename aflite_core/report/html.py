@@ -57,6 +57,13 @@ def sections() -> tuple[tuple[str, str], ...]:
 #: Every section of a report with the measures registered at import time.
 SECTIONS = sections()
 
+#: Colours of the comparison sets (full / retained / random) and a qualitative palette
+#: (Okabe-Ito). Set on every trace: a Streamlit process replaces Plotly's default template
+#: with one whose colours are placeholders (#000001, ...) that render black outside it.
+_SET_COLORS = {"full": "#868e96", "before": "#868e96", "retained": "#2b8a3e",
+               "after": "#2b8a3e", "random": "#1971c2"}
+_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+            "#999999")
 _STATUS_COLORS = {
     "retained": "#2b8a3e",
     "removed": "#c92a2a",
@@ -156,7 +163,10 @@ class _Figures:
         self._pio = pio
 
     def __call__(self, fig, height: int = 360) -> str:
-        fig.update_layout(margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=height)
+        fig.update_layout(template="plotly_white", colorway=list(_PALETTE),
+                          margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=height)
+        fig.update_xaxes(automargin=True)  # long category labels get room, never cut
+        fig.update_yaxes(automargin=True)
         return self._pio.to_html(
             fig,
             include_plotlyjs=False,
@@ -401,16 +411,21 @@ def _section_knn(run: AuditRun, fig: _Figures) -> str:
     knn = run.read_parquet("knn.parquet")
     rows = knn if "class" not in knn.columns else knn[knn["class"].astype(str) == "all"]
     chart = go.Figure()
+    relations = list(pd.unique(rows["relation"]))
     for (scope, relation), part in rows.groupby(["scope", "relation"], sort=False):
         part = part.sort_values("k")
+        colour = _PALETTE[relations.index(relation) % len(_PALETTE)]
         chart.add_trace(
             go.Scatter(x=part["k"], y=part["mean_distance"], mode="lines+markers",
                        name=f"{esc(relation)} · {esc(scope)}",
-                       line={"dash": "solid" if scope == "after" else "dot"})
+                       line={"dash": "solid" if scope == "after" else "dot", "color": colour},
+                       marker={"color": colour})
         )
+    ks = sorted(int(k) for k in pd.unique(rows["k"]))
     chart.update_layout(title="Mean cosine distance of held-out rows to their k nearest "
-                        "training rows", xaxis_title="k", yaxis_title="mean distance",
-                        xaxis_type="log")
+                        "training rows", xaxis_title="k (log scale)",
+                        yaxis_title="mean distance")
+    chart.update_xaxes(type="log", tickmode="array", tickvals=ks, ticktext=[str(k) for k in ks])
     note = ("<p>Larger same-class distances after filtering mean the retained set holds fewer "
             "near-copies of held-out examples.</p>")
     (title, overall), *rest = tables.items()
@@ -460,8 +475,10 @@ def _baseline_chart(records: pd.DataFrame, fig: _Figures) -> str:
     if records.empty or value is None or group is None or name is None:
         return ""
     chart = go.Figure()
-    for subset, part in records.groupby(group, sort=False):
-        chart.add_trace(go.Bar(name=esc(subset), x=_labels(part[name]), y=part[value]))
+    for i, (subset, part) in enumerate(records.groupby(group, sort=False)):
+        colour = _SET_COLORS.get(str(subset), _PALETTE[i % len(_PALETTE)])
+        chart.add_trace(go.Bar(name=esc(subset), x=_labels(part[name]), y=part[value],
+                               marker_color=colour))
     chart.update_layout(barmode="group", title=f"Baselines: {esc(value)} by subset",
                         yaxis_title=esc(value))
     return fig(chart)
@@ -499,7 +516,8 @@ def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
     table = pd.DataFrame(records)
     chart = go.Figure()
     for scope, part in table.groupby("scope", sort=False):
-        chart.add_trace(go.Bar(name=esc(scope), x=_labels(part["kind"]), y=part["share"]))
+        chart.add_trace(go.Bar(name=esc(scope), x=_labels(part["kind"]), y=part["share"],
+                               marker_color=_SET_COLORS.get(str(scope), _PALETTE[0])))
     chart.update_layout(barmode="group", title="Share of redundant copies before vs after",
                         yaxis_title="duplicate rows / rows")
     params = data.get("params") or {}
