@@ -45,3 +45,33 @@ def test_missing_predictability_sorts_last_both_ways(table):
         order = filters.sort_order(table, "predictability", ascending=ascending)
         ordered = table["predictability"].to_numpy()[order]
         assert np.isnan(ordered[-n_missing:]).all() and not np.isnan(ordered[:-n_missing]).any()
+
+
+def test_a_catastrophic_regex_is_answered_not_backtracked():
+    """``^(a+)+$`` on 'aaa...a!' takes 2^n steps in Python's re (the Explore search once
+    froze the whole server for minutes); RE2 answers in linear time, and correctly."""
+    table = pd.DataFrame({"hypothesis": ["a" * 40 + "!", "a" * 40, "b"],
+                          "status": ["retained", "removed", "retained"]})
+    flt = filters.RowFilter(search=r"^(a+)+$", regex=True, search_columns=["hypothesis"])
+    assert filters.mask_of(table, flt).tolist() == [False, True, False]
+    flt = filters.RowFilter(search=r"^(\w+\s?)+$", regex=True, search_columns=["hypothesis"])
+    assert filters.mask_of(table, flt).tolist() == [False, True, True]
+
+
+def test_search_case_whole_word_and_unsupported_patterns():
+    table = pd.DataFrame({"hypothesis": ["A dog runs", "dogs bark", "The DOG.", "hotdog"],
+                          "status": ["retained"] * 4})
+
+    def hits(**kwargs):
+        flt = filters.RowFilter(search_columns=["hypothesis"], **kwargs)
+        return filters.mask_of(table, flt).tolist()
+
+    assert hits(search="dog") == [True, True, True, True]
+    assert hits(search="dog", case=True) == [True, True, False, True]
+    assert hits(search="dog", whole_word=True) == [True, False, True, False]
+    assert hits(search="d.g", regex=False) == [False, False, False, False]  # literal dot
+    assert hits(search="d.g", regex=True, whole_word=True) == [True, False, True, False]
+    with pytest.raises(filters.SearchError, match="RE2 syntax"):
+        hits(search=r"(a)\1", regex=True)
+    with pytest.raises(filters.SearchError, match="not a regular expression"):
+        hits(search="(", regex=True)

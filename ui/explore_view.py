@@ -105,11 +105,14 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
     label_col = run.columns.get("label")
     view = st.segmented_control("Show", list(VIEWS), format_func=VIEWS.get, default="all",
                                 required=True, key=state.key(PAGE, "view"))
-    c1, c2, c3 = st.columns([3, 1, 1], vertical_alignment="bottom")
+    c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
     search = c1.text_input("Search the text", key=state.key(PAGE, "search"),
                            placeholder="a word, a phrase, or a regular expression")
-    regex = c2.toggle("Regex", key=state.key(PAGE, "regex"))
+    regex = c2.toggle("Regex", key=state.key(PAGE, "regex"),
+                      help="RE2 syntax (linear time; no backreferences or lookaround).")
     case = c3.toggle("Match case", key=state.key(PAGE, "case"))
+    whole_word = c4.toggle("Whole word", key=state.key(PAGE, "whole_word"),
+                           help="'dog' finds 'a dog.' but not 'dogs' or 'hotdog'.")
     c1, c2, c3, c4 = st.columns(4)
     labels: list[str] = []
     if label_col and label_col in table:
@@ -135,7 +138,7 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
     flt = filters.RowFilter(
         statuses=statuses, labels=labels, label_column=label_col,
         predictability=pred, rounds=round_range, search=search.strip(), regex=regex,
-        case=case, search_columns=[c for c in (run.columns.get("premise"),
+        case=case, whole_word=whole_word, search_columns=[c for c in (run.columns.get("premise"),
                                                run.columns.get("hypothesis")) if c],
     )
     flt.extra_mask = cue_filter(run, path)
