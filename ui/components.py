@@ -140,11 +140,24 @@ def with_row_id(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index(names=name)
 
 
-def full_text(row: pd.Series, columns: Iterable[str]) -> None:
-    """Show the full text of one row's text columns as plain text."""
+def full_text(row: pd.Series, columns: Iterable[str],
+              meta: Iterable[str] = ("status", "predictability", "removal_round")) -> None:
+    """Show one row: its ``meta`` values (status, predictability, ...) on one line, then the
+    full text of its text columns.
+
+    Everything that comes from the dataset, column names included, is shown as text: a
+    column called ``x ![i](http://host/b.png)`` must not make the browser fetch an image.
+    """
+    facts = []
+    for col in meta:
+        if col in row.index and not (isinstance(row[col], float) and math.isnan(row[col])):
+            value = row[col]
+            facts.append(f"{col} {value:.2f}" if isinstance(value, float) else f"{col} {value}")
+    if facts:
+        st.text(" · ".join(facts))
     for col in columns:
         if col in row.index:
-            st.caption(str(col))
+            st.caption(md_escape(str(col)))
             st.text(str(row[col]))
 
 
