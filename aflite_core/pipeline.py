@@ -305,11 +305,13 @@ def run_audit(
     check_labels(dataset)
     progress = _Progress(callback)
     created = utc_now_iso()
-    if name is None:
+    generated = name is None  # a generated name never fails: a taken one gets a suffix
+    if generated:
         name = unique_run_name(runs_root, default_run_name(dataset.name, config.to_dict()))
     timings: dict[str, float] = {}
     start_all = time.perf_counter()
-    with RunWriter(runs_root, name, overwrite=overwrite) as writer:
+    with RunWriter(runs_root, name, overwrite=overwrite and not generated,
+                   unique=generated) as writer:
         rep, model, target, shared = _represent_and_filter(dataset, config, progress, timings)
         _write_rows(writer, dataset, shared["scores"], progress, timings)
         measures = _run_measures(writer, shared, config, progress, timings)

@@ -395,3 +395,43 @@ def test_list_runs_reads_only_summaries(tmp_path):
     assert [r.name for r in list_runs(root)] == ["r2", "r1", "r0"]
     with pytest.raises(Exception, match="(?i)parquet"):
         load_run(root / "r1")
+
+
+def test_concurrent_runs_with_generated_names_never_collide(tmp_path):
+    """Three audits started in the same second all land, under name, name-2, name-3, and
+    each summary names its own folder."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from aflite_core.runs.folder import AuditRun, RunWriter
+
+    def write(i: int):
+        writer = RunWriter(tmp_path, "snli-m32-20261123T090000Z", unique=True)
+        with writer:
+            writer.write_json("extra.json", {"i": i})
+            writer.write_summary({"i": i})
+        return writer.path
+
+    with ThreadPoolExecutor(3) as pool:
+        paths = list(pool.map(write, range(3)))
+    assert sorted(p.name for p in paths) == ["snli-m32-20261123T090000Z",
+                                             "snli-m32-20261123T090000Z-2",
+                                             "snli-m32-20261123T090000Z-3"]
+    for path in paths:
+        run = AuditRun(path)
+        assert run.name == path.name
+        assert run.read_json("extra.json")["i"] == run.summary["i"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_generated_name_taken_during_the_run_gets_a_suffix(tmp_path):
+    from aflite_core.runs.folder import AuditRun, RunWriter
+
+    writer = RunWriter(tmp_path, "run", unique=True)
+    with writer:
+        writer.write_summary({})
+        (tmp_path / "run").mkdir()  # another audit committed "run" meanwhile
+        (tmp_path / "run" / "summary.json").write_text("{}")
+    assert writer.path.name == "run-2" and AuditRun(writer.path).name == "run-2"
+    with pytest.raises(FileExistsError):  # a chosen name still refuses to collide
+        with RunWriter(tmp_path, "run") as other:
+            other.write_summary({})

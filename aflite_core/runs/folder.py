@@ -300,11 +300,19 @@ class RunWriter:
         Replace an existing run of the same name (only a run folder or an empty folder
         is ever replaced). Without it an existing name is an error, raised before any
         work starts and again at commit time.
+    unique : bool, default False
+        The name was generated, not chosen: if another run took it meanwhile (concurrent
+        audits started in the same second), commit under ``name-2``, ``name-3``, ... instead
+        of failing after the whole computation. Excludes ``overwrite``.
     """
 
-    def __init__(self, root: str | os.PathLike, name: str, *, overwrite: bool = False) -> None:
+    def __init__(self, root: str | os.PathLike, name: str, *, overwrite: bool = False,
+                 unique: bool = False) -> None:
+        if overwrite and unique:
+            raise ValueError("overwrite and unique exclude each other")
         self.root = Path(root)
         self.overwrite = overwrite
+        self.unique = unique
         self.path = resolve_run_path(self.root, name)
         self.name = self.path.name
         self.tmp: Path | None = None
@@ -315,6 +323,8 @@ class RunWriter:
 
     def _check_target(self) -> None:
         if not self.path.exists() and not self.path.is_symlink():
+            return
+        if self.unique:  # a free name is picked at commit time
             return
         if not self.overwrite:
             raise FileExistsError(
@@ -493,6 +503,8 @@ class RunWriter:
         if not (self.tmp / SUMMARY_FILE).is_file():
             raise RuntimeError(f"cannot commit run {self.name}: {SUMMARY_FILE} was not written")
         self._check_target()
+        if self.unique:
+            return self._commit_unique()
         old = None
         if self.path.exists():
             old = self.root.resolve() / f"{OLD_PREFIX}{self.name}-{secrets.token_hex(4)}"
@@ -508,6 +520,31 @@ class RunWriter:
         self.committed = True
         self.tmp = None
         return self.path
+
+    def _commit_unique(self) -> Path:
+        """Rename into the first free ``name``, ``name-2``, ...; a rename onto a run that
+        appeared in between fails (the target is not empty) and the next suffix is tried."""
+        base = self.name
+        for k in range(1, 1000):
+            name = base if k == 1 else f"{base}-{k}"
+            target = resolve_run_path(self.root, name)
+            if target.exists() or target.is_symlink():
+                continue
+            if name != self.name:  # the summary names the folder it lives in
+                self.name, self.path = name, target
+                summary = json.loads(self.file(SUMMARY_FILE).read_text(encoding="utf-8"))
+                summary["name"] = name
+                _dump_json(summary, self.file(SUMMARY_FILE))
+            try:
+                os.rename(self.tmp, target)
+            except OSError:
+                if target.exists():  # taken between the check and the rename
+                    continue
+                raise
+            self.committed = True
+            self.tmp = None
+            return target
+        raise FileExistsError(f"no free run name like {base!r} in {self.root}")
 
 
 def write_run(
