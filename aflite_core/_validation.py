@@ -113,11 +113,20 @@ def check_size(name: str, value: Any, *, allow_all: bool = False) -> int | float
     return number
 
 
-def resolve_size(name: str, value: Any, n: int, *, allow_all: bool = False) -> int:
-    """Rows meant by :func:`check_size`'s ``value`` out of ``n``: ``ceil(value * n)``, >= 1."""
+def resolve_size(name: str, value: Any, n: int, *, allow_all: bool = False,
+                 rounding: str = "ceil") -> int:
+    """Rows meant by :func:`check_size`'s ``value`` out of ``n``, at least 1.
+
+    An int is used as is. A fraction becomes ``ceil(value * n)`` with ``rounding="ceil"`` (the
+    default), or ``round(value * n)`` (Python's round-half-to-even) with
+    ``rounding="nearest"``.
+    """
+    check_choice("rounding", rounding, ("ceil", "nearest"))
     size = check_size(name, value, allow_all=allow_all)
     if isinstance(size, int):
         return size
+    if rounding == "nearest":
+        return max(1, round(size * n))
     return max(1, math.ceil(size * n - 1e-9))
 
 
@@ -173,5 +182,7 @@ def resolve_n_jobs(n_jobs: Any, name: str = "n_jobs") -> int:
 def check_callback(value: Any, name: str = "callback") -> Callable[..., Any] | None:
     """A progress callback: None or a callable."""
     if value is not None and not callable(value):
-        raise TypeError(f"{name}: expected None or a callable, got {value!r}")
+        raise TypeError(
+            f"{name}: expected None or a callable, got {value!r} ({type(value).__name__})"
+        )
     return value

@@ -347,7 +347,7 @@ def test_get_and_set_params():
         ({"tau": 1.5}, ValueError, ["tau", "[0, 1]", "1.5"]),
         ({"tau": -0.1}, ValueError, ["tau", "[0, 1]", "-0.1"]),
         ({"tau": float("nan")}, ValueError, ["tau", "nan"]),
-        ({"tau": "0.5"}, ValueError, ["tau", "'0.5'"]),
+        ({"tau": "0.5"}, TypeError, ["tau", "'0.5'"]),
         ({"strategy": "random"}, ValueError, ["strategy", "greedy_slicing", "'random'"]),
         ({"strategy": "greedy", "slice_size": 5}, ValueError, ["slice_size", "greedy", "5"]),
         ({"classifier": "svm"}, ValueError, ["classifier", "lda", "'svm'"]),
@@ -419,3 +419,128 @@ def test_sparse_features_are_refused():
     X = sparse.random(40, 5, density=0.5, format="csr", random_state=0)
     with pytest.raises(TypeError, match="dense"):
         AFLite(target_size=20).fit(X, np.repeat([0, 1], 20))
+
+
+# -- every parameter: a wrong type is a TypeError, a wrong value a ValueError, both named -----
+def _tiny():
+    rng = np.random.default_rng(1)
+    return rng.normal(size=(60, 4)).astype(np.float32), np.repeat([0, 1, 2], 20)
+
+
+#: (parameter, value, other parameters): each value has the wrong type for its parameter.
+WRONG_TYPES = [
+    ("target_size", "half", {}),
+    ("target_size", None, {}),
+    ("target_size", True, {}),  # bool is never a number
+    ("n_partitions", 2.5, {}),
+    ("n_partitions", "8", {}),
+    ("n_partitions", True, {}),
+    ("train_size", "0.5", {}),
+    ("train_size", None, {}),
+    ("slice_size", "5", {}),
+    ("slice_size", [5], {}),
+    ("slice_size", "1", {"strategy": "greedy"}),
+    ("slice_size", True, {"strategy": "greedy"}),
+    ("tau", "0.5", {}),
+    ("tau", None, {}),
+    ("tau", True, {}),
+    ("random_state", "0", {}),
+    ("random_state", 1.5, {}),
+    ("n_jobs", 1.5, {}),
+    ("n_jobs", "2", {}),
+    ("callback", 5, {}),
+    ("callback", "print", {}),
+    ("scheduler", 5, {"backend": "dask"}),
+]
+
+#: (parameter, value, other parameters): the right type, a value out of range. The choice
+#: parameters (strategy, classifier, backend) take anything that is not a choice as a value.
+WRONG_VALUES = [
+    ("target_size", 0, {}),
+    ("target_size", -5, {}),
+    ("target_size", 0.0, {}),
+    ("target_size", 1.0, {}),
+    ("target_size", 60, {}),  # the whole input: nothing to filter
+    ("target_size", 61, {}),
+    ("n_partitions", 0, {}),
+    ("n_partitions", -1, {}),
+    ("train_size", 0, {}),
+    ("train_size", 1.0, {}),
+    ("train_size", -0.5, {}),
+    ("train_size", 60, {}),  # t < |S|
+    ("train_size", 31, {}),  # above target_size=30
+    ("slice_size", 0, {}),
+    ("slice_size", 1.5, {}),
+    ("slice_size", -0.5, {}),
+    ("slice_size", 5, {"strategy": "greedy"}),
+    ("slice_size", 0.5, {"strategy": "greedy"}),
+    ("tau", 1.5, {}),
+    ("tau", -0.1, {}),
+    ("tau", float("nan"), {}),
+    ("tau", float("inf"), {}),
+    ("strategy", "random", {}),
+    ("strategy", 5, {}),
+    ("classifier", "svm", {}),
+    ("classifier", None, {}),
+    ("random_state", -1, {}),
+    ("n_jobs", 0, {}),
+    ("n_jobs", -2, {}),
+    ("backend", "spark", {}),
+    ("backend", None, {}),
+    ("scheduler", "tcp://x:1", {}),  # only with backend="dask"
+    ("scheduler", "local:0", {"backend": "dask"}),
+    ("scheduler", "local:zero", {"backend": "dask"}),
+    ("scheduler", "nowhere", {"backend": "dask"}),
+]
+
+
+def _fit_tiny(name, value, others):
+    X, y = _tiny()
+    params = {"target_size": 30, "n_partitions": 4, **others, name: value}
+    return AFLite(**params).fit(X, y)
+
+
+@pytest.mark.parametrize(("name", "value", "others"), WRONG_TYPES,
+                         ids=[f"{n}={v!r}" for n, v, _ in WRONG_TYPES])
+def test_a_parameter_of_the_wrong_type_raises_type_error_naming_it(name, value, others):
+    with pytest.raises(TypeError) as info:
+        _fit_tiny(name, value, others)
+    assert name in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("name", "value", "others"), WRONG_VALUES,
+                         ids=[f"{n}={v!r}" for n, v, _ in WRONG_VALUES])
+def test_a_parameter_out_of_range_raises_value_error_naming_it(name, value, others):
+    with pytest.raises(ValueError) as info:
+        _fit_tiny(name, value, others)
+    assert not isinstance(info.value, TypeError), repr(info.value)
+    assert name in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("name", "value"), [("slice_size", 1), ("slice_size", 1.0),
+                                             ("slice_size", None)])
+def test_greedy_accepts_a_slice_size_of_one(name, value):
+    est = _fit_tiny(name, value, {"strategy": "greedy"})
+    assert est.slice_size_ == 1
+
+
+def test_sizes_round_as_documented():
+    X, y = _tiny()
+    # a fraction of target_size rounds up (60 * 0.505 = 30.3 -> 31); of slice_size to the
+    # nearest row (60 * 0.075 = 4.5 -> 4, half to even; 60 * 0.092 = 5.52 -> 6)
+    est = AFLite(target_size=0.505, n_partitions=4, slice_size=0.075).fit(X, y)
+    assert (est.target_size_, est.slice_size_) == (31, 4)
+    est = AFLite(target_size=0.505, n_partitions=4, slice_size=0.092).fit(X, y)
+    assert est.slice_size_ == 6
+    assert AFLite(target_size=30, n_partitions=4).fit(X, y).slice_size_ == 1  # 2% of 60
+
+
+def test_resolve_size_rounding_keyword():
+    from aflite_core._validation import resolve_size
+
+    assert resolve_size("s", 0.075, 60) == 5  # ceil by default
+    assert resolve_size("s", 0.075, 60, rounding="nearest") == 4
+    assert resolve_size("s", 0.001, 60, rounding="nearest") == 1  # at least one row
+    assert resolve_size("s", 7, 60, rounding="nearest") == 7
+    with pytest.raises(ValueError, match="rounding"):
+        resolve_size("s", 0.5, 60, rounding="floor")

@@ -22,18 +22,28 @@ scattered to the workers of a ``dask.distributed`` cluster once per run; see ``d
 from __future__ import annotations
 
 import contextlib
-import math
 import mmap
-import numbers
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator
 
+from aflite_core._validation import (
+    check_callback,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_size,
+    make_rng,
+    resolve_n_jobs,
+    resolve_size,
+)
 from aflite_core.filter.linear import (
     ScatterStats,
     count_correct,
@@ -56,20 +66,6 @@ STOP_TARGET = "target_size"
 STOP_TAU = "too_few_above_tau"
 STOP_CALLBACK = "callback"
 
-_PARAM_NAMES = (
-    "target_size",
-    "n_partitions",
-    "train_size",
-    "slice_size",
-    "tau",
-    "strategy",
-    "classifier",
-    "random_state",
-    "n_jobs",
-    "callback",
-    "backend",
-    "scheduler",
-)
 _BLOCK_BYTES = 32 << 20
 _BLOCK_TARGET_BYTES = 2 << 20
 _BLOCK_MARGIN_ELEMENTS = 1 << 22
@@ -80,8 +76,14 @@ _MAX_BLOCK_ROWS = 4096
 _QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
 
 
-class AFLite:
-    """Adversarial filtering of dataset biases (AFLite), scikit-learn style.
+class AFLite(BaseEstimator):
+    """Adversarial filtering of dataset biases (AFLite), a scikit-learn estimator.
+
+    AFLite is a filter, not a classifier or a transformer: ``fit(X, y)`` finds the rows of
+    *this* data to keep (``keep_mask_``) and ``fit_predict(X, y)`` returns that mask; there is
+    no ``predict`` for new rows. As in scikit-learn, ``__init__`` only stores the parameters;
+    ``fit`` validates them (a wrong type raises TypeError, a value out of range ValueError,
+    both naming the parameter).
 
     Parameters
     ----------
@@ -98,8 +100,8 @@ class AFLite:
         must hold in every round.
     slice_size : int or float, default=None
         ``k``: rows removed per round at most. An int ``>= 1``, or a fraction of the input in
-        ``(0, 1]``. ``None`` gives 2% of the input (at least 1). Must be 1 or None for
-        ``strategy="greedy"``.
+        ``(0, 1]`` (rounded to the nearest row, at least 1). ``None`` gives 2% of the input
+        (at least 1). Must be 1 or None for ``strategy="greedy"``.
     tau : float, default=0.75
         Only rows with predictability ``>= tau`` are removed.
     strategy : {"greedy_slicing", "slice_sampling", "greedy"}, default="greedy_slicing"
@@ -193,24 +195,13 @@ class AFLite:
         self.backend = backend
         self.scheduler = scheduler
 
-    # -- scikit-learn parameter protocol -------------------------------------------------
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """Constructor parameters as a dict (scikit-learn protocol)."""
-        return {name: getattr(self, name) for name in _PARAM_NAMES}
-
-    def set_params(self, **params: Any) -> AFLite:
-        """Set constructor parameters (scikit-learn protocol); returns self."""
-        for name, value in params.items():
-            if name not in _PARAM_NAMES:
-                raise ValueError(
-                    f"invalid parameter {name!r} for AFLite; expected one of {_PARAM_NAMES}"
-                )
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={getattr(self, k)!r}" for k in _PARAM_NAMES[:7])
-        return f"AFLite({args}, ...)"
+    def __sklearn_tags__(self):
+        """Estimator tags: dense, finite X and a required y (see scikit-learn's Tags)."""
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # the labels are what the partition models predict
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        return tags
 
     # -- fitting -------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> AFLite:
@@ -227,274 +218,364 @@ class AFLite:
         Returns
         -------
         self
+
+        Raises
+        ------
+        TypeError
+            A parameter, ``X`` or ``y`` of the wrong type (the message names it).
+        ValueError
+            A parameter, ``X`` or ``y`` of the right type but an invalid value.
         """
         with _single_threaded_blas():
             return self._fit(X, y)
-
-    def _fit(self, X: Any, y: Any) -> AFLite:
-        started = time.perf_counter()
-        X = _check_X(X)
-        codes, classes = _encode_labels(y, X.shape[0])
-        n, d = X.shape
-        cfg = self._resolved(n)
-        rng = _make_rng(self.random_state)
-        n_classes = len(classes)
-        _check_model_size(n_classes, cfg["m"], d)
-
-        shift = _column_mean(X)
-        priority = np.empty(n, dtype=np.int64)
-        priority[rng.permutation(n)] = np.arange(n)
-        blocks = _Blocks(codes, n_classes, _block_rows(d, cfg["m"], n_classes))
-
-        alive = np.ones(n, dtype=bool)
-        predictability = np.full(n, np.nan)
-        removal_round = np.full(n, -1, dtype=np.int64)
-        history: list[dict[str, Any]] = []
-        removed_total = 0
-        stop_reason = None
-        workers = cfg["n_jobs"] if self.n_jobs is not None else (os.cpu_count() or 1)
-        backend = _make_backend(self.backend, self.scheduler, X, shift, blocks,
-                                workers if self.backend == "dask" else cfg["n_jobs"])
-        try:
-            drawn = backend.submit(_draw_round, rng, blocks, alive, cfg)
-            stats = ScatterStats.zeros(d)
-            for part in backend.group_row_stats():
-                stats.add(*part)
-            # The covariance factor of S needs no labels and no partitions: with a pool, it is
-            # computed while the round's class sums are.
-            factor = backend.submit(covariance_factor, stats)
-            round_no = 0
-            while stop_reason is None:
-                round_no += 1
-                t_round = time.perf_counter()
-                s_rows, positions, t, scores = _score_round(backend, blocks, drawn, factor,
-                                                            shift, cfg)
-                drawn = None  # its train masks are no longer needed
-                n_s = len(s_rows)
-                eligible = np.flatnonzero(scores >= cfg["tau"])
-                cap = min(cfg["k"], n_s - cfg["target"])
-                chosen = _select_removals(
-                    scores[eligible], priority[s_rows[eligible]], cap, cfg["strategy"], rng
-                )
-                removed_s = np.sort(eligible[chosen])  # positions in S, i.e. block order
-                removed_rows = s_rows[removed_s]
-                predictability[s_rows] = scores
-                alive[removed_rows] = False
-                removal_round[removed_rows] = round_no
-                removed_total += len(removed_rows)
-                size_after = n_s - len(removed_rows)
-                if size_after <= cfg["target"]:
-                    stop_reason = STOP_TARGET
-                elif len(removed_rows) < cfg["k"]:
-                    stop_reason = STOP_TAU
-                if stop_reason is None:  # the next round needs the statistics of S
-                    removed_x = backend.features(_positions_by_block(removed_s, positions))
-                    factor = backend.submit(_downdate_factor, stats, removed_x)
-                if len(removed_rows):
-                    _compact_blocks(backend, blocks, alive)
-                if stop_reason is None:
-                    # The next round's partitions need only the new S (and the random stream,
-                    # used in the same order): with a pool they are drawn, like the covariance
-                    # factor, while this round's bookkeeping goes on.
-                    drawn = backend.submit(_draw_round, rng, blocks, alive, cfg)
-                seconds = time.perf_counter() - t_round
-                history.append(
-                    _history_row(round_no, n_s, t, len(removed_rows), scores, len(eligible),
-                                 seconds)
-                )
-                if self.callback is not None:
-                    info = {
-                        "round": round_no,
-                        "size": size_after,
-                        "size_before": n_s,
-                        "removed": len(removed_rows),
-                        "removed_total": removed_total,
-                        "target_size": cfg["target"],
-                        "n_samples": n,
-                        "n_above_tau": len(eligible),
-                        "seconds": seconds,
-                        "elapsed": time.perf_counter() - started,
-                        "stop_reason": stop_reason,
-                    }
-                    answer = self.callback(info)
-                    if (answer is True or answer is np.True_) and stop_reason is None:
-                        stop_reason = STOP_CALLBACK
-        finally:
-            backend.close()
-
-        self.keep_mask_ = alive
-        self.predictability_ = predictability
-        self.removal_round_ = removal_round
-        self.history_ = pd.DataFrame(history)
-        self.n_rounds_ = len(history)
-        self.stop_reason_ = stop_reason
-        self.classes_ = classes
-        self.n_features_in_ = d
-        self.target_size_ = cfg["target"]
-        self.slice_size_ = cfg["k"]
-        return self
 
     def fit_predict(self, X: Any, y: Any) -> np.ndarray:
         """Fit and return ``keep_mask_``."""
         return self.fit(X, y).keep_mask_
 
-    def _resolved(self, n: int) -> dict[str, Any]:
+    def _fit(self, X: Any, y: Any) -> AFLite:
+        """Validate, prepare the run, play its rounds on a backend, store the results."""
+        started = time.perf_counter()
+        X = _check_X(X)
+        codes, classes = _encode_labels(y, X.shape[0])
+        cfg = self._fit_config(X.shape[0])
+        rng = make_rng(self.random_state)
+        _check_model_size(len(classes), cfg.n_partitions, X.shape[1])
+        run = _FilterRun(X, codes, len(classes), cfg, rng)
+        backend = _make_backend(cfg.backend, cfg.scheduler, X, run.shift, run.blocks,
+                                cfg.n_workers)
+        try:
+            run.run_rounds(backend, started)
+        finally:
+            backend.close()
+        self._store_results(run, classes, X.shape[1])
+        return self
+
+    def _fit_config(self, n: int) -> FitConfig:
         """Validate the parameters against ``n`` input rows; return the resolved values."""
-        target = _resolve_size("target_size", self.target_size, n, upper_open=True)
-        if target >= n:
-            raise ValueError(
-                f"target_size must be smaller than the number of rows ({n}); got "
-                f"{self.target_size!r}: there would be nothing to filter"
-            )
-        m = _check_int("n_partitions", self.n_partitions, minimum=1)
-        train = self.train_size
-        if isinstance(train, bool) or not isinstance(train, numbers.Real):
-            raise TypeError(
-                f"train_size must be an int >= 1 or a float in (0, 1); got {train!r} "
-                f"({type(train).__name__})"
-            )
-        if isinstance(train, numbers.Integral):
-            train = int(train)
-            if train < 1:
-                raise ValueError(f"train_size must be >= 1 when an int; got {train}")
-            if train >= n:
-                raise ValueError(
-                    f"train_size must be smaller than the set it partitions (t < |S|); got "
-                    f"train_size={train} for {n} rows"
-                )
-            if train > target:
-                raise ValueError(
-                    f"train_size={train} must be at most target_size={target} when given as "
-                    f"an int: t < |S| must hold in every round and the last round may have "
-                    f"only target_size + 1 rows (pass a float to scale it with |S|)"
-                )
-        else:
-            train = float(train)
-            if not 0.0 < train < 1.0:
-                raise ValueError(
-                    f"train_size must be a float in (0, 1) (a fraction of the current set) or "
-                    f"an int; got {train!r}"
-                )
-        strategy = self.strategy
-        if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}")
-        if strategy == "greedy":
-            if self.slice_size not in (None, 1):
-                raise ValueError(
-                    f"slice_size must be None or 1 for strategy='greedy' (k = 1); got "
-                    f"{self.slice_size!r}"
-                )
-            k = 1
-        elif self.slice_size is None:
-            k = max(1, round(DEFAULT_SLICE_FRACTION * n))
-        else:
-            k = _resolve_size("slice_size", self.slice_size, n, upper_open=False)
-        tau = self.tau
-        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0 <= tau <= 1:
-            raise ValueError(f"tau must be a number in [0, 1]; got {tau!r}")
-        if self.classifier not in CLASSIFIERS:
-            raise ValueError(f"classifier must be one of {CLASSIFIERS}; got {self.classifier!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise TypeError(
-                f"callback must be callable or None; got {type(self.callback).__name__}"
-            )
-        if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {BACKENDS}; got {self.backend!r}")
-        if self.backend == "local" and self.scheduler is not None:
-            raise ValueError(
-                f"scheduler is only used with backend='dask'; got scheduler={self.scheduler!r} "
-                f"with backend='local'"
-            )
-        if self.backend == "dask":
-            _check_scheduler(self.scheduler)
-        return {
-            "target": target,
-            "m": m,
-            "train": train,
-            "k": k,
-            "tau": float(tau),
-            "strategy": strategy,
-            "n_jobs": _resolve_n_jobs(self.n_jobs),
-        }
-
-
-# -- validation helpers -------------------------------------------------------------------
-def _check_int(name: str, value: Any, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= {minimum}; got {value!r} "
-                        f"({type(value).__name__})")
-    if value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}; got {value}")
-    return int(value)
-
-
-def _resolve_size(name: str, value: Any, n: int, *, upper_open: bool) -> int:
-    """An int count, or a fraction of ``n`` (``(0, 1)``, or ``(0, 1]`` if not upper_open)."""
-    interval = "(0, 1)" if upper_open else "(0, 1]"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(
-            f"{name} must be an int >= 1 or a float in {interval} (a fraction of the "
-            f"{n} input rows); got {value!r} ({type(value).__name__})"
+        target_size = _resolve_target_size(self.target_size, n)
+        n_partitions = check_int("n_partitions", self.n_partitions, minimum=1)
+        train_size = _resolve_train_size(self.train_size, n, target_size)
+        strategy = check_choice("strategy", self.strategy, STRATEGIES)
+        slice_size = _resolve_slice_size(self.slice_size, n, strategy)
+        tau = _check_tau(self.tau)
+        check_choice("classifier", self.classifier, CLASSIFIERS)
+        callback = check_callback(self.callback)
+        backend = check_choice("backend", self.backend, BACKENDS)
+        _check_scheduler(self.scheduler, backend)
+        return FitConfig(
+            n_samples=n,
+            target_size=target_size,
+            n_partitions=n_partitions,
+            train_size=train_size,
+            slice_size=slice_size,
+            tau=tau,
+            strategy=strategy,
+            backend=backend,
+            scheduler=self.scheduler,
+            n_workers=_resolve_workers(self.n_jobs, backend),
+            callback=callback,
         )
-    if isinstance(value, numbers.Integral):
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1 when an int; got {value}")
-        return int(value)
-    value = float(value)
-    ok = 0.0 < value < 1.0 if upper_open else 0.0 < value <= 1.0
-    if not ok:
-        raise ValueError(
-            f"{name} must be a float in {interval} (a fraction of the input) or an int; "
-            f"got {value!r}"
+
+    def _store_results(self, run: _FilterRun, classes: np.ndarray, n_features: int) -> None:
+        """Set the fitted attributes from a finished run."""
+        self.keep_mask_ = run.alive
+        self.predictability_ = run.predictability
+        self.removal_round_ = run.removal_round
+        self.history_ = pd.DataFrame(run.history)
+        self.n_rounds_ = len(run.history)
+        self.stop_reason_ = run.stop_reason
+        self.classes_ = classes
+        self.n_features_in_ = n_features
+        self.target_size_ = run.cfg.target_size
+        self.slice_size_ = run.cfg.slice_size
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """AFLite's parameters for one ``fit``, validated and resolved against the input size.
+
+    ``AFLite.fit`` builds it once (``AFLite._fit_config``); the rounds read only this, never
+    the estimator's raw parameters.
+
+    Attributes
+    ----------
+    n_samples : int
+        Rows of the input.
+    target_size : int
+        Rows to keep at least, ``1 <= target_size < n_samples``.
+    n_partitions : int
+        ``m``: partitions (linear models) per round.
+    train_size : int or float
+        ``t``: an int (training rows in every round, ``<= target_size``) or a float in
+        ``(0, 1)``, the share of S at the start of each round.
+    slice_size : int
+        ``k``: rows removed per round at most (1 for ``strategy="greedy"``).
+    tau : float
+        Only rows with predictability ``>= tau`` are removed.
+    strategy : str
+        One of :data:`STRATEGIES`.
+    backend : str
+        One of :data:`BACKENDS`.
+    scheduler : str, dask.distributed.Client or None
+        The Dask scheduler as given (checked; None with the local backend).
+    n_workers : int
+        Local backend: threads over row blocks. Dask backend: workers of the local cluster
+        started when there is neither a scheduler nor a default client.
+    callback : callable or None
+        Called after every round (see :class:`AFLite`).
+    """
+
+    n_samples: int
+    target_size: int
+    n_partitions: int
+    train_size: int | float
+    slice_size: int
+    tau: float
+    strategy: str
+    backend: str
+    scheduler: Any
+    n_workers: int
+    callback: Callable[[dict], Any] | None
+
+
+@dataclass(frozen=True)
+class _RoundResult:
+    """What one round scored and removed.
+
+    ``s_rows`` are the rows of S at the start of the round in round order (block by block,
+    class-ordered within a block) and ``positions`` their working-copy positions per block;
+    ``scores`` and ``removed_s`` index ``s_rows``.
+    """
+
+    number: int
+    s_rows: np.ndarray
+    positions: list[np.ndarray]
+    train_size: int
+    scores: np.ndarray
+    n_above_tau: int
+    removed_s: np.ndarray
+
+    @property
+    def size_before(self) -> int:
+        return len(self.s_rows)
+
+    @property
+    def removed(self) -> int:
+        return len(self.removed_s)
+
+    @property
+    def size_after(self) -> int:
+        return self.size_before - self.removed
+
+
+class _FilterRun:
+    """The state of one ``fit``: the set S (``alive``), the scores so far and the history.
+
+    ``__init__`` prepares what needs no backend (column means, the seeded tie-break order,
+    the row blocks); :meth:`run_rounds` then plays rounds on a backend until a stop rule
+    holds. A round scores S and removes the chosen rows (:meth:`_score_and_select`,
+    :meth:`_remove`), prepares the next round (:meth:`_prepare_next_round`), records its
+    history row and tells the callback (:meth:`_notify`).
+    """
+
+    def __init__(self, X: np.ndarray, codes: np.ndarray, n_classes: int, cfg: FitConfig,
+                 rng: np.random.Generator) -> None:
+        n, d = X.shape
+        self.cfg = cfg
+        self.rng = rng
+        self.shift = _column_mean(X)
+        # A seeded rank per row breaks ties between equal scores (the lower rank goes first).
+        self.priority = np.empty(n, dtype=np.int64)
+        self.priority[rng.permutation(n)] = np.arange(n)
+        self.blocks = _Blocks(codes, n_classes, _block_rows(d, cfg.n_partitions, n_classes))
+        self.alive = np.ones(n, dtype=bool)
+        self.predictability = np.full(n, np.nan)
+        self.removal_round = np.full(n, -1, dtype=np.int64)
+        self.history: list[dict[str, Any]] = []
+        self.removed_total = 0
+        self.stop_reason: str | None = None
+
+    def run_rounds(self, backend, started: float) -> None:
+        """Play rounds until a stop rule holds (``stop_reason`` is then set)."""
+        drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg)
+        stats = _scatter_stats(backend, self.shift.shape[0])
+        # The covariance factor of S needs no labels and no partitions: with a pool, it is
+        # computed while the round's class sums are.
+        factor = backend.submit(covariance_factor, stats)
+        round_no = 0
+        while self.stop_reason is None:
+            round_no += 1
+            t_round = time.perf_counter()
+            result = self._score_and_select(round_no, backend, drawn, factor)
+            drawn = None  # its train masks are no longer needed
+            self._remove(result)
+            drawn, factor = self._prepare_next_round(backend, stats, result)
+            seconds = time.perf_counter() - t_round
+            self.history.append(_history_row(result, seconds))
+            self._notify(result, seconds, started)
+
+    def _score_and_select(self, round_no: int, backend, drawn, factor) -> _RoundResult:
+        """Score S with the round's partitions and choose the rows to remove."""
+        cfg = self.cfg
+        s_rows, positions, t, scores = _score_round(backend, self.blocks, drawn, factor,
+                                                    self.shift, cfg)
+        eligible = np.flatnonzero(scores >= cfg.tau)
+        cap = min(cfg.slice_size, len(s_rows) - cfg.target_size)
+        chosen = _select_removals(scores[eligible], self.priority[s_rows[eligible]], cap,
+                                  cfg.strategy, self.rng)
+        return _RoundResult(
+            number=round_no,
+            s_rows=s_rows,
+            positions=positions,
+            train_size=t,
+            scores=scores,
+            n_above_tau=len(eligible),
+            removed_s=np.sort(eligible[chosen]),  # positions in S, i.e. block order
         )
-    return max(1, math.ceil(value * n - 1e-9)) if upper_open else max(1, round(value * n))
 
+    def _remove(self, result: _RoundResult) -> None:
+        """Record the round's scores, take its chosen rows out of S, apply the stop rules."""
+        removed_rows = result.s_rows[result.removed_s]
+        self.predictability[result.s_rows] = result.scores
+        self.alive[removed_rows] = False
+        self.removal_round[removed_rows] = result.number
+        self.removed_total += result.removed
+        if result.size_after <= self.cfg.target_size:
+            self.stop_reason = STOP_TARGET
+        elif result.removed < self.cfg.slice_size:
+            self.stop_reason = STOP_TAU
 
-def _resolve_n_jobs(n_jobs: Any) -> int:
-    if n_jobs is None:
-        return 1
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"n_jobs must be None or an int; got {n_jobs!r}")
-    if n_jobs == -1:
-        return os.cpu_count() or 1
-    if n_jobs < 1:
-        raise ValueError(f"n_jobs must be None, -1 or an int >= 1; got {n_jobs}")
-    return int(n_jobs)
+    def _prepare_next_round(self, backend, stats: ScatterStats, result: _RoundResult):
+        """Bring the statistics and working copies up to the new S; draw its partitions.
 
+        Returns the next round's ``(drawn, factor)`` (futures when there is a pool), or
+        ``(None, None)`` when the run stops after this round.
+        """
+        drawn = factor = None
+        if self.stop_reason is None:  # the next round needs the statistics of S
+            removed_x = backend.features(_positions_by_block(result.removed_s, result.positions))
+            factor = backend.submit(_downdate_factor, stats, removed_x)
+        if result.removed:
+            _compact_blocks(backend, self.blocks, self.alive)
+        if self.stop_reason is None:
+            # The next round's partitions need only the new S (and the random stream, used in
+            # the same order): with a pool they are drawn, like the covariance factor, while
+            # this round's bookkeeping goes on.
+            drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg)
+        return drawn, factor
 
-def _check_scheduler(scheduler: Any) -> None:
-    if scheduler is None or hasattr(scheduler, "submit"):
-        return
-    if isinstance(scheduler, str):
-        if scheduler.startswith("local:"):
-            count = scheduler[len("local:") :]
-            if count.isdigit() and int(count) >= 1:
-                return
-        elif "://" in scheduler:
+    def _notify(self, result: _RoundResult, seconds: float, started: float) -> None:
+        """Call the callback with the round's info; ``True`` back stops after this round."""
+        callback = self.cfg.callback
+        if callback is None:
             return
-    raise ValueError(
-        "scheduler must be None, 'local:N' (N >= 1 workers), an address such as "
-        f"'tcp://HOST:PORT', or a dask.distributed.Client; got {scheduler!r}"
-    )
+        info = {
+            "round": result.number,
+            "size": result.size_after,
+            "size_before": result.size_before,
+            "removed": result.removed,
+            "removed_total": self.removed_total,
+            "target_size": self.cfg.target_size,
+            "n_samples": self.cfg.n_samples,
+            "n_above_tau": result.n_above_tau,
+            "seconds": seconds,
+            "elapsed": time.perf_counter() - started,
+            "stop_reason": self.stop_reason,
+        }
+        answer = callback(info)
+        if (answer is True or answer is np.True_) and self.stop_reason is None:
+            self.stop_reason = STOP_CALLBACK
 
 
-def _make_rng(random_state: Any) -> np.random.Generator:
-    if random_state is None or isinstance(random_state, np.random.SeedSequence):
-        return np.random.default_rng(random_state)
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if isinstance(random_state, np.random.RandomState):
-        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"random_state must be a non-negative int; got {random_state}")
-        return np.random.default_rng(int(random_state))
-    raise TypeError(
-        "random_state must be None, a non-negative int, a numpy Generator, RandomState or "
-        f"SeedSequence; got {random_state!r} ({type(random_state).__name__})"
-    )
+def _scatter_stats(backend, n_features: int) -> ScatterStats:
+    """Label-free scatter statistics of S, summed group by group in a fixed order."""
+    stats = ScatterStats.zeros(n_features)
+    for part in backend.group_row_stats():
+        stats.add(*part)
+    return stats
 
 
+# -- parameter validation -------------------------------------------------------------------
+def _resolve_target_size(value: Any, n: int) -> int:
+    target = resolve_size("target_size", value, n)
+    if target >= n:
+        raise ValueError(
+            f"target_size: expected fewer rows than the input's {n}, got {value!r} "
+            f"({target} rows): there would be nothing to filter"
+        )
+    return target
+
+
+def _resolve_train_size(value: Any, n: int, target_size: int) -> int | float:
+    train = check_size("train_size", value)
+    if isinstance(train, int):
+        if train >= n:
+            raise ValueError(
+                f"train_size: expected fewer rows than the set it partitions (t < |S|), got "
+                f"train_size={train} for {n} rows"
+            )
+        if train > target_size:
+            raise ValueError(
+                f"train_size: expected at most target_size={target_size} when an int, got "
+                f"train_size={train}: t < |S| must hold in every round and the last round may "
+                f"have only target_size + 1 rows (pass a float to scale it with |S|)"
+            )
+    return train
+
+
+def _resolve_slice_size(value: Any, n: int, strategy: str) -> int:
+    if strategy == "greedy":
+        if value is not None and check_size("slice_size", value, allow_all=True) != 1:
+            raise ValueError(
+                f"slice_size: expected None or 1 for strategy='greedy' (k = 1), got {value!r}"
+            )
+        return 1
+    if value is None:
+        return max(1, round(DEFAULT_SLICE_FRACTION * n))
+    return resolve_size("slice_size", value, n, allow_all=True, rounding="nearest")
+
+
+def _check_tau(value: Any) -> float:
+    return check_fraction("tau", value, closed=True)
+
+
+def _check_scheduler(scheduler: Any, backend: str) -> None:
+    if scheduler is None:
+        return
+    if backend != "dask":
+        raise ValueError(
+            f"scheduler: only used with backend='dask', got scheduler={scheduler!r} with "
+            f"backend={backend!r}"
+        )
+    what = ("None, 'local:N' (N >= 1 workers), an address such as 'tcp://HOST:PORT', or a "
+            "dask.distributed.Client")
+    if hasattr(scheduler, "submit"):
+        return
+    if not isinstance(scheduler, str):
+        raise TypeError(f"scheduler: expected {what}, got {scheduler!r} "
+                        f"({type(scheduler).__name__})")
+    if scheduler.startswith("local:"):
+        count = scheduler[len("local:") :]
+        if count.isdigit() and int(count) >= 1:
+            return
+    elif "://" in scheduler:
+        return
+    raise ValueError(f"scheduler: expected {what}, got {scheduler!r}")
+
+
+def _resolve_workers(n_jobs: Any, backend: str) -> int:
+    """Threads (local backend) or local-cluster workers (Dask backend) for ``n_jobs``.
+
+    ``None`` means one thread locally and every core for a Dask cluster.
+    """
+    workers = resolve_n_jobs(n_jobs)
+    if backend == "dask" and n_jobs is None:
+        return os.cpu_count() or 1
+    return workers
+
+
+# -- data validation ------------------------------------------------------------------------
 def _check_X(X: Any) -> np.ndarray:
     """2-D real-valued float32 features without NaN/inf; memory maps are kept as they are."""
     if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
@@ -511,7 +592,10 @@ def _check_X(X: Any) -> np.ndarray:
     if X.dtype.kind not in "biuf":
         raise TypeError(f"X must hold real numbers (float, int or bool); got dtype {X.dtype}")
     if X.shape[1] == 0:
-        raise ValueError(f"X must have at least one feature column; got shape {X.shape}")
+        raise ValueError(
+            f"X must have at least one feature column; got 0 feature(s) (shape={X.shape}) "
+            "while a minimum of 1 is required."
+        )
     if X.dtype != np.float32 or not X.flags.c_contiguous:
         X = np.ascontiguousarray(X, dtype=np.float32)
     return X
@@ -519,6 +603,8 @@ def _check_X(X: Any) -> np.ndarray:
 
 def _encode_labels(y: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes and sorted classes of ``y``, validated against ``n`` rows."""
+    if y is None:
+        raise ValueError("AFLite requires y to be passed, but the target y is None")
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-D (n_samples,); got shape {y.shape}")
@@ -536,7 +622,7 @@ def _encode_labels(y: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     if len(classes) < 2:
         raise ValueError(
             f"y must contain at least 2 distinct labels; got {len(classes)} "
-            f"({classes.tolist()[:5]})"
+            f"class{'' if len(classes) == 1 else 'es'} ({classes.tolist()[:5]})"
         )
     single = classes[counts < 2]
     if len(single):
@@ -617,7 +703,19 @@ def _round_train_size(train: int | float, n_s: int) -> int:
     return int(min(max(round(train * n_s), 1), n_s - 1))
 
 
-def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray, cfg) -> dict:
+def _partition_shape(cfg: FitConfig | Mapping[str, Any]) -> tuple[int, int | float]:
+    """``(n_partitions, train_size)`` of the configuration a round is drawn with.
+
+    Takes a :class:`FitConfig`, or the mapping ``{"m": n_partitions, "train": train_size}``
+    that callers written before FitConfig pass.
+    """
+    if isinstance(cfg, Mapping):
+        return cfg["m"], cfg["train"]
+    return cfg.n_partitions, cfg.train_size
+
+
+def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
+                cfg: FitConfig | Mapping[str, Any]) -> dict:
     """The random partitions of a round over the alive rows, as per-block train masks.
 
     Each of the ``m`` partitions draws ``min(t, |S| - t)`` distinct positions of S uniformly
@@ -628,12 +726,12 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray, cf
     never training rows), the ``(m, C)`` training ``counts`` per class and, per row of S, the
     number of partitions holding it out (``held``).
     """
-    m = cfg["m"]
+    m, train = _partition_shape(cfg)
     n_classes = len(blocks.classes) - 1
     positions = blocks.alive_positions(alive)
     s_rows = np.concatenate([r[p] for r, p in zip(blocks.rows, positions, strict=True)])
     n_s = len(s_rows)
-    t = _round_train_size(cfg["train"], n_s)
+    t = _round_train_size(train, n_s)
     small = min(t, n_s - t)
     drawn_train = small == t
     # The masks of all working copies side by side: block b is columns offsets[b]:offsets[b+1].
@@ -661,7 +759,7 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray, cf
             "counts": counts, "held": held}
 
 
-def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg):
+def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitConfig):
     """One round's predictabilities from its partitions (see :func:`_draw_round`).
 
     ``factor`` is the covariance factor of S (see :func:`covariance_factor`); ``drawn`` and
@@ -671,7 +769,7 @@ def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg):
     """
     if hasattr(drawn, "result"):
         drawn = drawn.result()
-    m = cfg["m"]
+    m = cfg.n_partitions
     train_w, positions = drawn["train_w"], drawn["positions"]
     sums = np.zeros((m, len(blocks.classes) - 1, shift.shape[0]))
     for part in backend.group_class_sums(blocks.bounds, train_w):
@@ -746,19 +844,17 @@ def _select_removals(
     return candidates[order[:cap]]
 
 
-def _history_row(
-    round_no: int, n_s: int, t: int, removed: int, scores: np.ndarray, n_above: int,
-    seconds: float,
-) -> dict[str, Any]:
-    scored = scores[~np.isnan(scores)]
+def _history_row(result: _RoundResult, seconds: float) -> dict[str, Any]:
+    """The ``history_`` row of a round (see :class:`AFLite`)."""
+    scored = result.scores[~np.isnan(result.scores)]
     row: dict[str, Any] = {
-        "round": round_no,
-        "size": n_s,
-        "train_size": t,
-        "removed": removed,
-        "size_after": n_s - removed,
+        "round": result.number,
+        "size": result.size_before,
+        "train_size": result.train_size,
+        "removed": result.removed,
+        "size_after": result.size_after,
         "n_scored": len(scored),
-        "n_above_tau": n_above,
+        "n_above_tau": result.n_above_tau,
         "score_mean": float(scored.mean()) if len(scored) else np.nan,
     }
     qs = np.quantile(scored, _QUANTILES) if len(scored) else [np.nan] * len(_QUANTILES)
