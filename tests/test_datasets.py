@@ -720,6 +720,10 @@ def test_max_bytes_on_path_upload_and_gzip_expansion(tmp_path):
     msg = err(tmp_path, "bomb.csv.gz", bomb, DatasetSizeError, max_bytes=1_000_000)
     assert "expands past" in msg and "stopped reading" in msg
     assert load_dataset(write(tmp_path, "ok.csv", data), max_bytes=len(data)).report.n_read == 100
+    with pytest.raises(ValueError, match="max_bytes: expected an int >= 1, got 0"):
+        load_dataset(data, max_bytes=0)
+    with pytest.raises(TypeError, match="max_bytes: expected an int >= 1, got '1K'"):
+        load_dataset(data, max_bytes="1K")
 
 
 def test_file_not_found_is_a_dataset_error(tmp_path):

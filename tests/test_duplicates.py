@@ -86,6 +86,8 @@ def test_validation_and_pair_cap():
         near_duplicate_pairs(X, threshold=0.5, max_pairs=10)
     with pytest.raises(ValueError, match="threshold"):
         near_duplicate_pairs(X, threshold=0)
+    with pytest.raises(TypeError, match="threshold: expected a number in"):
+        near_duplicate_pairs(X, threshold="0.9")
     with pytest.raises(ValueError, match="retained_mask"):
         find_duplicates(["a"] * 20, retained_mask=np.ones(19, bool))
     with pytest.raises(ValueError, match="one row per text"):

@@ -175,6 +175,12 @@ def test_argument_validation():
         features_of(["a", None])
     with pytest.raises(ValueError, match="n_jobs"):
         features_of(["a"], n_jobs=0)
+    with pytest.raises(TypeError, match="n_jobs"):
+        features_of(["a"], n_jobs="2")
+    with pytest.raises(ValueError, match="min_count: expected an int >= 1, got 0"):
+        features_of(["a"], min_count=0)
+    with pytest.raises(ValueError, match="sentiment_lexicon"):
+        features_of(["a"], sentiment_lexicon="afinn")
 
 
 # ------------------------------------------------------------------ tagger, cache, workers

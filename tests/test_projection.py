@@ -95,3 +95,7 @@ def test_validation():
         project(X[0], method="pca")
     with pytest.raises(ValueError, match="n_neighbors"):
         project(X, n_neighbors=1)
+    with pytest.raises(TypeError, match=r"n_neighbors: expected an int >= 2, got 2\.5"):
+        project(X, n_neighbors=2.5)
+    with pytest.raises(ValueError, match=r"min_dist: expected a number in \[0, 1\], got 2"):
+        project(X, method="pca", min_dist=2)

@@ -370,7 +370,8 @@ def test_sentence_transformers_encodes_blocks_from_a_local_path(
         ({"method": "bert"}, ValueError, "method: expected one of"),
         ({"n_components": 0}, ValueError, "n_components: expected an int >= 1, got 0"),
         ({"n_components": 2.5}, TypeError, "n_components"),
-        ({"random_state": "0"}, TypeError, "random_state: expected an int or None, got '0'"),
+        ({"random_state": "0"}, TypeError, r"random_state: expected an int in \[0, \d+\], got '0'"),
+        ({"random_state": -1}, ValueError, r"random_state: expected an int in \[0, \d+\], got -1"),
         ({"method": "warmup", "warmup_fraction": 1.5}, ValueError, "warmup_fraction"),
     ],
 )

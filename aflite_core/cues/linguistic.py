@@ -34,7 +34,7 @@ import multiprocessing
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from aflite_core._validation import check_choice, check_int, resolve_n_jobs
 from aflite_core.cues import resources
 from aflite_core.cues.resources import ResourceMissingError
 
@@ -896,113 +897,42 @@ def extract_features(
     assert hyps is not None
     prems = _check_texts("premises", premises, len(hyps))
     families = _check_families(features)
-    if text not in ("hypothesis", "premise", "both"):
-        raise ValueError(f"text: expected 'hypothesis', 'premise' or 'both', got {text!r}")
+    check_choice("text", text, ("hypothesis", "premise", "both"))
     if text != "hypothesis" and prems is None:
         raise ValueError(f"text={text!r} needs premises, but none were given")
-    if sentiment_lexicon not in ("opinion", "vader"):
-        raise ValueError(
-            f"sentiment_lexicon: expected 'opinion' or 'vader', got {sentiment_lexicon!r}"
-        )
-    if not isinstance(min_count, (int, np.integer)) or min_count < 1:
-        raise ValueError(f"min_count: expected an integer >= 1, got {min_count!r}")
-    if on_missing not in ("report", "raise"):
-        raise ValueError(f"on_missing: expected 'report' or 'raise', got {on_missing!r}")
-    n_jobs = _resolve_n_jobs(n_jobs)
-    folder = (Path(cache_dir) if cache_dir is not None else default_cache_dir()) if cache \
-        else None
+    options = _FamilyOptions(
+        sentiment_lexicon=check_choice("sentiment_lexicon", sentiment_lexicon,
+                                       ("opinion", "vader")),
+        min_count=check_int("min_count", min_count, minimum=1),
+        lemma=lemma,
+    )
+    check_choice("on_missing", on_missing, ("report", "raise"))
+    annotations = _Annotations(
+        {"hypothesis": hyps, "premise": prems},
+        sides=["hypothesis", "premise"] if text == "both" else [text],
+        cache_dir=_cache_folder(cache, cache_dir),
+        n_jobs=_resolve_n_jobs(n_jobs),
+    )
 
-    side_texts = {"hypothesis": hyps, "premise": prems}
-    sides = ["hypothesis", "premise"] if text == "both" else [text]
-    lexicons: dict[str, _Lexicon] = {}
-
-    def lexicon(side: str) -> _Lexicon:
-        if side not in lexicons:
-            lexicons[side] = _lexicon(side_texts[side], folder)  # type: ignore[arg-type]
-        return lexicons[side]
-
-    tagged: dict[str, dict[str, np.ndarray]] = {}
-    method_ner = ner_method()
-
-    def tag_side(side: str) -> dict[str, np.ndarray]:
-        if side not in tagged:
-            tagged[side] = _tagged_annotations(
-                side_texts[side], ner_method=method_ner, n_jobs=n_jobs,  # type: ignore[arg-type]
-                cache_dir=folder, texts_hash=lexicon(side).texts_hash,
-            )
-        return tagged[side]
-
-    n = len(hyps)
     blocks: list[sp.csr_matrix] = []
     types: list[np.ndarray] = []
     names: list[np.ndarray] = []
     methods: dict[str, str] = {}
     unavailable: dict[str, str] = {}
-
     for family in families:
-        needed = _family_resources(family, lemma=lemma, sentiment_lexicon=sentiment_lexicon)
-        gaps = resources.missing(needed)
-        if gaps:
-            error = ResourceMissingError(family, gaps)
+        problem = _family_problem(family, options, has_premises=prems is not None)
+        if problem is not None:
             if on_missing == "raise":
-                raise error
-            unavailable[family] = str(error)
+                raise problem
+            unavailable[family] = str(problem)
             continue
-        if family == "overlap" and prems is None:
-            message = "overlap features unavailable: they need a premise column and this " \
-                      "dataset has a single text column"
-            if on_missing == "raise":
-                raise ValueError(message)
-            unavailable[family] = message
-            continue
-        lexs = [lexicon(s) for s in sides]
-        if family == "word":
-            block, values = _word_family(lexs, min_count=int(min_count), lemma=lemma)
-            methods[family] = (
-                f"lower-cased regex tokens{' -> WordNet lemma' if lemma else ''}, present in "
-                f">= {min_count} examples"
-            )
-        elif family == "sentiment":
-            block, values = _sentiment_family(lexs, sentiment_lexicon), \
-                ["positive", "negative", "neutral"]
-            source = "Hu & Liu opinion lexicon" if sentiment_lexicon == "opinion" else "VADER"
-            methods[family] = f"sign of summed word polarities ({source})"
-        elif family == "negation":
-            block, values = _negation_family(lexs), ["negation"]
-            methods[family] = "negation word or n't contraction (NEGATION_WORDS)"
-        elif family == "overlap":
-            block = _overlap_family(lexicon("premise"), lexicon("hypothesis"))
-            values = ["overlap", "no_overlap"]
-            methods[family] = "shared token of premise and hypothesis, NLTK stopwords ignored"
-        elif family == "tense":
-            code = _or_sides([tag_side(s)["tense"] for s in sides], len(TENSES))
-            block, values = code, list(TENSES)
-            methods[family] = "first finite verb by NLTK perceptron POS tags (tense_of)"
-        elif family == "ner":
-            columns = NER_COLUMNS[method_ner]
-            bits = np.bitwise_or.reduce([tag_side(s)["ner"] for s in sides])
-            flags = (bits[:, None] >> np.arange(len(columns))) & 1
-            block, values = _bool_columns(flags.astype(bool)), list(columns)
-            methods[family] = (
-                "NLTK ne_chunk (maxent) + CD numbers" if method_ner == "ne_chunk" else
-                "proper-noun/number heuristic (NNP/NNPS and CD tags; ne_chunk model "
-                "'maxent_ne_chunker_tab' not installed)"
-            )
-        else:  # typo
-            flags = np.logical_or.reduce([tag_side(s)["typo"] for s in sides])
-            block, values = _bool_columns(flags[:, None]), ["typo"]
-            from spellchecker import __version__ as spell_version
-
-            methods[family] = (
-                f"pyspellchecker {spell_version} (en) on alphabetic, non-proper-noun, "
-                "non-acronym tokens"
-            )
+        block, values, methods[family] = _FAMILY_BUILDERS[family](annotations, options)
         blocks.append(block.astype(np.int8))
         types.append(np.full(len(values), family, dtype=object))
         names.append(np.asarray(values, dtype=object))
 
     X = sp.hstack(blocks, format="csr", dtype=np.int8) if blocks else \
-        sp.csr_matrix((n, 0), dtype=np.int8)
+        sp.csr_matrix((len(hyps), 0), dtype=np.int8)
     return FeatureMatrix(
         X=X,
         feature_type=np.concatenate(types) if types else np.empty(0, dtype=object),
@@ -1011,6 +941,158 @@ def extract_features(
         methods=methods,
         unavailable=unavailable,
     )
+
+
+def _cache_folder(cache: bool, cache_dir: str | os.PathLike | None) -> Path | None:
+    """The annotation cache folder, or None when caching is off."""
+    if not cache:
+        return None
+    return Path(cache_dir) if cache_dir is not None else default_cache_dir()
+
+
+def _family_problem(family: str, options: _FamilyOptions, *, has_premises: bool
+                    ) -> Exception | None:
+    """Why ``family`` cannot run (a missing NLTK resource, no premise for overlap), or None.
+
+    The error is raised with ``on_missing='raise'``; its text is reported otherwise.
+    """
+    needed = _family_resources(family, lemma=options.lemma,
+                               sentiment_lexicon=options.sentiment_lexicon)
+    gaps = resources.missing(needed)
+    if gaps:
+        return ResourceMissingError(family, gaps)
+    if family == "overlap" and not has_premises:
+        return ValueError(
+            "overlap features unavailable: they need a premise column and this dataset has a "
+            "single text column"
+        )
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# one builder per family: (columns, their values, how they were computed)
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _FamilyOptions:
+    """The options of :func:`extract_features` the family builders read."""
+
+    min_count: int
+    lemma: bool
+    sentiment_lexicon: str
+
+
+class _Annotations:
+    """Token counts and POS-tag annotations of each text side, computed on first use.
+
+    ``sides`` are the sides the families read (``hypothesis``, ``premise`` or both);
+    overlap reads both whatever ``sides`` says.
+    """
+
+    def __init__(self, texts: dict[str, list[str] | None], *, sides: list[str],
+                 cache_dir: Path | None, n_jobs: int):
+        self.texts = texts
+        self.sides = sides
+        self.cache_dir = cache_dir
+        self.n_jobs = n_jobs
+        self.ner_method = ner_method()
+        self._lexicons: dict[str, _Lexicon] = {}
+        self._tagged: dict[str, dict[str, np.ndarray]] = {}
+
+    def lexicon(self, side: str) -> _Lexicon:
+        """Token counts of one side's texts."""
+        if side not in self._lexicons:
+            self._lexicons[side] = _lexicon(self.texts[side], self.cache_dir)  # type: ignore[arg-type]
+        return self._lexicons[side]
+
+    def lexicons(self) -> list[_Lexicon]:
+        """Token counts of the sides the families read."""
+        return [self.lexicon(side) for side in self.sides]
+
+    def tagged(self, key: str) -> list[np.ndarray]:
+        """One tagging annotation (``tense``, ``ner`` or ``typo``) of each side read."""
+        return [self._tagged_side(side)[key] for side in self.sides]
+
+    def _tagged_side(self, side: str) -> dict[str, np.ndarray]:
+        if side not in self._tagged:
+            self._tagged[side] = _tagged_annotations(
+                self.texts[side], ner_method=self.ner_method,  # type: ignore[arg-type]
+                n_jobs=self.n_jobs, cache_dir=self.cache_dir,
+                texts_hash=self.lexicon(side).texts_hash,
+            )
+        return self._tagged[side]
+
+
+_FamilyBlock = tuple[sp.csr_matrix, list[str], str]
+
+
+def _word_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
+    block, values = _word_family(annotations.lexicons(), min_count=options.min_count,
+                                 lemma=options.lemma)
+    method = (
+        f"lower-cased regex tokens{' -> WordNet lemma' if options.lemma else ''}, present in "
+        f">= {options.min_count} examples"
+    )
+    return block, values, method
+
+
+def _sentiment_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
+    block = _sentiment_family(annotations.lexicons(), options.sentiment_lexicon)
+    source = "Hu & Liu opinion lexicon" if options.sentiment_lexicon == "opinion" else "VADER"
+    method = f"sign of summed word polarities ({source})"
+    return block, ["positive", "negative", "neutral"], method
+
+
+def _negation_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
+    method = "negation word or n't contraction (NEGATION_WORDS)"
+    return _negation_family(annotations.lexicons()), ["negation"], method
+
+
+def _overlap_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
+    block = _overlap_family(annotations.lexicon("premise"), annotations.lexicon("hypothesis"))
+    method = "shared token of premise and hypothesis, NLTK stopwords ignored"
+    return block, ["overlap", "no_overlap"], method
+
+
+def _tense_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
+    block = _or_sides(annotations.tagged("tense"), len(TENSES))
+    return block, list(TENSES), "first finite verb by NLTK perceptron POS tags (tense_of)"
+
+
+def _ner_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
+    columns = NER_COLUMNS[annotations.ner_method]
+    bits = np.bitwise_or.reduce(annotations.tagged("ner"))
+    flags = (bits[:, None] >> np.arange(len(columns))) & 1
+    method = (
+        "NLTK ne_chunk (maxent) + CD numbers" if annotations.ner_method == "ne_chunk" else
+        "proper-noun/number heuristic (NNP/NNPS and CD tags; ne_chunk model "
+        "'maxent_ne_chunker_tab' not installed)"
+    )
+    return _bool_columns(flags.astype(bool)), list(columns), method
+
+
+def _typo_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
+    from spellchecker import __version__ as spell_version
+
+    flags = np.logical_or.reduce(annotations.tagged("typo"))
+    method = (
+        f"pyspellchecker {spell_version} (en) on alphabetic, non-proper-noun, "
+        "non-acronym tokens"
+    )
+    return _bool_columns(flags[:, None]), ["typo"], method
+
+
+#: Family -> its builder; every family of :data:`FAMILIES` has one.
+_FAMILY_BUILDERS: dict[str, Callable[[_Annotations, _FamilyOptions], _FamilyBlock]] = {
+    "word": _word_block,
+    "sentiment": _sentiment_block,
+    "tense": _tense_block,
+    "negation": _negation_block,
+    "overlap": _overlap_block,
+    "ner": _ner_block,
+    "typo": _typo_block,
+}
 
 
 def _or_sides(codes: list[np.ndarray], n_values: int) -> sp.csr_matrix:
@@ -1036,8 +1118,5 @@ def _check_families(features: Iterable[str]) -> list[str]:
 
 
 def _resolve_n_jobs(n_jobs: int | None) -> int:
-    if n_jobs is None or n_jobs == -1:
-        return max(1, os.cpu_count() or 1)
-    if not isinstance(n_jobs, (int, np.integer)) or n_jobs < 1:
-        raise ValueError(f"n_jobs: expected a positive integer, -1 or None, got {n_jobs!r}")
-    return int(n_jobs)
+    """POS-tagging workers: None means every core here (the shared helper's None means 1)."""
+    return resolve_n_jobs(-1 if n_jobs is None else n_jobs)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -357,48 +357,20 @@ def load_dataset(
     but kept in ``frame``; ``exclusion`` and ``report.excluded`` say why.
     """
     raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes)
-    frame = raw.frame
-    names = [str(c) for c in frame.columns]
-    for arg, value in (
-        ("premise", premise),
-        ("hypothesis", hypothesis),
-        ("label", label),
-        ("split", split),
-        ("id", id),
-        ("answer", answer),
-    ):
-        if value is not None:
-            _require_column(value, names, raw, arg)
-    suggested_id = None
-    if id is None:
-        suggested_id = _suggest_id(frame, names)
-
-    n_questions = None
-    if choices is not None:
+    roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
+    _require_named_columns(raw, {**roles, "id": id, "answer": answer})
+    suggested_id = _suggest_id(raw.frame, _column_names(raw)) if id is None else None
+    if choices is not None:  # multiple choice: one row per (question, choice)
         frame, mapping = _expand_choices(
-            raw,
-            choices=choices,
-            answer=answer,
-            premise=premise,
-            hypothesis=hypothesis,
-            label=label,
-            split=split,
-            id_column=id,
-            answer_base=answer_base,
+            raw, choices=choices, answer=answer, id_column=id, answer_base=answer_base, **roles
         )
-        n_questions = len(raw.frame)
+        n_questions: int | None = len(raw.frame)
         locate = _mc_locator(raw, len(choices))
     else:
-        if answer is not None or answer_base is not None:
-            raise ColumnError(
-                f"{raw.name}: answer=/answer_base= only apply to multiple-choice data; "
-                "pass choices=[...] with the columns holding the choices"
-            )
-        mapping = _guess_mapping(raw, names, premise, hypothesis, label, split)
-        _check_scalar_columns(raw, asdict(mapping))
-        frame = frame.copy(deep=False)
-        frame.index = _row_index(raw, id)
-        mapping = replace(mapping, id=id)
+        frame, mapping = _map_columns(
+            raw, id_column=id, answer=answer, answer_base=answer_base, **roles
+        )
+        n_questions = None
         locate = raw.where
 
     exclusion = _exclusions(frame, mapping)
@@ -413,14 +385,7 @@ def load_dataset(
         suggested_id=suggested_id,
         encoding=raw.encoding,
     )
-    if report.n_included == 0:
-        reasons = ", ".join(f"{k}: {v}" for k, v in report.excluded.items())
-        first = locate(0)
-        raise DatasetError(
-            f"{raw.name}: no rows left to audit: all {report.n_read} rows are excluded "
-            f"({reasons}; first at {first}); check the label column {mapping.label!r} and the "
-            f"text column {mapping.hypothesis!r}"
-        )
+    _require_included_rows(raw, mapping, report, locate)
     return AuditDataset(
         frame=frame,
         columns=mapping,
@@ -428,6 +393,60 @@ def load_dataset(
         name=raw.name,
         content_hash=raw.content_hash,
         report=report,
+    )
+
+
+# ------------------------------------------------------------------ loading steps
+
+
+def _column_names(raw: RawTable) -> list[str]:
+    """The file's column names as str."""
+    return [str(c) for c in raw.frame.columns]
+
+
+def _require_named_columns(raw: RawTable, named: dict[str, str | None]) -> None:
+    """Every column named by an argument (``argument -> column``, None: not given) exists."""
+    names = _column_names(raw)
+    for arg, value in named.items():
+        if value is not None:
+            _require_column(value, names, raw, arg)
+
+
+def _map_columns(
+    raw: RawTable,
+    *,
+    premise: str | None,
+    hypothesis: str | None,
+    label: str | None,
+    split: str | None,
+    id_column: str | None,
+    answer: str | None,
+    answer_base: int | None,
+) -> tuple[pd.DataFrame, ColumnMapping]:
+    """Column roles of (non-multiple-choice) data, and the frame indexed by row id."""
+    if answer is not None or answer_base is not None:
+        raise ColumnError(
+            f"{raw.name}: answer=/answer_base= only apply to multiple-choice data; "
+            "pass choices=[...] with the columns holding the choices"
+        )
+    mapping = _guess_mapping(raw, _column_names(raw), premise, hypothesis, label, split)
+    _check_scalar_columns(raw, asdict(mapping))
+    frame = raw.frame.copy(deep=False)
+    frame.index = _row_index(raw, id_column)
+    return frame, replace(mapping, id=id_column)
+
+
+def _require_included_rows(
+    raw: RawTable, mapping: ColumnMapping, report: ValidationReport, locate: Callable[[int], str]
+) -> None:
+    """Refuse a dataset whose rows are all excluded, saying why and where."""
+    if report.n_included:
+        return
+    reasons = ", ".join(f"{k}: {v}" for k, v in report.excluded.items())
+    raise DatasetError(
+        f"{raw.name}: no rows left to audit: all {report.n_read} rows are excluded "
+        f"({reasons}; first at {locate(0)}); check the label column {mapping.label!r} and the "
+        f"text column {mapping.hypothesis!r}"
     )
 
 
@@ -655,7 +674,7 @@ def _unique_name(base: str, existing: set[str]) -> str:
     return name
 
 
-def _mc_locator(raw: RawTable, k: int) -> Any:
+def _mc_locator(raw: RawTable, k: int) -> Callable[[int], str]:
     def where(position: int) -> str:
         return f"{raw.where(position // k)}, choice {position % k}"
 
@@ -674,7 +693,37 @@ def _expand_choices(
     id_column: str | None,
     answer_base: int | None,
 ) -> tuple[pd.DataFrame, ColumnMapping]:
-    names = [str(c) for c in raw.frame.columns]
+    """One row per (question, choice), with every original column, and its mapping."""
+    choices, answer = _check_choice_arguments(
+        raw, choices, answer=answer, hypothesis=hypothesis, label=label, answer_base=answer_base
+    )
+    premise, split = _choice_context_roles(
+        raw, choices, answer=answer, premise=premise, split=split, id_column=id_column
+    )
+    roles = {"premise": premise, "split": split, "answer": answer}
+    _check_scalar_columns(raw, roles | {f"choice {c!r}": c for c in choices})
+    index = _answer_indices(raw, raw.frame, choices, answer, answer_base)
+    questions = _question_ids(raw, id_column)
+    columns = _mc_column_names(set(_column_names(raw)))
+    out = _expanded_frame(raw.frame, choices, index, questions, columns,
+                          positions=id_column is None)
+    _, _, choice_col, label_col = columns
+    mapping = ColumnMapping(
+        hypothesis=choice_col, label=label_col, premise=premise, split=split, id=id_column
+    )
+    return out, mapping
+
+
+def _check_choice_arguments(
+    raw: RawTable,
+    choices: Sequence[str],
+    *,
+    answer: str | None,
+    hypothesis: str | None,
+    label: str | None,
+    answer_base: int | None,
+) -> tuple[list[str], str]:
+    """The ``choices=`` columns as a list and the ``answer=`` column, after checking both."""
     if isinstance(choices, str) or not isinstance(choices, Sequence):
         raise TypeError(f"choices: expected a list of column names, got {choices!r}")
     choices = list(choices)
@@ -682,6 +731,7 @@ def _expand_choices(
         raise ValueError(f"choices: expected at least 2 columns, got {choices!r}")
     if len(set(choices)) != len(choices):
         raise ValueError(f"choices: a column is listed twice in {choices!r}")
+    names = _column_names(raw)
     for col in choices:
         _require_column(col, names, raw, "choices")
     if answer is None:
@@ -696,35 +746,70 @@ def _expand_choices(
         )
     if answer_base not in (None, 0, 1) or isinstance(answer_base, bool):
         raise ValueError(f"answer_base: expected 0, 1 or None, got {answer_base!r}")
+    return choices, answer
+
+
+def _choice_context_roles(
+    raw: RawTable,
+    choices: list[str],
+    *,
+    answer: str,
+    premise: str | None,
+    split: str | None,
+    id_column: str | None,
+) -> tuple[str | None, str | None]:
+    """Premise (the context) and split columns of multiple-choice data: given or guessed."""
+    names = _column_names(raw)
     taken = {*choices, answer} | ({id_column} if id_column else set())
     if premise is None:
         premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
     if split is None:
         split = _find(names, SPLIT_NAMES, taken | {premise}, raw, "split")
-    frame = raw.frame
+    return premise, split
+
+
+def _question_ids(raw: RawTable, id_column: str | None) -> list[Any]:
+    """Each question's id: the ``id=`` column's values (checked unique) or its position."""
+    if id_column is None:
+        return list(range(len(raw.frame)))
+    _check_ids(raw, raw.frame[id_column], id_column, raw.where)
+    return raw.frame[id_column].tolist()
+
+
+def _mc_column_names(existing: set[str]) -> tuple[str, str, str, str]:
+    """Names of the new question-id, choice-index, choice and label columns.
+
+    Each is suffixed ``_mc`` (repeatedly) while the file already has a column of that name.
+    """
+    question = _unique_name("question_id", existing)
+    index = _unique_name("choice_index", existing | {question})
+    choice = _unique_name("choice", existing | {question, index})
+    label = _unique_name("label", existing | {question, index, choice})
+    return question, index, choice, label
+
+
+def _expanded_frame(
+    frame: pd.DataFrame,
+    choices: list[str],
+    answer_index: np.ndarray,
+    questions: list[Any],
+    columns: tuple[str, str, str, str],
+    *,
+    positions: bool,
+) -> pd.DataFrame:
+    """The k rows of every question: new columns first, then the question's original row.
+
+    ``positions``: the question ids are row positions (stored as int64).
+    """
+    q_col, i_col, c_col, l_col = columns
     k = len(choices)
     n = len(frame)
-    roles = {"premise": premise, "split": split, "answer": answer}
-    _check_scalar_columns(raw, roles | {f"choice {c!r}": c for c in choices})
-    index = _answer_indices(raw, frame, choices, answer, answer_base)
-
-    if id_column is not None:
-        _check_ids(raw, frame[id_column], id_column, raw.where)
-        questions = frame[id_column].tolist()
-    else:
-        questions = list(range(n))
-    existing = set(names)
-    q_col = _unique_name("question_id", existing)
-    i_col = _unique_name("choice_index", existing | {q_col})
-    c_col = _unique_name("choice", existing | {q_col, i_col})
-    l_col = _unique_name("label", existing | {q_col, i_col, c_col})
-
     rep = np.repeat(np.arange(n), k)
     choice_index = np.tile(np.arange(k, dtype=np.int64), n)
     choice_values = np.empty(n * k, dtype=object)
     for j, col in enumerate(choices):
         choice_values[j::k] = frame[col].to_numpy(dtype=object)
-    answer_rep = np.repeat(index, k)
+    answer_rep = np.repeat(answer_index, k)
     labels = np.where(choice_index == answer_rep, RIGHT, WRONG).astype(object)
     labels[answer_rep < 0] = ""
     original = frame.iloc[rep].reset_index(drop=True)
@@ -736,7 +821,7 @@ def _expand_choices(
             l_col: pd.Series(labels, dtype=object).astype(str),
         }
     )
-    if id_column is None:
+    if positions:
         new[q_col] = new[q_col].astype(np.int64)
     out = pd.concat([new, original], axis=1)
     out.index = pd.Index(
@@ -744,10 +829,7 @@ def _expand_choices(
         name="row_id",
         dtype=object,
     )
-    mapping = ColumnMapping(
-        hypothesis=c_col, label=l_col, premise=premise, split=split, id=id_column
-    )
-    return out, mapping
+    return out
 
 
 def _int_like(v: Any) -> int | None:
@@ -762,84 +844,140 @@ def _int_like(v: Any) -> int | None:
     return None
 
 
+@dataclass
+class _Answers:
+    """The ``answer=`` column of multiple-choice data, next to the choices' texts."""
+
+    raw: RawTable
+    column: str
+    choices: list[str]
+    values: list[Any]  # the answer cell of each question
+    choice_texts: list[list[str]]  # [choice][question] -> the choice's trimmed text
+    present: list[int]  # questions whose answer is not empty
+    ints: dict[int, int | None]  # question in ``present`` -> its answer as an int, if it is one
+
+    @classmethod
+    def read(cls, raw: RawTable, frame: pd.DataFrame, choices: list[str], column: str
+             ) -> _Answers:
+        values = frame[column].tolist()
+        texts = [[_text(v).strip() for v in frame[c].tolist()] for c in choices]
+        present = [i for i, v in enumerate(values) if _text(v).strip() != ""]
+        ints = {i: _int_like(values[i]) for i in present}
+        return cls(raw, column, choices, values, texts, present, ints)
+
+    @property
+    def k(self) -> int:
+        """Number of choices."""
+        return len(self.choices)
+
+    def text(self, i: int) -> str:
+        """Question ``i``'s answer as trimmed text."""
+        return _text(self.values[i]).strip()
+
+    def matches(self, i: int) -> list[int]:
+        """Choices whose text equals question ``i``'s answer."""
+        a = self.text(i)
+        return [j for j in range(self.k) if self.choice_texts[j][i] == a]
+
+    def all_match_one_choice(self) -> bool:
+        """Every answer is the text of exactly one of its question's choices."""
+        return all(len(self.matches(i)) == 1 for i in self.present)
+
+
 def _answer_indices(
     raw: RawTable, frame: pd.DataFrame, choices: list[str], answer: str, answer_base: int | None
 ) -> np.ndarray:
-    """0-based index of the right choice per question (-1 when the answer is empty)."""
-    k = len(choices)
-    values = frame[answer].tolist()
-    texts = [[_text(v).strip() for v in frame[c].tolist()] for c in choices]
-    n = len(values)
-    present = [i for i, v in enumerate(values) if _text(v).strip() != ""]
-    index = np.full(n, -1, dtype=np.int64)
-    where = raw.where
-    ints = {i: _int_like(values[i]) for i in present}
-    all_int = bool(present) and all(v is not None for v in ints.values())
+    """0-based index of the right choice per question (-1 when the answer is empty).
 
-    def text_match(i: int) -> list[int]:
-        a = _text(values[i]).strip()
-        return [j for j in range(k) if texts[j][i] == a]
+    Answers are read as indices when ``answer_base`` is given or every answer is an
+    integer (the base then inferred by :func:`_infer_answer_base`), else as choice texts
+    or letters (:func:`_answers_by_text`).
+    """
+    answers = _Answers.read(raw, frame, choices, answer)
+    all_int = bool(answers.present) and all(v is not None for v in answers.ints.values())
+    if answer_base is None and all_int:
+        answer_base = _infer_answer_base(answers)  # None: read them as texts after all
+    if answer_base is None:
+        chosen = _answers_by_text(answers)
+    else:
+        chosen = _answers_by_number(answers, answer_base)
+    index = np.full(len(answers.values), -1, dtype=np.int64)
+    for i in answers.present:
+        index[i] = chosen[i]
+    return index
 
-    if answer_base is not None or all_int:
-        if answer_base is None:
-            has0 = any(v == 0 for v in ints.values())
-            hask = any(v == k for v in ints.values())
-            if has0 and hask:
-                first = next(i for i in present if ints[i] == k)
-                raise ColumnError(
-                    f"{raw.name}: {where(first)}: answer {short_repr(values[first])} in column "
-                    f"{answer!r} is out of range for {k} choices read as 0-based (0 also occurs)"
-                )
-            if not has0 and not hask:
-                if all(len(text_match(i)) == 1 for i in present):
-                    return _fill(index, present, lambda i: text_match(i)[0])
-                raise ColumnError(
-                    f"{raw.name}: column {answer!r} holds answer indices between 1 and {k - 1} "
-                    f"only, which read as 0-based or as 1-based for {k} choices; pass "
-                    "answer_base=0 or answer_base=1"
-                )
-            answer_base = 0 if has0 else 1
-        for i in present:
-            v = ints[i]
-            if v is None or not answer_base <= v < k + answer_base:
-                lo, hi = answer_base, k - 1 + answer_base
-                raise ColumnError(
-                    f"{raw.name}: {where(i)}: answer {short_repr(values[i])} in column {answer!r}; "
-                    f"expected a {answer_base}-based index between {lo} and {hi}"
-                )
-        idx = {i: ints[i] - answer_base for i in present}
-        disagree = [i for i in present if (m := text_match(i)) and m != [idx[i]]]
-        if disagree and all(len(text_match(i)) == 1 for i in present):
-            raise ColumnError(
-                f"{raw.name}: column {answer!r} is ambiguous: its values match choice texts and "
-                f"also read as {answer_base}-based indices, pointing at different choices "
-                f"({where(disagree[0])}); rename the choices or pass answer_base"
-            )
-        return _fill(index, present, idx.__getitem__)
 
-    letters = {chr(ord("A") + j): j for j in range(k)}
-    matches = {i: text_match(i) for i in present}
-    if all(len(m) == 1 for m in matches.values()):
-        return _fill(index, present, lambda i: matches[i][0])
-    if all(_text(values[i]).strip().upper() in letters for i in present):
-        return _fill(index, present, lambda i: letters[_text(values[i]).strip().upper()])
-    for i in present:
-        if len(matches[i]) > 1:
-            raise ColumnError(
-                f"{raw.name}: {where(i)}: answer {short_repr(values[i])} matches several choices "
-                f"({', '.join(choices[j] for j in matches[i])}); the right one is ambiguous"
-            )
-    bad = next(i for i in present if not matches[i])
+def _infer_answer_base(answers: _Answers) -> int | None:
+    """0 or 1 for integer answers: 0-based if a 0 occurs, 1-based if k occurs.
+
+    When neither occurs the base is ambiguous: None if every answer is also the text of
+    exactly one choice (read them as texts), else an error asking for ``answer_base``.
+    """
+    raw, k, where = answers.raw, answers.k, answers.raw.where
+    has0 = any(v == 0 for v in answers.ints.values())
+    hask = any(v == k for v in answers.ints.values())
+    if has0 and hask:
+        first = next(i for i in answers.present if answers.ints[i] == k)
+        raise ColumnError(
+            f"{raw.name}: {where(first)}: answer {short_repr(answers.values[first])} in column "
+            f"{answers.column!r} is out of range for {k} choices read as 0-based (0 also occurs)"
+        )
+    if has0 or hask:
+        return 0 if has0 else 1
+    if answers.all_match_one_choice():
+        return None
     raise ColumnError(
-        f"{raw.name}: {where(bad)}: answer {short_repr(values[bad])} in column {answer!r} is "
-        f"neither a choice index nor the text of one of the choices {', '.join(map(repr, choices))}"
+        f"{raw.name}: column {answers.column!r} holds answer indices between 1 and {k - 1} "
+        f"only, which read as 0-based or as 1-based for {k} choices; pass "
+        "answer_base=0 or answer_base=1"
     )
 
 
-def _fill(index: np.ndarray, present: list[int], get: Any) -> np.ndarray:
-    for i in present:
-        index[i] = get(i)
-    return index
+def _answers_by_number(answers: _Answers, answer_base: int) -> dict[int, int]:
+    """Question -> 0-based right choice, reading answers as ``answer_base``-based indices."""
+    raw, k, where = answers.raw, answers.k, answers.raw.where
+    idx: dict[int, int] = {}
+    for i in answers.present:
+        v = answers.ints[i]
+        if v is None or not answer_base <= v < k + answer_base:
+            lo, hi = answer_base, k - 1 + answer_base
+            raise ColumnError(
+                f"{raw.name}: {where(i)}: answer {short_repr(answers.values[i])} in column "
+                f"{answers.column!r}; expected a {answer_base}-based index between {lo} and {hi}"
+            )
+        idx[i] = v - answer_base
+    disagree = [i for i in answers.present if (m := answers.matches(i)) and m != [idx[i]]]
+    if disagree and answers.all_match_one_choice():
+        raise ColumnError(
+            f"{raw.name}: column {answers.column!r} is ambiguous: its values match choice texts "
+            f"and also read as {answer_base}-based indices, pointing at different choices "
+            f"({where(disagree[0])}); rename the choices or pass answer_base"
+        )
+    return idx
+
+
+def _answers_by_text(answers: _Answers) -> dict[int, int]:
+    """Question -> 0-based right choice, reading answers as a choice's text or a letter."""
+    raw, where, choices = answers.raw, answers.raw.where, answers.choices
+    letters = {chr(ord("A") + j): j for j in range(answers.k)}
+    matches = {i: answers.matches(i) for i in answers.present}
+    if all(len(m) == 1 for m in matches.values()):
+        return {i: m[0] for i, m in matches.items()}
+    if all(answers.text(i).upper() in letters for i in answers.present):
+        return {i: letters[answers.text(i).upper()] for i in answers.present}
+    for i in answers.present:
+        if len(matches[i]) > 1:
+            raise ColumnError(
+                f"{raw.name}: {where(i)}: answer {short_repr(answers.values[i])} matches several "
+                f"choices ({', '.join(choices[j] for j in matches[i])}); the right one is "
+                "ambiguous"
+            )
+    bad = next(i for i in answers.present if not matches[i])
+    raise ColumnError(
+        f"{raw.name}: {where(bad)}: answer {short_repr(answers.values[bad])} in column "
+        f"{answers.column!r} is neither a choice index nor the text of one of the choices "
+        f"{', '.join(map(repr, choices))}"
+    )
 
 
 # ---------------------------------------------------------- exclusion and report
@@ -942,25 +1080,48 @@ def _build_report(
     reasons = exclusion[~mask].value_counts()
     excluded = {str(k): int(v) for k, v in reasons.items()}
     labels = _label_array(frame[mapping.label])[mask]
-    uniq, counts = np.unique(labels, return_counts=True)
-    order = np.lexsort((uniq, -counts))
-    label_counts = {str(uniq[i]): int(counts[i]) for i in order}
+    label_counts = _label_counts(labels)
     hyp = [t for t, m in zip(_texts(frame[mapping.hypothesis]), mask, strict=True) if m]
     prem = None
     if mapping.premise is not None:
         prem = [t for t, m in zip(_texts(frame[mapping.premise]), mask, strict=True) if m]
     keys = hyp if prem is None else [p + "\0" + h for p, h in zip(prem, hyp, strict=True)]
-    duplicates = _duplicate_stats(keys, labels)
     lengths = {"hypothesis": _length_stats(hyp)}
     if prem is not None:
         lengths["premise"] = _length_stats(prem)
-    warnings = list(warnings)
+    return ValidationReport(
+        source=source,
+        n_read=len(frame),
+        n_included=int(mask.sum()),
+        excluded=excluded,
+        label_counts=label_counts,
+        warnings=list(warnings) + _label_warnings(label_counts, len(labels), mapping.label),
+        format=fmt,
+        duplicates=_duplicate_stats(keys, labels),
+        text_lengths=lengths,
+        n_questions=n_questions,
+        suggested_id=suggested_id,
+        encoding=encoding,
+    )
+
+
+def _label_counts(labels: np.ndarray) -> dict[str, int]:
+    """Label -> count, most frequent first (ties in label order)."""
+    uniq, counts = np.unique(labels, return_counts=True)
+    order = np.lexsort((uniq, -counts))
+    return {str(uniq[i]): int(counts[i]) for i in order}
+
+
+def _label_warnings(label_counts: dict[str, int], n_labels: int, column: str) -> list[str]:
+    """Suspicious label distributions: one label only, single-example labels, an id-like
+    column (more than 50 distinct values, more than half the rows)."""
+    warnings = []
     singles = [str(u) for u, c in label_counts.items() if c == 1]
-    if len(label_counts) == 1 and len(labels):
+    if len(label_counts) == 1 and n_labels:
         only = next(iter(label_counts))
         warnings.append(
-            f"all {len(labels)} included rows have the same label {short_repr(only)}: nothing "
-            f"to audit (check the label column {mapping.label!r})"
+            f"all {n_labels} included rows have the same label {short_repr(only)}: nothing "
+            f"to audit (check the label column {column!r})"
         )
     if singles:
         shown = ", ".join(map(short_repr, singles[:10])) + (" ..." if len(singles) > 10 else "")
@@ -968,25 +1129,12 @@ def _build_report(
             f"{len(singles)} label(s) have a single example ({shown}); AFLite and the cue "
             "statistics need at least two per label"
         )
-    if len(label_counts) > 50 and len(label_counts) > len(labels) / 2:
+    if len(label_counts) > 50 and len(label_counts) > n_labels / 2:
         warnings.append(
-            f"the label column {mapping.label!r} has {len(label_counts)} distinct values for "
-            f"{len(labels)} rows: is it really the label?"
+            f"the label column {column!r} has {len(label_counts)} distinct values for "
+            f"{n_labels} rows: is it really the label?"
         )
-    return ValidationReport(
-        source=source,
-        n_read=len(frame),
-        n_included=int(mask.sum()),
-        excluded=excluded,
-        label_counts=label_counts,
-        warnings=warnings,
-        format=fmt,
-        duplicates=duplicates,
-        text_lengths=lengths,
-        n_questions=n_questions,
-        suggested_id=suggested_id,
-        encoding=encoding,
-    )
+    return warnings
 
 
 def _jsonable(value: Any) -> Any:

@@ -37,6 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aflite_core._validation import check_int
+
 #: Formats ``load_dataset`` reads (``format=`` accepts these names).
 FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
 
@@ -152,40 +154,9 @@ def read_source_bytes(source: Any, name: str, max_bytes: int | None) -> bytes:
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     elif isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        try:
-            size = path.stat().st_size
-            if max_bytes is not None and size > max_bytes:
-                raise DatasetSizeError(
-                    f"{name}: the file is {_fmt_bytes(size)}, over the limit of "
-                    f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes})"
-                )
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise DatasetError(f"{name}: file not found: {str(path)!r}") from None
-        except IsADirectoryError:
-            raise DatasetError(
-                f"{name}: expected a file, found a directory: {str(path)!r}"
-            ) from None
-        except PermissionError:
-            raise DatasetError(f"{name}: permission denied reading {str(path)!r}") from None
-        except OSError as exc:
-            raise DatasetError(f"{name}: cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+        data = _read_path(Path(source), name, max_bytes)
     elif hasattr(source, "read"):
-        if getattr(source, "seekable", lambda: False)():
-            source.seek(0)  # a Streamlit UploadedFile may have been read on an earlier rerun
-        limit = -1 if max_bytes is None else max_bytes + 1
-        try:
-            data = source.read(limit)
-        except (OSError, ValueError) as exc:
-            raise DatasetError(f"{name}: cannot read the file-like object: {exc}") from exc
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        elif not isinstance(data, (bytes, bytearray)):
-            raise DatasetError(
-                f"{name}: read() returned {type(data).__name__}, expected bytes or str"
-            )
-        data = bytes(data)
+        data = _read_file_like(source, name, max_bytes)
     else:
         raise TypeError(
             "source: expected a path (str or pathlib.Path), a file-like object or bytes, "
@@ -197,6 +168,42 @@ def read_source_bytes(source: Any, name: str, max_bytes: int | None) -> bytes:
             f"(max_bytes={max_bytes}); stopped reading"
         )
     return data
+
+
+def _read_path(path: Path, name: str, max_bytes: int | None) -> bytes:
+    """A file's bytes; a file over ``max_bytes`` is refused before reading it."""
+    try:
+        size = path.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise DatasetSizeError(
+                f"{name}: the file is {_fmt_bytes(size)}, over the limit of "
+                f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes})"
+            )
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise DatasetError(f"{name}: file not found: {str(path)!r}") from None
+    except IsADirectoryError:
+        raise DatasetError(f"{name}: expected a file, found a directory: {str(path)!r}") from None
+    except PermissionError:
+        raise DatasetError(f"{name}: permission denied reading {str(path)!r}") from None
+    except OSError as exc:
+        raise DatasetError(f"{name}: cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+
+
+def _read_file_like(source: Any, name: str, max_bytes: int | None) -> bytes:
+    """Bytes of an object with ``read()`` (from its start), at most ``max_bytes + 1``."""
+    if getattr(source, "seekable", lambda: False)():
+        source.seek(0)  # a Streamlit UploadedFile may have been read on an earlier rerun
+    limit = -1 if max_bytes is None else max_bytes + 1
+    try:
+        data = source.read(limit)
+    except (OSError, ValueError) as exc:
+        raise DatasetError(f"{name}: cannot read the file-like object: {exc}") from exc
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    elif not isinstance(data, (bytes, bytearray)):
+        raise DatasetError(f"{name}: read() returned {type(data).__name__}, expected bytes or str")
+    return bytes(data)
 
 
 def maybe_decompress(data: bytes, name: str, max_bytes: int | None) -> tuple[bytes, bool]:
@@ -681,10 +688,8 @@ def read_table(
     max_bytes: int | None = None,
 ) -> RawTable:
     """Read any supported source into a :class:`RawTable` (see the module docstring)."""
-    if max_bytes is not None and (
-        isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, np.integer)) or max_bytes < 1
-    ):
-        raise ValueError(f"max_bytes: expected a positive int or None, got {max_bytes!r}")
+    if max_bytes is not None:
+        check_int("max_bytes", max_bytes, minimum=1)
     label = source_name(source, name)
     fmt = normalise_format(format)
     raw = read_source_bytes(source, label, max_bytes)
@@ -700,9 +705,27 @@ def read_table(
     if fmt == "parquet":
         frame, types = read_parquet(data, label, max_bytes)
         return RawTable(frame, label, fmt, content_hash, column_types=types)
-    text, used = decode_text(data, label, encoding)
+    return _read_text_table(data, label, fmt, explicit=explicit, encoding=encoding,
+                            content_hash=content_hash)
+
+
+def _read_text_table(
+    data: bytes,
+    name: str,
+    fmt: str | None,
+    *,
+    explicit: bool,
+    encoding: str | None,
+    content_hash: str,
+) -> RawTable:
+    """Decode and parse CSV, TSV, JSON Lines or JSON; ``fmt=None``: sniffed from the text.
+
+    ``explicit``: the format was named with ``format=`` (a ``.json`` suffix alone does not
+    stop JSON Lines content from being read as such).
+    """
+    text, used = decode_text(data, name, encoding)
     if not text or text.isspace():
-        raise DatasetFormatError(f"{label}: the file is empty")
+        raise DatasetFormatError(f"{name}: the file is empty")
     if fmt is None:
         fmt = sniff_format(data, text)
     warnings: list[str] = []
@@ -712,11 +735,11 @@ def read_table(
         warnings.append("the .json file holds one object per line; read it as JSON Lines")
     lines: np.ndarray | None
     if fmt == "csv":
-        frame, lines, extra = read_delimited(text, label, ",")
+        frame, lines, extra = read_delimited(text, name, ",")
     elif fmt == "tsv":
-        frame, lines, extra = read_delimited(text, label, "\t")
+        frame, lines, extra = read_delimited(text, name, "\t")
     elif fmt == "jsonl":
-        frame, lines, extra = read_jsonl(text, label)
+        frame, lines, extra = read_jsonl(text, name)
     else:
-        frame, lines, extra = read_json(text, label)
-    return RawTable(frame, label, fmt, content_hash, lines, used, warnings + extra)
+        frame, lines, extra = read_json(text, name)
+    return RawTable(frame, name, fmt, content_hash, lines, used, warnings + extra)

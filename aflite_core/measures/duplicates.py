@@ -20,6 +20,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from aflite_core._validation import check_real
 from aflite_core.measures.knn import _as_matrix, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
@@ -85,9 +86,7 @@ def near_duplicate_pairs(X, *, threshold: float = NEAR_THRESHOLD, max_pairs: int
     similarity : float32 array
     """
     Xn = l2_normalize(_as_matrix(X, "X"))
-    threshold = float(threshold)
-    if not 0.0 < threshold <= 1.0:
-        raise ValueError(f"threshold must be in (0, 1]; got {threshold!r}")
+    threshold = check_real("threshold", threshold, low=0.0, high=1.0, low_open=True)
     n = len(Xn)
     rows = block_size or max(1, min(4096, 16 * 1024 * 1024 // max(n, 1)))
     found_i, found_j, found_s, total = [], [], [], 0

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aflite_core._validation import check_choice, check_int, check_real, make_rng
 from aflite_core.measures.knn import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
@@ -167,7 +168,7 @@ def _umap(Xn: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int
     n = Xn.shape[0]
     if n <= 2:
         return _pca(Xn, random_state)
-    rng = np.random.default_rng(random_state)
+    rng = make_rng(random_state)
     if n > sample_size:
         sample = np.sort(rng.choice(n, size=sample_size, replace=False))
     else:
@@ -234,8 +235,7 @@ def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
     -------
     DataFrame with columns ``row_id``, ``x``, ``y`` (float32) and ``method``, in row order.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    check_choice("method", method, METHODS)
     X = _as_matrix(X, "X")
     n = X.shape[0]
     if row_ids is None:
@@ -245,19 +245,15 @@ def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
         if row_ids.shape != (n,):
             raise ValueError(f"row_ids must have shape ({n},) (one per row of X); got "
                              f"{row_ids.shape}")
-    if int(n_neighbors) < 2:
-        raise ValueError(f"n_neighbors must be an integer >= 2; got {n_neighbors!r}")
-    if not 0.0 <= float(min_dist) <= 1.0:
-        raise ValueError(f"min_dist must be in [0, 1]; got {min_dist!r}")
-    if int(sample_size) < 10:
-        raise ValueError(f"sample_size must be an integer >= 10; got {sample_size!r}")
-    if pca_dims is not None and int(pca_dims) < 2:
-        raise ValueError(f"pca_dims must be None or an integer >= 2; got {pca_dims!r}")
+    n_neighbors = check_int("n_neighbors", n_neighbors, minimum=2)
+    min_dist = check_real("min_dist", min_dist, low=0.0, high=1.0)
+    sample_size = check_int("sample_size", sample_size, minimum=10)
+    if pca_dims is not None:
+        pca_dims = check_int("pca_dims", pca_dims, minimum=2)
     params = {"method": method, "random_state": random_state}
     if method == "umap":
-        params.update(n_neighbors=int(n_neighbors), min_dist=float(min_dist),
-                      sample_size=int(sample_size), transform_epochs=TRANSFORM_EPOCHS,
-                      pca_dims=None if pca_dims is None else int(pca_dims))
+        params.update(n_neighbors=n_neighbors, min_dist=min_dist, sample_size=sample_size,
+                      transform_epochs=TRANSFORM_EPOCHS, pca_dims=pca_dims)
     path = None
     if cache_dir is not None and random_state is not None:
         path = Path(cache_dir) / f"projection-{cache_key(X, params)}.npy"
@@ -270,10 +266,8 @@ def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
     if method == "pca":
         coords = _pca(Xn, random_state)
     else:
-        coords = _umap(Xn, n_neighbors=int(n_neighbors), min_dist=float(min_dist),
-                       sample_size=int(sample_size),
-                       pca_dims=None if pca_dims is None else int(pca_dims),
-                       random_state=random_state, callback=callback)
+        coords = _umap(Xn, n_neighbors=n_neighbors, min_dist=min_dist, sample_size=sample_size,
+                       pca_dims=pca_dims, random_state=random_state, callback=callback)
     if path is not None:
         _save_cached(path, coords)
     _emit(callback, 1.0, "done")

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from aflite_core._validation import check_fraction, check_int, check_seed, make_rng
 from aflite_core.io.datasets import AuditDataset
 
 __all__ = [
@@ -99,35 +100,6 @@ class Representation:
     warmup_mask: np.ndarray
     method: str
     params: dict = field(default_factory=dict)
-
-
-# --------------------------------------------------------------------- validation
-
-
-def _check_int(value: Any, name: str, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _check_random_state(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"random_state: expected an int or None, got {value!r}")
-    if not 0 <= value < 2**32:
-        raise ValueError(f"random_state: expected an int in [0, 2**32), got {value!r}")
-    return int(value)
-
-
-def _check_fraction(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-        raise TypeError(f"{name}: expected a float in (0, 1), got {value!r}")
-    if not 0.0 < float(value) < 1.0:
-        raise ValueError(f"{name}: expected a float in (0, 1), got {value!r}")
-    return float(value)
 
 
 def _finish(X: np.ndarray) -> np.ndarray:
@@ -246,8 +218,8 @@ def tfidf_svd_features(
     numpy.ndarray
         float32, C-contiguous, shape (n_rows, d).
     """
-    n_components = _check_int(n_components, "n_components")
-    random_state = _check_random_state(random_state)
+    n_components = check_int("n_components", n_components, minimum=1)
+    random_state = check_seed(random_state)
     X, _ = _svd(
         tfidf_blocks(hypotheses, premises, max_features=max_features), n_components, random_state
     )
@@ -265,9 +237,9 @@ def warmup_split(labels: np.ndarray, fraction: float, random_state: int | None) 
     numpy.ndarray of bool
         True for warm-up rows.
     """
-    fraction = _check_fraction(fraction, "warmup_fraction")
+    fraction = check_fraction("warmup_fraction", fraction)
     labels = np.asarray(labels)
-    rng = np.random.default_rng(random_state)
+    rng = make_rng(random_state)
     mask = np.zeros(len(labels), dtype=bool)
     for value in np.unique(labels):
         idx = np.flatnonzero(labels == value)
@@ -617,8 +589,8 @@ def build_representation(
     key = method.strip().lower().replace("-", "_")
     if key not in METHODS:
         raise ValueError(f"method: expected one of {', '.join(METHODS)}, got {method!r}")
-    n_components = _check_int(n_components, "n_components")
-    random_state = _check_random_state(random_state)
+    n_components = check_int("n_components", n_components, minimum=1)
+    random_state = check_seed(random_state)
     row_ids = dataset.row_ids()
     if len(row_ids) < 2:
         raise RepresentationError(
@@ -630,7 +602,7 @@ def build_representation(
             tfidf_blocks(dataset.hypotheses(), dataset.premises()), n_components, random_state
         )
     elif key == "warmup":
-        warmup_fraction = _check_fraction(warmup_fraction, "warmup_fraction")
+        warmup_fraction = check_fraction("warmup_fraction", warmup_fraction)
         X, warmup_mask, params = _warmup(dataset, n_components, warmup_fraction, random_state)
     elif key == "precomputed":
         X, params = _precomputed(dataset, path)
