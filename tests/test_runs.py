@@ -432,6 +432,6 @@ def test_a_generated_name_taken_during_the_run_gets_a_suffix(tmp_path):
         (tmp_path / "run").mkdir()  # another audit committed "run" meanwhile
         (tmp_path / "run" / "summary.json").write_text("{}")
     assert writer.path.name == "run-2" and AuditRun(writer.path).name == "run-2"
-    with pytest.raises(FileExistsError):  # a chosen name still refuses to collide
-        with RunWriter(tmp_path, "run") as other:
-            other.write_summary({})
+    other = RunWriter(tmp_path, "run")  # a chosen name still refuses to collide
+    with pytest.raises(FileExistsError), other:
+        other.write_summary({})
