@@ -112,6 +112,30 @@ def test_explicit_mapping_of_unusual_columns(runs_root) -> None:
     assert dataset.report.label_counts == {"pos": 2, "neg": 1}
 
 
+def test_choosing_none_for_premise_and_split_is_respected(runs_root) -> None:
+    """'(none)' used to be sent as None, and the loader guessed the column again."""
+    frame = pd.DataFrame({"premise": ["A man plays.", "Two dogs run.", "A girl reads."] * 4,
+                          "hypothesis": ["A person plays.", "Cats sleep.", "Nobody reads."] * 4,
+                          "label": ["entailment", "contradiction", "neutral"] * 4,
+                          "split": ["train", "train", "test"] * 4})
+    at = _upload(new_app(autoload=False).run(), "nli.csv", frame.to_csv(index=False).encode())
+    dataset = at.session_state["app:dataset"]  # loaded with the guesses first
+    assert dataset.columns.premise == "premise" and dataset.columns.split == "split"
+    assert dataset.columns.group == "premise"  # premises repeat: grouped automatically
+    suffix = str([k for k in at.session_state
+                  if str(k).startswith("data:hypothesis:")][0]).split(":", 2)[2]
+    at.selectbox(key=f"data:premise:{suffix}").set_value("(none)")
+    at.selectbox(key=f"data:split:{suffix}").set_value("(none)")
+    at.button(key=f"data:load:{suffix}").click().run()
+    assert_clean(at)
+    dataset = at.session_state["app:dataset"]
+    assert dataset.columns.premise is None and dataset.columns.split is None
+    assert dataset.columns.group is None  # no premise, nothing repeats
+    at.selectbox(key=f"data:group:{suffix}").set_value("label")
+    at.button(key=f"data:load:{suffix}").click().run()
+    assert at.session_state["app:dataset"].columns.group == "label"
+
+
 def test_multiple_choice_expansion(runs_root) -> None:
     data = (b"context,A,B,C,answer\n"
             b"Where do fish live?,in water,in trees,on roofs,A\n"

@@ -215,3 +215,18 @@ def test_scheduler_address_must_be_valid(snli_sample, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "scheduler" in err and "nonsense" in err and "Traceback" not in err
     assert not (tmp_path / "r").exists()
+
+
+def test_cli_can_unset_a_guessed_column_and_the_grouping(snli_sample, tmp_path):
+    out = tmp_path / "r"
+    assert main(["run", str(snli_sample), "--out", str(out), "--partitions", "4",
+                 "--n-components", "16", "--measures", "none", "--no-report", "-q",
+                 "--premise", "", "--split", ""]) == 0
+    columns = json.loads((out / "summary.json").read_text(encoding="utf-8"))["input"]["columns"]
+    assert columns["premise"] is None and columns["split"] is None and columns["group"] is None
+    out2 = tmp_path / "r2"
+    assert main(["run", str(snli_sample), "--out", str(out2), "--partitions", "4",
+                 "--n-components", "16", "--measures", "none", "--no-report", "-q",
+                 "--group", ""]) == 0
+    columns = json.loads((out2 / "summary.json").read_text(encoding="utf-8"))["input"]["columns"]
+    assert columns["premise"] == "premise" and columns["group"] is None

@@ -256,8 +256,8 @@ def _snli_jsonl_rows(snli_dir: Path, n: int = 300) -> list[dict]:
 def test_snli_jsonl_names_recognised_and_dash_labels_excluded(tmp_path, snli_dir):
     rows = _snli_jsonl_rows(snli_dir)
     ds = load_dataset(write(tmp_path, "snli_1.0_dev.jsonl.gz", gzip.compress(jsonl_bytes(rows))))
-    assert ds.columns == ColumnMapping(
-        hypothesis="sentence2", label="gold_label", premise="sentence1"
+    assert ds.columns == ColumnMapping(  # SNLI premises repeat: grouped by premise
+        hypothesis="sentence2", label="gold_label", premise="sentence1", group="sentence1"
     )
     assert ds.report.suggested_id == "pairID"
     assert ds.report.n_read == 300
@@ -816,3 +816,50 @@ def test_any_table_of_strings_survives_load(cells, fmt):
     labels = frame["y"].str.strip()
     expect = (labels != "") & (labels != "-") & (frame["h"].str.strip() != "")
     assert included.tolist() == expect.tolist()
+
+
+# --------------------------------------------------------------------------- groups, "none"
+
+
+def test_snli_rows_are_grouped_by_premise_with_a_note(snli_dir):
+    ds = load_dataset(snli_dir / "snli_dev.csv")
+    assert ds.columns.group == "premise"
+    groups = ds.groups()
+    assert len(groups) == ds.report.n_included and ds.report.n_groups == len(set(groups))
+    assert ds.report.n_groups < ds.report.n_included / 2  # about three hypotheses a premise
+    assert any("grouped by the premise" in n and "group=''" in n for n in ds.report.notes)
+    assert ds.columns.to_dict()["group"] == "premise"
+
+
+def test_group_can_be_named_or_turned_off(snli_dir):
+    assert load_dataset(snli_dir / "snli_dev.csv", group="").groups() is None
+    ds = load_dataset(snli_dir / "snli_dev.csv", group="label")
+    assert ds.columns.group == "label" and not ds.report.notes
+    with pytest.raises(ColumnError, match="group"):
+        load_dataset(snli_dir / "snli_dev.csv", group="captionID")
+
+
+def test_unique_premises_are_not_grouped(tmp_path):
+    path = tmp_path / "d.csv"
+    pd.DataFrame({"premise": [f"p{i}" for i in range(40)], "hypothesis": ["h"] * 40,
+                  "label": ["a", "b"] * 20}).to_csv(path, index=False)
+    ds = load_dataset(path)
+    assert ds.columns.group is None and ds.groups() is None and ds.report.n_groups is None
+
+
+def test_multiple_choice_rows_are_grouped_by_question(tmp_path):
+    path = tmp_path / "mc.csv"
+    pd.DataFrame({"context": ["c1", "c2", "c3"], "a": ["x", "y", "z"], "b": ["u", "v", "w"],
+                  "answer": [0, 1, 0]}).to_csv(path, index=False)
+    ds = load_dataset(path, choices=["a", "b"], answer="answer")
+    assert ds.columns.group == "question_id"
+    assert ds.groups().tolist() == ["0", "0", "1", "1", "2", "2"]
+
+
+def test_an_empty_column_name_means_none_and_is_not_guessed_again(snli_dir):
+    guessed = load_dataset(snli_dir / "snli_dev.csv")
+    assert guessed.columns.premise == "premise" and guessed.columns.split == "split"
+    ds = load_dataset(snli_dir / "snli_dev.csv", premise="", split="")
+    assert ds.columns.premise is None and ds.premises() is None
+    assert ds.columns.split is None and ds.splits() is None
+    assert "premise" in ds.frame.columns  # the column is kept, only its role is dropped

@@ -135,9 +135,13 @@ def load_upload(data: bytes, name: str, *, key: str | None = None, **options: An
         SHA-256 of ``data`` when already known (:func:`upload_digest`).
     **options
         Keyword arguments of :func:`aflite_core.io.datasets.load_dataset` (``premise``,
-        ``hypothesis``, ``label``, ``split``, ``id``, ``choices``, ``answer``).
+        ``hypothesis``, ``label``, ``split``, ``id``, ``choices``, ``answer``, ``group``).
+        ``""`` for ``premise``, ``split`` or ``group`` is kept: it means "none, do not
+        guess" (the Data page's "(none)").
     """
-    clean = {k: v for k, v in options.items() if v not in (None, "", [], ())}
+    explicit_none = ("premise", "split", "group")
+    clean = {k: v for k, v in options.items()
+             if v not in (None, [], ()) and (v != "" or k in explicit_none)}
     return _load_bytes(key or digest(data), name, json.dumps(clean, sort_keys=True), data)
 
 

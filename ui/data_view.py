@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from aflite_core.io.datasets import NO_COLUMN
 from ui import cache, charts, components, session, state
 
 #: Formula / rules text of the Data page explainer.
@@ -28,6 +29,7 @@ RULES = r"""
 #: File types the uploader accepts (compressed forms included).
 UPLOAD_TYPES = ["csv", "tsv", "txt", "jsonl", "ndjson", "json", "parquet", "pq", "gz"]
 NONE = "(none)"
+AUTOMATIC = "(automatic)"
 #: Encodings offered for text uploads ("" = automatic).
 ENCODINGS = {"": "Automatic", "utf-8": "UTF-8", "latin-1": "Latin-1 (ISO-8859-1)",
              "cp1252": "Windows-1252", "utf-16": "UTF-16"}
@@ -132,7 +134,14 @@ def upload_panel(page: str) -> None:
     mapping["id"] = right.selectbox(
         "Id column (optional; otherwise row ids are positions)", options, index=0,
         key=wkey("id"), help="The column must hold unique values.")
-    mapping = {k: (None if v == NONE else v) for k, v in mapping.items()}
+    mapping["group"] = right.selectbox(
+        "Group column", [AUTOMATIC, *options], index=0, key=wkey("group"),
+        help="Rows with equal values stay on one side of every train/test split. Automatic: "
+             "the question for multiple choice, the premise when premises repeat (SNLI).")
+    # "(none)" is an explicit "no such column" (NO_COLUMN), never guessed again; only the id
+    # has no guess, so its "(none)" is simply absent
+    mapping = {k: (None if v == AUTOMATIC or (v == NONE and k == "id")
+                   else NO_COLUMN if v == NONE else v) for k, v in mapping.items()}
     mapping["encoding"] = encoding
 
     complete = bool(mapping.get("choices") and mapping.get("answer")) if multiple_choice else (

@@ -21,7 +21,7 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _API_OPTIONS = {
     "premise": "--premise", "hypothesis": "--hypothesis", "label": "--label",
     "split": "--split", "id": "--id", "encoding": "--encoding", "format": "--format",
-    "max_bytes": "--max-bytes",
+    "max_bytes": "--max-bytes", "group": "--group",
 }  # fmt: skip
 _API_OPTION_RE = re.compile(r"(?<![\w\-'\"])(" + "|".join(_API_OPTIONS) + r")=")
 
@@ -56,7 +56,12 @@ def add_input_arguments(parser: argparse.ArgumentParser, roles: tuple[str, ...],
     ``--encoding`` and ``--max-bytes`` as one argument group."""
     group = parser.add_argument_group(title)
     for role in roles:
-        group.add_argument(f"--{role}", metavar="COL", help=f"{role} column")
+        none = " ('' for none: not guessed)" if role in ("premise", "split") else ""
+        group.add_argument(f"--{role}", metavar="COL", help=f"{role} column{none}")
+    group.add_argument("--group", metavar="COL",
+                       help="rows with equal values stay on one side of every train/test "
+                            "split (default: the question for multiple choice, the premise "
+                            "when premises repeat; '' for none)")
     group.add_argument("--id", metavar="COL", help=id_help)
     group.add_argument("--format", choices=FORMATS,
                        help="input format (default: from the suffix, else sniffed)")
@@ -88,7 +93,8 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
              for role in ("premise", "hypothesis", "label", "split")}
     try:
         return load_dataset(path, **roles, id=args.id, format=args.format,
-                            encoding=args.encoding, max_bytes=args.max_bytes)
+                            encoding=args.encoding, max_bytes=args.max_bytes,
+                            group=getattr(args, "group", None))
     except DatasetError as exc:
         text = cli_hint(str(exc))
         if text != str(exc):

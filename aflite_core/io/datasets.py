@@ -111,13 +111,21 @@ RIGHT, WRONG = "right", "wrong"
 # --------------------------------------------------------------------- data types
 
 
+#: ``premise=""`` / ``split=""`` / ``group=""``: no such column (do not guess one).
+NO_COLUMN = ""
+#: Premise data is grouped by premise when at least this share of the included rows shares
+#: its premise with another row (SNLI: ~100 %).
+REPEATED_PREMISE_SHARE = 0.2
+
 @dataclass(frozen=True)
 class ColumnMapping:
     """Which columns of :attr:`AuditDataset.frame` play which role.
 
     ``premise`` is None for single-text data. ``id`` is the column the row ids come
     from (``id=``; for multiple-choice data, the question ids), None when row ids are
-    positions.
+    positions. ``group`` is the column whose equal values form a group that every seeded
+    train/test split keeps on one side (multiple-choice: the question id; NLI: the premise
+    when premises repeat), None for no grouping.
     """
 
     hypothesis: str
@@ -125,6 +133,7 @@ class ColumnMapping:
     premise: str | None = None
     split: str | None = None
     id: str | None = None
+    group: str | None = None
 
     def to_dict(self) -> dict[str, str | None]:
         """The mapping as a JSON-ready dict."""
@@ -166,6 +175,11 @@ class ValidationReport:
         ``id=``.
     encoding : str or None
         Text encoding used (None for Parquet).
+    notes : list of str
+        Decisions the loader took that change how the data is audited (e.g. grouping
+        rows by premise), each with how to undo it.
+    n_groups : int or None
+        Groups among the included rows (None without a group column).
     """
 
     source: str
@@ -180,6 +194,8 @@ class ValidationReport:
     n_questions: int | None = None
     suggested_id: str | None = None
     encoding: str | None = None
+    notes: list[str] = field(default_factory=list)
+    n_groups: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The report as JSON-ready built-in types."""
@@ -243,6 +259,13 @@ class AuditDataset:
             return None
         return self._select(_label_array(self.frame[self.columns.split]), included_only)
 
+    def groups(self, included_only: bool = True) -> np.ndarray | None:
+        """Group of each row as a str array (rows of a group stay on one side of every
+        seeded split), or None when the data has no group column."""
+        if self.columns.group is None:
+            return None
+        return self._select(_label_array(self.frame[self.columns.group]), included_only)
+
     def subset(self, row_ids: Sequence[Any] | np.ndarray) -> AuditDataset:
         """A new dataset with only the given rows (kept in frame order).
 
@@ -294,6 +317,7 @@ def load_dataset(
     max_bytes: int | None = None,
     encoding: str | None = None,
     answer_base: int | None = None,
+    group: str | None = None,
 ) -> AuditDataset:
     """Read a dataset file and prepare it for auditing, keeping every original value.
 
@@ -304,7 +328,8 @@ def load_dataset(
         ``UploadedFile``, read from its start), or the bytes themselves.
     premise, hypothesis, label, split : str, optional
         Column names; guessed when omitted (see the module docstring). With no premise
-        column the data is single-text and ``columns.premise`` is None.
+        column the data is single-text and ``columns.premise`` is None. ``""``
+        (:data:`NO_COLUMN`) for ``premise`` or ``split`` means "none": not guessed.
     id : str, optional
         Column whose values become the row ids (must be unique and present). Default:
         0-based positions (int64).
@@ -337,6 +362,12 @@ def load_dataset(
         :class:`DatasetFormatError` naming the line and byte offset.
     answer_base : {0, 1}, optional
         Force 0- or 1-based answer indices (multiple-choice only).
+    group : str, optional
+        Column whose equal values form a group kept on one side of every seeded split
+        (hold-outs, cross-validation folds). Default (None): the question id for
+        multiple-choice data; for premise/hypothesis data the premise column when premises
+        repeat (:data:`REPEATED_PREMISE_SHARE` of the rows or more share their premise with
+        another row, as in SNLI and MNLI), noted in ``report.notes``. ``""`` for no groups.
 
     Returns
     -------
@@ -358,7 +389,7 @@ def load_dataset(
     """
     raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes)
     roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
-    _require_named_columns(raw, {**roles, "id": id, "answer": answer})
+    _require_named_columns(raw, {**roles, "id": id, "answer": answer, "group": group})
     suggested_id = _suggest_id(raw.frame, _column_names(raw)) if id is None else None
     if choices is not None:  # multiple choice: one row per (question, choice)
         frame, mapping = _expand_choices(
@@ -374,6 +405,8 @@ def load_dataset(
         locate = raw.where
 
     exclusion = _exclusions(frame, mapping)
+    mapping, group_note = _group_column(frame, mapping, exclusion, group,
+                                        multiple_choice=choices is not None)
     report = _build_report(
         frame,
         mapping,
@@ -386,6 +419,11 @@ def load_dataset(
         encoding=raw.encoding,
     )
     _require_included_rows(raw, mapping, report, locate)
+    if group_note:
+        report.notes.append(group_note)
+    if mapping.group is not None:
+        report.n_groups = int(frame.loc[exclusion.to_numpy() == "", mapping.group]
+                              .astype(str).nunique())
     return AuditDataset(
         frame=frame,
         columns=mapping,
@@ -408,7 +446,7 @@ def _require_named_columns(raw: RawTable, named: dict[str, str | None]) -> None:
     """Every column named by an argument (``argument -> column``, None: not given) exists."""
     names = _column_names(raw)
     for arg, value in named.items():
-        if value is not None:
+        if value is not None and value != NO_COLUMN:
             _require_column(value, names, raw, arg)
 
 
@@ -434,6 +472,30 @@ def _map_columns(
     frame = raw.frame.copy(deep=False)
     frame.index = _row_index(raw, id_column)
     return frame, replace(mapping, id=id_column)
+
+
+def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Series,
+                  group: str | None, *, multiple_choice: bool) -> tuple[ColumnMapping, str]:
+    """The mapping with its group column, and a note when the loader chose it."""
+    if group == NO_COLUMN:
+        return mapping, ""
+    if group is not None:
+        return replace(mapping, group=group), ""
+    if multiple_choice:
+        question = next(c for c in frame.columns if str(c).startswith("question_id"))
+        return replace(mapping, group=str(question)), ""
+    if mapping.premise is None:
+        return mapping, ""
+    premises = frame.loc[exclusion.to_numpy() == "", mapping.premise].astype(str)
+    shared = float(premises.duplicated(keep=False).mean()) if len(premises) else 0.0
+    if shared < REPEATED_PREMISE_SHARE:
+        return mapping, ""
+    note = (f"{shared:.0%} of the rows share their premise with another row "
+            f"({premises.nunique():,} premises for {len(premises):,} rows): rows are grouped "
+            f"by the premise column {mapping.premise!r}, so every train/test split keeps a "
+            "premise's hypotheses together (a full-input model would otherwise learn the "
+            "premise and score below chance). Pass group='' to turn this off.")
+    return replace(mapping, group=mapping.premise), note
 
 
 def _require_included_rows(
@@ -570,7 +632,7 @@ def _guess_mapping(
     label: str | None,
     split: str | None,
 ) -> ColumnMapping:
-    taken = {c for c in (premise, hypothesis, label, split) if c is not None}
+    taken = {c for c in (premise, hypothesis, label, split) if c}
     if label is None:
         label = _find(names, LABEL_NAMES, taken, raw, "label")
         if label is None:
@@ -587,7 +649,8 @@ def _guess_mapping(
             taken.add(premise)
     if split is None:
         split = _find(names, SPLIT_NAMES, taken, raw, "split")
-    mapping = ColumnMapping(hypothesis=hypothesis, label=label, premise=premise, split=split)
+    mapping = ColumnMapping(hypothesis=hypothesis, label=label, premise=premise or None,
+                            split=split or None)
     _check_distinct(raw, mapping)
     return mapping
 
@@ -765,7 +828,7 @@ def _choice_context_roles(
         premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
     if split is None:
         split = _find(names, SPLIT_NAMES, taken | {premise}, raw, "split")
-    return premise, split
+    return premise or None, split or None
 
 
 def _question_ids(raw: RawTable, id_column: str | None) -> list[Any]:
