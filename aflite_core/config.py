@@ -8,16 +8,18 @@ from any of them gives the same run.
 Size-scaled AFLite defaults (``n`` = rows that take part in the audit):
 
 ============  ====  =====================  =====================  =======
-rows n        m     train size t           slice size k           target
+rows n        m     train size t (rows)    slice size k           target
 ============  ====  =====================  =====================  =======
-<= 10,000     32    50% of the set         5% of n                50%
-<= 100,000    64    50% of the set         2.5% of n              50%
+<= 10,000     32    40% of n               5% of n                50%
+<= 100,000    64    40% of n               2.5% of n              50%
 > 100,000     64    min(50,000, n/10)      min(10,000, n/50)      1/3
 ============  ====  =====================  =====================  =======
 
 The last row is the AFLite paper's SNLI setting (m=64, t=50k, k=10k, target 182k of 550k);
-tau is 0.75 throughout. Each measure's options start at the defaults it declares in the
-measure registry (:mod:`aflite_core.measures.registry`).
+tau is 0.75 throughout. As in the paper, t is a fixed number of rows drawn afresh each round
+(not a share of the shrinking set) and below the target size, so every round's models train
+on the same amount of data and t < |S| holds to the last round. Each measure's options
+start at the defaults it declares in the measure registry (:mod:`aflite_core.measures.registry`).
 """
 
 from __future__ import annotations
@@ -200,10 +202,11 @@ def size_defaults(n_rows: int) -> SizeDefaults:
         Rows that take part in the audit (included rows).
     """
     n = max(int(check_int("n_rows", n_rows, minimum=0)), 2)
+    train = max(1, (2 * n) // 5)
     if n <= 10_000:
-        return SizeDefaults(n, 0.5, 32, 0.5, n // 2, max(1, n // 20))
+        return SizeDefaults(n, 0.5, 32, None, train, max(1, n // 20))
     if n <= 100_000:
-        return SizeDefaults(n, 0.5, 64, 0.5, n // 2, max(1, n // 40))
+        return SizeDefaults(n, 0.5, 64, None, train, max(1, n // 40))
     train = min(50_000, max(n // 10, 10_000))
     return SizeDefaults(n, 1 / 3, 64, None, train, min(10_000, max(1, n // 50)))
 

@@ -52,6 +52,9 @@ def sizes(run: Any) -> None:
         ("Removed", f"{s.get('removed', 0):,}", None),
         ("Warm-up / excluded", f"{s.get('warmup', 0):,} / {s.get('excluded', 0):,}", None),
     ])
+    stop = views.stop_explanation(run)
+    if stop:
+        st.caption(components.md_escape(stop))
     planted = _planted(run)
     if planted is not None:
         st.info(planted, icon=":material/science:")

@@ -136,6 +136,13 @@ class MeasureContext:
         splits = self.dataset.splits()
         return None if splits is None else np.asarray(splits)[self.filterable]
 
+    @property
+    def groups(self) -> np.ndarray | None:
+        """Group of each filterable row (rows of a group stay on one side of every seeded
+        split: the question of a multiple-choice row, an NLI premise), or None."""
+        groups = self.dataset.groups()
+        return None if groups is None else np.asarray(groups)[self.filterable]
+
     def texts(self) -> tuple[list[str], list[str] | None]:
         """Hypotheses and premises (None for single-text data) of the filterable rows."""
         keep = self.filterable

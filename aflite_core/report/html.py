@@ -331,8 +331,10 @@ def _section_rounds(run: AuditRun, fig: _Figures) -> str:
     chart.update_xaxes(title_text="round")
     chart.update_yaxes(title_text="size", secondary_y=False)
     chart.update_yaxes(title_text="removed", secondary_y=True, rangemode="tozero")
-    stop = run.summary.get("stop_reason") or (run.summary.get("aflite") or {}).get("stop_reason")
-    note = f"<p>Stopped because: {esc(stop)}</p>" if stop else ""
+    from aflite_core.runs.views import stop_explanation
+
+    stop = stop_explanation(run)
+    note = f"<p>{esc(stop)}</p>" if stop else ""
     shown = [c for c in history.columns if not isinstance(history[c].iloc[0], (list, dict))]
     return fig(chart) + note + html_table(history[shown], max_rows=200)
 

@@ -167,3 +167,32 @@ def find_matching_run(root: str | os.PathLike, content_hash: str, parameters: di
         if all(_canonical(stored.get(k)) == _canonical(v) for k, v in parameters.items()):
             return path
     return None
+
+
+def stop_explanation(run: Any) -> str | None:
+    """One or two sentences on why AFLite stopped, with what to change when it stopped
+    before its target; None when the run records no stop reason."""
+    aflite = run.summary.get("aflite") or {}
+    reason = aflite.get("stop_reason") or run.summary.get("stop_reason")
+    if not reason:
+        return None
+    params = run.parameters
+    sizes = run.sizes
+    rounds = int(aflite.get("n_rounds") or 0)
+    retained = int(sizes.get("retained", 0))
+    target = params.get("target_size_rows")
+    k = params.get("slice_size_rows")
+    tau = params.get("tau")
+    plural = "" if rounds == 1 else "s"
+    if reason == "target_size":
+        return f"AFLite reached its target of {retained:,} rows after {rounds} round{plural}."
+    if reason == "too_few_above_tau":
+        target_text = f" (target {int(target):,})" if target is not None else ""
+        return (f"AFLite stopped after {rounds} round{plural} at {retained:,} rows"
+                f"{target_text}: fewer than k = {k if k is not None else '?'} rows had "
+                f"predictability >= tau = {tau}. The rows left are not predictable from Φ at "
+                "that threshold; to filter further, lower tau, use a richer representation, "
+                "or lower k.")
+    if reason == "callback":
+        return f"AFLite was stopped on request after {rounds} round{plural}."
+    return f"AFLite stopped after {rounds} round{plural}: {reason}."
