@@ -73,5 +73,5 @@ def test_search_case_whole_word_and_unsupported_patterns():
     assert hits(search="d.g", regex=True, whole_word=True) == [True, False, True, False]
     with pytest.raises(filters.SearchError, match="RE2 syntax"):
         hits(search=r"(a)\1", regex=True)
-    with pytest.raises(filters.SearchError, match="not a regular expression"):
+    with pytest.raises(filters.SearchError, match="not a valid regular expression"):
         hits(search="(", regex=True)

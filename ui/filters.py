@@ -57,7 +57,7 @@ def _search_mask(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
             pc.match_substring_regex(pa.array([""]), pattern)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise SearchError(
-                f"search: {pattern!r} is not a regular expression this search supports "
+                f"search: {pattern!r} is not a valid regular expression for this search "
                 f"(RE2 syntax: no backreferences or lookaround): {exc}") from exc
     if flt.whole_word:
         pattern = (r"\b" + (f"(?:{pattern})" if flt.regex else re.escape(pattern)) + r"\b")
