@@ -25,6 +25,7 @@ import contextlib
 import mmap
 import os
 import time
+import zlib
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from aflite_core._validation import (
     check_callback,
@@ -48,6 +50,7 @@ from aflite_core.filter.linear import (
     ScatterStats,
     count_correct,
     covariance_factor,
+    fit_lda_partitions,
     fit_partition_lda,
     partition_class_sums,
     row_stats,
@@ -81,9 +84,10 @@ class AFLite(BaseEstimator):
 
     AFLite is a filter, not a classifier or a transformer: ``fit(X, y)`` finds the rows of
     *this* data to keep (``keep_mask_``) and ``fit_predict(X, y)`` returns that mask; there is
-    no ``predict`` for new rows. As in scikit-learn, ``__init__`` only stores the parameters;
-    ``fit`` validates them (a wrong type raises TypeError, a value out of range ValueError,
-    both naming the parameter).
+    no ``predict`` for new rows, but :meth:`score_heldout` gives new rows the predictability
+    that models trained on the retained rows assign them. As in scikit-learn, ``__init__``
+    only stores the parameters; ``fit`` validates them (a wrong type raises TypeError, a
+    value out of range ValueError, both naming the parameter).
 
     Parameters
     ----------
@@ -249,7 +253,140 @@ class AFLite(BaseEstimator):
         finally:
             backend.close()
         self._store_results(run, classes, X.shape[1])
+        # Identifies the training data for score_heldout; reads 64 rows, changes no result.
+        self._fit_fingerprint = _data_fingerprint(X, codes)
         return self
+
+    def score_heldout(
+        self,
+        X_new: Any,
+        y_new: Any,
+        *,
+        X: Any,
+        y: Any,
+        n_partitions: int | None = None,
+        train_size: int | float | None = None,
+        random_state: Any = None,
+    ) -> np.ndarray:
+        """Predictability of new rows under models trained on the retained rows of ``fit``.
+
+        For a split policy "filter the training split, score dev/test with models trained on
+        what is left": ``n_partitions`` LDA models, the very model of AFLite's rounds (class
+        means from the model's training rows, the label-free covariance of all retained rows
+        with the within-class correction), are each trained on a random draw of
+        ``train_size`` *retained* rows; a new row's score is the share of the models that
+        predict its label (ties count as wrong, as in ``fit``). Every new row is held out from
+        every model, so the score is comparable with ``predictability_``. ``fit``'s results are
+        not touched.
+
+        Parameters
+        ----------
+        X_new : array-like of shape (n_new, n_features)
+            Features of the rows to score (the same representation as ``fit``'s ``X``).
+        y_new : array-like of shape (n_new,)
+            Their labels, of the same kind as ``fit``'s ``y``.
+        X, y : array-like
+            The very ``X`` and ``y`` passed to ``fit``. The estimator keeps no copy of the
+            training data (it can be large); their shape, label set and a fingerprint of ``y``
+            and of 64 rows of ``X`` are checked, so passing other data raises ValueError.
+        n_partitions : int, optional
+            Models to train; default ``self.n_partitions``.
+        train_size : int or float, optional
+            Training rows per model: an int (at most the number of retained rows) or a fraction
+            of the retained rows in ``(0, 1)``; default ``self.train_size`` (an int as is, a
+            fraction of the retained rows, as in the rounds).
+        random_state : int, numpy Generator, SeedSequence or None, optional
+            Seeds the draws; default ``self.random_state``. The same seed gives the same
+            scores.
+
+        Returns
+        -------
+        ndarray of shape (n_new,), float64
+            Share of the models predicting the row's label, in ``[0, 1]``; chance is about
+            ``1 / n_classes``. NaN for a row whose label has no retained training row (a label
+            unseen in ``fit``, missing, or one whose rows were all removed): no model can
+            predict it.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        TypeError, ValueError
+            Wrong arguments (the message names the argument), or ``X``/``y`` that are not the
+            data ``fit`` saw.
+        """
+        check_is_fitted(self, "keep_mask_")
+        with _single_threaded_blas():
+            return self._score_heldout(X_new, y_new, X, y, n_partitions, train_size,
+                                       random_state)
+
+    def _score_heldout(self, X_new, y_new, X, y, n_partitions, train_size,
+                       random_state) -> np.ndarray:
+        X, codes = self._check_fit_data(X, y)
+        X_new = _check_X(X_new)
+        if X_new.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X_new: expected {self.n_features_in_} feature columns as in fit, got "
+                f"{X_new.shape[1]}"
+            )
+        _column_mean(X_new)  # raises ValueError naming the first NaN/inf
+        y_new = np.asarray(y_new)
+        if y_new.ndim != 1 or len(y_new) != X_new.shape[0]:
+            raise ValueError(
+                f"y_new: expected shape ({X_new.shape[0]},) (one label per row of X_new), got "
+                f"{y_new.shape}"
+            )
+        m = check_int("n_partitions",
+                      self.n_partitions if n_partitions is None else n_partitions, minimum=1)
+        retained = np.flatnonzero(self.keep_mask_)
+        n_r = len(retained)
+        t = _heldout_train_size(self.train_size if train_size is None else train_size, n_r)
+        rng = make_rng(self.random_state if random_state is None else random_state)
+        n_classes = len(self.classes_)
+        _check_model_size(n_classes, m, X.shape[1])
+        train = np.zeros((m, n_r), dtype=bool)
+        for j in range(m):
+            train[j, rng.choice(n_r, size=t, replace=False, shuffle=False)] = True
+        codes_r = codes[retained]
+        model = fit_lda_partitions(np.asarray(X[retained]), codes_r, train, n_classes)
+
+        new_codes = pd.Index(self.classes_).get_indexer(pd.Index(y_new))
+        predictable = np.bincount(codes_r, minlength=n_classes) > 0
+        seen = np.flatnonzero((new_codes >= 0) & predictable[np.maximum(new_codes, 0)])
+        scores = np.full(len(y_new), np.nan)
+        step = _MAX_BLOCK_ROWS * 16
+        for lo in range(0, len(seen), step):
+            rows = seen[lo : lo + step]
+            order = np.argsort(new_codes[rows], kind="stable")
+            rows = rows[order]
+            block = np.ascontiguousarray(X_new[rows], dtype=np.float32) - model.shift
+            bounds = np.searchsorted(new_codes[rows], np.arange(n_classes + 1))
+            heldout = np.ones((m, len(rows)), dtype=bool)
+            scores[rows] = count_correct(block, bounds, heldout, model) / m
+        return scores
+
+    def _check_fit_data(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``X`` (float32) and ``y``'s codes, after checking they are the data of ``fit``."""
+        X = _check_X(X)
+        n = len(self.keep_mask_)
+        if X.shape != (n, self.n_features_in_):
+            raise ValueError(
+                f"X: expected the features passed to fit, of shape {(n, self.n_features_in_)}, "
+                f"got shape {X.shape}"
+            )
+        codes, classes = _encode_labels(y, n)
+        if len(classes) != len(self.classes_) or np.any(classes != self.classes_):
+            raise ValueError(
+                f"y: expected the labels passed to fit ({self.classes_.tolist()[:5]}), got "
+                f"labels {classes.tolist()[:5]}"
+            )
+        expected = getattr(self, "_fit_fingerprint", None)
+        if expected is not None and _data_fingerprint(X, codes) != expected:
+            raise ValueError(
+                "X, y: expected the very X and y passed to fit (same rows, same order); these "
+                "differ from them"
+            )
+        return X, codes
 
     def _fit_config(self, n: int) -> FitConfig:
         """Validate the parameters against ``n`` input rows; return the resolved values."""
@@ -534,6 +671,26 @@ def _resolve_slice_size(value: Any, n: int, strategy: str) -> int:
     if value is None:
         return max(1, round(DEFAULT_SLICE_FRACTION * n))
     return resolve_size("slice_size", value, n, allow_all=True, rounding="nearest")
+
+
+def _heldout_train_size(value: Any, n_retained: int) -> int:
+    """Training rows per model of :meth:`AFLite.score_heldout` out of ``n_retained`` rows."""
+    train = check_size("train_size", value)
+    if isinstance(train, int):
+        if train > n_retained:
+            raise ValueError(
+                f"train_size: expected at most the {n_retained} retained rows, got {train}"
+            )
+        return train
+    return int(min(max(round(train * n_retained), 1), n_retained))
+
+
+def _data_fingerprint(X: np.ndarray, codes: np.ndarray) -> tuple[int, int]:
+    """CRC32 of the label codes and of 64 evenly spaced rows of ``X`` (float32)."""
+    rows = np.unique(np.linspace(0, X.shape[0] - 1, 64).astype(np.int64))
+    sample = np.ascontiguousarray(X[rows], dtype=np.float32)
+    return (zlib.crc32(np.ascontiguousarray(codes, dtype=np.int64).tobytes()),
+            zlib.crc32(sample.tobytes()))
 
 
 def _check_tau(value: Any) -> float:
