@@ -15,24 +15,23 @@ from aflite_core.cues import statistics as cues
 from aflite_core.cues.linguistic import FeatureMatrix, extract_features
 from aflite_core.cues.statistics import (
     FORMULAS,
-    Split,
     cue_statistics,
     cue_table,
     cue_tables,
     cueness,
-    holdout_split,
+    dataset_inputs,
     jensen_shannon,
     label_counts,
     lmi,
     mse_counts,
     mse_proportions,
     pmi,
-    resolve_split,
     split_label_counts,
     z_statistic,
     z_threshold,
 )
 from aflite_core.io.datasets import load_dataset
+from aflite_core.splits import Split, holdout_split, resolve_split
 
 # ------------------------------------------------------------------ formulas, by hand
 
@@ -294,6 +293,27 @@ def test_cue_tables_full_and_retained_scopes(snli, tmp_path):
         len(retained)
     assert "hold-out" in scopes["full"]["split"]
     table.to_parquet(tmp_path / "cues.parquet", index=False)
+
+
+def test_grouped_holdout_keeps_each_premise_on_one_side(snli, tmp_path):
+    """SNLI dev has no train rows, so the cue table holds out a seeded 20%; grouped by premise,
+    no premise has pairs on both sides (without groups, most do)."""
+    _, dev = snli
+    premises = np.asarray(dev.premises(), dtype=object)
+
+    def straddling(split) -> int:
+        sides = pd.DataFrame({"premise": premises, "test": split.test})
+        return int((sides.groupby("premise")["test"].nunique() > 1).sum())
+
+    plain = dataset_inputs(dev, random_state=0).split
+    grouped = dataset_inputs(dev, groups=premises, random_state=0).split
+    assert plain.source == grouped.source == "holdout"
+    assert straddling(plain) > 100 and straddling(grouped) == 0
+    assert abs(grouped.test.mean() - 0.2) < 0.01
+    scoped = cue_tables(dev, {"full": None, "retained": dev.row_ids()[::2]}, groups=premises,
+                        features=["word"], cache_dir=tmp_path)
+    assert scoped.attrs["scopes"]["full"]["n_test_examples"] == int(grouped.test.sum())
+    assert "grouped" in scoped.attrs["scopes"]["full"]["split"]
 
 
 # ------------------------------------------------------------------ CLI

@@ -48,25 +48,32 @@ def test_classify_outcome_hand_made_curves():
 @pytest.fixture(scope="module")
 def snli(snli_dir):
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
-    frame = frame.iloc[np.random.default_rng(0).permutation(len(frame))[:8000]]
+    frame = frame.iloc[np.random.default_rng(0).permutation(len(frame))]
     return frame["hypothesis"].tolist(), frame["label"].to_numpy()
 
 
-def _run(hyps, labels, challenge_hyps, challenge_labels, **kw):
+def _run(hyps, labels, challenge_hyps, challenge_labels, *, original_test=slice(5000, 6000),
+         **kw):
+    """original train 0-5000 | original test (default 5000-6000) | challenge pool 6000-7000 |
+    challenge test 7000-8000 (positions in the shuffled 20,000 rows)."""
     texts, challenge = pair_texts(None, hyps), pair_texts(None, challenge_hyps)
-    a, b, c = 5000, 6000, 7000  # original train | original test | challenge pool | test
-    return inoculate((texts[:a], labels[:a]), (texts[a:b], labels[a:b]),
-                     (challenge[b:c], challenge_labels[b:c]),
-                     (challenge[c:], challenge_labels[c:]), n_repeats=1, **kw)
+    a, c, d = 5000, 6000, 7000
+    return inoculate((texts[:a], labels[:a]), (texts[original_test], labels[original_test]),
+                     (challenge[c:d], challenge_labels[c:d]),
+                     (challenge[d:8000], challenge_labels[d:8000]), n_repeats=1, **kw)
 
 
 def test_planted_tautology_with_a_cue_recovers_with_few_examples(snli):
     """A fixed tautology appended to every hypothesis (an NLI stress test). "nobody" is a
     strong contradiction cue in SNLI, so the tautology "and nobody is nobody" fools the
     bag-of-words model; a few dozen examples teach it to ignore the phrase, with no loss on
-    the original data: outcome 1 (dataset weakness)."""
+    the original data: outcome 1 (dataset weakness).
+
+    "No loss" is checked on 12,000 original test rows: on 1,000 the accuracy of one model
+    moves by about +-0.02 from one test sample to the next, the size of the tolerance."""
     hyps, labels = snli
-    res = _run(hyps, labels, [h + " and nobody is nobody" for h in hyps], labels)
+    res = _run(hyps, labels, [h + " and nobody is nobody" for h in hyps], labels,
+               original_test=slice(8000, None))
     s = res.summary.set_index("n")
     assert s.loc[0, "gap"] > 0.1  # the planted phrase hurts before inoculation
     assert res.outcome == 1 and res.outcome_label == "dataset weakness"
@@ -135,6 +142,34 @@ def test_split_for_inoculation_is_disjoint():
     assert mask[parts["challenge_train"]].all() and mask[parts["challenge_test"]].all()
     assert len(parts["challenge_train"]) == 100 and len(parts["challenge_test"]) == 67
     assert mask[parts["original_train"]].any()  # retained rows left over stay "original"
+    labels = np.arange(1000) % 2
+    stratified = split_for_inoculation(1000, mask, labels=labels, test_fraction=0.2,
+                                       pool_size=100)
+    # 167 challenge rows of each label: round(0.2 * 167) = 33 of each held out
+    assert np.bincount(labels[stratified["challenge_test"]]).tolist() == [33, 33]
+    with pytest.raises(ValueError, match="test_fraction"):
+        split_for_inoculation(1000, mask, test_fraction=1.2)
+
+
+def test_split_for_inoculation_with_groups_never_splits_a_premise(snli_dir):
+    """SNLI dev grouped by premise, the challenge a random half of the rows (as AFLite's
+    retained rows would be): no premise is on both the training and the test side."""
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False)
+    premises, labels = frame["premise"].to_numpy(), frame["label"].to_numpy()
+    mask = np.random.default_rng(3).random(len(frame)) < 0.5
+    parts = split_for_inoculation(len(frame), mask, labels=labels, groups=premises,
+                                  pool_size=1000)
+    allrows = np.concatenate(list(parts.values()))
+    assert len(allrows) == len(np.unique(allrows)) == len(frame)
+    assert mask[parts["challenge_train"]].all() and mask[parts["challenge_test"]].all()
+    assert len(parts["challenge_train"]) == 1000
+    train = set(premises[np.r_[parts["original_train"], parts["challenge_train"]]])
+    test = set(premises[np.r_[parts["original_test"], parts["challenge_test"]]])
+    assert not train & test
+    share = len(parts["original_test"]) / (len(parts["original_test"])
+                                           + len(parts["original_train"]))
+    assert abs(share - 0.2) < 0.02
+    assert abs(len(parts["challenge_test"]) / mask.sum() - 0.2) < 0.01
 
 
 def test_validation():

@@ -157,6 +157,26 @@ def test_heldout_mask_prefers_dev_and_test_splits():
     assert mask.sum() == 4
     assert (labels[mask] == "a").sum() == 2  # stratified
     np.testing.assert_array_equal(mask, heldout_mask(labels, fraction=0.2, random_state=1))
+    # every test value of the one split vocabulary counts as held out
+    splits = np.array(["train"] * 17 + ["validation", "trial", "Held-Out"])
+    np.testing.assert_array_equal(heldout_mask(labels, splits=splits), splits != "train")
+    with pytest.raises(ValueError, match="fraction"):
+        heldout_mask(labels, fraction=1.5)
+
+
+def test_heldout_mask_with_groups_keeps_each_premise_on_one_side(snli_dir):
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False)
+    labels, premises = frame["label"].to_numpy(), frame["premise"].to_numpy()
+    held = heldout_mask(labels, groups=premises, random_state=0)
+    sides = pd.Series(held).groupby(premises).nunique()
+    assert (sides == 1).all()
+    assert abs(held.mean() - 0.1) < 0.01
+    plain = heldout_mask(labels, random_state=0)
+    assert (pd.Series(plain).groupby(premises).nunique() > 1).any()
+    # a split column still decides when it has held-out rows; groups only shape the hold-out
+    splits = np.where(np.arange(len(labels)) < 100, "test", "train")
+    np.testing.assert_array_equal(heldout_mask(labels, splits=splits, groups=premises),
+                                  splits == "test")
 
 
 @pytest.mark.slow

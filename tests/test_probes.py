@@ -13,9 +13,10 @@ from aflite_core.measures.baselines import (
     cross_validated_accuracy,
     hypothesis_only_baseline,
     linear_probe_baseline,
-    linear_probe_model,
     run_baselines,
 )
+from aflite_core.represent.text_models import text_model
+from aflite_core.splits import cv_folds
 
 
 def _planted(n: int = 1200, seed: int = 0):
@@ -55,7 +56,7 @@ def test_random_control_matches_retained_when_retained_is_random():
 def test_cross_validation_majority_and_folds():
     y = np.array([0] * 30 + [1] * 10)
     X = np.zeros((40, 2))
-    res = cross_validated_accuracy(linear_probe_model(), X, y, n_splits=4)
+    res = cross_validated_accuracy(text_model("probe"), X, y, n_splits=4)
     assert len(res["fold_accuracies"]) == 4
     assert res["majority_accuracy"] == pytest.approx(0.75)
     assert res["accuracy"] == pytest.approx(0.75)  # constant features: predicts the majority
@@ -76,6 +77,39 @@ def test_run_baselines_layout():
     json.dumps(out)
 
 
+def test_grouped_baselines_never_test_on_a_training_premise(snli_dir, monkeypatch):
+    """SNLI grouped by premise: every cross-validation of every subset keeps a premise's pairs
+    in one fold, and the full-input baseline runs beside the hypothesis-only one."""
+    from aflite_core.measures import baselines
+
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False).iloc[:3000]
+    hyps, prems = frame["hypothesis"].tolist(), frame["premise"].tolist()
+    labels = frame["label"].to_numpy()
+    keep = np.random.default_rng(0).random(len(frame)) < 0.6
+    premise_code = pd.factorize(np.asarray(prems, dtype=object))[0]
+    calls = []
+
+    def spy(y, *, n_splits, groups, random_state):
+        folds = cv_folds(y, n_splits=n_splits, groups=groups, random_state=random_state)
+        calls.append((groups, folds))
+        return folds
+
+    monkeypatch.setattr(baselines, "cv_folds", spy)
+    out = run_baselines(labels, keep, hypotheses=hyps, premises=prems, groups=prems,
+                        n_splits=3, n_random_draws=2)
+    assert set(out) == {"hypothesis_only", "full_input", "results"}
+    assert out["hypothesis_only"]["grouped"] and out["full_input"]["grouped"]
+    assert len(calls) == 2 * (2 + 2)  # two baselines x (full, retained, two random draws)
+    for groups, folds in calls:
+        assert groups is not None
+        for train, test in folds:
+            assert not set(groups[train]) & set(groups[test])
+    # the group codes follow the rows: the full set's groups are the premises
+    assert pd.factorize(calls[0][0])[0].tolist() == premise_code.tolist()
+    full_in, hyp_only = out["full_input"]["full"], out["hypothesis_only"]["full"]
+    assert full_in["accuracy"] > hyp_only["accuracy"]
+
+
 def test_validation():
     X, y, biased = _planted(n=100)
     with pytest.raises(ValueError, match="retained_mask"):
@@ -85,7 +119,7 @@ def test_validation():
     with pytest.raises(ValueError, match="n_splits"):
         linear_probe_baseline(X, y, ~biased, n_splits=1)
     with pytest.raises(ValueError, match="one entry per label"):
-        compare_subsets(linear_probe_model(), X[:50], y, ~biased)
+        compare_subsets(text_model("probe"), X[:50], y, ~biased)
 
 
 def test_snli_hypothesis_only_retained_below_random_subset(snli_dir):

@@ -2,8 +2,9 @@
 
 Trains a model on a seeded training share of ORIGINAL, adds n challenge examples from a seeded
 training share of CHALLENGE for n in --sizes (nested subsamples), evaluates each model on the
-held-out shares of both files and classifies the outcome (Liu, Schwartz & Smith, NAACL 2019):
-1 dataset weakness, 2 model weakness, 3 distribution difference (0: no gap to begin with).
+held-out shares of both files (seeded hold-outs, stratified by label) and classifies the
+outcome (Liu, Schwartz & Smith, NAACL 2019): 1 dataset weakness, 2 model weakness,
+3 distribution difference (0: no gap to begin with).
 Writes DIR/inoculation.json (parameters, curves, outcome), DIR/inoculation_curves.csv (one row
 per size and repeat) and DIR/inoculation_summary.csv (one row per size).
 """
@@ -45,8 +46,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--model", choices=MODELS, default="tfidf_lr",
                    help="tfidf_lr (default) or linear_phi (needs --phi-original/--phi-challenge)")
     p.add_argument("--input", choices=("pair", "hypothesis"), default=None,
-                   help="tfidf_lr input: premise+hypothesis words (default when both files "
-                        "have premises) or the hypothesis alone")
+                   help="tfidf_lr input: the premise-hypothesis pair, i.e. the full-input "
+                        "model (default when both files have premises), or the hypothesis "
+                        "alone (the hypothesis-only model)")
     p.add_argument("--mode", choices=MODES, default="finetune",
                    help="finetune: continue from the original weights (default); retrain: "
                         "fit on original + challenge examples")
@@ -83,20 +85,22 @@ def _inputs(dataset, args: argparse.Namespace, phi_path: str | None, use_pair: b
         from aflite_core.represent.builders import build_representation
 
         return build_representation(dataset, "precomputed", path=phi_path).X
-    from aflite_core.measures.inoculation import pair_texts
+    from aflite_core.represent.text_models import pair_texts
 
     premises = dataset.premises() if use_pair else None
     return np.array(pair_texts(premises, dataset.hypotheses()), dtype=object)
 
 
-def _split(n: int, test_fraction: float, seed: int):
+def _split(labels, test_fraction: float, seed: int):
+    """Training and held-out positions of one file: a seeded hold-out stratified by label."""
     import numpy as np
 
-    order = np.random.default_rng(seed).permutation(n)
-    n_test = max(1, int(round(test_fraction * n)))
-    if n - n_test < 1:
-        raise ValueError(f"a file needs at least 2 included rows to split; got {n}")
-    return np.sort(order[n_test:]), np.sort(order[:n_test])
+    from aflite_core.splits import holdout_mask
+
+    if len(labels) < 2:
+        raise ValueError(f"a file needs at least 2 included rows to split; got {len(labels)}")
+    held = holdout_mask(labels, test_size=test_fraction, random_state=seed, clamp=True)
+    return np.flatnonzero(~held), np.flatnonzero(held)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,8 +123,8 @@ def run(args: argparse.Namespace) -> int:
     X_o = _inputs(original, args, args.phi_original, use_pair)
     X_c = _inputs(challenge, args, args.phi_challenge, use_pair)
     y_o, y_c = original.labels(), challenge.labels()
-    o_tr, o_te = _split(len(y_o), args.test_fraction, args.seed)
-    c_tr, c_te = _split(len(y_c), args.test_fraction, args.seed + 1)
+    o_tr, o_te = _split(y_o, args.test_fraction, args.seed)
+    c_tr, c_te = _split(y_c, args.test_fraction, args.seed + 1)
 
     def progress(info: dict) -> None:
         print(f"[{info['fraction']:4.0%}] {info['message']}", flush=True)

@@ -11,8 +11,8 @@ predictions on the test rows:
   distributions and their JSD come back in long form, ready for a grouped bar chart.
 
 When the user has no model, two built-in baselines act as models
-(:func:`baseline_predictions`): a hypothesis-only TF-IDF logistic regression and a
-full-input one.
+(:func:`baseline_predictions`): the hypothesis-only and the full-input model of
+:func:`aflite_core.represent.text_models.text_model`.
 """
 
 from __future__ import annotations
@@ -25,19 +25,17 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from aflite_core.cues.linguistic import FeatureMatrix, extract_features, word_tokens
-from aflite_core.cues.statistics import (
-    Split,
-    cue_statistics,
-    dataset_inputs,
-    jensen_shannon,
-)
+from aflite_core._validation import check_choice
+from aflite_core.cues.linguistic import FeatureMatrix, extract_features
+from aflite_core.cues.statistics import cue_statistics, dataset_inputs, jensen_shannon
+from aflite_core.represent.text_models import pair_texts, single_blas_thread, text_model
+from aflite_core.splits import Split
 
 #: Built-in baseline "models".
 BASELINES = ("hypothesis_only", "full_input")
 _BASELINE_NAMES = {
     "hypothesis_only": "built-in hypothesis-only TF-IDF logistic regression",
-    "full_input": "built-in full-input TF-IDF logistic regression",
+    "full_input": "built-in full-input (TF-IDF + premise overlap) logistic regression",
 }
 
 
@@ -195,10 +193,10 @@ def baseline_predictions(
     premises : sequence of str, optional
         Needed for ``kind='full_input'``.
     kind : {'hypothesis_only', 'full_input'}
-        ``hypothesis_only``: TF-IDF of hypothesis word uni- and bigrams (the tokens of the
-        cue features), multinomial logistic regression. ``full_input``: the same plus what
-        the pair says (see :func:`_pair_features`): indicators of the words premise and
-        hypothesis share, and overlap statistics.
+        ``text_model(kind)`` (see :mod:`aflite_core.represent.text_models`):
+        ``hypothesis_only`` reads TF-IDF of hypothesis word uni- and bigrams (the tokens of
+        the cue features); ``full_input`` adds what the pair says (the hypothesis words the
+        premise shares, and overlap statistics).
     random_state : int, optional
 
     Returns
@@ -206,67 +204,19 @@ def baseline_predictions(
     np.ndarray
         Predicted label of every row (training rows included; use the test rows).
     """
-    from sklearn.feature_extraction.text import TfidfVectorizer
-    from sklearn.linear_model import LogisticRegression
-    from threadpoolctl import threadpool_limits
-
-    if kind not in BASELINES:
-        raise ValueError(f"kind: expected one of {list(BASELINES)}, got {kind!r}")
+    check_choice("kind", kind, BASELINES)
     if kind == "full_input" and premises is None:
         raise ValueError("kind='full_input' needs premises, but none were given")
     train_mask = np.asarray(train_mask, dtype=bool)
     y = np.asarray(labels, dtype=object)
     if len(np.unique(y[train_mask])) < 2:
         raise ValueError("labels: the training rows need at least two different labels")
-
-    def vectorizer() -> TfidfVectorizer:
-        return TfidfVectorizer(tokenizer=word_tokens, lowercase=False, token_pattern=None,
-                               ngram_range=(1, 2), min_df=2, sublinear_tf=True,
-                               dtype=np.float32)
-
-    hyp = list(hypotheses)
-    train_hyp = [h for h, t in zip(hyp, train_mask, strict=True) if t]
-    X = vectorizer().fit(train_hyp).transform(hyp)
-    if kind == "full_input":
-        X = sp.hstack([X, _pair_features(hyp, list(premises), train_hyp)],  # type: ignore[arg-type]
-                      format="csr")
-    model = LogisticRegression(max_iter=1000, random_state=random_state)
-    # One BLAS thread: lbfgs on sparse data gains nothing from more, and oversubscribed
-    # threads slow it down several times on a busy machine.
-    with threadpool_limits(limits=1, user_api="blas"):
-        model.fit(X[train_mask], y[train_mask])
-    return model.predict(X)
-
-
-def _pair_features(hypotheses: list[str], premises: list[str], train_hypotheses: list[str]
-                   ) -> sp.csr_matrix:
-    """Premise-hypothesis features of the full-input baseline.
-
-    Indicators of the hypothesis words (vocabulary: training hypotheses, ``min_df=2``) that
-    the premise also contains, and five overlap statistics: the share of hypothesis words
-    found in the premise, log(1 + hypothesis words not in the premise), log(1 +
-    hypothesis length), log(1 + premise length), and whether every hypothesis word is in
-    the premise. Words are the lower-cased tokens of the cue features.
-    """
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    def binary(min_df: int) -> CountVectorizer:
-        return CountVectorizer(tokenizer=word_tokens, lowercase=False, token_pattern=None,
-                               binary=True, min_df=min_df, dtype=np.float32)
-
-    shared_vocab = binary(2).fit(train_hypotheses)
-    shared = shared_vocab.transform(hypotheses).multiply(shared_vocab.transform(premises))
-    # Overlap counts over every word (the vocabulary holds no label information).
-    every = binary(1).fit(hypotheses + premises)
-    H, P = every.transform(hypotheses), every.transform(premises)
-    n_shared = np.asarray(H.multiply(P).sum(axis=1)).ravel()
-    n_hyp = np.asarray(H.sum(axis=1)).ravel()
-    n_prem = np.asarray(P.sum(axis=1)).ravel()
-    stats = np.column_stack([
-        n_shared / np.maximum(n_hyp, 1), np.log1p(n_hyp - n_shared), np.log1p(n_hyp),
-        np.log1p(n_prem), (n_hyp == n_shared).astype(float),
-    ]).astype(np.float32)
-    return sp.hstack([sp.csr_matrix(shared), sp.csr_matrix(stats)], format="csr")
+    texts = pair_texts(premises if kind == "full_input" else None, hypotheses)
+    model = text_model(kind, random_state=random_state)
+    with single_blas_thread():
+        model.fit([t for t, keep in zip(texts, train_mask, strict=True) if keep],
+                  y[train_mask])
+    return model.predict(texts)
 
 
 # --------------------------------------------------------------------------------------
@@ -374,6 +324,7 @@ def probe_model(
     n_distribution: int = 20,
     text: str = "hypothesis",
     test_size: float = 0.2,
+    groups: Sequence | None = None,
     random_state: int | None = 0,
     annotations: FeatureMatrix | None = None,
     cache: bool = True,
@@ -398,10 +349,12 @@ def probe_model(
         As in :func:`aflite_core.cues.statistics.cue_table`.
     n_distribution : int
         Run the distribution test on this many top features (by cueness).
-    test_size, random_state
-        Hold-out parameters (and the seed of the flattening).
+    test_size, groups, random_state
+        Hold-out parameters (and the seed of the flattening); see
+        :func:`aflite_core.cues.statistics.dataset_inputs`.
     """
-    inputs = dataset_inputs(dataset, test, test_size=test_size, random_state=random_state)
+    inputs = dataset_inputs(dataset, test, test_size=test_size, groups=groups,
+                            random_state=random_state)
     n = len(inputs.labels)
     test_rows = np.flatnonzero(inputs.split.test)
     if predictions is None:

@@ -7,8 +7,11 @@ product ``X.T @ one_hot(labels)``, and every statistic is a vectorised function 
 (LaTeX, plain text and source), and implemented once, below.
 
 Train and test: the statistics compare a feature's label distribution on the training rows
-``R_f`` with that on the test rows ``S_f``. :func:`resolve_split` takes them from the split
-column, from a second file, or from a seeded stratified hold-out, and says which.
+``R_f`` with that on the test rows ``S_f``. :func:`dataset_inputs` takes them from the split
+column, from a second file, or from a seeded stratified (optionally grouped) hold-out, and says
+which; the split vocabulary and the hold-out live in :mod:`aflite_core.splits` (``Split``,
+``resolve_split``, ``holdout_split``, ``TRAIN_VALUES`` and ``TEST_VALUES`` are re-exported here
+for existing callers).
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from scipy.special import rel_entr
 from scipy.stats import norm
 
 from aflite_core.cues.linguistic import FAMILIES, FeatureMatrix, extract_features
+from aflite_core.splits import TEST_VALUES as TEST_VALUES  # re-exported
+from aflite_core.splits import TRAIN_VALUES as TRAIN_VALUES  # re-exported
+from aflite_core.splits import Split, resolve_split
+from aflite_core.splits import holdout_split as holdout_split  # re-exported
 
 #: Every statistic of the cue table and of model probing, written once: ``latex`` for the
 #: dashboard, ``text`` for terminals and CSV readers, ``source`` for the citation.
@@ -107,109 +114,6 @@ FORMULAS: dict[str, dict[str, str]] = {
         "source": "Huang & Zhu (ICQ) distribution test, Findings of EMNLP 2023",
     },
 }
-
-#: Split values read as training rows (case-insensitive).
-TRAIN_VALUES = frozenset({"train", "training", "trn"})
-#: Split values read as test rows (case-insensitive).
-TEST_VALUES = frozenset(
-    {"test", "dev", "development", "validation", "valid", "val", "eval", "evaluation",
-     "trial", "heldout", "held-out", "holdout"}
-)
-
-
-# --------------------------------------------------------------------------------------
-# train / test
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Split:
-    """Which examples are training rows (``R``) and which are test rows (``S``).
-
-    Attributes
-    ----------
-    train, test : np.ndarray of bool
-        Masks over the examples; disjoint.
-    source : str
-        ``column`` (the split column), ``file`` (a second file) or ``holdout``.
-    description : str
-        One line saying where the test rows come from.
-    """
-
-    train: np.ndarray
-    test: np.ndarray
-    source: str
-    description: str
-
-    def restrict(self, keep: np.ndarray) -> Split:
-        """Return the split of the examples selected by boolean ``keep``."""
-        return Split(self.train[keep], self.test[keep], self.source, self.description)
-
-
-def holdout_split(labels: Sequence, *, test_size: float = 0.2, random_state: int | None = 0,
-                  reason: str = "") -> Split:
-    """Seeded stratified hold-out: ``test_size`` of each label goes to the test rows.
-
-    Labels with a single example stay in training.
-    """
-    y = np.asarray(labels)
-    if not 0 < test_size < 1:
-        raise ValueError(f"test_size: expected a fraction in (0, 1), got {test_size!r}")
-    rng = np.random.default_rng(random_state)
-    test = np.zeros(len(y), dtype=bool)
-    codes = pd.factorize(y, sort=True)[0]
-    for code in range(codes.max() + 1 if len(codes) else 0):
-        members = np.flatnonzero(codes == code)
-        n_test = int(round(test_size * len(members))) if len(members) > 1 else 0
-        test[rng.choice(members, size=n_test, replace=False)] = True
-    why = f" ({reason})" if reason else ""
-    return Split(
-        ~test, test, "holdout",
-        f"seeded stratified hold-out: {test.sum()} of {len(y)} rows as test "
-        f"(test_size={test_size}, random_state={random_state}){why}",
-    )
-
-
-def resolve_split(splits: Sequence | None, labels: Sequence, *, test_size: float = 0.2,
-                  random_state: int | None = 0) -> Split:
-    """Training and test rows from a split column, or a hold-out when there is none.
-
-    Parameters
-    ----------
-    splits : sequence of str, optional
-        Split value per example. Values in :data:`TRAIN_VALUES` (train, TRAIN, ...) are
-        training rows, values in :data:`TEST_VALUES` (test, dev, validation, TEST, trial,
-        ...) test rows, other values are left out. Without both kinds of row, a seeded
-        stratified hold-out is used instead (see :func:`holdout_split`).
-    labels : sequence
-        Label per example (for the hold-out's stratification).
-    test_size, random_state
-        Hold-out parameters.
-    """
-    n = len(labels)
-    if splits is None:
-        return holdout_split(labels, test_size=test_size, random_state=random_state,
-                             reason="no split column")
-    values = pd.Series(np.asarray(splits, dtype=object)).astype(str).str.strip().str.lower()
-    if len(values) != n:
-        raise ValueError(f"splits: expected {n} values (one per label), got {len(values)}")
-    train = values.isin(TRAIN_VALUES).to_numpy()
-    test = values.isin(TEST_VALUES).to_numpy()
-    if train.any() and test.any():
-        raw = pd.Series(np.asarray(splits, dtype=object)).astype(str)
-        train_names = ", ".join(sorted(raw[train].unique()))
-        test_names = ", ".join(sorted(raw[test].unique()))
-        left = n - int(train.sum()) - int(test.sum())
-        extra = f"; {left} rows with other split values left out" if left else ""
-        return Split(
-            train, test, "column",
-            f"split column: train = {train_names} ({train.sum()} rows), test = "
-            f"{test_names} ({test.sum()} rows){extra}",
-        )
-    seen = ", ".join(sorted(pd.unique(values))[:5])
-    return holdout_split(labels, test_size=test_size, random_state=random_state,
-                         reason=f"split column has no train/test pair (values: {seen})")
-
 
 # --------------------------------------------------------------------------------------
 # statistics on a (n_features, n_labels) count table
@@ -366,6 +270,10 @@ def _label_codes(labels: Sequence, label_order: Sequence | None) -> tuple[np.nda
     return codes, order
 
 
+#: Sort keys of the cue table.
+SORT_KEYS = ("cueness", "cueness_proportion", "z", "pmi", "lmi")
+
+
 def cue_statistics(
     features: FeatureMatrix,
     labels: Sequence,
@@ -386,7 +294,7 @@ def cue_statistics(
     labels : sequence
         Gold label per example.
     split : Split
-        Training and test rows.
+        Training and test rows (see :func:`aflite_core.splits.resolve_split`).
     min_count : int
         A feature qualifies when it occurs in at least this many training rows *and* at
         least this many test rows.
@@ -408,75 +316,27 @@ def cue_statistics(
         z_label, z, z_significant, pmi_<label>..., lmi_<label>..., z_<label>...``.
         ``attrs`` records labels, the split, thresholds and the feature methods.
     """
-    if not isinstance(min_count, (int, np.integer)) or min_count < 1:
-        raise ValueError(f"min_count: expected an integer >= 1, got {min_count!r}")
-    if pmi_smoothing < 0:
-        raise ValueError(f"pmi_smoothing: expected k >= 0, got {pmi_smoothing!r}")
-    keys = ("cueness", "cueness_proportion", "z", "pmi", "lmi")
-    if sort_by not in keys:
-        raise ValueError(f"sort_by: expected one of {list(keys)}, got {sort_by!r}")
-    n = features.n_examples
-    if len(labels) != n or len(split.train) != n or len(split.test) != n:
-        raise ValueError(
-            f"labels/split: expected {n} entries (one per feature row), got labels="
-            f"{len(labels)}, train={len(split.train)}, test={len(split.test)}"
-        )
+    _check_cue_arguments(features, labels, split, min_count=min_count,
+                         pmi_smoothing=pmi_smoothing, sort_by=sort_by)
     codes, order = _label_codes(labels, label_order)
     n_labels = len(order)
     train_counts, test_counts = split_label_counts(features.X, codes, n_labels, split)
     n_train = train_counts.sum(axis=1)
     n_test = test_counts.sum(axis=1)
-
     keep = (n_train >= min_count) & (n_test >= min_count)
-    tr, te = train_counts[keep], test_counts[keep]
-    label_totals = np.bincount(codes[split.train], minlength=n_labels)
-    mse = mse_counts(tr)
-    mse_p = mse_proportions(tr)
-    jsd = jensen_shannon(tr, te)
-    z_all = z_statistic(tr) if keep.any() else np.zeros((0, n_labels))
-    n_tests = int(keep.sum()) * n_labels
-    threshold = z_threshold(n_tests, alpha=alpha)
     names = [str(lab) for lab in order]
-
-    def best(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if values.shape[0] == 0:
-            return np.empty(0, dtype=object), np.empty(0)
-        arg = np.argmax(np.nan_to_num(values, nan=-np.inf), axis=1)
-        return np.asarray(names, dtype=object)[arg], values[np.arange(len(arg)), arg]
-
     table: dict[str, object] = {
         "feature_type": features.feature_type[keep].astype(str).astype(object),
         "feature": features.feature[keep].astype(str).astype(object),
         "n_train": n_train[keep],
         "n_test": n_test[keep],
     }
-    for j, name in enumerate(names):
-        table[f"train_{name}"] = tr[:, j]
-    for j, name in enumerate(names):
-        table[f"test_{name}"] = te[:, j]
-    majority, majority_count = best(tr.astype(float))
-    table["majority_label"] = majority
-    table["majority_share"] = np.divide(majority_count, n_train[keep],
-                                        out=np.zeros(len(majority_count)),
-                                        where=n_train[keep] > 0)
-    table["mse"] = mse
-    table["mse_proportion"] = mse_p
-    table["jsd"] = jsd
-    table["cueness"] = cueness(mse, jsd)
-    table["cueness_proportion"] = cueness(mse_p, jsd)
-    pmi_all = pmi(tr, label_totals, smoothing=pmi_smoothing)
-    lmi_all = lmi(tr, label_totals)
-    for stat, values in (("pmi", pmi_all), ("lmi", lmi_all), ("z", z_all)):
-        label, value = best(values)
-        table[f"{stat}_label"] = label
-        table[stat] = value
-    table["z_significant"] = table["z"] >= threshold  # type: ignore[operator]
-    for stat, values in (("pmi", pmi_all), ("lmi", lmi_all), ("z", z_all)):
-        for j, name in enumerate(names):
-            table[f"{stat}_{name}"] = values[:, j]
-
-    frame = pd.DataFrame(table)
-    frame = frame.sort_values(
+    n_tests = int(keep.sum()) * n_labels
+    threshold = z_threshold(n_tests, alpha=alpha)
+    table.update(_cue_columns(train_counts[keep], test_counts[keep],
+                              np.bincount(codes[split.train], minlength=n_labels), names,
+                              pmi_smoothing=pmi_smoothing, z_cut=threshold))
+    frame = pd.DataFrame(table).sort_values(
         [sort_by, "n_train", "feature_type", "feature"], ascending=[False, False, True, True],
         kind="mergesort",
     ).reset_index(drop=True)
@@ -499,6 +359,66 @@ def cue_statistics(
     return frame
 
 
+def _check_cue_arguments(features: FeatureMatrix, labels: Sequence, split: Split, *,
+                         min_count: int, pmi_smoothing: float, sort_by: str) -> None:
+    if not isinstance(min_count, (int, np.integer)) or min_count < 1:
+        raise ValueError(f"min_count: expected an integer >= 1, got {min_count!r}")
+    if pmi_smoothing < 0:
+        raise ValueError(f"pmi_smoothing: expected k >= 0, got {pmi_smoothing!r}")
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f"sort_by: expected one of {list(SORT_KEYS)}, got {sort_by!r}")
+    n = features.n_examples
+    if len(labels) != n or len(split.train) != n or len(split.test) != n:
+        raise ValueError(
+            f"labels/split: expected {n} entries (one per feature row), got labels="
+            f"{len(labels)}, train={len(split.train)}, test={len(split.test)}"
+        )
+
+
+def _cue_columns(tr: np.ndarray, te: np.ndarray, label_totals: np.ndarray, names: list[str],
+                 *, pmi_smoothing: float, z_cut: float) -> dict[str, object]:
+    """Every statistic column of the cue table, from the qualifying features' label counts.
+
+    ``tr``/``te``: ``(n_features, n_labels)`` counts on the training / test rows;
+    ``label_totals``: training examples per label; ``z_cut``: the z threshold.
+    """
+    n_train = tr.sum(axis=1)
+
+    def best(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if values.shape[0] == 0:
+            return np.empty(0, dtype=object), np.empty(0)
+        arg = np.argmax(np.nan_to_num(values, nan=-np.inf), axis=1)
+        return np.asarray(names, dtype=object)[arg], values[np.arange(len(arg)), arg]
+
+    columns: dict[str, object] = {}
+    for j, name in enumerate(names):
+        columns[f"train_{name}"] = tr[:, j]
+    for j, name in enumerate(names):
+        columns[f"test_{name}"] = te[:, j]
+    majority, majority_count = best(tr.astype(float))
+    columns["majority_label"] = majority
+    columns["majority_share"] = np.divide(majority_count, n_train,
+                                          out=np.zeros(len(majority_count)),
+                                          where=n_train > 0)
+    mse, mse_p, jsd = mse_counts(tr), mse_proportions(tr), jensen_shannon(tr, te)
+    columns.update({"mse": mse, "mse_proportion": mse_p, "jsd": jsd,
+                    "cueness": cueness(mse, jsd), "cueness_proportion": cueness(mse_p, jsd)})
+    per_label = {
+        "pmi": pmi(tr, label_totals, smoothing=pmi_smoothing),
+        "lmi": lmi(tr, label_totals),
+        "z": z_statistic(tr) if tr.shape[0] else np.zeros((0, len(names))),
+    }
+    for stat, values in per_label.items():
+        label, value = best(values)
+        columns[f"{stat}_label"] = label
+        columns[stat] = value
+    columns["z_significant"] = columns["z"] >= z_cut  # type: ignore[operator]
+    for stat, values in per_label.items():
+        for j, name in enumerate(names):
+            columns[f"{stat}_{name}"] = values[:, j]
+    return columns
+
+
 # --------------------------------------------------------------------------------------
 # AuditDataset wrapper
 # --------------------------------------------------------------------------------------
@@ -517,7 +437,7 @@ class CueInputs:
 
 
 def dataset_inputs(dataset, test=None, *, test_size: float = 0.2,
-                   random_state: int | None = 0) -> CueInputs:
+                   groups: Sequence | None = None, random_state: int | None = 0) -> CueInputs:
     """Read texts, labels and the train/test split from an ``AuditDataset``.
 
     Parameters
@@ -528,6 +448,13 @@ def dataset_inputs(dataset, test=None, *, test_size: float = 0.2,
     test : AuditDataset, optional
         A second file whose included rows are the test rows (``dataset`` is then all
         training rows).
+    test_size : float, default 0.2
+        Share of each label held out by the hold-out.
+    groups : sequence, optional
+        Group per included row of ``dataset`` (e.g. its premise): the hold-out keeps the rows
+        of one group on one side. Ignored when a split column or ``test`` decides.
+    random_state : int or None, default 0
+        Seed of the hold-out.
     """
     for name, value in (("dataset", dataset), ("test", test)):
         if value is not None and not all(
@@ -539,7 +466,7 @@ def dataset_inputs(dataset, test=None, *, test_size: float = 0.2,
     labels = np.asarray(dataset.labels(), dtype=object)
     row_ids = np.asarray(dataset.row_ids())
     if test is None:
-        split = resolve_split(dataset.splits(), labels, test_size=test_size,
+        split = resolve_split(dataset.splits(), labels, groups=groups, test_size=test_size,
                               random_state=random_state)
         return CueInputs(hyps, list(prems) if prems is not None else None, labels, split,
                          np.ones(len(hyps), dtype=bool), row_ids)
@@ -574,6 +501,7 @@ def cue_table(
     alpha: float = 0.01,
     sort_by: str = "cueness",
     test_size: float = 0.2,
+    groups: Sequence | None = None,
     random_state: int | None = 0,
     row_ids: Sequence | None = None,
     annotations: FeatureMatrix | None = None,
@@ -607,15 +535,17 @@ def cue_table(
         Passed to :func:`~aflite_core.cues.linguistic.extract_features`.
     pmi_smoothing, alpha, sort_by
         Passed to :func:`cue_statistics`.
-    test_size, random_state
-        Hold-out parameters when there is no usable split column and no ``test``.
+    test_size, groups, random_state
+        Hold-out parameters when there is no usable split column and no ``test`` (see
+        :func:`dataset_inputs`).
 
     Returns
     -------
     pandas.DataFrame
         See :func:`cue_statistics`; ``attrs['split']`` says where the test rows came from.
     """
-    inputs = dataset_inputs(dataset, test, test_size=test_size, random_state=random_state)
+    inputs = dataset_inputs(dataset, test, test_size=test_size, groups=groups,
+                            random_state=random_state)
     if annotations is None:
         annotations = extract_features(
             inputs.hypotheses, inputs.premises, features=features, text=text,
@@ -656,6 +586,7 @@ def cue_tables(dataset, scopes: Mapping[str, Sequence | None], **kwargs) -> pd.D
     if annotations is None:
         inputs = dataset_inputs(dataset, kwargs.get("test"),
                                 test_size=kwargs.get("test_size", 0.2),
+                                groups=kwargs.get("groups"),
                                 random_state=kwargs.get("random_state", 0))
         annotations = extract_features(
             inputs.hypotheses, inputs.premises,

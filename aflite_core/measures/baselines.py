@@ -12,10 +12,14 @@ and ``retained`` measures the bias AFLite removed *beyond size*: ``bias_removed_
 accuracy(random) - accuracy(retained)``. Majority-class accuracy (the most frequent label of each
 training fold, scored on its test fold) is reported beside every accuracy.
 
-Baselines: ``hypothesis_only`` (partial input: TF-IDF of the hypothesis alone into a logistic
-regression; Gururangan et al. 2018, Poliak et al. 2018) and ``linear_probe`` (standardised Φ into
-a logistic regression). Results are plain dicts of JSON types (the run writer stores them as
-``baselines.json``). See ``docs/measures.md``.
+Baselines (all built by :func:`aflite_core.represent.text_models.text_model`, which documents
+the tokeniser, vectoriser and classifier): ``hypothesis_only`` (partial input: the hypothesis
+alone; Gururangan et al. 2018, Poliak et al. 2018), ``full_input`` (the premise-hypothesis pair,
+when premises are given) and ``linear_probe`` (standardised Φ). Folds come from
+:func:`aflite_core.splits.cv_folds`: stratified, and grouped when ``groups`` are given (rows of
+one group, e.g. the pairs of one premise, never straddle a training and a test fold). Results
+are plain dicts of JSON types (the run writer stores them as ``baselines.json``). See
+``docs/measures.md``.
 """
 
 from __future__ import annotations
@@ -25,41 +29,19 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 from sklearn.base import clone
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import KFold, StratifiedKFold
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 
+from aflite_core._validation import check_callback, check_int
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent.text_models import pair_texts, single_blas_thread, text_model
+from aflite_core.splits import cv_folds, group_codes
 
 SUBSETS = ("full", "retained", "random")
 
 ProgressCallback = Callable[[dict], object]
 
 
-def hypothesis_only_model(*, C: float = 1.0, ngram_range: tuple[int, int] = (1, 2),
-                          min_df: int = 1, max_iter: int = 1000):
-    """TF-IDF (word n-grams, sublinear tf) into a multinomial logistic regression.
-
-    The vectoriser is part of the pipeline, so it is refitted on each training fold (no
-    vocabulary leaks from the test fold). The SAGA solver (seeded) is an order of magnitude
-    faster than L-BFGS on these sparse, row-normalised features.
-    """
-    return make_pipeline(
-        TfidfVectorizer(ngram_range=ngram_range, min_df=min_df, sublinear_tf=True,
-                        lowercase=True, dtype=np.float32),
-        LogisticRegression(C=C, max_iter=max_iter, solver="saga", random_state=0),
-    )
-
-
-def linear_probe_model(*, C: float = 1.0, max_iter: int = 1000):
-    """Standardised features into a multinomial logistic regression."""
-    return make_pipeline(StandardScaler(), LogisticRegression(C=C, max_iter=max_iter))
-
-
-def _check_common(labels, retained_mask, n_splits, n_random_draws) -> tuple[np.ndarray,
-                                                                           np.ndarray]:
+def _check_common(labels, retained_mask, n_splits, n_random_draws, groups
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     labels = np.asarray(labels)
     if labels.ndim != 1:
         raise ValueError(f"labels must be 1-D; got shape {labels.shape}")
@@ -67,28 +49,17 @@ def _check_common(labels, retained_mask, n_splits, n_random_draws) -> tuple[np.n
     if mask.dtype != bool or mask.shape != labels.shape:
         raise ValueError(f"retained_mask must be a boolean array of shape {labels.shape} (one "
                          f"per row); got dtype {mask.dtype}, shape {mask.shape}")
-    if int(n_splits) < 2:
-        raise ValueError(f"n_splits must be an integer >= 2; got {n_splits!r}")
-    if int(n_random_draws) < 1:
-        raise ValueError(f"n_random_draws must be a positive integer; got {n_random_draws!r}")
+    n_splits = check_int("n_splits", n_splits, minimum=2)
+    check_int("n_random_draws", n_random_draws, minimum=1)
     n_kept = int(mask.sum())
-    if n_kept < 2 * int(n_splits):
+    if n_kept < 2 * n_splits:
         raise ValueError(f"retained_mask keeps {n_kept} rows; need at least 2 x n_splits = "
-                         f"{2 * int(n_splits)} for {n_splits}-fold cross-validation")
+                         f"{2 * n_splits} for {n_splits}-fold cross-validation")
     if n_kept == len(labels):
         raise ValueError("retained_mask keeps every row; nothing to compare against")
     if len(np.unique(labels)) < 2:
         raise ValueError("labels must hold at least two classes")
-    return labels, mask
-
-
-def _folds(y: np.ndarray, n_splits: int, random_state: int | None):
-    _, counts = np.unique(y, return_counts=True)
-    if counts.min() >= n_splits:
-        cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
-        return cv.split(np.zeros(len(y)), y)
-    cv = KFold(n_splits=n_splits, shuffle=True, random_state=random_state)
-    return cv.split(np.zeros(len(y)))
+    return labels, mask, group_codes(groups, len(labels))
 
 
 def _take(data, idx: np.ndarray):
@@ -98,6 +69,7 @@ def _take(data, idx: np.ndarray):
 
 
 def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
+                             groups: Sequence | None = None,
                              random_state: int | None = 0) -> dict:
     """k-fold accuracy of ``model`` and of the majority class, fold by fold.
 
@@ -108,6 +80,9 @@ def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
     labels : array of shape (n_rows,)
     n_splits : int, default 5
         Stratified when every class has at least ``n_splits`` rows, plain k-fold otherwise.
+    groups : sequence, optional
+        Group per row; a group's rows are all in one test fold (see
+        :func:`aflite_core.splits.cv_folds`).
     random_state : int or None, default 0
         Seeds the fold assignment.
 
@@ -118,12 +93,14 @@ def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
     """
     y = np.asarray(labels)
     accs, majority = [], []
-    for train, test in _folds(y, int(n_splits), random_state):
+    for train, test in cv_folds(y, n_splits=n_splits, groups=groups,
+                                random_state=random_state):
         ytr, yte = y[train], y[test]
         if len(np.unique(ytr)) < 2:
             pred = np.full(len(test), ytr[0])
         else:
-            fitted = clone(model).fit(_take(data, train), ytr)
+            with single_blas_thread():
+                fitted = clone(model).fit(_take(data, train), ytr)
             pred = fitted.predict(_take(data, test))
         accs.append(float(np.mean(pred == yte)))
         values, counts = np.unique(ytr, return_counts=True)
@@ -134,8 +111,9 @@ def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
 
 
 def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
-                    n_random_draws: int = 5, random_state: int | None = 0,
-                    callback: ProgressCallback | None = None, name: str = "model") -> dict:
+                    n_random_draws: int = 5, groups: Sequence | None = None,
+                    random_state: int | None = 0, callback: ProgressCallback | None = None,
+                    name: str = "model") -> dict:
     """Cross-validated accuracy on the full, retained and random same-size sets.
 
     Parameters
@@ -149,6 +127,9 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
     n_splits : int, default 5
     n_random_draws : int, default 5
         Random subsets of size ``retained_mask.sum()`` drawn without replacement from all rows.
+    groups : sequence, optional
+        Group per row: every cross-validation (full, retained, random) keeps a group's rows
+        in one test fold.
     random_state : int or None, default 0
         Seeds the folds and the random subsets.
     callback : callable, optional
@@ -165,7 +146,9 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
         retained), ``accuracy_drop`` (full minus retained), ``size_effect`` (full minus random)
         and the parameters.
     """
-    labels, mask = _check_common(labels, retained_mask, n_splits, n_random_draws)
+    labels, mask, codes = _check_common(labels, retained_mask, n_splits, n_random_draws,
+                                        groups)
+    callback = check_callback(callback)
     if len(data) != len(labels):
         raise ValueError(f"data must have one entry per label ({len(labels)}); got {len(data)}")
     n_splits, draws = int(n_splits), int(n_random_draws)
@@ -176,20 +159,25 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
             callback({"stage": "baselines", "fraction": step / total,
                       "message": f"{name}: {message}"})
 
+    def accuracy(idx: np.ndarray | None) -> dict:
+        if idx is None:
+            return cross_validated_accuracy(model, data, labels, n_splits=n_splits,
+                                            groups=codes, random_state=random_state)
+        return cross_validated_accuracy(model, _take(data, idx), labels[idx],
+                                        n_splits=n_splits,
+                                        groups=None if codes is None else codes[idx],
+                                        random_state=random_state)
+
     report(0, "full set")
-    full = cross_validated_accuracy(model, data, labels, n_splits=n_splits,
-                                    random_state=random_state)
+    full = accuracy(None)
     report(1, "retained set")
     kept = np.flatnonzero(mask)
-    retained = cross_validated_accuracy(model, _take(data, kept), labels[kept],
-                                        n_splits=n_splits, random_state=random_state)
+    retained = accuracy(kept)
     rng = np.random.default_rng(random_state)
     per_draw, majority = [], []
     for d in range(draws):
         report(2 + d, f"random subset {d + 1} of {draws}")
-        idx = np.sort(rng.choice(len(labels), size=len(kept), replace=False))
-        res = cross_validated_accuracy(model, _take(data, idx), labels[idx],
-                                       n_splits=n_splits, random_state=random_state)
+        res = accuracy(np.sort(rng.choice(len(labels), size=len(kept), replace=False)))
         per_draw.append(res["accuracy"])
         majority.append(res["majority_accuracy"])
     random = {"n_rows": int(len(kept)), "n_draws": draws, "accuracy": float(np.mean(per_draw)),
@@ -201,6 +189,7 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
         "baseline": name,
         "n_splits": n_splits,
         "random_state": random_state,
+        "grouped": codes is not None,
         "full": full,
         "retained": retained,
         "random": random,
@@ -212,24 +201,40 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
 
 def hypothesis_only_baseline(hypotheses: Sequence[str], labels, retained_mask, *,
                              n_splits: int = 5, n_random_draws: int = 5,
-                             random_state: int | None = 0, C: float = 1.0,
-                             ngram_range: tuple[int, int] = (1, 2),
-                             callback: ProgressCallback | None = None) -> dict:
-    """Partial-input baseline: TF-IDF of the hypothesis alone, full vs retained vs random.
+                             groups: Sequence | None = None, random_state: int | None = 0,
+                             C: float = 1.0, callback: ProgressCallback | None = None) -> dict:
+    """Partial-input baseline: the hypothesis alone, full vs retained vs random.
 
-    See :func:`compare_subsets` for the parameters and the result.
+    The model is ``text_model("hypothesis_only")``. See :func:`compare_subsets` for the
+    parameters and the result.
     """
-    hypotheses = ["" if h is None else str(h) for h in hypotheses]
-    return compare_subsets(hypothesis_only_model(C=C, ngram_range=ngram_range), hypotheses,
-                           labels, retained_mask, n_splits=n_splits,
-                           n_random_draws=n_random_draws, random_state=random_state,
-                           callback=callback, name="hypothesis_only")
+    return compare_subsets(text_model("hypothesis_only", C=C, random_state=random_state),
+                           pair_texts(None, hypotheses), labels, retained_mask,
+                           n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
+                           random_state=random_state, callback=callback,
+                           name="hypothesis_only")
+
+
+def full_input_baseline(hypotheses: Sequence[str], labels, retained_mask, *,
+                        premises: Sequence[str], n_splits: int = 5, n_random_draws: int = 5,
+                        groups: Sequence | None = None, random_state: int | None = 0,
+                        C: float = 1.0, callback: ProgressCallback | None = None) -> dict:
+    """Full-input baseline: the premise-hypothesis pair, full vs retained vs random.
+
+    The model is ``text_model("full_input")``. See :func:`compare_subsets` for the parameters
+    and the result.
+    """
+    return compare_subsets(text_model("full_input", C=C, random_state=random_state),
+                           pair_texts(premises, hypotheses), labels, retained_mask,
+                           n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
+                           random_state=random_state, callback=callback, name="full_input")
 
 
 def linear_probe_baseline(X, labels, retained_mask, *, n_splits: int = 5,
-                          n_random_draws: int = 5, random_state: int | None = 0,
-                          C: float = 1.0, callback: ProgressCallback | None = None) -> dict:
-    """Linear probe on Φ (standardised, logistic regression), full vs retained vs random.
+                          n_random_draws: int = 5, groups: Sequence | None = None,
+                          random_state: int | None = 0, C: float = 1.0,
+                          callback: ProgressCallback | None = None) -> dict:
+    """Linear probe on Φ (``text_model("probe")``), full vs retained vs random.
 
     See :func:`compare_subsets` for the parameters and the result.
     """
@@ -238,10 +243,10 @@ def linear_probe_baseline(X, labels, retained_mask, *, n_splits: int = 5,
         raise ValueError(f"X must be a 2-D numeric array; got shape {X.shape}, dtype {X.dtype}")
     if not np.isfinite(X).all():
         raise ValueError("X must be finite; found NaN or infinite values")
-    return compare_subsets(linear_probe_model(C=C), np.ascontiguousarray(X, dtype=np.float32),
-                           labels, retained_mask, n_splits=n_splits,
-                           n_random_draws=n_random_draws, random_state=random_state,
-                           callback=callback, name="linear_probe")
+    return compare_subsets(text_model("probe", C=C, random_state=random_state),
+                           np.ascontiguousarray(X, dtype=np.float32), labels, retained_mask,
+                           n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
+                           random_state=random_state, callback=callback, name="linear_probe")
 
 
 def baseline_records(results: Sequence[dict]) -> list[dict]:
@@ -257,34 +262,59 @@ def baseline_records(results: Sequence[dict]) -> list[dict]:
     return records
 
 
-def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = None, X=None,
-                  n_splits: int = 5, n_random_draws: int = 5, random_state: int | None = 0,
+def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = None,
+                  premises: Sequence[str] | None = None, X=None, n_splits: int = 5,
+                  n_random_draws: int = 5, groups: Sequence | None = None,
+                  random_state: int | None = 0,
                   callback: ProgressCallback | None = None) -> dict:
-    """Both baselines (each only when its input is given), in the ``baselines.json`` layout.
+    """Every baseline whose input is given, in the ``baselines.json`` layout.
+
+    Parameters
+    ----------
+    labels, retained_mask
+        See :func:`compare_subsets`.
+    hypotheses : sequence of str, optional
+        Runs the hypothesis-only baseline.
+    premises : sequence of str, optional
+        With ``hypotheses``: also runs the full-input baseline.
+    X : array of shape (n_rows, n_features), optional
+        Runs the linear probe on Φ.
+    n_splits, n_random_draws, groups, random_state, callback
+        See :func:`compare_subsets`.
 
     Returns
     -------
     dict
-        ``{"hypothesis_only": {...}, "linear_probe": {...}, "results": [records]}`` where the
-        records come from :func:`baseline_records` (one per baseline and subset).
+        ``{"hypothesis_only": {...}, "full_input": {...}, "linear_probe": {...}, "results":
+        [records]}`` (the baselines that ran) where the records come from
+        :func:`baseline_records` (one per baseline and subset).
     """
     if hypotheses is None and X is None:
         raise ValueError("give hypotheses (hypothesis-only baseline), X (linear probe) or both")
-    jobs = []
+    if premises is not None and hypotheses is None:
+        raise ValueError("premises need hypotheses (the full-input baseline reads both)")
+    callback = check_callback(callback)
+    jobs: list[tuple[str, Callable[..., dict]]] = []
     if hypotheses is not None:
-        jobs.append(("hypothesis_only", hypothesis_only_baseline, hypotheses))
+        jobs.append(("hypothesis_only",
+                     lambda **kw: hypothesis_only_baseline(hypotheses, labels, retained_mask,
+                                                           **kw)))
+        if premises is not None:
+            jobs.append(("full_input",
+                         lambda **kw: full_input_baseline(hypotheses, labels, retained_mask,
+                                                          premises=premises, **kw)))
     if X is not None:
-        jobs.append(("linear_probe", linear_probe_baseline, X))
+        jobs.append(("linear_probe",
+                     lambda **kw: linear_probe_baseline(X, labels, retained_mask, **kw)))
     out: dict = {}
-    for i, (key, func, data) in enumerate(jobs):
+    for i, (key, run) in enumerate(jobs):
         sub = None
         if callback is not None:
             def sub(info, i=i):
                 return callback({**info, "fraction": (i + info["fraction"]) / len(jobs)})
-        out[key] = func(data, labels, retained_mask, n_splits=n_splits,
-                        n_random_draws=n_random_draws, random_state=random_state,
-                        callback=sub)
-    out["results"] = baseline_records([out[key] for key, _, _ in jobs])
+        out[key] = run(n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
+                       random_state=random_state, callback=sub)
+    out["results"] = baseline_records([out[key] for key, _ in jobs])
     return out
 
 

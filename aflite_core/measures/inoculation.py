@@ -10,9 +10,11 @@ tell why the challenge set is hard:
 2. *model weakness*: the gap stays (the model cannot learn the challenge);
 3. *distribution difference*: the gap closes but accuracy on the original data drops.
 
-Built-in models: ``"tfidf_lr"`` (TF-IDF of the input texts into a multinomial logistic
-regression) and ``"linear_phi"`` (standardised Φ into a multinomial logistic regression).
-Adding the n examples is done in one of two documented ways (``mode``):
+Built-in models, both from :func:`aflite_core.represent.text_models.text_model` (features and
+base classifier): ``"tfidf_lr"`` reads texts, ``text_model("full_input")`` when they are
+premise-hypothesis pairs (:func:`pair_texts`), ``text_model("hypothesis_only")`` otherwise;
+``"linear_phi"`` reads Φ, ``text_model("probe")``. Adding the n examples is done in one of two
+documented ways (``mode``):
 
 ``"finetune"`` (default)
     Continue training from the original weights W0 on the n examples only, minimising their
@@ -30,7 +32,6 @@ outcome rule and its thresholds.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -39,8 +40,20 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import logsumexp
+from sklearn.base import clone
 
+from aflite_core._validation import (
+    check_callback,
+    check_choice,
+    check_fraction,
+    check_int,
+    check_real,
+    make_rng,
+)
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.represent.text_models import PAIR_SEPARATOR, single_blas_thread, text_model
+from aflite_core.represent.text_models import pair_texts as pair_texts  # re-exported
+from aflite_core.splits import group_codes, holdout_mask
 
 #: Challenge-set sizes of Liu et al. (2019).
 SIZES: tuple[int, ...] = (0, 5, 10, 50, 100, 500, 1000)
@@ -55,7 +68,6 @@ OUTCOME_LABELS = {
 }
 
 ProgressCallback = Callable[[dict], object]
-_WORD = re.compile(r"\w+")
 
 
 @dataclass(frozen=True)
@@ -125,25 +137,6 @@ class InoculationResult:
 # inputs
 
 
-def pair_texts(premises: Sequence[str] | None, hypotheses: Sequence[str]) -> list[str]:
-    """One text per pair for the bag-of-words model, keeping which side each word is from.
-
-    Words are lower-cased and prefixed ``p_`` (premise) or ``h_`` (hypothesis), so that
-    ``"A dog runs" / "An animal moves"`` becomes ``"p_a p_dog p_runs h_an h_animal h_moves"``.
-    Without premises the hypothesis words alone are used (prefixed ``h_``).
-    """
-    def words(text, prefix: str) -> str:
-        return " ".join(prefix + w for w in _WORD.findall(str(text or "").lower()))
-
-    if premises is None:
-        return [words(h, "h_") for h in hypotheses]
-    if len(premises) != len(hypotheses):
-        raise ValueError(f"premises must have one entry per hypothesis ({len(hypotheses)}); "
-                         f"got {len(premises)}")
-    return [f"{words(p, 'p_')} {words(h, 'h_')}".strip()
-            for p, h in zip(premises, hypotheses, strict=True)]
-
-
 def _check_part(part, name: str, model: str):
     if not (isinstance(part, tuple) and len(part) == 2):
         raise ValueError(f"{name} must be a (inputs, labels) tuple; got {type(part).__name__}")
@@ -171,54 +164,50 @@ def _check_part(part, name: str, model: str):
     return data, labels
 
 
+def _model_kind(model: str, original_train_inputs) -> str:
+    """The :func:`~aflite_core.represent.text_models.text_model` kind behind ``model``."""
+    if model == "linear_phi":
+        return "probe"
+    pairs = any(PAIR_SEPARATOR in t for t in original_train_inputs)
+    return "full_input" if pairs else "hypothesis_only"
+
+
 # --------------------------------------------------------------------------------------------
-# model: features + multinomial logistic regression with explicit weights
+# model: text_models features + multinomial logistic regression with explicit weights
 
 
 class _LinearModel:
-    """Featuriser fitted on the original training rows + multinomial weights (W, b)."""
+    """The features and classifier of ``text_model(kind)``, with the weights (W, b) exposed.
 
-    def __init__(self, model: str, C: float, random_state: int | None):
-        self.model, self.C, self.random_state = model, C, random_state
+    The features are fitted once, on the original training rows; the classifier is refitted
+    (``fit_weights``) or fine-tuned (:func:`_finetune`) on top of them.
+    """
+
+    def __init__(self, kind: str, C: float, random_state: int | None, classes: np.ndarray):
+        pipeline = text_model(kind, C=C, random_state=random_state)
+        self.features = pipeline.named_steps["features"]
+        self.classifier = pipeline.named_steps["model"]
+        self.classes = classes
 
     def fit_features(self, data) -> _LinearModel:
-        if self.model == "tfidf_lr":
-            from sklearn.feature_extraction.text import TfidfVectorizer
-
-            self.features_ = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True,
-                                             token_pattern=r"(?u)\b\w+\b", dtype=np.float64)
-        else:
-            from sklearn.preprocessing import StandardScaler
-
-            self.features_ = StandardScaler()
-        self.features_.fit(data)
+        self.features.fit(data)
         return self
 
     def transform(self, data):
-        return self.features_.transform(data)
-
-    def _logreg(self, weighted: bool):
-        from sklearn.linear_model import LogisticRegression
-
-        if self.model == "tfidf_lr" and not weighted:
-            # SAGA is an order of magnitude faster than L-BFGS on sparse TF-IDF rows, but
-            # converges slowly with unequal sample weights
-            return LogisticRegression(C=self.C, max_iter=2000, solver="saga",
-                                      random_state=self.random_state)
-        return LogisticRegression(C=self.C, max_iter=2000)
+        return self.features.transform(data)
 
     def fit_weights(self, F, y, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
-        weighted = sample_weight is not None and np.ptp(sample_weight) > 0
-        lr = self._logreg(weighted).fit(F, y, sample_weight=sample_weight)
+        with single_blas_thread():
+            lr = clone(self.classifier).fit(F, y, sample_weight=sample_weight)
         W, b = lr.coef_, lr.intercept_
         if W.shape[0] == 1:  # binary: softmax over logits (0, z) is sigmoid(z)
             W, b = np.vstack([np.zeros_like(W), W]), np.concatenate([[0.0], b])
         classes = list(lr.classes_)
-        order = [classes.index(c) for c in self.classes_]
+        order = [classes.index(c) for c in self.classes]
         return W[order].astype(np.float64), b[order].astype(np.float64)
 
     def predict(self, F, W, b) -> np.ndarray:
-        return self.classes_[np.argmax(np.asarray(F @ W.T) + b, axis=1)]
+        return self.classes[np.argmax(np.asarray(F @ W.T) + b, axis=1)]
 
 
 def _finetune(F, codes: np.ndarray, W0: np.ndarray, b0: np.ndarray,
@@ -323,6 +312,7 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
         pairs) and 2-D arrays (Φ, same columns everywhere) for ``model="linear_phi"``.
         ``challenge_train`` is the pool the n examples are drawn from.
     model : {"tfidf_lr", "linear_phi"}, default "tfidf_lr"
+        See the module docstring.
     sizes : sequence of int, default (0, 5, 10, 50, 100, 500, 1000)
         Numbers of challenge examples; 0 is always included. Sizes above the pool are dropped
         (listed in ``params["skipped_sizes"]``).
@@ -330,7 +320,7 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
         See the module docstring.
     n_repeats : int, default 3
         Independent nested subsample sequences; curves are averaged over them.
-    anchor : float, default 1e-3
+    anchor : float, default 1.0
         ``finetune``: strength of the pull towards the original weights.
     challenge_weight : float, default 1.0
         ``retrain``: sample weight of each challenge example.
@@ -338,7 +328,7 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
         Inverse L2 regularisation of the original logistic regression.
     thresholds : OutcomeThresholds, optional
     random_state : int or None, default 0
-        Seeds the subsamples and the solver.
+        Seeds the subsamples.
     callback : callable, optional
         Called with ``{"stage": "inoculation", "fraction": float, "message": str}``.
 
@@ -346,86 +336,146 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
     -------
     InoculationResult
     """
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}; got {model!r}")
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
-    if int(n_repeats) < 1:
-        raise ValueError(f"n_repeats must be a positive integer; got {n_repeats!r}")
-    if not float(anchor) > 0:
-        raise ValueError(f"anchor must be > 0; got {anchor!r}")
-    if not float(challenge_weight) > 0:
-        raise ValueError(f"challenge_weight must be > 0; got {challenge_weight!r}")
-    try:
-        sizes = sorted({int(s) for s in sizes} | {0})
-    except (TypeError, ValueError):
-        raise ValueError(f"sizes must be non-negative integers; got {sizes!r}") from None
-    if sizes[0] < 0:
-        raise ValueError(f"sizes must be non-negative integers; got {sizes!r}")
+    model = check_choice("model", model, MODELS)
+    mode = check_choice("mode", mode, MODES)
+    n_repeats = check_int("n_repeats", n_repeats, minimum=1)
+    anchor = check_real("anchor", anchor, low=0.0, low_open=True)
+    challenge_weight = check_real("challenge_weight", challenge_weight, low=0.0, low_open=True)
+    C = check_real("C", C, low=0.0, low_open=True)
+    callback = check_callback(callback)
     thresholds = thresholds or OutcomeThresholds()
-    otr = _check_part(original_train, "original_train", model)
-    ote = _check_part(original_test, "original_test", model)
-    ctr = _check_part(challenge_train, "challenge_train", model)
-    cte = _check_part(challenge_test, "challenge_test", model)
-    known = set(np.unique(otr[1]).tolist())
-    if len(known) < 2:
-        raise ValueError("original_train must hold at least two classes")
-    unseen = sorted({str(v) for v in np.unique(np.concatenate([ctr[1], cte[1]]))
-                     if v not in known})
-    if unseen:
-        raise ValueError(f"challenge labels {unseen} do not occur in original_train; the two "
-                         f"sets must share their label set")
-    skipped = [s for s in sizes if s > len(ctr[1])]
-    sizes = [s for s in sizes if s <= len(ctr[1])]
-    if len(sizes) < 2:
-        raise ValueError(f"challenge_train holds {len(ctr[1])} rows, fewer than the smallest "
-                         f"positive size in sizes {sorted(skipped)}; nothing to inoculate with")
+    parts = {name: _check_part(part, name, model) for name, part in (
+        ("original_train", original_train), ("original_test", original_test),
+        ("challenge_train", challenge_train), ("challenge_test", challenge_test))}
+    classes = _check_labels(parts)
+    sizes, skipped = _check_sizes(sizes, len(parts["challenge_train"][1]))
 
     def emit(fraction: float, message: str) -> None:
         if callback is not None:
             callback({"stage": "inoculation", "fraction": fraction, "message": message})
 
     emit(0.0, "training on the original data")
-    lm = _LinearModel(model, float(C), random_state).fit_features(otr[0])
-    lm.classes_ = np.array(sorted(known, key=str), dtype=object)
-    code_of = {c: i for i, c in enumerate(lm.classes_)}
-    F_tr, F_ote, F_ctr, F_cte = (lm.transform(p[0]) for p in (otr, ote, ctr, cte))
-    W0, b0 = lm.fit_weights(F_tr, otr[1])
-    # anchor is relative to the mean squared norm of a feature row (1 for TF-IDF rows, about
-    # d for standardised Φ), so one value means the same pull for both models
+    kind = _model_kind(model, parts["original_train"][0])
+    start = _fit_original(parts, _LinearModel(kind, C, random_state, classes))
+    curves = _curves(start, sizes, mode=mode, n_repeats=n_repeats, anchor=anchor,
+                     challenge_weight=challenge_weight, random_state=random_state, emit=emit)
+    summary = _summarise(curves)
+    outcome, closed_at, explanation = classify_outcome(summary, thresholds)
+    emit(1.0, "done")
+    params = {"model": model, "features": kind, "mode": mode, "sizes": [int(s) for s in sizes],
+              "skipped_sizes": [int(s) for s in skipped], "n_repeats": n_repeats,
+              "anchor": anchor, "challenge_weight": challenge_weight, "C": C,
+              "random_state": random_state, "thresholds": asdict(thresholds),
+              "n_original_train": len(parts["original_train"][1]),
+              "n_original_test": len(parts["original_test"][1]),
+              "n_challenge_pool": len(parts["challenge_train"][1]),
+              "n_challenge_test": len(parts["challenge_test"][1])}
+    return InoculationResult(curves=curves, summary=summary, outcome=outcome,
+                             outcome_label=OUTCOME_LABELS[outcome], explanation=explanation,
+                             closed_at=closed_at, params=params)
+
+
+def _check_labels(parts: dict) -> np.ndarray:
+    """The classes of ``original_train`` (sorted); the challenge labels must be among them."""
+    known = set(np.unique(parts["original_train"][1]).tolist())
+    if len(known) < 2:
+        raise ValueError("original_train must hold at least two classes")
+    challenge = np.concatenate([parts["challenge_train"][1], parts["challenge_test"][1]])
+    unseen = sorted({str(v) for v in np.unique(challenge) if v not in known})
+    if unseen:
+        raise ValueError(f"challenge labels {unseen} do not occur in original_train; the two "
+                         f"sets must share their label set")
+    return np.array(sorted(known, key=str), dtype=object)
+
+
+def _check_sizes(sizes: Sequence[int], pool: int) -> tuple[list[int], list[int]]:
+    """Sorted sizes with 0, those the pool can serve and those it cannot."""
+    try:
+        wanted = sorted({int(s) for s in sizes} | {0})
+    except (TypeError, ValueError):
+        raise ValueError(f"sizes must be non-negative integers; got {sizes!r}") from None
+    if wanted[0] < 0:
+        raise ValueError(f"sizes must be non-negative integers; got {sizes!r}")
+    skipped = [s for s in wanted if s > pool]
+    kept = [s for s in wanted if s <= pool]
+    if len(kept) < 2:
+        raise ValueError(f"challenge_train holds {pool} rows, fewer than the smallest positive "
+                         f"size in sizes {sorted(skipped)}; nothing to inoculate with")
+    return kept, skipped
+
+
+@dataclass
+class _Start:
+    """The model trained on the original data, and every part in its feature space."""
+
+    lm: _LinearModel
+    features: dict  # part name -> feature matrix
+    labels: dict  # part name -> labels
+    W0: np.ndarray
+    b0: np.ndarray
+    scale: float  # mean squared norm of an original training feature row
+    pool_codes: np.ndarray  # class index of every challenge_train row
+
+    def accuracy(self, W: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+        """Accuracy on original_test and on challenge_test."""
+        def on(part: str) -> float:
+            return float(np.mean(self.lm.predict(self.features[part], W, b) == self.labels[part]))
+
+        return on("original_test"), on("challenge_test")
+
+
+def _fit_original(parts: dict, lm: _LinearModel) -> _Start:
+    """Fit the features and the weights W0, b0 on ``original_train``; transform every part."""
+    lm.fit_features(parts["original_train"][0])
+    features = {name: lm.transform(data) for name, (data, _) in parts.items()}
+    labels = {name: y for name, (_, y) in parts.items()}
+    F_tr = features["original_train"]
+    W0, b0 = lm.fit_weights(F_tr, labels["original_train"])
+    # anchor is relative to the mean squared norm of a feature row (about 1 for TF-IDF rows,
+    # about d for standardised Φ), so one value means the same pull for every model
     sq = F_tr.multiply(F_tr).sum() if sp.issparse(F_tr) else np.square(F_tr).sum()
-    scale = max(float(sq) / F_tr.shape[0], 1e-12)
-    ctr_codes = np.array([code_of[v] for v in ctr[1]])
+    code_of = {c: i for i, c in enumerate(lm.classes)}
+    return _Start(lm=lm, features=features, labels=labels, W0=W0, b0=b0,
+                  scale=max(float(sq) / F_tr.shape[0], 1e-12),
+                  pool_codes=np.array([code_of[v] for v in labels["challenge_train"]]))
 
-    def evaluate(W, b) -> tuple[float, float]:
-        return (float(np.mean(lm.predict(F_ote, W, b) == ote[1])),
-                float(np.mean(lm.predict(F_cte, W, b) == cte[1])))
 
-    acc0 = evaluate(W0, b0)
+def _curves(start: _Start, sizes: list[int], *, mode: str, n_repeats: int, anchor: float,
+            challenge_weight: float, random_state: int | None, emit) -> pd.DataFrame:
+    """Accuracies after n challenge examples, for every size and repeat (nested subsamples)."""
+    acc0 = start.accuracy(start.W0, start.b0)
+    F_tr, F_pool = start.features["original_train"], start.features["challenge_train"]
+    y_tr, y_pool = start.labels["original_train"], start.labels["challenge_train"]
     rng = np.random.default_rng(random_state)
     records = []
-    steps = max(1, int(n_repeats) * (len(sizes) - 1))
+    steps = max(1, n_repeats * (len(sizes) - 1))
     done = 0
-    for r in range(int(n_repeats)):
-        order = rng.permutation(len(ctr[1]))
+    for r in range(n_repeats):
+        order = rng.permutation(len(y_pool))
         records.append({"n": 0, "repeat": r, "accuracy_original": acc0[0],
                         "accuracy_challenge": acc0[1]})
         for n in sizes[1:]:
             emit(done / steps, f"repeat {r + 1}: {n} challenge examples")
             idx = order[:n]
             if mode == "finetune":
-                W, b = _finetune(F_ctr[idx], ctr_codes[idx], W0, b0, scale * anchor), b0
+                W = _finetune(F_pool[idx], start.pool_codes[idx], start.W0, start.b0,
+                              start.scale * anchor)
+                b = start.b0
             else:
                 stack = sp.vstack if sp.issparse(F_tr) else np.vstack
                 weights = np.concatenate([np.ones(F_tr.shape[0]),
-                                          np.full(n, float(challenge_weight))])
-                W, b = lm.fit_weights(stack([F_tr, F_ctr[idx]]),
-                                      np.concatenate([otr[1], ctr[1][idx]]), weights)
-            acc = evaluate(W, b)
+                                          np.full(n, challenge_weight)])
+                W, b = start.lm.fit_weights(stack([F_tr, F_pool[idx]]),
+                                            np.concatenate([y_tr, y_pool[idx]]), weights)
+            acc = start.accuracy(W, b)
             records.append({"n": n, "repeat": r, "accuracy_original": acc[0],
                             "accuracy_challenge": acc[1]})
             done += 1
-    curves = pd.DataFrame.from_records(records)
+    return pd.DataFrame.from_records(records)
+
+
+def _summarise(curves: pd.DataFrame) -> pd.DataFrame:
+    """Mean and spread over the repeats, per size, and the gap between the two curves."""
     grouped = curves.groupby("n", sort=True)
     summary = pd.DataFrame({
         "n": np.array(sorted(curves["n"].unique()), dtype=np.int64),
@@ -435,56 +485,94 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
         "challenge_std": grouped["accuracy_challenge"].std(ddof=0).to_numpy(),
     })
     summary["gap"] = summary["original_mean"] - summary["challenge_mean"]
-    outcome, closed_at, explanation = classify_outcome(summary, thresholds)
-    emit(1.0, "done")
-    params = {"model": model, "mode": mode, "sizes": [int(s) for s in sizes],
-              "skipped_sizes": [int(s) for s in skipped], "n_repeats": int(n_repeats),
-              "anchor": float(anchor), "challenge_weight": float(challenge_weight),
-              "C": float(C), "random_state": random_state, "thresholds": asdict(thresholds),
-              "n_original_train": len(otr[1]), "n_original_test": len(ote[1]),
-              "n_challenge_pool": len(ctr[1]), "n_challenge_test": len(cte[1])}
-    return InoculationResult(curves=curves, summary=summary, outcome=outcome,
-                             outcome_label=OUTCOME_LABELS[outcome], explanation=explanation,
-                             closed_at=closed_at, params=params)
+    return summary
+
+
+# --------------------------------------------------------------------------------------------
+# splitting one dataset into original and challenge data
 
 
 def split_for_inoculation(n_rows: int, challenge_mask, *, test_fraction: float = 0.2,
-                          pool_size: int = max(SIZES), random_state: int | None = 0
-                          ) -> dict[str, np.ndarray]:
+                          pool_size: int = max(SIZES), labels=None, groups=None,
+                          random_state: int | None = 0) -> dict[str, np.ndarray]:
     """Disjoint row positions for inoculating with a subset of one dataset as challenge.
 
     The default challenge is the AFLite-retained set: ``challenge_test`` is a seeded
     ``test_fraction`` of the challenge rows, ``challenge_train`` (the pool) up to ``pool_size``
     of the others; the remaining rows of the *whole* dataset (retained rows included) are the
-    original data, split at random into ``original_test`` (``test_fraction``) and
-    ``original_train``.
+    original data, split into ``original_test`` (``test_fraction``) and ``original_train``.
+    Both hold-outs come from :func:`aflite_core.splits.holdout_mask` (seeded, stratified by
+    ``labels`` when given, at least one row on each side).
+
+    Parameters
+    ----------
+    n_rows : int
+    challenge_mask : bool array of shape (n_rows,)
+    test_fraction : float in (0, 1), default 0.2
+    pool_size : int >= 1, default 1000
+    labels : array of shape (n_rows,), optional
+        Stratify both hold-outs by label.
+    groups : array of shape (n_rows,), optional
+        Group per row: no group has rows on both the training side (``original_train``,
+        ``challenge_train``) and the test side (``original_test``, ``challenge_test``). Rows
+        of the original data that share a group with a challenge test row are original test
+        rows, those sharing one with a pool row original training rows; the hold-out shares
+        are then met as closely as whole groups allow.
+    random_state : int or None, default 0
 
     Returns
     -------
     dict with int64 position arrays ``original_train``, ``original_test``, ``challenge_train``,
     ``challenge_test``, each sorted.
     """
+    n_rows = check_int("n_rows", n_rows, minimum=1)
     mask = np.asarray(challenge_mask)
-    if mask.dtype != bool or mask.shape != (int(n_rows),):
+    if mask.dtype != bool or mask.shape != (n_rows,):
         raise ValueError(f"challenge_mask must be a boolean array of shape ({n_rows},); got "
                          f"dtype {mask.dtype}, shape {mask.shape}")
-    if not 0.0 < float(test_fraction) < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1); got {test_fraction!r}")
-    rng = np.random.default_rng(random_state)
-    chal = rng.permutation(np.flatnonzero(mask))
-    n_test = max(1, int(round(test_fraction * len(chal))))
+    test_fraction = check_fraction("test_fraction", test_fraction)
+    pool_size = check_int("pool_size", pool_size, minimum=1)
+    strata = np.zeros(n_rows, dtype=np.int64) if labels is None else np.asarray(labels)
+    if strata.shape != (n_rows,):
+        raise ValueError(f"labels: expected {n_rows} values (one per row), got shape "
+                         f"{strata.shape}")
+    codes = group_codes(groups, n_rows)
+    rng = make_rng(random_state)
+    chal = np.flatnonzero(mask)
     if len(chal) < 2:
         raise ValueError(f"challenge_mask selects {len(chal)} rows; need at least 2")
-    challenge_test = chal[:n_test]
-    challenge_train = chal[n_test:n_test + int(pool_size)]
-    rest = np.setdiff1d(np.arange(int(n_rows)), np.concatenate([challenge_test, challenge_train]))
-    rest = rng.permutation(rest)
-    n_otest = max(1, int(round(test_fraction * len(rest))))
+    in_test = holdout_mask(strata[chal], test_size=test_fraction,
+                           groups=None if codes is None else codes[chal], random_state=rng,
+                           clamp=True)
+    challenge_test = chal[in_test]
+    challenge_train = np.sort(rng.permutation(chal[~in_test])[:pool_size])
+    rest = np.setdiff1d(np.arange(n_rows), np.concatenate([challenge_test, challenge_train]))
     if len(rest) < 2:
         raise ValueError("too few rows left for the original train and test sets")
-    return {"original_train": np.sort(rest[n_otest:]), "original_test": np.sort(rest[:n_otest]),
-            "challenge_train": np.sort(challenge_train),
-            "challenge_test": np.sort(challenge_test)}
+    held = _original_holdout(rest, strata, codes, challenge_test, challenge_train,
+                             test_fraction, rng)
+    if held.all() or not held.any():
+        raise ValueError("too few rows (or groups) left for the original train and test sets")
+    return {"original_train": rest[~held], "original_test": rest[held],
+            "challenge_train": challenge_train, "challenge_test": np.sort(challenge_test)}
+
+
+def _original_holdout(rest: np.ndarray, strata: np.ndarray, codes: np.ndarray | None,
+                      challenge_test: np.ndarray, challenge_train: np.ndarray,
+                      test_fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """Test mask over the original rows ``rest`` (see :func:`split_for_inoculation`)."""
+    if codes is None:
+        return holdout_mask(strata[rest], test_size=test_fraction, random_state=rng,
+                            clamp=True)
+    held = np.isin(codes[rest], codes[challenge_test])
+    free = ~held & ~np.isin(codes[rest], codes[challenge_train])
+    share = (test_fraction * len(rest) - held.sum()) / max(int(free.sum()), 1)
+    if free.sum() > 1 and 0.0 < share < 1.0:
+        held[free] = holdout_mask(strata[rest][free], test_size=share,
+                                  groups=codes[rest][free], random_state=rng, clamp=True)
+    elif free.any() and share >= 1.0:
+        held[free] = True
+    return held
 
 
 # --- registry entry -------------------------------------------------------------------
@@ -495,7 +583,8 @@ def _inoculation(ctx: MeasureContext) -> MeasureResult:
     texts = np.asarray(pair_texts(prems, hyps), dtype=object)
     labels = ctx.y
     params = {"random_state": ctx.random_state, **ctx.params}
-    parts = split_for_inoculation(len(labels), ctx.keep, random_state=params["random_state"])
+    parts = split_for_inoculation(len(labels), ctx.keep, labels=labels,
+                                  random_state=params["random_state"])
     data = {k: (list(texts[idx]), labels[idx]) for k, idx in parts.items()}
     result = inoculate(
         data["original_train"],

@@ -14,13 +14,15 @@ found with a partition pre-filter. Above :data:`APPROX_MIN_PAIRS` query x refere
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from aflite_core._validation import check_fraction
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.splits import TEST_VALUES, holdout_mask, split_masks
 
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
 KS: tuple[int, ...] = (1, 5, 10, 50)
@@ -258,12 +260,17 @@ class KNNResult:
 
 
 def heldout_mask(labels, *, splits=None, fraction: float = 0.1,
-                 heldout_splits: Sequence[str] = ("dev", "test", "validation", "valid", "val"),
+                 heldout_splits: Iterable[str] = TEST_VALUES, groups=None,
                  random_state: int | None = 0) -> np.ndarray:
     """Choose the held-out rows for the KNN measures.
 
-    Rows whose split is one of ``heldout_splits`` (case-insensitive) when ``splits`` has any;
-    otherwise a seeded, class-stratified ``fraction`` of the rows.
+    Rows whose split is one of ``heldout_splits`` (case-insensitive; by default the test
+    values of :data:`aflite_core.splits.TEST_VALUES`: test, dev, validation, ...) when
+    ``splits`` has some but not only such rows; every other row is a training (reference) row.
+    Otherwise a seeded, class-stratified ``fraction`` of the rows
+    (:func:`aflite_core.splits.holdout_mask` with ``clamp=True``: every class with two rows
+    or more has rows on both sides), grouped when ``groups`` is given (rows of one group are
+    all held out or all training rows).
 
     Returns
     -------
@@ -271,23 +278,14 @@ def heldout_mask(labels, *, splits=None, fraction: float = 0.1,
     """
     labels = np.asarray(labels)
     n = len(labels)
+    fraction = check_fraction("fraction", fraction)
     if splits is not None:
         splits = _as_labels(splits, n, "splits")
-        wanted = {s.lower() for s in heldout_splits}
-        mask = np.array([str(s).strip().lower() in wanted for s in splits], dtype=bool)
+        _, mask = split_masks(splits, n=n, test_values=heldout_splits)
         if mask.any() and not mask.all():
             return mask
-    if not 0.0 < float(fraction) < 1.0:
-        raise ValueError(f"fraction must be in (0, 1); got {fraction!r}")
-    rng = np.random.default_rng(random_state)
-    mask = np.zeros(n, dtype=bool)
-    for value in np.unique(labels):
-        members = np.flatnonzero(labels == value)
-        n_take = int(round(fraction * len(members)))
-        if len(members) > 1:
-            n_take = min(max(n_take, 1), len(members) - 1)
-        mask[rng.choice(members, size=n_take, replace=False)] = True
-    return mask
+    return holdout_mask(labels, test_size=fraction, groups=groups, random_state=random_state,
+                        clamp=True)
 
 
 def _merge_topk(parts: list[np.ndarray], k: int) -> np.ndarray:
@@ -397,20 +395,55 @@ def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_ma
     held_ids = np.arange(len(Xh)) if heldout_row_ids is None else _as_labels(
         heldout_row_ids, len(Xh), "heldout_row_ids")
     resolved = _resolve_method(method, len(Xh), len(Xt))
-    return _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, resolved,
-                         int(n_bootstrap), float(confidence), block_size, random_state, callback)
+    return _knn_measures(Xt, yt, Xh, yh, retained=retained, ks=ks, train_ids=train_ids,
+                         held_ids=held_ids, method=resolved, n_bootstrap=int(n_bootstrap),
+                         confidence=float(confidence), block_size=block_size,
+                         random_state=random_state, callback=callback)
 
 
-def _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, method, n_bootstrap,
-                  confidence, block_size, random_state, callback) -> KNNResult:
+def _knn_measures(Xt: np.ndarray, yt: np.ndarray, Xh: np.ndarray, yh: np.ndarray, *,
+                  retained: np.ndarray | None, ks: tuple[int, ...], train_ids: np.ndarray,
+                  held_ids: np.ndarray, method: str, n_bootstrap: int, confidence: float,
+                  block_size: int | None, random_state: int | None,
+                  callback: ProgressCallback | None) -> KNNResult:
+    """:func:`knn_distance_measures` on validated inputs.
+
+    Search each held-out row against every reference set once (:func:`_search`), merge the
+    results into the scopes and relations (:func:`_merge_scopes`), then summarise them
+    (:func:`_distance_table`, :func:`_per_example`).
+    """
     K = max(ks)
-    nq = len(Xh)
-    Qn, Rn = l2_normalize(Xh), l2_normalize(Xt)
     classes = list(pd.unique(np.concatenate([yt, yh]).astype(object)))
-    # Disjoint groups of training rows: (class, retained?). Every query is searched against
-    # every group once; before/after and same/other results are merges of group results.
+    references = _reference_sets(yt, retained, classes)
+    sims, top1 = _search(l2_normalize(Xh), l2_normalize(Xt), references, K, method=method,
+                         block_size=block_size, random_state=random_state, callback=callback)
+    scopes = ("before",) if retained is None else SCOPES
+    values, nearest = _merge_scopes(yh, references, sims, top1, scopes, K)
+    _emit(callback, 0.92, "bootstrap intervals")
+    table = _distance_table(values, yh, classes, scopes, ks, n_bootstrap=n_bootstrap,
+                            confidence=confidence, random_state=random_state)
+    per_example = _per_example(values, nearest, yh, scopes, train_ids, held_ids)
+    _emit(callback, 1.0, "done")
+    params = {"ks": list(ks), "method": method, "n_bootstrap": n_bootstrap,
+              "confidence": confidence, "random_state": random_state,
+              "n_train": int(len(Xt)), "n_heldout": int(len(Xh)),
+              "n_retained": None if retained is None else int(retained.sum())}
+    return KNNResult(table=table, per_example=per_example, method=method, params=params)
+
+
+#: A reference set: (class, retained?, training row positions).
+_Reference = tuple[object, bool, np.ndarray]
+
+
+def _reference_sets(yt: np.ndarray, retained: np.ndarray | None,
+                    classes: list) -> list[_Reference]:
+    """Disjoint sets of training rows: one per (class, retained?) that has rows.
+
+    Every query is searched against every set once; before/after and same/other class
+    results are merges of set results. Without ``retained`` every row counts as retained.
+    """
     flags = [True] if retained is None else [True, False]
-    groups = []
+    references = []
     for c in classes:
         for flag in flags:
             sel = yt == c
@@ -418,29 +451,52 @@ def _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, method, n_b
                 sel &= retained == flag
             rows = np.flatnonzero(sel)
             if len(rows):
-                groups.append((c, flag, rows))
-    total = float(len(groups) * nq)
+                references.append((c, flag, rows))
+    return references
+
+
+def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int, *,
+            method: str, block_size: int | None, random_state: int | None,
+            callback: ProgressCallback | None
+            ) -> tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
+    """Top-K similarities of every query in every reference set, and each set's nearest row.
+
+    Returns one ``(n_queries, min(K, set size))`` similarity array per set (descending) and
+    one ``(similarity, training row position)`` pair of arrays of the nearest row per set.
+    """
+    nq = len(Qn)
+    total = float(len(references) * nq)
     done = [0.0]
-    block_rows = _block_rows(max((len(g[2]) for g in groups), default=1), block_size)
+    block_rows = _block_rows(max((len(r[2]) for r in references), default=1), block_size)
 
     def on_block(n_rows: int) -> None:
         done[0] += n_rows
         _emit(callback, 0.9 * done[0] / total, "nearest-neighbour search")
 
     _emit(callback, 0.0, "nearest-neighbour search")
-    group_sims, group_top1 = [], []
-    for _c, _flag, rows in groups:
+    sims_per_set, top1 = [], []
+    for _c, _flag, rows in references:
         if method == "approximate":
             sims, idx = _approx_topk(Qn, Rn[rows], K, random_state)
             on_block(nq)
         else:
             sims, idx = _exact_topk(Qn, Rn[rows], K, block_rows, on_block)
-        group_sims.append(sims)
-        group_top1.append((sims[:, 0], rows[idx[:, 0]]))
+        sims_per_set.append(sims)
+        top1.append((sims[:, 0], rows[idx[:, 0]]))
+    return sims_per_set, top1
 
-    scopes = ("before",) if retained is None else SCOPES
+
+def _merge_scopes(yh: np.ndarray, references: list[_Reference], sims: list[np.ndarray],
+                  top1: list[tuple[np.ndarray, np.ndarray]], scopes: tuple[str, ...], K: int
+                  ) -> tuple[dict, dict]:
+    """Per scope and relation, the top-K similarities of every query; its nearest same-class row.
+
+    Returns ``values[scope][relation]``: ``(n_queries, K)`` similarities, descending, -inf
+    where unavailable; and ``nearest[scope]``: (similarity, training row position or -1) of
+    the nearest same-class row of every query.
+    """
+    nq = len(yh)
     empty = np.full((nq, 0), -np.inf, dtype=np.float32)
-    # values[scope][relation]: (nq, K) similarities, descending, -inf where unavailable
     values = {s: {r: np.full((nq, K), -np.inf, dtype=np.float32) for r in RELATIONS}
               for s in scopes}
     nearest = {s: (np.full(nq, -np.inf, dtype=np.float32), np.full(nq, -1, dtype=np.int64))
@@ -448,21 +504,28 @@ def _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, method, n_b
     for c in pd.unique(yh.astype(object)):
         q = np.flatnonzero(yh == c)
         for scope in scopes:
-            in_scope = [g for g, (_, flag, _) in enumerate(groups)
+            in_scope = [g for g, (_, flag, _) in enumerate(references)
                         if scope == "before" or flag]
-            same = [g for g in in_scope if groups[g][0] == c]
-            other = [g for g in in_scope if groups[g][0] != c]
+            same = [g for g in in_scope if references[g][0] == c]
+            other = [g for g in in_scope if references[g][0] != c]
             for relation, gs in (("same_class", same), ("other_class", other)):
-                parts = [group_sims[g][q] for g in gs] or [empty[q]]
+                parts = [sims[g][q] for g in gs] or [empty[q]]
                 values[scope][relation][q] = _merge_topk(parts, K)
             best_sim, best_row = nearest[scope]
             for g in same:
-                sim1, row1 = group_top1[g]
+                sim1, row1 = top1[g]
                 better = sim1[q] > best_sim[q]
                 best_sim[q[better]] = sim1[q][better]
                 best_row[q[better]] = row1[q][better]
-    _emit(callback, 0.92, "bootstrap intervals")
+    return values, nearest
 
+
+def _distance_table(values: dict, yh: np.ndarray, classes: list, scopes: tuple[str, ...],
+                    ks: tuple[int, ...], *, n_bootstrap: int, confidence: float,
+                    random_state: int | None) -> pd.DataFrame:
+    """The ``table`` of :class:`KNNResult`: mean summed top-k distance with bootstrap CI."""
+    nq = len(yh)
+    K = max(ks)
     # one column per (scope, relation, k): summed top-k distance, NaN when short
     columns, cells = [], []
     for scope in scopes:
@@ -476,7 +539,6 @@ def _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, method, n_b
     V = np.column_stack(cells)
 
     rng = np.random.default_rng(random_state)
-    label_str = np.array([str(v) for v in yh], dtype=object)
     populations = [(str(c), np.flatnonzero(yh == c)) for c in classes
                    if np.any(yh == c)] + [("all", np.arange(nq))]
     records = []
@@ -492,10 +554,15 @@ def _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, method, n_b
             })
     table = pd.DataFrame.from_records(records)
     order = {s: i for i, s in enumerate(SCOPES)}
-    table = table.sort_values(["scope", "class", "relation", "k"],
-                              key=lambda s: s.map(order) if s.name == "scope" else s,
-                              kind="stable").reset_index(drop=True)
+    return table.sort_values(["scope", "class", "relation", "k"],
+                             key=lambda s: s.map(order) if s.name == "scope" else s,
+                             kind="stable").reset_index(drop=True)
 
+
+def _per_example(values: dict, nearest: dict, yh: np.ndarray, scopes: tuple[str, ...],
+                 train_ids: np.ndarray, held_ids: np.ndarray) -> pd.DataFrame:
+    """The ``per_example`` frame of :class:`KNNResult`."""
+    label_str = np.array([str(v) for v in yh], dtype=object)
     frames = []
     for scope in scopes:
         same_d = 1.0 - values[scope]["same_class"][:, 0].astype(np.float64)
@@ -511,13 +578,7 @@ def _knn_measures(Xt, yt, Xh, yh, retained, ks, train_ids, held_ids, method, n_b
             "nearest_same_class_row_id": pd.array(
                 [train_ids[r] if r >= 0 else None for r in best_row], dtype=object),
         }))
-    per_example = pd.concat(frames, ignore_index=True)
-    _emit(callback, 1.0, "done")
-    params = {"ks": list(ks), "method": method, "n_bootstrap": n_bootstrap,
-              "confidence": confidence, "random_state": random_state,
-              "n_train": int(len(Xt)), "n_heldout": int(nq),
-              "n_retained": None if retained is None else int(retained.sum())}
-    return KNNResult(table=table, per_example=per_example, method=method, params=params)
+    return pd.concat(frames, ignore_index=True)
 
 
 # --- registry entry -------------------------------------------------------------------
