@@ -35,6 +35,7 @@ from aflite_core._validation import (
     check_size,
 )
 from aflite_core._validation import resolve_size as _resolve_size
+from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
 
 REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "sentence_transformers")
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
@@ -76,6 +77,12 @@ class AuditConfig:
     backend : {"local", "dask"}, default "local"
         Where AFLite's partitions run; ``"dask"`` fans each round out over a Dask cluster
         (see ``docs/scaling.md``). Results are identical for the same ``random_state``.
+    split_policy : {"auto", "train_only", "joint", "per_split"}, default "auto"
+        Which rows AFLite filters (see :mod:`aflite_core.filter.policy`): ``auto`` filters
+        the training split only (dev/test kept and scored) when the split column has
+        training rows and others, else every row jointly.
+    instance : {"auto", "row", "question"}, default "auto"
+        ``auto``: a question for multiple-choice data (kept or removed whole), else a row.
     scheduler : str or None
         With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
         ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
@@ -96,6 +103,8 @@ class AuditConfig:
     report: bool = True
     backend: str = "local"
     scheduler: str | None = None
+    split_policy: str = "auto"
+    instance: str = "auto"
 
     def validate(self) -> AuditConfig:
         """Check the values that can be checked without data; return ``self``.
@@ -127,6 +136,8 @@ class AuditConfig:
         check_fraction("tau", self.tau, closed=True)
         check_choice("strategy", self.strategy, STRATEGIES)
         check_choice("backend", self.backend, ("local", "dask"))
+        check_choice("split_policy", self.split_policy, SPLIT_POLICIES)
+        check_choice("instance", self.instance, INSTANCES)
         if self.scheduler is not None and self.backend != "dask":
             raise ValueError(
                 f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "
@@ -228,7 +239,9 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
     random_state : int, default 0
         Seed of the run.
     **changes
-        Any other :class:`AuditConfig` field, set after the defaults.
+        Any other :class:`AuditConfig` field, set after the defaults. A ``target_size``
+        at or below the default train size brings the default ``train_size`` down to 80 %
+        of the target (t stays below the target, as AFLite requires).
 
     Returns
     -------
@@ -260,6 +273,12 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
         measures=chosen,
         measure_params=measure_params,
     )
+    if "target_size" in changes and "train_size" not in changes:
+        # t is fixed rows below the target: a smaller target given by the user brings the
+        # default t down with it (t = 80 % of the target) instead of failing
+        target = resolve_size("target_size", changes["target_size"], hint.n)
+        if isinstance(config.train_size, int) and config.train_size >= target:
+            changes = {**changes, "train_size": max(1, (4 * target) // 5)}
     config = dataclasses.replace(config, **changes) if changes else config
     return config.validate()
 

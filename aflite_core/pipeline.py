@@ -18,6 +18,7 @@ import os
 import platform
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's pub
     resolve_size,
     suggest_config,
 )
+from aflite_core.filter.policy import FilterPlan, plan_filter
 from aflite_core.measures import registry
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.runs.folder import (
@@ -179,7 +181,8 @@ def _history_records(history: Any) -> list[dict]:
     return list(history)
 
 
-def _build_scores(dataset, rep, model, y_all: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+def _build_scores(dataset, rep, filtered: _Filtered,
+                  y_all: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
     frame_ids = dataset.frame.index.to_numpy()
     n = len(frame_ids)
     included_pos = np.flatnonzero(dataset.included_mask)
@@ -193,10 +196,10 @@ def _build_scores(dataset, rep, model, y_all: np.ndarray) -> tuple[pd.DataFrame,
     removal_round = np.full(n, -1, dtype=np.int64)
     status[included_pos[warm]] = "warmup"
     filt_pos = included_pos[~warm]
-    keep = np.asarray(model.keep_mask_, dtype=bool)
+    keep = filtered.keep
     status[filt_pos] = np.where(keep, "retained", "removed")
-    predictability[filt_pos] = np.asarray(model.predictability_, dtype=float)
-    removal_round[filt_pos] = np.asarray(model.removal_round_, dtype=np.int64)
+    predictability[filt_pos] = filtered.predictability
+    removal_round[filt_pos] = filtered.removal_round
     scores = pd.DataFrame(
         {
             "row_id": frame_ids,
@@ -312,11 +315,12 @@ def run_audit(
     start_all = time.perf_counter()
     with RunWriter(runs_root, name, overwrite=overwrite and not generated,
                    unique=generated) as writer:
-        rep, model, target, shared = _represent_and_filter(dataset, config, progress, timings)
+        rep, filtered, target, shared = _represent_and_filter(dataset, config, progress,
+                                                              timings)
         _write_rows(writer, dataset, shared["scores"], progress, timings)
         measures = _run_measures(writer, shared, config, progress, timings)
         progress.step("write", "writing summary", _SPAN_WRITE[0])
-        summary = _summary(dataset, config, rep, model, shared["scores"], target, created,
+        summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
                            measures)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
@@ -332,8 +336,8 @@ def run_audit(
 
 
 def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
-                          timings: dict) -> tuple[Any, Any, int, dict]:
-    """Build Φ, run AFLite; return ``(representation, model, target, shared state)``.
+                          timings: dict) -> tuple[Any, _Filtered, int, dict]:
+    """Build Φ, run AFLite; return ``(representation, filtered, target, shared state)``.
 
     The shared state is what every measure's :class:`MeasureContext` is built from.
     """
@@ -347,22 +351,16 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
 
     y = np.asarray(dataset.labels(), dtype=object)
     filt = ~np.asarray(rep.warmup_mask, dtype=bool)
-    n_filt = int(filt.sum())
-    target = resolve_size("target_size", config.target_size, n_filt)
-    if target >= n_filt:
-        raise ValueError(
-            f"target_size: must be smaller than the {n_filt:,} filterable rows "
-            f"(included rows minus warm-up), got {target:,}"
-        )
+    plan = plan_filter(dataset, ~filt, split_policy=config.split_policy,
+                       instance=config.instance)
     t0 = time.perf_counter()
-    model = _fit_aflite(rep.X[filt], y[filt], config, target, n_filt, progress)
+    filtered = _filter(rep.X, y, filt, plan, config, progress)
     timings["aflite"] = round(time.perf_counter() - t0, 3)
 
-    scores, retained_ids = _build_scores(dataset, rep, model, dataset.labels(False))
+    scores, retained_ids = _build_scores(dataset, rep, filtered, dataset.labels(False))
     shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
-              "keep": np.asarray(model.keep_mask_, dtype=bool), "scores": scores,
-              "retained_ids": retained_ids}
-    return rep, model, target, shared
+              "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids}
+    return rep, filtered, filtered.target, shared
 
 
 def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Progress,
@@ -408,16 +406,96 @@ def _build_representation(dataset, config: AuditConfig):
     )
 
 
-def _fit_aflite(X, y, config: AuditConfig, target: int, n_filt: int, progress: _Progress):
-    from aflite_core.filter.aflite import AFLite
+@dataclass
+class _Filtered:
+    """AFLite's result over the filterable rows (all blocks of the plan, scored rows too)."""
 
-    lo, hi = _SPAN_AFLITE
-    to_remove = max(n_filt - target, 1)
+    keep: np.ndarray
+    predictability: np.ndarray
+    removal_round: np.ndarray
+    model: Any  # the largest block's estimator: history, rounds, stop reason
+    target: int
+    plan: FilterPlan
+    blocks: dict = field(default_factory=dict)
+
+
+def _scaled(value: int | float | None, part: int, whole: int) -> int | float | None:
+    """An int size (rows or questions) scaled to one block; fractions and None unchanged."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and part < whole:
+        return max(1, int(round(value * part / whole)))
+    return value
+
+
+def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
+            config: AuditConfig, progress: _Progress) -> _Filtered:
+    """Run AFLite on each block of ``plan``; score the plan's scored-only rows."""
+    n_f = int(filt.sum())
+    keep = np.ones(n_f, dtype=bool)
+    predictability = np.full(n_f, np.nan)
+    removal_round = np.full(n_f, -1, dtype=np.int64)
+
+    def units(rows: np.ndarray) -> int:
+        return int(len(np.unique(plan.questions[rows]))) if plan.questions is not None \
+            else int(rows.sum())
+
+    sizes = {name: units(rows) for name, rows in plan.blocks}
+    total = sum(sizes.values())
+    what = "questions" if plan.questions is not None else "rows"
+    target = resolve_size("target_size", config.target_size, max(total, 1))
+    if target >= total:
+        raise ValueError(
+            f"target_size: must be smaller than the {total:,} {what} AFLite filters "
+            f"({plan.description[:-1]}), got {target:,}")
+    blocks: dict[str, dict] = {}
+    main, main_rows, main_size, done = None, None, 0, 0
+    for name, rows in plan.blocks:
+        n_b = sizes[name]
+        if n_b < 2:
+            continue
+        t_b = target if len(plan.blocks) == 1 else max(1, int(round(target * n_b / total)))
+        if t_b >= n_b:
+            continue
+        span = (done / total, (done + n_b) / total)
+        model = _fit_block(X[rows], y[rows], None if plan.questions is None
+                           else plan.questions[rows], config, t_b, n_b, total, span, progress)
+        done += n_b
+        rows_f = rows[filt]
+        keep[rows_f] = np.asarray(model.keep_mask_, dtype=bool)
+        predictability[rows_f] = np.asarray(model.predictability_, dtype=float)
+        removal_round[rows_f] = np.asarray(model.removal_round_, dtype=np.int64)
+        blocks[name] = {"rows": int(rows.sum()), what: n_b, "target": t_b,
+                        "retained": int(np.asarray(model.keep_mask_).sum()),
+                        "n_rounds": int(getattr(model, "n_rounds_", 0)),
+                        "stop_reason": getattr(model, "stop_reason_", None)}
+        if n_b > main_size:
+            main, main_rows, main_size = model, rows, n_b
+    if main is None:
+        raise ValueError(f"target_size: no block of {what} is larger than its target "
+                         f"({plan.description[:-1]})")
+    scored = plan.scored
+    if scored.any() and plan.questions is None:  # train_only: dev/test scored, never removed
+        progress.step("aflite", f"scoring {int(scored.sum()):,} held-out rows", _SPAN_AFLITE[1])
+        predictability[scored[filt]] = main.score_heldout(
+            X[scored], y[scored], X=X[main_rows], y=y[main_rows])
+    return _Filtered(keep=keep, predictability=predictability, removal_round=removal_round,
+                     model=main, target=target, plan=plan, blocks=blocks)
+
+
+def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, total: int,
+               span: tuple[float, float], progress: _Progress):
+    """AFLite (or multiple-choice AFLite) on one block; progress within ``span``."""
+    from aflite_core.filter.aflite import AFLite
+    from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
+
+    lo = _SPAN_AFLITE[0] + (_SPAN_AFLITE[1] - _SPAN_AFLITE[0]) * span[0]
+    hi = _SPAN_AFLITE[0] + (_SPAN_AFLITE[1] - _SPAN_AFLITE[0]) * span[1]
+    to_remove = max(n_units - target, 1)
+    what = "questions" if questions is not None else "rows"
 
     def on_round(info: dict) -> bool:
-        done = (n_filt - int(info.get("size", n_filt))) / to_remove
+        done = (n_units - int(info.get("size", n_units))) / to_remove
         message = (
-            f"round {info.get('round')}: {int(info.get('size', 0)):,} rows "
+            f"round {info.get('round')}: {int(info.get('size', 0)):,} {what} "
             f"(removed {int(info.get('removed', 0)):,}, target {target:,})"
         )
         extra = {k: info[k] for k in ("round", "size", "removed", "removed_total",
@@ -428,25 +506,31 @@ def _fit_aflite(X, y, config: AuditConfig, target: int, n_filt: int, progress: _
     kwargs: dict[str, Any] = {
         "target_size": target,
         "n_partitions": config.n_partitions,
-        "train_size": config.train_size,
+        "train_size": _scaled(config.train_size, n_units, total),
         "tau": config.tau,
         "strategy": config.strategy,
         "random_state": config.random_state,
         "callback": on_round,
-        "backend": config.backend,
-        "scheduler": config.scheduler,
     }
     if config.slice_size is not None:
-        kwargs["slice_size"] = config.slice_size
-    progress.step("aflite", f"AFLite on {n_filt:,} rows, target {target:,}", lo)
-    model = AFLite(**kwargs).fit(X, y)
+        kwargs["slice_size"] = _scaled(config.slice_size, n_units, total)
+    progress.step("aflite", f"AFLite on {n_units:,} {what}, target {target:,}", lo)
+    if questions is not None:
+        if config.backend != "local":
+            raise ValueError("backend: multiple-choice AFLite runs locally only; use "
+                             "backend='local' (or instance='row')")
+        model = MultipleChoiceAFLite(**kwargs).fit(X, np.asarray(y) == "right",
+                                                   groups=questions)
+    else:
+        model = AFLite(**kwargs, backend=config.backend, scheduler=config.scheduler).fit(X, y)
     if progress.cancelled:
         raise AuditCancelled("audit cancelled during aflite")
     return model
 
 
-def _summary(dataset, config, rep, model, scores: pd.DataFrame, target: int, created: str,
+def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, created: str,
              measures: dict) -> dict:
+    model = filtered.model
     status = scores["status"].astype(str).to_numpy()
     labels = scores["label"].astype(str).to_numpy()
     sizes = {s: int((status == s).sum()) for s in ("retained", "removed", "warmup", "excluded")}
@@ -456,10 +540,10 @@ def _summary(dataset, config, rep, model, scores: pd.DataFrame, target: int, cre
         "filtered": sizes["retained"] + sizes["removed"],
         **sizes,
     }
-    filtered = np.isin(status, ["retained", "removed"])
+    filtered_rows = np.isin(status, ["retained", "removed"])
     report = dataset.report
     parameters = config.to_dict()
-    parameters["target_size_rows"] = int(getattr(model, "target_size_", target))
+    parameters["target_size_rows"] = int(filtered.target)
     if hasattr(model, "slice_size_"):
         parameters["slice_size_rows"] = int(model.slice_size_)
     return {
@@ -473,7 +557,13 @@ def _summary(dataset, config, rep, model, scores: pd.DataFrame, target: int, cre
         "aflite": {
             "n_rounds": int(getattr(model, "n_rounds_", 0)),
             "stop_reason": getattr(model, "stop_reason_", None),
+            "split_policy": filtered.plan.policy,
+            "instance": filtered.plan.instance,
+            "description": filtered.plan.description,
+            "blocks": filtered.blocks,
+            "chance": (float(np.mean(model.chance_)) if hasattr(model, "chance_") else None),
         },
+        "splits": _split_sizes(dataset, status),
         "versions": library_versions(),
         "input": {
             "name": dataset.name,
@@ -485,7 +575,7 @@ def _summary(dataset, config, rep, model, scores: pd.DataFrame, target: int, cre
         },
         "sizes": sizes,
         "labels": {
-            "before": _counts(labels[filtered]),
+            "before": _counts(labels[filtered_rows]),
             "after": _counts(labels[status == "retained"]),
             "removed": _counts(labels[status == "removed"]),
             "warmup": _counts(labels[status == "warmup"]),
@@ -493,6 +583,22 @@ def _summary(dataset, config, rep, model, scores: pd.DataFrame, target: int, cre
         "history": _history_records(getattr(model, "history_", None)),
         "measures": measures,
     }
+
+
+def _split_sizes(dataset, status: np.ndarray) -> dict[str, dict[str, int]]:
+    """Per split value: rows before (retained + removed), retained and removed."""
+    splits = dataset.splits(included_only=False)
+    if splits is None:
+        return {}
+    out: dict[str, dict[str, int]] = {}
+    for value in dict.fromkeys(np.asarray(splits, dtype=str).tolist()):
+        rows = np.asarray(splits, dtype=str) == value
+        retained = int((rows & (status == "retained")).sum())
+        removed = int((rows & (status == "removed")).sum())
+        if retained + removed:
+            out[value] = {"before": retained + removed, "retained": retained,
+                          "removed": removed}
+    return out
 
 
 def _write_report(writer: RunWriter, summary: dict) -> None:

@@ -36,3 +36,16 @@ def real_data() -> Path:
 def snli_dir(real_data: Path) -> Path:
     """Folder with snli_dev.csv, snli_test.csv (first 2,000 rows), snli_train_sample.csv."""
     return real_data / "snli"
+
+
+@pytest.fixture(autouse=True)
+def _keep_main_module():
+    """AppTest.from_function runs its script as ``__main__`` from a temporary file; process
+    spawns later in the session (Dask's nannies) re-import ``__main__`` and fail when that
+    file is gone. Every test leaves ``sys.modules["__main__"]`` as it found it."""
+    import sys
+
+    main_module = sys.modules.get("__main__")
+    yield
+    if main_module is not None:
+        sys.modules["__main__"] = main_module

@@ -26,7 +26,7 @@ PLANTED_AFLITE = {"target_size": 1500, "n_partitions": 16, "train_size": 1000,
 #: The headless pipeline on the bundled sample: explicit parameters, not defaults (defaults
 #: may change on purpose; these must not give other results).
 SAMPLE_CONFIG = {"target_size": 0.5, "n_partitions": 32, "train_size": 0.5,
-                 "slice_size": 0.05, "tau": 0.75, "random_state": 0,
+                 "slice_size": 0.05, "tau": 0.75, "random_state": 0, "split_policy": "joint",
                  "measures": ("cues", "knn"), "report": False}
 
 
@@ -46,7 +46,7 @@ def sample_result(runs_root: Path) -> dict[str, pd.DataFrame]:
     from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
 
-    dataset = load_dataset(SAMPLE)
+    dataset = load_dataset(SAMPLE, group="")  # the ungrouped, jointly filtered path
     path = run_audit(dataset, AuditConfig(**SAMPLE_CONFIG), runs_root=runs_root, name="golden")
     scores = pd.read_parquet(path / "scores.parquet")
     cues = pd.read_parquet(path / "cues.parquet")

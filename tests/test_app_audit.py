@@ -40,9 +40,13 @@ def test_defaults_are_scaled_to_the_dataset(runs_root) -> None:
     at = goto(new_app().run(), "audit")
     assert_clean(at)
     values = {n.label: n.value for n in at.number_input}
-    assert values["Target size (rows)"] == 2000  # half of the 4,000 sample rows
-    assert values["Slice size k (rows)"] == 200  # 5% of n for small data
+    # the sample has 3,000 train and 1,000 dev rows: AFLite filters the train split
+    assert values["Target size (rows)"] == 1500  # half of the 3,000 train rows
+    assert values["Slice size k (rows)"] == 150  # 5% of n for small data
+    assert values["Train size t (share, or rows if ≥ 1)"] == 1200  # 40% of n, fixed rows
     assert values["Partitions m"] == 32
+    assert at.selectbox(key=[k for k in at.session_state
+                             if str(k).startswith("audit:split_policy")][0]).value == "auto"
     # every parameter explains itself in one line
     assert all(n.help for n in at.number_input)
 

@@ -46,10 +46,12 @@ def snli_600(snli_dir, tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def every_measure(snli_600, tmp_path_factory):
-    """One audit with every registered measure on."""
+def every_measure(snli_600, real_data, tmp_path_factory):
+    """One audit with every registered measure on (SICK as the OOD challenge set)."""
+    params = {**FAST, "ood": {"challenges": [str(real_data / "sick" / "sick.csv")],
+                              "n_draws": 2}}
     config = AuditConfig(representation_params={"n_components": 32}, n_partitions=16,
-                         target_size=0.7, measures=registry.names(), measure_params=FAST)
+                         target_size=0.7, measures=registry.names(), measure_params=params)
     path = run_audit(load_dataset(snli_600), config, runs_root=tmp_path_factory.mktemp("runs"))
     return load_run(path)
 

@@ -12,6 +12,7 @@ import streamlit as st
 
 from aflite_core import pipeline
 from aflite_core.config import DEFAULT_COMPONENTS, estimate_rounds, suggest_config
+from aflite_core.filter.policy import SPLIT_POLICIES, filter_units, question_ids
 from aflite_core.measures import registry
 from ui import cache, components, jobs, params, state
 
@@ -66,11 +67,12 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     included rows, the defaults the CLI and the Python API use too. ``extras`` holds
     ``name`` (run name) and ``force`` (recompute an identical run).
     """
-    n = int(dataset.report.n_included)
+    n = filter_units(dataset)
+    what = "questions" if question_ids(dataset) is not None else "rows"
     defaults = suggest_config(n)
     st.subheader("Parameters")
-    st.caption(f"Defaults are scaled to the {n:,} audited rows; the table of defaults is in "
-               "docs/dashboard.md.")
+    st.caption(f"Defaults are scaled to the {n:,} {what} AFLite filters; the table of "
+               "defaults is in docs/dashboard.md.")
     representation, rep_params, ready = _representation_widgets(dataset, defaults)
     aflite = _aflite_widgets(dataset, n, defaults)
     measures, measure_params = _measure_widgets(dataset, n, defaults)
@@ -153,6 +155,12 @@ def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
     c1, c2, c3, c4 = st.columns(4)
     tau = c1.slider("Threshold τ", 0.0, 1.0, float(defaults.tau), 0.01, help=params.HELP["tau"],
                     key=_wkey("tau", dataset))
+    policy = defaults.split_policy
+    if dataset.splits() is not None:
+        policy = st.selectbox(
+            "Split policy", list(SPLIT_POLICIES), index=list(SPLIT_POLICIES).index(policy),
+            format_func=params.SPLIT_POLICY_NAMES.get, help=params.HELP["split_policy"],
+            key=_wkey("split_policy", dataset))
     strategies = list(pipeline.STRATEGIES)
     strategy = c2.selectbox("Strategy", strategies, index=strategies.index(defaults.strategy),
                             help=params.HELP["strategy"], key=_wkey("strategy", dataset))
@@ -163,19 +171,24 @@ def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
                               "are replaced.")
     return {"target_size": int(target), "n_partitions": int(m), "train_size": _size(t),
             "slice_size": int(k), "tau": float(tau), "strategy": strategy,
-            "random_state": int(seed), "name": name}
+            "random_state": int(seed), "name": name, "split_policy": policy}
 
 
 def _measure_widgets(dataset: Any, n: int, defaults: Any) -> tuple[list[str], dict]:
     """Which measures run, and each chosen measure's declared options."""
-    labels = {mm.name: mm.label for mm in registry.measures()}
-    default_measures = list(defaults.measures)
+    labels = {mm.name: mm.label for mm in registry.measures() if not mm.inputs}
+    default_measures = [mm for mm in defaults.measures if mm in labels]
     if state.get(state.DATASET_ORIGIN) == "synthetic":  # no text: word cues say nothing
         default_measures = [mm for mm in default_measures if mm not in ("cues", "baselines")]
     measures = st.multiselect(
         "Measures after AFLite", list(labels), default=default_measures,
         format_func=lambda mm: labels.get(mm, mm), help=params.HELP["measures"],
         key=_wkey("measures", dataset))
+    needs_files = [mm for mm in registry.measures() if mm.inputs]
+    if needs_files:
+        st.caption("Also available from the command line, with files of your own: "
+                   + "; ".join(f"{mm.label} (`python -m aflite_core {mm.name} RUN FILE...`)"
+                               for mm in needs_files) + ".")
     return measures, _measure_options(dataset, measures, n, defaults.measure_params)
 
 

@@ -20,6 +20,9 @@ HELP = {
     "representation": "Features Φ the linear models see (AFLite needs a fixed representation).",
     "n_components": "Dimension of Φ (TF-IDF reduced by SVD, or the warm-up model's hidden layer).",
     "warmup_fraction": "Share of rows used to train the warm-up model; they are not filtered.",
+    "split_policy": "Filter the train split only and keep dev/test (scored by models of the "
+                    "retained train rows), filter every row together (the paper), or each "
+                    "split on its own.",
     "measures": "Extra measures computed after AFLite (each adds time; all are optional).",
 }
 
@@ -29,4 +32,12 @@ REPRESENTATION_NAMES = {
     "warmup": "Warm-up model (the paper's recipe)",
     "precomputed": "Uploaded embeddings (.npy / .npz / .parquet)",
     "sentence_transformers": "Sentence-transformers model (optional extra)",
+}
+
+#: Display names of the split policies.
+SPLIT_POLICY_NAMES = {
+    "auto": "automatic (train split only when there is one)",
+    "train_only": "filter the train split; keep and score dev/test",
+    "joint": "filter every split together",
+    "per_split": "filter each split on its own",
 }

@@ -52,6 +52,13 @@ def sizes(run: Any) -> None:
         ("Removed", f"{s.get('removed', 0):,}", None),
         ("Warm-up / excluded", f"{s.get('warmup', 0):,} / {s.get('excluded', 0):,}", None),
     ])
+    what = views.filter_description(run)
+    if what:
+        st.caption(components.md_escape(what))
+    per_split = views.split_sizes(run)
+    if per_split is not None:
+        st.dataframe(per_split, hide_index=True, column_config={
+            "kept": st.column_config.NumberColumn(format="percent")})
     stop = views.stop_explanation(run)
     if stop:
         st.caption(components.md_escape(stop))

@@ -15,6 +15,7 @@ import streamlit as st
 
 from aflite_core import pipeline
 from aflite_core.config import suggest_config
+from aflite_core.filter.policy import filter_units
 from ui import cache, components, jobs, state
 
 
@@ -50,7 +51,7 @@ def audit_sample() -> None:
     """
     dataset = state.get_dataset()
     try:
-        config = suggest_config(int(dataset.report.n_included))
+        config = suggest_config(filter_units(dataset))
     except (ValueError, TypeError) as exc:
         state.notify(f"The sample could not be audited automatically: {exc}",
                      icon=":material/warning:")

@@ -111,6 +111,7 @@ def parse_measures(text: str) -> tuple[str, ...]:
 def register(subparsers: Any) -> None:
     """Add the ``run`` command."""
     from aflite_core.config import STRATEGIES
+    from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
     from aflite_core.measures.registry import default_names
 
     default_measures = default_names()
@@ -149,10 +150,20 @@ def register(subparsers: Any) -> None:
     a.add_argument("--tau", type=float, default=None, metavar="TAU",
                    help="predictability threshold (default 0.75)")
     a.add_argument("--strategy", choices=STRATEGIES, default="greedy_slicing")
+    a.add_argument("--split-policy", choices=SPLIT_POLICIES, default=None,
+                   help="auto (default): filter the train split only and score dev/test "
+                        "when there is a split column with train rows, else all rows "
+                        "jointly; train_only, joint, per_split")
+    a.add_argument("--instance", choices=INSTANCES, default=None,
+                   help="auto (default): a question for multiple-choice data (kept or "
+                        "removed whole), else a row")
     a.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
     a.add_argument("--measures", type=parse_measures, default=None, metavar="LIST",
                    help="comma-separated measures, or none "
                         f"(default {','.join(default_measures)})")
+    a.add_argument("--challenge", action="append", default=None, metavar="FILE",
+                   help="a challenge file for the out-of-distribution measure (repeatable; "
+                        "adds the ood measure)")
     a.add_argument("--no-report", action="store_true", help="do not write report.html")
     a.add_argument("--scheduler", metavar="ADDR", default=None,
                    help="run AFLite's partitions on Dask: tcp://HOST:PORT of an existing "
@@ -249,24 +260,32 @@ def audit_config(args: argparse.Namespace, n_rows: int):
     from aflite_core.config import suggest_config
 
     method, rep_params = args.representation
+    given = {"target_size": args.target_size, "n_partitions": args.partitions,
+             "train_size": args.train_size, "slice_size": args.slice_size, "tau": args.tau,
+             "split_policy": getattr(args, "split_policy", None),
+             "instance": getattr(args, "instance", None)}
+    changes = {k: v for k, v in given.items() if v is not None}
     config = suggest_config(n_rows, representation=method, measures=args.measures,
-                            random_state=args.seed)
+                            random_state=args.seed, **changes)
     rep_params = {**config.representation_params, **rep_params}
     if args.n_components is not None:
         rep_params["n_components"] = args.n_components
     if args.warmup_fraction is not None:
         rep_params["warmup_fraction"] = args.warmup_fraction
-    given = {"target_size": args.target_size, "n_partitions": args.partitions,
-             "train_size": args.train_size, "slice_size": args.slice_size, "tau": args.tau}
-    changes = {k: v for k, v in given.items() if v is not None}
+    challenges = getattr(args, "challenge", None)
+    if challenges:
+        measures = tuple(dict.fromkeys([*config.measures, "ood"]))
+        params = {**config.measure_params, "ood": {"challenges": list(challenges)}}
+        config = dataclasses.replace(config, measures=measures, measure_params=params)
     return dataclasses.replace(
         config, representation_params=rep_params, strategy=args.strategy,
         report=not args.no_report, backend="dask" if args.scheduler else "local",
-        scheduler=args.scheduler, **changes,
+        scheduler=args.scheduler,
     ).validate()
 
 
 def _run(args: argparse.Namespace) -> int:
+    from aflite_core.filter.policy import filter_units
     from aflite_core.pipeline import run_audit
     from aflite_core.runs.folder import load_run
 
@@ -279,7 +298,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"loading {args.data}", file=sys.stderr, flush=True)
     dataset = load_input(args.data, args)
-    config = audit_config(args, int(dataset.report.n_included))
+    config = audit_config(args, filter_units(
+        dataset, split_policy=args.split_policy or "auto", instance=args.instance or "auto"))
     path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
                      overwrite=args.overwrite)
     run_ = load_run(path)

@@ -325,7 +325,8 @@ def _baselines(ctx: MeasureContext) -> MeasureResult:
     hypotheses, _premises = ctx.texts()
     params = {"random_state": ctx.random_state, **ctx.params}
     result = run_baselines(
-        ctx.y, ctx.keep, hypotheses=hypotheses, X=ctx.X, callback=ctx.callback(), **params
+        ctx.y, ctx.keep, hypotheses=hypotheses, X=ctx.X, groups=ctx.groups,
+        callback=ctx.callback(), **params
     )
     return MeasureResult(documents={"baselines.json": result}, info={"params": params})
 

@@ -21,7 +21,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     ctx.progress(0.0, "cue statistics of the full and the retained data")
     table = statistics.cue_tables(
         ctx.dataset, {"full": None, "retained": ctx.retained_ids},
-        random_state=ctx.random_state, **ctx.params,
+        groups=ctx.dataset.groups(), random_state=ctx.random_state, **ctx.params,
     )
     return MeasureResult(tables={FILE: table},
                          info={"n_rows": int(len(table)), "attrs": dict(table.attrs)})

@@ -583,7 +583,7 @@ def _inoculation(ctx: MeasureContext) -> MeasureResult:
     texts = np.asarray(pair_texts(prems, hyps), dtype=object)
     labels = ctx.y
     params = {"random_state": ctx.random_state, **ctx.params}
-    parts = split_for_inoculation(len(labels), ctx.keep, labels=labels,
+    parts = split_for_inoculation(len(labels), ctx.keep, labels=labels, groups=ctx.groups,
                                   random_state=params["random_state"])
     data = {k: (list(texts[idx]), labels[idx]) for k, idx in parts.items()}
     result = inoculate(

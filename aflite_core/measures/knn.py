@@ -586,7 +586,7 @@ def _per_example(values: dict, nearest: dict, yh: np.ndarray, scopes: tuple[str,
 
 def _knn(ctx: MeasureContext) -> MeasureResult:
     X, y, ids = ctx.X, ctx.y, ctx.row_ids
-    held = heldout_mask(y, splits=ctx.splits, random_state=ctx.random_state)
+    held = heldout_mask(y, splits=ctx.splits, groups=ctx.groups, random_state=ctx.random_state)
     result = knn_distance_measures(
         X[~held], y[~held], X[held], y[held],
         retained_mask=ctx.keep[~held],

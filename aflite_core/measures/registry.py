@@ -210,6 +210,10 @@ class Measure:
         Options offered by the dashboard's parameter form.
     cost : float
         Rough share of a default audit's time (for progress spans and the ETA).
+    inputs : tuple of str
+        Parameters the user must supply that the parameter form cannot offer (files,
+        e.g. ``("challenges",)``); the form lists such a measure as unavailable and says
+        where to run it.
     """
 
     name: str
@@ -223,6 +227,7 @@ class Measure:
     exports: Mapping[str, str] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
     cost: float = 1.0
+    inputs: tuple[str, ...] = ()
 
     def defaults(self, n_rows: int) -> dict[str, Any]:
         """The options' default values for a dataset of ``n_rows`` audited rows."""

@@ -263,7 +263,14 @@ def _section_sizes(run: AuditRun, fig: _Figures) -> str:
         )
     )
     chart.update_layout(title="Rows by status", yaxis_title="rows")
-    return html_table(table) + fig(chart)
+    from aflite_core.runs.views import filter_description, split_sizes
+
+    what = filter_description(run)
+    per_split = split_sizes(run)
+    extra = f"<p>{esc(what)}</p>" if what else ""
+    if per_split is not None:
+        extra += "<h3>Per split</h3>" + html_table(per_split, text_columns=("split",))
+    return extra + html_table(table) + fig(chart)
 
 
 def _label_counts(run: AuditRun) -> pd.DataFrame:

@@ -196,3 +196,18 @@ def stop_explanation(run: Any) -> str | None:
     if reason == "callback":
         return f"AFLite was stopped on request after {rounds} round{plural}."
     return f"AFLite stopped after {rounds} round{plural}: {reason}."
+
+
+def split_sizes(run: Any) -> pd.DataFrame | None:
+    """Per split: rows before, retained, removed and the share kept; None without splits."""
+    splits = run.summary.get("splits") or {}
+    if not splits:
+        return None
+    table = pd.DataFrame([{"split": name, **counts} for name, counts in splits.items()])
+    table["kept"] = table["retained"] / table["before"].where(table["before"] > 0)
+    return table
+
+
+def filter_description(run: Any) -> str | None:
+    """What AFLite filtered (split policy, instance), as recorded by the run."""
+    return (run.summary.get("aflite") or {}).get("description")
