@@ -444,8 +444,8 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
     target = resolve_size("target_size", config.target_size, max(total, 1))
     if target >= total:
         raise ValueError(
-            f"target_size: must be smaller than the {total:,} {what} AFLite filters "
-            f"({plan.description[:-1]}), got {target:,}")
+            f"target_size: must be smaller than the {total:,} filterable {what} (included "
+            f"minus warm-up; split policy {plan.policy}), got {target:,}")
     blocks: dict[str, dict] = {}
     main, main_rows, main_size, done = None, None, 0, 0
     for name, rows in plan.blocks:

@@ -50,6 +50,8 @@ def sample_result(runs_root: Path) -> dict[str, pd.DataFrame]:
     path = run_audit(dataset, AuditConfig(**SAMPLE_CONFIG), runs_root=runs_root, name="golden")
     scores = pd.read_parquet(path / "scores.parquet")
     cues = pd.read_parquet(path / "cues.parquet")
+    if "supported" in cues.columns:  # cues listed below the minimum support came later
+        cues = cues[cues["supported"].ne(False).to_numpy()]
     keep = [c for c in ("scope", "feature_type", "feature", "label", "n", "mse", "jsd",
                         "cueness", "pmi", "lmi", "z") if c in cues.columns]
     cues = cues[keep].sort_values(keep[:4], kind="stable").reset_index(drop=True)

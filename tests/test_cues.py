@@ -203,11 +203,12 @@ def test_output_layout_and_parquet_roundtrip(tmp_path):
     table = cue_statistics(fm, labels, resolve_split(split, labels))
     expected = ["feature_type", "feature", "n_train", "n_test", "train_A", "train_B", "train_C",
                 "test_A", "test_B", "test_C", "majority_label", "majority_share", "mse",
-                "mse_proportion", "jsd", "cueness", "cueness_proportion", "pmi_label", "pmi",
+                "mse_proportion", "jsd", "cueness", "cueness_proportion", "mse_shrunk",
+                "cueness_shrunk", "pmi_label", "pmi",
                 "lmi_label", "lmi", "z_label", "z", "z_significant", "pmi_A", "pmi_B", "pmi_C",
                 "lmi_A", "lmi_B", "lmi_C", "z_A", "z_B", "z_C"]
     assert list(table.columns) == expected
-    assert (np.diff(table["cueness"].to_numpy()) <= 0).all()
+    assert (np.diff(table["cueness_shrunk"].to_numpy()) <= 0).all()  # the default ranking
     for column in table.columns:
         if table[column].dtype == object:
             assert all(isinstance(v, str) for v in table[column])
@@ -329,7 +330,7 @@ def test_cli_cues_prints_split_and_writes_csv(snli_dir, tmp_path, capsys):
     assert "negation:" in text
     written = pd.read_csv(out)
     assert {"feature_type", "feature", "cueness", "pmi", "z"} <= set(written.columns)
-    assert written["cueness"].is_monotonic_decreasing
+    assert written["cueness_shrunk"].is_monotonic_decreasing  # the default ranking
 
 
 def test_cli_cues_second_file_and_bad_options(snli_dir, tmp_path, capsys):
@@ -365,3 +366,59 @@ def test_cues_cli_shares_the_input_guards(tmp_path, capsys):
     assert "--encoding 'latin-1'" in capsys.readouterr().err
     assert main(["cues", str(latin), "--features", "word", "--top", "0", "--no-cache",
                  "--encoding", "latin-1", "--min-count", "1"]) == 0
+
+
+
+def test_shrunk_shares_by_hand():
+    from aflite_core.cues.statistics import mse_shrunk, shrunk_shares
+
+    counts = np.array([[10, 0], [0, 0]])
+    prior = np.array([30, 10])  # 3:1
+    shares = shrunk_shares(counts, prior, strength=10)
+    assert shares[0] == pytest.approx([(10 + 7.5) / 20, 2.5 / 20])
+    assert shares[1] == pytest.approx([0.75, 0.25])  # no rows: the prior itself
+    assert mse_shrunk(counts, prior, strength=10)[0] == pytest.approx(
+        ((17.5 / 20 - 0.5) ** 2 + (2.5 / 20 - 0.5) ** 2) / 2)
+
+
+def test_cues_below_support_after_filtering_are_listed_with_their_count(snli_dir):
+    """A cue of the full data that falls below the minimum support in the retained rows says
+    so, with its count, instead of being missing (shown as 0 / None before)."""
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.measures.cues import before_after
+
+    ds = load_dataset(snli_dir / "snli_dev.csv", group="")
+    ids = ds.row_ids()
+    hyps = ds.hypotheses()
+    # drop most rows that contain "nobody": 4 of them stay, below min_count 5
+    nobody = [i for i, h in zip(ids, hyps, strict=True) if "nobody" in h.lower().split()]
+    kept = set(ids) - set(nobody[4:])
+    table = cue_tables(ds, {"full": None, "retained": sorted(kept)}, features=["word"],
+                       cache=False)
+    retained = table[table["scope"] == "retained"]
+    row = retained[retained["feature"] == "nobody"].iloc[0]
+    assert not row["supported"] and np.isnan(row["cueness_shrunk"])
+    assert row["n_train"] + row["n_test"] <= 4
+    assert retained["supported"].sum() > 100  # the supported cues are all still there
+    ba = before_after(table).set_index("feature")
+    assert ba.loc["nobody", "after"] == f"below minimum support (n = {int(row['n_train'])})"
+    assert np.isnan(ba.loc["nobody", "cueness after"])
+    assert ba.loc["the", "after"] == ""
+
+
+def test_default_ranking_puts_known_snli_artifacts_first_and_stopwords_out(snli_dir):
+    """On the SNLI train sample vs dev: nobody, sleeping, no, cat (contradiction) and
+    outdoors, outside (entailment) rank in the top 15 of the default ordering, and the, a,
+    to do not (ICQ's count form opened with the, to, for, a, people)."""
+    from aflite_core.io.datasets import load_dataset
+
+    train = load_dataset(snli_dir / "snli_train_sample.csv")
+    dev = load_dataset(snli_dir / "snli_dev.csv")
+    table = cue_table(train, test=dev, features=["word"], cache=False)
+    top = table["feature"].head(15).tolist()  # the table comes in its default order
+    assert {"nobody", "sleeping", "no", "cat", "outdoors", "outside"} <= set(top), top
+    assert not {"the", "a", "to"} & set(top), top
+    majority = table.set_index("feature")["majority_label"]
+    assert majority["nobody"] == "contradiction" and majority["outdoors"] == "entailment"
+    count_form = table.sort_values("cueness", ascending=False)["feature"].head(5).tolist()
+    assert {"the", "to"} <= set(count_form)  # why the count form is not the default

@@ -23,10 +23,11 @@ SUMMARY = (
 FAMILY_NAMES = {"word": "words", "sentiment": "sentiment", "tense": "tense",
                 "negation": "negation", "overlap": "premise overlap", "ner": "named entities",
                 "typo": "typos"}
-SORT_KEYS = ["cueness", "cueness_proportion", "mse", "jsd", "z", "pmi", "lmi", "n_train",
-             "majority_share"]
+SORT_KEYS = ["cueness_shrunk", "cueness", "cueness_proportion", "mse", "jsd", "z", "pmi",
+             "lmi", "n_train", "majority_share"]
 SHOWN_COLUMNS = ["feature_type", "feature", "n_train", "n_test", "majority_label",
-                 "majority_share", "cueness", "mse", "jsd", "pmi_label", "pmi", "lmi_label",
+                 "majority_share", "cueness_shrunk", "cueness", "mse", "jsd", "pmi_label", "pmi",
+                 "lmi_label",
                  "lmi", "z_label", "z", "z_significant"]
 
 
@@ -34,8 +35,8 @@ def formulas() -> str:
     """Markdown with every formula of the cue statistics (``FORMULAS``) and its source."""
     table = cue_statistics.FORMULAS
     parts = []
-    for name in ("mse", "mse_proportion", "jsd", "cueness", "pmi", "lmi", "z", "z_threshold",
-                 "accuracy_delta", "distribution_test"):
+    for name in ("mse", "mse_proportion", "jsd", "cueness", "cueness_shrunk", "pmi", "lmi",
+                 "z", "z_threshold", "accuracy_delta", "distribution_test"):
         entry = table.get(name)
         if entry:
             parts.append(f"**{name}**\n\n$$\n{entry['latex']}\n$$\n\n{entry['text']}.  \n"

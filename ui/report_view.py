@@ -107,8 +107,10 @@ def cues(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     st.dataframe(table.head(n), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3g")
         for c in ("cueness before", "cueness after", "change")})
-    st.caption("An empty *after* cell: the cue no longer has the minimum support in the "
-               "retained rows.")
+    st.caption("Ranked by cueness on label shares shrunk towards the label prior (stopwords "
+               "and words seen five times do not lead; docs/cues.md). The *after* column says "
+               "when a cue fell below the minimum support in the retained rows, with its "
+               "count.")
 
 
 def knn(run: Any, tables: dict[str, pd.DataFrame]) -> None:

@@ -17,10 +17,11 @@ from typing import Any
 
 from aflite_core.commands._input import add_input_arguments, load_input
 from aflite_core.cues.linguistic import FAMILIES
+from aflite_core.cues.statistics import DEFAULT_SORT, SORT_KEYS
 
 #: Columns shown on the terminal.
 SHOWN = ("feature_type", "feature", "n_train", "n_test", "majority_label", "majority_share",
-         "cueness", "cueness_proportion", "pmi_label", "pmi", "z_label", "z")
+         "cueness_shrunk", "cueness", "cueness_proportion", "pmi_label", "pmi", "z_label", "z")
 
 
 def parse_features(text: str) -> tuple[str, ...]:
@@ -70,8 +71,9 @@ def register(subparsers: Any) -> None:
                    help="text the features read (overlap always reads both)")
     p.add_argument("--lemma", action="store_true", help="word features on WordNet lemmas")
     p.add_argument("--sentiment-lexicon", choices=("opinion", "vader"), default="opinion")
-    p.add_argument("--sort-by", choices=("cueness", "cueness_proportion", "z", "pmi", "lmi"),
-                   default="cueness")
+    p.add_argument("--sort-by", choices=SORT_KEYS, default=DEFAULT_SORT,
+                   help=f"ranking (default {DEFAULT_SORT}: ICQ's cueness on label shares "
+                        "shrunk towards the label prior; docs/cues.md says why)")
     p.add_argument("--pmi-smoothing", type=float, default=100.0, metavar="K",
                    help="add-k smoothing of PMI (default 100, as Gururangan et al. 2018)")
     p.add_argument("--alpha", type=float, default=0.01,

@@ -32,6 +32,19 @@ from aflite_core.splits import TRAIN_VALUES as TRAIN_VALUES  # re-exported
 from aflite_core.splits import Split, resolve_split
 from aflite_core.splits import holdout_split as holdout_split  # re-exported
 
+#: Sort keys of the cue table; the first is the default ranking.
+SORT_KEYS = ("cueness_shrunk", "cueness", "cueness_proportion", "z", "pmi", "lmi")
+#: The default ranking of the cue table, the Report's cue section and the CLI.
+DEFAULT_SORT = "cueness_shrunk"
+#: Pseudo-rows of the shrinkage behind ``cueness_shrunk``: a feature's label shares are
+#: pulled towards the training label prior as if it had this many more rows with the prior's
+#: shares. Chosen on the shared SNLI train sample vs dev (benchmarks/bench_cue_ranking.py):
+#: with k = 50 the curator's known artifacts (nobody, sleeping, no, cat; outdoors, outside)
+#: are all in the top 15 and the, a, to are not; ICQ's count form puts the, to, for first
+#: (mse grows with the count squared) and the plain proportion form ranks words seen five
+#: times with one label (tournament, upcoming) above outside.
+SHRINKAGE = 50.0
+
 #: Every statistic of the cue table and of model probing, written once: ``latex`` for the
 #: dashboard, ``text`` for terminals and CSV readers, ``source`` for the citation.
 FORMULAS: dict[str, dict[str, str]] = {
@@ -68,6 +81,16 @@ FORMULAS: dict[str, dict[str, str]] = {
                  r"{\exp\mathrm{JSD}(R_f\|S_f)}",
         "text": "cueness_proportion = mse_proportion / exp(jsd)",
         "source": "share form of ICQ's cueness (this project)",
+    },
+    "cueness_shrunk": {
+        "latex": r"\mathrm{cueness}_s(f)=\frac{\frac{1}{|L|}\sum_{l}\left(\tilde p_l-"
+                 r"\frac{1}{|L|}\right)^2}{\exp\mathrm{JSD}(R_f\|S_f)},\quad \tilde p_l="
+                 r"\frac{n_l+k\,\pi_l}{|R_f|+k}",
+        "text": "cueness_shrunk = mse of the label shares shrunk towards the training label "
+                "prior pi (k = 50 pseudo-rows), / exp(jsd). The default ranking: frequent "
+                "function words with a mild skew and rare words seen 5 times both fall back",
+        "source": "ICQ's cueness (Huang & Zhu 2023) on empirically-Bayes shrunk shares "
+                  "(this project; measured in benchmarks/bench_cue_ranking.py)",
     },
     "pmi": {
         "latex": r"\mathrm{PMI}(f,l)=\log\frac{p(f,l)}{p(f)\,p(l)}=\log\frac{p(l\mid f)}"
@@ -179,6 +202,22 @@ def mse_proportions(counts: np.ndarray) -> np.ndarray:
     return mse_counts(_shares(np.asarray(counts)))
 
 
+def shrunk_shares(counts: np.ndarray, prior: np.ndarray, *,
+                  strength: float = SHRINKAGE) -> np.ndarray:
+    """Label shares of each row pulled towards ``prior`` by ``strength`` pseudo-rows:
+    ``(n_l + k * prior_l) / (n + k)``."""
+    c = np.asarray(counts, dtype=float)
+    prior = np.asarray(prior, dtype=float)
+    prior = prior / prior.sum() if prior.sum() > 0 else np.full(c.shape[1], 1 / c.shape[1])
+    return (c + strength * prior) / (c.sum(axis=1, keepdims=True) + strength)
+
+
+def mse_shrunk(counts: np.ndarray, prior: np.ndarray, *,
+               strength: float = SHRINKAGE) -> np.ndarray:
+    """mse of the shrunk label shares (see ``FORMULAS['cueness_shrunk']``)."""
+    return mse_counts(shrunk_shares(counts, prior, strength=strength))
+
+
 def jensen_shannon(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Jensen-Shannon divergence (natural log) between rows of ``p`` and ``q``.
 
@@ -270,8 +309,6 @@ def _label_codes(labels: Sequence, label_order: Sequence | None) -> tuple[np.nda
     return codes, order
 
 
-#: Sort keys of the cue table.
-SORT_KEYS = ("cueness", "cueness_proportion", "z", "pmi", "lmi")
 
 
 def cue_statistics(
@@ -282,8 +319,9 @@ def cue_statistics(
     min_count: int = 5,
     pmi_smoothing: float = 100.0,
     alpha: float = 0.01,
-    sort_by: str = "cueness",
+    sort_by: str = DEFAULT_SORT,
     label_order: Sequence | None = None,
+    also: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """The cue table of precomputed features (the plain-input core of :func:`cue_table`).
 
@@ -302,10 +340,14 @@ def cue_statistics(
         k of the add-k smoothed PMI.
     alpha : float
         Family-wise significance level of the z test (Bonferroni over all tests).
-    sort_by : {'cueness', 'cueness_proportion', 'z', 'pmi', 'lmi'}
-        Descending sort key.
+    sort_by : {'cueness_shrunk', 'cueness', 'cueness_proportion', 'z', 'pmi', 'lmi'}
+        Descending sort key (default :data:`DEFAULT_SORT`; see :data:`SHRINKAGE` for why).
     label_order : sequence, optional
         Label order of the per-label columns; default: sorted labels.
+    also : ndarray of bool, optional
+        Features to list even below ``min_count`` (e.g. the cues of the full data, in the
+        retained rows): their counts are given, ``supported`` is False and their statistics
+        are NaN, so a reader sees "below minimum support (n = 4)" rather than a missing row.
 
     Returns
     -------
@@ -323,7 +365,8 @@ def cue_statistics(
     train_counts, test_counts = split_label_counts(features.X, codes, n_labels, split)
     n_train = train_counts.sum(axis=1)
     n_test = test_counts.sum(axis=1)
-    keep = (n_train >= min_count) & (n_test >= min_count)
+    supported = (n_train >= min_count) & (n_test >= min_count)
+    keep = supported if also is None else supported | np.asarray(also, dtype=bool)
     names = [str(lab) for lab in order]
     table: dict[str, object] = {
         "feature_type": features.feature_type[keep].astype(str).astype(object),
@@ -331,14 +374,28 @@ def cue_statistics(
         "n_train": n_train[keep],
         "n_test": n_test[keep],
     }
-    n_tests = int(keep.sum()) * n_labels
+    n_tests = int(supported.sum()) * n_labels
     threshold = z_threshold(n_tests, alpha=alpha)
     table.update(_cue_columns(train_counts[keep], test_counts[keep],
                               np.bincount(codes[split.train], minlength=n_labels), names,
                               pmi_smoothing=pmi_smoothing, z_cut=threshold))
-    frame = pd.DataFrame(table).sort_values(
+    frame = pd.DataFrame(table)
+    if also is not None:
+        below = ~supported[keep]
+        for column in frame.columns[4:]:
+            if column.startswith(("train_", "test_")):
+                continue
+            if frame[column].dtype.kind == "f":
+                frame.loc[below, column] = np.nan
+            elif frame[column].dtype.kind == "b":
+                frame[column] = frame[column].astype(object)
+                frame.loc[below, column] = None
+            else:
+                frame.loc[below, column] = None
+        frame["supported"] = ~below
+    frame = frame.sort_values(
         [sort_by, "n_train", "feature_type", "feature"], ascending=[False, False, True, True],
-        kind="mergesort",
+        kind="mergesort", na_position="last",
     ).reset_index(drop=True)
     frame.attrs.update({
         "labels": names,
@@ -401,8 +458,10 @@ def _cue_columns(tr: np.ndarray, te: np.ndarray, label_totals: np.ndarray, names
                                           out=np.zeros(len(majority_count)),
                                           where=n_train > 0)
     mse, mse_p, jsd = mse_counts(tr), mse_proportions(tr), jensen_shannon(tr, te)
+    mse_s = mse_shrunk(tr, label_totals)
     columns.update({"mse": mse, "mse_proportion": mse_p, "jsd": jsd,
-                    "cueness": cueness(mse, jsd), "cueness_proportion": cueness(mse_p, jsd)})
+                    "cueness": cueness(mse, jsd), "cueness_proportion": cueness(mse_p, jsd),
+                    "mse_shrunk": mse_s, "cueness_shrunk": cueness(mse_s, jsd)})
     per_label = {
         "pmi": pmi(tr, label_totals, smoothing=pmi_smoothing),
         "lmi": lmi(tr, label_totals),
@@ -499,11 +558,12 @@ def cue_table(
     sentiment_lexicon: str = "opinion",
     pmi_smoothing: float = 100.0,
     alpha: float = 0.01,
-    sort_by: str = "cueness",
+    sort_by: str = DEFAULT_SORT,
     test_size: float = 0.2,
     groups: Sequence | None = None,
     random_state: int | None = 0,
     row_ids: Sequence | None = None,
+    also: Sequence[tuple[str, str]] | None = None,
     annotations: FeatureMatrix | None = None,
     cache: bool = True,
     cache_dir: str | os.PathLike | None = None,
@@ -528,6 +588,9 @@ def cue_table(
     row_ids : sequence, optional
         Restrict the table to these rows of ``dataset`` (e.g. the rows AFLite retained);
         the split is decided on the whole dataset first, so a hold-out keeps its rows.
+    also : sequence of (feature_type, feature), optional
+        Cues to list even below the minimum support (``supported`` False, counts given,
+        statistics NaN); :func:`cue_tables` passes the first scope's cues.
     annotations : FeatureMatrix, optional
         Precomputed features for the same rows (as returned by ``extract_features`` on
         :func:`dataset_inputs`); skips extraction.
@@ -565,9 +628,16 @@ def cue_table(
         annotations = annotations.rows(keep)
         split = split.restrict(keep)
         labels = labels[keep]
+    listed = None
+    if also is not None:
+        wanted_pairs = set(map(tuple, also))
+        listed = np.fromiter(((str(t), str(f)) in wanted_pairs for t, f in zip(
+            annotations.feature_type, annotations.feature, strict=True)), dtype=bool,
+            count=len(annotations.feature))
     table = cue_statistics(
         annotations, labels, split, min_count=min_count, pmi_smoothing=pmi_smoothing,
         alpha=alpha, sort_by=sort_by, label_order=sorted(pd.unique(inputs.labels), key=str),
+        also=listed,
     )
     table.attrs["dataset"] = str(getattr(dataset, "name", ""))
     return table
@@ -598,8 +668,14 @@ def cue_tables(dataset, scopes: Mapping[str, Sequence | None], **kwargs) -> pd.D
         )
     frames = []
     attrs: dict = {}
+    first = None
     for name, ids in scopes.items():
-        frame = cue_table(dataset, row_ids=ids, annotations=annotations, **kwargs)
+        # later scopes also list the first scope's cues below the minimum support (with
+        # their counts), so "after" says "below minimum support (n = 4)", not nothing
+        also = None if first is None else list(zip(first["feature_type"], first["feature"],
+                                                   strict=True))
+        frame = cue_table(dataset, row_ids=ids, annotations=annotations, also=also, **kwargs)
+        first = frame if first is None else first
         attrs.setdefault("scopes", {})[name] = {
             "split": frame.attrs["split"], "n_train_examples": frame.attrs["n_train_examples"],
             "n_test_examples": frame.attrs["n_test_examples"], "z_threshold":

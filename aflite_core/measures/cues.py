@@ -30,20 +30,32 @@ def compute(ctx: MeasureContext) -> MeasureResult:
 def before_after(cues: pd.DataFrame) -> pd.DataFrame:
     """Every cue of the full data beside its statistics in the retained rows.
 
-    Rows keep the full table's order (its default ranking); an *after* value is missing
-    when the cue falls below the minimum support in the retained rows.
+    Rows keep the full table's order (its default ranking, ``cueness_shrunk`` in runs made
+    since it exists, ICQ's ``cueness`` before); ``cueness`` here is that ranking statistic.
+    A cue below the minimum support in the retained rows has no *after* value, and its
+    ``after`` note says so with its count: ``below minimum support (n = 4)``.
     """
     key = ["feature_type", "feature"]
+    stat = "cueness_shrunk" if "cueness_shrunk" in cues.columns else "cueness"
     full = cues[cues["scope"] == "full"].set_index(key)
     kept = cues[cues["scope"] == "retained"].set_index(key)
+    kept = kept[~kept.index.duplicated()]
+    n_after = kept["n_train"].reindex(full.index)
     out = pd.DataFrame({
         "majority label": full["majority_label"],
-        "cueness before": full["cueness"],
-        "cueness after": kept["cueness"].reindex(full.index),
+        "cueness before": full[stat],
+        "cueness after": kept[stat].reindex(full.index),
         "n_train before": full["n_train"],
-        "n_train after": kept["n_train"].reindex(full.index),
+        "n_train after": n_after,
     })
     out["change"] = out["cueness after"] - out["cueness before"]
+    supported = (kept["supported"].reindex(full.index).fillna(False).astype(bool)
+                 if "supported" in kept.columns else out["cueness after"].notna())
+    out["after"] = [
+        "" if ok else (f"below minimum support (n = {int(n)})" if pd.notna(n)
+                       else "below minimum support")
+        for ok, n in zip(supported, n_after, strict=True)]
+    out.attrs["statistic"] = stat
     return out.reset_index()
 
 

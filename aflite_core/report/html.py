@@ -392,9 +392,12 @@ def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
         return _absent("Cue statistics were not computed in this run.")
     title, table = next(iter(tables.items()))
     shown = table.head(top)
-    parts = [f"<p>The top {top} cues of the full data in the table's default order, and the "
-             "same cues in the retained rows (an empty <i>after</i> cell: below the minimum "
-             "support after filtering).</p>",
+    stat = table.attrs.get("statistic", "cueness")
+    parts = [f"<p>The top {top} cues of the full data by <code>{esc(stat)}</code> (the "
+             "default ranking: ICQ's cueness on label shares shrunk towards the label prior, "
+             "so neither stopwords nor words seen five times lead), and the same cues in the "
+             "retained rows; the <i>after</i> column says when a cue fell below the minimum "
+             "support, with its count.</p>",
              _tables_html({title: shown}, text_columns=("feature_type", "feature"))]
     names = _labels(shown[["feature_type", "feature"]].astype(str).agg(" · ".join, axis=1))
     chart = go.Figure(
