@@ -37,6 +37,7 @@ __all__ = [
     "group_codes",
     "holdout_mask",
     "holdout_split",
+    "label_matched_subsets",
     "resolve_split",
     "split_masks",
 ]
@@ -322,3 +323,44 @@ def cv_folds(labels: Sequence, *, n_splits: int = 5, groups: Sequence | None = N
     else:
         cv = GroupKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
     return list(cv.split(X, y, codes))
+
+
+# --------------------------------------------------------------------------------------
+# controls
+
+
+def label_matched_subsets(labels: Sequence[Any], keep: np.ndarray, *, n_draws: int,
+                          random_state: int | None = 0) -> list[np.ndarray]:
+    """Random subsets of all rows with the same count per label as ``labels[keep]``.
+
+    Parameters
+    ----------
+    labels : sequence
+        Label of every row.
+    keep : ndarray of bool
+        The retained rows (the size and label counts to match).
+    n_draws : int
+        Number of subsets.
+    random_state : int or None
+
+    Returns
+    -------
+    list of ndarray of bool
+        One mask per draw, each with ``keep.sum()`` rows and the retained label counts.
+    """
+    labels = np.asarray(labels)
+    keep = np.asarray(keep, dtype=bool)
+    if labels.shape != keep.shape:
+        raise ValueError(f"keep: expected {labels.shape[0]} values (one per label), got "
+                         f"{keep.shape[0]}")
+    n_draws = check_int("n_draws", n_draws, minimum=1)
+    rng = make_rng(random_state)
+    values, wanted = np.unique(labels[keep], return_counts=True)
+    members = {v: np.flatnonzero(labels == v) for v in values}
+    masks = []
+    for _ in range(n_draws):
+        mask = np.zeros(len(labels), dtype=bool)
+        for value, count in zip(values, wanted, strict=True):
+            mask[rng.choice(members[value], size=int(count), replace=False)] = True
+        masks.append(mask)
+    return masks

@@ -146,3 +146,47 @@ def test_snli_hypothesis_only_retained_below_random_subset(snli_dir):
     # the random control shows size alone costs little
     assert abs(result["size_effect"]) < gap
     assert kept["accuracy"] > kept["majority_accuracy"]  # harder, not destroyed
+
+
+def test_label_matched_control_and_honest_references(snli_dir):
+    """The control has the retained rows' label counts; every accuracy comes with the
+    majority-class rate and chance; grouped full-set accuracy is in the published ballpark
+    for a hypothesis-only bag of words (about 0.55-0.62)."""
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False).iloc[:12000]
+    hyps, labels = frame["hypothesis"].tolist(), frame["label"].to_numpy()
+    # a label-shifting "filter": keeps every contradiction, half of the others
+    keep = (labels == "contradiction") | (np.arange(len(labels)) % 2 == 0)
+    groups = frame["premise"].to_numpy()
+    result = hypothesis_only_baseline(hyps, labels, keep, n_splits=3, n_random_draws=2,
+                                      groups=groups)
+    assert result["control"] == "label_matched" and result["grouped"]
+    assert 0.55 <= result["full"]["accuracy"] <= 0.66, result["full"]
+    for part in ("full", "retained", "random"):
+        assert result[part]["chance"] == pytest.approx(1 / 3)
+        assert result[part]["majority_accuracy"] < result[part]["accuracy"]
+    assert result["bias_removed_beyond_size_pp"] == pytest.approx(
+        100 * result["bias_removed_beyond_size"])
+    # the uniform control would compare against a different label mix; label-matched does not
+    uniform = hypothesis_only_baseline(hyps, labels, keep, n_splits=3, n_random_draws=2,
+                                       groups=groups, control="uniform")
+    assert uniform["control"] == "uniform"
+    assert result["random"]["majority_accuracy"] == pytest.approx(
+        result["retained"]["majority_accuracy"], abs=0.02)
+    assert abs(uniform["random"]["majority_accuracy"]
+               - result["retained"]["majority_accuracy"]) > 0.05
+    assert result["warnings"] == []
+
+
+def test_below_majority_gets_a_warning_with_likely_causes():
+    from aflite_core.measures.baselines import below_majority_warnings
+
+    parts = {"full": {"accuracy": 0.31, "majority_accuracy": 0.5, "n_rows": 2420},
+             "retained": {"accuracy": 0.6, "majority_accuracy": 0.5, "n_rows": 1200},
+             "random": {"accuracy": 0.4, "majority_accuracy": 0.55, "n_rows": 150}}
+    warnings = below_majority_warnings("hypothesis_only", parts, grouped=False)
+    assert len(warnings) == 2
+    assert warnings[0].startswith("hypothesis_only on the full rows: accuracy 0.310 is below "
+                                  "the majority-class rate 0.500")
+    assert "group column" in warnings[0] and "tiny subset" not in warnings[0]
+    assert "tiny subset (150 rows)" in warnings[1] and "label shift" in warnings[1]
+    assert below_majority_warnings("x", parts, grouped=True)[0].count("group column") == 0

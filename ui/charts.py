@@ -69,6 +69,7 @@ def color_for(category: str, index: int) -> str:
 def grouped_bars(
     table: pd.DataFrame, *, x: str, y: str, group: str, title: str | None = None,
     y_title: str | None = None, error: str | None = None, percent: bool = False,
+    references: Mapping[str, float] | None = None,
 ) -> go.Figure:
     """Grouped bar chart of ``y`` by ``x``, one bar series per value of ``group``.
 
@@ -84,6 +85,8 @@ def grouped_bars(
         Column holding symmetric error bar half-widths.
     percent : bool
         Format the value axis as a percentage (values in 0..1).
+    references : mapping, optional
+        Dashed horizontal lines, ``{name: value}`` (e.g. majority-class rate, chance).
     """
     fig = go.Figure()
     for i, (name, part) in enumerate(table.groupby(group, sort=False)):
@@ -94,6 +97,10 @@ def grouped_bars(
         )
     fig.update_layout(barmode="group")
     fig.update_yaxes(title=y_title, tickformat=".0%" if percent else None)
+    for i, (name, value) in enumerate((references or {}).items()):
+        fig.add_hline(y=value, line_dash="dash" if i == 0 else "dot", line_color="#555555",
+                      annotation_text=f"{safe(name)} {value:.0%}" if percent
+                      else f"{safe(name)} {value:.3g}", annotation_position="top left")
     return _layout(fig, title=title)
 
 

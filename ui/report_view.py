@@ -125,14 +125,30 @@ def knn(run: Any, tables: dict[str, pd.DataFrame]) -> None:
 
 
 def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
-    """Hypothesis-only and linear-probe accuracy: full vs retained vs random control."""
-    names = {"hypothesis_only": "hypothesis-only", "linear_probe": "linear probe on Φ"}
+    """Baseline accuracy: full vs retained vs random control, with majority and chance."""
+    names = {"hypothesis_only": "hypothesis-only", "linear_probe": "linear probe on Φ",
+             "full_input": "full input"}
     summary = tables.get("Bias removed beyond size")
     if summary is not None and not summary.empty:
-        components.metric_row([
-            (f"Bias removed beyond size ({names.get(row.baseline, row.baseline)})",
-             f"{row.bias_removed_beyond_size:.1%}", None)
-            for row in summary.itertuples() if pd.notna(row.bias_removed_beyond_size)])
+        column = ("bias removed beyond size (pp)" if "bias removed beyond size (pp)" in summary
+                  else None)
+        items = []
+        for row in summary.to_dict("records"):
+            value = row.get(column) if column else 100 * row["bias_removed_beyond_size"]
+            spread = row.get("spread over draws (pp)")
+            if value is None or pd.isna(value):
+                continue
+            text = f"{value:+.1f} pp" + (f" ± {spread:.1f}" if spread is not None
+                                         and pd.notna(spread) else "")
+            label = names.get(row["baseline"], row["baseline"])
+            items.append((f"Bias removed beyond size ({label})", text, None))
+        if items:
+            components.metric_row(items)
+        st.caption("Percentage points of accuracy: random control minus retained rows, ± the "
+                   "spread over random draws. The control has the retained rows' size and "
+                   "label counts (unless the run chose 'uniform').")
+    for warning in (tables.get("Warnings") or pd.DataFrame({"warning": []}))["warning"]:
+        st.warning(components.md_escape(warning), icon=":material/warning:")
     records = next(iter(tables.values())).copy()
     if records.empty:
         return
@@ -141,11 +157,23 @@ def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     left.plotly_chart(
         charts.grouped_bars(records, x="baseline", y="accuracy", group="subset",
                             error="accuracy_std" if "accuracy_std" in records else None,
-                            y_title="cross-validated accuracy", percent=True),
+                            y_title="cross-validated accuracy", percent=True,
+                            references=_references(records)),
         key=state.key(PAGE, "baselines_chart"))
     right.dataframe(records, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="percent")
-        for c in ("accuracy", "accuracy_std", "majority_accuracy")})
+        for c in ("accuracy", "accuracy_std", "majority_accuracy", "chance")})
+
+
+def _references(records: pd.DataFrame) -> dict[str, float]:
+    """Horizontal reference lines: the full data's majority-class rate and chance."""
+    out = {}
+    full = records[records["subset"] == "full"]
+    if "majority_accuracy" in full and len(full):
+        out["majority class"] = float(full["majority_accuracy"].iloc[0])
+    if "chance" in full and len(full) and pd.notna(full["chance"].iloc[0]):
+        out["chance"] = float(full["chance"].iloc[0])
+    return out
 
 
 def duplicates(run: Any, tables: dict[str, pd.DataFrame]) -> None:

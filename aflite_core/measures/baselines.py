@@ -4,13 +4,19 @@ Each baseline is k-fold cross-validated on three sets of rows:
 
 * ``full``: every row given;
 * ``retained``: the rows AFLite kept;
-* ``random``: ``n_random_draws`` seeded uniform random subsets of the full set with as many rows
-  as ``retained`` (mean and standard deviation over the draws).
+* ``random``: ``n_random_draws`` seeded random subsets of the full set with as many rows as
+  ``retained`` (mean and standard deviation over the draws). By default (``control=
+  "label_matched"``) each draw has the retained rows' label counts, so the control differs from
+  the retained set in *which* rows it holds, not in size or label distribution: otherwise,
+  when filtering shifts the labels (SICK), most of the "bias removed" is label shift.
+  ``control="uniform"`` draws uniformly (the earlier behaviour).
 
 A smaller set is harder to learn from whatever its content, so only the gap between ``random``
 and ``retained`` measures the bias AFLite removed *beyond size*: ``bias_removed_beyond_size =
-accuracy(random) - accuracy(retained)``. Majority-class accuracy (the most frequent label of each
-training fold, scored on its test fold) is reported beside every accuracy.
+accuracy(random) - accuracy(retained)``, also given in percentage points with the spread over
+draws. Majority-class accuracy (the most frequent label of each training fold, scored on its
+test fold) and chance (1 / number of labels) are reported beside every accuracy; an accuracy
+below the majority rate gets a warning naming the likely causes.
 
 Baselines (all built by :func:`aflite_core.represent.text_models.text_model`, which documents
 the tokeniser, vectoriser and classifier): ``hypothesis_only`` (partial input: the hypothesis
@@ -30,10 +36,10 @@ import numpy as np
 import pandas as pd
 from sklearn.base import clone
 
-from aflite_core._validation import check_callback, check_int
+from aflite_core._validation import check_callback, check_choice, check_int
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.text_models import pair_texts, single_blas_thread, text_model
-from aflite_core.splits import cv_folds, group_codes
+from aflite_core.splits import cv_folds, group_codes, label_matched_subsets
 
 SUBSETS = ("full", "retained", "random")
 
@@ -110,10 +116,15 @@ def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
             "majority_accuracy": float(np.mean(majority))}
 
 
+CONTROLS = ("label_matched", "uniform")
+#: An accuracy this far below its majority rate gets a warning.
+BELOW_MAJORITY_MARGIN = 0.01
+
+
 def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
                     n_random_draws: int = 5, groups: Sequence | None = None,
                     random_state: int | None = 0, callback: ProgressCallback | None = None,
-                    name: str = "model") -> dict:
+                    name: str = "model", control: str = "label_matched") -> dict:
     """Cross-validated accuracy on the full, retained and random same-size sets.
 
     Parameters
@@ -136,6 +147,8 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
         Called with ``{"stage": "baselines", "fraction": float, "message": str}``.
     name : str
         Name reported in the result.
+    control : {"label_matched", "uniform"}, default "label_matched"
+        How the random subsets are drawn (see the module docstring).
 
     Returns
     -------
@@ -148,6 +161,7 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
     """
     labels, mask, codes = _check_common(labels, retained_mask, n_splits, n_random_draws,
                                         groups)
+    check_choice("control", control, CONTROLS)
     callback = check_callback(callback)
     if len(data) != len(labels):
         raise ValueError(f"data must have one entry per label ({len(labels)}); got {len(data)}")
@@ -173,11 +187,17 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
     report(1, "retained set")
     kept = np.flatnonzero(mask)
     retained = accuracy(kept)
-    rng = np.random.default_rng(random_state)
+    if control == "label_matched":
+        subsets = [np.flatnonzero(m) for m in label_matched_subsets(
+            labels, mask, n_draws=draws, random_state=random_state)]
+    else:
+        rng = np.random.default_rng(random_state)
+        subsets = [np.sort(rng.choice(len(labels), size=len(kept), replace=False))
+                   for _ in range(draws)]
     per_draw, majority = [], []
-    for d in range(draws):
+    for d, idx in enumerate(subsets):
         report(2 + d, f"random subset {d + 1} of {draws}")
-        res = accuracy(np.sort(rng.choice(len(labels), size=len(kept), replace=False)))
+        res = accuracy(idx)
         per_draw.append(res["accuracy"])
         majority.append(res["majority_accuracy"])
     random = {"n_rows": int(len(kept)), "n_draws": draws, "accuracy": float(np.mean(per_draw)),
@@ -185,24 +205,57 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
               "draw_accuracies": [float(a) for a in per_draw],
               "majority_accuracy": float(np.mean(majority))}
     report(total, "done")
+    chance = 1.0 / len(np.unique(labels))
+    for part in (full, retained, random):
+        part["chance"] = chance
+    removed = random["accuracy"] - retained["accuracy"]
     return {
         "baseline": name,
         "n_splits": n_splits,
         "random_state": random_state,
         "grouped": codes is not None,
+        "control": control,
         "full": full,
         "retained": retained,
         "random": random,
-        "bias_removed_beyond_size": random["accuracy"] - retained["accuracy"],
+        "bias_removed_beyond_size": removed,
+        "bias_removed_beyond_size_pp": 100 * removed,
+        "bias_removed_std_pp": 100 * random["accuracy_std"],
         "accuracy_drop": full["accuracy"] - retained["accuracy"],
         "size_effect": full["accuracy"] - random["accuracy"],
+        "warnings": below_majority_warnings(name, {"full": full, "retained": retained,
+                                                   "random": random}, grouped=codes is not None),
     }
+
+
+def below_majority_warnings(name: str, parts: dict[str, dict], *, grouped: bool) -> list[str]:
+    """One sentence per subset whose accuracy is below its majority-class rate, with the
+    likely causes: a cross-validation that splits groups, a tiny subset, or label shift."""
+    out = []
+    for subset, part in parts.items():
+        acc, majority = part.get("accuracy"), part.get("majority_accuracy")
+        if acc is None or majority is None or acc >= majority - BELOW_MAJORITY_MARGIN:
+            continue
+        causes = []
+        if not grouped:
+            causes.append("rows that belong together (one premise's hypotheses, one "
+                          "question's choices) fall on both sides of a fold; load the data "
+                          "with a group column")
+        if part.get("n_rows", 0) < 200:
+            causes.append(f"a tiny subset ({part.get('n_rows')} rows)")
+        if subset != "full":
+            causes.append("a label distribution unlike the full data's (label shift)")
+        causes.append("no signal the model can use in this input")
+        out.append(f"{name} on the {subset} rows: accuracy {acc:.3f} is below the majority-"
+                   f"class rate {majority:.3f}. Likely: " + "; or ".join(causes) + ".")
+    return out
 
 
 def hypothesis_only_baseline(hypotheses: Sequence[str], labels, retained_mask, *,
                              n_splits: int = 5, n_random_draws: int = 5,
                              groups: Sequence | None = None, random_state: int | None = 0,
-                             C: float = 1.0, callback: ProgressCallback | None = None) -> dict:
+                             C: float = 1.0, callback: ProgressCallback | None = None,
+                             control: str = "label_matched") -> dict:
     """Partial-input baseline: the hypothesis alone, full vs retained vs random.
 
     The model is ``text_model("hypothesis_only")``. See :func:`compare_subsets` for the
@@ -212,13 +265,14 @@ def hypothesis_only_baseline(hypotheses: Sequence[str], labels, retained_mask, *
                            pair_texts(None, hypotheses), labels, retained_mask,
                            n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
                            random_state=random_state, callback=callback,
-                           name="hypothesis_only")
+                           name="hypothesis_only", control=control)
 
 
 def full_input_baseline(hypotheses: Sequence[str], labels, retained_mask, *,
                         premises: Sequence[str], n_splits: int = 5, n_random_draws: int = 5,
                         groups: Sequence | None = None, random_state: int | None = 0,
-                        C: float = 1.0, callback: ProgressCallback | None = None) -> dict:
+                        C: float = 1.0, callback: ProgressCallback | None = None,
+                        control: str = "label_matched") -> dict:
     """Full-input baseline: the premise-hypothesis pair, full vs retained vs random.
 
     The model is ``text_model("full_input")``. See :func:`compare_subsets` for the parameters
@@ -227,13 +281,15 @@ def full_input_baseline(hypotheses: Sequence[str], labels, retained_mask, *,
     return compare_subsets(text_model("full_input", C=C, random_state=random_state),
                            pair_texts(premises, hypotheses), labels, retained_mask,
                            n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
-                           random_state=random_state, callback=callback, name="full_input")
+                           random_state=random_state, callback=callback, name="full_input",
+                           control=control)
 
 
 def linear_probe_baseline(X, labels, retained_mask, *, n_splits: int = 5,
                           n_random_draws: int = 5, groups: Sequence | None = None,
                           random_state: int | None = 0, C: float = 1.0,
-                          callback: ProgressCallback | None = None) -> dict:
+                          callback: ProgressCallback | None = None,
+                          control: str = "label_matched") -> dict:
     """Linear probe on Φ (``text_model("probe")``), full vs retained vs random.
 
     See :func:`compare_subsets` for the parameters and the result.
@@ -246,7 +302,8 @@ def linear_probe_baseline(X, labels, retained_mask, *, n_splits: int = 5,
     return compare_subsets(text_model("probe", C=C, random_state=random_state),
                            np.ascontiguousarray(X, dtype=np.float32), labels, retained_mask,
                            n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
-                           random_state=random_state, callback=callback, name="linear_probe")
+                           random_state=random_state, callback=callback, name="linear_probe",
+                           control=control)
 
 
 def baseline_records(results: Sequence[dict]) -> list[dict]:
@@ -258,7 +315,10 @@ def baseline_records(results: Sequence[dict]) -> list[dict]:
             records.append({"baseline": res["baseline"], "subset": subset,
                             "n_rows": part["n_rows"], "accuracy": part["accuracy"],
                             "accuracy_std": part["accuracy_std"],
-                            "majority_accuracy": part["majority_accuracy"]})
+                            "majority_accuracy": part["majority_accuracy"],
+                            "chance": part.get("chance"),
+                            "below_majority": bool(part["accuracy"] < part["majority_accuracy"]
+                                                   - BELOW_MAJORITY_MARGIN)})
     return records
 
 
@@ -266,7 +326,8 @@ def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = N
                   premises: Sequence[str] | None = None, X=None, n_splits: int = 5,
                   n_random_draws: int = 5, groups: Sequence | None = None,
                   random_state: int | None = 0,
-                  callback: ProgressCallback | None = None) -> dict:
+                  callback: ProgressCallback | None = None,
+                  control: str = "label_matched") -> dict:
     """Every baseline whose input is given, in the ``baselines.json`` layout.
 
     Parameters
@@ -279,7 +340,7 @@ def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = N
         With ``hypotheses``: also runs the full-input baseline.
     X : array of shape (n_rows, n_features), optional
         Runs the linear probe on Φ.
-    n_splits, n_random_draws, groups, random_state, callback
+    n_splits, n_random_draws, groups, random_state, callback, control
         See :func:`compare_subsets`.
 
     Returns
@@ -313,7 +374,7 @@ def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = N
             def sub(info, i=i):
                 return callback({**info, "fraction": (i + info["fraction"]) / len(jobs)})
         out[key] = run(n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
-                       random_state=random_state, callback=sub)
+                       random_state=random_state, callback=sub, control=control)
     out["results"] = baseline_records([out[key] for key, _ in jobs])
     return out
 
@@ -338,14 +399,25 @@ def _baseline_tables(run) -> dict[str, pd.DataFrame]:
     data = run.read_json("baselines.json")
     if not isinstance(data, dict) or "results" not in data:
         return {}
-    out = {"Cross-validated accuracy by subset": pd.DataFrame(data.get("results") or [])}
-    summary = [
-        {"baseline": name, **{k: block.get(k) for k in _BASELINE_SUMMARY}}
-        for name, block in data.items()
-        if isinstance(block, dict) and any(k in block for k in _BASELINE_SUMMARY)
-    ]
+    out = {"Cross-validated accuracy by subset (majority-class rate and chance beside)":
+           pd.DataFrame(data.get("results") or [])}
+    summary = []
+    for name, block in data.items():
+        if not isinstance(block, dict) or "bias_removed_beyond_size" not in block:
+            continue
+        pp = block.get("bias_removed_beyond_size_pp",
+                       100 * float(block["bias_removed_beyond_size"]))
+        summary.append({"baseline": name, "bias removed beyond size (pp)": pp,
+                        "spread over draws (pp)": block.get("bias_removed_std_pp"),
+                        "control": block.get("control", "uniform"),
+                        "grouped folds": block.get("grouped", False),
+                        **{k: block.get(k) for k in _BASELINE_SUMMARY}})
     if summary:
         out["Bias removed beyond size"] = pd.DataFrame(summary)
+    warnings = [w for block in data.values() if isinstance(block, dict)
+                for w in block.get("warnings") or []]
+    if warnings:
+        out["Warnings"] = pd.DataFrame({"warning": warnings})
     return out
 
 
@@ -373,6 +445,14 @@ MEASURE = Measure(
             minimum=2,
             maximum=10,
             help="k-fold cross-validated accuracy of each baseline.",
+        ),
+        Option(
+            "control",
+            "Random control",
+            "label_matched",
+            choices=CONTROLS,
+            help="label_matched: random subsets with the retained rows' label counts, so "
+                 "'bias removed beyond size' is not label shift; uniform: any rows.",
         ),
     ),
 )

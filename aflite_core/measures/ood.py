@@ -8,8 +8,8 @@ of unfiltered data. This measure checks it on the user's own challenge files:
 1. train the chosen text model (:func:`aflite_core.represent.text_models.text_model`) on the
    retained rows;
 2. train it on ``n_draws`` random subsets of the filterable rows with the *same size and the
-   same label counts* as the retained rows (:func:`label_matched_subsets`), so a difference
-   comes from which rows were kept, not from how many or from a label shift;
+   same label counts* as the retained rows (:func:`aflite_core.splits.label_matched_subsets`),
+   so a difference comes from which rows were kept, not from how many or from a label shift;
 3. score every model on every challenge set: accuracy, and balanced accuracy (the mean of the
    per-label recalls), which is the headline when the challenge set is skewed (its majority
    label holds at least :data:`SKEWED_FACTOR` times the uniform share 1/k: 0.5 for three
@@ -33,8 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core._validation import check_choice, check_int, make_rng
+from aflite_core._validation import check_choice
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.splits import label_matched_subsets
 
 #: The run-folder file.
 FILE = "ood.json"
@@ -84,43 +85,6 @@ class OODResult:
 def normalise_labels(labels: Sequence[Any]) -> np.ndarray:
     """Labels as trimmed, lower-cased text."""
     return np.asarray([str(v).strip().lower() for v in labels], dtype=object)
-
-
-def label_matched_subsets(labels: Sequence[Any], keep: np.ndarray, *, n_draws: int,
-                          random_state: int | None = 0) -> list[np.ndarray]:
-    """Random subsets of all rows with the same count per label as ``labels[keep]``.
-
-    Parameters
-    ----------
-    labels : sequence
-        Label of every row.
-    keep : ndarray of bool
-        The retained rows (the size and label counts to match).
-    n_draws : int
-        Number of subsets.
-    random_state : int or None
-
-    Returns
-    -------
-    list of ndarray of bool
-        One mask per draw, each with ``keep.sum()`` rows and the retained label counts.
-    """
-    labels = np.asarray(labels)
-    keep = np.asarray(keep, dtype=bool)
-    if labels.shape != keep.shape:
-        raise ValueError(f"keep: expected {labels.shape[0]} values (one per label), got "
-                         f"{keep.shape[0]}")
-    n_draws = check_int("n_draws", n_draws, minimum=1)
-    rng = make_rng(random_state)
-    values, wanted = np.unique(labels[keep], return_counts=True)
-    members = {v: np.flatnonzero(labels == v) for v in values}
-    masks = []
-    for _ in range(n_draws):
-        mask = np.zeros(len(labels), dtype=bool)
-        for value, count in zip(values, wanted, strict=True):
-            mask[rng.choice(members[value], size=int(count), replace=False)] = True
-        masks.append(mask)
-    return masks
 
 
 def _scores(truth: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:

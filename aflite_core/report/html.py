@@ -493,6 +493,14 @@ def _baseline_chart(records: pd.DataFrame, fig: _Figures) -> str:
                                marker_color=colour))
     chart.update_layout(barmode="group", title=f"Baselines: {esc(value)} by subset",
                         yaxis_title=esc(value))
+    full = records[records[group] == "full"]
+    for i, column in enumerate(("majority_accuracy", "chance")):
+        if column in full and len(full) and pd.notna(full[column].iloc[0]):
+            level = float(full[column].iloc[0])
+            chart.add_hline(y=level, line_dash="dash" if i == 0 else "dot",
+                            line_color="#555555", annotation_position="top left",
+                            annotation_text=f"{column.replace('_accuracy', ' class')} "
+                                            f"{level:.3f}")
     return fig(chart)
 
 
@@ -504,9 +512,12 @@ def _section_baselines(run: AuditRun, fig: _Figures) -> str:
                 else _absent("Baselines were not computed in this run."))
     records = next(iter(tables.values()))
     return ("<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
-            "subsets of the same size as the retained rows (the control: a smaller set is "
-            "harder whatever its content). <b>bias removed beyond size</b> = random − "
-            "retained.</p>" + _baseline_chart(records, fig) + _tables_html(tables))
+            "subsets with the retained rows' size and label counts (the control: a smaller "
+            "set is harder whatever its content, and a label shift is not bias). <b>bias "
+            "removed beyond size</b> = random − retained, in percentage points ± the spread "
+            "over draws. Dashed lines: the majority-class rate and chance of the full data; "
+            "an accuracy below the majority rate is listed under Warnings with its likely "
+            "causes.</p>" + _baseline_chart(records, fig) + _tables_html(tables))
 
 
 def _artifact(run: AuditRun, key: str, filename: str) -> Any:
