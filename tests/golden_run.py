@@ -56,6 +56,9 @@ def sample_result(runs_root: Path) -> dict[str, pd.DataFrame]:
                         "cueness", "pmi", "lmi", "z") if c in cues.columns]
     cues = cues[keep].sort_values(keep[:4], kind="stable").reset_index(drop=True)
     knn = pd.read_parquet(path / "knn.parquet")
+    # the random-removal control came later (its own scope and columns): compare AFLite's
+    knn = knn[knn["scope"] != "random"].drop(columns=["random_std", "n_draws"],
+                                               errors="ignore").reset_index(drop=True)
     return {"scores": scores[["row_id", "status", "predictability", "removal_round"]],
             "cues": cues, "knn": knn}
 

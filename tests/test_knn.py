@@ -192,3 +192,30 @@ def test_approximate_recall_against_exact_on_snli_features(snli_dir):
                                   random_state=0)
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(approx, exact, strict=True)])
     assert recall >= 0.95
+
+
+def test_random_removal_control_beside_aflite(snli_dir):
+    """Distances can only grow when rows are removed; the control removes as many rows with
+    the same label counts at random, so only the excess growth is AFLite's."""
+    import pandas as pd
+
+    from aflite_core.measures.knn import random_control
+    from aflite_core.represent.builders import tfidf_svd_features
+
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:3000]
+    X = tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),
+                           n_components=32, random_state=0)
+    y = frame["label"].to_numpy()
+    held = np.arange(len(y)) % 5 == 0
+    keep = np.arange((~held).sum()) % 3 != 0  # remove a third of the training rows
+    control = random_control(X[~held], y[~held], X[held], y[held], keep, n_draws=3,
+                             random_state=0)
+    assert set(control["scope"]) == {"random"} and (control["n_draws"] == 3).all()
+    assert control["random_std"].notna().all() and (control["random_std"] >= 0).all()
+    before = knn_distance_measures(X[~held], y[~held], X[held], y[held],
+                                   n_bootstrap=0).table.set_index(["class", "relation", "k"])
+    rand = control.set_index(["class", "relation", "k"])
+    common = rand.index.intersection(before.index)
+    grew = rand.loc[common, "mean_distance"] - before.loc[common, "mean_distance"]
+    assert (grew >= -1e-6).all()  # a subset's neighbours are never nearer
+    assert (grew > 0).any()

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.splits import TEST_VALUES, holdout_mask, split_masks
 
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
@@ -584,6 +584,42 @@ def _per_example(values: dict, nearest: dict, yh: np.ndarray, scopes: tuple[str,
 # --- registry entry -------------------------------------------------------------------
 
 
+def random_control(X_train, y_train, X_heldout, y_heldout, retained_mask, *,
+                   n_draws: int = 3, random_state: int | None = 0, **kwargs) -> pd.DataFrame:
+    """KNN distances after removing random rows instead of AFLite's: the control.
+
+    "After" is a subset of "before", so distances can only grow; the question is whether
+    they grow more than when the same number of rows, with the same label counts, is removed
+    at random. Each of ``n_draws`` label-matched random subsets of the training rows
+    (:func:`aflite_core.splits.label_matched_subsets`) takes the place of the retained rows.
+
+    Returns
+    -------
+    DataFrame
+        The ``after`` rows of :func:`knn_distance_measures` per draw, averaged over the
+        draws, with ``scope = "random"``, ``random_std`` (std over draws) and ``n_draws``.
+    """
+    from aflite_core.splits import label_matched_subsets
+
+    draws = label_matched_subsets(np.asarray(y_train), np.asarray(retained_mask, dtype=bool),
+                                  n_draws=n_draws, random_state=random_state)
+    parts = []
+    for d, mask in enumerate(draws):
+        result = knn_distance_measures(X_train, y_train, X_heldout, y_heldout,
+                                       retained_mask=mask, n_bootstrap=0,
+                                       random_state=random_state, **kwargs)
+        after = result.table[result.table["scope"] == "after"].assign(draw=d)
+        parts.append(after)
+    stacked = pd.concat(parts, ignore_index=True)
+    keys = ["class", "relation", "k"]
+    grouped = stacked.groupby(keys, sort=False)
+    out = grouped["mean_distance"].agg(["mean", "std"]).reset_index()
+    out = out.rename(columns={"mean": "mean_distance", "std": "random_std"})
+    out.insert(0, "scope", "random")
+    out["n_draws"] = len(draws)
+    return out
+
+
 def _knn(ctx: MeasureContext) -> MeasureResult:
     X, y, ids = ctx.X, ctx.y, ctx.row_ids
     held = heldout_mask(y, splits=ctx.splits, groups=ctx.groups, random_state=ctx.random_state)
@@ -594,8 +630,13 @@ def _knn(ctx: MeasureContext) -> MeasureResult:
         random_state=ctx.random_state,
         callback=ctx.callback(),
     )  # fmt: skip
+    ctx.progress(0.95, "random-removal control")
+    control = random_control(X[~held], y[~held], X[held], y[held], ctx.keep[~held],
+                             n_draws=int(ctx.params.get("n_random_draws", 3)),
+                             random_state=ctx.random_state)
+    table = pd.concat([result.table, control], ignore_index=True)
     return MeasureResult(
-        tables={"knn.parquet": result.table, "knn_examples.parquet": result.per_example},
+        tables={"knn.parquet": table, "knn_examples.parquet": result.per_example},
         info={"params": result.params},
     )
 
@@ -609,12 +650,17 @@ def _knn_tables(run) -> dict[str, pd.DataFrame]:
         index=["relation", "k"], columns="scope", values="mean_distance", aggfunc="first"
     ).reset_index()
     wide.columns.name = None
-    wide = wide[[c for c in ("relation", "k", "before", "after") if c in wide]]
+    wide = wide[[c for c in ("relation", "k", "before", "after", "random") if c in wide]]
     if {"before", "after"} <= set(wide.columns):
         wide["change"] = wide["after"] - wide["before"]
+    if {"before", "random"} <= set(wide.columns):
+        # the control: same number of rows, same label counts, removed at random
+        wide["change random"] = wide["random"] - wide["before"]
+        wide["AFLite beyond random"] = wide["change"] - wide["change random"]
     return {
-        "Mean cosine distance to the k nearest training rows (all classes)": wide,
-        "Per class, with 95% bootstrap intervals": table,
+        "Mean cosine distance to the k nearest training rows (all classes), AFLite vs "
+        "random removal": wide,
+        "Per class, with 95% bootstrap intervals (random: mean and std over draws)": table,
     }
 
 
@@ -626,4 +672,7 @@ MEASURE = Measure(
     order=20,
     tables=_knn_tables,
     exports={"knn": "knn.parquet"},
+    options=(Option("n_random_draws", "KNN random-removal draws", 3, minimum=1, maximum=10,
+                    help="Random removals of as many rows, with the same label counts, as "
+                         "AFLite removed: the control for distances that can only grow."),),
 )

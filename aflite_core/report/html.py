@@ -430,7 +430,8 @@ def _section_knn(run: AuditRun, fig: _Figures) -> str:
         chart.add_trace(
             go.Scatter(x=part["k"], y=part["mean_distance"], mode="lines+markers",
                        name=f"{esc(relation)} · {esc(scope)}",
-                       line={"dash": "solid" if scope == "after" else "dot", "color": colour},
+                       line={"dash": {"after": "solid", "random": "dashdot"}.get(scope, "dot"),
+                             "color": colour},
                        marker={"color": colour})
         )
     ks = sorted(int(k) for k in pd.unique(rows["k"]))
@@ -439,7 +440,9 @@ def _section_knn(run: AuditRun, fig: _Figures) -> str:
                         yaxis_title="mean distance")
     chart.update_xaxes(type="log", tickmode="array", tickvals=ks, ticktext=[str(k) for k in ks])
     note = ("<p>Larger same-class distances after filtering mean the retained set holds fewer "
-            "near-copies of held-out examples.</p>")
+            "near-copies of held-out examples. Removing rows can only make distances grow, "
+            "so <i>random</i> (dash-dot) removes as many rows with the same label counts at "
+            "random: only the growth beyond it is AFLite's (<i>AFLite beyond random</i>).</p>")
     (title, overall), *rest = tables.items()
     details = "".join(f"<details><summary>{esc(t)} ({len(table)} rows)</summary>"
                       f"{html_table(table, text_columns=('class',), max_rows=500)}</details>"
