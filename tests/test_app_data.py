@@ -121,7 +121,9 @@ def test_choosing_none_for_premise_and_split_is_respected(runs_root) -> None:
     at = _upload(new_app(autoload=False).run(), "nli.csv", frame.to_csv(index=False).encode())
     dataset = at.session_state["app:dataset"]  # loaded with the guesses first
     assert dataset.columns.premise == "premise" and dataset.columns.split == "split"
-    assert dataset.columns.group == "premise"  # premises repeat: grouped automatically
+    # texts repeat: grouped automatically (by premise here: linking premises and hypotheses
+    # would make groups of a third of this tiny file)
+    assert dataset.columns.group == "premise"
     suffix = str([k for k in at.session_state
                   if str(k).startswith("data:hypothesis:")][0]).split(":", 2)[2]
     at.selectbox(key=f"data:premise:{suffix}").set_value("(none)")

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aflite_core.io.datasets import (
+    LINKED_TEXT,
     ColumnError,
     ColumnMapping,
     DatasetError,
@@ -256,8 +257,8 @@ def _snli_jsonl_rows(snli_dir: Path, n: int = 300) -> list[dict]:
 def test_snli_jsonl_names_recognised_and_dash_labels_excluded(tmp_path, snli_dir):
     rows = _snli_jsonl_rows(snli_dir)
     ds = load_dataset(write(tmp_path, "snli_1.0_dev.jsonl.gz", gzip.compress(jsonl_bytes(rows))))
-    assert ds.columns == ColumnMapping(  # SNLI premises repeat: grouped by premise
-        hypothesis="sentence2", label="gold_label", premise="sentence1", group="sentence1"
+    assert ds.columns == ColumnMapping(  # SNLI premises repeat: grouped by linked texts
+        hypothesis="sentence2", label="gold_label", premise="sentence1", group=LINKED_TEXT
     )
     assert ds.report.suggested_id == "pairID"
     assert ds.report.n_read == 300
@@ -821,27 +822,54 @@ def test_any_table_of_strings_survives_load(cells, fmt):
 # --------------------------------------------------------------------------- groups, "none"
 
 
-def test_snli_rows_are_grouped_by_premise_with_a_note(snli_dir):
+def test_snli_rows_are_grouped_by_linked_texts_with_a_note(snli_dir):
     ds = load_dataset(snli_dir / "snli_dev.csv")
-    assert ds.columns.group == "premise"
+    assert ds.columns.group == LINKED_TEXT
     groups = ds.groups()
     assert len(groups) == ds.report.n_included and ds.report.n_groups == len(set(groups))
     assert ds.report.n_groups < ds.report.n_included / 2  # about three hypotheses a premise
-    assert any("grouped by the premise" in n and "group=''" in n for n in ds.report.notes)
-    assert ds.columns.to_dict()["group"] == "premise"
+    premises = np.asarray(ds.premises())
+    for premise in premises[:50]:  # a premise's rows are always in one group
+        assert len(set(groups[premises == premise])) == 1
+    assert any("shared premise or hypothesis" in n and "group=''" in n
+               for n in ds.report.notes)
+    assert ds.columns.to_dict()["group"] == LINKED_TEXT
+
+
+def test_fever_symmetric_groups_link_claims_and_evidence(real_data):
+    """FEVER-Symmetric pairs every claim with two evidences and every evidence with two
+    claims, with opposite labels: grouping by premise alone still put a claim on both sides
+    of a fold (hypothesis-only accuracy 0.26, or 0.13 ungrouped, on a balanced set). Linked
+    groups keep both, and the accuracy is chance, as the set was built to make it."""
+    from aflite_core.measures.baselines import cross_validated_accuracy
+    from aflite_core.represent.text_models import text_model
+
+    ds = load_dataset(real_data / "fever_symmetric" / "fever_symmetric_v0.2.csv")
+    assert ds.columns.group == LINKED_TEXT
+    hyps, groups = np.asarray(ds.hypotheses()), ds.groups()
+    for claim in hyps[:50]:
+        assert len(set(groups[hyps == claim])) == 1
+    model = text_model("hypothesis_only")
+    linked = cross_validated_accuracy(model, list(hyps), ds.labels(), n_splits=5,
+                                      groups=groups)
+    ungrouped = cross_validated_accuracy(model, list(hyps), ds.labels(), n_splits=5)
+    assert ungrouped["accuracy"] < 0.3  # the protocol artefact the groups remove
+    assert abs(linked["accuracy"] - 0.5) < 0.05 and linked["majority_accuracy"] == 0.5
 
 
 def test_group_can_be_named_or_turned_off(snli_dir):
     assert load_dataset(snli_dir / "snli_dev.csv", group="").groups() is None
     ds = load_dataset(snli_dir / "snli_dev.csv", group="label")
     assert ds.columns.group == "label" and not ds.report.notes
+    assert load_dataset(snli_dir / "snli_dev.csv", group="premise").columns.group == "premise"
     with pytest.raises(ColumnError, match="group"):
         load_dataset(snli_dir / "snli_dev.csv", group="captionID")
 
 
 def test_unique_premises_are_not_grouped(tmp_path):
     path = tmp_path / "d.csv"
-    pd.DataFrame({"premise": [f"p{i}" for i in range(40)], "hypothesis": ["h"] * 40,
+    pd.DataFrame({"premise": [f"p{i}" for i in range(40)],
+                  "hypothesis": [f"h{i}" for i in range(40)],
                   "label": ["a", "b"] * 20}).to_csv(path, index=False)
     ds = load_dataset(path)
     assert ds.columns.group is None and ds.groups() is None and ds.report.n_groups is None
@@ -863,3 +891,12 @@ def test_an_empty_column_name_means_none_and_is_not_guessed_again(snli_dir):
     assert ds.columns.premise is None and ds.premises() is None
     assert ds.columns.split is None and ds.splits() is None
     assert "premise" in ds.frame.columns  # the column is kept, only its role is dropped
+
+
+def test_one_giant_linked_group_falls_back_to_premise_groups(tmp_path):
+    path = tmp_path / "d.csv"  # every row has the same hypothesis: linking makes one group
+    pd.DataFrame({"premise": [f"p{i % 20}" for i in range(40)], "hypothesis": ["h"] * 40,
+                  "label": ["a", "b"] * 20}).to_csv(path, index=False)
+    ds = load_dataset(path)
+    assert ds.columns.group == "premise" and ds.report.n_groups == 20
+    assert "one group of 100%" in ds.report.notes[0]

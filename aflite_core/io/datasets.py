@@ -113,9 +113,16 @@ RIGHT, WRONG = "right", "wrong"
 
 #: ``premise=""`` / ``split=""`` / ``group=""``: no such column (do not guess one).
 NO_COLUMN = ""
-#: Premise data is grouped by premise when at least this share of the included rows shares
-#: its premise with another row (SNLI: ~100 %).
+#: Premise data is grouped when at least this share of the included rows shares its premise
+#: or its hypothesis with another row (SNLI: ~100 %).
 REPEATED_PREMISE_SHARE = 0.2
+#: ``columns.group`` of rows grouped by linked texts: rows sharing a premise *or* a
+#: hypothesis, transitively (FEVER-Symmetric pairs each claim with two evidences and each
+#: evidence with two claims; grouping by premise alone still splits a claim across folds).
+LINKED_TEXT = "(premise or hypothesis)"
+#: Linked groups are used only while the largest holds at most this share of the rows
+#: (else one giant group would defeat every split); the premise column is used instead.
+MAX_LINKED_GROUP_SHARE = 0.25
 
 @dataclass(frozen=True)
 class ColumnMapping:
@@ -264,6 +271,9 @@ class AuditDataset:
         seeded split), or None when the data has no group column."""
         if self.columns.group is None:
             return None
+        if self.columns.group == LINKED_TEXT:
+            groups = linked_text_groups(self.premises(False), self.hypotheses(False))
+            return self._select(groups, included_only)
         return self._select(_label_array(self.frame[self.columns.group]), included_only)
 
     def subset(self, row_ids: Sequence[Any] | np.ndarray) -> AuditDataset:
@@ -421,10 +431,7 @@ def load_dataset(
     _require_included_rows(raw, mapping, report, locate)
     if group_note:
         report.notes.append(group_note)
-    if mapping.group is not None:
-        report.n_groups = int(frame.loc[exclusion.to_numpy() == "", mapping.group]
-                              .astype(str).nunique())
-    return AuditDataset(
+    dataset = AuditDataset(
         frame=frame,
         columns=mapping,
         exclusion=exclusion,
@@ -432,6 +439,9 @@ def load_dataset(
         content_hash=raw.content_hash,
         report=report,
     )
+    if mapping.group is not None:
+        report.n_groups = int(len(set(dataset.groups().tolist())))
+    return dataset
 
 
 # ------------------------------------------------------------------ loading steps
@@ -474,6 +484,25 @@ def _map_columns(
     return frame, replace(mapping, id=id_column)
 
 
+def linked_text_groups(premises: Sequence[str] | None, hypotheses: Sequence[str]) -> np.ndarray:
+    """Group id (as str) of every row: rows sharing a premise or a hypothesis, transitively
+    (connected components of the row-premise-hypothesis graph)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(hypotheses)
+    hyp = pd.factorize(pd.Series(list(hypotheses), dtype=object))[0]
+    prem = (np.zeros(n, dtype=np.int64) - 1 if premises is None
+            else pd.factorize(pd.Series(list(premises), dtype=object))[0])
+    n_p, n_h = int(prem.max()) + 1, int(hyp.max()) + 1 if n else 0
+    rows = np.r_[np.arange(n), np.arange(n)]
+    cols = np.r_[np.where(prem >= 0, n + prem, np.arange(n)), n + n_p + hyp]
+    size = n + n_p + n_h
+    graph = coo_matrix((np.ones(2 * n), (rows, cols)), shape=(size, size))
+    labels = connected_components(graph, directed=False)[1][:n]
+    return labels.astype(str)
+
+
 def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Series,
                   group: str | None, *, multiple_choice: bool) -> tuple[ColumnMapping, str]:
     """The mapping with its group column, and a note when the loader chose it."""
@@ -486,15 +515,28 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
         return replace(mapping, group=str(question)), ""
     if mapping.premise is None:
         return mapping, ""
-    premises = frame.loc[exclusion.to_numpy() == "", mapping.premise].astype(str)
-    shared = float(premises.duplicated(keep=False).mean()) if len(premises) else 0.0
+    included = exclusion.to_numpy() == ""
+    premises = frame.loc[included, mapping.premise].astype(str)
+    hypotheses = frame.loc[included, mapping.hypothesis].astype(str)
+    shared = float((premises.duplicated(keep=False).to_numpy()
+                    | hypotheses.duplicated(keep=False).to_numpy()).mean()) if len(premises) \
+        else 0.0
     if shared < REPEATED_PREMISE_SHARE:
         return mapping, ""
-    note = (f"{shared:.0%} of the rows share their premise with another row "
-            f"({premises.nunique():,} premises for {len(premises):,} rows): rows are grouped "
-            f"by the premise column {mapping.premise!r}, so every train/test split keeps a "
-            "premise's hypotheses together (a full-input model would otherwise learn the "
-            "premise and score below chance). Pass group='' to turn this off.")
+    linked = linked_text_groups(premises.tolist(), hypotheses.tolist())
+    largest = pd.Series(linked).value_counts().iloc[0] / len(linked)
+    if largest <= MAX_LINKED_GROUP_SHARE:
+        note = (f"{shared:.0%} of the rows share their premise or hypothesis with another "
+                f"row: rows linked by a shared premise or hypothesis form "
+                f"{len(set(linked)):,} groups, and every train/test split keeps a group "
+                "together (otherwise a model learns a text on one side and meets it with "
+                "another label on the other, and scores below chance). Pass group='' to "
+                "turn this off.")
+        return replace(mapping, group=LINKED_TEXT), note
+    note = (f"{shared:.0%} of the rows share their premise or hypothesis with another row; "
+            f"linking them would make one group of {largest:.0%} of the rows, so rows are "
+            f"grouped by the premise column {mapping.premise!r} instead: every train/test "
+            "split keeps a premise's hypotheses together. Pass group='' to turn this off.")
     return replace(mapping, group=mapping.premise), note
 
 
