@@ -147,7 +147,7 @@ def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
     default_t = float(defaults.train_size)
     t = c3.number_input(
         "Train size t (share, or rows if ≥ 1)", min_value=0.01,
-        value=default_t, step=0.05 if default_t < 1 else 1000.0,
+        value=default_t, step=0.05 if default_t < 1 else 100.0, format="%g",
         help=params.HELP["train_size"], key=_wkey("t", dataset))
     k = c4.number_input("Slice size k (rows)", min_value=1, max_value=max(n - 1, 1),
                         value=int(defaults.slice_size), help=params.HELP["slice_size"],

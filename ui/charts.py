@@ -100,7 +100,8 @@ def grouped_bars(
     for i, (name, value) in enumerate((references or {}).items()):
         fig.add_hline(y=value, line_dash="dash" if i == 0 else "dot", line_color="#555555",
                       annotation_text=f"{safe(name)} {value:.0%}" if percent
-                      else f"{safe(name)} {value:.3g}", annotation_position="top left")
+                      else f"{safe(name)} {value:.3g}",
+                      annotation_position="top left" if i == 0 else "bottom right")
     return _layout(fig, title=title)
 
 

@@ -283,8 +283,10 @@ def measure_section(run: Any, measure: Measure, state: str = "ok") -> None:
         if measure.name == "duplicates":
             duplicates_fallback(run)
             return
+        where = (f"run `python -m aflite_core {measure.name} RUN_DIR FILE...` on this run"
+                 if measure.inputs else "tick it on the Audit page")
         st.caption(ABSENT.get(measure.name) or f"This run has no {measure.label.lower()} "
-                   f"(tick it on the Audit page).")
+                   f"({where}).")
         return
     PANELS.get(measure.name, generic)(run, tables)
 

@@ -501,7 +501,8 @@ def _baseline_chart(records: pd.DataFrame, fig: _Figures) -> str:
         if column in full and len(full) and pd.notna(full[column].iloc[0]):
             level = float(full[column].iloc[0])
             chart.add_hline(y=level, line_dash="dash" if i == 0 else "dot",
-                            line_color="#555555", annotation_position="top left",
+                            line_color="#555555",
+                            annotation_position="top left" if i == 0 else "bottom right",
                             annotation_text=f"{column.replace('_accuracy', ' class')} "
                                             f"{level:.3f}")
     return fig(chart)
