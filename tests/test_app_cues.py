@@ -113,3 +113,37 @@ def test_uploaded_predictions_are_checked(runs_root) -> None:
     at.button(key="cues:probe_go").click().run()
     assert_clean(at)
     assert "accuracy on the test rows 100.0%" in texts(at)
+
+
+def test_retained_scope_caption_counts_its_own_rows(runs_root, shared_run) -> None:
+    """The caption of the retained-rows table used to show the full run's test count."""
+    from aflite_core.runs.folder import load_run
+
+    scopes = load_run(shared_run).cues.attrs.get("scopes") or {}
+    at = _cues(shared_run)
+    at.segmented_control(key="cues:source").set_value("run:retained").run()
+    assert_clean(at)
+    kept = scopes["retained"]
+    captions = " ".join(c.value for c in at.caption)
+    assert (f"This table: {kept['n_train_examples']:,} training and "
+            f"{kept['n_test_examples']:,} test rows") in captions
+    assert kept["n_train_examples"] < scopes["full"]["n_train_examples"]
+
+
+def test_drill_down_of_a_cue_below_support_after_filtering(runs_root, shared_run) -> None:
+    """A cue below the minimum support in the retained rows said n = 0 / None although rows
+    with it were retained; it now says so with its count."""
+    stored = pd.read_parquet(shared_run / "cues.parquet")
+    kept = stored[stored["scope"] == "retained"]
+    below = kept[kept["supported"].eq(False)]
+    assert len(below), "the shared run has a cue below support after filtering"
+    cue = below.iloc[0]
+    at = _cues(shared_run)
+    at.selectbox(key="cues:drill").set_value(f"{cue['feature_type']}:{cue['feature']}").run()
+    assert_clean(at)
+    compare = next(df.value for df in at.dataframe if "scope" in df.value.columns
+                   and "note" in df.value.columns)
+    after = compare[compare["scope"] == "retained"].iloc[0]
+    assert after["n_train"] == cue["n_train"]
+    assert after["note"] == (f"below the minimum support (n = {int(cue['n_train'])} train, "
+                             f"{int(cue['n_test'])} test)")

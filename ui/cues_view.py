@@ -113,7 +113,11 @@ def notes(attrs: dict) -> None:
     """Split used, feature methods, and families that could not be computed."""
     if attrs.get("split"):
         split = components.md_escape(attrs["split"])
-        st.caption(f"Train/test: {split}. z threshold (Bonferroni, α = "
+        rows = ""
+        if attrs.get("n_train_examples") is not None:  # this table's own rows (per scope)
+            rows = (f" This table: {int(attrs['n_train_examples']):,} training and "
+                    f"{int(attrs.get('n_test_examples', 0)):,} test rows.")
+        st.caption(f"Train/test: {split}.{rows} z threshold (Bonferroni, α = "
                    f"{attrs.get('alpha', 0.01)}): {attrs.get('z_threshold', float('nan')):.2f}.")
     unavailable = attrs.get("unavailable") or {}
     if unavailable:
@@ -204,14 +208,22 @@ def drill_down(table: pd.DataFrame, labels: list[str], run: Any, scope_tables: d
         for scope, scope_table in scope_tables.items():
             hit = scope_table[(scope_table["feature_type"] == feature_type)
                               & (scope_table["feature"] == feature)]
-            if hit.empty:
-                compare.append({"scope": scope, "n_train": 0})
+            if hit.empty:  # runs made before below-support cues were listed
+                compare.append({"scope": scope, "note": "below the minimum support "
+                                                        "(count not recorded in this run)"})
+                continue
+            h = hit.iloc[0]
+            supported = bool(h.get("supported", True)) if pd.notna(h.get("supported", True)) \
+                else True
+            entry = {"scope": scope, "n_train": int(h["n_train"]), "n_test": int(h["n_test"])}
+            if supported:
+                entry.update({"majority": h["majority_label"],
+                              "majority_share": float(h["majority_share"]),
+                              "cueness": float(h.get("cueness_shrunk", h["cueness"]))})
             else:
-                h = hit.iloc[0]
-                compare.append({"scope": scope, "n_train": int(h["n_train"]),
-                                "n_test": int(h["n_test"]), "majority": h["majority_label"],
-                                "majority_share": float(h["majority_share"]),
-                                "cueness": float(h["cueness"])})
+                entry["note"] = (f"below the minimum support (n = {int(h['n_train'])} train, "
+                                 f"{int(h['n_test'])} test)")
+            compare.append(entry)
         if compare:
             st.dataframe(pd.DataFrame(compare), hide_index=True)
         else:
