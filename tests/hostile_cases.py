@@ -99,6 +99,84 @@ def _gzip_bomb() -> bytes:
     return gzip.compress(b"premise,hypothesis,label\n" + b"a,b,c\n" * ((64 << 20) // 6), 6)
 
 
+def _parquet_dictionary_bomb(rows: int = 60, width: int = 200_000) -> bytes:
+    """A few KB of Parquet whose text column ``blob`` (one 200 KB value on every row,
+    dictionary-encoded by the writer as any Parquet writer does) decodes to
+    ``rows * width`` bytes (12 MB here): the footer's ``total_byte_size`` counts the
+    dictionary page once, so it stays under a 1 MiB ceiling."""
+    frame = base_frame(rows)
+    blob = pa.array(["x" * width] * rows, pa.string())
+    table = pa.table({**{c: frame[c].tolist() for c in frame.columns}, "blob": blob})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    meta = pq.ParquetFile(io.BytesIO(buffer.getvalue())).metadata
+    assert meta.row_group(0).total_byte_size < (1 << 20) < rows * width  # the footer lies
+    return buffer.getvalue()
+
+
+def _binary_parquet(valid: bool) -> Callable[[], bytes]:
+    def make() -> bytes:
+        frame = base_frame()
+        hyps = [h.encode("utf-8") for h in frame["hypothesis"]]
+        if not valid:
+            hyps[6] = b"\xff\xfe not text"
+        table = pa.table({"premise": frame["premise"].tolist(),
+                          "hypothesis": pa.array(hyps, pa.binary()),
+                          "label": frame["label"].tolist()})
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        return buffer.getvalue()
+
+    return make
+
+
+def _deep_jsonl(depth: int, *, in_extra_column: bool) -> Callable[[], bytes]:
+    """JSON Lines whose line 4 nests ``depth`` arrays (the hypothesis, or an unused column)."""
+    def make() -> bytes:
+        lines = _jsonl(_records(base_frame())).decode().splitlines()
+        nested = "[" * depth + "]" * depth
+        if in_extra_column:
+            lines[3] = lines[3][:-1] + f', "meta": {nested}}}'
+        else:
+            lines[3] = '{"premise": "p", "hypothesis": ' + nested + ', "label": "entailment"}'
+        return ("\n".join(lines) + "\n").encode()
+
+    return make
+
+
+#: JSON Lines labels that Python's equality merges (True == 1 == 1.0, False == 0).
+MIXED_LABELS = [True, 1.0, 1, "1", False, 0]
+
+
+def _mixed_label_records() -> list[dict]:
+    records = _records(base_frame())
+    for i, rec in enumerate(records):
+        rec["label"] = MIXED_LABELS[i % len(MIXED_LABELS)]
+    return records
+
+
+def _id_records_equal_as_text() -> list[dict]:
+    records = _records(base_frame())
+    for i, rec in enumerate(records):
+        rec["uid"] = i
+    records[5]["uid"] = "4"  # 4 (line 5) and "4" (line 6): distinct in JSON, equal as text
+    return records
+
+
+def _huge_int_records() -> list[dict]:
+    records = _records(base_frame())
+    for i, rec in enumerate(records):
+        rec["count"] = i
+    records[2]["count"] = 10**30
+    return records
+
+
+def _surrogate_jsonl() -> bytes:
+    lines = _jsonl(_records(base_frame())).decode().splitlines()
+    lines[6] = '{"premise": "p", "hypothesis": "broken \\ud800 text", "label": "entailment"}'
+    return ("\n".join(lines) + "\n").encode()
+
+
 class PicklePayload:
     """Unpickling this object writes the file it names: proof that nothing was unpickled."""
 
@@ -307,6 +385,24 @@ def _check_same_label_merged(run: Any, data: Path) -> None:
     assert set(run.summary["labels"]["before"]) == {"entailment", "contradiction"}
 
 
+def _check_mixed_labels(run: Any, data: Path) -> None:
+    # True, False, 1 (= 1.0 = "1") and 0 stay four labels; Python's equality made them two
+    before = run.summary["labels"]["before"]
+    assert set(before) == {"True", "False", "1", "0"}, before
+    assert before["1"] == 30 and before["True"] == 10 and before["False"] == 10
+
+
+def _check_huge_int(run: Any, data: Path) -> None:
+    assert str(10**30) in run.frame["count"].astype(str).tolist()
+
+
+def _check_binary_decoded(run: Any, data: Path) -> None:
+    hyps = run.frame["hypothesis"].tolist()
+    assert all(isinstance(h, str) and not h.startswith("b'") for h in hyps), hyps[:2]
+    assert hyps[1] == base_frame()["hypothesis"].iloc[1]
+    assert any("binary" in w for w in run.summary["input"]["warnings"])
+
+
 def _long_cell() -> pd.DataFrame:
     frame = base_frame()
     frame.loc[3, "hypothesis"] = "x" * 999_991 + " the end."
@@ -322,6 +418,9 @@ CASES: list[Case] = [
     # ------------------------------------------------------------------ encodings
     Case("utf8-bom", "encodings", _writer("bom.csv", lambda: b"\xef\xbb\xbf"
          + csv_text(base_frame()).encode()), "read; the BOM is dropped", check=_check_bom),
+    Case("double-utf8-bom", "encodings", _writer("bom2.csv", lambda: b"\xef\xbb\xbf" * 2
+         + csv_text(base_frame()).encode()),
+         "read; every leading BOM is dropped, with a warning", check=_check_bom),
     Case("utf16-bom", "encodings", _frame_writer("utf16.csv", base_frame, encoding="utf-16"),
          "read (UTF-16 announced by its BOM)", check=_check_bom),
     Case("utf16-no-bom", "encodings", _frame_writer("utf16le.csv", base_frame,
@@ -454,6 +553,34 @@ CASES: list[Case] = [
     Case("gzip-truncated", "structure",
          _writer("cut.csv.gz", lambda: gzip.compress(csv_text(base_frame()).encode())[:300]),
          "refused", error=("cut.csv.gz", "corrupt or truncated gzip")),
+    Case("jsonl-deep-nesting", "structure", _writer("deep.jsonl", _deep_jsonl(200_000,
+                                                                       in_extra_column=False)),
+         "refused (200,000 nested arrays), naming the line; no RecursionError",
+         error=("deep.jsonl", "line 4", "nested too deeply")),
+    Case("jsonl-deep-unused-column", "structure",
+         _writer("deepcol.jsonl", _deep_jsonl(3_000, in_extra_column=True)),
+         "refused (3,000 levels in a column no role uses), naming the line",
+         error=("deepcol.jsonl", "line 4", "nested too deeply")),
+    Case("json-deep-nesting", "structure",
+         _writer("deep.json", lambda: b'[{"hypothesis": "a b", "label": "x"},\n{"meta": '
+                 + b"[" * 200_000 + b"]" * 200_000 + b"}]"),
+         "refused, naming the line", error=("deep.json", "line 2", "nested too deeply")),
+    Case("jsonl-lone-surrogate", "structure", _writer("surrogate.jsonl", _surrogate_jsonl),
+         "refused: a lone surrogate escape, naming the line",
+         error=("surrogate.jsonl", "line 7", "lone surrogate", "\\ud800")),
+    Case("ids-equal-as-text", "structure",
+         _writer("textids.jsonl", lambda: _jsonl(_id_records_equal_as_text())),
+         "refused: ids 4 and \"4\" are one id once stored as text; both rows named",
+         args=("--id", "uid"), options={"id": "uid"},
+         error=("textids.jsonl", "'uid'", "4 (line 5)", "'4' (line 6)", "stored as text")),
+    Case("parquet-binary-text", "structure",
+         _writer("binary.parquet", _binary_parquet(True)),
+         "read; a binary column holding UTF-8 is decoded as text, with a warning",
+         check=_check_binary_decoded),
+    Case("parquet-binary-not-text", "structure",
+         _writer("notutf8.parquet", _binary_parquet(False)),
+         "refused, naming the column and record",
+         error=("notutf8.parquet", "'hypothesis'", "not UTF-8", "record 7")),
     Case("gzip-valid-misnamed", "structure",
          _writer("plain.csv", lambda: gzip.compress(csv_text(base_frame()).encode())),
          "read: gzip is recognised by its magic number whatever the name"),
@@ -494,6 +621,14 @@ CASES: list[Case] = [
          _writer("numlabels.jsonl", lambda: _jsonl(_numeric_label_records())),
          "read; labels 0/1 become '0'/'1', original values unchanged",
          check=_check_numeric_labels),
+    Case("labels-mixed-types", "content",
+         _writer("mixedlabels.jsonl", lambda: _jsonl(_mixed_label_records())),
+         "read; true, false, 1 (= 1.0 = \"1\") and 0 are four labels, with a warning",
+         check=_check_mixed_labels),
+    Case("jsonl-huge-integer", "content",
+         _writer("bigint.jsonl", lambda: _jsonl(_huge_int_records())),
+         "read; 10**30 in an extra column is kept as its text, with a warning",
+         check=_check_huge_int),
     Case("label-whitespace", "content",
          _frame_writer("lspace.csv", _with(label={i: " entailment " for i in range(1, 20, 2)})),
          "read; surrounding whitespace of labels is ignored (the cell keeps it)",
@@ -511,6 +646,10 @@ CASES: list[Case] = [
          "refused; decompression stops at the ceiling", args=("--max-bytes", "1M"),
          options={"max_bytes": 1 << 20},
          error=("bomb.csv.gz", "expands past the limit of 1.0 MiB", "stopped reading")),
+    Case("parquet-dictionary-bomb", "size", _writer("dict.parquet", _parquet_dictionary_bomb),
+         "refused while reading: the decoded size is counted batch by batch, not taken from "
+         "the footer", args=("--max-bytes", "1M"), options={"max_bytes": 1 << 20},
+         error=("dict.parquet", "expands past the limit of 1.0 MiB", "not read")),
     # ------------------------------------------------------------------ embeddings
     Case("embeddings-pickled-object", "embeddings", _with_embeddings(write_pickle_npy),
          "refused from the header; never unpickled", stage="audit",
@@ -602,6 +741,10 @@ PATH_CASES = [
     ("data-missing", ["{dir}/nope.csv", "--out", "{dir}/runs/r"], ("no such file", "nope.csv")),
     ("data-is-folder", ["{dir}", "--out", "{dir}/runs/r"],
      ("is a folder", "expected a dataset file")),
+    ("data-fifo", ["{fifo}", "--out", "{dir}/runs/r"],
+     ("DATA:", "pipe.csv", "is a FIFO (named pipe), not a regular file")),
+    ("data-char-device", ["/dev/zero", "--out", "{dir}/runs/r"],
+     ("DATA: /dev/zero is a character device, not a regular file",)),
     ("out-dotdot", ["{data}", "--out", "{dir}/runs/.."], ("--out", "expected a folder name")),
     ("out-hidden", ["{data}", "--out", "{dir}/runs/.hidden"], ("--out", "not a safe run folder")),
     ("out-option-like", ["{data}", "--out", "{dir}/runs/-rf"], ("--out", "not a safe run folder")),

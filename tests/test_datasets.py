@@ -900,3 +900,93 @@ def test_one_giant_linked_group_falls_back_to_premise_groups(tmp_path):
     ds = load_dataset(path)
     assert ds.columns.group == "premise" and ds.report.n_groups == 20
     assert "one group of 100%" in ds.report.notes[0]
+
+
+# ------------------------------------------------------------- hostile-input regressions
+
+
+def test_special_files_are_refused_without_being_read(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)  # opening it would block until a writer comes
+    with pytest.raises(DatasetError, match=r"is a FIFO \(named pipe\), not a regular file"):
+        load_dataset(fifo)
+    with pytest.raises(DatasetError, match="is a character device, not a regular file"):
+        load_dataset("/dev/zero")
+
+
+def test_gzip_bomb_stops_one_byte_past_the_ceiling():
+    bomb = gzip.compress(b"premise,hypothesis,label\n" + b"a,b,c\n" * 2_000_000)
+    with pytest.raises(DatasetSizeError, match="stopped reading after 100.0 KiB"):
+        load_dataset(bomb, name="b.csv.gz", max_bytes=100 * 1024)
+
+
+def test_parquet_budget_decodes_text_within_the_limit(tmp_path):
+    """Under the ceiling the budgeted reader gives the same frame as pandas."""
+    frame = pd.DataFrame({"hypothesis": ["same text " * 100] * 50 + [None] * 10,
+                          "label": ["a", "b"] * 30, "n": range(60)})
+    path = tmp_path / "d.parquet"
+    frame.to_parquet(path)
+    ds = load_dataset(path, max_bytes=1 << 20)
+    pd.testing.assert_frame_equal(ds.frame.reset_index(drop=True), frame)
+    with pytest.raises(DatasetSizeError, match="expands past the limit"):
+        load_dataset(path, max_bytes=10_000)  # the file is a few KB; its text 50 KB
+
+
+def test_categorical_parquet_column_stays_categorical(tmp_path):
+    frame = pd.DataFrame({"hypothesis": pd.Categorical(["x y", "z w"] * 10),
+                          "label": ["a", "b"] * 10})
+    path = tmp_path / "c.parquet"
+    frame.to_parquet(path)
+    ds = load_dataset(path, max_bytes=1 << 20)
+    assert isinstance(ds.frame["hypothesis"].dtype, pd.CategoricalDtype)
+
+
+@pytest.mark.parametrize("depth", [3_000, 200_000])
+def test_deep_json_names_the_line(tmp_path, depth):
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"hypothesis": "a", "label": "x"}\n{"hypothesis": "b", "label": "y", '
+                    '"m": ' + "[" * depth + "]" * depth + "}\n")
+    with pytest.raises(DatasetFormatError, match="deep.jsonl: line 2: JSON nested too deeply"):
+        load_dataset(path)
+
+
+def test_mixed_type_labels_keep_their_identity(tmp_path):
+    path = tmp_path / "l.jsonl"
+    labels = [True, 1.0, 1, "1", False, 0]
+    path.write_text("".join(json.dumps({"hypothesis": f"text {i}", "label": labels[i % 6]})
+                            + "\n" for i in range(24)))
+    ds = load_dataset(path)
+    assert ds.labels().tolist()[:6] == ["True", "1", "1", "1", "False", "0"]
+    assert any("mixes value types" in w for w in ds.report.warnings)
+
+
+def test_ids_equal_as_text_are_duplicates(tmp_path):
+    path = tmp_path / "ids.jsonl"
+    path.write_text('{"uid": 1, "hypothesis": "a", "label": "x"}\n'
+                    '{"uid": "1", "hypothesis": "b", "label": "y"}\n')
+    with pytest.raises(DuplicateIdError, match=r"1 \(line 1\), '1' \(line 2\)"):
+        load_dataset(path, id="uid")
+
+
+def test_huge_integers_are_kept_as_text(tmp_path):
+    path = tmp_path / "big.jsonl"
+    path.write_text('{"n": 1, "hypothesis": "a", "label": "x"}\n'
+                    f'{{"n": {10**30}, "hypothesis": "b", "label": "y"}}\n')
+    ds = load_dataset(path)
+    assert ds.frame["n"].tolist() == [1, str(10**30)]
+    assert any("64-bit" in w and "line 2" in w for w in ds.report.warnings)
+
+
+def test_every_leading_bom_is_dropped_with_a_warning():
+    data = "\ufeff\ufeffpremise,hypothesis,label\np,h,a\np,k,b\n".encode()
+    ds = load_dataset(data, name="b.csv")
+    assert ds.columns.premise == "premise"
+    assert any("byte-order mark" in w for w in ds.report.warnings)
+
+
+def test_lone_surrogate_in_a_json_array_names_the_line():
+    data = b'[{"hypothesis": "a", "label": "x"},\n{"hypothesis": "b \\udc00", "label": "y"}]'
+    with pytest.raises(DatasetFormatError, match=r"line 2 \(record 2\).*lone surrogate"):
+        load_dataset(data, name="s.json")

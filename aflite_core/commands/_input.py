@@ -81,14 +81,25 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
     FileNotFoundError, IsADirectoryError
         If ``path`` is not a file (the message names ``what``, e.g. ``DATA``).
     DatasetError
+        If ``path`` is a FIFO, a device or a socket (named as such), never opened.
+    DatasetError
         With the loader's hints rephrased as CLI options (``--label 'x'``).
     """
     from aflite_core.io.datasets import DatasetError, load_dataset
+    from aflite_core.io.readers import special_file_kind
 
     if Path(path).is_dir():
         raise IsADirectoryError(f"{what}: {path} is a folder; expected a dataset file")
     if not Path(path).is_file():
-        raise FileNotFoundError(f"{what}: no such file: {path}")
+        try:
+            mode = Path(path).stat().st_mode  # never opened: a FIFO would block
+        except OSError:
+            raise FileNotFoundError(f"{what}: no such file: {path}") from None
+        kind = special_file_kind(mode) or "a special file"
+        raise DatasetError(
+            f"{what}: {path} is {kind}, not a regular file; refused (reading it could block "
+            "or never end): save the data to a file and pass that file"
+        )
     roles = {role: getattr(args, role, None)
              for role in ("premise", "hypothesis", "label", "split")}
     try:

@@ -364,8 +364,8 @@ def load_dataset(
         Name used in messages and for format detection (default: the file name or the
         object's ``.name``).
     max_bytes : int, optional
-        Refuse inputs larger than this, and gzip data expanding past it
-        (:class:`DatasetSizeError`; reading stops at the ceiling).
+        Refuse inputs larger than this, gzip data expanding past it and Parquet data
+        decoding past it (:class:`DatasetSizeError`; reading stops at the ceiling).
     encoding : str, optional
         Text encoding. Default: UTF-8, or UTF-16/UTF-32/UTF-8 as announced by a
         byte-order mark. There is no silent fallback: undecodable bytes raise a
@@ -428,6 +428,9 @@ def load_dataset(
         suggested_id=suggested_id,
         encoding=raw.encoding,
     )
+    label_note = _label_type_note(frame, mapping.label)
+    if label_note:
+        report.warnings.append(label_note)
     _require_included_rows(raw, mapping, report, locate)
     if group_note:
         report.notes.append(group_note)
@@ -767,6 +770,26 @@ def _check_ids(raw: RawTable, values: pd.Series, column: str, where: Any) -> Non
             f"{raw.name}: id column {column!r} has duplicate values: {'; '.join(parts)}{more}; "
             "ids must be unique (omit id= to use row positions)"
         )
+    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) != "string":
+        # ids of mixed types (1 and "1") are stored as text in the run folder
+        texts = pd.Series([_id_text(v) for v in values.tolist()], dtype=object)
+        clash = texts.duplicated(keep=False).to_numpy()
+        if clash.any():
+            first = texts.iat[int(np.flatnonzero(clash)[0])]
+            rows = np.flatnonzero((texts == first).to_numpy())[:4]
+            shown = ", ".join(f"{short_repr(values.iat[int(i)])} ({where(int(i))})" for i in rows)
+            raise DuplicateIdError(
+                f"{raw.name}: id column {column!r} has values that differ in type but are the "
+                f"same id once stored as text ({first!r}): {shown}; ids must be unique as "
+                "text (omit id= to use row positions)"
+            )
+
+
+def _id_text(value: Any) -> str:
+    """An id as the run folder stores a mixed-type id column (text)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="backslashreplace")
+    return value if isinstance(value, str) else str(value)
 
 
 # -------------------------------------------------------------- multiple choice
@@ -1105,18 +1128,38 @@ def _label_text(v: Any) -> str:
 
 
 def _texts(series: pd.Series) -> list[str]:
-    if pd.api.types.infer_dtype(series, skipna=False) == "string":  # all str, no missing
-        return series.tolist()
+    if pd.api.types.infer_dtype(series, skipna=False) == "string" and not series.hasnans:
+        return series.tolist()  # all str, no missing (a str dtype says "string" with NaN too)
     return [_text(v) for v in series.tolist()]
 
 
 def _label_array(series: pd.Series) -> np.ndarray:
+    if series.dtype == object and _mixed_types(series):
+        # pd.factorize would merge True with 1 and 1.0 (Python equality): convert each value
+        return np.asarray([_label_text(v) for v in series.tolist()], dtype=str)
     try:  # labels have few distinct values: convert those, then broadcast
         codes, uniques = pd.factorize(series, use_na_sentinel=True)
     except TypeError:  # unhashable values
         return np.asarray([_label_text(v) for v in series.tolist()], dtype=str)
     names = np.asarray([_label_text(v) for v in uniques.tolist()] + [""], dtype=str)
     return names[codes]
+
+
+def _mixed_types(series: pd.Series) -> bool:
+    return pd.api.types.infer_dtype(series, skipna=True) in ("mixed", "mixed-integer")
+
+
+def _label_type_note(frame: pd.DataFrame, column: str) -> str | None:
+    """A warning when the label column mixes booleans, numbers and text."""
+    series = frame[column]
+    if series.dtype != object or not _mixed_types(series):
+        return None
+    kinds = sorted({type(v).__name__ for v in series.dropna().tolist()})
+    return (
+        f"the label column {column!r} mixes value types ({', '.join(kinds)}); labels are "
+        "compared as text: true/false are 'True'/'False', numbers as written (1 and 1.0 are "
+        "'1', the same label as the text \"1\")"
+    )
 
 
 def _exclusions(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.Series:

@@ -7,17 +7,23 @@ point at it. Nothing here knows about premises, hypotheses or labels.
 
 Rules (documented in ``load_dataset``):
 
-* The input is read into memory once; ``max_bytes`` bounds both the bytes read and
-  the bytes a gzip stream expands to (reading stops as soon as the ceiling is passed).
-* Text is UTF-8 (a UTF-8 BOM is dropped); UTF-16 and UTF-32 are recognised by their
-  BOM. Anything else must be named with ``encoding=``; undecodable bytes are an error
-  naming the line and byte offset -- there is no silent Latin-1 fallback.
+* The input is read into memory once; ``max_bytes`` bounds the bytes read, the bytes a
+  gzip stream expands to (reading stops as soon as the ceiling is passed) and the decoded
+  size of a Parquet file (counted batch by batch, see :func:`read_parquet`). FIFOs,
+  devices and sockets are refused from ``stat()``, never opened.
+* Text is UTF-8 (leading BOMs are dropped, a warning when there is more than one); UTF-16
+  and UTF-32 are recognised by their BOM. Anything else must be named with
+  ``encoding=``; undecodable bytes are an error naming the line and byte offset -- there
+  is no silent Latin-1 fallback.
 * CSV follows RFC 4180 (quotes doubled inside quoted fields; fields may hold the
   separator, quotes and newlines). TSV follows the IANA ``text/tab-separated-values``
   convention used by the SNLI/MNLI distributions: no quoting, a ``"`` is an ordinary
   character, and fields cannot contain tabs or newlines.
 * CSV/TSV values are kept as strings exactly as written (no ``NA`` detection, no
-  number parsing, no stripping); JSON, JSONL and Parquet keep their types.
+  number parsing, no stripping); JSON, JSONL and Parquet keep their types, except JSON
+  integers beyond 64 bits (kept as their digits) and binary Parquet columns (decoded as
+  UTF-8). JSON nested past Python's recursion limit and lone surrogate escapes are
+  errors naming the line.
 """
 
 from __future__ import annotations
@@ -28,6 +34,8 @@ import hashlib
 import io
 import json
 import os
+import re
+import stat
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -173,13 +181,22 @@ def read_source_bytes(source: Any, name: str, max_bytes: int | None) -> bytes:
 def _read_path(path: Path, name: str, max_bytes: int | None) -> bytes:
     """A file's bytes; a file over ``max_bytes`` is refused before reading it."""
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        kind = special_file_kind(info.st_mode)
+        if kind is not None:
+            raise DatasetError(
+                f"{name}: {str(path)!r} is {kind}, not a regular file; refused (it could "
+                "block or never end): save the data to a file and pass that file"
+            )
+        size = info.st_size
         if max_bytes is not None and size > max_bytes:
             raise DatasetSizeError(
                 f"{name}: the file is {_fmt_bytes(size)}, over the limit of "
                 f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes})"
             )
         return path.read_bytes()
+    except DatasetError:
+        raise
     except FileNotFoundError:
         raise DatasetError(f"{name}: file not found: {str(path)!r}") from None
     except IsADirectoryError:
@@ -188,6 +205,19 @@ def _read_path(path: Path, name: str, max_bytes: int | None) -> bytes:
         raise DatasetError(f"{name}: permission denied reading {str(path)!r}") from None
     except OSError as exc:
         raise DatasetError(f"{name}: cannot read {str(path)!r}: {exc.strerror or exc}") from exc
+
+
+def special_file_kind(mode: int) -> str | None:
+    """What a non-regular, non-directory file is (``"a FIFO (named pipe)"``), else None."""
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
 
 
 def _read_file_like(source: Any, name: str, max_bytes: int | None) -> bytes:
@@ -207,14 +237,19 @@ def _read_file_like(source: Any, name: str, max_bytes: int | None) -> bytes:
 
 
 def maybe_decompress(data: bytes, name: str, max_bytes: int | None) -> tuple[bytes, bool]:
-    """Gunzip ``data`` when it starts with the gzip magic number, within ``max_bytes``."""
+    """Gunzip ``data`` when it starts with the gzip magic number, within ``max_bytes``.
+
+    Streams: at most one chunk (1 MiB) past the ceiling is ever decompressed, and the
+    output grows in place (no second copy), so a gzip bomb costs about ``max_bytes``.
+    """
     if not data.startswith(_GZIP_MAGIC):
         return data, False
     out = bytearray()
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
             while True:
-                chunk = stream.read(_CHUNK)
+                want = _CHUNK if max_bytes is None else min(_CHUNK, max_bytes + 1 - len(out))
+                chunk = stream.read(max(want, 1))
                 if not chunk:
                     break
                 out += chunk
@@ -229,7 +264,7 @@ def maybe_decompress(data: bytes, name: str, max_bytes: int | None) -> tuple[byt
             f"{name}: corrupt or truncated gzip data after {_fmt_bytes(len(out))} "
             f"decompressed: {exc}"
         ) from exc
-    return bytes(out), True
+    return out, True  # a bytearray: bytes-like everywhere it is used, without a copy
 
 
 def short_repr(value: Any, limit: int = 80) -> str:
@@ -295,7 +330,7 @@ def sniff_format(data: bytes, text: str | None) -> str:
         first = stripped.split("\n", 1)[0].strip()
         try:
             return "jsonl" if isinstance(json.loads(first), dict) else "json"
-        except ValueError:
+        except (ValueError, RecursionError):
             return "json"
     header = stripped.split("\n", 1)[0]
     return "tsv" if header.count("\t") > header.count(",") else "csv"
@@ -339,7 +374,7 @@ def _decode_error(
 ) -> DatasetFormatError:
     start = exc.start
     line = data.count(b"\n", 0, start) + 1
-    bad = data[start : min(exc.end, start + 4)]
+    bad = bytes(data[start : min(exc.end, start + 4)])
     hint = (
         " The file is not valid UTF-8 (it may be Latin-1 or Windows-1252): re-save it as UTF-8, "
         "or name its encoding, e.g. encoding='latin-1'."
@@ -530,6 +565,7 @@ def read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, np.ndarray, list[str
     current = [0]
     hook = _pairs_hook(name, lambda: f"line {current[0]}")
     decoder = json.JSONDecoder(object_pairs_hook=hook)
+    check_surrogates = _SURROGATE_ESCAPE.search(text) is not None
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
@@ -541,6 +577,10 @@ def read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, np.ndarray, list[str
                 f"{name}: line {number}, column {exc.colno}: invalid JSON ({exc.msg}); "
                 f"expected one JSON object per line, found {_preview(line)}"
             ) from None
+        except RecursionError:
+            raise _too_deep(name, line, number) from None
+        if check_surrogates and _SURROGATE_ESCAPE.search(line):
+            _check_surrogates(value, name, f"line {number}", None)
         if not isinstance(value, dict):
             raise DatasetFormatError(
                 f"{name}: line {number}: expected a JSON object ({{...}}), found "
@@ -550,7 +590,9 @@ def read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, np.ndarray, list[str
         lines.append(number)
     if not records:
         raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
-    return records_frame(records, name), np.asarray(lines, dtype=np.int64), []
+    warnings: list[str] = []
+    frame = records_frame(records, name, warnings, lambda i: f"line {lines[i]}")
+    return frame, np.asarray(lines, dtype=np.int64), warnings
 
 
 def read_json(text: str, name: str) -> tuple[pd.DataFrame, None, list[str]]:
@@ -564,6 +606,8 @@ def read_json(text: str, name: str) -> tuple[pd.DataFrame, None, list[str]]:
         raise DatasetFormatError(
             f"{name}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})"
         ) from None
+    except RecursionError:
+        raise _too_deep(name, text, 1) from None
     if isinstance(value, dict):
         keys = ", ".join(short_repr(k) for k in list(value)[:8])
         raise DatasetFormatError(
@@ -584,7 +628,70 @@ def read_json(text: str, name: str) -> tuple[pd.DataFrame, None, list[str]]:
                 f"{name}: record {i + 1}: expected a JSON object ({{...}}), found "
                 f"{_json_kind(rec)}; the file must be an array of records"
             )
-    return records_frame(value, name), None, []
+    if _SURROGATE_ESCAPE.search(text):
+        for i, rec in enumerate(value):
+            _check_surrogates(rec, name, f"record {i + 1}", text)
+    warnings: list[str] = []
+    return records_frame(value, name, warnings), None, warnings
+
+
+_MAX_NESTING = 500
+_JSON_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')
+#: A ``\\uD800``-``\\uDFFF`` escape: the only way JSON text can hold a surrogate code point.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _too_deep(name: str, text: str, first_line: int) -> DatasetFormatError:
+    """The error for JSON nested deeper than Python's parser can follow (a RecursionError),
+    naming the line where the nesting passes :data:`_MAX_NESTING` levels."""
+    depth, deepest, line, at = 0, 0, first_line, first_line
+    # strings are skipped (brackets inside them do not nest); newlines counted as we go
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token == "\n":
+            line += 1
+        elif token in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, line
+            if depth > _MAX_NESTING:
+                break
+        elif token in "]}":
+            depth -= 1
+    depth_text = (f"more than {_MAX_NESTING} levels" if deepest > _MAX_NESTING
+                  else f"{deepest} levels")
+    return DatasetFormatError(
+        f"{name}: line {at}: JSON nested too deeply ({depth_text} of arrays/objects inside "
+        "each other); expected flat records (one text or number per field) -- flatten or "
+        "drop the nested field"
+    )
+
+
+def _check_surrogates(value: Any, name: str, where: str, text: str | None) -> None:
+    """Refuse lone surrogates (``"\\ud800"``): valid JSON escapes, but not text that can be
+    written as UTF-8 (every export would fail)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = f"\\u{ord(item[exc.start]):04x}"
+                if text is not None:  # a JSON array: name the line of the escape too
+                    pos = text.lower().find(code)
+                    if pos >= 0:
+                        where = f"line {text.count(chr(10), 0, pos) + 1} ({where})"
+                raise DatasetFormatError(
+                    f"{name}: {where}: the JSON text holds a lone surrogate escape ({code}), "
+                    "which is not a character and cannot be written as UTF-8; fix or remove "
+                    f"that escape (in {short_repr(item, 60)})"
+                ) from None
 
 
 def looks_like_jsonl(text: str) -> bool:
@@ -594,16 +701,37 @@ def looks_like_jsonl(text: str) -> bool:
         return False
     try:
         return all(isinstance(json.loads(ln), dict) for ln in lines[:2])
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
 
 
-def records_frame(records: list[dict], name: str) -> pd.DataFrame:
-    """Columns from records, keeping each value's JSON type (missing keys -> None)."""
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def records_frame(
+    records: list[dict], name: str, warnings: list[str] | None = None,
+    where: Callable[[int], str] | None = None,
+) -> pd.DataFrame:
+    """Columns from records, keeping each value's JSON type (missing keys -> None).
+
+    Integers outside the 64-bit range (``10**30``) are kept as their exact text: no table
+    format stores them as numbers (a note goes to ``warnings``).
+    """
     keys = list(dict.fromkeys(k for rec in records for k in rec))
     data = {}
     for key in keys:
         values = [rec.get(key, _MISSING) for rec in records]
+        big = [i for i, v in enumerate(values) if type(v) is int
+               and not _INT64[0] <= v <= _INT64[1]]
+        if big:
+            for i in big:
+                values[i] = str(values[i])
+            if warnings is not None:
+                at = where(big[0]) if where is not None else f"record {big[0] + 1}"
+                warnings.append(
+                    f"column {short_repr(key)}: {len(big)} integer(s) beyond the 64-bit range "
+                    f"(first at {at}) kept as text, digit for digit"
+                )
         if any(v is None or v is _MISSING for v in values):
             values = [None if v is _MISSING else v for v in values]
             data[key] = pd.Series(values, dtype=object)
@@ -643,14 +771,28 @@ def _preview(line: str, n: int = 60) -> str:
 # ------------------------------------------------------------------------ Parquet
 
 
-def read_parquet(data: bytes, name: str, max_bytes: int | None) -> tuple[pd.DataFrame, dict]:
-    """Read a Parquet file, keeping column types; returns ``(frame, arrow type names)``."""
+def read_parquet(
+    data: bytes, name: str, max_bytes: int | None
+) -> tuple[pd.DataFrame, dict, list[str]]:
+    """Read a Parquet file, keeping column types; returns ``(frame, arrow types, warnings)``.
+
+    ``max_bytes`` bounds the decoded data, not only the footer's ``total_byte_size`` (which
+    counts a dictionary-encoded column at its encoded size: a 1 MB dictionary page can
+    expand to gigabytes). Text and binary columns are read dictionary-encoded, batch by
+    batch, and each batch's decoded size is added to a running budget *before* it is
+    decoded; the file is refused as soon as the budget passes ``max_bytes``.
+
+    Binary columns (``bytes`` cells) are decoded as UTF-8 text with a warning, or refused
+    naming the column and record when they are not UTF-8.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    warnings: list[str] = []
     try:
         pfile = pq.ParquetFile(io.BytesIO(data))
         meta = pfile.metadata
+        schema = pfile.schema_arrow
         if max_bytes is not None:
             expanded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
             if expanded > max_bytes:
@@ -658,12 +800,12 @@ def read_parquet(data: bytes, name: str, max_bytes: int | None) -> tuple[pd.Data
                     f"{name}: the Parquet data expands to {_fmt_bytes(expanded)}, past the "
                     f"limit of {_fmt_bytes(max_bytes)} (max_bytes={max_bytes}); not read"
                 )
-        schema = pfile.schema_arrow
         _check_duplicate_names(list(schema.names), name, "Parquet schema")
         if meta.num_rows == 0:
             cols = ", ".join(map(short_repr, schema.names[:8]))
             raise DatasetFormatError(f"{name}: the Parquet file has columns ({cols}) but no rows")
-        table = pfile.read()
+        table = _read_parquet_budgeted(data, schema, name, max_bytes)
+        table = _decode_binary_columns(table, name, warnings)
         frame = table.to_pandas()
     except DatasetError:
         raise
@@ -673,7 +815,85 @@ def read_parquet(data: bytes, name: str, max_bytes: int | None) -> tuple[pd.Data
         frame = frame.reset_index()
     frame.index = pd.RangeIndex(len(frame))
     types = {str(f.name): str(f.type) for f in table.schema}
-    return frame, types
+    return frame, types, warnings
+
+
+_PARQUET_BATCH = 65_536
+
+
+def _is_text_type(typ: Any) -> bool:
+    import pyarrow as pa
+
+    return (pa.types.is_string(typ) or pa.types.is_large_string(typ)
+            or pa.types.is_binary(typ) or pa.types.is_large_binary(typ))
+
+
+def _read_parquet_budgeted(data: bytes, schema: Any, name: str, max_bytes: int | None) -> Any:
+    """The whole table, read batch by batch under a running budget of decoded bytes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    if max_bytes is None:
+        return pq.ParquetFile(io.BytesIO(data)).read()
+    text_columns = [f.name for f in schema if _is_text_type(f.type)]
+    pfile = pq.ParquetFile(io.BytesIO(data), read_dictionary=text_columns)
+    budget = 0
+    batches = []
+    rows = 0
+    for batch in pfile.iter_batches(batch_size=_PARQUET_BATCH):
+        columns = []
+        for field_, column in zip(batch.schema, batch.columns, strict=True):
+            if pa.types.is_dictionary(field_.type) and field_.name in text_columns:
+                # the decoded size: each row's value length, plus offsets and validity
+                lengths = pc.binary_length(column.dictionary).take(column.indices)
+                budget += int(pc.sum(lengths).as_py() or 0) + 9 * len(column)
+                if budget > max_bytes:
+                    break
+                column = column.cast(schema.field(field_.name).type)  # decoded: within budget
+            else:  # (a column typed as dictionary stays one: pandas keeps a Categorical)
+                budget += column.nbytes
+            columns.append(column)
+        if budget > max_bytes:
+            raise DatasetSizeError(
+                f"{name}: the Parquet data expands past the limit of {_fmt_bytes(max_bytes)} "
+                f"(max_bytes={max_bytes}) within its first {rows + len(batch):,} rows (its "
+                "footer understates the size: dictionary-encoded values repeat); not read"
+            )
+        rows += len(batch)
+        batches.append(pa.RecordBatch.from_arrays(columns, names=batch.schema.names))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+def _decode_binary_columns(table: Any, name: str, warnings: list[str]) -> Any:
+    """Binary columns as UTF-8 text (a warning), or an error naming the column and record."""
+    import pyarrow as pa
+
+    for i, field_ in enumerate(table.schema):
+        if not (pa.types.is_binary(field_.type) or pa.types.is_large_binary(field_.type)):
+            continue
+        target = pa.string() if pa.types.is_binary(field_.type) else pa.large_string()
+        try:
+            column = table.column(i).cast(target)
+        except pa.ArrowInvalid:
+            position = 0
+            for value in table.column(i).to_pylist():
+                position += 1
+                if value is not None:
+                    try:
+                        value.decode("utf-8")
+                    except UnicodeDecodeError:
+                        break
+            raise DatasetFormatError(
+                f"{name}: column {short_repr(field_.name)} holds binary data that is not UTF-8 "
+                f"text (record {position}); store text columns as UTF-8 strings, or drop the "
+                "column"
+            ) from None
+        table = table.set_column(i, field_.with_type(target), column)
+        warnings.append(
+            f"column {short_repr(field_.name)} is stored as binary; decoded as UTF-8 text"
+        )
+    return table
 
 
 # ---------------------------------------------------------------------------- all
@@ -703,8 +923,8 @@ def read_table(
     if not explicit and data.startswith(_PARQUET_MAGIC):  # the content wins over a suffix
         fmt = "parquet"
     if fmt == "parquet":
-        frame, types = read_parquet(data, label, max_bytes)
-        return RawTable(frame, label, fmt, content_hash, column_types=types)
+        frame, types, warnings = read_parquet(data, label, max_bytes)
+        return RawTable(frame, label, fmt, content_hash, warnings=warnings, column_types=types)
     return _read_text_table(data, label, fmt, explicit=explicit, encoding=encoding,
                             content_hash=content_hash)
 
@@ -724,11 +944,18 @@ def _read_text_table(
     stop JSON Lines content from being read as such).
     """
     text, used = decode_text(data, name, encoding)
+    warnings: list[str] = []
+    extra_boms = len(text) - len(text.lstrip("\ufeff"))
+    if extra_boms:  # a BOM written twice (e.g. a BOM-writing editor on a BOM file)
+        text = text[extra_boms:]
+        warnings.append(
+            f"the text starts with {extra_boms} more byte-order mark(s) (U+FEFF) after the "
+            "first; removed them (they would have become part of the first column's name)"
+        )
     if not text or text.isspace():
         raise DatasetFormatError(f"{name}: the file is empty")
     if fmt is None:
         fmt = sniff_format(data, text)
-    warnings: list[str] = []
     as_array = text.lstrip().startswith("[")
     if fmt == "json" and not explicit and not as_array and looks_like_jsonl(text):
         fmt = "jsonl"

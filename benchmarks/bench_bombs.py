@@ -1,0 +1,142 @@
+"""Peak memory of refusing a decompression bomb and a Parquet dictionary bomb.
+
+Builds two small files that expand far past the size ceiling (``--max-bytes``, default
+64M; the CLI's default is 1G, scaled down here so the benchmark runs in seconds):
+
+* ``bomb.csv.gz``: ``--expand`` bytes (default 200M) of CSV lines, gzip-compressed to a
+  few hundred KB. The reader decompresses chunk by chunk and stops one chunk past the
+  ceiling.
+* ``dict.parquet``: a dictionary-encoded text column whose one 100 KB value repeats until
+  the column decodes to ``--expand`` bytes; the footer's ``total_byte_size`` counts the
+  dictionary page once, so the footer check alone lets it through. The reader reads text
+  columns dictionary-encoded, batch by batch, adding each batch's decoded size to a budget
+  before decoding it.
+
+Each file is loaded with ``load_dataset(path, max_bytes=ceiling)`` in a fresh subprocess,
+which must refuse it (``DatasetSizeError``). Printed per bomb: file size, the refusal
+message, peak RSS of the subprocess (``ru_maxrss``), its RSS after the imports (baseline)
+and the difference, which is what the goal (<= 2x the ceiling) is about. The row
+``parquet, no budget`` shows, for reference, what ``pyarrow`` alone costs to materialise
+the same Parquet file (what the loader did before the budget).
+
+Usage::
+
+    python benchmarks/bench_bombs.py [--max-bytes 64M] [--expand 200M]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from aflite_core.commands._input import parse_bytes  # noqa: E402
+
+CHILD = r"""
+import json, resource, sys
+def rss_kib():
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+import pyarrow, pyarrow.parquet, pandas  # noqa: F401  (part of the baseline)
+from aflite_core.io.datasets import DatasetSizeError, load_dataset
+path, ceiling, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+base = rss_kib()
+message = ""
+if mode == "load":
+    try:
+        load_dataset(path, max_bytes=ceiling)
+        message = "NOT REFUSED"
+    except DatasetSizeError as exc:
+        message = str(exc)
+else:  # reference: materialise the Parquet table with pyarrow, no budget
+    table = pyarrow.parquet.read_table(path)
+    message = f"materialised {table.nbytes / 2**20:.0f} MiB of Arrow data"
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"base_kib": base, "peak_kib": peak, "message": message}))
+"""
+
+
+def make_gzip_bomb(path: Path, expand: int) -> None:
+    line = b"a,b,c\n"
+    block = line * ((1 << 20) // len(line))
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        fh.write(b"premise,hypothesis,label\n")
+        written = 0
+        while written < expand:
+            fh.write(block)
+            written += len(block)
+
+
+def make_parquet_bomb(path: Path, expand: int, width: int = 100_000) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = max(2, expand // width)
+    blob = pa.DictionaryArray.from_arrays(pa.array(np.zeros(rows, dtype=np.int32)),
+                                          pa.array(["x" * width]))
+    table = pa.table({
+        "hypothesis": pa.array([f"text {i}" for i in range(rows)]),
+        "label": pa.array(["a", "b"] * (rows // 2) + ["a"] * (rows % 2)),
+        "blob": blob,
+    })
+    # store_schema=False: the file does not say "dictionary" in its Arrow schema, so
+    # readers see a plain text column (as from any writer that dictionary-encodes strings)
+    pq.write_table(table, path, compression="zstd", store_schema=False)
+    footer = pq.ParquetFile(path).metadata.row_group(0).total_byte_size
+    print(f"dict.parquet footer: total_byte_size {footer:,} bytes for {rows * width:,} "
+          "decoded bytes")
+
+
+def measure(path: Path, ceiling: int, mode: str = "load") -> dict:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(ceiling), mode],
+                         capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--max-bytes", type=parse_bytes, default=64 << 20, metavar="SIZE")
+    parser.add_argument("--expand", type=parse_bytes, default=200 << 20, metavar="SIZE")
+    args = parser.parse_args(argv)
+    ceiling, expand = args.max_bytes, args.expand
+    mib = 1 << 20
+    print(f"ceiling {ceiling / mib:.0f} MiB, bombs expanding to {expand / mib:.0f} MiB")
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        gz = Path(tmp) / "bomb.csv.gz"
+        pq_path = Path(tmp) / "dict.parquet"
+        make_gzip_bomb(gz, expand)
+        make_parquet_bomb(pq_path, expand)
+        print(f"{'bomb':<20} {'file':>9} {'peak RSS':>9} {'baseline':>9} {'increase':>9} "
+              f"{'x ceiling':>9}  message")
+        rows = [("gzip", gz, "load"), ("parquet dictionary", pq_path, "load"),
+                ("parquet, no budget", pq_path, "reference")]
+        for label, path, mode in rows:
+            r = measure(path, ceiling, mode)
+            increase = (r["peak_kib"] - r["base_kib"]) * 1024
+            ratio = increase / ceiling
+            if mode == "load":
+                worst = max(worst, ratio)
+            print(f"{label:<20} {path.stat().st_size / mib:>7.2f}Mi {r['peak_kib'] / 1024:>7.0f}Mi "
+                  f"{r['base_kib'] / 1024:>7.0f}Mi {increase / mib:>7.0f}Mi {ratio:>9.2f}  "
+                  f"{r['message'][:150]}")
+    goal = "met" if worst <= 2 else "NOT met"
+    print(f"worst increase over the baseline: {worst:.2f}x the ceiling (goal <= 2x: {goal})")
+    return 0 if worst <= 2 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
