@@ -340,6 +340,7 @@ def previous_runs() -> None:
     table = pd.DataFrame([{
         "open": "●" if current and Path(r.path).resolve() == current.resolve() else "",
         "run": r.name,
+        "state": r.status,
         "created (UTC)": r.created.replace("T", " ")[:19],
         "input": r.input_name,
         "rows": r.sizes.get("input"),

@@ -6,14 +6,21 @@ calls :meth:`AuditJob.cancel`, which makes the pipeline callback return ``True``
 raises ``AuditCancelled`` and leaves no run folder behind). The job object lives in the
 session's state, never in a module global, so two sessions never see each other's runs.
 The worker never calls Streamlit.
+
+When the dashboard process stops (Ctrl+C, or SIGTERM, which Streamlit turns into a normal
+exit), an ``atexit`` hook cancels every job still running and waits for it (up to
+:data:`SHUTDOWN_WAIT_SECONDS`), so the run's temporary folder is removed instead of being
+left behind by a worker thread killed mid-audit.
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +29,31 @@ LOGGER = logging.getLogger(__name__)
 
 #: Job states.
 RUNNING, DONE, CANCELLED, FAILED = "running", "done", "cancelled", "failed"
+
+#: How long the process waits at exit for cancelled audits to clean up (seconds).
+SHUTDOWN_WAIT_SECONDS = 30.0
+
+#: Jobs still running in this process, only so that exiting can cancel them. Holds no
+#: user data and is never read by a page (weak: a finished job is forgotten).
+_RUNNING_JOBS: weakref.WeakSet[AuditJob] = weakref.WeakSet()
+
+
+def cancel_running_jobs(timeout: float = SHUTDOWN_WAIT_SECONDS) -> int:
+    """Cancel every audit still running in this process and wait for them to clean up.
+
+    Registered with :mod:`atexit`. Returns the number of jobs still alive after
+    ``timeout`` seconds (their temporary folders are swept by a later start).
+    """
+    jobs = [job for job in list(_RUNNING_JOBS) if job._thread.is_alive()]
+    for job in jobs:
+        job.cancel()
+    deadline = time.monotonic() + timeout
+    for job in jobs:
+        job.join(max(deadline - time.monotonic(), 0.0))
+    return sum(job._thread.is_alive() for job in jobs)
+
+
+atexit.register(cancel_running_jobs)
 
 #: Exceptions whose message is shown to the user as is (bad data or parameters).
 EXPECTED_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, LookupError)
@@ -80,6 +112,7 @@ class AuditJob:
     # -- control ---------------------------------------------------------------------------
     def start(self) -> AuditJob:
         """Start the worker thread and return ``self``."""
+        _RUNNING_JOBS.add(self)
         self._thread.start()
         return self
 
@@ -148,6 +181,7 @@ class AuditJob:
         finally:
             self.finished = time.monotonic()
             self._dataset = None  # do not keep the data alive through the job
+            _RUNNING_JOBS.discard(self)
 
     def _fail(self, exc: BaseException) -> None:
         if self._cancelled_error is not None and isinstance(exc, self._cancelled_error):

@@ -63,8 +63,23 @@ def audit_sample() -> None:
                  "shows its progress.", icon=":material/play_arrow:")
 
 
+@st.cache_resource(show_spinner=False)
+def _sweep_once(runs_root: str) -> bool:
+    """Once per server process and runs root: restore runs a killed swap hid, sweep stale
+    temporary folders and files, and other dead sessions' folders (see docs/hostile-inputs.md)."""
+    from aflite_core.runs.folder import cleanup_stale
+
+    try:
+        state.sweep_stale_sessions()
+        cleanup_stale(runs_root)
+    except OSError:  # a sweep must never stop the dashboard
+        return False
+    return True
+
+
 def start() -> None:
     """Per-rerun set-up: first-visit sample, finished jobs, one-shot notices."""
+    _sweep_once(str(state.runs_root()))
     if not state.get(state.AUTOLOAD_DONE):
         state.put(state.AUTOLOAD_DONE, True)
         if state.get_dataset() is None:

@@ -9,8 +9,14 @@ globals, so two browser tabs are two independent sessions. Widget keys are built
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import re
+import shutil
+import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -124,14 +130,104 @@ def set_run_path(path: str | os.PathLike[str] | None) -> None:
     st.session_state.pop(EXPLORE_SELECTION, None)
 
 
+#: Sessions' temporary folders older than this whose process is gone are removed (seconds).
+STALE_SESSION_SECONDS = 24 * 3600
+_SESSION_PREFIX = "session-"
+_SESSION_PID = re.compile(r"^session-(\d+)-[0-9a-f]{8}-")
+
+
+def session_root() -> Path:
+    """Folder holding every session's temporary folder (``<system temp>/aflite-dashboard``)."""
+    return Path(tempfile.gettempdir()) / "aflite-dashboard"
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        import psutil
+    except ImportError:
+        psutil = None
+    if psutil is not None:
+        return bool(psutil.pid_exists(pid))
+    if sys.platform == "win32":  # os.kill would terminate the process: assume gone
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def sweep_stale_sessions(base: str | os.PathLike | None = None, *,
+                         max_age: float = STALE_SESSION_SECONDS) -> list[Path]:
+    """Remove session folders (and export ``.part-`` files) left by dashboards that are gone.
+
+    A ``session-<pid>-...`` folder is removed when it is older than ``max_age`` seconds and
+    process ``pid`` no longer runs (a folder of the older ``session-<hex>-...`` form, with
+    no owner recorded, only by age); stale ``.part-`` files in the root go too.
+    """
+    from aflite_core.io.tables import sweep_stale_parts
+
+    root = Path(base) if base is not None else session_root()
+    removed: list[Path] = []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return removed
+    now = time.time()
+    for entry in entries:
+        if not entry.name.startswith(_SESSION_PREFIX):
+            continue
+        try:
+            if entry.is_symlink() or not entry.is_dir():
+                continue
+            age = now - entry.stat().st_mtime
+        except OSError:
+            continue
+        owner = _SESSION_PID.match(entry.name)
+        if age < max_age or (owner is not None and _process_alive(int(owner.group(1)))):
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    removed += sweep_stale_parts(root, max_age=max_age)
+    return removed
+
+
+def _remove_own_session_dirs() -> None:
+    """At exit: remove the temporary folders of this process's sessions."""
+    root = session_root()
+    with contextlib.suppress(OSError):
+        for entry in root.glob(f"{_SESSION_PREFIX}{os.getpid()}-*"):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+atexit.register(_remove_own_session_dirs)
+
+
 def session_dir() -> Path:
-    """Return a private temporary folder for this session's uploads (created on first use)."""
+    """Return a private temporary folder for this session's uploads (created on first use).
+
+    Its name records the dashboard's process id (``session-<pid>-<hex>-...``): the folder is
+    removed when the process exits, and a later start sweeps the ones a killed process left
+    (older than a day, process gone), together with stale temporary run folders and
+    exports in the runs root.
+    """
     existing = st.session_state.get(SESSION_DIR)
     if existing and Path(existing).is_dir():
         return Path(existing)
-    base = Path(tempfile.gettempdir()) / "aflite-dashboard"
+    base = session_root()
     base.mkdir(parents=True, exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=f"session-{uuid.uuid4().hex[:8]}-", dir=base))
+    sweep_stale_sessions(base)
+    with contextlib.suppress(OSError):
+        from aflite_core.runs.folder import cleanup_stale
+
+        cleanup_stale(runs_root())
+    prefix = f"{_SESSION_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-"
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
     st.session_state[SESSION_DIR] = str(path)
     return path
 

@@ -4,6 +4,9 @@ Row exports carry ``row_id``, every original column unchanged, then ``status``,
 ``predictability`` and ``removal_round``. CSV cells starting with ``=``, ``+``, ``-``,
 ``@``, tab or carriage return get a leading ``'`` so spreadsheets do not run them as
 formulas; ``--no-sanitize`` writes the exact values (machine use).
+
+The file is written as ``.FILE.part-<token>`` next to FILE and renamed at the end; on an
+error (a full disk) or SIGTERM the temporary file is removed and FILE is left untouched.
 """
 
 from __future__ import annotations
@@ -45,8 +48,10 @@ def _read_row_ids(path: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Write the export and report how many rows went out."""
+    from aflite_core.commands.run import _exit_cleanly_on_sigterm
     from aflite_core.runs.exports import export_run
 
+    _exit_cleanly_on_sigterm()  # SIGTERM -> SystemExit: the .part- file is removed
     columns = None
     if args.columns:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]

@@ -23,7 +23,7 @@ from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_M
     load_input,
     parse_bytes,
 )
-from aflite_core.runs.folder import SUMMARY_FILE, sanitize_run_name
+from aflite_core.runs.folder import SUMMARY_FILE, check_run_name
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
 _PARAMETER_FLAGS = {
@@ -178,12 +178,8 @@ def _target(out: str, overwrite: bool) -> tuple[Path, str]:
     name = path.name
     if name in ("", ".", ".."):
         raise ValueError(f"--out: expected a folder name for the run, got {out!r}")
-    safe = sanitize_run_name(name)
-    if safe != name:
-        raise ValueError(
-            f"--out: {name!r} is not a safe run folder name (use letters, digits, '.', '_' "
-            f"and '-', not starting with '.' or '-'); for example {safe!r}"
-        )
+    name = check_run_name(name, what="--out")  # NFC; says precisely what is wrong
+    path = path.parent / name
     if path.exists() or path.is_symlink():
         if not overwrite:
             raise FileExistsError(

@@ -9,11 +9,16 @@ single quote ``'`` so that Excel, LibreOffice and Google Sheets show it as text 
 evaluating it as a formula (OWASP "CSV injection"). Numeric columns are never changed.
 
 Both writers take an iterator of Arrow tables (chunks) and write through a temporary file
-renamed at the end, so memory stays bounded and a failed write leaves nothing behind.
+renamed at the end, so memory stays bounded and a failed write leaves nothing behind: the
+temporary file ``.<name>.part-<token>`` is removed on any error (a full disk included) and
+on ``SystemExit`` (the CLI turns SIGTERM into one); one a killed process left is swept by
+the next export to the same target, and by :func:`aflite_core.runs.folder.cleanup_stale`
+in the runs root, once a day old.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import secrets
@@ -120,11 +125,55 @@ def parquet_safe_table(frame: pd.DataFrame) -> tuple[pa.Table, dict[str, str]]:
     return pa.Table.from_pandas(fixed, preserve_index=False), converted
 
 
+#: Marker of the temporary file an export is written to: ``.<name>.part-<token>``.
+PART_MARKER = ".part-"
+#: A ``.part-`` file older than this (seconds) was left by a killed process.
+STALE_PART_SECONDS = 24 * 3600
+_MAX_NAME_BYTES = 255
+
+
+def part_name(final_name: str, token: str | None = None) -> str:
+    """``.<final_name>.part-<token>``, the final name cut (in UTF-8 bytes, never inside a
+    character) so that the temporary name fits where the final one does."""
+    token = token or secrets.token_hex(4)
+    room = _MAX_NAME_BYTES - len(f"..part-{token}")
+    cut = final_name.encode("utf-8", "surrogateescape")[:room].decode("utf-8", "ignore")
+    return f".{cut}{PART_MARKER}{token}"
+
+
+def sweep_stale_parts(folder: str | os.PathLike, *, prefix: str = ".",
+                      max_age: float = STALE_PART_SECONDS) -> list[Path]:
+    """Remove ``.part-`` temporary files in ``folder`` (only those whose name starts with
+    ``prefix``) older than ``max_age`` seconds: left by a process killed mid-export."""
+    import time
+
+    removed: list[Path] = []
+    now = time.time()
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not name.startswith(prefix) or not name.startswith(".") or PART_MARKER not in name:
+            continue
+        try:
+            if entry.is_symlink() or not entry.is_file():
+                continue
+            if now - entry.stat().st_mtime >= max_age:
+                entry.unlink()
+                removed.append(entry)
+        except OSError:
+            continue
+    return removed
+
+
 def _open_target(out: str | os.PathLike | IO[bytes], overwrite: bool,
                  guard: Callable[[Path], Path] | None = None):
     """Return (binary handle, temp path, final path); temp path None for file objects.
 
     ``guard`` may refuse a target path (the exports refuse one inside a finished run).
+    Stale temporary files of the same target (a killed earlier export) are swept first.
     """
     if hasattr(out, "write"):
         return out, None, None
@@ -135,17 +184,24 @@ def _open_target(out: str | os.PathLike | IO[bytes], overwrite: bool,
         raise FileExistsError(f"export target {final} already exists; pass overwrite to replace it")
     if not final.parent.is_dir():
         raise FileNotFoundError(f"folder {final.parent} of the export target does not exist")
-    tmp = final.parent / f".{final.name}.part-{secrets.token_hex(4)}"
+    tmp = final.parent / part_name(final.name)
+    sweep_stale_parts(final.parent, prefix=tmp.name.split(PART_MARKER)[0] + PART_MARKER)
     return open(tmp, "wb"), tmp, final  # noqa: SIM115 - closed by _finish
 
 
 def _finish(handle, tmp: Path | None, final: Path | None, ok: bool) -> None:
+    """Close the temporary file and rename it over the target (``ok``) or remove it.
+
+    The temporary file is removed whatever fails on the way (closing on a full disk
+    raises, so does a rename), and the first error is the one raised.
+    """
     if tmp is None:
         return
-    handle.close()
-    if ok:
-        os.replace(tmp, final)
-    else:
+    try:
+        handle.close()
+        if ok:
+            os.replace(tmp, final)
+    finally:
         tmp.unlink(missing_ok=True)
 
 
@@ -197,8 +253,14 @@ def write_csv(
         text.flush()
         ok = True
     finally:
-        text.detach()
-        _finish(handle, tmp, final, ok)
+        try:
+            text.detach()  # flushes: raises again on a full disk
+        except BaseException:
+            if ok:
+                ok = False
+                raise
+        finally:
+            _finish(handle, tmp, final, ok)
     return n_rows
 
 
@@ -239,9 +301,12 @@ def write_parquet(
         writer.close()
         ok = True
     finally:
-        if writer is not None and not ok:
-            writer.close()
-        _finish(handle, tmp, final, ok)
+        try:
+            if writer is not None and not ok:
+                with contextlib.suppress(Exception):  # already failing: keep that error
+                    writer.close()
+        finally:
+            _finish(handle, tmp, final, ok)
     return n_rows
 
 

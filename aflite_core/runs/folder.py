@@ -5,7 +5,9 @@ folder ``ROOT/.tmp-<name>-<random>`` and renamed to ``ROOT/<name>`` only when it
 complete, so a run that fails, is cancelled or is killed never appears as a run:
 :func:`list_runs` ignores dot-folders, and :func:`cleanup_stale` removes the ones a
 killed process left behind once they are old enough. A complete run is never
-modified; ``overwrite=True`` replaces it as a whole, atomically.
+modified; ``overwrite=True`` replaces it as a whole, atomically: whenever a kill lands,
+one complete run of that name is visible, or is made visible again by
+:func:`recover_runs` (run by every writer, :func:`cleanup_stale` and :func:`list_runs`).
 
 The files are described in ``docs/run-format.md``; ``FORMAT_VERSION`` is stored in
 ``summary.json`` and checked on load.
@@ -14,13 +16,16 @@ The files are described in ``docs/run-format.md``; ``FORMAT_VERSION`` is stored 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import datetime as _dt
+import errno
 import json
 import math
 import os
 import re
 import secrets
 import shutil
+import sys
 import time
 import unicodedata
 from collections.abc import Mapping
@@ -32,7 +37,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.tables import parquet_safe_table, unique_column_name, write_csv
+from aflite_core.io.tables import (
+    parquet_safe_table,
+    sweep_stale_parts,
+    unique_column_name,
+    write_csv,
+)
 from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
     BASELINES_FILE,
     CUES_FILE,
@@ -56,10 +66,14 @@ from aflite_core.runs.rows import iter_row_chunks
 TEMP_PREFIX = ".tmp-"
 #: Prefix of a replaced run while ``overwrite=True`` swaps in the new one.
 OLD_PREFIX = ".old-"
+#: Prefix of a complete run about to be swapped in over the one it replaces.
+NEW_PREFIX = ".new-"
 #: Temporary folders older than this (seconds) are treated as left by a killed process.
 STALE_AGE_SECONDS = 24 * 3600
 
 _MAX_NAME_LENGTH = 120
+#: Longest file name most file systems accept (ext4, APFS, NTFS...), in UTF-8 bytes.
+MAX_NAME_BYTES = 255
 _SAFE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -70,18 +84,27 @@ class RunError(ValueError):
 # --------------------------------------------------------------------------- names
 
 
+def _cut_bytes(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, never inside a character."""
+    return text.encode("utf-8")[: max(limit, 0)].decode("utf-8", errors="ignore")
+
+
 def sanitize_run_name(name: str) -> str:
     """Turn a user-supplied run name into a safe folder name.
 
     The policy is to *sanitise*, not refuse, unless nothing usable is left:
 
-    * every character that is not a letter, a digit, ``.``, ``_`` or ``-`` (path
-      separators ``/`` and ``\\``, ``:``, spaces, control characters, ...) becomes ``_``;
-      runs of ``_`` collapse to one;
+    * the name is normalised to Unicode NFC, so a decomposed ``café`` (``e`` + combining
+      accent, as macOS file names and some keyboards produce) is the same name as the
+      composed one;
+    * every run of characters that are not a letter, a digit, ``.``, ``_`` or ``-`` (path
+      separators ``/`` and ``\\``, ``:``, spaces, control characters, ...) becomes one
+      ``_``; underscores typed by the user are kept (``my__run`` stays ``my__run``);
     * runs of dots collapse to one dot, so ``..`` can never appear;
     * leading ``.``, ``-`` and ``_`` and trailing ``.``, ``_`` and ``-`` are stripped (no
       hidden folders, nothing that looks like a command-line option);
-    * the result is cut to 120 characters.
+    * the result is cut to 120 characters and to 255 UTF-8 bytes (the file-name limit of
+      common file systems; 84 CJK characters are 252 bytes and fit).
 
     Parameters
     ----------
@@ -91,7 +114,7 @@ def sanitize_run_name(name: str) -> str:
     Returns
     -------
     str
-        The sanitised name; equal to ``name`` when it was already safe.
+        The sanitised name; equal to ``name`` when it was already safe and NFC.
 
     Raises
     ------
@@ -103,15 +126,87 @@ def sanitize_run_name(name: str) -> str:
     if not isinstance(name, str):
         raise TypeError(f"run name: expected a string, got {type(name).__name__}")
     text = unicodedata.normalize("NFC", name)
-    text = "".join(ch if (ch.isalnum() or ch in "._-") else "_" for ch in text)
-    text = re.sub(r"_+", "_", text)
+    text = "".join(ch if (ch.isalnum() or ch in "._-") else "\0" for ch in text)
+    text = re.sub("\0+", "_", text)
     text = re.sub(r"\.{2,}", ".", text)
     text = text.lstrip("._-").rstrip("._-")[:_MAX_NAME_LENGTH].rstrip("._-")
+    text = _cut_bytes(text, MAX_NAME_BYTES).rstrip("._-")
     if not text:
         raise ValueError(
             f"run name: {name!r} has no usable characters; use letters, digits, '.', '_' or '-'"
         )
     return text
+
+
+def _describe_char(ch: str) -> str:
+    return f"{ch!r} (U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed character')})"
+
+
+def run_name_problems(name: str) -> list[str]:
+    """Say precisely why ``name`` is not usable as a run folder name as typed.
+
+    The name is compared after NFC normalisation, so a decomposed ``café`` has no
+    problem. Returns an empty list when :func:`sanitize_run_name` keeps the name (up to
+    normalisation); otherwise one sentence per problem: the offending characters with
+    their code points, a leading or trailing character, ``..``, the length in characters
+    or UTF-8 bytes.
+    """
+    if not isinstance(name, str):
+        return [f"expected a string, got {type(name).__name__}"]
+    text = unicodedata.normalize("NFC", name)
+    problems: list[str] = []
+    bad = []
+    for ch in text:
+        if not (ch.isalnum() or ch in "._-") and ch not in bad:
+            bad.append(ch)
+    if bad:
+        shown = ", ".join(_describe_char(ch) for ch in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        problems.append(f"contains {shown}{more}; only letters, digits, '.', '_' and '-' "
+                        "are allowed")
+    if ".." in text:
+        problems.append("contains '..'")
+    why = {".": "a hidden folder", "-": "looks like a command-line option",
+           "_": "stripped from the start"}
+    if text[:1] in why:
+        problems.append(f"starts with {text[:1]!r} ({why[text[:1]]})")
+    if text[-1:] in (".", "-", "_") and len(text) > 1:
+        problems.append(f"ends with {text[-1:]!r}")
+    if len(text) > _MAX_NAME_LENGTH:
+        problems.append(f"is {len(text)} characters long; at most {_MAX_NAME_LENGTH} are kept")
+    n_bytes = len(text.encode("utf-8", errors="surrogatepass"))
+    if n_bytes > MAX_NAME_BYTES:
+        problems.append(f"is {n_bytes} bytes long in UTF-8; file names hold at most "
+                        f"{MAX_NAME_BYTES}")
+    if not problems and not text:
+        problems.append("is empty")
+    return problems
+
+
+def check_run_name(name: str, *, what: str = "run name") -> str:
+    """Return ``name`` in NFC if it is a safe run folder name as typed, else raise.
+
+    Unlike :func:`sanitize_run_name` nothing is changed silently (for a path given on the
+    command line): the ``ValueError`` lists what is wrong (see :func:`run_name_problems`)
+    and suggests the sanitised name when there is one.
+    """
+    problems = run_name_problems(name)
+    if not problems:
+        return unicodedata.normalize("NFC", name)
+    try:
+        hint = f"; for example {sanitize_run_name(name)!r}"
+    except (TypeError, ValueError):
+        hint = ""
+    raise ValueError(f"{what}: {name!r} is not a safe run folder name: "
+                     f"{'; '.join(problems)}{hint}")
+
+
+def hidden_name(prefix: str, name: str, token: str | None = None) -> str:
+    """``<prefix><name>-<token>`` cut (in the name, never the token) to fit in
+    :data:`MAX_NAME_BYTES` UTF-8 bytes; the final name is never shortened."""
+    token = token or secrets.token_hex(4)
+    room = MAX_NAME_BYTES - len(prefix.encode("utf-8")) - 1 - len(token.encode("utf-8"))
+    return f"{prefix}{_cut_bytes(name, room)}-{token}"
 
 
 def _format_param(value: Any) -> str:
@@ -186,8 +281,14 @@ def unique_run_name(root: str | os.PathLike, name: str) -> str:
     candidate, k = name, 1
     while (root_path / candidate).exists():
         k += 1
-        candidate = f"{name}-{k}"
+        candidate = _suffixed(name, k)
     return candidate
+
+
+def _suffixed(name: str, k: int) -> str:
+    """``name-k``, the name cut (in bytes) so that the whole still fits a file name."""
+    suffix = f"-{k}"
+    return _cut_bytes(name, MAX_NAME_BYTES - len(suffix)).rstrip("._-") + suffix
 
 
 def _check_file_name(filename: str) -> str:
@@ -243,35 +344,132 @@ def utc_now_iso() -> str:
 # --------------------------------------------------------------------------- writing
 
 
-def cleanup_stale(
-    root: str | os.PathLike, *, max_age: float = STALE_AGE_SECONDS
-) -> list[Path]:
-    """Remove temporary run folders left by killed processes.
+def _exchange_supported() -> bool:
+    return sys.platform.startswith("linux")
 
-    Only folders whose name starts with ``.tmp-`` or ``.old-`` and whose modification
-    time is older than ``max_age`` seconds are removed; a younger one may belong to a run
-    still in progress.
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two existing folders in one atomic step (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Returns False, having changed nothing, when the system or the file system cannot do it;
+    the caller then falls back to two renames.
+    """
+    if not _exchange_supported():
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                          ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), os.fspath(a), None, os.fspath(b))
+
+
+def _hidden_complete_runs(root_path: Path) -> dict[str, list[tuple[tuple, Path]]]:
+    """Complete runs hidden by an interrupted swap: ``.new-*`` (about to be swapped in) and
+    ``.old-*`` (swapped out) folders with a valid ``summary.json``, by the run name their
+    summary records, each with a sort key (newest, and ``.new-`` first, last)."""
+    found: dict[str, list[tuple[tuple, Path]]] = {}
+    for entry in root_path.iterdir():
+        if not entry.name.startswith((NEW_PREFIX, OLD_PREFIX)) or entry.is_symlink():
+            continue
+        try:
+            if not entry.is_dir():
+                continue
+            summary = _read_summary(entry)
+            mtime = (entry / SUMMARY_FILE).stat().st_mtime_ns
+        except (RunError, OSError):
+            continue
+        name = summary.get("name")
+        try:
+            if not isinstance(name, str) or sanitize_run_name(name) != name:
+                continue
+        except ValueError:
+            continue
+        key = (entry.name.startswith(NEW_PREFIX), mtime)
+        found.setdefault(name, []).append((key, entry))
+    return found
+
+
+def recover_runs(root: str | os.PathLike) -> list[Path]:
+    """Put back a complete run that an interrupted ``overwrite`` swap left hidden.
+
+    A process killed in the middle of replacing run ``NAME`` can leave ``NAME`` missing and
+    the complete runs in ``.new-NAME-*`` and/or ``.old-NAME-*``. When ``NAME`` is missing,
+    the newest complete one (the new run if it is there) is renamed back to ``NAME``.
+    Called by :class:`RunWriter`, :func:`cleanup_stale` and :func:`list_runs`; harmless
+    when there is nothing to recover or the runs root is read-only.
 
     Returns
     -------
     list of Path
-        The folders removed.
+        The run folders restored.
     """
     root_path = Path(root)
     if not root_path.is_dir():
         return []
+    restored = []
+    try:
+        hidden = _hidden_complete_runs(root_path)
+    except OSError:
+        return []
+    for name, candidates in hidden.items():
+        target = root_path / name
+        if target.exists() or target.is_symlink():
+            continue
+        for _, entry in sorted(candidates, key=lambda c: c[0], reverse=True):
+            try:
+                os.rename(entry, target)
+            except OSError:
+                if target.exists():  # restored meanwhile by another process
+                    break
+                continue
+            restored.append(target)
+            break
+    return restored
+
+
+def cleanup_stale(
+    root: str | os.PathLike, *, max_age: float = STALE_AGE_SECONDS
+) -> list[Path]:
+    """Recover hidden complete runs, then remove what killed processes left behind.
+
+    First :func:`recover_runs` gives back a run whose visible folder an interrupted swap
+    left missing (a complete run is restored, never deleted). Then the folders whose name
+    starts with ``.tmp-``, ``.new-`` or ``.old-`` and the export temporary files
+    (``.<name>.part-<token>``) whose modification time is older than ``max_age`` seconds
+    are removed; a younger one may belong to a run or an export still in progress.
+
+    Returns
+    -------
+    list of Path
+        The folders and files removed.
+    """
+    root_path = Path(root)
+    if not root_path.is_dir():
+        return []
+    recover_runs(root_path)
     removed = []
     now = time.time()
     for entry in root_path.iterdir():
-        if not entry.name.startswith((TEMP_PREFIX, OLD_PREFIX)) or entry.is_symlink():
+        if not entry.name.startswith(".") or entry.is_symlink():
             continue
         try:
             age = now - entry.stat().st_mtime
         except OSError:
             continue
-        if entry.is_dir() and age >= max_age:
+        if (entry.name.startswith((TEMP_PREFIX, OLD_PREFIX, NEW_PREFIX)) and entry.is_dir()
+                and age >= max_age):
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
+    removed += sweep_stale_parts(root_path, max_age=max_age)
     return removed
 
 
@@ -320,6 +518,7 @@ class RunWriter:
         self._created_root = False
         self._dataset_info: dict | None = None
         self._row_ids: np.ndarray | None = None
+        self._summary_bytes: bytes | None = None
 
     def _check_target(self) -> None:
         if not self.path.exists() and not self.path.is_symlink():
@@ -342,10 +541,23 @@ class RunWriter:
         self.path = resolve_run_path(self.root, self.name)  # root exists now: re-resolve
         self._check_target()
         cleanup_stale(self.root)
-        token = secrets.token_hex(4)
-        self.tmp = self.root.resolve() / f"{TEMP_PREFIX}{self.name}-{token}"
+        self._check_name_fits()
+        self.tmp = self.root.resolve() / hidden_name(TEMP_PREFIX, self.name)
         self.tmp.mkdir()
         return self
+
+    def _check_name_fits(self) -> None:
+        """Refuse, before any work, a name longer than the runs root's file system takes
+        (the temporary names are shortened to fit; the run's own name never is)."""
+        limit = MAX_NAME_BYTES
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            limit = min(limit, os.pathconf(self.root, "PC_NAME_MAX"))
+        n_bytes = len(self.name.encode("utf-8"))
+        if n_bytes > limit:
+            raise ValueError(
+                f"run name {self.name!r} is {n_bytes} bytes long in UTF-8; the file system "
+                f"of {self.root} takes file names of at most {limit} bytes"
+            )
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is None:
@@ -486,7 +698,17 @@ class RunWriter:
         if self._dataset_info:
             data["dataset"] = {**self._dataset_info, **dict(data.get("dataset") or {})}
         data["artifacts"] = sorted({*self.files(), SUMMARY_FILE})
-        return self.write_json(SUMMARY_FILE, data)
+        path = self.write_json(SUMMARY_FILE, data)
+        self._summary_bytes = path.read_bytes()
+        return path
+
+    def _recovered_by_other(self) -> bool:
+        """Whether another process's :func:`recover_runs` already moved this complete run
+        to its visible name (it finished the swap a kill would have left half done)."""
+        try:
+            return (self.path / SUMMARY_FILE).read_bytes() == self._summary_bytes
+        except (OSError, TypeError):
+            return False
 
     def files(self) -> list[str]:
         """Names of the files written so far, sorted."""
@@ -505,28 +727,49 @@ class RunWriter:
         self._check_target()
         if self.unique:
             return self._commit_unique()
-        old = None
-        if self.path.exists():
-            old = self.root.resolve() / f"{OLD_PREFIX}{self.name}-{secrets.token_hex(4)}"
-            os.rename(self.path, old)
-        try:
-            os.rename(self.tmp, self.path)
-        except BaseException:
-            if old is not None:
-                os.rename(old, self.path)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        if not (self.path.exists() or self.path.is_symlink()):
+            os.rename(self.tmp, self.path)  # a new name: one atomic step
+        else:
+            self._swap()
         self.committed = True
         self.tmp = None
         return self.path
+
+    def _swap(self) -> None:
+        """Replace the existing run by the new one so that, whatever the moment a kill -9
+        lands, one complete run is visible or :func:`recover_runs` makes it visible again.
+
+        The complete new run is first renamed ``.new-NAME-*`` (it is now recoverable, never
+        swept as debris), then swapped with ``NAME`` in one atomic step where the system
+        can (Linux), else by two renames (``NAME`` -> ``.old-NAME-*``, ``.new-`` -> ``NAME``)
+        whose gap recovery closes; the replaced run is removed last.
+        """
+        root = self.root.resolve()
+        new = root / hidden_name(NEW_PREFIX, self.name)
+        os.rename(self.tmp, new)
+        self.tmp = new
+        if _exchange(new, self.path):  # NAME is the new run, `new` holds the old one
+            shutil.rmtree(new, ignore_errors=True)
+            return
+        old = root / hidden_name(OLD_PREFIX, self.name)
+        os.rename(self.path, old)
+        try:
+            os.rename(new, self.path)
+        except BaseException:
+            if self._recovered_by_other():
+                shutil.rmtree(old, ignore_errors=True)
+                return
+            with contextlib.suppress(OSError):  # put the old run back
+                os.rename(old, self.path)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
 
     def _commit_unique(self) -> Path:
         """Rename into the first free ``name``, ``name-2``, ...; a rename onto a run that
         appeared in between fails (the target is not empty) and the next suffix is tried."""
         base = self.name
         for k in range(1, 1000):
-            name = base if k == 1 else f"{base}-{k}"
+            name = base if k == 1 else _suffixed(base, k)
             target = resolve_run_path(self.root, name)
             if target.exists() or target.is_symlink():
                 continue
@@ -963,6 +1206,14 @@ class RunInfo:
     parameters: dict = field(default_factory=dict)
     disk_bytes: int = 0
     format_version: int = FORMAT_VERSION
+    #: Why the run cannot be opened as is (e.g. ``scores.parquet is missing``); empty
+    #: when it is fine.
+    damaged: str = ""
+
+    @property
+    def status(self) -> str:
+        """``"ok"`` or ``"damaged: <reason>"`` (for a list shown to the user)."""
+        return f"damaged: {self.damaged}" if self.damaged else "ok"
 
 
 def _folder_bytes(path: Path) -> int:
@@ -976,15 +1227,50 @@ def _folder_bytes(path: Path) -> int:
     return total
 
 
-def list_runs(root: str | os.PathLike) -> list[RunInfo]:
-    """List the complete runs in ``root``, newest first.
+def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None) -> str:
+    """Why the run folder ``path`` is damaged, or ``""`` when it looks fine.
 
-    Dot-folders (runs being written, or left by killed processes) and folders without
-    a readable ``summary.json`` are ignored.
+    Cheap checks, no table is read in full: ``scores.parquet`` must be present, a
+    readable Parquet file (its footer) with the required columns, and every file the
+    summary lists under ``artifacts`` must still be there.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
+    scores = path / SCORES_FILE
+    if not scores.is_file():
+        return f"{SCORES_FILE} is missing"
+    try:
+        names = pq.read_schema(scores).names
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        return f"{SCORES_FILE} is unreadable ({type(exc).__name__}: {str(exc)[:120]})"
+    missing_cols = [c for c in SCORES_COLUMNS if c not in names]
+    if missing_cols:
+        return f"{SCORES_FILE} lacks column(s) {', '.join(missing_cols)}"
+    listed = (summary or {}).get("artifacts") or []
+    if isinstance(listed, list):
+        gone = sorted(str(f) for f in listed
+                      if isinstance(f, str) and _SAFE_FILE.match(f) and ".." not in f
+                      and not (path / f).is_file())
+        if gone:
+            return f"file(s) missing: {', '.join(gone[:5])}" + (" ..." if len(gone) > 5 else "")
+    return ""
+
+
+def list_runs(root: str | os.PathLike) -> list[RunInfo]:
+    """List the runs in ``root``, newest first.
+
+    A complete run hidden by an interrupted ``overwrite`` is first put back
+    (:func:`recover_runs`). Dot-folders (runs being written, or left by killed processes)
+    and folders without a readable ``summary.json`` are ignored; a run whose
+    ``scores.parquet`` is missing or unreadable, or that lost a file it lists, is listed
+    with :attr:`RunInfo.damaged` saying why.
     """
     root_path = Path(root)
     if not root_path.is_dir():
         return []
+    recover_runs(root_path)
     runs = []
     for entry in root_path.iterdir():
         if entry.name.startswith(".") or not entry.is_dir():
@@ -1003,6 +1289,7 @@ def list_runs(root: str | os.PathLike) -> list[RunInfo]:
                 parameters=dict(summary.get("parameters") or {}),
                 disk_bytes=_folder_bytes(entry),
                 format_version=int(summary["format_version"]),
+                damaged=run_damage(entry, summary),
             )
         )
     runs.sort(key=lambda r: r.name, reverse=True)
