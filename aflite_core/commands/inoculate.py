@@ -1,12 +1,14 @@
 """``python -m aflite_core inoculate ORIGINAL CHALLENGE --out DIR``: inoculation curves.
 
 Trains a model on a seeded training share of ORIGINAL, adds n challenge examples from a seeded
-training share of CHALLENGE for n in --sizes (nested subsamples), evaluates each model on the
-held-out shares of both files (seeded hold-outs, stratified by label) and classifies the
-outcome (Liu, Schwartz & Smith, NAACL 2019): 1 dataset weakness, 2 model weakness,
-3 distribution difference (0: no gap to begin with).
-Writes DIR/inoculation.json (parameters, curves, outcome), DIR/inoculation_curves.csv (one row
-per size and repeat) and DIR/inoculation_summary.csv (one row per size).
+training share of CHALLENGE for n in --sizes (nested subsamples), with the fine-tuning strength
+chosen per n on held-out challenge dev rows, evaluates each model on the held-out test shares of
+both files (seeded hold-outs, stratified by label; balanced accuracy on a label-skewed
+challenge set) and classifies the outcome from the whole curve (Liu, Schwartz & Smith, NAACL
+2019): 1 dataset weakness, 2 model weakness, 3 distribution difference (0: no gap).
+Writes DIR/inoculation.json (parameters, curves, chosen strengths, outcome),
+DIR/inoculation_curves.csv (one row per size and repeat) and DIR/inoculation_summary.csv (one
+row per size).
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from aflite_core.commands._input import add_input_arguments, load_input
-from aflite_core.measures.inoculation import MODELS, MODES, SIZES, OutcomeThresholds
+from aflite_core.measures.inoculation import (
+    ANCHORS,
+    CHALLENGE_WEIGHTS,
+    DEV_FRACTION,
+    MODELS,
+    MODES,
+    SIZES,
+    OutcomeThresholds,
+)
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -30,6 +40,18 @@ def parse_sizes(text: str) -> tuple[int, ...]:
     if not sizes or min(sizes) < 0:
         raise argparse.ArgumentTypeError(f"expected non-negative integers, got {text!r}")
     return sizes
+
+
+def parse_strengths(text: str) -> tuple[float, ...]:
+    """Comma-separated positive numbers, e.g. ``0.1,1,10``."""
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers such as 0.1,1,10, got {text!r}") from None
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(f"expected positive numbers, got {text!r}")
+    return values
 
 
 def register(subparsers: Any) -> None:
@@ -56,10 +78,14 @@ def register(subparsers: Any) -> None:
                    help=f"challenge examples per step (default {','.join(map(str, SIZES))})")
     p.add_argument("--repeats", type=int, default=3, metavar="N",
                    help="nested subsample sequences averaged (default 3)")
-    p.add_argument("--anchor", type=float, default=1.0,
-                   help="finetune: pull towards the original weights (default 1.0)")
-    p.add_argument("--challenge-weight", type=float, default=1.0,
-                   help="retrain: weight of each challenge example (default 1.0)")
+    p.add_argument("--strengths", type=parse_strengths, default=None, metavar="LIST",
+                   help="grid the strength is chosen from per n on the challenge dev rows: "
+                        "finetune anchors (pull towards the original weights; default "
+                        f"{','.join(map(str, ANCHORS))}) or retrain challenge weights (default "
+                        f"{','.join(map(str, CHALLENGE_WEIGHTS))}); one value fixes it")
+    p.add_argument("--dev-fraction", type=float, default=DEV_FRACTION, metavar="F",
+                   help="share of each training share held out to choose the strength "
+                        f"(default {DEV_FRACTION})")
     p.add_argument("--test-fraction", type=float, default=0.2, metavar="F",
                    help="held-out share of each file (default 0.2)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (0)")
@@ -132,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
     result = inoculate((X_o[o_tr], y_o[o_tr]), (X_o[o_te], y_o[o_te]),
                        (X_c[c_tr], y_c[c_tr]), (X_c[c_te], y_c[c_te]),
                        model=args.model, sizes=args.sizes, mode=args.mode,
-                       n_repeats=args.repeats, anchor=args.anchor,
-                       challenge_weight=args.challenge_weight, thresholds=thresholds,
+                       n_repeats=args.repeats, strengths=args.strengths,
+                       dev_fraction=args.dev_fraction, thresholds=thresholds,
                        random_state=args.seed, callback=progress)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -145,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
     result.curves.to_csv(out / "inoculation_curves.csv", index=False)
     result.summary.to_csv(out / "inoculation_summary.csv", index=False)
     print(result.summary.to_string(index=False, float_format="{:.3f}".format))
+    print(f"challenge metric: {result.challenge_metric} (majority label "
+          f"{result.majority_rate:.3f}, chance {result.chance:.3f})")
     print(f"outcome {result.outcome} ({result.outcome_label}): {result.explanation}")
     print(f"wrote inoculation.json, inoculation_curves.csv, inoculation_summary.csv to {out}")
     return 0

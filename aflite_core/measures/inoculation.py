@@ -5,8 +5,8 @@ n in {0, 5, 10, 50, 100, 500, 1000} (nested, inclusive subsamples: the 10 exampl
 5), and evaluated after each on held-out original and held-out challenge data. The two curves
 tell why the challenge set is hard:
 
-1. *dataset weakness*: the gap closes after a few examples with little loss on the original
-   data (the original training data just lacked such examples);
+1. *dataset weakness*: the gap closes and the original accuracy is kept (the original training
+   data just lacked such examples);
 2. *model weakness*: the gap stays (the model cannot learn the challenge);
 3. *distribution difference*: the gap closes but accuracy on the original data drops.
 
@@ -14,24 +14,64 @@ Built-in models, both from :func:`aflite_core.represent.text_models.text_model` 
 base classifier): ``"tfidf_lr"`` reads texts, ``text_model("full_input")`` when they are
 premise-hypothesis pairs (:func:`pair_texts`), ``text_model("hypothesis_only")`` otherwise;
 ``"linear_phi"`` reads Φ, ``text_model("probe")``. Adding the n examples is done in one of two
-documented ways (``mode``):
+documented ways (``mode``), each with a *strength* chosen per n (below):
 
 ``"finetune"`` (default)
     Continue training from the original weights W0 on the n examples only, minimising their
-    mean cross-entropy plus ``anchor / 2 * ||W - W0||^2`` (L-BFGS to convergence). The pull
+    *summed* cross-entropy plus ``anchor / 2 * ||W - W0||^2`` (L-BFGS to convergence; ``anchor``
+    is the strength, multiplied by the mean squared norm of an original feature row). The pull
     towards W0 plays the part of the few epochs and small learning rate of neural fine-tuning,
-    deterministically; a smaller ``anchor`` lets the model move further (and forget more).
+    deterministically; a smaller ``anchor`` lets the model move further (and forget more), and
+    because the loss is summed, more examples pull harder against the same anchor.
 ``"retrain"``
     Fit the model from scratch on the original training rows plus the n examples, each
-    challenge example weighted ``challenge_weight``.
+    challenge example weighted by the strength (``challenge_weight``).
+
+**Choosing the strength per n** (Liu et al. tune fine-tuning on held-out challenge data). A
+seeded, label-stratified ``dev_fraction`` of the challenge pool is held out as the *challenge
+dev* set (never drawn as one of the n examples, disjoint from the challenge test set), and the
+same share of the original training rows as the *original dev* set (not used to fit W0). For
+every n and repeat the model is fitted once per strength of the grid (``strengths``, default
+:data:`ANCHORS` for ``finetune``, :data:`CHALLENGE_WEIGHTS` for ``retrain``); the chosen
+strength maximises the challenge-dev score while keeping the original accuracy: strengths
+within ``select_tolerance`` of the best challenge-dev score are tied; of those, the ones
+within ``select_tolerance`` of the best original-dev accuracy among them are kept, and the one
+with the best challenge-dev score wins (exact ties: the most conservative, largest anchor or
+smallest challenge weight). By default ``select_tolerance`` is one standard error of the best
+score in each step, ``sqrt(p (1 - p) / n_dev)``, so noise on the dev rows neither buys
+forgetting nor blocks learning. Only the chosen model is reported on
+the test sets; every candidate's dev and test scores are kept in ``result.selection``.
+
+**Challenge metric.** With k labels in the challenge test set and a majority label holding
+``majority_rate`` of its rows, the set is *skewed* when k > 1 and ``majority_rate >=
+SKEWED_FACTOR / k`` (1.5/k, the rule of :mod:`aflite_core.measures.ood`). The challenge curve
+(``challenge_mean``) and the strength selection then use balanced accuracy (mean per-label
+recall), otherwise accuracy; ``challenge_metric``, ``majority_rate`` and ``chance`` (1/k) are
+reported beside. The original curve is always accuracy.
+
+**Outcome rule** (:func:`classify_outcome`, thresholds :class:`OutcomeThresholds`, defaults in
+brackets), decided from the whole curve. With ``o(n)``, ``c(n)`` the original and challenge
+means, ``gap(n) = o(n) - c(n)``, ``gap0 = gap(0)`` and N the largest size:
+
+* outcome 0 (no initial gap) if ``gap0 < min_gap`` [0.03];
+* the gap *has closed* when ``gap(N) <= closed_fraction * gap0`` [0.25], ``c(N) - c(0) >=
+  min_challenge_gain * gap0`` [0.5] (so forgetting the original alone does not count) and the
+  trend is downward: the least-squares slope of ``gap(n) / gap0`` against ``log10(1 + n)`` over
+  all sizes is negative;
+* closed and ``o(0) - o(N) <= max_original_drop`` [0.02]: outcome 1 (dataset weakness);
+* closed and ``o(0) - o(N) > max_original_drop``: outcome 3 (distribution difference);
+* otherwise outcome 2 (model weakness).
+
+``closed_at`` is reported for information only: the smallest n from which the first two
+conditions hold at every larger size (None if the gap is open at N).
 
 Features are fitted on the original training rows only (TF-IDF vocabulary, scaler), so the
-challenge examples change the weights, never the feature space. See ``docs/measures.md`` for the
-outcome rule and its thresholds.
+challenge examples change the weights, never the feature space. See ``docs/measures.md``.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -50,6 +90,7 @@ from aflite_core._validation import (
     check_real,
     make_rng,
 )
+from aflite_core.measures.ood import SKEWED_FACTOR
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.represent.text_models import PAIR_SEPARATOR, single_blas_thread, text_model
 from aflite_core.represent.text_models import pair_texts as pair_texts  # re-exported
@@ -59,6 +100,13 @@ from aflite_core.splits import group_codes, holdout_mask
 SIZES: tuple[int, ...] = (0, 5, 10, 50, 100, 500, 1000)
 MODELS = ("tfidf_lr", "linear_phi")
 MODES = ("finetune", "retrain")
+#: Default strength grid of ``mode="finetune"``: the anchor (pull towards W0), strongest last.
+ANCHORS: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
+#: Default strength grid of ``mode="retrain"``: the sample weight of each challenge example.
+CHALLENGE_WEIGHTS: tuple[float, ...] = (1.0, 10.0, 100.0)
+#: Default share of the challenge pool (and of the original training rows) held out for
+#: choosing the strength.
+DEV_FRACTION = 0.2
 
 OUTCOME_LABELS = {
     0: "no initial gap",
@@ -74,11 +122,11 @@ ProgressCallback = Callable[[dict], object]
 class OutcomeThresholds:
     """Thresholds of the outcome rule (accuracies as fractions, gaps relative to the n=0 gap).
 
-    With ``gap0 = acc_original(0) - acc_challenge(0)``, the gap has *closed* at n when
-    ``acc_original(n) - acc_challenge(n) <= closed_fraction * gap0`` and the challenge accuracy
-    rose by at least ``min_challenge_gain * gap0``. Outcome 0 if ``gap0 < min_gap``; else
-    outcome 1 if it closes at some n while ``acc_original(0) - acc_original(n) <=
-    max_original_drop``; else 3 if it closes only with a larger drop; else 2.
+    See the module docstring for the rule. ``min_gap``: smallest n=0 gap worth explaining;
+    ``closed_fraction``: the gap at the largest n must be at most this share of the n=0 gap;
+    ``min_challenge_gain``: the challenge score must rise by at least this share of the n=0
+    gap; ``max_original_drop``: largest original-accuracy loss at the largest n that still
+    counts as keeping the original accuracy (outcome 1 rather than 3).
     """
 
     min_gap: float = 0.03
@@ -100,11 +148,18 @@ class InoculationResult:
     Attributes
     ----------
     curves : DataFrame
-        One row per size and repeat: ``n``, ``repeat``, ``accuracy_original``,
-        ``accuracy_challenge``.
+        One row per size and repeat: ``n``, ``repeat``, ``strength`` (chosen; NaN at n=0),
+        ``accuracy_original``, ``accuracy_challenge``, ``balanced_accuracy_challenge`` and
+        ``score_challenge`` (the one of the two named by ``challenge_metric``).
     summary : DataFrame
         One row per size: ``n``, ``original_mean``, ``original_std``, ``challenge_mean``,
-        ``challenge_std``, ``gap`` (original minus challenge, means).
+        ``challenge_std`` (of ``score_challenge``), ``gap`` (original minus challenge, means),
+        ``challenge_accuracy_mean`` (plain accuracy) and ``chosen_strength`` (the strength
+        chosen most often over the repeats, ties to the more conservative; NaN at n=0).
+    selection : DataFrame
+        One row per size (n > 0), repeat and candidate strength: ``dev_original`` (accuracy),
+        ``dev_challenge`` (``challenge_metric``), ``chosen``, and for diagnosis only
+        ``test_original``, ``test_challenge``.
     outcome : int
         0 (no initial gap), 1 (dataset weakness), 2 (model weakness) or 3 (distribution
         difference).
@@ -112,8 +167,18 @@ class InoculationResult:
     explanation : str
         One sentence with the numbers behind the outcome.
     closed_at : int or None
-        Smallest n at which the gap closed (see :class:`OutcomeThresholds`).
+        Smallest n from which the gap stays closed (information only; see the module
+        docstring).
+    challenge_metric : {"accuracy", "balanced_accuracy"}
+    majority_rate : float
+        Share of the most frequent label in the challenge test set.
+    chance : float
+        1 / number of labels in the challenge test set.
     params : dict
+    rows : dict
+        Positions of ``original_dev`` (in ``original_train``), ``challenge_dev`` and
+        ``challenge_pool`` (in ``challenge_train``) and ``orders`` (per repeat, the pool
+        positions in draw order: the first n are the n examples). Not part of :meth:`to_dict`.
     """
 
     curves: pd.DataFrame
@@ -122,15 +187,30 @@ class InoculationResult:
     outcome_label: str
     explanation: str
     closed_at: int | None
+    selection: pd.DataFrame = field(default_factory=pd.DataFrame)
+    challenge_metric: str = "accuracy"
+    majority_rate: float = float("nan")
+    chance: float = float("nan")
     params: dict = field(default_factory=dict)
+    rows: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-friendly form (what ``inoculation.json`` holds)."""
+        chosen = {str(int(n)): (None if pd.isna(s) else float(s))
+                  for n, s in zip(self.summary["n"], self.summary["chosen_strength"],
+                                  strict=True) if n > 0}
         return {"outcome": self.outcome, "outcome_label": self.outcome_label,
                 "explanation": self.explanation, "closed_at": self.closed_at,
-                "params": self.params,
-                "summary": self.summary.to_dict(orient="records"),
-                "curves": self.curves.to_dict(orient="records")}
+                "challenge_metric": self.challenge_metric,
+                "majority_rate": self.majority_rate, "chance": self.chance,
+                "chosen_strength": chosen, "params": self.params,
+                "summary": _records(self.summary), "curves": _records(self.curves),
+                "selection": _records(self.selection)}
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Records with NaN as None (valid JSON)."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,7 +292,11 @@ class _LinearModel:
 
 def _finetune(F, codes: np.ndarray, W0: np.ndarray, b0: np.ndarray,
               anchor: float) -> np.ndarray:
-    """Weights minimising summed cross-entropy on (F, codes) + anchor/2 * ||W - W0||^2.
+    """Weights minimising the summed (not mean) cross-entropy on (F, codes) plus
+    ``anchor / 2 * ||W - W0||^2``.
+
+    Summing means the data term grows with the number of examples, so against a fixed anchor
+    more examples move the weights further (as more fine-tuning steps would).
 
     Only weights of features that occur in ``F`` can move (the others sit at the optimum
     W0 already), so the problem is solved over those columns alone. The intercepts stay at
@@ -251,46 +335,69 @@ def _finetune(F, codes: np.ndarray, W0: np.ndarray, b0: np.ndarray,
 # outcome
 
 
+def gap_trend(summary: pd.DataFrame) -> float:
+    """Least-squares slope of ``gap(n) / gap(0)`` against ``log10(1 + n)`` (negative: closing).
+
+    ``summary`` needs columns ``n``, ``original_mean`` and ``challenge_mean`` with an n = 0 row
+    and a non-zero n = 0 gap.
+    """
+    s = summary.sort_values("n")
+    gap = (s["original_mean"] - s["challenge_mean"]).to_numpy(dtype=float)
+    x = np.log10(1.0 + s["n"].to_numpy(dtype=float))
+    if len(x) < 2 or gap[0] == 0:
+        return 0.0
+    return float(np.polyfit(x, gap / gap[0], 1)[0])
+
+
 def classify_outcome(summary: pd.DataFrame, thresholds: OutcomeThresholds | None = None
                      ) -> tuple[int, int | None, str]:
-    """Outcome (0-3), the smallest n where the gap closed, and a one-sentence explanation.
+    """Outcome (0-3) decided from the whole curve, ``closed_at`` and a one-sentence explanation.
 
     ``summary`` needs columns ``n``, ``original_mean`` and ``challenge_mean`` with an n = 0 row.
-    See :class:`OutcomeThresholds` for the rule.
+    The decision uses the n = 0 row, the row of the largest n and the trend of the gap over all
+    sizes (:func:`gap_trend`); see the module docstring for the rule and
+    :class:`OutcomeThresholds` for the thresholds. ``closed_at`` (the smallest n from which the
+    gap stays closed up to the largest n) is information, not part of the decision.
     """
     t = thresholds or OutcomeThresholds()
     s = summary.sort_values("n")
     if s["n"].iloc[0] != 0:
         raise ValueError("summary must contain the n = 0 row (the model before inoculation)")
-    o0, c0 = float(s["original_mean"].iloc[0]), float(s["challenge_mean"].iloc[0])
+    if len(s) < 2:
+        raise ValueError("summary must contain at least one n > 0 row")
+    n_, o_, c_ = (s[k].to_numpy(dtype=float) for k in ("n", "original_mean", "challenge_mean"))
+    o0, c0 = o_[0], c_[0]
     gap0 = o0 - c0
     if gap0 < t.min_gap:
-        return 0, None, (f"Before inoculation the challenge accuracy ({c0:.3f}) is within "
+        return 0, None, (f"Before inoculation the challenge score ({c0:.3f}) is within "
                          f"{t.min_gap:.3f} of the original accuracy ({o0:.3f}): there is no gap "
                          f"to explain.")
-    closed, closed_ok = [], []
-    for n, o, c in zip(s["n"].iloc[1:], s["original_mean"].iloc[1:],
-                       s["challenge_mean"].iloc[1:], strict=True):
-        if (o - c) <= t.closed_fraction * gap0 and (c - c0) >= t.min_challenge_gain * gap0:
-            closed.append((int(n), o, c))
-            if o0 - o <= t.max_original_drop:
-                closed_ok.append((int(n), o, c))
-    if closed_ok:
-        n, o, c = closed_ok[0]
-        return 1, n, (f"With {n} challenge examples the gap fell from {gap0:.3f} to {o - c:.3f} "
-                      f"(challenge {c0:.3f} -> {c:.3f}) while original accuracy moved "
-                      f"{o - o0:+.3f}: the original training data lacked such examples.")
+    closed_each = ((o_ - c_) <= t.closed_fraction * gap0) & ((c_ - c0) >= t.min_challenge_gain
+                                                             * gap0)
+    closed_each[0] = False
+    trend = gap_trend(s)
+    big_n, oN, cN = int(n_[-1]), o_[-1], c_[-1]
+    gapN, drop = oN - cN, o0 - oN
+    closed = bool(closed_each[-1]) and trend < 0
+    closed_at = None
+    if closed_each[-1]:
+        first_open_from_end = np.flatnonzero(~closed_each)[-1]
+        closed_at = int(n_[first_open_from_end + 1])
+    numbers = (f"gap {gap0:.3f} at n=0 -> {gapN:.3f} at n={big_n} (challenge {c0:.3f} -> "
+               f"{cN:.3f}, original {o0:.3f} -> {oN:.3f}, gap trend {trend:+.2f} per decade "
+               f"of n)")
     if closed:
-        n, o, c = closed[0]
-        return 3, n, (f"With {n} challenge examples the gap fell from {gap0:.3f} to {o - c:.3f}, "
-                      f"but original accuracy dropped {o0 - o:.3f} (more than "
-                      f"{t.max_original_drop:.3f}): the challenge data follows a different "
-                      f"distribution.")
-    last = s.iloc[-1]
-    return 2, None, (f"The gap stayed: {gap0:.3f} at n=0, "
-                     f"{last['original_mean'] - last['challenge_mean']:.3f} at "
-                     f"n={int(last['n'])} (challenge {c0:.3f} -> {last['challenge_mean']:.3f}): "
-                     f"the model cannot learn the challenge.")
+        numbers += f"; closed from {closed_at} challenge examples on"
+    if closed and drop <= t.max_original_drop:
+        return 1, closed_at, (f"The gap closed, {numbers}, and original accuracy was kept "
+                              f"(drop {drop:.3f} <= {t.max_original_drop:.3f}): the original "
+                              f"training data lacked such examples.")
+    if closed:
+        return 3, closed_at, (f"The gap closed, {numbers}, but original accuracy dropped "
+                              f"{drop:.3f} (more than {t.max_original_drop:.3f}): the challenge "
+                              f"data follows a different distribution.")
+    return 2, None, (f"The gap stayed open, {numbers}: the model cannot learn the challenge "
+                     f"from these examples.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -299,7 +406,8 @@ def classify_outcome(summary: pd.DataFrame, thresholds: OutcomeThresholds | None
 
 def inoculate(original_train, original_test, challenge_train, challenge_test, *,
               model: str = "tfidf_lr", sizes: Sequence[int] = SIZES, mode: str = "finetune",
-              n_repeats: int = 3, anchor: float = 1.0, challenge_weight: float = 1.0,
+              n_repeats: int = 3, strengths: Sequence[float] | None = None,
+              dev_fraction: float = DEV_FRACTION, select_tolerance: float | None = None,
               C: float = 1.0, thresholds: OutcomeThresholds | None = None,
               random_state: int | None = 0,
               callback: ProgressCallback | None = None) -> InoculationResult:
@@ -310,25 +418,32 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
     original_train, original_test, challenge_train, challenge_test : (inputs, labels) tuples
         Inputs are lists of texts for ``model="tfidf_lr"`` (see :func:`pair_texts` for NLI
         pairs) and 2-D arrays (Φ, same columns everywhere) for ``model="linear_phi"``.
-        ``challenge_train`` is the pool the n examples are drawn from.
+        ``challenge_train`` is split into the challenge dev set (``dev_fraction``) and the pool
+        the n examples are drawn from.
     model : {"tfidf_lr", "linear_phi"}, default "tfidf_lr"
         See the module docstring.
     sizes : sequence of int, default (0, 5, 10, 50, 100, 500, 1000)
-        Numbers of challenge examples; 0 is always included. Sizes above the pool are dropped
-        (listed in ``params["skipped_sizes"]``).
+        Numbers of challenge examples; 0 is always included. Sizes above the pool (after the
+        dev rows are held out) are dropped (listed in ``params["skipped_sizes"]``).
     mode : {"finetune", "retrain"}, default "finetune"
         See the module docstring.
     n_repeats : int, default 3
         Independent nested subsample sequences; curves are averaged over them.
-    anchor : float, default 1.0
-        ``finetune``: strength of the pull towards the original weights.
-    challenge_weight : float, default 1.0
-        ``retrain``: sample weight of each challenge example.
+    strengths : sequence of float > 0, optional
+        Grid the strength is chosen from per n and repeat: anchors for ``finetune`` (default
+        :data:`ANCHORS`), challenge weights for ``retrain`` (default :data:`CHALLENGE_WEIGHTS`).
+        A single value fixes the strength.
+    dev_fraction : float in (0, 1), default 0.2
+        Share of ``challenge_train`` and of ``original_train`` held out (seeded, stratified by
+        label) for choosing the strength.
+    select_tolerance : float in [0, 1], optional
+        Width of a tie on the dev scores (see the module docstring). Default: one standard
+        error of the best score, ``sqrt(p * (1 - p) / n_dev)``.
     C : float, default 1.0
         Inverse L2 regularisation of the original logistic regression.
     thresholds : OutcomeThresholds, optional
     random_state : int or None, default 0
-        Seeds the subsamples.
+        Seeds the dev hold-outs and the subsamples.
     callback : callable, optional
         Called with ``{"stage": "inoculation", "fraction": float, "message": str}``.
 
@@ -339,8 +454,10 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
     model = check_choice("model", model, MODELS)
     mode = check_choice("mode", mode, MODES)
     n_repeats = check_int("n_repeats", n_repeats, minimum=1)
-    anchor = check_real("anchor", anchor, low=0.0, low_open=True)
-    challenge_weight = check_real("challenge_weight", challenge_weight, low=0.0, low_open=True)
+    strengths = _check_strengths(strengths, mode)
+    dev_fraction = check_fraction("dev_fraction", dev_fraction)
+    if select_tolerance is not None:
+        select_tolerance = check_real("select_tolerance", select_tolerance, low=0.0, high=1.0)
     C = check_real("C", C, low=0.0, low_open=True)
     callback = check_callback(callback)
     thresholds = thresholds or OutcomeThresholds()
@@ -348,31 +465,99 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
         ("original_train", original_train), ("original_test", original_test),
         ("challenge_train", challenge_train), ("challenge_test", challenge_test))}
     classes = _check_labels(parts)
-    sizes, skipped = _check_sizes(sizes, len(parts["challenge_train"][1]))
+    rng = make_rng(random_state)
+    rows = {}
+    for source, dev_name, keep_name in (("original_train", "original_dev", "original_fit"),
+                                        ("challenge_train", "challenge_dev", "challenge_pool")):
+        data, labels = parts[source]
+        if len(labels) < 2:
+            raise ValueError(f"{source} holds {len(labels)} rows; need at least 2 (some are "
+                             f"held out to choose the strength)")
+        held = holdout_mask(labels, test_size=dev_fraction, random_state=rng, clamp=True)
+        rows[dev_name], rows[keep_name] = np.flatnonzero(held), np.flatnonzero(~held)
+        parts[dev_name] = _take(data, labels, rows[dev_name])
+        parts[keep_name] = _take(data, labels, rows[keep_name])
+    if len(np.unique(parts["original_fit"][1])) < 2:
+        raise ValueError("original_train must hold at least two classes outside the dev rows")
+    sizes, skipped = _check_sizes(sizes, len(rows["challenge_pool"]))
+    metric, majority, chance = challenge_metric(parts["challenge_test"][1])
 
     def emit(fraction: float, message: str) -> None:
         if callback is not None:
             callback({"stage": "inoculation", "fraction": fraction, "message": message})
 
     emit(0.0, "training on the original data")
-    kind = _model_kind(model, parts["original_train"][0])
-    start = _fit_original(parts, _LinearModel(kind, C, random_state, classes))
-    curves = _curves(start, sizes, mode=mode, n_repeats=n_repeats, anchor=anchor,
-                     challenge_weight=challenge_weight, random_state=random_state, emit=emit)
-    summary = _summarise(curves)
+    kind = _model_kind(model, parts["original_fit"][0])
+    start = _fit_original(parts, _LinearModel(kind, C, random_state, classes),
+                          balanced=metric == "balanced_accuracy")
+    curves, selection, orders = _curves(
+        start, sizes, mode=mode, n_repeats=n_repeats, strengths=strengths,
+        tolerance=select_tolerance, rng=rng, emit=emit)
+    summary = _summarise(curves, conservative=max if mode == "finetune" else min)
     outcome, closed_at, explanation = classify_outcome(summary, thresholds)
+    if metric == "balanced_accuracy":
+        explanation += (f" The challenge test set is skewed (majority label {majority:.0%}, "
+                        f"chance {chance:.3f}), so challenge scores are balanced accuracy.")
     emit(1.0, "done")
+    rows["orders"] = orders
     params = {"model": model, "features": kind, "mode": mode, "sizes": [int(s) for s in sizes],
               "skipped_sizes": [int(s) for s in skipped], "n_repeats": n_repeats,
-              "anchor": anchor, "challenge_weight": challenge_weight, "C": C,
+              "strength_name": "anchor" if mode == "finetune" else "challenge_weight",
+              "strengths": list(strengths), "dev_fraction": dev_fraction,
+              "select_tolerance": select_tolerance, "C": C,
               "random_state": random_state, "thresholds": asdict(thresholds),
+              "gap_trend": gap_trend(summary) if summary["gap"].iloc[0] != 0 else 0.0,
               "n_original_train": len(parts["original_train"][1]),
+              "n_original_fit": len(rows["original_fit"]),
+              "n_original_dev": len(rows["original_dev"]),
               "n_original_test": len(parts["original_test"][1]),
               "n_challenge_pool": len(parts["challenge_train"][1]),
+              "n_challenge_dev": len(rows["challenge_dev"]),
               "n_challenge_test": len(parts["challenge_test"][1])}
-    return InoculationResult(curves=curves, summary=summary, outcome=outcome,
-                             outcome_label=OUTCOME_LABELS[outcome], explanation=explanation,
-                             closed_at=closed_at, params=params)
+    return InoculationResult(curves=curves, summary=summary, selection=selection,
+                             outcome=outcome, outcome_label=OUTCOME_LABELS[outcome],
+                             explanation=explanation, closed_at=closed_at,
+                             challenge_metric=metric, majority_rate=majority, chance=chance,
+                             params=params, rows=rows)
+
+
+def challenge_metric(labels) -> tuple[str, float, float]:
+    """``(metric, majority_rate, chance)`` of a challenge set from its labels.
+
+    The metric is ``"balanced_accuracy"`` when the set is skewed (more than one label and the
+    majority label holds at least ``SKEWED_FACTOR / k`` of the rows, k labels), else
+    ``"accuracy"``; chance is 1/k.
+    """
+    _, counts = np.unique(np.asarray(labels), return_counts=True)
+    k = len(counts)
+    majority = float(counts.max() / counts.sum())
+    skewed = k > 1 and majority >= SKEWED_FACTOR / k
+    return ("balanced_accuracy" if skewed else "accuracy"), majority, 1.0 / k
+
+
+def _scores(truth: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
+    """Accuracy and balanced accuracy (mean recall over the labels present in ``truth``)."""
+    accuracy = float(np.mean(truth == predicted))
+    recalls = [np.mean(predicted[truth == v] == v) for v in np.unique(truth)]
+    return accuracy, float(np.mean(recalls))
+
+
+def _take(data, labels: np.ndarray, idx: np.ndarray):
+    """Rows ``idx`` of an (inputs, labels) part (inputs a list of texts or an array)."""
+    if isinstance(data, list):
+        return [data[i] for i in idx], labels[idx]
+    return data[idx], labels[idx]
+
+
+def _check_strengths(strengths: Sequence[float] | None, mode: str) -> tuple[float, ...]:
+    if strengths is None:
+        return ANCHORS if mode == "finetune" else CHALLENGE_WEIGHTS
+    if isinstance(strengths, (int, float)):
+        strengths = (strengths,)
+    values = tuple(check_real("strengths", v, low=0.0, low_open=True) for v in strengths)
+    if not values:
+        raise ValueError("strengths: expected at least one positive number, got none")
+    return tuple(sorted(set(values)))
 
 
 def _check_labels(parts: dict) -> np.ndarray:
@@ -399,8 +584,9 @@ def _check_sizes(sizes: Sequence[int], pool: int) -> tuple[list[int], list[int]]
     skipped = [s for s in wanted if s > pool]
     kept = [s for s in wanted if s <= pool]
     if len(kept) < 2:
-        raise ValueError(f"challenge_train holds {pool} rows, fewer than the smallest positive "
-                         f"size in sizes {sorted(skipped)}; nothing to inoculate with")
+        raise ValueError(f"the challenge pool holds {pool} rows (challenge_train without its "
+                         f"dev rows), fewer than the smallest positive size in sizes "
+                         f"{sorted(skipped)}; nothing to inoculate with")
     return kept, skipped
 
 
@@ -414,77 +600,145 @@ class _Start:
     W0: np.ndarray
     b0: np.ndarray
     scale: float  # mean squared norm of an original training feature row
-    pool_codes: np.ndarray  # class index of every challenge_train row
+    pool_codes: np.ndarray  # class index of every challenge_pool row
+    balanced: bool  # score the challenge parts by balanced accuracy
 
-    def accuracy(self, W: np.ndarray, b: np.ndarray) -> tuple[float, float]:
-        """Accuracy on original_test and on challenge_test."""
-        def on(part: str) -> float:
-            return float(np.mean(self.lm.predict(self.features[part], W, b) == self.labels[part]))
+    def scores(self, W: np.ndarray, b: np.ndarray, split: str) -> dict[str, float]:
+        """Original accuracy and challenge scores on the ``"dev"`` or ``"test"`` parts."""
+        def predict(part: str) -> np.ndarray:
+            return self.lm.predict(self.features[part], W, b)
 
-        return on("original_test"), on("challenge_test")
+        original = float(np.mean(predict(f"original_{split}")
+                                 == self.labels[f"original_{split}"]))
+        accuracy, balanced = _scores(self.labels[f"challenge_{split}"],
+                                     predict(f"challenge_{split}"))
+        return {"original": original, "accuracy": accuracy, "balanced": balanced,
+                "challenge": balanced if self.balanced else accuracy}
 
 
-def _fit_original(parts: dict, lm: _LinearModel) -> _Start:
-    """Fit the features and the weights W0, b0 on ``original_train``; transform every part."""
-    lm.fit_features(parts["original_train"][0])
-    features = {name: lm.transform(data) for name, (data, _) in parts.items()}
-    labels = {name: y for name, (_, y) in parts.items()}
-    F_tr = features["original_train"]
-    W0, b0 = lm.fit_weights(F_tr, labels["original_train"])
+def _fit_original(parts: dict, lm: _LinearModel, *, balanced: bool) -> _Start:
+    """Fit the features and the weights W0, b0 on ``original_fit``; transform every part."""
+    lm.fit_features(parts["original_fit"][0])
+    names = ("original_fit", "original_dev", "original_test", "challenge_pool",
+             "challenge_dev", "challenge_test")
+    features = {name: lm.transform(parts[name][0]) for name in names}
+    labels = {name: parts[name][1] for name in names}
+    F_tr = features["original_fit"]
+    W0, b0 = lm.fit_weights(F_tr, labels["original_fit"])
     # anchor is relative to the mean squared norm of a feature row (about 1 for TF-IDF rows,
     # about d for standardised Φ), so one value means the same pull for every model
     sq = F_tr.multiply(F_tr).sum() if sp.issparse(F_tr) else np.square(F_tr).sum()
     code_of = {c: i for i, c in enumerate(lm.classes)}
     return _Start(lm=lm, features=features, labels=labels, W0=W0, b0=b0,
                   scale=max(float(sq) / F_tr.shape[0], 1e-12),
-                  pool_codes=np.array([code_of[v] for v in labels["challenge_train"]]))
+                  pool_codes=np.array([code_of[v] for v in labels["challenge_pool"]]),
+                  balanced=balanced)
 
 
-def _curves(start: _Start, sizes: list[int], *, mode: str, n_repeats: int, anchor: float,
-            challenge_weight: float, random_state: int | None, emit) -> pd.DataFrame:
-    """Accuracies after n challenge examples, for every size and repeat (nested subsamples)."""
-    acc0 = start.accuracy(start.W0, start.b0)
-    F_tr, F_pool = start.features["original_train"], start.features["challenge_train"]
-    y_tr, y_pool = start.labels["original_train"], start.labels["challenge_train"]
-    rng = np.random.default_rng(random_state)
-    records = []
+def _fit(start: _Start, idx: np.ndarray, mode: str, strength: float
+         ) -> tuple[np.ndarray, np.ndarray]:
+    """Weights after adding the pool rows ``idx`` with one strength."""
+    if mode == "finetune":
+        F_pool = start.features["challenge_pool"]
+        W = _finetune(F_pool[idx], start.pool_codes[idx], start.W0, start.b0,
+                      start.scale * strength)
+        return W, start.b0
+    F_tr, F_pool = start.features["original_fit"], start.features["challenge_pool"]
+    y_tr, y_pool = start.labels["original_fit"], start.labels["challenge_pool"]
+    stack = sp.vstack if sp.issparse(F_tr) else np.vstack
+    weights = np.concatenate([np.ones(F_tr.shape[0]), np.full(len(idx), strength)])
+    return start.lm.fit_weights(stack([F_tr, F_pool[idx]]),
+                                np.concatenate([y_tr, y_pool[idx]]), weights)
+
+
+def _choose(candidates: list[dict], tolerance: float | None, n_dev: tuple[int, int],
+            conservative) -> int:
+    """Index of the chosen candidate (see the module docstring).
+
+    Candidates within ``tolerance`` of the best challenge-dev score are tied; of those, the
+    ones within ``tolerance`` of the best original-dev accuracy among them are kept, and the
+    best challenge-dev score among these wins (exact ties: the ``conservative`` strength, max
+    or min). ``tolerance=None`` means one standard error of the best score in each step,
+    ``sqrt(p * (1 - p) / n)`` with ``n_dev = (n_challenge_dev, n_original_dev)``.
+    """
+    def within(key: str, pool: list[int], n: int) -> list[int]:
+        best = max(candidates[i][key] for i in pool)
+        tol = tolerance if tolerance is not None else float(
+            np.sqrt(best * (1.0 - best) / max(n, 1)))
+        return [i for i in pool if candidates[i][key] >= best - tol - 1e-12]
+
+    tied = within("dev_challenge", list(range(len(candidates))), n_dev[0])
+    kept = within("dev_original", tied, n_dev[1])
+    top = max(candidates[i]["dev_challenge"] for i in kept)
+    best = [i for i in kept if candidates[i]["dev_challenge"] >= top - 1e-12]
+    return conservative(best, key=lambda i: candidates[i]["strength"])
+
+
+def _curves(start: _Start, sizes: list[int], *, mode: str, n_repeats: int,
+            strengths: tuple[float, ...], tolerance: float | None, rng: np.random.Generator,
+            emit
+            ) -> tuple[pd.DataFrame, pd.DataFrame, list[np.ndarray]]:
+    """Test scores after n challenge examples with the strength chosen on the dev parts, for
+    every size and repeat (nested subsamples); the candidates' scores; the draw orders."""
+    conservative = max if mode == "finetune" else min
+    test0 = start.scores(start.W0, start.b0, "test")
+    records, selection, orders = [], [], []
     steps = max(1, n_repeats * (len(sizes) - 1))
     done = 0
+
+    def record(n: int, r: int, strength: float, s: dict) -> dict:
+        return {"n": n, "repeat": r, "strength": strength, "accuracy_original": s["original"],
+                "accuracy_challenge": s["accuracy"], "balanced_accuracy_challenge": s["balanced"],
+                "score_challenge": s["challenge"]}
+
     for r in range(n_repeats):
-        order = rng.permutation(len(y_pool))
-        records.append({"n": 0, "repeat": r, "accuracy_original": acc0[0],
-                        "accuracy_challenge": acc0[1]})
+        order = rng.permutation(len(start.pool_codes))
+        orders.append(order)
+        records.append(record(0, r, float("nan"), test0))
         for n in sizes[1:]:
-            emit(done / steps, f"repeat {r + 1}: {n} challenge examples")
-            idx = order[:n]
-            if mode == "finetune":
-                W = _finetune(F_pool[idx], start.pool_codes[idx], start.W0, start.b0,
-                              start.scale * anchor)
-                b = start.b0
-            else:
-                stack = sp.vstack if sp.issparse(F_tr) else np.vstack
-                weights = np.concatenate([np.ones(F_tr.shape[0]),
-                                          np.full(n, challenge_weight)])
-                W, b = start.lm.fit_weights(stack([F_tr, F_pool[idx]]),
-                                            np.concatenate([y_tr, y_pool[idx]]), weights)
-            acc = start.accuracy(W, b)
-            records.append({"n": n, "repeat": r, "accuracy_original": acc[0],
-                            "accuracy_challenge": acc[1]})
+            emit(done / steps, f"repeat {r + 1}: {n} challenge examples, "
+                               f"{len(strengths)} strengths")
+            candidates = []
+            for strength in strengths:
+                W, b = _fit(start, order[:n], mode, strength)
+                dev, test = start.scores(W, b, "dev"), start.scores(W, b, "test")
+                candidates.append({"n": n, "repeat": r, "strength": strength,
+                                   "dev_original": dev["original"],
+                                   "dev_challenge": dev["challenge"], "chosen": False,
+                                   "test_original": test["original"],
+                                   "test_challenge": test["challenge"], "_test": test})
+            pick = _choose(candidates, tolerance, (len(start.labels["challenge_dev"]),
+                                                   len(start.labels["original_dev"])),
+                           conservative)
+            candidates[pick]["chosen"] = True
+            records.append(record(n, r, candidates[pick]["strength"], candidates[pick]["_test"]))
+            selection.extend({k: v for k, v in c.items() if k != "_test"} for c in candidates)
             done += 1
-    return pd.DataFrame.from_records(records)
+    return pd.DataFrame.from_records(records), pd.DataFrame.from_records(selection), orders
 
 
-def _summarise(curves: pd.DataFrame) -> pd.DataFrame:
-    """Mean and spread over the repeats, per size, and the gap between the two curves."""
+def _summarise(curves: pd.DataFrame, *, conservative=max) -> pd.DataFrame:
+    """Mean and spread over the repeats, per size, the gap between the two curves and the
+    strength chosen most often (ties to the ``conservative`` one)."""
     grouped = curves.groupby("n", sort=True)
+
+    def modal(values: pd.Series) -> float:
+        counts = Counter(v for v in values if not pd.isna(v))
+        if not counts:
+            return float("nan")
+        top = max(counts.values())
+        return float(conservative(v for v, c in counts.items() if c == top))
+
     summary = pd.DataFrame({
         "n": np.array(sorted(curves["n"].unique()), dtype=np.int64),
         "original_mean": grouped["accuracy_original"].mean().to_numpy(),
         "original_std": grouped["accuracy_original"].std(ddof=0).to_numpy(),
-        "challenge_mean": grouped["accuracy_challenge"].mean().to_numpy(),
-        "challenge_std": grouped["accuracy_challenge"].std(ddof=0).to_numpy(),
+        "challenge_mean": grouped["score_challenge"].mean().to_numpy(),
+        "challenge_std": grouped["score_challenge"].std(ddof=0).to_numpy(),
     })
     summary["gap"] = summary["original_mean"] - summary["challenge_mean"]
+    summary["challenge_accuracy_mean"] = grouped["accuracy_challenge"].mean().to_numpy()
+    summary["chosen_strength"] = grouped["strength"].agg(modal).to_numpy()
     return summary
 
 
@@ -583,7 +837,13 @@ def _inoculation(ctx: MeasureContext) -> MeasureResult:
     texts = np.asarray(pair_texts(prems, hyps), dtype=object)
     labels = ctx.y
     params = {"random_state": ctx.random_state, **ctx.params}
+    # the pool also feeds the challenge dev set (dev_fraction of it), so it is enlarged to
+    # leave max(SIZES) rows to inoculate with
+    dev_fraction = params.get("dev_fraction", DEV_FRACTION)
+    largest = max([*SIZES, *params.get("sizes", SIZES)])
+    pool_size = int(np.ceil(largest / (1.0 - dev_fraction)))
     parts = split_for_inoculation(len(labels), ctx.keep, labels=labels, groups=ctx.groups,
+                                  pool_size=max(pool_size, 2),
                                   random_state=params["random_state"])
     data = {k: (list(texts[idx]), labels[idx]) for k, idx in parts.items()}
     result = inoculate(
