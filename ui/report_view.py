@@ -221,11 +221,12 @@ def inoculation(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Inoculation curves: accuracy on original vs challenge data as challenge rows are added."""
     data = run.read_json("inoculation.json") or {}
     summary = next(iter(tables.values()))
+    metric = str(data.get("challenge_metric") or "accuracy").replace("_", " ")
     long = pd.concat([
         pd.DataFrame({"n": summary["n"], "accuracy": summary["original_mean"],
-                      "eval_set": "held-out original"}),
+                      "eval_set": "held-out original (accuracy)"}),
         pd.DataFrame({"n": summary["n"], "accuracy": summary["challenge_mean"],
-                      "eval_set": "held-out challenge (AFLite-retained)"}),
+                      "eval_set": f"held-out challenge, AFLite-retained ({metric})"}),
     ])
     left, right = st.columns([3, 2])
     left.plotly_chart(charts.line_curves(long, x="n", y="accuracy", group="eval_set",
@@ -237,7 +238,13 @@ def inoculation(run: Any, tables: dict[str, pd.DataFrame]) -> None:
         st.text(str(data.get("explanation", "")))
         st.caption("1 = dataset weakness (the gap closes, little loss on the original); "
                    "2 = model weakness (the gap stays); 3 = distribution difference (the gap "
-                   "closes but original accuracy drops). Liu, Schwartz & Smith, NAACL 2019.")
+                   "closes but original accuracy drops); decided from the whole curve. Liu, "
+                   "Schwartz & Smith, NAACL 2019.")
+        refs = [f"{k.replace('_', ' ')} {float(data[k]):.3f}"
+                for k in ("majority_rate", "chance") if isinstance(data.get(k), (int, float))]
+        if refs:
+            st.caption(f"Challenge curve: {metric}; " + ", ".join(refs) + ". Strength per n "
+                       "chosen on held-out challenge rows.")
     st.dataframe(summary, hide_index=True)
 
 

@@ -565,15 +565,25 @@ def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
             <= set(records[0])):
         return _json_section(data)
     table = pd.DataFrame(records)
+    metric = str(data.get("challenge_metric") or "accuracy").replace("_", " ")
     chart = go.Figure()
-    for column, name in (("original_mean", "original test"),
-                         ("challenge_mean", "challenge test")):
+    for column, name in (("original_mean", "original test (accuracy)"),
+                         ("challenge_mean", f"challenge test ({metric})")):
         chart.add_trace(go.Scatter(x=table["n"], y=table[column], mode="lines+markers",
                                    name=name))
-    chart.update_layout(title="Accuracy after inoculation with n challenge examples",
-                        xaxis_title="n challenge examples", yaxis_title="accuracy")
+    for i, key in enumerate(("majority_rate", "chance")):
+        if isinstance(data.get(key), (int, float)):
+            chart.add_hline(y=float(data[key]), line_dash="dash" if i == 0 else "dot",
+                            line_color="#555555",
+                            annotation_text=f"challenge {key.replace('_', ' ')} "
+                                            f"{float(data[key]):.3f}",
+                            annotation_position="top left" if i == 0 else "bottom right")
+    chart.update_layout(title="Scores after inoculation with n challenge examples",
+                        xaxis_title="n challenge examples", yaxis_title="score")
     outcome = (f"<p><b>Outcome:</b> {esc(data.get('outcome_label', ''))}. "
-               f"{esc(data.get('explanation', ''))}</p>")
+               f"{esc(data.get('explanation', ''))} The challenge curve is {esc(metric)}; the "
+               "fine-tuning strength of each n was chosen on held-out challenge rows "
+               "(<code>strength</code> column).</p>")
     return outcome + fig(chart) + html_table(table)
 
 
