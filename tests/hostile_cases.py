@@ -646,6 +646,11 @@ CASES: list[Case] = [
          "refused; decompression stops at the ceiling", args=("--max-bytes", "1M"),
          options={"max_bytes": 1 << 20},
          error=("bomb.csv.gz", "expands past the limit of 1.0 MiB", "stopped reading")),
+    Case("too-many-columns", "size", _frame_writer("wide.csv", lambda: pd.concat(
+        [base_frame(), pd.DataFrame({f"x{j}": ["0"] * N for j in range(2_001)})], axis=1)),
+         "refused before the table is built (more than 2,000 columns; 100,000 columns once "
+         "ran past 400 s)",
+         error=("wide.csv", "2,004 columns", "more than the 2,000")),
     Case("parquet-dictionary-bomb", "size", _writer("dict.parquet", _parquet_dictionary_bomb),
          "refused while reading: the decoded size is counted batch by batch, not taken from "
          "the footer", args=("--max-bytes", "1M"), options={"max_bytes": 1 << 20},
