@@ -83,6 +83,10 @@ class AuditConfig:
         training rows and others, else every row jointly.
     instance : {"auto", "row", "question"}, default "auto"
         ``auto``: a question for multiple-choice data (kept or removed whole), else a row.
+    group_partitions : bool, default False
+        AFLite's partitions train on whole groups of the dataset (``dataset.groups()``), so
+        a row is never scored by a model that saw its group (e.g. another hypothesis of its
+        premise). Off by default: the paper draws rows.
     scheduler : str or None
         With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
         ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
@@ -105,6 +109,7 @@ class AuditConfig:
     scheduler: str | None = None
     split_policy: str = "auto"
     instance: str = "auto"
+    group_partitions: bool = False
 
     def validate(self) -> AuditConfig:
         """Check the values that can be checked without data; return ``self``.
@@ -138,6 +143,8 @@ class AuditConfig:
         check_choice("backend", self.backend, ("local", "dask"))
         check_choice("split_policy", self.split_policy, SPLIT_POLICIES)
         check_choice("instance", self.instance, INSTANCES)
+        if not isinstance(self.group_partitions, bool):
+            raise TypeError(f"group_partitions: expected a bool, got {self.group_partitions!r}")
         if self.scheduler is not None and self.backend != "dask":
             raise ValueError(
                 f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "

@@ -354,7 +354,10 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     plan = plan_filter(dataset, ~filt, split_policy=config.split_policy,
                        instance=config.instance)
     t0 = time.perf_counter()
-    filtered = _filter(rep.X, y, filt, plan, config, progress)
+    groups = dataset.groups() if config.group_partitions else None
+    if config.group_partitions and groups is None:
+        raise ValueError("group_partitions: the dataset has no groups (load it with group=COL)")
+    filtered = _filter(rep.X, y, filt, plan, config, progress, groups)
     timings["aflite"] = round(time.perf_counter() - t0, 3)
 
     scores, retained_ids = _build_scores(dataset, rep, filtered, dataset.labels(False))
@@ -427,7 +430,8 @@ def _scaled(value: int | float | None, part: int, whole: int) -> int | float | N
 
 
 def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
-            config: AuditConfig, progress: _Progress) -> _Filtered:
+            config: AuditConfig, progress: _Progress,
+            groups: np.ndarray | None = None) -> _Filtered:
     """Run AFLite on each block of ``plan``; score the plan's scored-only rows."""
     n_f = int(filt.sum())
     keep = np.ones(n_f, dtype=bool)
@@ -457,7 +461,8 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
             continue
         span = (done / total, (done + n_b) / total)
         model = _fit_block(X[rows], y[rows], None if plan.questions is None
-                           else plan.questions[rows], config, t_b, n_b, total, span, progress)
+                           else plan.questions[rows], config, t_b, n_b, total, span, progress,
+                           groups=None if groups is None else groups[rows])
         done += n_b
         rows_f = rows[filt]
         keep[rows_f] = np.asarray(model.keep_mask_, dtype=bool)
@@ -482,7 +487,8 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
 
 
 def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, total: int,
-               span: tuple[float, float], progress: _Progress):
+               span: tuple[float, float], progress: _Progress, *,
+               groups: np.ndarray | None = None):
     """AFLite (or multiple-choice AFLite) on one block; progress within ``span``."""
     from aflite_core.filter.aflite import AFLite
     from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
@@ -522,7 +528,8 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
         model = MultipleChoiceAFLite(**kwargs).fit(X, np.asarray(y) == "right",
                                                    groups=questions)
     else:
-        model = AFLite(**kwargs, backend=config.backend, scheduler=config.scheduler).fit(X, y)
+        model = AFLite(**kwargs, backend=config.backend, scheduler=config.scheduler).fit(
+            X, y, groups=groups)
     if progress.cancelled:
         raise AuditCancelled("audit cancelled during aflite")
     return model

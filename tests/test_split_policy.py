@@ -81,3 +81,13 @@ def test_arct_questions_are_kept_or_removed_whole_through_the_pipeline(real_data
     # grouped folds keep a question's two choices together: no longer far below the 50 %
     # majority rate (30.9 % when they were split)
     assert hyp["accuracy"] > 0.45, hyp
+
+
+def test_group_partitions_through_the_pipeline(real_data, tmp_path):
+    snli = load_dataset(real_data / "snli" / "snli_test.csv")  # 2,000 rows, linked groups
+    run = _audit(snli, tmp_path / "grouped", group_partitions=True, measures=())
+    assert run.parameters["group_partitions"] is True
+    assert 0 < run.sizes["removed"] < run.sizes["filtered"]
+    plain = load_dataset(real_data / "snli" / "snli_test.csv", group="")
+    with pytest.raises(ValueError, match="group_partitions: the dataset has no groups"):
+        _audit(plain, tmp_path / "none", group_partitions=True, measures=())

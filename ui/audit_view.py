@@ -169,9 +169,16 @@ def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
     name = c4.text_input("Run name (optional)", key=_wkey("name", dataset),
                          help="Default: data name + parameters + time. Unsafe characters "
                               "are replaced.")
+    grouped = False
+    if dataset.groups() is not None and question_ids(dataset) is None:
+        grouped = st.checkbox(
+            "AFLite's partitions keep groups together", value=defaults.group_partitions,
+            key=_wkey("group_partitions", dataset),
+            help=params.HELP["group_partitions"])
     return {"target_size": int(target), "n_partitions": int(m), "train_size": _size(t),
             "slice_size": int(k), "tau": float(tau), "strategy": strategy,
-            "random_state": int(seed), "name": name, "split_policy": policy}
+            "random_state": int(seed), "name": name, "split_policy": policy,
+            "group_partitions": bool(grouped)}
 
 
 def _measure_widgets(dataset: Any, n: int, defaults: Any) -> tuple[list[str], dict]:

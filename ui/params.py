@@ -20,6 +20,8 @@ HELP = {
     "representation": "Features Φ the linear models see (AFLite needs a fixed representation).",
     "n_components": "Dimension of Φ (TF-IDF reduced by SVD, or the warm-up model's hidden layer).",
     "warmup_fraction": "Share of rows used to train the warm-up model; they are not filtered.",
+    "group_partitions": "Each partition trains on whole groups (a premise's hypotheses, "
+                        "linked texts), so no row is scored by a model that saw its group.",
     "split_policy": "Filter the train split only and keep dev/test (scored by models of the "
                     "retained train rows), filter every row together (the paper), or each "
                     "split on its own.",

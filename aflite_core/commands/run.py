@@ -154,6 +154,9 @@ def register(subparsers: Any) -> None:
                    help="auto (default): filter the train split only and score dev/test "
                         "when there is a split column with train rows, else all rows "
                         "jointly; train_only, joint, per_split")
+    a.add_argument("--group-partitions", action="store_true",
+                   help="AFLite's partitions train on whole groups (the --group column, or "
+                        "the automatic premise/question groups)")
     a.add_argument("--instance", choices=INSTANCES, default=None,
                    help="auto (default): a question for multiple-choice data (kept or "
                         "removed whole), else a row")
@@ -259,7 +262,8 @@ def audit_config(args: argparse.Namespace, n_rows: int):
     given = {"target_size": args.target_size, "n_partitions": args.partitions,
              "train_size": args.train_size, "slice_size": args.slice_size, "tau": args.tau,
              "split_policy": getattr(args, "split_policy", None),
-             "instance": getattr(args, "instance", None)}
+             "instance": getattr(args, "instance", None),
+             "group_partitions": True if getattr(args, "group_partitions", False) else None}
     changes = {k: v for k, v in given.items() if v is not None}
     config = suggest_config(n_rows, representation=method, measures=args.measures,
                             random_state=args.seed, **changes)

@@ -208,7 +208,7 @@ class AFLite(BaseEstimator):
         return tags
 
     # -- fitting -------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any) -> AFLite:
+    def fit(self, X: Any, y: Any, *, groups: Any = None) -> AFLite:
         """Run AFLite on features ``X`` and labels ``y``.
 
         Parameters
@@ -218,6 +218,12 @@ class AFLite(BaseEstimator):
             a ``np.load(..., mmap_mode="r")`` memory map is used without a copy).
         y : array-like of shape (n_samples,)
             Labels of any hashable type (strings, ints), encoded internally.
+        groups : array-like of shape (n_samples,), optional
+            Group of each row (e.g. the premise of NLI pairs). Every partition then trains
+            on whole groups: a row is never held out while another row of its group is a
+            training row, so a model cannot score a row by having seen its twin. Each
+            partition draws groups in a seeded random order until the next would exceed the
+            train size t. Without groups (default) the draws are those of the paper.
 
         Returns
         -------
@@ -231,13 +237,13 @@ class AFLite(BaseEstimator):
             A parameter, ``X`` or ``y`` of the right type but an invalid value.
         """
         with _single_threaded_blas():
-            return self._fit(X, y)
+            return self._fit(X, y, groups)
 
-    def fit_predict(self, X: Any, y: Any) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any, *, groups: Any = None) -> np.ndarray:
         """Fit and return ``keep_mask_``."""
-        return self.fit(X, y).keep_mask_
+        return self.fit(X, y, groups=groups).keep_mask_
 
-    def _fit(self, X: Any, y: Any) -> AFLite:
+    def _fit(self, X: Any, y: Any, groups: Any = None) -> AFLite:
         """Validate, prepare the run, play its rounds on a backend, store the results."""
         started = time.perf_counter()
         X = _check_X(X)
@@ -245,7 +251,7 @@ class AFLite(BaseEstimator):
         cfg = self._fit_config(X.shape[0])
         rng = make_rng(self.random_state)
         _check_model_size(len(classes), cfg.n_partitions, X.shape[1])
-        run = _FilterRun(X, codes, len(classes), cfg, rng)
+        run = _FilterRun(X, codes, len(classes), cfg, rng, _group_codes(groups, X.shape[0]))
         backend = _make_backend(cfg.backend, cfg.scheduler, X, run.shift, run.blocks,
                                 cfg.n_workers)
         try:
@@ -517,10 +523,11 @@ class _FilterRun:
     """
 
     def __init__(self, X: np.ndarray, codes: np.ndarray, n_classes: int, cfg: FitConfig,
-                 rng: np.random.Generator) -> None:
+                 rng: np.random.Generator, groups: np.ndarray | None = None) -> None:
         n, d = X.shape
         self.cfg = cfg
         self.rng = rng
+        self.groups = groups
         self.shift = _column_mean(X)
         # A seeded rank per row breaks ties between equal scores (the lower rank goes first).
         self.priority = np.empty(n, dtype=np.int64)
@@ -535,7 +542,8 @@ class _FilterRun:
 
     def run_rounds(self, backend, started: float) -> None:
         """Play rounds until a stop rule holds (``stop_reason`` is then set)."""
-        drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg)
+        drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
+                               self.groups)
         stats = _scatter_stats(backend, self.shift.shape[0])
         # The covariance factor of S needs no labels and no partitions: with a pool, it is
         # computed while the round's class sums are.
@@ -599,7 +607,8 @@ class _FilterRun:
             # The next round's partitions need only the new S (and the random stream, used in
             # the same order): with a pool they are drawn, like the covariance factor, while
             # this round's bookkeeping goes on.
-            drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg)
+            drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
+                                   self.groups)
         return drawn, factor
 
     def _notify(self, result: _RoundResult, seconds: float, started: float) -> None:
@@ -872,7 +881,7 @@ def _partition_shape(cfg: FitConfig | Mapping[str, Any]) -> tuple[int, int | flo
 
 
 def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
-                cfg: FitConfig | Mapping[str, Any]) -> dict:
+                cfg: FitConfig | Mapping[str, Any], groups: np.ndarray | None = None) -> dict:
     """The random partitions of a round over the alive rows, as per-block train masks.
 
     Each of the ``m`` partitions draws ``min(t, |S| - t)`` distinct positions of S uniformly
@@ -882,6 +891,10 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     ``train_w`` (one ``(m, rows)`` view per block's working copy; rows no longer alive are
     never training rows), the ``(m, C)`` training ``counts`` per class and, per row of S, the
     number of partitions holding it out (``held``).
+
+    With ``groups`` (an int code per input row) each partition's training rows are whole
+    groups, drawn in a seeded random order while their total stays within t (at least one
+    group).
     """
     m, train = _partition_shape(cfg)
     n_classes = len(blocks.classes) - 1
@@ -895,11 +908,14 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     offsets = np.cumsum([0, *(len(r) for r in blocks.rows)])
     s_cols = np.concatenate([o + p for o, p in zip(offsets, positions, strict=False)])
     train_all = np.zeros((m, offsets[-1]), dtype=bool)
-    for j in range(m):
-        idx = rng.choice(n_s, size=small, replace=False, shuffle=False)
-        if not drawn_train:
-            train_all[j, s_cols] = True
-        train_all[j, s_cols[idx]] = drawn_train
+    if groups is not None:
+        _draw_grouped(rng, train_all, s_cols, groups[s_rows], t)
+    else:
+        for j in range(m):
+            idx = rng.choice(n_s, size=small, replace=False, shuffle=False)
+            if not drawn_train:
+                train_all[j, s_cols] = True
+            train_all[j, s_cols[idx]] = drawn_train
     train_w = [train_all[:, offsets[b] : offsets[b + 1]] for b in range(len(blocks))]
     # Training rows per class: sums over each block's class segments (a block has at most
     # _MAX_BLOCK_ROWS < 2**16 rows, so uint16 sums of the uint8 view are exact and fast).
@@ -914,6 +930,28 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     held = m - times_train[s_cols].astype(np.int64)
     return {"s_rows": s_rows, "positions": positions, "t": t, "train_w": train_w,
             "counts": counts, "held": held}
+
+
+def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.ndarray,
+                  s_groups: np.ndarray, t: int) -> None:
+    """Fill each partition's training columns with whole groups of S (see _draw_round)."""
+    _, inverse, sizes = np.unique(s_groups, return_inverse=True, return_counts=True)
+    for j in range(train_all.shape[0]):
+        order = rng.permutation(len(sizes))
+        taken = max(1, int(np.searchsorted(np.cumsum(sizes[order]), t, side="right")))
+        chosen = np.zeros(len(sizes), dtype=bool)
+        chosen[order[:taken]] = True
+        train_all[j, s_cols[chosen[inverse]]] = True
+
+
+def _group_codes(groups: Any, n: int) -> np.ndarray | None:
+    """Integer group codes of ``groups`` (one per row), or None."""
+    if groups is None:
+        return None
+    values = np.asarray(groups, dtype=object).ravel()
+    if len(values) != n:
+        raise ValueError(f"groups: expected {n} values (one per row of X), got {len(values)}")
+    return pd.factorize(pd.Series(values), use_na_sentinel=False)[0].astype(np.int64)
 
 
 def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitConfig):
