@@ -13,6 +13,7 @@ of the whole run, never decreasing); AFLite rounds add the round keys of
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import platform
@@ -361,8 +362,14 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     timings["aflite"] = round(time.perf_counter() - t0, 3)
 
     scores, retained_ids = _build_scores(dataset, rep, filtered, dataset.labels(False))
+    def refit(random_state: int) -> np.ndarray:
+        """AFLite again with another seed (same plan, groups and parameters), silently."""
+        other = dataclasses.replace(config, random_state=int(random_state))
+        return _filter(rep.X, y, filt, plan, other, _Progress(None), groups).keep
+
     shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
-              "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids}
+              "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids,
+              "refit": refit}
     return rep, filtered, filtered.target, shared
 
 

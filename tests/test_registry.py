@@ -182,3 +182,70 @@ def test_core_never_imports_streamlit():
                          cwd=CORE.parent, timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_baselines_spread_over_aflite_seeds(snli_600, tmp_path):
+    """Where the user asks, AFLite reruns with more seeds and the Report gets the spread of
+    'bias removed beyond size' over them; refit with the run's own seed gives its mask."""
+    config = AuditConfig(representation_params={"n_components": 32}, n_partitions=16,
+                         target_size=0.7, measures=("baselines",),
+                         measure_params={"baselines": {"n_random_draws": 2, "n_splits": 3,
+                                                       "aflite_seeds": 3}})
+    run = load_run(run_audit(load_dataset(snli_600), config, runs_root=tmp_path))
+    block = run.baselines["hypothesis_only"]
+    seeds = block["seeds"]
+    assert seeds["random_states"] == [0, 1, 2] and len(seeds["retained_accuracy"]) == 3
+    assert seeds["retained_accuracy"][0] == block["retained"]["accuracy"]
+    assert len(set(seeds["retained_accuracy"])) > 1  # other seeds keep other rows
+    assert seeds["bias_removed_std_pp"] > 0
+    assert seeds["bias_removed_mean_pp"] == pytest.approx(np.mean(seeds["bias_removed_pp"]))
+    summary = registry.get("baselines").before_after(run)["Bias removed beyond size"]
+    assert summary.loc[summary["baseline"] == "hypothesis_only", "AFLite seeds"].iloc[0] == 3
+
+
+def test_refit_with_the_runs_seed_reproduces_its_mask(snli_600):
+    from aflite_core.measures.registry import MeasureResult
+
+    seen = {}
+
+    def probe(ctx):
+        seen["same"] = bool((ctx.refit(ctx.random_state) == ctx.keep).all())
+        seen["other"] = bool((ctx.refit(ctx.random_state + 1) != ctx.keep).any())
+        return MeasureResult()
+
+    plugin = Measure(name="refit_probe", label="refit probe", compute=probe, files=(),
+                     default=False)
+    import tempfile
+
+    registry.register(plugin)
+    try:
+        config = AuditConfig(representation_params={"n_components": 32}, n_partitions=8,
+                             target_size=0.7, measures=("refit_probe",), report=False)
+        run_audit(load_dataset(snli_600), config, runs_root=tempfile.mkdtemp())
+    finally:
+        registry._EXTRA.pop("refit_probe", None)
+    assert seen == {"same": True, "other": True}
+
+
+def test_default_train_size_is_fixed_rows_below_the_target():
+    """The paper's recipe: t is a number of rows, drawn afresh each round, below the target."""
+    from aflite_core.config import suggest_config
+
+    for n in (600, 9_842, 50_000, 550_000):
+        config = suggest_config(n)
+        assert isinstance(config.train_size, int), (n, config.train_size)
+        assert 0 < config.train_size < config.target_size < n
+    assert suggest_config(550_000).train_size == 50_000  # the paper's SNLI setting
+    # a smaller target given by the user brings the default t down with it
+    assert suggest_config(9_842, target_size=1_000).train_size == 800
+
+
+def test_stop_explanation_says_why_and_what_to_change(every_measure):
+    from aflite_core.runs.views import stop_explanation
+
+    text = stop_explanation(every_measure)
+    reason = every_measure.summary["aflite"]["stop_reason"]
+    if reason == "too_few_above_tau":
+        assert "fewer than k" in text and "lower tau" in text
+    else:
+        assert reason == "target_size" and "reached its target" in text

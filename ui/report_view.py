@@ -132,7 +132,7 @@ def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     if summary is not None and not summary.empty:
         column = ("bias removed beyond size (pp)" if "bias removed beyond size (pp)" in summary
                   else None)
-        items = []
+        items, seed_notes = [], []
         for row in summary.to_dict("records"):
             value = row.get(column) if column else 100 * row["bias_removed_beyond_size"]
             spread = row.get("spread over draws (pp)")
@@ -141,9 +141,16 @@ def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
             text = f"{value:+.1f} pp" + (f" ± {spread:.1f}" if spread is not None
                                          and pd.notna(spread) else "")
             label = names.get(row["baseline"], row["baseline"])
+            over_seeds = row.get("spread over seeds (pp)")
+            if over_seeds is not None and pd.notna(over_seeds):
+                seed_notes.append(f"{label}: {row['mean over seeds (pp)']:+.1f} ± "
+                                  f"{over_seeds:.1f} pp over {int(row['AFLite seeds'])} "
+                                  "AFLite seeds")
             items.append((f"Bias removed beyond size ({label})", text, None))
         if items:
             components.metric_row(items)
+        if seed_notes:
+            st.caption("Spread over AFLite seeds: " + "; ".join(seed_notes) + ".")
         st.caption("Percentage points of accuracy: random control minus retained rows, ± the "
                    "spread over random draws. The control has the retained rows' size and "
                    "label counts (unless the run chose 'uniform').")

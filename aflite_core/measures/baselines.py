@@ -385,11 +385,41 @@ def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = N
 def _baselines(ctx: MeasureContext) -> MeasureResult:
     hypotheses, _premises = ctx.texts()
     params = {"random_state": ctx.random_state, **ctx.params}
+    n_seeds = int(params.pop("aflite_seeds", 1))
     result = run_baselines(
         ctx.y, ctx.keep, hypotheses=hypotheses, X=ctx.X, groups=ctx.groups,
         callback=ctx.callback(), **params
     )
-    return MeasureResult(documents={"baselines.json": result}, info={"params": params})
+    if n_seeds > 1 and ctx.refit is not None:
+        ctx.progress(0.95, f"AFLite with {n_seeds - 1} more seeds")
+        seeds_spread(result, ctx, n_seeds, hypotheses, params)
+    return MeasureResult(documents={"baselines.json": result},
+                         info={"params": {**params, "aflite_seeds": n_seeds}})
+
+
+def seeds_spread(result: dict, ctx: MeasureContext, n_seeds: int,
+                 hypotheses: Sequence[str], params: dict) -> None:
+    """Add ``seeds`` to each baseline of ``result``: retained accuracy and bias removed
+    beyond size when AFLite runs with ``n_seeds`` seeds (this run's and the next ones),
+    each against this run's random control; mean and std over seeds, in percentage points.
+    """
+    seeds = [ctx.random_state + s for s in range(n_seeds)]
+    masks = [ctx.keep] + [ctx.refit(seed) for seed in seeds[1:]]
+    per_seed: dict[str, list[float]] = {}
+    for mask in masks[1:]:
+        again = run_baselines(ctx.y, mask, hypotheses=hypotheses, X=ctx.X, groups=ctx.groups,
+                              **{**params, "n_random_draws": 1})
+        for name in ("hypothesis_only", "full_input", "linear_probe"):
+            if name in again:
+                per_seed.setdefault(name, []).append(again[name]["retained"]["accuracy"])
+    for name, accuracies in per_seed.items():
+        block = result[name]
+        retained = [block["retained"]["accuracy"], *accuracies]
+        removed = [100 * (block["random"]["accuracy"] - a) for a in retained]
+        block["seeds"] = {"random_states": seeds, "retained_accuracy": retained,
+                          "bias_removed_pp": removed,
+                          "bias_removed_mean_pp": float(np.mean(removed)),
+                          "bias_removed_std_pp": float(np.std(removed, ddof=1))}
 
 
 _BASELINE_SUMMARY = ("bias_removed_beyond_size", "accuracy_drop", "size_effect")
@@ -407,8 +437,12 @@ def _baseline_tables(run) -> dict[str, pd.DataFrame]:
             continue
         pp = block.get("bias_removed_beyond_size_pp",
                        100 * float(block["bias_removed_beyond_size"]))
+        seeds = block.get("seeds") or {}
         summary.append({"baseline": name, "bias removed beyond size (pp)": pp,
                         "spread over draws (pp)": block.get("bias_removed_std_pp"),
+                        "AFLite seeds": len(seeds.get("random_states") or [1]),
+                        "mean over seeds (pp)": seeds.get("bias_removed_mean_pp"),
+                        "spread over seeds (pp)": seeds.get("bias_removed_std_pp"),
                         "control": block.get("control", "uniform"),
                         "grouped folds": block.get("grouped", False),
                         **{k: block.get(k) for k in _BASELINE_SUMMARY}})
@@ -445,6 +479,16 @@ MEASURE = Measure(
             minimum=2,
             maximum=10,
             help="k-fold cross-validated accuracy of each baseline.",
+        ),
+        Option(
+            "aflite_seeds",
+            "AFLite seeds (spread)",
+            1,
+            minimum=1,
+            maximum=10,
+            help="Rerun AFLite with this many seeds and report the spread of the retained "
+                 "accuracy over them (1 = this run's seed only; each seed costs one AFLite "
+                 "run and one set of baselines).",
         ),
         Option(
             "control",

@@ -101,6 +101,10 @@ class MeasureContext:
     progress : callable
         ``progress(fraction, message)`` with ``fraction`` in [0, 1] of this measure; it raises
         the pipeline's cancellation when the user cancels.
+    refit : callable, optional
+        ``refit(random_state) -> keep`` reruns AFLite with the run's parameters and another
+        seed (same plan and groups) and returns its keep mask over the filterable rows: for
+        measures that report a spread over AFLite seeds.
     """
 
     dataset: Any
@@ -113,6 +117,7 @@ class MeasureContext:
     random_state: int
     params: dict = field(default_factory=dict)
     progress: Callable[[float, str], None] = lambda fraction, message: None
+    refit: Callable[[int], np.ndarray] | None = None
 
     # -- views over the filterable rows
     @property
