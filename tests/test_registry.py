@@ -249,3 +249,20 @@ def test_stop_explanation_says_why_and_what_to_change(every_measure):
         assert "fewer than k" in text and "lower tau" in text
     else:
         assert reason == "target_size" and "reached its target" in text
+
+
+def test_knn_spread_over_aflite_seeds(snli_600, tmp_path):
+    config = AuditConfig(representation_params={"n_components": 32}, n_partitions=16,
+                         target_size=0.7, measures=("knn",), report=False,
+                         measure_params={"knn": {"aflite_seeds": 2, "n_random_draws": 2}})
+    run = load_run(run_audit(load_dataset(snli_600), config, runs_root=tmp_path))
+    table = run.knn
+    seeds = table[table["scope"] == "after_seeds"]
+    after = table[table["scope"] == "after"].set_index(["class", "relation", "k"])
+    assert len(seeds) == len(after) and (seeds["n_seeds"] == 2).all()
+    assert (seeds["seeds_std"].dropna() >= 0).all() and seeds["seeds_std"].notna().any()
+    # the mean over seeds includes this run's own 'after' distance
+    own = after["mean_distance"].reindex(seeds.set_index(["class", "relation", "k"]).index)
+    assert (seeds["mean_distance"].to_numpy() != own.to_numpy()).any()
+    wide = registry.get("knn").before_after(run)
+    assert "after_seeds" in next(iter(wide.values())).columns

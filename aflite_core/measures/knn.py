@@ -620,6 +620,27 @@ def random_control(X_train, y_train, X_heldout, y_heldout, retained_mask, *,
     return out
 
 
+def seeds_spread(X_train, y_train, X_heldout, y_heldout, masks: list[np.ndarray]
+                 ) -> pd.DataFrame:
+    """The ``after`` distances under several AFLite seeds' retained masks: mean and std.
+
+    Returns rows with ``scope = "after_seeds"``, ``mean_distance`` (mean over seeds),
+    ``seeds_std`` and ``n_seeds``.
+    """
+    parts = []
+    for mask in masks:
+        table = knn_distance_measures(X_train, y_train, X_heldout, y_heldout,
+                                      retained_mask=mask, n_bootstrap=0).table
+        parts.append(table[table["scope"] == "after"])
+    stacked = pd.concat(parts, ignore_index=True)
+    out = stacked.groupby(["class", "relation", "k"], sort=False)["mean_distance"].agg(
+        ["mean", "std"]).reset_index().rename(columns={"mean": "mean_distance",
+                                                        "std": "seeds_std"})
+    out.insert(0, "scope", "after_seeds")
+    out["n_seeds"] = len(masks)
+    return out
+
+
 def _knn(ctx: MeasureContext) -> MeasureResult:
     X, y, ids = ctx.X, ctx.y, ctx.row_ids
     held = heldout_mask(y, splits=ctx.splits, groups=ctx.groups, random_state=ctx.random_state)
@@ -634,7 +655,14 @@ def _knn(ctx: MeasureContext) -> MeasureResult:
     control = random_control(X[~held], y[~held], X[held], y[held], ctx.keep[~held],
                              n_draws=int(ctx.params.get("n_random_draws", 3)),
                              random_state=ctx.random_state)
-    table = pd.concat([result.table, control], ignore_index=True)
+    parts = [result.table, control]
+    n_seeds = int(ctx.params.get("aflite_seeds", 1))
+    if n_seeds > 1 and ctx.refit is not None:
+        ctx.progress(0.97, f"AFLite with {n_seeds - 1} more seeds")
+        parts.append(seeds_spread(X[~held], y[~held], X[held], y[held],
+                                  [ctx.keep[~held]] + [ctx.refit(ctx.random_state + s)[~held]
+                                                       for s in range(1, n_seeds)]))
+    table = pd.concat(parts, ignore_index=True)
     return MeasureResult(
         tables={"knn.parquet": table, "knn_examples.parquet": result.per_example},
         info={"params": result.params},
@@ -650,7 +678,8 @@ def _knn_tables(run) -> dict[str, pd.DataFrame]:
         index=["relation", "k"], columns="scope", values="mean_distance", aggfunc="first"
     ).reset_index()
     wide.columns.name = None
-    wide = wide[[c for c in ("relation", "k", "before", "after", "random") if c in wide]]
+    wide = wide[[c for c in ("relation", "k", "before", "after", "random", "after_seeds")
+                 if c in wide]]
     if {"before", "after"} <= set(wide.columns):
         wide["change"] = wide["after"] - wide["before"]
     if {"before", "random"} <= set(wide.columns):
@@ -674,5 +703,8 @@ MEASURE = Measure(
     exports={"knn": "knn.parquet"},
     options=(Option("n_random_draws", "KNN random-removal draws", 3, minimum=1, maximum=10,
                     help="Random removals of as many rows, with the same label counts, as "
-                         "AFLite removed: the control for distances that can only grow."),),
+                         "AFLite removed: the control for distances that can only grow."),
+             Option("aflite_seeds", "KNN: AFLite seeds (spread)", 1, minimum=1, maximum=10,
+                    help="Rerun AFLite with this many seeds and add the mean 'after' "
+                         "distance over them (after_seeds) with its spread."),),
 )
