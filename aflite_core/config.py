@@ -236,8 +236,10 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
 
     Parameters
     ----------
-    n_rows : int
-        Rows that take part in the audit (the dataset's included rows).
+    n_rows : int or AuditDataset
+        Rows (or questions) AFLite filters; given a dataset, counted for you
+        (:func:`aflite_core.filter.policy.filter_units`: the training split under the default
+        split policy, questions for multiple-choice data).
     representation : str, default "tfidf_svd"
         One of :data:`REPRESENTATIONS`; TF-IDF + SVD and the warm-up model get
         :data:`DEFAULT_COMPONENTS` dimensions.
@@ -257,6 +259,11 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
     """
     from aflite_core.measures import registry
 
+    if hasattr(n_rows, "report") and hasattr(n_rows, "frame"):  # an AuditDataset
+        from aflite_core.filter.policy import filter_units
+
+        n_rows = filter_units(n_rows, split_policy=changes.get("split_policy", "auto"),
+                              instance=changes.get("instance", "auto"))
     hint = size_defaults(n_rows)
     check_choice("representation", representation, REPRESENTATIONS)
     chosen = tuple(registry.default_names() if measures is None else measures)

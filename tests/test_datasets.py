@@ -990,3 +990,17 @@ def test_lone_surrogate_in_a_json_array_names_the_line():
     data = b'[{"hypothesis": "a", "label": "x"},\n{"hypothesis": "b \\udc00", "label": "y"}]'
     with pytest.raises(DatasetFormatError, match=r"line 2 \(record 2\).*lone surrogate"):
         load_dataset(data, name="s.json")
+
+
+def test_a_pandas_dataframe_loads_like_a_file(snli_dir):
+    """Notebook use: load_dataset(df) was a TypeError."""
+    frame = pd.read_csv(snli_dir / "snli_test.csv", keep_default_na=False)
+    from_frame = load_dataset(frame, name="snli_test")
+    from_file = load_dataset(snli_dir / "snli_test.csv")
+    assert from_frame.columns == from_file.columns
+    assert from_frame.report.n_included == from_file.report.n_included
+    assert (from_frame.labels() == from_file.labels()).all()
+    assert list(from_frame.frame.columns) == list(frame.columns)
+    assert load_dataset(frame.copy()).content_hash == from_frame.content_hash  # stable
+    with pytest.raises(ColumnError, match="label"):
+        load_dataset(frame.drop(columns=["label"]))

@@ -916,6 +916,27 @@ def _decode_binary_columns(table: Any, name: str, warnings: list[str]) -> Any:
 # ---------------------------------------------------------------------------- all
 
 
+def frame_table(frame: pd.DataFrame, *, name: str | None = None) -> RawTable:
+    """A pandas DataFrame as a :class:`RawTable` (notebook use: ``load_dataset(df)``).
+
+    Every column and value is kept (the index is dropped; row ids are positions unless
+    ``id=`` names a column). Column names become text; two names equal as text are refused.
+    ``content_hash`` is the SHA-256 of the column names and pandas' row hashes, so the same
+    frame gives the same run name and cache keys.
+    """
+    label = name or "dataframe"
+    check_column_count(frame.shape[1], label)
+    names = [str(c) for c in frame.columns]
+    _check_duplicate_names(names, label, "columns")
+    copy = frame.copy()
+    copy.columns = names
+    copy = copy.reset_index(drop=True)
+    digest = hashlib.sha256("\x1f".join(names).encode("utf-8"))
+    hashed = pd.util.hash_pandas_object(copy.astype(str), index=False).to_numpy()
+    digest.update(hashed.tobytes())
+    return RawTable(copy, label, "dataframe", digest.hexdigest())
+
+
 def read_table(
     source: Any,
     *,
@@ -927,6 +948,8 @@ def read_table(
     """Read any supported source into a :class:`RawTable` (see the module docstring)."""
     if max_bytes is not None:
         check_int("max_bytes", max_bytes, minimum=1)
+    if isinstance(source, pd.DataFrame):
+        return frame_table(source, name=name)
     label = source_name(source, name)
     fmt = normalise_format(format)
     raw = read_source_bytes(source, label, max_bytes)
