@@ -113,3 +113,12 @@ def test_a_broken_run_folder_is_an_error_not_a_crash(runs_root, tmp_path) -> Non
     goto(at, "explore")
     assert not at.exception
     assert "cannot be opened" in errors(at)[0]
+
+
+def test_every_formula_expander_cites_its_source() -> None:
+    """Explore's formula expander had no source (the other pages cite theirs)."""
+    from ui import audit_view, explore_view, report_view
+
+    for module in (explore_view, audit_view, report_view):
+        assert "Source" in module.FORMULA, module.__name__
+    assert "Le Bras et al." in explore_view.FORMULA

@@ -26,7 +26,11 @@ $$
 
 For a removed row, $p(i)$ is its score in the round that removed it (*removal round*); for a
 retained row, its score in the last round. Warm-up rows trained the representation and are
-never filtered; excluded rows (no usable label or text) take no part.
+never filtered; excluded rows (no usable label or text) take no part. Dev/test rows kept by
+the default split policy are scored by models trained on the retained training rows.
+
+Source: Le Bras et al., *Adversarial Filters of Dataset Biases*, ICML 2020, Algorithm 1
+(predictability); the 2-D map is PCA or UMAP (McInnes et al., 2018) of Φ.
 """
 
 VIEWS = {"all": "All rows", "retained": "Retained", "removed": "Removed",
