@@ -369,7 +369,7 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
 
     shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
               "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids,
-              "refit": refit}
+              "refit": refit, "datamap": filtered.datamap}
     return rep, filtered, filtered.target, shared
 
 
@@ -427,6 +427,9 @@ class _Filtered:
     target: int
     plan: FilterPlan
     blocks: dict = field(default_factory=dict)
+    #: Over the filterable rows: ``confidence``, ``variability``, ``n_heldout`` (the data map
+    #: of the held-out predictions, same round as ``predictability``; NaN/0 where unscored).
+    datamap: pd.DataFrame | None = None
 
 
 def _scaled(value: int | float | None, part: int, whole: int) -> int | float | None:
@@ -444,6 +447,9 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
     keep = np.ones(n_f, dtype=bool)
     predictability = np.full(n_f, np.nan)
     removal_round = np.full(n_f, -1, dtype=np.int64)
+    datamap = pd.DataFrame({"confidence": np.full(n_f, np.nan),
+                            "variability": np.full(n_f, np.nan),
+                            "n_heldout": np.zeros(n_f, dtype=np.int64)})
 
     def units(rows: np.ndarray) -> int:
         return int(len(np.unique(plan.questions[rows]))) if plan.questions is not None \
@@ -475,6 +481,9 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
         keep[rows_f] = np.asarray(model.keep_mask_, dtype=bool)
         predictability[rows_f] = np.asarray(model.predictability_, dtype=float)
         removal_round[rows_f] = np.asarray(model.removal_round_, dtype=np.int64)
+        for column in datamap.columns:
+            if hasattr(model, f"{column}_"):
+                datamap.loc[rows_f, column] = np.asarray(getattr(model, f"{column}_"))
         blocks[name] = {"rows": int(rows.sum()), what: n_b, "target": t_b,
                         "retained": int(np.asarray(model.keep_mask_).sum()),
                         "n_rounds": int(getattr(model, "n_rounds_", 0)),
@@ -487,10 +496,13 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
     scored = plan.scored
     if scored.any() and plan.questions is None:  # train_only: dev/test scored, never removed
         progress.step("aflite", f"scoring {int(scored.sum()):,} held-out rows", _SPAN_AFLITE[1])
-        predictability[scored[filt]] = main.score_heldout(
-            X[scored], y[scored], X=X[main_rows], y=y[main_rows])
+        heldout = main.score_heldout(X[scored], y[scored], X=X[main_rows], y=y[main_rows],
+                                     return_datamap=True)
+        predictability[scored[filt]] = heldout["predictability"].to_numpy()
+        for column in datamap.columns:
+            datamap.loc[scored[filt], column] = heldout[column].to_numpy()
     return _Filtered(keep=keep, predictability=predictability, removal_round=removal_round,
-                     model=main, target=target, plan=plan, blocks=blocks)
+                     model=main, target=target, plan=plan, blocks=blocks, datamap=datamap)
 
 
 def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, total: int,

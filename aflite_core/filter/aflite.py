@@ -46,12 +46,14 @@ from aflite_core._validation import (
     resolve_n_jobs,
     resolve_size,
 )
+from aflite_core.filter.datamap import DatamapTracker, RoundDatamap
 from aflite_core.filter.linear import (
     ScatterStats,
     count_correct,
     covariance_factor,
     fit_lda_partitions,
     fit_partition_lda,
+    heldout_stats,
     partition_class_sums,
     row_stats,
 )
@@ -77,6 +79,10 @@ _GROUP_BLOCKS = 64
 _MAX_MODEL_ELEMENTS = 1 << 25
 _MAX_BLOCK_ROWS = 4096
 _QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+#: Record the data map (confidence, variability) of the held-out predictions. A private
+#: switch: ``benchmarks/bench_scale.py`` turns it off to time AFLite without it; masks and
+#: predictabilities are the same either way.
+_RECORD_DATAMAP = True
 
 
 class AFLite(BaseEstimator):
@@ -149,6 +155,19 @@ class AFLite(BaseEstimator):
         NaN when the row was never held out in that round.
     removal_round_ : ndarray of shape (n_samples,), int64
         1-based round a row was removed in, -1 for retained rows.
+    confidence_ : ndarray of shape (n_samples,), float64
+        Data map (Swayamdipta et al., 2020; see :mod:`aflite_core.filter.datamap`): mean,
+        over the partitions holding the row out, of the gold label's probability (the
+        softmax of the partition's linear class scores, i.e. the LDA posterior), in the
+        same round as ``predictability_``. NaN where ``predictability_`` is NaN.
+    variability_ : ndarray of shape (n_samples,), float64
+        Population standard deviation of the same probabilities.
+    n_heldout_ : ndarray of shape (n_samples,), int64
+        Partitions holding the row out in that round (``predictability_ * n_heldout_`` is
+        the number that predicted it right).
+    datamap_history_ : pandas.DataFrame
+        One row per round: ``round, n_scored, confidence_mean, variability_mean,
+        correctness_mean`` over the rows scored in the round.
     history_ : pandas.DataFrame
         One row per round: ``round, size`` (|S| at the start), ``train_size, removed,
         size_after, n_scored, n_above_tau, score_mean, score_q10 .. score_q90, seconds``.
@@ -273,7 +292,8 @@ class AFLite(BaseEstimator):
         n_partitions: int | None = None,
         train_size: int | float | None = None,
         random_state: Any = None,
-    ) -> np.ndarray:
+        return_datamap: bool = False,
+    ) -> np.ndarray | pd.DataFrame:
         """Predictability of new rows under models trained on the retained rows of ``fit``.
 
         For a split policy "filter the training split, score dev/test with models trained on
@@ -304,6 +324,10 @@ class AFLite(BaseEstimator):
         random_state : int, numpy Generator, SeedSequence or None, optional
             Seeds the draws; default ``self.random_state``. The same seed gives the same
             scores.
+        return_datamap : bool, default=False
+            Return a DataFrame with ``predictability`` (the scores), ``confidence``,
+            ``variability`` and ``n_heldout`` (the data map of ``confidence_`` etc. under
+            these models) instead of the scores alone. The scores are the same.
 
         Returns
         -------
@@ -324,10 +348,10 @@ class AFLite(BaseEstimator):
         check_is_fitted(self, "keep_mask_")
         with _single_threaded_blas():
             return self._score_heldout(X_new, y_new, X, y, n_partitions, train_size,
-                                       random_state)
+                                       random_state, bool(return_datamap))
 
     def _score_heldout(self, X_new, y_new, X, y, n_partitions, train_size,
-                       random_state) -> np.ndarray:
+                       random_state, datamap: bool = False) -> np.ndarray | pd.DataFrame:
         X, codes = self._check_fit_data(X, y)
         X_new = _check_X(X_new)
         if X_new.shape[1] != self.n_features_in_:
@@ -360,6 +384,7 @@ class AFLite(BaseEstimator):
         predictable = np.bincount(codes_r, minlength=n_classes) > 0
         seen = np.flatnonzero((new_codes >= 0) & predictable[np.maximum(new_codes, 0)])
         scores = np.full(len(y_new), np.nan)
+        prob_sum, prob_m2 = np.zeros(len(y_new)), np.zeros(len(y_new))
         step = _MAX_BLOCK_ROWS * 16
         for lo in range(0, len(seen), step):
             rows = seen[lo : lo + step]
@@ -368,8 +393,19 @@ class AFLite(BaseEstimator):
             block = np.ascontiguousarray(X_new[rows], dtype=np.float32) - model.shift
             bounds = np.searchsorted(new_codes[rows], np.arange(n_classes + 1))
             heldout = np.ones((m, len(rows)), dtype=bool)
-            scores[rows] = count_correct(block, bounds, heldout, model) / m
-        return scores
+            if datamap:
+                correct, prob_sum[rows], prob_m2[rows] = heldout_stats(block, bounds, heldout,
+                                                                       model)
+            else:
+                correct = count_correct(block, bounds, heldout, model)
+            scores[rows] = correct / m
+        if not datamap:
+            return scores
+        held = np.zeros(len(y_new), dtype=np.int64)
+        held[seen] = m
+        stats = RoundDatamap.from_sums(held, prob_sum, prob_m2)
+        return pd.DataFrame({"predictability": scores, "confidence": stats.confidence,
+                             "variability": stats.variability, "n_heldout": held})
 
     def _check_fit_data(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """``X`` (float32) and ``y``'s codes, after checking they are the data of ``fit``."""
@@ -432,6 +468,7 @@ class AFLite(BaseEstimator):
         self.n_features_in_ = n_features
         self.target_size_ = run.cfg.target_size
         self.slice_size_ = run.cfg.slice_size
+        run.datamap.store(self)
 
 
 @dataclass(frozen=True)
@@ -488,7 +525,7 @@ class _RoundResult:
 
     ``s_rows`` are the rows of S at the start of the round in round order (block by block,
     class-ordered within a block) and ``positions`` their working-copy positions per block;
-    ``scores`` and ``removed_s`` index ``s_rows``.
+    ``scores``, ``removed_s`` and ``datamap``'s arrays index ``s_rows``.
     """
 
     number: int
@@ -498,6 +535,7 @@ class _RoundResult:
     scores: np.ndarray
     n_above_tau: int
     removed_s: np.ndarray
+    datamap: RoundDatamap | None = None
 
     @property
     def size_before(self) -> int:
@@ -536,6 +574,7 @@ class _FilterRun:
         self.alive = np.ones(n, dtype=bool)
         self.predictability = np.full(n, np.nan)
         self.removal_round = np.full(n, -1, dtype=np.int64)
+        self.datamap = DatamapTracker(n, on=_RECORD_DATAMAP)
         self.history: list[dict[str, Any]] = []
         self.removed_total = 0
         self.stop_reason: str | None = None
@@ -563,8 +602,8 @@ class _FilterRun:
     def _score_and_select(self, round_no: int, backend, drawn, factor) -> _RoundResult:
         """Score S with the round's partitions and choose the rows to remove."""
         cfg = self.cfg
-        s_rows, positions, t, scores = _score_round(backend, self.blocks, drawn, factor,
-                                                    self.shift, cfg)
+        s_rows, positions, t, scores, gold = _score_round(backend, self.blocks, drawn, factor,
+                                                          self.shift, cfg, self.datamap.on)
         eligible = np.flatnonzero(scores >= cfg.tau)
         cap = min(cfg.slice_size, len(s_rows) - cfg.target_size)
         chosen = _select_removals(scores[eligible], self.priority[s_rows[eligible]], cap,
@@ -577,12 +616,14 @@ class _FilterRun:
             scores=scores,
             n_above_tau=len(eligible),
             removed_s=np.sort(eligible[chosen]),  # positions in S, i.e. block order
+            datamap=gold,
         )
 
     def _remove(self, result: _RoundResult) -> None:
         """Record the round's scores, take its chosen rows out of S, apply the stop rules."""
         removed_rows = result.s_rows[result.removed_s]
         self.predictability[result.s_rows] = result.scores
+        self.datamap.record(result.number, result.s_rows, result.scores, result.datamap)
         self.alive[removed_rows] = False
         self.removal_round[removed_rows] = result.number
         self.removed_total += result.removed
@@ -954,13 +995,15 @@ def _group_codes(groups: Any, n: int) -> np.ndarray | None:
     return pd.factorize(pd.Series(values), use_na_sentinel=False)[0].astype(np.int64)
 
 
-def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitConfig):
+def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitConfig,
+                 datamap: bool = False):
     """One round's predictabilities from its partitions (see :func:`_draw_round`).
 
     ``factor`` is the covariance factor of S (see :func:`covariance_factor`); ``drawn`` and
     ``factor`` may be futures. Returns the alive rows in round order, their working-copy
     positions per block, the round's train size and their scores (NaN where a row was never
-    held out).
+    held out). With ``datamap``, also the rows' data-map statistics of the round
+    (:class:`RoundDatamap`), else None.
     """
     if hasattr(drawn, "result"):
         drawn = drawn.result()
@@ -973,12 +1016,19 @@ def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitC
         factor = factor.result()
     model = fit_partition_lda(None, sums, drawn["counts"], shift=shift, factor=factor)
     model.margins()
-    correct_w = backend.count_correct(blocks.bounds, train_w, model)
+    out_w = backend.count_correct(blocks.bounds, train_w, model, datamap)
+    correct_w = [o[0] for o in out_w] if datamap else out_w
     correct = np.concatenate([c[p] for c, p in zip(correct_w, positions, strict=True)])
     held = drawn["held"]
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = np.where(held > 0, correct / np.maximum(held, 1), np.nan)
-    return drawn["s_rows"], positions, drawn["t"], scores
+    gold = None
+    if datamap:
+        gold = RoundDatamap.from_sums(
+            held,
+            np.concatenate([o[1][p] for o, p in zip(out_w, positions, strict=True)]),
+            np.concatenate([o[2][p] for o, p in zip(out_w, positions, strict=True)]))
+    return drawn["s_rows"], positions, drawn["t"], scores, gold
 
 
 def _downdate_factor(stats: ScatterStats, removed_x: np.ndarray) -> tuple:
@@ -1185,9 +1235,10 @@ class _LocalBackend:
             out.append(_sum_in_order(parts))
         return out
 
-    def count_correct(self, bounds, train_w, model):
+    def count_correct(self, bounds, train_w, model, datamap: bool = False):
+        kernel = heldout_stats if datamap else count_correct
         return self._map(
-            lambda b: count_correct(self._wc[b], bounds[b], ~train_w[b], model),
+            lambda b: kernel(self._wc[b], bounds[b], ~train_w[b], model),
             range(len(self._wc)),
         )
 
@@ -1224,9 +1275,10 @@ def _dask_class_sums(wcs, bounds, packed):
     )
 
 
-def _dask_count_correct(wcs, bounds, packed, model):
+def _dask_count_correct(wcs, bounds, packed, model, datamap=False):
+    kernel = heldout_stats if datamap else count_correct
     return [
-        count_correct(wc, b, ~_unpack(p, wc.shape[0]), model)
+        kernel(wc, b, ~_unpack(p, wc.shape[0]), model)
         for wc, b, p in zip(wcs, bounds, packed, strict=True)
     ]
 
@@ -1296,9 +1348,9 @@ class _DaskBackend:
     def group_class_sums(self, bounds, train_w):
         return self._per_group(_dask_class_sums, bounds, train_w)
 
-    def count_correct(self, bounds, train_w, model):
+    def count_correct(self, bounds, train_w, model, datamap: bool = False):
         [model_f] = self._client.scatter([model], broadcast=True)
-        per_group = self._per_group(_dask_count_correct, bounds, train_w, model_f)
+        per_group = self._per_group(_dask_count_correct, bounds, train_w, model_f, datamap)
         return [counts for group in per_group for counts in group]
 
     def compact(self, keeps: dict[int, np.ndarray]) -> None:

@@ -38,6 +38,7 @@ __all__ = [
     "covariance_factor",
     "fit_lda_partitions",
     "fit_partition_lda",
+    "heldout_stats",
     "partition_class_sums",
     "row_stats",
 ]
@@ -361,10 +362,65 @@ def count_correct(
     -------
     ndarray of shape (n_rows,), int32
     """
+    return _heldout_kernel(Xb, class_bounds, heldout, model, gold_prob=False)[0]
+
+
+def heldout_stats(
+    Xb: np.ndarray, class_bounds: np.ndarray, heldout: np.ndarray, model: PartitionLDA
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`count_correct` plus the gold-label probability of every held-out prediction.
+
+    The probability of class ``c`` under partition ``j`` is the softmax of the partition's
+    linear class scores, ``exp(s_c) / sum_k exp(s_k)``: the LDA posterior (the scores are the
+    log class densities plus the log class priors, up to a constant shared by the classes).
+    It is computed as ``1 / (1 + sum_{k != gold} exp(s_k - s_gold))``, which cannot overflow
+    into NaN. The correct counts are exactly those of :func:`count_correct` (same margins,
+    same comparisons); the probabilities add a few element-wise passes over the margins.
+
+    Parameters
+    ----------
+    Xb, class_bounds, heldout, model
+        As for :func:`count_correct`.
+
+    Returns
+    -------
+    correct : ndarray of shape (n_rows,), int32
+        As :func:`count_correct`.
+    prob_sum : ndarray of shape (n_rows,), float64
+        Sum over the partitions holding the row out of its gold-label probability.
+    prob_m2 : ndarray of shape (n_rows,), float64
+        Sum over the same partitions of the squared deviation of that probability from its
+        mean over them (two-pass, so a constant probability gives exactly 0). The mean is
+        ``prob_sum / n`` and the population variance ``prob_m2 / n`` for ``n`` held-out
+        partitions.
+    """
+    return _heldout_kernel(Xb, class_bounds, heldout, model, gold_prob=True)
+
+
+def _gold_stats(prob: np.ndarray, heldout: np.ndarray, out_sum: np.ndarray,
+                out_m2: np.ndarray) -> None:
+    """Masked sum and two-pass squared deviations over partitions (axis 0) of ``prob``.
+
+    ``prob`` (float32, ``(m, rows)``) is overwritten.
+    """
+    np.multiply(prob, heldout, out=prob)
+    total = prob.sum(axis=0, dtype=np.float32)
+    n = heldout.sum(axis=0, dtype=np.int32)
+    mean = total / np.maximum(n, 1).astype(np.float32)
+    prob -= mean
+    np.multiply(prob, heldout, out=prob)
+    out_sum[:] = total
+    out_m2[:] = np.einsum("ij,ij->j", prob, prob)
+
+
+def _heldout_kernel(Xb, class_bounds, heldout, model, *, gold_prob: bool):
+    """Correct counts (and, with ``gold_prob``, gold-probability sums) of a block."""
     n_rows = Xb.shape[0]
     m, n_classes = model.n_partitions, model.n_classes
+    prob_sum = np.zeros(n_rows) if gold_prob else None
+    prob_m2 = np.zeros(n_rows) if gold_prob else None
     if n_rows == 0:
-        return np.zeros(0, dtype=np.int32)
+        return np.zeros(0, dtype=np.int32), prob_sum, prob_m2
     correct = np.zeros((m, n_rows), dtype=bool)
     if n_classes <= MAX_CLASSES_MARGINS:
         mcoef, mint = model.margins()
@@ -385,13 +441,16 @@ def count_correct(
                 for other in range(1, n_classes - 1):
                     np.maximum(top, seg[other], out=top)
                 np.less(top, 0, out=correct[:, lo:hi])
-                continue
-            # own > every other score, class 0's score being 0: own > max(0, other margins)
-            top = np.zeros(seg.shape[1:], dtype=np.float32)
-            for other in range(n_classes - 1):
-                if other != c - 1:
-                    np.maximum(top, seg[other], out=top)
-            np.greater(seg[c - 1], top, out=correct[:, lo:hi])
+            else:
+                # own > every other score, class 0's score being 0: own > max(0, other margins)
+                top = np.zeros(seg.shape[1:], dtype=np.float32)
+                for other in range(n_classes - 1):
+                    if other != c - 1:
+                        np.maximum(top, seg[other], out=top)
+                np.greater(seg[c - 1], top, out=correct[:, lo:hi])
+            if gold_prob:
+                _gold_stats(_gold_prob_margins(seg, c), heldout[:, lo:hi],
+                            prob_sum[lo:hi], prob_m2[lo:hi])
     else:
         codes = np.repeat(np.arange(n_classes), np.diff(class_bounds))
         flat_coef = model.coef.reshape(m * n_classes, -1).T
@@ -401,8 +460,38 @@ def count_correct(
             hi = min(n_rows, lo + step)
             scores = (Xb[lo:hi] @ flat_coef + flat_int).reshape(hi - lo, m, n_classes)
             correct[:, lo:hi] = (scores.argmax(axis=2) == codes[lo:hi, None]).T
+            if gold_prob:
+                own = np.take_along_axis(scores, codes[lo:hi, None, None], axis=2)
+                with np.errstate(over="ignore"):
+                    denom = np.exp(scores - own).sum(axis=2)
+                prob = np.ascontiguousarray((1.0 / denom).T, dtype=np.float32)
+                _gold_stats(prob, heldout[:, lo:hi], prob_sum[lo:hi], prob_m2[lo:hi])
     correct &= heldout
-    return correct.sum(axis=0, dtype=np.int32)
+    return correct.sum(axis=0, dtype=np.int32), prob_sum, prob_m2
+
+
+def _gold_prob_margins(seg: np.ndarray, c: int) -> np.ndarray:
+    """Softmax probability of class ``c`` from margins against class 0, ``(m, rows)`` float32.
+
+    ``seg[k]`` is ``s_{k+1} - s_0``; ``p_c = 1 / (1 + sum_{k != c} exp(s_k - s_c))``.
+    """
+    with np.errstate(over="ignore"):
+        if c == 0:
+            denom = np.exp(seg[0])
+            for k in range(1, seg.shape[0]):
+                denom += np.exp(seg[k])
+        else:
+            own = seg[c - 1]
+            denom = np.negative(own)
+            np.exp(denom, out=denom)  # class 0, whose score is 0
+            tmp = np.empty_like(denom)
+            for k in range(seg.shape[0]):
+                if k != c - 1:
+                    np.subtract(seg[k], own, out=tmp)
+                    np.exp(tmp, out=tmp)
+                    denom += tmp
+        denom += 1.0
+        return np.reciprocal(denom, out=denom)
 
 
 def fit_lda_partitions(

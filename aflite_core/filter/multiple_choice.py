@@ -57,6 +57,7 @@ from aflite_core._validation import (
     make_rng,
     resolve_n_jobs,
 )
+from aflite_core.filter import aflite as _aflite
 from aflite_core.filter.aflite import (
     _QUANTILES,
     STOP_CALLBACK,
@@ -73,6 +74,7 @@ from aflite_core.filter.aflite import (
     _select_removals,
     _single_threaded_blas,
 )
+from aflite_core.filter.datamap import DatamapTracker, RoundDatamap
 from aflite_core.filter.linear import (
     ScatterStats,
     covariance_factor,
@@ -139,9 +141,20 @@ class MultipleChoiceAFLite(BaseEstimator):
         The distinct ``groups`` values, in order of first appearance.
     question_index_ : ndarray of shape (n_rows,), int64
         Each row's question, as a position in ``question_ids_``.
+    confidence_, variability_ : ndarray of shape (n_rows,), float64
+        The row's question's data map (see :mod:`aflite_core.filter.datamap`), in the round of
+        ``predictability_``: mean and population standard deviation, over the partitions
+        holding the question out, of the right choice's probability, the softmax over the
+        question's choices of the scorer's scores ``x @ w``.
+    n_heldout_ : ndarray of shape (n_rows,), int64
+        Partitions holding the row's question out in that round.
+    datamap_history_ : pandas.DataFrame
+        Per round: ``round, n_scored, confidence_mean, variability_mean, correctness_mean``
+        over the questions scored.
     question_keep_mask_, question_predictability_, question_removal_round_ : ndarray of shape
         (n_questions,)
-        The per-question values of the three row attributes.
+        The per-question values of the three row attributes (likewise
+        ``question_confidence_``, ``question_variability_``, ``question_n_heldout_``).
     n_choices_ : ndarray of shape (n_questions,), int64
     chance_ : ndarray of shape (n_questions,), float64
         ``1 / n_choices_``: the predictability of a scorer that guesses. ``chance_.mean()`` is
@@ -280,6 +293,7 @@ class MultipleChoiceAFLite(BaseEstimator):
         self.n_features_in_ = n_features
         self.target_size_ = run.cfg.target_size
         self.slice_size_ = run.cfg.slice_size
+        run.datamap.store(self, index, prefix="question_")
 
 
 @dataclass(frozen=True)
@@ -475,6 +489,7 @@ class _MCRun:
         self.alive = np.ones(n_q, dtype=bool)
         self.predictability = np.full(n_q, np.nan)
         self.removal_round = np.full(n_q, -1, dtype=np.int64)
+        self.datamap = DatamapTracker(n_q, on=_aflite._RECORD_DATAMAP)
         self.history: list[dict[str, Any]] = []
         self.removed_total = 0
         self.stop_reason: str | None = None
@@ -504,7 +519,8 @@ class _MCRun:
             n_s = len(s_q)
             t = _round_train_size(cfg.train_size, n_s)
             train = self._draw(s_q, t)  # (m, n_questions) bool, False outside S
-            scores = self._score(pool, stats, train, s_q)
+            scores, gold = self._score(pool, stats, train, s_q)
+            self.datamap.record(round_no, s_q, scores, gold)
             eligible = np.flatnonzero(scores >= cfg.tau)
             cap = min(cfg.slice_size, n_s - cfg.target_size)
             chosen = _select_removals(scores[eligible], self.priority[s_q[eligible]], cap,
@@ -568,23 +584,35 @@ class _MCRun:
         model = fit_partition_lda(None, sums, counts, factor=covariance_factor(stats))
         coef = model.margins()[0]  # (d, m): right minus wrong; the intercept cannot rank
 
+        datamap = self.datamap.on
+
         def correct(rows):
             if not len(rows):
-                return np.zeros(0, dtype=np.int64)
+                empty = np.zeros(0)
+                return np.zeros(0, dtype=np.int64), empty, empty
             margins = self.Xq[rows] @ coef  # (rows, m)
             q_rows = self.q_of_row[rows]
             seg = np.flatnonzero(np.r_[True, q_rows[1:] != q_rows[:-1]])
             right = self.is_right[rows]
             best_right = margins[right]  # one per question, in question order
+            held = ~train[:, q_rows[seg]].T
+            prob_sum = prob_m2 = None
+            if datamap:
+                prob_sum, prob_m2 = _right_choice_stats(margins, best_right, seg, held)
             margins[right] = -np.inf
             best_wrong = np.maximum.reduceat(margins, seg, axis=0)
-            held = ~train[:, q_rows[seg]].T
-            return ((best_right > best_wrong) & held).sum(axis=1)
+            return ((best_right > best_wrong) & held).sum(axis=1), prob_sum, prob_m2
 
-        n_correct = np.concatenate(self._map(pool, correct, chunk_rows))
+        parts = self._map(pool, correct, chunk_rows)
+        n_correct = np.concatenate([p[0] for p in parts])
         held = self.cfg.n_partitions - train[:, s_q].sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(held > 0, n_correct / np.maximum(held, 1), np.nan)
+            scores = np.where(held > 0, n_correct / np.maximum(held, 1), np.nan)
+        gold = None
+        if datamap:
+            gold = RoundDatamap.from_sums(held, np.concatenate([p[1] for p in parts]),
+                                          np.concatenate([p[2] for p in parts]))
+        return scores, gold
 
     def _history_row(self, round_no, s_q, t, scores, n_above, removed, seconds) -> dict:
         ok = ~np.isnan(scores)
@@ -629,3 +657,24 @@ class _MCRun:
         answer = callback(info)
         if (answer is True or answer is np.True_) and self.stop_reason is None:
             self.stop_reason = STOP_CALLBACK
+
+
+def _right_choice_stats(margins: np.ndarray, best_right: np.ndarray, seg: np.ndarray,
+                        held: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per question: sum and squared deviations of the right choice's probability.
+
+    ``margins`` are the ``(rows, m)`` choice scores of whole questions (starting at ``seg``),
+    ``best_right`` the ``(questions, m)`` scores of their right choices, ``held`` which
+    partitions hold each question out. The probability is the softmax over the question's
+    choices, ``1 / sum_k exp(s_k - s_right)``. Returns float64 arrays of shape (questions,).
+    """
+    counts = np.diff(np.r_[seg, len(margins)])
+    with np.errstate(over="ignore"):
+        shifted = margins - np.repeat(best_right, counts, axis=0)
+        np.exp(shifted, out=shifted)
+        prob = 1.0 / np.add.reduceat(shifted, seg, axis=0)  # (questions, m)
+    prob = np.where(held, prob, 0.0)
+    n = np.maximum(held.sum(axis=1), 1)
+    total = prob.sum(axis=1)
+    dev = np.where(held, prob - (total / n)[:, None], 0.0)
+    return total.astype(np.float64), np.einsum("ij,ij->i", dev, dev).astype(np.float64)

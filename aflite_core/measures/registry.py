@@ -105,6 +105,10 @@ class MeasureContext:
         ``refit(random_state) -> keep`` reruns AFLite with the run's parameters and another
         seed (same plan and groups) and returns its keep mask over the filterable rows: for
         measures that report a spread over AFLite seeds.
+    datamap : pandas.DataFrame, optional
+        Over the filterable rows: ``confidence``, ``variability`` and ``n_heldout`` of
+        AFLite's held-out predictions, in the round of ``predictability`` (see
+        :mod:`aflite_core.filter.datamap`); None when the run did not record them.
     """
 
     dataset: Any
@@ -118,6 +122,7 @@ class MeasureContext:
     params: dict = field(default_factory=dict)
     progress: Callable[[float, str], None] = lambda fraction, message: None
     refit: Callable[[int], np.ndarray] | None = None
+    datamap: pd.DataFrame | None = None
 
     # -- views over the filterable rows
     @property

@@ -1,0 +1,211 @@
+"""Data map of every filtered row from AFLite's own held-out predictions (Dataset Cartography).
+
+Swayamdipta et al. (EMNLP 2020) place each example by the *confidence* (mean gold-label
+probability) and *variability* (its standard deviation) of a model's predictions, and name three
+regions: **easy-to-learn** (high confidence, low variability), **hard-to-learn** (low
+confidence, low variability; often mislabelled) and **ambiguous** (high variability). AFLite
+already trains many models per round and predicts every held-out row; the estimators record the
+gold-label probabilities of those predictions at almost no cost (see
+:mod:`aflite_core.filter.datamap` for the definitions). Each row's values come from the round
+that decided it, the round of its ``predictability`` (= ``correctness`` here).
+
+Regions (a partition of the scored rows; the thresholds are options, stored in the file):
+
+* ``ambiguous``: ``variability >= ambiguous_variability`` (default 0.2: the gold probability
+  swings by about ±0.2 between training partitions);
+* ``easy``: otherwise, ``confidence >= easy_confidence`` (default 0.5: the gold label is more
+  likely than all others together, consistently);
+* ``hard``: otherwise, ``confidence <= hard_confidence`` (default 0.5);
+* ``medium``: otherwise (only when ``hard_confidence < easy_confidence``).
+
+Rows AFLite never held out (a warm-up row, an excluded row) are not in the file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from aflite_core._validation import check_fraction
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+
+__all__ = ["FILE", "REGIONS", "THRESHOLDS", "assign_regions", "datamap_table",
+           "region_counts", "sample_points"]
+
+#: The run-folder file: one row per scored row.
+FILE = "datamap.parquet"
+#: Region names, in display order.
+REGIONS = ("easy", "ambiguous", "hard", "medium")
+#: Default region thresholds (see the module docstring).
+THRESHOLDS = {"ambiguous_variability": 0.2, "easy_confidence": 0.5, "hard_confidence": 0.5}
+#: Columns of :data:`FILE`.
+COLUMNS = ("row_id", "status", "label", "confidence", "variability", "correctness",
+           "n_heldout", "region")
+
+
+def check_thresholds(ambiguous_variability: float = THRESHOLDS["ambiguous_variability"],
+                     easy_confidence: float = THRESHOLDS["easy_confidence"],
+                     hard_confidence: float = THRESHOLDS["hard_confidence"]) -> dict:
+    """Validated thresholds as a dict (each in [0, 1]; ``hard_confidence <= easy_confidence``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the threshold.
+    """
+    out = {"ambiguous_variability": check_fraction("ambiguous_variability",
+                                                   ambiguous_variability, closed=True),
+           "easy_confidence": check_fraction("easy_confidence", easy_confidence, closed=True),
+           "hard_confidence": check_fraction("hard_confidence", hard_confidence, closed=True)}
+    if out["hard_confidence"] > out["easy_confidence"]:
+        raise ValueError(f"hard_confidence: expected at most easy_confidence="
+                         f"{out['easy_confidence']}, got {out['hard_confidence']}")
+    return out
+
+
+def assign_regions(confidence, variability, **thresholds) -> np.ndarray:
+    """Region of each row (see the module docstring); ``""`` where a value is NaN.
+
+    Parameters
+    ----------
+    confidence, variability : array-like of float
+    **thresholds
+        ``ambiguous_variability``, ``easy_confidence``, ``hard_confidence`` (defaults
+        :data:`THRESHOLDS`).
+
+    Returns
+    -------
+    ndarray of str (object)
+    """
+    t = check_thresholds(**thresholds)
+    c = np.asarray(confidence, dtype=float)
+    v = np.asarray(variability, dtype=float)
+    if c.shape != v.shape:
+        raise ValueError(f"variability: expected shape {c.shape} like confidence, got {v.shape}")
+    scored = np.isfinite(c) & np.isfinite(v)
+    ambiguous = scored & (v >= t["ambiguous_variability"])
+    easy = scored & ~ambiguous & (c >= t["easy_confidence"])
+    hard = scored & ~ambiguous & ~easy & (c <= t["hard_confidence"])
+    return np.select([ambiguous, easy, hard, scored], ["ambiguous", "easy", "hard", "medium"],
+                     default="").astype(object)
+
+
+def datamap_table(row_ids, status, labels, confidence, variability, correctness, n_heldout,
+                  **thresholds) -> pd.DataFrame:
+    """The :data:`FILE` table of the scored rows (``n_heldout > 0``), input order kept."""
+    frame = pd.DataFrame({
+        "row_id": np.asarray(row_ids, dtype=object),
+        "status": pd.array(np.asarray(status, dtype=object).astype(str), dtype="string"),
+        "label": pd.array(np.asarray(labels, dtype=object).astype(str), dtype="string"),
+        "confidence": np.asarray(confidence, dtype=float),
+        "variability": np.asarray(variability, dtype=float),
+        "correctness": np.asarray(correctness, dtype=float),
+        "n_heldout": np.asarray(n_heldout, dtype=np.int64),
+    })
+    frame = frame[(frame["n_heldout"] > 0).to_numpy()
+                  & np.isfinite(frame["confidence"].to_numpy())].reset_index(drop=True)
+    frame["region"] = pd.array(assign_regions(frame["confidence"], frame["variability"],
+                                              **thresholds), dtype="string")
+    return frame
+
+
+def region_counts(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Rows per region (columns) for each value of ``by`` (rows), with a total row and column.
+
+    Exact counts over every row of ``table`` (never a sample); ``share`` columns give each
+    region's share of the row's total.
+    """
+    regions = [r for r in REGIONS if (table["region"] == r).any()] or list(REGIONS[:3])
+    counts = pd.crosstab(table[by].astype(str), table["region"].astype(str))
+    counts = counts.reindex(columns=regions, fill_value=0)
+    counts.loc["all"] = counts.sum(axis=0)
+    counts["total"] = counts.sum(axis=1)
+    for region in regions:
+        counts[f"share {region}"] = counts[region] / counts["total"].where(counts["total"] > 0)
+    return counts.rename_axis(by).reset_index()
+
+
+def sample_points(table: pd.DataFrame, *, max_points: int, seed: int = 0
+                  ) -> tuple[pd.DataFrame, int]:
+    """A seeded uniform sample of at most ``max_points`` rows of ``table`` (for drawing only),
+    and the number of rows before sampling."""
+    total = len(table)
+    if total > max_points:
+        rng = np.random.default_rng(seed)
+        table = table.iloc[np.sort(rng.choice(total, size=max_points, replace=False))]
+    return table.reset_index(drop=True), total
+
+
+def thresholds_of(run) -> dict:
+    """The thresholds a run's data map was computed with (defaults when not recorded)."""
+    info = (run.measures.get("datamap") or {}) if hasattr(run, "measures") else {}
+    stored = info.get("thresholds") if isinstance(info, dict) else None
+    return {**THRESHOLDS, **(stored or {})}
+
+
+# --------------------------------------------------------------------------- registry entry
+
+
+def compute(ctx: MeasureContext) -> MeasureResult:
+    """The data map of the filtered rows, from the AFLite run (no model is trained)."""
+    if ctx.datamap is None:
+        raise ValueError("this run's AFLite did not record a data map")
+    thresholds = check_thresholds(**{k: v for k, v in ctx.params.items() if k in THRESHOLDS})
+    scores = ctx.scores.set_index("row_id")
+    row_ids = ctx.row_ids
+    own = scores.reindex(pd.Index(row_ids, dtype=scores.index.dtype))
+    dm = ctx.datamap
+    table = datamap_table(row_ids, own["status"].to_numpy(dtype=object), ctx.y,
+                          dm["confidence"].to_numpy(), dm["variability"].to_numpy(),
+                          own["predictability"].to_numpy(dtype=float),
+                          dm["n_heldout"].to_numpy(), **thresholds)
+    counts = table["region"].value_counts()
+    return MeasureResult(tables={FILE: table},
+                         info={"thresholds": thresholds, "n_rows": int(len(table)),
+                               "regions": {r: int(counts.get(r, 0)) for r in REGIONS}})
+
+
+def tables(run) -> dict[str, pd.DataFrame]:
+    """Region counts by status and by label, from :data:`FILE`."""
+    table = run.read_parquet(FILE)
+    if table is None or table.empty:
+        return {}
+    t = thresholds_of(run)
+    means = table.groupby(["status", "region"], observed=True, sort=True)[
+        ["confidence", "variability", "correctness"]].mean().reset_index()
+    return {
+        "Rows per data-map region, by status (exact counts)": region_counts(table, "status"),
+        "Rows per data-map region, by label (exact counts)": region_counts(table, "label"),
+        "Mean confidence, variability and correctness per status and region": means,
+        "Region thresholds": pd.DataFrame({"threshold": list(t), "value": list(t.values())}),
+    }
+
+
+MEASURE = Measure(
+    name="datamap",
+    label="Data map (confidence × variability)",
+    description="Each filtered row placed by the confidence (mean gold-label probability) and "
+                "variability (its standard deviation) of the AFLite models that held it out, "
+                "in the round that decided it; regions easy-to-learn, ambiguous and "
+                "hard-to-learn as in Dataset Cartography (Swayamdipta et al., 2020). Costs no "
+                "extra training.",
+    compute=compute,
+    files=(FILE,),
+    tables=tables,
+    exports={"datamap": FILE},
+    order=12,
+    cost=0.01,
+    options=(
+        Option("ambiguous_variability", "Ambiguous: variability at least",
+               THRESHOLDS["ambiguous_variability"], minimum=0.0, maximum=0.5,
+               help="Rows whose gold probability varies at least this much across the "
+                    "partitions holding them out are ambiguous."),
+        Option("easy_confidence", "Easy: confidence at least", THRESHOLDS["easy_confidence"],
+               minimum=0.0, maximum=1.0,
+               help="Among the other rows: easy-to-learn from this mean gold probability."),
+        Option("hard_confidence", "Hard: confidence at most", THRESHOLDS["hard_confidence"],
+               minimum=0.0, maximum=1.0,
+               help="Among the other rows: hard-to-learn up to this mean gold probability "
+                    "(below easy's threshold leaves a 'medium' band between)."),
+    ),
+)
