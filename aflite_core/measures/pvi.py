@@ -1,0 +1,192 @@
+"""Partial-input information per row: hypothesis-only pointwise V-information (PVI).
+
+Ethayarajh, Choi & Swayamdipta (ICML 2022) measure how much usable information an input holds
+about a row's label as
+
+    PVI(x -> y) = log2 p(y | x) - log2 p(y)
+
+where ``p(y | x)`` comes from a model trained on inputs ``x`` and ``p(y)`` from the same model
+family trained on empty inputs (which learns the label distribution of its training rows).
+Here ``x`` is the **hypothesis alone** (the partial input of Gururangan et al. 2018; Poliak et
+al. 2018), so a high PVI marks a row whose label a hypothesis-only model can read off the
+hypothesis: an annotation artefact. The mean PVI over rows estimates the hypothesis's
+V-information about the label.
+
+Probabilities are out-of-fold: ``k``-fold cross-validation (:func:`aflite_core.splits.cv_folds`:
+stratified, and *grouped* when the data has groups, so a row is never scored by a model that saw
+another row of its group, e.g. the other hypotheses of its premise). In each fold the model is
+:func:`aflite_core.represent.text_models.text_model` ``("hypothesis_only")`` fitted on the
+training folds and ``p(y)`` is the label share of those training folds. Probabilities are
+floored at :data:`PROB_FLOOR` so a label absent from a fold's training rows stays finite. Units:
+bits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+from sklearn.base import clone
+
+from aflite_core._validation import check_callback, check_int
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent.text_models import pair_texts, single_blas_thread, text_model
+from aflite_core.splits import cv_folds, group_codes
+
+__all__ = ["FILE", "PROB_FLOOR", "hypothesis_only_pvi", "pvi_summary"]
+
+#: The run-folder file: one row per filtered row.
+FILE = "pvi.parquet"
+#: Smallest probability used in a logarithm.
+PROB_FLOOR = 1e-6
+
+
+def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
+                        groups: Sequence | None = None, random_state: int | None = 0,
+                        C: float = 1.0, callback: Callable[[dict], object] | None = None
+                        ) -> pd.DataFrame:
+    """Cross-validated hypothesis-only PVI of every row.
+
+    Parameters
+    ----------
+    hypotheses : sequence of str
+    labels : array-like of shape (n_rows,)
+    n_splits : int >= 2, default 5
+        Folds (see :func:`aflite_core.splits.cv_folds`).
+    groups : sequence, optional
+        Group per row; a group's rows share a test fold.
+    random_state : int or None, default 0
+        Seeds the folds.
+    C : float, default 1.0
+        Inverse regularisation of the model.
+    callback : callable, optional
+        ``callback({"stage": "pvi", "fraction": f, "message": m})`` after each fold.
+
+    Returns
+    -------
+    DataFrame
+        One row per input row: ``pvi`` (bits), ``p_label`` (out-of-fold ``p(y | hypothesis)``),
+        ``p_prior`` (the training folds' share of the label), ``predicted`` (the model's most
+        probable label), ``correct`` and ``fold``.
+
+    Raises
+    ------
+    ValueError
+        On a length mismatch, fewer than two labels or too few groups for the folds.
+    """
+    y = np.asarray(labels, dtype=object).astype(str)
+    n_splits = check_int("n_splits", n_splits, minimum=2)
+    callback = check_callback(callback)
+    if len(hypotheses) != len(y):
+        raise ValueError(f"hypotheses: expected {len(y)} texts (one per label), got "
+                         f"{len(hypotheses)}")
+    classes = np.unique(y)
+    if len(classes) < 2:
+        raise ValueError(f"labels: expected at least 2 distinct labels, got {len(classes)}")
+    codes = np.searchsorted(classes, y)
+    texts = pair_texts(None, list(hypotheses))
+    model = text_model("hypothesis_only", C=C, random_state=random_state)
+    folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
+                     random_state=random_state)
+    p_label = np.full(len(y), np.nan)
+    p_prior = np.full(len(y), np.nan)
+    predicted = np.empty(len(y), dtype=object)
+    fold_of = np.full(len(y), -1, dtype=np.int64)
+    for f, (train, test) in enumerate(folds):
+        prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
+        proba = np.tile(prior, (len(test), 1))
+        if len(np.unique(codes[train])) >= 2:
+            with single_blas_thread():
+                fitted = clone(model).fit([texts[i] for i in train], y[train])
+                seen = np.searchsorted(classes, fitted.classes_)
+                proba = np.zeros((len(test), len(classes)))
+                proba[:, seen] = fitted.predict_proba([texts[i] for i in test])
+        rows = np.arange(len(test))
+        p_label[test] = proba[rows, codes[test]]
+        p_prior[test] = prior[codes[test]]
+        predicted[test] = classes[proba.argmax(axis=1)]
+        fold_of[test] = f
+        if callback is not None:
+            callback({"stage": "pvi", "fraction": (f + 1) / len(folds),
+                      "message": f"hypothesis-only model, fold {f + 1} of {len(folds)}"})
+    pvi = np.log2(np.maximum(p_label, PROB_FLOOR)) - np.log2(np.maximum(p_prior, PROB_FLOOR))
+    return pd.DataFrame({"pvi": pvi, "p_label": p_label, "p_prior": p_prior,
+                         "predicted": predicted.astype(str), "correct": predicted == y,
+                         "fold": fold_of})
+
+
+def pvi_summary(table: pd.DataFrame, by: Sequence[str] = ("label",)) -> pd.DataFrame:
+    """Per group of ``by``: rows, mean and median PVI, share of rows with PVI > 0 and < 0, and
+    the hypothesis-only accuracy; with a final ``all`` row (mean PVI over all rows = the
+    hypothesis's estimated V-information about the label, in bits)."""
+    by = list(by)
+
+    def summarise(part: pd.DataFrame) -> dict:
+        pvi = part["pvi"].to_numpy(dtype=float)
+        return {"rows": len(part), "mean PVI (bits)": float(np.mean(pvi)),
+                "median PVI (bits)": float(np.median(pvi)),
+                "share PVI > 0": float(np.mean(pvi > 0)), "share PVI < 0": float(np.mean(pvi < 0)),
+                "hypothesis-only accuracy": float(part["correct"].astype(bool).mean())}
+
+    rows = [{**dict(zip(by, key if isinstance(key, tuple) else (key,), strict=True)),
+             **summarise(part)}
+            for key, part in table.groupby(by, sort=True, observed=True)]
+    rows.append({**{b: "all" for b in by}, **summarise(table)})
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- registry entry
+
+
+def compute(ctx: MeasureContext) -> MeasureResult:
+    """Hypothesis-only PVI of the filtered rows (folds grouped by ``ctx.groups``)."""
+    hypotheses, _ = ctx.texts()
+    params = {"n_splits": 5, **ctx.params}
+    table = hypothesis_only_pvi(hypotheses, ctx.y, groups=ctx.groups,
+                                random_state=ctx.random_state, callback=ctx.callback(),
+                                **params)
+    scores = ctx.scores.set_index("row_id")
+    status = scores["status"].reindex(pd.Index(ctx.row_ids, dtype=scores.index.dtype))
+    table.insert(0, "row_id", np.asarray(ctx.row_ids, dtype=object))
+    table.insert(1, "status", pd.array(status.to_numpy(dtype=object).astype(str),
+                                       dtype="string"))
+    table.insert(2, "label", pd.array(np.asarray(ctx.y, dtype=object).astype(str),
+                                      dtype="string"))
+    return MeasureResult(tables={FILE: table},
+                         info={"params": params, "grouped": ctx.groups is not None,
+                               "v_information_bits": float(table["pvi"].mean())})
+
+
+def tables(run) -> dict[str, pd.DataFrame]:
+    """Per-label PVI summaries (all filtered rows, and retained vs removed)."""
+    table = run.read_parquet(FILE)
+    if table is None or table.empty:
+        return {}
+    return {
+        "Hypothesis-only PVI per label (bits; 'all' = V-information)": pvi_summary(table),
+        "Hypothesis-only PVI per label, retained vs removed": pvi_summary(
+            table, ("label", "status")),
+    }
+
+
+MEASURE = Measure(
+    name="pvi",
+    label="Hypothesis-only PVI",
+    description="Pointwise V-information of the hypothesis alone about each row's label, "
+                "log2 p(y | hypothesis) − log2 p(y), from cross-validated (group-aware) "
+                "hypothesis-only models (Ethayarajh et al., 2022). High PVI: the label can be "
+                "read off the hypothesis.",
+    compute=compute,
+    files=(FILE,),
+    tables=tables,
+    exports={"pvi": FILE},
+    order=45,
+    cost=0.5,
+    options=(
+        Option("n_splits", "PVI folds", 5, minimum=2, maximum=10,
+               help="k-fold cross-validation of the hypothesis-only model; every row's "
+                    "probability comes from a model that did not train on it (nor on its "
+                    "group)."),
+    ),
+)
