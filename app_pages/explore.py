@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, components, explore_view, state
+from ui import cache, components, datamap_view, explore_view, state
 
 st.title("Explore")
 components.explainer(explore_view.SUMMARY, explore_view.FORMULA,
@@ -27,5 +27,6 @@ except (ValueError, OSError) as exc:
 explore_view.run_header(run)
 explore_view.charts_row(path, run)
 selected = explore_view.map_panel(path)
+selected = datamap_view.panel(path, run, selected)
 st.divider()
 explore_view.table_section(table, run, path, selected)

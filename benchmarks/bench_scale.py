@@ -14,6 +14,14 @@ the ratio of each round's time to one prediction pass over the round's set: the 
 the set with the stacked margins of all m partitions, ``|S| x d x m (C - 1)`` multiply-adds,
 the work no AFLite round can avoid (so the ratio says how close a round is to that floor).
 
+Data map cost: AFLite records each row's confidence and variability (the gold-label
+probability of every held-out prediction, :mod:`aflite_core.filter.datamap`). The script times
+the fit again with that switched off (``--no-datamap-compare`` skips it) and prints both wall
+times and the ratio; since two fits on a shared machine differ by noise too, it also times the
+two prediction kernels (:func:`~aflite_core.filter.linear.count_correct` vs
+:func:`~aflite_core.filter.linear.heldout_stats`) on one block of rows and scales the
+difference to every row of every round (the sum of the round sizes).
+
     python benchmarks/bench_scale.py [--n 550000] [--d 768] [--n-jobs 2] [--data PREFIX]
 """
 
@@ -33,6 +41,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+import aflite_core.filter.aflite as aflite_module  # noqa: E402
 from aflite_core.filter.aflite import AFLite  # noqa: E402
 
 GB = 1e9
@@ -90,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheduler", default=None, help="dask scheduler (tcp://HOST:PORT, local:N)")
     ap.add_argument("--data", help="prefix of existing PREFIX_{X,y,biased}.npy files")
     ap.add_argument("--workdir", help="where to write the generated workload (default: temp)")
+    ap.add_argument("--no-datamap-compare", dest="datamap_compare", action="store_false",
+                    help="skip the second fit without the data map")
     a = ap.parse_args(argv)
 
     t_gen = 0.0
@@ -147,10 +158,68 @@ def main(argv: list[str] | None = None) -> int:
         print(f"retained biased share {biased[keep].mean() * 100:.1f}% (input "
               f"{biased.mean() * 100:.1f}%); removed {int((~keep & biased).sum())} of "
               f"{int(biased.sum())} biased rows")
+        datamap_cost(X, y, est, wall, a)
     finally:
         if tmp is not None:
             tmp.cleanup()
     return 0
+
+
+def kernel_seconds(X: np.ndarray, y: np.ndarray, m: int, repeats: int = 15
+                   ) -> tuple[float, float, int]:
+    """Best time of ``count_correct`` and of ``heldout_stats`` on one 4096-row block
+    (m partitions of LDA fitted on it, half the partitions holding each row out)."""
+    from threadpoolctl import threadpool_limits
+
+    from aflite_core.filter.linear import count_correct, fit_lda_partitions, heldout_stats
+
+    rows = min(len(X), 4096)
+    Xb = np.ascontiguousarray(X[:rows], dtype=np.float32)
+    codes = np.unique(y[:rows], return_inverse=True)[1]
+    order = np.argsort(codes, kind="stable")
+    Xb, codes = Xb[order], codes[order]
+    rng = np.random.default_rng(0)
+    train = rng.random((m, rows)) < 0.5
+    model = fit_lda_partitions(Xb, codes, train)
+    Xc = Xb - model.shift
+    bounds = np.searchsorted(codes, np.arange(codes.max() + 2))
+    best = {"plain": float("inf"), "datamap": float("inf")}
+    with threadpool_limits(limits=1, user_api="blas"):
+        for _ in range(repeats):  # interleaved, best of each: robust to a busy machine
+            for name, kernel in (("plain", count_correct), ("datamap", heldout_stats)):
+                t0 = time.perf_counter()
+                kernel(Xc, bounds, ~train, model)
+                best[name] = min(best[name], time.perf_counter() - t0)
+    return best["plain"], best["datamap"], rows
+
+
+def datamap_cost(X, y, est: AFLite, wall: float, a) -> None:
+    """Print the data map's extra time: kernel-level estimate and a fit without it."""
+    plain, with_dm, rows = kernel_seconds(X, y, a.m)
+    row_rounds = int(est.history_["size"].sum())
+    extra = (with_dm - plain) / rows * row_rounds
+    print(f"data map, kernel level: prediction kernel {plain * 1e3:.1f} ms -> "
+          f"{with_dm * 1e3:.1f} ms per {rows} rows (x{with_dm / plain:.3f}); over the "
+          f"{row_rounds:,} row-rounds of this fit: +{extra:.2f} s on one thread = "
+          f"{100 * extra / wall:.1f}% of the AFLite wall time ({wall:.1f} s; goal <= 10%)")
+    if not a.datamap_compare:
+        return
+    aflite_module._RECORD_DATAMAP = False
+    try:
+        plain_est = AFLite(target_size=est.target_size, n_partitions=a.m,
+                           train_size=est.train_size, slice_size=est.slice_size, tau=a.tau,
+                           random_state=a.seed, n_jobs=a.n_jobs, backend=a.backend,
+                           scheduler=a.scheduler)
+        t0 = time.perf_counter()
+        plain_est.fit(X, y)
+        wall_plain = time.perf_counter() - t0
+    finally:
+        aflite_module._RECORD_DATAMAP = True
+    same = bool(np.array_equal(plain_est.keep_mask_, est.keep_mask_))
+    print(f"data map, whole fit: AFLite {wall:.1f} s with the data map, {wall_plain:.1f} s "
+          f"without (same mask: {same}); extra {wall - wall_plain:+.1f} s = "
+          f"{100 * (wall - wall_plain) / wall_plain:+.1f}% (two runs on a shared machine: "
+          "noise included)")
 
 
 if __name__ == "__main__":

@@ -335,3 +335,18 @@ def duplicate_counts(path: str | Path) -> pd.DataFrame:
     """
     path = Path(path)
     return _duplicates(str(path.resolve()), _stamp(path))
+
+
+# --------------------------------------------------------------------------- data map
+@st.cache_data(max_entries=4, show_spinner=False)
+def _datamap_table(path: str, stamp: float) -> pd.DataFrame:
+    from aflite_core.measures import datamap
+
+    table = _open_run(path, stamp).read_parquet(datamap.FILE)
+    return pd.DataFrame(columns=list(datamap.COLUMNS)) if table is None else table
+
+
+def datamap_table(path: str | Path) -> pd.DataFrame:
+    """The run's ``datamap.parquet`` (every scored row; empty when the run has none)."""
+    path = Path(path)
+    return _datamap_table(str(path.resolve()), _stamp(path))

@@ -37,6 +37,10 @@ class RowFilter:
     search_columns: Sequence[str] = ()
     row_ids: Sequence[str] | None = None  # as strings (from the map's customdata)
     extra_mask: np.ndarray | None = field(default=None, repr=False)
+    #: Numeric column -> (low, high): finite values within, both ends included.
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
+    #: Column -> accepted values (as strings); an empty list does not filter.
+    values: dict[str, Sequence[str]] = field(default_factory=dict)
 
 
 def _search_mask(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
@@ -128,6 +132,13 @@ def mask_of(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
         mask &= table.index.astype(str).isin(wanted)
     if flt.extra_mask is not None:
         mask &= np.asarray(flt.extra_mask, dtype=bool)
+    for column, (lo, hi) in flt.ranges.items():
+        if column in table:
+            values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+            mask &= np.isfinite(values) & (values >= lo) & (values <= hi)
+    for column, accepted in flt.values.items():
+        if accepted and column in table:
+            mask &= table[column].astype(str).isin([str(v) for v in accepted]).to_numpy()
     if flt.search:
         mask &= _search_mask(table, flt)
     return mask

@@ -181,6 +181,13 @@ def tables(run) -> dict[str, pd.DataFrame]:
     }
 
 
+def row_columns(run) -> pd.DataFrame:
+    """Explore's per-row columns: ``confidence``, ``variability``, ``data-map region``."""
+    table = run.read_parquet(FILE)
+    out = table.set_index("row_id")[["confidence", "variability", "region"]]
+    return out.rename(columns={"region": "data-map region"})
+
+
 MEASURE = Measure(
     name="datamap",
     label="Data map (confidence × variability)",
@@ -195,6 +202,7 @@ MEASURE = Measure(
     exports={"datamap": FILE},
     order=12,
     cost=0.01,
+    row_columns=row_columns,
     options=(
         Option("ambiguous_variability", "Ambiguous: variability at least",
                THRESHOLDS["ambiguous_variability"], minimum=0.0, maximum=0.5,

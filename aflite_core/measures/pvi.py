@@ -170,6 +170,16 @@ def tables(run) -> dict[str, pd.DataFrame]:
     }
 
 
+#: Explore's column name of the PVI.
+COLUMN = "hypothesis-only PVI (bits)"
+
+
+def row_columns(run) -> pd.DataFrame:
+    """Explore's per-row column :data:`COLUMN`."""
+    table = run.read_parquet(FILE)
+    return table.set_index("row_id")[["pvi"]].rename(columns={"pvi": COLUMN})
+
+
 MEASURE = Measure(
     name="pvi",
     label="Hypothesis-only PVI",
@@ -183,6 +193,7 @@ MEASURE = Measure(
     exports={"pvi": FILE},
     order=45,
     cost=0.5,
+    row_columns=row_columns,
     options=(
         Option("n_splits", "PVI folds", 5, minimum=2, maximum=10,
                help="k-fold cross-validation of the hypothesis-only model; every row's "

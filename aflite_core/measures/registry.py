@@ -224,6 +224,10 @@ class Measure:
         Parameters the user must supply that the parameter form cannot offer (files,
         e.g. ``("challenges",)``); the form lists such a measure as unavailable and says
         where to run it.
+    row_columns : callable, optional
+        ``row_columns(run) -> DataFrame`` indexed by ``row_id``: per-row values the measure
+        adds to the rows table the dashboard's Explore page shows, sorts and filters
+        (:func:`aflite_core.runs.views.rows_table`); rows it does not cover get NaN.
     """
 
     name: str
@@ -238,6 +242,7 @@ class Measure:
     options: tuple[Option, ...] = ()
     cost: float = 1.0
     inputs: tuple[str, ...] = ()
+    row_columns: Callable[[Any], pd.DataFrame] | None = None
 
     def defaults(self, n_rows: int) -> dict[str, Any]:
         """The options' default values for a dataset of ``n_rows`` audited rows."""

@@ -596,6 +596,39 @@ def _section_measure(run: AuditRun, measure: Measure) -> str:
     return intro + _tables_html(tables)
 
 
+def _section_datamap(run: AuditRun, fig: _Figures, max_points: int = 4000) -> str:
+    """Confidence x variability of the scored rows by status (a seeded sample is drawn; the
+    region counts are exact), with the region thresholds."""
+    import plotly.graph_objects as go
+
+    from aflite_core.measures import datamap
+
+    table = run.read_parquet(datamap.FILE)
+    if table is None or table.empty:
+        return _absent("The data map was not computed in this run.")
+    points, total = datamap.sample_points(table, max_points=max_points, seed=0)
+    chart = go.Figure()
+    for status in ("removed", "retained"):
+        part = points[points["status"].astype(str) == status]
+        chart.add_trace(go.Scattergl(
+            x=part["variability"], y=part["confidence"], mode="markers", name=status,
+            marker={"color": _STATUS_COLORS[status], "size": 4, "opacity": 0.6}))
+    t = datamap.thresholds_of(run)
+    chart.add_vline(x=t["ambiguous_variability"], line_dash="dash",
+                    annotation_text="ambiguous →")
+    chart.add_hline(y=t["easy_confidence"], line_dash="dash", annotation_text="easy ↑")
+    if t["hard_confidence"] < t["easy_confidence"]:
+        chart.add_hline(y=t["hard_confidence"], line_dash="dot", annotation_text="hard ↓")
+    chart.update_layout(title="Data map: confidence × variability of the held-out predictions",
+                        xaxis_title="variability", yaxis_title="confidence")
+    chart.update_xaxes(range=[0, 0.5])
+    chart.update_yaxes(range=[0, 1.02])
+    sample = (f" Drawn: a uniform random sample of {len(points):,} of {total:,} rows; the "
+              "counts below are exact." if len(points) < total else "")
+    note = (f"<p>{esc(registry.get('datamap').description)}{esc(sample)}</p>")
+    return note + fig(chart, height=460) + _tables_html(_measure_tables(run, "datamap"))
+
+
 def _text_columns(run: AuditRun, frame: pd.DataFrame) -> list[str]:
     mapping = run.columns
     cols = [mapping.get(k) for k in ("premise", "hypothesis")]
@@ -690,6 +723,7 @@ def build_report(
         "baselines": lambda: _section_baselines(run, fig),
         "duplicates": lambda: _section_duplicates(run, fig),
         "inoculation": lambda: _section_inoculation(run, fig),
+        "datamap": lambda: _section_datamap(run, fig),
         "samples": lambda: _section_samples(run, n_samples, random_state),
     }
     for measure in report_measures():

@@ -37,10 +37,33 @@ def rows_table(run: AuditRun) -> pd.DataFrame:
     first = [rename.get(c, c) for c in (roles.get("premise"), roles.get("hypothesis"),
                                          roles.get("label")) if c and c in frame.columns]
     table = table[first + [c for c in table.columns if c not in first]]
-    table = pd.concat([audit, table], axis=1)
+    table = pd.concat([audit, measure_row_columns(run, table.index, set(table.columns)), table],
+                      axis=1)
     table["status"] = table["status"].astype(str)
     table.index.name = "row_id"
     return table
+
+
+def measure_row_columns(run: AuditRun, index: pd.Index, taken: set[str] = frozenset()
+                        ) -> pd.DataFrame:
+    """The per-row columns of every registered measure with ``row_columns`` whose files the
+    run has (e.g. PVI, data-map confidence), aligned to ``index``; a name already ``taken``
+    by an input column gets `` (measure)``."""
+    from aflite_core.measures import registry
+
+    parts = []
+    for measure in registry.measures():
+        if measure.row_columns is None or not all(run.has(f) for f in measure.files):
+            continue
+        part = measure.row_columns(run)
+        part = part.rename(columns={c: f"{c} (measure)" for c in part.columns if c in taken})
+        if part.index.dtype != index.dtype:  # e.g. int ids read back as objects: match text
+            part.index = part.index.astype(str)
+            part = part.reindex(index.astype(str)).set_axis(index)
+        else:
+            part = part.reindex(index)
+        parts.append(part)
+    return pd.concat(parts, axis=1) if parts else pd.DataFrame(index=index)
 
 
 def predictability_bins(run: AuditRun, *, bins: int = 20, by_label: bool = False

@@ -1,0 +1,196 @@
+"""The data map (confidence x variability) and hypothesis-only PVI on Explore and Report.
+
+Presentation only: the values come from the run's ``datamap.parquet`` and ``pvi.parquet``
+(:mod:`aflite_core.measures.datamap`, :mod:`aflite_core.measures.pvi`); regions, counts and the
+drawing sample come from the core.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from aflite_core.measures import datamap, pvi
+from ui import cache, charts, components, state
+
+PAGE = "explore"
+#: Points drawn on the data map (a seeded uniform sample above it; counts stay exact).
+MAX_POINTS = 20_000
+#: Colour choices of the map and the column each reads.
+COLOURS = {"status": "status", "label": "label", "region": "region"}
+#: Explore's column names of the measures' per-row values.
+REGION_COLUMN = "data-map region"
+
+CAPTION = (
+    "Each scored row at the **confidence** (mean probability of its label) and **variability** "
+    "(standard deviation) of the AFLite models that held it out, in the round that decided it "
+    "(Swayamdipta et al., 2020, *Dataset Cartography*). Easy-to-learn: high confidence, low "
+    "variability; hard-to-learn: low confidence, low variability (often mislabelled); "
+    "ambiguous: high variability."
+)
+
+
+def scatter(points: pd.DataFrame, *, color: str, thresholds: dict, height: int = 480
+            ) -> go.Figure:
+    """The data map drawn with :func:`ui.charts.projection_scatter` (row ids as customdata),
+    with labelled axes and the region thresholds as dashed lines."""
+    drawn = points.assign(x=points["variability"], y=points["confidence"])
+    fig = charts.projection_scatter(drawn, color=color, height=height)
+    fig.update_xaxes(showticklabels=True, title="variability", range=[0, 0.5])
+    fig.update_yaxes(showticklabels=True, title="confidence", range=[0, 1.02])
+    fig.add_vline(x=thresholds["ambiguous_variability"], line_dash="dash",
+                  line_color="#555555")
+    fig.add_hline(y=thresholds["easy_confidence"], line_dash="dash", line_color="#555555")
+    if thresholds["hard_confidence"] < thresholds["easy_confidence"]:
+        fig.add_hline(y=thresholds["hard_confidence"], line_dash="dot", line_color="#555555")
+    return fig
+
+
+def _threshold_inputs(run: Any) -> dict:
+    """Number inputs for the region thresholds, starting at the run's; validated."""
+    stored = datamap.thresholds_of(run)
+    c1, c2, c3 = st.columns(3)
+    chosen = {
+        "ambiguous_variability": c1.number_input(
+            "Ambiguous: variability ≥", 0.0, 0.5, float(stored["ambiguous_variability"]),
+            0.01, key=state.key(PAGE, "dm_ambiguous")),
+        "easy_confidence": c2.number_input(
+            "Easy: confidence ≥", 0.0, 1.0, float(stored["easy_confidence"]), 0.05,
+            key=state.key(PAGE, "dm_easy")),
+        "hard_confidence": c3.number_input(
+            "Hard: confidence ≤", 0.0, 1.0, float(stored["hard_confidence"]), 0.05,
+            key=state.key(PAGE, "dm_hard")),
+    }
+    try:
+        return datamap.check_thresholds(**chosen)
+    except ValueError as exc:
+        components.show_error(str(exc), hint="The run's thresholds are used instead.")
+        return stored
+
+
+def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] | None:
+    """The data map with region counts and exports; return the selected row ids.
+
+    ``selected`` (from the 2-D map) and a selection drawn here are intersected, so both maps
+    filter the example table below the same way.
+    """
+    table = cache.datamap_table(path)
+    st.markdown("**Data map** (confidence × variability of AFLite's held-out predictions)")
+    if table.empty:
+        st.caption("This run has no data map (the *Data map* measure was not computed). Tick "
+                   "it on the Audit page to get one.")
+        return selected
+    st.caption(CAPTION)
+    thresholds = _threshold_inputs(run)
+    frame = table.assign(region=datamap.assign_regions(table["confidence"],
+                                                       table["variability"], **thresholds))
+    c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
+    color = c1.segmented_control("Colour by", list(COLOURS), default="status", required=True,
+                                 key=state.key(PAGE, "dm_color"))
+    version = state.get(state.key(PAGE, "dm_version"), 0)
+    if c2.button("Clear data-map selection", key=state.key(PAGE, "dm_clear")):
+        state.put(state.key(PAGE, "dm_version"), version + 1)
+        st.rerun()
+    points, total = datamap.sample_points(frame, max_points=MAX_POINTS, seed=0)
+    event = st.plotly_chart(scatter(points, color=COLOURS[color], thresholds=thresholds),
+                            on_select="rerun", selection_mode=("box", "lasso"),
+                            key=state.key(PAGE, f"dm_map:{version}"))
+    sampled = (f"Showing a uniform random sample of {len(points):,} of {total:,} rows (seed "
+               "0); selections pick from the sample. " if len(points) < total else "")
+    st.caption(f"{sampled}Counts below are exact over all {total:,} scored rows. Draw a box "
+               "or a lasso to filter the table below.")
+    _counts_and_export(frame, run)
+    ids = charts.selected_row_ids(event)
+    if not ids:
+        return selected
+    if selected is None:
+        return ids
+    both = set(selected)
+    return [i for i in ids if i in both]
+
+
+def _counts_and_export(frame: pd.DataFrame, run: Any) -> None:
+    """Exact region counts by status or label, and the rows of one region as a CSV."""
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    by = left.segmented_control("Count regions by", ["status", "label"], default="status",
+                                required=True, key=state.key(PAGE, "dm_by"))
+    left.dataframe(datamap.region_counts(frame, by), hide_index=True, column_config={
+        f"share {r}": st.column_config.NumberColumn(format="percent")
+        for r in datamap.REGIONS})
+    present = [r for r in datamap.REGIONS if (frame["region"] == r).any()]
+    if not present:
+        return
+    region = right.selectbox("Export a region", present, key=state.key(PAGE, "dm_region"))
+    ids = frame.loc[(frame["region"] == region).to_numpy(), "row_id"].tolist()
+    right.download_button(
+        f"Download its {len(ids):,} rows (CSV)",
+        data=lambda: cache.export_bytes(run.path, "all", row_ids=ids),
+        file_name=f"{run.name}-datamap-{region}.csv", mime="text/csv",
+        key=state.key(PAGE, "dm_download"), icon=":material/download:", on_click="ignore")
+
+
+def measure_filters(table: pd.DataFrame) -> tuple[dict, dict]:
+    """Explore filters on the measures' row columns: a PVI range and data-map regions.
+
+    Returns ``(ranges, values)`` for :class:`ui.filters.RowFilter`.
+    """
+    ranges: dict[str, tuple[float, float]] = {}
+    values: dict[str, list[str]] = {}
+    has_pvi = pvi.COLUMN in table
+    has_region = REGION_COLUMN in table
+    if not (has_pvi or has_region):
+        return ranges, values
+    c1, c2 = st.columns(2)
+    if has_pvi:
+        column = pd.to_numeric(table[pvi.COLUMN], errors="coerce").to_numpy(dtype=float)
+        finite = column[np.isfinite(column)]
+        if len(finite):
+            lo, hi = float(np.floor(finite.min())), float(np.ceil(finite.max()))
+            chosen = c1.slider("Hypothesis-only PVI (bits)", lo, hi, (lo, hi), 0.1,
+                               key=state.key(PAGE, "pvi"),
+                               help="log2 p(label | hypothesis) − log2 p(label), out of fold: "
+                                    "high = the hypothesis alone gives the label away.")
+            if chosen != (lo, hi):
+                ranges[pvi.COLUMN] = chosen
+    if has_region:
+        regions = [r for r in datamap.REGIONS
+                   if (table[REGION_COLUMN].astype(str) == r).any()]
+        values[REGION_COLUMN] = c2.multiselect(
+            "Data-map region (the run's thresholds)", regions,
+            key=state.key(PAGE, "dm_regions"))
+    return ranges, values
+
+
+# --------------------------------------------------------------------------- Report page
+def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
+    """Report: the data map coloured by status, and the region tables."""
+    table = cache.datamap_table(run.path)
+    if not table.empty:
+        points, total = datamap.sample_points(table, max_points=5_000, seed=0)
+        st.plotly_chart(scatter(points, color="status", thresholds=datamap.thresholds_of(run),
+                                height=420),
+                        key=state.key("report", "datamap_chart"), config=charts.STATIC_CONFIG)
+        if len(points) < total:
+            st.caption(f"A uniform random sample of {len(points):,} of {total:,} rows; the "
+                       "counts are exact.")
+    for title, frame in tables.items():
+        st.markdown(f"**{components.md_escape(title)}**")
+        st.dataframe(frame, hide_index=True)
+
+
+def pvi_report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
+    """Report: mean hypothesis-only PVI per label, retained vs removed, and the tables."""
+    split = tables.get("Hypothesis-only PVI per label, retained vs removed")
+    if split is not None and not split.empty:
+        bars = split[split["label"] != "all"]
+        st.plotly_chart(charts.grouped_bars(bars, x="label", y="mean PVI (bits)",
+                                            group="status", y_title="mean PVI (bits)"),
+                        key=state.key("report", "pvi_chart"), config=charts.STATIC_CONFIG)
+    for title, frame in tables.items():
+        st.markdown(f"**{components.md_escape(title)}**")
+        st.dataframe(frame, hide_index=True)
