@@ -12,6 +12,7 @@ from aflite_core.measures.knn import (
     knn_distance_measures,
     l2_normalize,
     nearest_neighbors,
+    query_sample,
 )
 
 
@@ -219,3 +220,32 @@ def test_random_removal_control_beside_aflite(snli_dir):
     grew = rand.loc[common, "mean_distance"] - before.loc[common, "mean_distance"]
     assert (grew >= -1e-6).all()  # a subset's neighbours are never nearer
     assert (grew > 0).any()
+
+
+def test_one_search_serves_the_retained_rows_and_every_control_mask():
+    rng = np.random.default_rng(5)
+    Xt, Xh = rng.normal(size=(900, 12)), rng.normal(size=(70, 12))
+    yt, yh = rng.integers(0, 3, 900), rng.integers(0, 3, 70)
+    masks = [rng.random(900) < p for p in (0.5, 0.3, 0.7, 0.5, 0.6, 0.4)]
+    # six masks: more than one pass of MASKS_PER_PASS
+    both = knn_distance_measures(Xt, yt, Xh, yh, retained_mask=masks[0],
+                                 control_masks=masks[1:], n_bootstrap=0)
+    assert len(both.controls) == 5
+    alone = knn_distance_measures(Xt, yt, Xh, yh, retained_mask=masks[0], n_bootstrap=0)
+    pd.testing.assert_frame_equal(both.table, alone.table)
+    pd.testing.assert_frame_equal(both.per_example, alone.per_example)
+    for mask, control in zip(masks[1:], both.controls, strict=True):
+        single = knn_distance_measures(Xt, yt, Xh, yh, retained_mask=mask, n_bootstrap=0)
+        expected = single.table[single.table["scope"] == "after"].reset_index(drop=True)
+        pd.testing.assert_frame_equal(control.reset_index(drop=True), expected,
+                                      check_exact=False, rtol=1e-6)
+
+
+def test_queries_are_a_seeded_sample_above_max_queries():
+    held = np.zeros(1000, dtype=bool)
+    held[::3] = True
+    assert query_sample(held, 500, 0) is held
+    sample = query_sample(held, 100, 0)
+    assert sample.sum() == 100 and not (sample & ~held).any()
+    assert np.array_equal(sample, query_sample(held, 100, 0))
+    assert not np.array_equal(sample, query_sample(held, 100, 1))

@@ -14,6 +14,7 @@ found with a partition pre-filter. Above :data:`APPROX_MIN_PAIRS` query x refere
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -37,6 +38,14 @@ APPROX_MIN_REFERENCE: int = 4096
 
 #: Target size of one block of the similarity matrix, in float32 cells (64 MiB).
 BLOCK_CELLS: int = 16 * 1024 * 1024
+
+#: Masks (retained rows, random controls, other seeds) one similarity pass serves: the training
+#: rows are split into up to 2**MASKS_PER_PASS membership patterns per class.
+MASKS_PER_PASS: int = 4
+
+#: The measure queries at most this many held-out rows (a seeded sample above it; the
+#: bootstrap intervals then include the sampling error). See ``max_queries``.
+MAX_QUERIES: int = 10_000
 
 SCOPES = ("before", "after")
 RELATIONS = ("same_class", "other_class")
@@ -251,12 +260,16 @@ class KNNResult:
         ``"exact"`` or ``"approximate"``.
     params : dict
         The parameters used (JSON-friendly).
+    controls : list of DataFrame
+        One table per ``control_masks`` entry: the ``after`` rows of ``table`` (without
+        intervals) with that mask in place of the retained rows.
     """
 
     table: pd.DataFrame
     per_example: pd.DataFrame
     method: str
     params: dict = field(default_factory=dict)
+    controls: list = field(default_factory=list)
 
 
 def heldout_mask(labels, *, splits=None, fraction: float = 0.1,
@@ -333,6 +346,7 @@ def _bootstrap_means(values: np.ndarray, n_bootstrap: int, confidence: float,
 
 
 def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_mask=None,
+                          control_masks: Sequence | None = None,
                           ks: Sequence[int] = KS, train_row_ids=None, heldout_row_ids=None,
                           method: str = "auto", n_bootstrap: int = 1000,
                           confidence: float = 0.95, block_size: int | None = None,
@@ -351,6 +365,10 @@ def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_ma
     y_heldout : array of shape (n_heldout,)
     retained_mask : bool array of shape (n_train,), optional
         True for training rows AFLite kept. Without it only the ``before`` scope is computed.
+    control_masks : sequence of bool arrays of shape (n_train,), optional
+        Other subsets of the training rows (random controls, other AFLite seeds), each
+        measured like ``retained_mask`` in the same search (``KNNResult.controls``): one
+        similarity product serves every mask (up to :data:`MASKS_PER_PASS` masks per pass).
     ks : sequence of int, default (1, 5, 10, 50)
         Neighbour counts. When a class has fewer than k training rows in a scope, its examples
         are counted in ``n_short`` and left out of that mean (NaN if none is left).
@@ -385,6 +403,8 @@ def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_ma
     yh = _as_labels(y_heldout, len(Xh), "y_heldout")
     retained = None if retained_mask is None else _as_mask(retained_mask, len(Xt),
                                                             "retained_mask")
+    controls = [_as_mask(m, len(Xt), f"control_masks[{i}]")
+                for i, m in enumerate(control_masks or [])]
     ks = _check_ks(ks)
     if int(n_bootstrap) < 0:
         raise ValueError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
@@ -395,14 +415,16 @@ def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_ma
     held_ids = np.arange(len(Xh)) if heldout_row_ids is None else _as_labels(
         heldout_row_ids, len(Xh), "heldout_row_ids")
     resolved = _resolve_method(method, len(Xh), len(Xt))
-    return _knn_measures(Xt, yt, Xh, yh, retained=retained, ks=ks, train_ids=train_ids,
+    return _knn_measures(Xt, yt, Xh, yh, retained=retained, controls=controls, ks=ks,
+                         train_ids=train_ids,
                          held_ids=held_ids, method=resolved, n_bootstrap=int(n_bootstrap),
                          confidence=float(confidence), block_size=block_size,
                          random_state=random_state, callback=callback)
 
 
 def _knn_measures(Xt: np.ndarray, yt: np.ndarray, Xh: np.ndarray, yh: np.ndarray, *,
-                  retained: np.ndarray | None, ks: tuple[int, ...], train_ids: np.ndarray,
+                  retained: np.ndarray | None, controls: list[np.ndarray],
+                  ks: tuple[int, ...], train_ids: np.ndarray,
                   held_ids: np.ndarray, method: str, n_bootstrap: int, confidence: float,
                   block_size: int | None, random_state: int | None,
                   callback: ProgressCallback | None) -> KNNResult:
@@ -410,48 +432,79 @@ def _knn_measures(Xt: np.ndarray, yt: np.ndarray, Xh: np.ndarray, yh: np.ndarray
 
     Search each held-out row against every reference set once (:func:`_search`), merge the
     results into the scopes and relations (:func:`_merge_scopes`), then summarise them
-    (:func:`_distance_table`, :func:`_per_example`).
+    (:func:`_distance_table`, :func:`_per_example`). The masks (retained, then controls) are
+    searched :data:`MASKS_PER_PASS` at a time: one pass splits the training rows by class and
+    membership pattern, so its similarity products cover each training row once.
     """
     K = max(ks)
     classes = list(pd.unique(np.concatenate([yt, yh]).astype(object)))
-    references = _reference_sets(yt, retained, classes)
-    sims, top1 = _search(l2_normalize(Xh), l2_normalize(Xt), references, K, method=method,
-                         block_size=block_size, random_state=random_state, callback=callback)
+    masks = ([] if retained is None else [retained]) + list(controls)
+    chunks = [masks[i:i + MASKS_PER_PASS] for i in range(0, len(masks), MASKS_PER_PASS)]
+    Qn, Rn = l2_normalize(Xh), l2_normalize(Xt)
     scopes = ("before",) if retained is None else SCOPES
-    values, nearest = _merge_scopes(yh, references, sims, top1, scopes, K)
+    control_values = []
+    values = nearest = None
+    for p, chunk in enumerate(chunks or [[]]):
+        references = _reference_sets(yt, chunk, classes)
+        sims, top1 = _search(Qn, Rn, references, K, method=method, block_size=block_size,
+                             random_state=random_state,
+                             callback=_scaled(callback, p / max(len(chunks), 1),
+                                              (p + 1) / max(len(chunks), 1)))
+        names = {"before": None} | {f"mask{p * MASKS_PER_PASS + j}": j
+                                    for j in range(len(chunk))}
+        merged, near = _merge_scopes(yh, references, sims, top1, names, K)
+        if p == 0:
+            values = {"before": merged["before"]}
+            nearest = {"before": near["before"]}
+            if retained is not None:
+                values["after"], nearest["after"] = merged["mask0"], near["mask0"]
+        control_values += [merged[name] for name in names
+                           if name != "before" and (retained is None or name != "mask0")]
     _emit(callback, 0.92, "bootstrap intervals")
     table = _distance_table(values, yh, classes, scopes, ks, n_bootstrap=n_bootstrap,
                             confidence=confidence, random_state=random_state)
+    control_tables = [_distance_table({"after": v}, yh, classes, ("after",), ks,
+                                      n_bootstrap=0, confidence=confidence,
+                                      random_state=random_state)
+                      for v in control_values]
     per_example = _per_example(values, nearest, yh, scopes, train_ids, held_ids)
     _emit(callback, 1.0, "done")
     params = {"ks": list(ks), "method": method, "n_bootstrap": n_bootstrap,
               "confidence": confidence, "random_state": random_state,
               "n_train": int(len(Xt)), "n_heldout": int(len(Xh)),
               "n_retained": None if retained is None else int(retained.sum())}
-    return KNNResult(table=table, per_example=per_example, method=method, params=params)
+    return KNNResult(table=table, per_example=per_example, method=method, params=params,
+                     controls=control_tables)
 
 
-#: A reference set: (class, retained?, training row positions).
-_Reference = tuple[object, bool, np.ndarray]
+def _scaled(callback: ProgressCallback | None, low: float, high: float
+            ) -> ProgressCallback | None:
+    if callback is None:
+        return None
+    return lambda info: callback({**info, "fraction": low + (high - low) * info["fraction"]})
 
 
-def _reference_sets(yt: np.ndarray, retained: np.ndarray | None,
+#: A reference set: (class, membership in each mask of the pass, training row positions).
+_Reference = tuple[object, tuple[bool, ...], np.ndarray]
+
+
+def _reference_sets(yt: np.ndarray, masks: list[np.ndarray],
                     classes: list) -> list[_Reference]:
-    """Disjoint sets of training rows: one per (class, retained?) that has rows.
+    """Disjoint sets of training rows: one per class and membership pattern that has rows.
 
-    Every query is searched against every set once; before/after and same/other class
-    results are merges of set results. Without ``retained`` every row counts as retained.
+    Every query is searched against every set once; every scope (all rows, or one mask's
+    rows) and relation (same or other class) is a merge of set results.
     """
-    flags = [True] if retained is None else [True, False]
+    pattern = np.zeros(len(yt), dtype=np.int64)
+    for j, mask in enumerate(masks):
+        pattern |= mask.astype(np.int64) << j
     references = []
     for c in classes:
-        for flag in flags:
-            sel = yt == c
-            if retained is not None:
-                sel &= retained == flag
-            rows = np.flatnonzero(sel)
-            if len(rows):
-                references.append((c, flag, rows))
+        in_class = yt == c
+        for code in np.unique(pattern[in_class])[::-1]:  # retained rows first, as before
+            rows = np.flatnonzero(in_class & (pattern == code))
+            member = tuple(bool((int(code) >> j) & 1) for j in range(len(masks)))
+            references.append((c, member, rows))
     return references
 
 
@@ -465,31 +518,35 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
     one ``(similarity, training row position)`` pair of arrays of the nearest row per set.
     """
     nq = len(Qn)
-    total = float(len(references) * nq)
+    total = float(sum(len(r[2]) for r in references) * nq) or 1.0
     done = [0.0]
     block_rows = _block_rows(max((len(r[2]) for r in references), default=1), block_size)
 
-    def on_block(n_rows: int) -> None:
-        done[0] += n_rows
+    def on_block(n_rows: int, n_reference: int) -> None:
+        done[0] += n_rows * n_reference
         _emit(callback, 0.9 * done[0] / total, "nearest-neighbour search")
 
     _emit(callback, 0.0, "nearest-neighbour search")
     sims_per_set, top1 = [], []
-    for _c, _flag, rows in references:
+    for _c, _member, rows in references:
         if method == "approximate":
             sims, idx = _approx_topk(Qn, Rn[rows], K, random_state)
-            on_block(nq)
+            on_block(nq, len(rows))
         else:
-            sims, idx = _exact_topk(Qn, Rn[rows], K, block_rows, on_block)
+            sims, idx = _exact_topk(Qn, Rn[rows], K, block_rows,
+                                    functools.partial(on_block, n_reference=len(rows)))
         sims_per_set.append(sims)
         top1.append((sims[:, 0], rows[idx[:, 0]]))
     return sims_per_set, top1
 
 
 def _merge_scopes(yh: np.ndarray, references: list[_Reference], sims: list[np.ndarray],
-                  top1: list[tuple[np.ndarray, np.ndarray]], scopes: tuple[str, ...], K: int
-                  ) -> tuple[dict, dict]:
+                  top1: list[tuple[np.ndarray, np.ndarray]], scopes: dict[str, int | None],
+                  K: int) -> tuple[dict, dict]:
     """Per scope and relation, the top-K similarities of every query; its nearest same-class row.
+
+    ``scopes`` maps a scope name to the position of its mask in the references' membership
+    (None: every training row).
 
     Returns ``values[scope][relation]``: ``(n_queries, K)`` similarities, descending, -inf
     where unavailable; and ``nearest[scope]``: (similarity, training row position or -1) of
@@ -504,8 +561,9 @@ def _merge_scopes(yh: np.ndarray, references: list[_Reference], sims: list[np.nd
     for c in pd.unique(yh.astype(object)):
         q = np.flatnonzero(yh == c)
         for scope in scopes:
-            in_scope = [g for g, (_, flag, _) in enumerate(references)
-                        if scope == "before" or flag]
+            j = scopes[scope]
+            in_scope = [g for g, (_, member, _) in enumerate(references)
+                        if j is None or member[j]]
             same = [g for g in in_scope if references[g][0] == c]
             other = [g for g in in_scope if references[g][0] != c]
             for relation, gs in (("same_class", same), ("other_class", other)):
@@ -599,24 +657,29 @@ def random_control(X_train, y_train, X_heldout, y_heldout, retained_mask, *,
         The ``after`` rows of :func:`knn_distance_measures` per draw, averaged over the
         draws, with ``scope = "random"``, ``random_std`` (std over draws) and ``n_draws``.
     """
+    draws = _control_draws(y_train, retained_mask, n_draws, random_state)
+    result = knn_distance_measures(X_train, y_train, X_heldout, y_heldout,
+                                   control_masks=draws, n_bootstrap=0,
+                                   random_state=random_state, **kwargs)
+    return _over_masks(result.controls, "random", "random_std", "n_draws")
+
+
+def _control_draws(y_train, retained_mask, n_draws: int, random_state) -> list[np.ndarray]:
     from aflite_core.splits import label_matched_subsets
 
-    draws = label_matched_subsets(np.asarray(y_train), np.asarray(retained_mask, dtype=bool),
-                                  n_draws=n_draws, random_state=random_state)
-    parts = []
-    for d, mask in enumerate(draws):
-        result = knn_distance_measures(X_train, y_train, X_heldout, y_heldout,
-                                       retained_mask=mask, n_bootstrap=0,
-                                       random_state=random_state, **kwargs)
-        after = result.table[result.table["scope"] == "after"].assign(draw=d)
-        parts.append(after)
-    stacked = pd.concat(parts, ignore_index=True)
-    keys = ["class", "relation", "k"]
-    grouped = stacked.groupby(keys, sort=False)
-    out = grouped["mean_distance"].agg(["mean", "std"]).reset_index()
-    out = out.rename(columns={"mean": "mean_distance", "std": "random_std"})
-    out.insert(0, "scope", "random")
-    out["n_draws"] = len(draws)
+    return label_matched_subsets(np.asarray(y_train), np.asarray(retained_mask, dtype=bool),
+                                 n_draws=n_draws, random_state=random_state)
+
+
+def _over_masks(tables: list[pd.DataFrame], scope: str, std_name: str,
+                count_name: str) -> pd.DataFrame:
+    """Mean and std of ``mean_distance`` over the ``after`` tables of several masks."""
+    stacked = pd.concat(tables, ignore_index=True)
+    out = stacked.groupby(["class", "relation", "k"], sort=False)["mean_distance"].agg(
+        ["mean", "std"]).reset_index().rename(columns={"mean": "mean_distance",
+                                                        "std": std_name})
+    out.insert(0, "scope", scope)
+    out[count_name] = len(tables)
     return out
 
 
@@ -627,45 +690,56 @@ def seeds_spread(X_train, y_train, X_heldout, y_heldout, masks: list[np.ndarray]
     Returns rows with ``scope = "after_seeds"``, ``mean_distance`` (mean over seeds),
     ``seeds_std`` and ``n_seeds``.
     """
-    parts = []
-    for mask in masks:
-        table = knn_distance_measures(X_train, y_train, X_heldout, y_heldout,
-                                      retained_mask=mask, n_bootstrap=0).table
-        parts.append(table[table["scope"] == "after"])
-    stacked = pd.concat(parts, ignore_index=True)
-    out = stacked.groupby(["class", "relation", "k"], sort=False)["mean_distance"].agg(
-        ["mean", "std"]).reset_index().rename(columns={"mean": "mean_distance",
-                                                        "std": "seeds_std"})
-    out.insert(0, "scope", "after_seeds")
-    out["n_seeds"] = len(masks)
-    return out
+    result = knn_distance_measures(X_train, y_train, X_heldout, y_heldout,
+                                   control_masks=masks, n_bootstrap=0)
+    return _over_masks(result.controls, "after_seeds", "seeds_std", "n_seeds")
+
+
+def query_sample(held: np.ndarray, max_queries: int, random_state: int | None
+                 ) -> np.ndarray:
+    """The held-out rows the measure queries: all of them, or a seeded sample of
+    ``max_queries`` (the other held-out rows stay out of the training rows)."""
+    rows = np.flatnonzero(held)
+    if len(rows) <= max_queries:
+        return held
+    rng = np.random.default_rng(random_state)
+    sample = np.zeros_like(held)
+    sample[rng.choice(rows, size=max_queries, replace=False)] = True
+    return sample
 
 
 def _knn(ctx: MeasureContext) -> MeasureResult:
     X, y, ids = ctx.X, ctx.y, ctx.row_ids
     held = heldout_mask(y, splits=ctx.splits, groups=ctx.groups, random_state=ctx.random_state)
+    max_queries = int(ctx.params.get("max_queries", MAX_QUERIES))
+    queries = query_sample(held, max_queries, ctx.random_state)
+    train = ~held
+    n_draws = int(ctx.params.get("n_random_draws", 3))
+    n_seeds = int(ctx.params.get("aflite_seeds", 1))
+    draws = _control_draws(y[train], ctx.keep[train], n_draws, ctx.random_state)
+    seed_masks = []
+    if n_seeds > 1 and ctx.refit is not None:
+        ctx.progress(0.0, f"AFLite with {n_seeds - 1} more seeds")
+        seed_masks = [ctx.refit(ctx.random_state + s)[train] for s in range(1, n_seeds)]
     result = knn_distance_measures(
-        X[~held], y[~held], X[held], y[held],
-        retained_mask=ctx.keep[~held],
-        train_row_ids=ids[~held], heldout_row_ids=ids[held],
+        X[train], y[train], X[queries], y[queries],
+        retained_mask=ctx.keep[train],
+        control_masks=draws + [ctx.keep[train]] + seed_masks if seed_masks else draws,
+        train_row_ids=ids[train], heldout_row_ids=ids[queries],
         random_state=ctx.random_state,
         callback=ctx.callback(),
     )  # fmt: skip
-    ctx.progress(0.95, "random-removal control")
-    control = random_control(X[~held], y[~held], X[held], y[held], ctx.keep[~held],
-                             n_draws=int(ctx.params.get("n_random_draws", 3)),
-                             random_state=ctx.random_state)
-    parts = [result.table, control]
-    n_seeds = int(ctx.params.get("aflite_seeds", 1))
-    if n_seeds > 1 and ctx.refit is not None:
-        ctx.progress(0.97, f"AFLite with {n_seeds - 1} more seeds")
-        parts.append(seeds_spread(X[~held], y[~held], X[held], y[held],
-                                  [ctx.keep[~held]] + [ctx.refit(ctx.random_state + s)[~held]
-                                                       for s in range(1, n_seeds)]))
+    parts = [result.table, _over_masks(result.controls[:n_draws], "random", "random_std",
+                                       "n_draws")]
+    if seed_masks:
+        parts.append(_over_masks(result.controls[n_draws:], "after_seeds", "seeds_std",
+                                 "n_seeds"))
     table = pd.concat(parts, ignore_index=True)
+    params = {**result.params, "n_heldout_total": int(held.sum()),
+              "max_queries": max_queries, "queries_sampled": bool(queries.sum() < held.sum())}
     return MeasureResult(
         tables={"knn.parquet": table, "knn_examples.parquet": result.per_example},
-        info={"params": result.params},
+        info={"params": params},
     )
 
 
@@ -706,5 +780,9 @@ MEASURE = Measure(
                          "AFLite removed: the control for distances that can only grow."),
              Option("aflite_seeds", "KNN: AFLite seeds (spread)", 1, minimum=1, maximum=10,
                     help="Rerun AFLite with this many seeds and add the mean 'after' "
-                         "distance over them (after_seeds) with its spread."),),
+                         "distance over them (after_seeds) with its spread."),
+             Option("max_queries", "KNN: held-out rows queried", MAX_QUERIES, minimum=100,
+                    maximum=1_000_000,
+                    help="Above this many held-out rows, a seeded sample of them is "
+                         "queried; the bootstrap intervals include the sampling error."),),
 )

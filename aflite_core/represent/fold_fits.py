@@ -1,0 +1,232 @@
+"""Many cross-validated fits of one text model on one dataset, at close to the cost of one.
+
+A baseline cross-validates its model on the full rows, the retained rows and several random
+subsets: 5 x k fits. Refitting :func:`~aflite_core.represent.text_models.text_model`'s
+pipeline for each repeats two costs that do not depend on the training rows:
+
+* **Vectorisation.** The hypotheses are tokenised and counted once (word uni- and bigrams,
+  every n-gram). For each training set, the columns with document frequency >= ``MIN_DF`` in
+  those rows, their smoothed idf, sublinear tf and the L2 norm are applied to the counts:
+  the features are *exactly* (bit for bit) those of a
+  :class:`~aflite_core.represent.text_models.TextFeatures` fitted on the training rows
+  (``test_fold_fits`` checks it), so no vocabulary or idf leaks from the test rows.
+* **Optimisation from zero.** The logistic regression of each fit starts from the solution of
+  the previous fit (scikit-learn's ``warm_start``), mapped onto its columns. The L2-regularised
+  objective has one optimum and L-BFGS stops at the same gradient tolerance wherever it
+  starts, so the model reached is the same within that tolerance; it needs 10-25 iterations
+  instead of about 140 (measured on 100k SNLI hypotheses; accuracies agree with cold starts
+  within 0.1 pp, see ``test_fold_fits``).
+
+Other models (anything :func:`evaluator` does not recognise as a ``text_model`` pipeline) are
+cloned and fitted from scratch on each fold, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler, normalize
+
+from aflite_core.cues.linguistic import word_tokens
+from aflite_core.represent.text_models import (
+    MIN_DF,
+    NGRAM_RANGE,
+    TextFeatures,
+    _overlap_stats,
+    single_blas_thread,
+    split_pairs,
+)
+
+__all__ = ["SharedTextFeatures", "evaluator"]
+
+
+def _take(data, idx: np.ndarray):
+    if isinstance(data, np.ndarray):
+        return data[idx]
+    return [data[i] for i in idx]
+
+
+class SharedTextFeatures:
+    """The features of :class:`TextFeatures` for any training rows of one set of texts.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        Model input texts (:func:`~aflite_core.represent.text_models.pair_texts`), all rows.
+    pair : bool, default False
+        As :class:`TextFeatures`: also the premise-overlap features.
+
+    Attributes
+    ----------
+    counts_ : scipy.sparse.csr_matrix of shape (n_rows, n_ngrams)
+        Counts of every hypothesis uni- and bigram (sorted vocabulary, as scikit-learn's).
+    n_columns_ : int
+        Number of global columns (n-grams, then shared words and overlap statistics with
+        ``pair``); :meth:`split` names the global column of each fold column.
+    """
+
+    def __init__(self, texts: Sequence[str], *, pair: bool = False):
+        premises, hypotheses = split_pairs(texts)
+        self.pair = pair
+        self.counts_ = CountVectorizer(
+            tokenizer=word_tokens, lowercase=False, token_pattern=None,
+            ngram_range=NGRAM_RANGE, dtype=np.float64).fit_transform(hypotheses).tocsr()
+        self.counts_.sort_indices()
+        self.n_columns_ = self.counts_.shape[1]
+        if pair:
+            words = CountVectorizer(tokenizer=word_tokens, lowercase=False, token_pattern=None,
+                                    binary=True, dtype=np.float64).fit(hypotheses)
+            self.hyp_words_ = words.transform(hypotheses).tocsr()
+            self.shared_words_ = self.hyp_words_.multiply(words.transform(premises)).tocsr()
+            self.stats_ = _overlap_stats(premises, hypotheses)
+            self.n_columns_ += self.hyp_words_.shape[1] + self.stats_.shape[1]
+
+    def split(self, train: np.ndarray, test: np.ndarray
+              ) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+        """Features of the training and test rows, as if fitted on ``train`` alone.
+
+        Returns
+        -------
+        X_train, X_test : csr_matrix
+        columns : ndarray of int
+            Global column of each feature column (for warm starts across folds).
+        """
+        counts = self.counts_
+        df = np.bincount(counts[train].indices, minlength=counts.shape[1])
+        cols = np.flatnonzero(df >= MIN_DF)
+        if len(cols) == 0:
+            raise ValueError("After pruning, no terms remain: no word occurs in MIN_DF="
+                             f"{MIN_DF} training rows")
+        idf = np.log((len(train) + 1.0) / (df[cols].astype(np.float64) + 1.0)) + 1.0
+
+        def tfidf(rows: np.ndarray) -> sp.csr_matrix:
+            X = counts[rows][:, cols].tocsr()
+            np.log(X.data, X.data)
+            X.data += 1.0
+            X.data *= idf[X.indices]
+            return normalize(X, norm="l2", copy=False)
+
+        if not self.pair:
+            return tfidf(train), tfidf(test), cols
+        words_df = np.bincount(self.hyp_words_[train].indices,
+                               minlength=self.hyp_words_.shape[1])
+        word_cols = np.flatnonzero(words_df >= MIN_DF)
+        stats_train = self.stats_[train]
+        mean, scale = stats_train.mean(axis=0), stats_train.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+
+        def features(rows: np.ndarray, tf: sp.csr_matrix) -> sp.csr_matrix:
+            shared = self.shared_words_[rows][:, word_cols]
+            stats = (self.stats_[rows] - mean) / scale
+            return sp.hstack([tf, sp.csr_matrix(shared), sp.csr_matrix(stats)], format="csr")
+
+        n_grams, n_words = counts.shape[1], self.hyp_words_.shape[1]
+        columns = np.concatenate([cols, n_grams + word_cols,
+                                  n_grams + n_words + np.arange(self.stats_.shape[1])])
+        return features(train, tfidf(train)), features(test, tfidf(test)), columns
+
+
+class _WarmLogistic:
+    """Fits a logistic regression per fold, each starting from the last solution."""
+
+    def __init__(self, model: LogisticRegression, n_columns: int):
+        self.model = model
+        self.n_columns = n_columns
+        self.coef: np.ndarray | None = None
+        self.intercept: np.ndarray | None = None
+        self.classes: np.ndarray | None = None
+
+    def fit_predict(self, X_train, y_train, X_test, columns: np.ndarray) -> np.ndarray:
+        clf = clone(self.model).set_params(warm_start=True)
+        classes = np.unique(y_train)
+        warm = self.coef is not None and np.array_equal(classes, self.classes)
+        if warm:
+            clf.coef_ = self.coef[:, columns].copy()
+            clf.intercept_ = self.intercept.copy()
+        with single_blas_thread():
+            clf.fit(X_train, y_train)
+        if self.coef is None or not warm:
+            self.coef = np.zeros((clf.coef_.shape[0], self.n_columns))
+            self.classes = classes
+        self.coef[:, columns] = clf.coef_
+        self.intercept = clf.intercept_.copy()
+        return clf.predict(X_test)
+
+
+class _Evaluator:
+    """Fits and predicts one fold: ``fit_predict(train, test)`` over row positions."""
+
+    def __init__(self, model, data, labels):
+        self.model, self.data, self.labels = model, data, np.asarray(labels)
+
+    def fit_predict(self, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        with single_blas_thread():
+            fitted = clone(self.model).fit(_take(self.data, train), self.labels[train])
+        return fitted.predict(_take(self.data, test))
+
+
+class _SharedTextEvaluator(_Evaluator):
+    def __init__(self, model: Pipeline, data, labels):
+        super().__init__(model, data, labels)
+        self.features = SharedTextFeatures(data, pair=model.named_steps["features"].pair)
+        self.logistic = _WarmLogistic(model.named_steps["model"], self.features.n_columns_)
+
+    def fit_predict(self, train, test):
+        X_train, X_test, columns = self.features.split(train, test)
+        return self.logistic.fit_predict(X_train, self.labels[train], X_test, columns)
+
+
+class _ProbeEvaluator(_Evaluator):
+    def __init__(self, model: Pipeline, data, labels):
+        super().__init__(model, np.asarray(data), labels)
+        self.logistic = _WarmLogistic(model.named_steps["model"], self.data.shape[1])
+        self.columns = np.arange(self.data.shape[1])
+
+    def fit_predict(self, train, test):
+        scaler = clone(self.model.named_steps["features"]).fit(self.data[train])
+        return self.logistic.fit_predict(scaler.transform(self.data[train]),
+                                         self.labels[train],
+                                         scaler.transform(self.data[test]), self.columns)
+
+
+def _text_model_parts(model: Any) -> tuple[Any, Any] | None:
+    if not isinstance(model, Pipeline) or [n for n, _ in model.steps] != ["features", "model"]:
+        return None
+    features, clf = model.named_steps["features"], model.named_steps["model"]
+    if type(clf) is not LogisticRegression or clf.warm_start:
+        return None
+    return features, clf
+
+
+def evaluator(model, data, labels) -> _Evaluator:
+    """A fold evaluator for ``model`` on ``data``: shared and warm-started where possible.
+
+    Parameters
+    ----------
+    model : scikit-learn estimator
+        A :func:`~aflite_core.represent.text_models.text_model` pipeline gets the shared
+        vectorisation and warm starts (see the module docstring); any other model is cloned
+        and fitted on each fold.
+    data : list of str or array of shape (n_rows, n_features)
+    labels : array of shape (n_rows,)
+
+    Returns
+    -------
+    object with ``fit_predict(train, test) -> predictions of the test rows``
+    """
+    parts = _text_model_parts(model)
+    if parts is not None:
+        features, _ = parts
+        if type(features) is TextFeatures and not isinstance(data, np.ndarray):
+            return _SharedTextEvaluator(model, data, labels)
+        if (type(features) is StandardScaler and isinstance(data, np.ndarray)
+                and data.ndim == 2 and features.get_params() == StandardScaler().get_params()):
+            return _ProbeEvaluator(model, data, labels)
+    return _Evaluator(model, data, labels)

@@ -1,0 +1,77 @@
+"""Shared vectorisation and warm starts give the folds of text_model, at a fraction of the cost."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.measures.baselines import _cv_accuracy, cross_validated_accuracy
+from aflite_core.represent.fold_fits import SharedTextFeatures, _Evaluator, evaluator
+from aflite_core.represent.text_models import pair_texts, text_model
+from aflite_core.splits import cv_folds
+
+
+@pytest.fixture(scope="module")
+def snli(snli_dir) -> pd.DataFrame:
+    return pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:3000]
+
+
+@pytest.mark.parametrize("kind", ["hypothesis_only", "full_input"])
+def test_shared_features_are_the_features_fitted_on_the_training_rows(snli, kind):
+    texts = pair_texts(snli["premise"].tolist(), snli["hypothesis"].tolist())
+    shared = SharedTextFeatures(texts, pair=kind == "full_input")
+    y = snli["label"].to_numpy()
+    for train, test in cv_folds(y, n_splits=3, random_state=1):
+        fitted = text_model(kind).named_steps["features"].fit([texts[i] for i in train])
+        X_train, X_test, columns = shared.split(train, test)
+        expected_train = fitted.transform([texts[i] for i in train])
+        expected_test = fitted.transform([texts[i] for i in test])
+        assert X_train.shape == expected_train.shape and X_test.shape == expected_test.shape
+        # bit for bit: the same vocabulary, idf, tf and norm as refitting the vectoriser
+        assert (X_train != expected_train).nnz == 0
+        assert (X_test != expected_test).nnz == 0
+        assert len(columns) == X_train.shape[1] and len(set(columns)) == len(columns)
+        assert columns.max() < shared.n_columns_
+
+
+def _cold_accuracy(model, data, y, rows, n_splits):
+    return _cv_accuracy(_Evaluator(model, data, y), rows, y, codes=None, n_splits=n_splits,
+                        random_state=0)
+
+
+@pytest.mark.parametrize("kind", ["hypothesis_only", "full_input", "probe"])
+def test_warm_started_folds_match_cold_fits(snli, kind):
+    y = snli["label"].to_numpy()
+    if kind == "probe":
+        rng = np.random.default_rng(0)
+        codes = pd.factorize(y)[0]
+        data = rng.normal(size=(len(y), 20)) + 0.4 * codes[:, None]
+    else:
+        data = pair_texts(snli["premise"].tolist(), snli["hypothesis"].tolist())
+    model = text_model(kind)
+    ev = evaluator(model, data, y)
+    assert type(ev) is not _Evaluator, "a text_model pipeline takes the fast path"
+    rng = np.random.default_rng(3)
+    for rows in (np.arange(len(y)), np.sort(rng.choice(len(y), 1500, replace=False))):
+        warm = _cv_accuracy(ev, rows, y, codes=None, n_splits=4, random_state=0)
+        cold = _cold_accuracy(model, data, y, rows, 4)
+        assert warm["n_rows"] == cold["n_rows"] == len(rows)
+        assert warm["majority_accuracy"] == cold["majority_accuracy"]
+        # One optimum, the same stopping tolerance: a few borderline rows of a fold may flip
+        # (cold fits themselves differ from the exact optimum, tol=1e-10, by 0-5 of 750 rows).
+        diffs = np.abs(np.subtract(warm["fold_accuracies"], cold["fold_accuracies"]))
+        assert diffs.max() <= 0.01, (warm["fold_accuracies"], cold["fold_accuracies"])
+        assert abs(warm["accuracy"] - cold["accuracy"]) <= 0.003
+    assert cross_validated_accuracy(model, data, y, n_splits=4)["accuracy"] > 0.4
+
+
+def test_other_models_are_refitted_on_every_fold(snli):
+    from sklearn.dummy import DummyClassifier
+
+    y = snli["label"].to_numpy()
+    ev = evaluator(DummyClassifier(strategy="most_frequent"), np.zeros((len(y), 1)), y)
+    assert type(ev) is _Evaluator
+    res = cross_validated_accuracy(DummyClassifier(strategy="most_frequent"),
+                                   np.zeros((len(y), 1)), y, n_splits=3)
+    assert res["accuracy"] == pytest.approx(res["majority_accuracy"])
