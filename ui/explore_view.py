@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import cache, charts, components, datamap_view, filters, state
+from ui import cache, charts, components, datamap_view, filters, slices_view, state
 
 PAGE = "explore"
 
@@ -146,6 +146,8 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
                                                run.columns.get("hypothesis")) if c],
     )
     flt.extra_mask = cue_filter(run, path)
+    flt.extra_mask = slices_view.combine(
+        flt.extra_mask, slices_view.explore_filter(run, path, len(table)))
     flt.ranges, flt.values = datamap_view.measure_filters(table)
     return flt, view
 

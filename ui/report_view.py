@@ -9,7 +9,7 @@ import streamlit as st
 
 from aflite_core.measures.registry import Measure
 from aflite_core.runs import views
-from ui import cache, charts, components, datamap_view, state
+from ui import cache, charts, components, datamap_view, slices_view, state
 
 PAGE = "report"
 
@@ -265,7 +265,7 @@ def generic(run: Any, tables: dict[str, pd.DataFrame]) -> None:
 #: Measures with a panel of their own; every other measure is drawn by :func:`generic`.
 PANELS = {"cues": cues, "knn": knn, "baselines": baselines, "duplicates": duplicates,
           "inoculation": inoculation, "datamap": datamap_view.report_panel,
-          "pvi": datamap_view.pvi_report_panel}
+          "pvi": datamap_view.pvi_report_panel, "slices": slices_view.report_panel}
 #: Shown when a measure was not part of the run.
 ABSENT = {
     "duplicates": None,  # counted with the loader's rules instead, see duplicates_fallback
