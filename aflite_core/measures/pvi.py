@@ -27,11 +27,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.base import clone
 
 from aflite_core._validation import check_callback, check_int
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.text_models import pair_texts, single_blas_thread, text_model
+from aflite_core.represent.fold_fits import evaluator
+from aflite_core.represent.text_models import pair_texts, text_model
 from aflite_core.splits import cv_folds, group_codes
 
 __all__ = ["FILE", "PROB_FLOOR", "hypothesis_only_pvi", "pvi_summary"]
@@ -86,7 +86,9 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
         raise ValueError(f"labels: expected at least 2 distinct labels, got {len(classes)}")
     codes = np.searchsorted(classes, y)
     texts = pair_texts(None, list(hypotheses))
-    model = text_model("hypothesis_only", C=C, random_state=random_state)
+    # vectorised once, warm-started across folds (aflite_core.represent.fold_fits)
+    folds_model = evaluator(text_model("hypothesis_only", C=C, random_state=random_state),
+                            texts, y)
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
                      random_state=random_state)
     p_label = np.full(len(y), np.nan)
@@ -97,11 +99,9 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
         prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
         proba = np.tile(prior, (len(test), 1))
         if len(np.unique(codes[train])) >= 2:
-            with single_blas_thread():
-                fitted = clone(model).fit([texts[i] for i in train], y[train])
-                seen = np.searchsorted(classes, fitted.classes_)
-                proba = np.zeros((len(test), len(classes)))
-                proba[:, seen] = fitted.predict_proba([texts[i] for i in test])
+            fitted_classes, fitted_proba = folds_model.fit_predict_proba(train, test)
+            proba = np.zeros((len(test), len(classes)))
+            proba[:, np.searchsorted(classes, fitted_classes)] = fitted_proba
         rows = np.arange(len(test))
         p_label[test] = proba[rows, codes[test]]
         p_prior[test] = prior[codes[test]]
@@ -177,7 +177,7 @@ COLUMN = "hypothesis-only PVI (bits)"
 def row_columns(run) -> pd.DataFrame:
     """Explore's per-row column :data:`COLUMN`."""
     table = run.read_parquet(FILE)
-    return table.set_index("row_id")[["pvi"]].rename(columns={"pvi": COLUMN})
+    return table.set_index("row_id")[["pvi"]].round(4).rename(columns={"pvi": COLUMN})
 
 
 MEASURE = Measure(

@@ -143,7 +143,7 @@ class _WarmLogistic:
         self.intercept: np.ndarray | None = None
         self.classes: np.ndarray | None = None
 
-    def fit_predict(self, X_train, y_train, X_test, columns: np.ndarray) -> np.ndarray:
+    def fit(self, X_train, y_train, columns: np.ndarray) -> LogisticRegression:
         clf = clone(self.model).set_params(warm_start=True)
         classes = np.unique(y_train)
         warm = self.coef is not None and np.array_equal(classes, self.classes)
@@ -157,7 +157,7 @@ class _WarmLogistic:
             self.classes = classes
         self.coef[:, columns] = clf.coef_
         self.intercept = clf.intercept_.copy()
-        return clf.predict(X_test)
+        return clf
 
 
 class _Evaluator:
@@ -167,33 +167,48 @@ class _Evaluator:
         self.model, self.data, self.labels = model, data, np.asarray(labels)
 
     def fit_predict(self, train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        """Fit on the rows ``train``; the predicted labels of the rows ``test``."""
         with single_blas_thread():
             fitted = clone(self.model).fit(_take(self.data, train), self.labels[train])
         return fitted.predict(_take(self.data, test))
 
+    def fit_predict_proba(self, train: np.ndarray, test: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """Fit on the rows ``train``; the classes and the probabilities of the rows ``test``."""
+        with single_blas_thread():
+            fitted = clone(self.model).fit(_take(self.data, train), self.labels[train])
+        return fitted.classes_, fitted.predict_proba(_take(self.data, test))
 
-class _SharedTextEvaluator(_Evaluator):
+
+class _WarmEvaluator(_Evaluator):
+    def fit_predict(self, train, test):
+        classes, proba = self.fit_predict_proba(train, test)
+        return classes[np.argmax(proba, axis=1)]
+
+
+class _SharedTextEvaluator(_WarmEvaluator):
     def __init__(self, model: Pipeline, data, labels):
         super().__init__(model, data, labels)
         self.features = SharedTextFeatures(data, pair=model.named_steps["features"].pair)
         self.logistic = _WarmLogistic(model.named_steps["model"], self.features.n_columns_)
 
-    def fit_predict(self, train, test):
+    def fit_predict_proba(self, train, test):
         X_train, X_test, columns = self.features.split(train, test)
-        return self.logistic.fit_predict(X_train, self.labels[train], X_test, columns)
+        clf = self.logistic.fit(X_train, self.labels[train], columns)
+        return clf.classes_, clf.predict_proba(X_test)
 
 
-class _ProbeEvaluator(_Evaluator):
+class _ProbeEvaluator(_WarmEvaluator):
     def __init__(self, model: Pipeline, data, labels):
         super().__init__(model, np.asarray(data), labels)
         self.logistic = _WarmLogistic(model.named_steps["model"], self.data.shape[1])
         self.columns = np.arange(self.data.shape[1])
 
-    def fit_predict(self, train, test):
+    def fit_predict_proba(self, train, test):
         scaler = clone(self.model.named_steps["features"]).fit(self.data[train])
-        return self.logistic.fit_predict(scaler.transform(self.data[train]),
-                                         self.labels[train],
-                                         scaler.transform(self.data[test]), self.columns)
+        clf = self.logistic.fit(scaler.transform(self.data[train]), self.labels[train],
+                                self.columns)
+        return clf.classes_, clf.predict_proba(scaler.transform(self.data[test]))
 
 
 def _text_model_parts(model: Any) -> tuple[Any, Any] | None:
@@ -219,7 +234,8 @@ def evaluator(model, data, labels) -> _Evaluator:
 
     Returns
     -------
-    object with ``fit_predict(train, test) -> predictions of the test rows``
+    object with ``fit_predict(train, test)`` (predicted labels of the rows ``test``) and
+    ``fit_predict_proba(train, test)`` (``classes``, probabilities of the rows ``test``)
     """
     parts = _text_model_parts(model)
     if parts is not None:
