@@ -264,3 +264,16 @@ def test_run_folder_round_trip(planted_run):
     section = html[html.index('<section id="slices">'):]
     section = section[:section.index("</section>")]
     assert "cueyes" in section and "removal_rate" in section
+
+
+def test_word_counts_match_re2_non_space_runs():
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rng = np.random.default_rng(4)
+    alphabet = list("ab \t\n\r\f\vé中 x")
+    texts = ["".join(rng.choice(alphabet, size=rng.integers(0, 12))) for _ in range(3000)]
+    texts += ["", " ", "a", " a ", "ü ü", "don't stop"]
+    expected = pc.count_substring_regex(pa.array(texts), r"\S+").to_numpy(zero_copy_only=False)
+    assert slices.word_counts(texts).tolist() == expected.tolist()
+    assert slices.word_counts([]).tolist() == []

@@ -9,7 +9,6 @@ is drawn, because a widget's own key cannot be set from another page).
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ REQUEST = "explore:slice_request"
 EXPLORE_KEY = state.key("explore", "slice")
 #: Slices drawn in the Report's interval chart.
 CHART_SLICES = 20
+_NO_TAGS = str.maketrans({"<": "‹", ">": "›"})
 KINDS = {"all": "All", "cue": "Single cues", "pair": "Pairs", "cluster": "Clusters of Φ"}
 
 CAPTION = (
@@ -89,8 +89,9 @@ def _label(row: pd.Series) -> str:
 def interval_chart(table: pd.DataFrame, height: int | None = None) -> go.Figure:
     """Removal rate of each slice with its Wilson 95 % interval, and the base rate."""
     shown = table.iloc[::-1]
-    # descriptions hold dataset words: escaped, since Plotly reads a few HTML tags in labels
-    names = [f"#{r} {html.escape(str(d)[:60])}"
+    # descriptions hold dataset words; Plotly reads a few HTML tags in labels (and shows
+    # entities as typed), so angle brackets become look-alikes
+    names = [f"#{r} {str(d)[:60].translate(_NO_TAGS)}"
              for r, d in zip(shown["rank"], shown["description"], strict=True)]
     colours = np.where(shown["difference"] >= 0, "#c0392b", "#2471a3")
     fig = go.Figure(go.Scatter(
