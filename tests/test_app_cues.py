@@ -16,6 +16,8 @@ from apptest_support import (  # noqa: F401 - fixtures are imported by name
     texts,
 )
 
+from aflite_core.cues.linguistic import FAMILIES
+
 
 def _cue_table(at) -> pd.DataFrame:
     return next(df.value for df in at.dataframe if "cueness" in df.value.columns)
@@ -94,6 +96,9 @@ def test_probing_with_the_builtin_baseline(runs_root) -> None:
     accuracy = next(df.value for df in at.dataframe if "delta" in df.value.columns)
     assert accuracy["delta"].notna().any()
     assert len(at.get("plotly_chart")) >= 1  # the distribution-test bars
+    # every feature family is probed by default, not only words
+    assert at.multiselect(key="cues:probe_families").value == list(FAMILIES)
+    assert len(set(accuracy["feature_type"])) > 1, set(accuracy["feature_type"])
 
 
 def test_uploaded_predictions_are_checked(runs_root) -> None:
@@ -103,7 +108,7 @@ def test_uploaded_predictions_are_checked(runs_root) -> None:
                                                      "text/csv")
     at.run()
     assert not at.exception
-    assert "expected a row_id column and a prediction column" in errors(at)[0]
+    assert "expected a row id column" in errors(at)[0]
 
     sample = pd.read_csv(SAMPLE, dtype=str, keep_default_na=False)
     preds = pd.DataFrame({"row_id": range(len(sample)), "prediction": sample["label"]})

@@ -422,3 +422,43 @@ def test_default_ranking_puts_known_snli_artifacts_first_and_stopwords_out(snli_
     assert majority["nobody"] == "contradiction" and majority["outdoors"] == "entailment"
     count_form = table.sort_values("cueness", ascending=False)["feature"].head(5).tolist()
     assert {"the", "to"} <= set(count_form)  # why the count form is not the default
+
+
+def test_cli_probes_a_predictions_file_on_every_chosen_family(snli_dir, tmp_path, capsys):
+    """--probe file:PATH reads (row_id, prediction) from a separate file; the probe covers
+    the families of --features, not only words."""
+    from aflite_core.io.datasets import load_dataset
+
+    dev = load_dataset(snli_dir / "snli_dev.csv")
+    labels = dev.labels()
+    predictions = np.where([" not " in h for h in dev.hypotheses()],
+                           "entailment", labels)  # a model fooled by negation
+    path = tmp_path / "preds.csv"
+    pd.DataFrame({"row_id": dev.row_ids(), "prediction": predictions}).to_csv(path,
+                                                                              index=False)
+    out = tmp_path / "probe.csv"
+    rc = cli.main(["cues", str(snli_dir / "snli_dev.csv"), "--features", "word,negation",
+                   "--top", "3", "--no-cache", "--probe", f"file:{path}",
+                   "--probe-out", str(out)])
+    assert rc == 0
+    table = pd.read_csv(out)
+    assert set(table["feature_type"]) == {"word", "negation"}
+    negation = table[table["feature_type"] == "negation"].set_index("feature")
+    assert (negation["acc_with"] < negation["acc_without"]).any()
+    assert cli.main(["cues", str(snli_dir / "snli_dev.csv"), "--features", "word",
+                     "--no-cache", "--probe", f"file:{tmp_path / 'none.csv'}"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_predictions_by_row_id_names_what_is_missing(snli_dir):
+    from aflite_core.cues.probing import predictions_by_row_id
+    from aflite_core.io.datasets import load_dataset
+
+    dev = load_dataset(snli_dir / "snli_dev.csv")
+    ids = dev.row_ids()
+    mapped = predictions_by_row_id(dev, pd.DataFrame({"ID": ids[:10], "pred": ["x"] * 10}))
+    assert mapped[:10] == ["x"] * 10 and set(mapped[10:]) == {""}
+    with pytest.raises(ValueError, match="expected a row id column"):
+        predictions_by_row_id(dev, pd.DataFrame({"a": [1], "b": [2]}))
+    with pytest.raises(ValueError, match="none of its row ids"):
+        predictions_by_row_id(dev, pd.DataFrame({"row_id": ["zz"], "prediction": ["x"]}))

@@ -248,11 +248,13 @@ def _examples(run: Any, feature_type: str, feature: str) -> None:
 # --------------------------------------------------------------------------- probing
 @st.cache_data(max_entries=8, show_spinner="Probing the model…")
 def _probe(content_hash: str, source: str, predictions_key: str, min_count: int,
-           _dataset: Any, _predictions: Any) -> dict:
+           families: tuple[str, ...], _dataset: Any, _predictions: Any) -> dict:
     if source in probing.BASELINES:
-        result = probing.probe_model(_dataset, None, baseline=source, min_count=min_count)
+        result = probing.probe_model(_dataset, None, baseline=source, min_count=min_count,
+                                     features=families)
     else:
-        result = probing.probe_model(_dataset, _predictions, min_count=min_count)
+        result = probing.probe_model(_dataset, _predictions, min_count=min_count,
+                                     features=families)
     return {"accuracy": result.accuracy, "distribution": result.distribution,
             "model": result.model, "split": result.split,
             "overall_accuracy": result.overall_accuracy, "labels": list(result.labels)}
@@ -261,20 +263,7 @@ def _probe(content_hash: str, source: str, predictions_key: str, min_count: int,
 def _uploaded_predictions(dataset: Any, upload: Any) -> list[str]:
     """Map an uploaded (row_id, prediction) file onto the dataset's audited rows."""
     raw = cache.read_frame(upload.getvalue(), upload.name)
-    columns = [str(c) for c in raw.columns]
-    id_col = next((c for c in columns if c.lower() in ("row_id", "id", "rowid")), None)
-    pred_col = next((c for c in columns if c.lower() in ("prediction", "predicted", "pred",
-                                                          "label_pred", "model")), None)
-    if id_col is None or pred_col is None:
-        raise ValueError(f"{upload.name}: expected a row_id column and a prediction column; "
-                         f"found columns {columns}")
-    lookup = dict(zip(raw[id_col].astype(str), raw[pred_col].astype(str), strict=True))
-    ids = [str(i) for i in dataset.row_ids()]
-    missing = [i for i in ids if i not in lookup]
-    if len(missing) == len(ids):
-        raise ValueError(f"{upload.name}: none of its row ids matches the dataset's row ids "
-                         f"(e.g. {ids[:3]})")
-    return [lookup.get(i, "") for i in ids]
+    return probing.predictions_by_row_id(dataset, raw, name=upload.name)
 
 
 def probing_panel(dataset: Any) -> None:
@@ -299,6 +288,14 @@ def probing_panel(dataset: Any) -> None:
     source = c1.selectbox("Predictions", list(sources), format_func=sources.get,
                           key=state.key(PAGE, "probe_source"))
     min_count = c2.number_input("Min support", 1, 1000, 5, key=state.key(PAGE, "probe_min"))
+    families = st.multiselect("Feature families probed", list(linguistic.FAMILIES),
+                              default=list(linguistic.FAMILIES),
+                              key=state.key(PAGE, "probe_families"),
+                              help="Every family by default: a model may exploit negation, "
+                                   "sentiment or overlap as well as words.")
+    if not families:
+        st.caption("Choose at least one feature family.")
+        return
     predictions: Any = None
     key = source
     if source == "column":
@@ -323,7 +320,8 @@ def probing_panel(dataset: Any) -> None:
             return
         key = "upload:" + cache.digest(json.dumps(predictions).encode())
     requested = state.key(PAGE, "probe_requested")
-    params = (dataset.content_hash, source, key, int(min_count))
+    params = (dataset.content_hash, source, key, int(min_count),
+              tuple(f for f in linguistic.FAMILIES if f in families))
     if st.button("Probe", type="primary", key=state.key(PAGE, "probe_go")):
         state.put(requested, params)
     if state.get(requested) != params:

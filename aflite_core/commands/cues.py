@@ -39,14 +39,15 @@ def parse_features(text: str) -> tuple[str, ...]:
 
 
 def parse_probe(text: str) -> tuple[str, str]:
-    """``hypothesis-only`` | ``full-input`` | ``column:NAME``."""
+    """``hypothesis-only`` | ``full-input`` | ``column:NAME`` | ``file:PATH``."""
     key = text.strip().lower().replace("-", "_")
     if key in ("hypothesis_only", "full_input"):
         return "baseline", key
-    if text.startswith("column:") and text[len("column:"):]:
-        return "column", text[len("column:"):]
+    for kind in ("column", "file"):
+        if text.startswith(f"{kind}:") and text[len(kind) + 1:]:
+            return kind, text[len(kind) + 1:]
     raise argparse.ArgumentTypeError(
-        f"expected hypothesis-only, full-input or column:NAME, got {text!r}"
+        f"expected hypothesis-only, full-input, column:NAME or file:PATH, got {text!r}"
     )
 
 
@@ -88,7 +89,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-cache", action="store_true", help="do not read or write the cache")
     p.add_argument("--probe", type=parse_probe, metavar="MODEL",
                    help="accuracy test for hypothesis-only | full-input (built-in "
-                        "baselines) | column:NAME (predictions in the test rows)")
+                        "baselines) | column:NAME (predictions in the test rows) | "
+                        "file:PATH (a table with row_id and prediction columns)")
     p.add_argument("--probe-out", metavar="FILE",
                    help="write the probing table (.csv or .parquet)")
     add_input_arguments(p, ("premise", "hypothesis", "label", "split"),
@@ -160,11 +162,21 @@ def _probe(args, dataset, test, annotations, pd) -> None:
     from aflite_core.cues.probing import probe_model
 
     kind, value = args.probe
+    predictions = value if kind == "column" else None
+    if kind == "file":
+        from aflite_core.cues.probing import predictions_by_row_id
+        from aflite_core.io.readers import read_table
+
+        if not Path(value).is_file():
+            raise FileNotFoundError(f"--probe file:{value}: no such file")
+        table = read_table(value).frame
+        predictions = predictions_by_row_id(test if test is not None else dataset, table,
+                                            name=value)
     result = probe_model(
-        dataset, value if kind == "column" else None,
+        dataset, predictions,
         baseline=value if kind == "baseline" else "hypothesis_only", test=test,
-        min_count=args.min_count, test_size=args.test_size, random_state=args.seed,
-        annotations=annotations,
+        features=args.features, min_count=args.min_count, test_size=args.test_size,
+        random_state=args.seed, annotations=annotations,
     )
     print(f"\nmodel probing: {result.model}; test accuracy {result.overall_accuracy:.3f}")
     shown = ["feature_type", "feature", "majority_label", "n_with", "acc_with", "acc_without",

@@ -402,3 +402,47 @@ def _prediction_column(source, column: str, inputs, is_test_file: bool) -> np.nd
     if is_test_file:
         return values
     return values[inputs.split.test[inputs.in_dataset]]
+
+
+#: Column names read as the row id / the prediction in a predictions file.
+ROW_ID_COLUMNS = ("row_id", "id", "rowid")
+PREDICTION_COLUMNS = ("prediction", "predicted", "pred", "label_pred", "model")
+
+
+def predictions_by_row_id(dataset, table: pd.DataFrame, *, name: str = "predictions"
+                          ) -> list[str]:
+    """A model's predictions from a separate table, in the dataset's row order.
+
+    Parameters
+    ----------
+    dataset : AuditDataset
+    table : DataFrame
+        A row id column (one of :data:`ROW_ID_COLUMNS`, case-insensitive) and a prediction
+        column (one of :data:`PREDICTION_COLUMNS`).
+    name : str
+        Source name used in messages.
+
+    Returns
+    -------
+    list of str
+        One prediction per audited row; "" where the table has none for a row.
+
+    Raises
+    ------
+    ValueError
+        If a column is missing, or no row id of the table matches the dataset's.
+    """
+    columns = [str(c) for c in table.columns]
+    id_col = next((c for c in columns if c.lower() in ROW_ID_COLUMNS), None)
+    pred_col = next((c for c in columns if c.lower() in PREDICTION_COLUMNS), None)
+    if id_col is None or pred_col is None:
+        raise ValueError(f"{name}: expected a row id column (one of {list(ROW_ID_COLUMNS)}) "
+                         f"and a prediction column (one of {list(PREDICTION_COLUMNS)}); found "
+                         f"columns {columns}")
+    frame = table.set_axis(columns, axis=1)
+    lookup = dict(zip(frame[id_col].astype(str), frame[pred_col].astype(str), strict=True))
+    ids = [str(i) for i in dataset.row_ids()]
+    if not any(i in lookup for i in ids):
+        raise ValueError(f"{name}: none of its row ids matches the dataset's row ids "
+                         f"(e.g. {ids[:3]})")
+    return [lookup.get(i, "") for i in ids]
