@@ -39,6 +39,11 @@ from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
 
 REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "sentence_transformers")
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
+#: Filters an audit can run: AFLite, or the Z-filter (:mod:`aflite_core.filter.zfilter`).
+FILTERS = ("aflite", "z")
+#: Keyword arguments of :class:`~aflite_core.filter.zfilter.ZFilter` that ``filter_params``
+#: may set (with ``filter="z"``).
+Z_FILTER_PARAMS = ("alpha", "min_count", "until", "batch_size")
 #: Keyword arguments of ``build_representation`` that ``representation_params`` may set.
 REPRESENTATION_PARAMS = ("n_components", "warmup_fraction", "path", "model")
 #: Dimensions of the default TF-IDF + SVD representation.
@@ -91,6 +96,14 @@ class AuditConfig:
         With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
         ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
         of :class:`~aflite_core.filter.aflite.AFLite`).
+    filter : {"aflite", "z"}, default "aflite"
+        ``"z"`` runs the Z-filter (:class:`~aflite_core.filter.zfilter.ZFilter`) on the
+        hypothesis words instead of AFLite: rows leave until no word's |z| passes the
+        Bonferroni threshold, or ``target_size`` is reached. The run folder is the same;
+        AFLite's ``n_partitions``, ``train_size``, ``slice_size``, ``tau`` and ``strategy``
+        are unused (see ``docs/zfilter.md``).
+    filter_params : dict
+        Z-filter options: ``alpha``, ``min_count``, ``until``, ``batch_size``.
     """
 
     representation: str = "tfidf_svd"
@@ -110,6 +123,8 @@ class AuditConfig:
     split_policy: str = "auto"
     instance: str = "auto"
     group_partitions: bool = False
+    filter: str = "aflite"
+    filter_params: dict = field(default_factory=dict)
 
     def validate(self) -> AuditConfig:
         """Check the values that can be checked without data; return ``self``.
@@ -140,6 +155,7 @@ class AuditConfig:
         check_int("n_partitions", self.n_partitions, minimum=1)
         check_fraction("tau", self.tau, closed=True)
         check_choice("strategy", self.strategy, STRATEGIES)
+        self._validate_filter()
         check_choice("backend", self.backend, ("local", "dask"))
         check_choice("split_policy", self.split_policy, SPLIT_POLICIES)
         check_choice("instance", self.instance, INSTANCES)
@@ -170,6 +186,35 @@ class AuditConfig:
         if bad:
             raise ValueError(f"measure_params: unknown measure(s) {bad}; expected {known}")
         return self
+
+    def _validate_filter(self) -> None:
+        check_choice("filter", self.filter, FILTERS)
+        if not isinstance(self.filter_params, Mapping):
+            raise TypeError(f"filter_params: expected a dict, got "
+                            f"{type(self.filter_params).__name__}")
+        unknown = sorted(set(self.filter_params) - set(Z_FILTER_PARAMS))
+        if unknown:
+            raise ValueError(f"filter_params: unknown key(s) {unknown}; expected some of "
+                             f"{Z_FILTER_PARAMS} (Z-filter options)")
+        if self.filter == "aflite":
+            if self.filter_params:
+                raise ValueError("filter_params: only used with filter='z', got "
+                                 f"{dict(self.filter_params)!r} with filter='aflite'")
+            return
+        if self.backend != "local":
+            raise ValueError("backend: the Z-filter runs locally; use backend='local'")
+        if self.group_partitions:
+            raise ValueError("group_partitions: AFLite's partitions only; the Z-filter has "
+                             "none (use filter='aflite' or group_partitions=False)")
+        params = self.filter_params
+        if "alpha" in params:
+            check_fraction("alpha", params["alpha"])
+        if "min_count" in params:
+            check_int("min_count", params["min_count"], minimum=1)
+        if "until" in params:
+            check_choice("until", params["until"], ("threshold", "target_size"))
+        if params.get("batch_size") is not None:
+            check_size("batch_size", params["batch_size"], allow_all=True)
 
     def to_dict(self) -> dict:
         """The configuration as plain values (for ``summary.json``)."""

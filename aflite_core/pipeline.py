@@ -358,14 +358,15 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     groups = dataset.groups() if config.group_partitions else None
     if config.group_partitions and groups is None:
         raise ValueError("group_partitions: the dataset has no groups (load it with group=COL)")
-    filtered = _filter(rep.X, y, filt, plan, config, progress, groups)
+    features = rep.X if config.filter == "aflite" else _word_features(dataset)
+    filtered = _filter(features, y, filt, plan, config, progress, groups)
     timings["aflite"] = round(time.perf_counter() - t0, 3)
 
     scores, retained_ids = _build_scores(dataset, rep, filtered, dataset.labels(False))
     def refit(random_state: int) -> np.ndarray:
         """AFLite again with another seed (same plan, groups and parameters), silently."""
         other = dataclasses.replace(config, random_state=int(random_state))
-        return _filter(rep.X, y, filt, plan, other, _Progress(None), groups).keep
+        return _filter(features, y, filt, plan, other, _Progress(None), groups).keep
 
     shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
               "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids,
@@ -539,6 +540,8 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
     }
     if config.slice_size is not None:
         kwargs["slice_size"] = _scaled(config.slice_size, n_units, total)
+    if config.filter == "z":
+        return _fit_zfilter(X, y, questions, config, target, n_units, lo, on_round, progress)
     progress.step("aflite", f"AFLite on {n_units:,} {what}, target {target:,}", lo)
     if questions is not None:
         if config.backend != "local":
@@ -552,6 +555,43 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
     if progress.cancelled:
         raise AuditCancelled("audit cancelled during aflite")
     return model
+
+
+def _word_features(dataset):
+    """The Z-filter's input: hypothesis words of the included rows (the cue tokenizer)."""
+    from aflite_core.filter.zfilter import binary_features
+
+    return binary_features(dataset.hypotheses(), features="word")[0]
+
+
+def _fit_zfilter(X, y, questions, config: AuditConfig, target: int, n_units: int, lo: float,
+                 on_round, progress: _Progress):
+    """The Z-filter on one block (see :mod:`aflite_core.filter.zfilter`)."""
+    from aflite_core.filter.zfilter import ZFilter
+
+    if questions is not None:
+        raise ValueError("instance: the Z-filter filters rows; use instance='row' (or "
+                         "filter='aflite' for multiple-choice questions)")
+    progress.step("aflite", f"Z-filter on {n_units:,} rows, target {target:,}", lo)
+    model = ZFilter(target_size=target, random_state=config.random_state, callback=on_round,
+                    **config.filter_params).fit(X, y)
+    if progress.cancelled:
+        raise AuditCancelled("audit cancelled during the Z-filter")
+    return model
+
+
+def _zfilter_summary(model) -> dict:
+    """The Z-filter's statistics for ``summary.json`` (``aflite.zfilter``)."""
+    return {"threshold": model.threshold_, "n_tests": model.n_tests_,
+            "alpha": float(model.alpha), "min_count": int(model.min_count),
+            "until": model.until, "batch_size": model.batch_size_,
+            "max_abs_z_before": model.max_abs_z_before_,
+            "max_abs_z_after": model.max_abs_z_after_,
+            "n_over_threshold_before": model.n_over_threshold_before_,
+            "n_over_threshold_after": model.n_over_threshold_after_,
+            "score": "predictability = one-word predictability before filtering (largest "
+                     "shrunk share of the row's label among rows sharing one of its words); "
+                     "removal_round = the Z-filter step the row left in"}
 
 
 def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, created: str,
@@ -585,9 +625,11 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
             "stop_reason": getattr(model, "stop_reason_", None),
             "split_policy": filtered.plan.policy,
             "instance": filtered.plan.instance,
-            "description": filtered.plan.description,
+            "description": (filtered.plan.description if config.filter == "aflite" else
+                            filtered.plan.description.replace("AFLite", "The Z-filter")),
             "blocks": filtered.blocks,
             "chance": (float(np.mean(model.chance_)) if hasattr(model, "chance_") else None),
+            **({"zfilter": _zfilter_summary(model)} if config.filter == "z" else {}),
         },
         "splits": _split_sizes(dataset, status),
         "versions": library_versions(),

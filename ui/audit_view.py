@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core import pipeline
-from aflite_core.config import DEFAULT_COMPONENTS, estimate_rounds, suggest_config
+from aflite_core.config import DEFAULT_COMPONENTS, FILTERS, estimate_rounds, suggest_config
 from aflite_core.filter.policy import SPLIT_POLICIES, filter_units, question_ids
 from aflite_core.measures import registry
 from ui import cache, components, jobs, params, state
@@ -77,9 +77,14 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     aflite = _aflite_widgets(dataset, n, defaults)
     measures, measure_params = _measure_widgets(dataset, n, defaults)
     rounds = estimate_rounds(n, aflite["target_size"], aflite["slice_size"])
-    st.caption(f"At most {rounds:,} rounds of {aflite['n_partitions']} models each; AFLite "
-               f"keeps at least {aflite['target_size']:,} of {n:,} rows "
-               f"({aflite['target_size'] / n:.0%}).")
+    if aflite["filter"] == "z":
+        st.caption(f"The Z-filter keeps at least {aflite['target_size']:,} of {n:,} rows "
+                   f"({aflite['target_size'] / n:.0%}); it stops earlier once no word's |z| "
+                   "passes the threshold.")
+    else:
+        st.caption(f"At most {rounds:,} rounds of {aflite['n_partitions']} models each; "
+                   f"AFLite keeps at least {aflite['target_size']:,} of {n:,} rows "
+                   f"({aflite['target_size'] / n:.0%}).")
     force = st.checkbox("Recompute even if an identical run exists",
                         key=_wkey("force", dataset))
     if not ready:
@@ -136,6 +141,9 @@ def _representation_widgets(dataset: Any, defaults: Any) -> tuple[str, dict, boo
 
 def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
     """AFLite's parameters and the run name, keyed as :class:`AuditConfig` fields."""
+    filters = list(FILTERS) if question_ids(dataset) is None else ["aflite"]
+    chosen_filter = st.selectbox("Filter", filters, format_func=params.FILTER_NAMES.get,
+                                 help=params.HELP["filter"], key=_wkey("filter", dataset))
     c1, c2, c3, c4 = st.columns(4)
     target = c1.number_input(
         "Target size (rows)", min_value=1, max_value=max(n - 1, 1),
@@ -170,7 +178,8 @@ def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
                          help="Default: data name + parameters + time. Unsafe characters "
                               "are replaced.")
     grouped = False
-    if dataset.groups() is not None and question_ids(dataset) is None:
+    if dataset.groups() is not None and question_ids(dataset) is None \
+            and chosen_filter == "aflite":
         grouped = st.checkbox(
             "AFLite's partitions keep groups together", value=defaults.group_partitions,
             key=_wkey("group_partitions", dataset),
@@ -178,7 +187,7 @@ def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
     return {"target_size": int(target), "n_partitions": int(m), "train_size": _size(t),
             "slice_size": int(k), "tau": float(tau), "strategy": strategy,
             "random_state": int(seed), "name": name, "split_policy": policy,
-            "group_partitions": bool(grouped)}
+            "group_partitions": bool(grouped), "filter": chosen_filter}
 
 
 def _measure_widgets(dataset: Any, n: int, defaults: Any) -> tuple[list[str], dict]:

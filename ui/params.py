@@ -26,6 +26,10 @@ HELP = {
                     "retained train rows), filter every row together (the paper), or each "
                     "split on its own.",
     "measures": "Extra measures computed after AFLite (each adds time; all are optional).",
+    "filter": "AFLite removes the rows linear models on Φ predict best; the Z-filter removes "
+              "rows until no hypothesis word's label distribution differs significantly "
+              "from the data's (|z| under the Bonferroni threshold) or the target size is "
+              "reached. m, t, k, τ and the strategy are AFLite's only.",
 }
 
 #: Human names of the representations.
@@ -34,6 +38,12 @@ REPRESENTATION_NAMES = {
     "warmup": "Warm-up model (the paper's recipe)",
     "precomputed": "Uploaded embeddings (.npy / .npz / .parquet)",
     "sentence_transformers": "Sentence-transformers model (optional extra)",
+}
+
+#: Display names of the filters.
+FILTER_NAMES = {
+    "aflite": "AFLite (Le Bras et al. 2020)",
+    "z": "Z-filter on hypothesis words (Gardner et al. 2021)",
 }
 
 #: Display names of the split policies.

@@ -32,6 +32,7 @@ _PARAMETER_FLAGS = {
     "random_state": "--seed", "strategy": "--strategy", "measures": "--measures",
     "representation": "--representation", "n_components": "--n-components",
     "warmup_fraction": "--warmup-fraction",
+    "filter": "--filter", "alpha": "--z-alpha", "until": "--z-until",
 }  # fmt: skip
 
 
@@ -110,7 +111,7 @@ def parse_measures(text: str) -> tuple[str, ...]:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` command."""
-    from aflite_core.config import STRATEGIES
+    from aflite_core.config import FILTERS, STRATEGIES
     from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
     from aflite_core.measures.registry import default_names
 
@@ -150,6 +151,15 @@ def register(subparsers: Any) -> None:
     a.add_argument("--tau", type=float, default=None, metavar="TAU",
                    help="predictability threshold (default 0.75)")
     a.add_argument("--strategy", choices=STRATEGIES, default="greedy_slicing")
+    a.add_argument("--filter", choices=FILTERS, default="aflite",
+                   help="aflite (default), or z: the Z-filter removes rows until no hypothesis "
+                        "word's |z| passes the Bonferroni threshold, or --target-size is "
+                        "reached (see docs/zfilter.md); same run folder")
+    a.add_argument("--z-alpha", type=float, default=None, metavar="A",
+                   help="Z-filter: family-wise level of the z tests (default 0.01)")
+    a.add_argument("--z-until", choices=("threshold", "target_size"), default=None,
+                   help="Z-filter: stop at convergence or the target (threshold, default), "
+                        "or go on to --target-size (target_size)")
     a.add_argument("--split-policy", choices=SPLIT_POLICIES, default=None,
                    help="auto (default): filter the train split only and score dev/test "
                         "when there is a split column with train rows, else all rows "
@@ -277,8 +287,12 @@ def audit_config(args: argparse.Namespace, n_rows: int):
         measures = tuple(dict.fromkeys([*config.measures, "ood"]))
         params = {**config.measure_params, "ood": {"challenges": list(challenges)}}
         config = dataclasses.replace(config, measures=measures, measure_params=params)
+    filter_params = {k: v for k, v in (("alpha", getattr(args, "z_alpha", None)),
+                                       ("until", getattr(args, "z_until", None)))
+                     if v is not None}
     return dataclasses.replace(
-        config, representation_params=rep_params, strategy=args.strategy,
+        config, filter=getattr(args, "filter", "aflite"), filter_params=filter_params,
+        representation_params=rep_params, strategy=args.strategy,
         report=not args.no_report, backend="dask" if args.scheduler else "local",
         scheduler=args.scheduler,
     ).validate()

@@ -273,14 +273,30 @@ def lmi(counts: np.ndarray, label_totals: np.ndarray) -> np.ndarray:
     return np.where(c > 0, values, 0.0)
 
 
-def z_statistic(counts: np.ndarray) -> np.ndarray:
+def z_statistic(counts: np.ndarray, prior: np.ndarray | None = None) -> np.ndarray:
     """Gardner et al.'s z of every (feature, label) cell (``FORMULAS['z']``).
 
-    Rows with no examples give NaN.
+    Parameters
+    ----------
+    counts : np.ndarray, shape (n_features, n_labels)
+        Examples with the feature, per label.
+    prior : np.ndarray, shape (n_labels,), optional
+        ``p0`` per label. Default: uniform ``1/|L|`` (Gardner et al.; the cue table). The
+        Z-filter (:mod:`aflite_core.filter.zfilter`) passes the empirical label shares, so
+        label imbalance alone flags no feature.
+
+    Rows with no examples give NaN; labels whose prior is 0 or 1 give NaN or infinities.
     """
     c = np.asarray(counts, dtype=float)
     n = c.sum(axis=1, keepdims=True)
-    p0 = 1.0 / c.shape[1]
+    if prior is None:
+        p0 = 1.0 / c.shape[1]
+    else:
+        p0 = np.asarray(prior, dtype=float)
+        if p0.shape != (c.shape[1],):
+            raise ValueError(f"prior: expected shape ({c.shape[1]},) (one share per label), "
+                             f"got {p0.shape}")
+        p0 = p0 / p0.sum()
     with np.errstate(divide="ignore", invalid="ignore"):
         return (c / n - p0) / np.sqrt(p0 * (1 - p0) / n)
 

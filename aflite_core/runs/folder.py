@@ -245,6 +245,8 @@ def default_run_name(
             stem = stem[: -len(suffix)]
     params = dict(parameters or {})
     parts = [stem or "data"]
+    if params.get("filter") == "z":  # a Z-filter run: no AFLite strategy or partitions
+        params = {**params, "strategy": "zfilter", "n_partitions": None}
     for key, prefix in (
         ("representation", ""),
         ("strategy", ""),

@@ -187,9 +187,14 @@ def find_matching_run(root: str | os.PathLike, content_hash: str, parameters: di
     """
     for path, run in _runs_of(root, content_hash, opener):
         stored = run.parameters
-        if all(_canonical(stored.get(k)) == _canonical(v) for k, v in parameters.items()):
+        if all(_canonical(stored.get(k, _ADDED_LATER.get(k))) == _canonical(v)
+               for k, v in parameters.items()):
             return path
     return None
+
+
+#: Parameters added after runs were first written, with the value older runs had.
+_ADDED_LATER: dict[str, Any] = {"filter": "aflite", "filter_params": {}}
 
 
 def stop_explanation(run: Any) -> str | None:
@@ -207,6 +212,8 @@ def stop_explanation(run: Any) -> str | None:
     k = params.get("slice_size_rows")
     tau = params.get("tau")
     plural = "" if rounds == 1 else "s"
+    if params.get("filter") == "z":
+        return _z_stop_explanation(aflite, reason, retained, rounds)
     if reason == "target_size":
         return f"AFLite reached its target of {retained:,} rows after {rounds} round{plural}."
     if reason == "too_few_above_tau":
@@ -219,6 +226,23 @@ def stop_explanation(run: Any) -> str | None:
     if reason == "callback":
         return f"AFLite was stopped on request after {rounds} round{plural}."
     return f"AFLite stopped after {rounds} round{plural}: {reason}."
+
+
+def _z_stop_explanation(aflite: dict, reason: str, retained: int, rounds: int) -> str:
+    """Why the Z-filter stopped, with its threshold and the largest |z| left."""
+    z = aflite.get("zfilter") or {}
+    steps = f"{rounds} step{'' if rounds == 1 else 's'}"
+    left = (f" The largest |z| left is {z['max_abs_z_after']:.2f} (threshold "
+            f"{z['threshold']:.2f}; {int(z.get('n_over_threshold_after', 0)):,} word(s) above "
+            "it)." if "max_abs_z_after" in z and "threshold" in z else "")
+    if reason == "converged":
+        return (f"The Z-filter stopped after {steps} at {retained:,} rows: no hypothesis "
+                f"word's |z| passes the Bonferroni threshold any more.{left}")
+    if reason == "target_size":
+        return f"The Z-filter reached its target of {retained:,} rows after {steps}.{left}"
+    if reason == "callback":
+        return f"The Z-filter was stopped on request after {steps}.{left}"
+    return f"The Z-filter stopped after {steps}: {reason}.{left}"
 
 
 def split_sizes(run: Any) -> pd.DataFrame | None:
