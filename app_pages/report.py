@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from aflite_core.measures import registry
-from ui import cache, components, report_view, state
+from ui import breakdown_view, cache, components, report_view, state
 
 st.title("Report")
 components.explainer(report_view.SUMMARY, report_view.FORMULA, title="Measures, formulas")
@@ -30,6 +30,7 @@ report_view.downloads(run)
 st.divider()
 report_view.sizes(run)
 report_view.labels(run)
+breakdown_view.report_panel(run, path)
 states = run.measure_states()
 for measure in registry.measures():
     report_view.measure_section(run, measure, states[measure.name])

@@ -122,3 +122,19 @@ def test_every_formula_expander_cites_its_source() -> None:
     for module in (explore_view, audit_view, report_view):
         assert "Source" in module.FORMULA, module.__name__
     assert "Le Bras et al." in explore_view.FORMULA
+
+
+def test_filter_by_any_column_of_the_dataset(runs_root, shared_run) -> None:
+    """Issue 14: a filter on any low-cardinality column, its values labelled with their
+    removal rate."""
+    at = _explore(shared_run)
+    column = at.selectbox(key="explore:breakdown_column")
+    assert "label" in column.options and "hypothesis" not in column.options
+    column.set_value("label").run()
+    values = at.multiselect(key="explore:breakdown_values:label")
+    # each value labelled with its rows and removal rate
+    assert any(o.startswith("entailment (") and "% removed)" in o for o in values.options)
+    values.set_value(["entailment"]).run()
+    assert_clean(at)
+    rows = _rows(at)
+    assert len(rows) > 0 and set(rows["label"]) == {"entailment"}

@@ -103,3 +103,23 @@ def test_a_missing_run_folder_is_an_error(runs_root, tmp_path) -> None:
     goto(at, "report")
     assert not at.exception
     assert "cannot be opened" in errors(at)[0]
+
+
+def test_removal_rate_by_any_column(runs_root, shared_run) -> None:
+    """Issue 14: the Report breaks the removals down by a column of the dataset, with
+    intervals, and the counts add up to the filtered rows."""
+    from aflite_core.runs.folder import load_run
+
+    at = new_app().run()
+    open_run(at, shared_run)
+    goto(at, "report")
+    assert_clean(at)
+    assert "Removal rate by column" in [s.value for s in at.subheader]
+    at.selectbox(key="report:breakdown_column").set_value("label").run()
+    table = next(df.value for df in at.dataframe if "ci_low" in df.value.columns
+                 and "value" in df.value.columns)
+    sizes = load_run(shared_run).sizes
+    assert table["rows"].sum() == sizes["retained"] + sizes["removed"]
+    assert table["removed"].sum() == sizes["removed"]
+    assert ((table["ci_low"] <= table["removal_rate"])
+            & (table["removal_rate"] <= table["ci_high"])).all()

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import cache, charts, components, datamap_view, filters, slices_view, state
+from ui import breakdown_view, cache, charts, components, datamap_view, filters, slices_view, state
 
 PAGE = "explore"
 
@@ -149,6 +149,7 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
     flt.extra_mask = slices_view.combine(
         flt.extra_mask, slices_view.explore_filter(run, path, len(table)))
     flt.ranges, flt.values = datamap_view.measure_filters(table)
+    flt.values = {**flt.values, **breakdown_view.explore_filter(run, path)}
     return flt, view
 
 
