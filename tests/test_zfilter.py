@@ -1,6 +1,7 @@
 """The Z-filter: z by hand, a planted word artifact removed, SNLI left with no significant
-word, target sizes, validation, and ``run --filter z`` writing a run folder."""
+word, target sizes, validation, ``run --filter z`` writing a run folder, and the Audit form."""
 
+# ruff: noqa: F811 - the runs_root fixture comes from apptest_support (imported by name)
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
+from apptest_support import goto, new_app, runs_root, wait_for_job, widget_key  # noqa: F401
 from scipy.stats import norm
 
 from aflite_core.config import AuditConfig
@@ -235,3 +237,28 @@ def test_run_names_know_the_filter():
     assert "zfilter" in name and "greedy" not in name and "-m32" not in name
     assert "greedy_slicing" in default_run_name("snli.csv", {"filter": "aflite",
                                                              "strategy": "greedy_slicing"})
+
+
+def test_audit_page_runs_the_z_filter(runs_root) -> None:
+    """The Audit form offers the Z-filter; its run (train split filtered, dev scored) opens."""
+    from aflite_core.runs.folder import load_run
+    from ui import jobs
+
+    at = goto(new_app().run(), "audit")
+    at.selectbox(key=widget_key(at, "audit:filter:")).set_value("z").run()
+    assert "The Z-filter keeps at least" in " ".join(c.value for c in at.caption)
+    at.multiselect(key=widget_key(at, "audit:measures:")).set_value([]).run()
+    at.button(key="audit:run").click().run()
+    job = wait_for_job(at)
+    assert job.state == jobs.DONE, job.error
+    run = load_run(job.result)
+    assert run.parameters["filter"] == "z"
+    scores = pd.read_parquet(job.result / "scores.parquet")
+    assert set(scores["status"]) == {"retained", "removed"}
+    dev = scores[scores["removal_round"] == -1]["predictability"]  # dev rows are scored too
+    assert dev.notna().all() and dev.between(0, 1).all()
+    for page in ("explore", "report"):  # the finished run opens on the other pages
+        at = goto(at, page)
+        assert not at.exception, (page, at.exception)
+    shown = " ".join(str(c.value) for c in at.caption).replace("\\", "")
+    assert "The Z-filter stopped after" in shown  # Report says why it stopped
