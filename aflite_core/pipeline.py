@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core import __version__
+from aflite_core import __version__, progress_plan
 from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's public API
     REPRESENTATION_PARAMS,
     REPRESENTATIONS,
@@ -51,11 +51,6 @@ from aflite_core.runs.folder import (
 MAX_LABELS = 1000
 
 # share of the whole run's progress bar given to each stage group
-_SPAN_REPRESENTATION = (0.0, 0.15)
-_SPAN_AFLITE = (0.15, 0.65)
-_SPAN_MEASURES = (0.65, 0.92)
-_SPAN_WRITE = (0.92, 0.96)
-_SPAN_REPORT = (0.96, 1.0)
 
 EventCallback = Callable[[dict], Any]
 
@@ -123,10 +118,16 @@ def check_labels(dataset) -> None:
 class _Progress:
     """Emit monotone progress events and turn a ``True`` reply into a cancellation."""
 
-    def __init__(self, callback: EventCallback | None) -> None:
+    def __init__(self, callback: EventCallback | None,
+                 spans: dict[str, tuple[float, float]] | None = None) -> None:
         self.callback = callback
         self.fraction = 0.0
         self.cancelled = False
+        self.spans = spans or {}
+
+    def span(self, stage: str) -> tuple[float, float]:
+        """The part of the bar ``stage`` fills (see :mod:`aflite_core.progress_plan`)."""
+        return self.spans.get(stage, (self.fraction, self.fraction))
 
     def emit(self, stage: str, message: str, fraction: float, **extra: Any) -> bool:
         self.fraction = max(self.fraction, min(1.0, float(fraction)))
@@ -307,7 +308,7 @@ def run_audit(
     """
     config = (config or AuditConfig()).validate()
     check_labels(dataset)
-    progress = _Progress(callback)
+    progress = _Progress(callback, _stage_spans(dataset, config))
     created = utc_now_iso()
     generated = name is None  # a generated name never fails: a taken one gets a suffix
     if generated:
@@ -320,19 +321,19 @@ def run_audit(
                                                               timings)
         _write_rows(writer, dataset, shared["scores"], progress, timings)
         measures = _run_measures(writer, shared, config, progress, timings)
-        progress.step("write", "writing summary", _SPAN_WRITE[0])
+        progress.step("report", "writing summary", progress.span("report")[0])
         summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
                            measures)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
         if config.report:
-            progress.step("report", "writing the HTML report", _SPAN_REPORT[0])
+            progress.step("report", "writing the HTML report", progress.span("report")[0])
             t0 = time.perf_counter()
             _write_report(writer, summary)
             timings["report"] = round(time.perf_counter() - t0, 3)
             summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
             writer.write_summary(summary)
-        progress.step("write", "run complete", _SPAN_REPORT[1])
+        progress.step("write", "run complete", 1.0)
     return writer.path
 
 
@@ -343,12 +344,12 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     The shared state is what every measure's :class:`MeasureContext` is built from.
     """
     progress.step("representation", f"building the {config.representation} representation",
-                  _SPAN_REPRESENTATION[0])
+                  progress.span("representation")[0])
     t0 = time.perf_counter()
     rep = _build_representation(dataset, config)
     timings["representation"] = round(time.perf_counter() - t0, 3)
     progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
-                  _SPAN_REPRESENTATION[1])
+                  progress.span("representation")[1])
 
     y = np.asarray(dataset.labels(), dtype=object)
     filt = ~np.asarray(rep.warmup_mask, dtype=bool)
@@ -377,7 +378,7 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
 def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Progress,
                 timings: dict) -> None:
     """The input rows, their scores and the retained/removed CSVs."""
-    progress.step("write", "writing scores and rows", _SPAN_AFLITE[1])
+    progress.step("write", "writing scores and rows", progress.span("write")[0])
     t0 = time.perf_counter()
     writer.write_dataset(dataset.frame)
     writer.write_scores(scores)
@@ -385,17 +386,26 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
     timings["write"] = round(time.perf_counter() - t0, 3)
 
 
+def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]:
+    """Each stage's part of the progress bar, in proportion to its expected time."""
+    per_100k = progress_plan.SECONDS_PER_100K
+    factor = progress_plan.REPRESENTATION_FACTOR.get(config.representation, 1.0)
+    stages = [("representation", per_100k["representation"] * factor),
+              ("aflite", per_100k["aflite"]), ("write", per_100k["write"])]
+    stages += [(m.name, m.cost) for m in registry.measures() if m.name in config.measures]
+    if config.report:
+        stages.append(("report", per_100k["report"]))
+    n_rows = len(dataset.labels())
+    return progress_plan.stage_spans(progress_plan.expected_seconds(stages, n_rows))
+
+
 def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress: _Progress,
                   timings: dict) -> dict[str, dict]:
     """Each chosen measure in registry order, its progress span weighted by its cost."""
     measures: dict[str, dict] = {}
     chosen = [m for m in registry.measures() if m.name in config.measures]
-    total_cost = sum(m.cost for m in chosen) or 1.0
-    lo = _SPAN_MEASURES[0]
     for measure in chosen:
-        hi = lo + (_SPAN_MEASURES[1] - _SPAN_MEASURES[0]) * measure.cost / total_cost
-        span = (lo, hi)
-        lo = hi
+        span = progress.span(measure.name)
         progress.step(measure.name, f"computing {measure.label}", span[0])
         ctx = _context(shared, measure, config, progress, span)
         outcome = measures[measure.name] = _run_measure(measure, ctx, writer)
@@ -496,7 +506,8 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
                          f"({plan.description[:-1]})")
     scored = plan.scored
     if scored.any() and plan.questions is None:  # train_only: dev/test scored, never removed
-        progress.step("aflite", f"scoring {int(scored.sum()):,} held-out rows", _SPAN_AFLITE[1])
+        progress.step("aflite", f"scoring {int(scored.sum()):,} held-out rows",
+                      progress.span("aflite")[1])
         heldout = main.score_heldout(X[scored], y[scored], X=X[main_rows], y=y[main_rows],
                                      return_datamap=True)
         predictability[scored[filt]] = heldout["predictability"].to_numpy()
@@ -513,8 +524,9 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
     from aflite_core.filter.aflite import AFLite
     from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
 
-    lo = _SPAN_AFLITE[0] + (_SPAN_AFLITE[1] - _SPAN_AFLITE[0]) * span[0]
-    hi = _SPAN_AFLITE[0] + (_SPAN_AFLITE[1] - _SPAN_AFLITE[0]) * span[1]
+    whole = progress.span("aflite")
+    lo = whole[0] + (whole[1] - whole[0]) * span[0]
+    hi = whole[0] + (whole[1] - whole[0]) * span[1]
     to_remove = max(n_units - target, 1)
     what = "questions" if questions is not None else "rows"
 

@@ -11,22 +11,36 @@ Floors:
 - representation: TF-IDF of premise + hypothesis (fit_transform), without the SVD;
 - aflite: one prediction pass over the filtered rows (X @ W with m x labels columns);
 - cues: a binary bag of words of the hypotheses;
-- knn: one exact 50-nearest-neighbour pass of the held-out rows over the training rows;
+- knn: one exact 50-nearest-neighbour pass of the queried held-out rows (at most
+  ``knn.MAX_QUERIES``) over the training rows;
 - projection: one 2-component PCA of Φ;
-- baselines: one fit of the hypothesis-only model on all rows;
+- baselines: one fit of the hypothesis-only model on all rows plus one fit of the linear
+  probe (logistic regression on standardised Φ-sized features);
+- pvi: one fit of the hypothesis-only model on all rows;
+- slices: a binary bag of words of the hypotheses (the cue features it slices on);
 - write: one Parquet write of the frame.
 
-    .venv/bin/python benchmarks/bench_pipeline.py [--sizes 10000,100000,550000]
+It also checks the ETA: the CLI prints the overall fraction at every stage change; at each
+line with fraction f >= 5 % after t seconds, the dashboard's estimate ``t (1 - f) / f`` is
+compared with the time that really remained, and the worst factor (max of estimate/actual
+and actual/estimate, lines with at least 2 s left) is printed.
+
+``--repo`` measures another checkout (e.g. ``git worktree add /tmp/before <commit>``) on the
+same data, for before/after tables.
+
+    .venv/bin/python benchmarks/bench_pipeline.py [--sizes 9842,100000,550000] [--repo DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import resource
+import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -61,7 +75,7 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     X = rng.normal(size=(n, d)).astype(np.float32)
     m = int(summary["parameters"]["n_partitions"])
     W = rng.normal(size=(d, m * len(set(labels)))).astype(np.float32)
-    held = max(1, n // 10)
+    held = max(1, min(n // 10, 10_000))
     out = {
         "representation": _timed(lambda: TfidfVectorizer().fit_transform(
             [p + " " + h for p, h in zip(prems, hyps, strict=True)])),
@@ -81,11 +95,57 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     out["knn"] = _timed(knn_pass)
     model = text_model("hypothesis_only")
     with single_blas_thread():
-        out["baselines"] = _timed(lambda: model.fit(pair_texts(None, hyps), labels))
+        hyp_fit = _timed(lambda: model.fit(pair_texts(None, hyps), labels))
+        probe_fit = _timed(lambda: text_model("probe").fit(X, labels))
+    out["baselines"] = hyp_fit + probe_fit
+    out["pvi"] = hyp_fit
+    out["slices"] = out["cues"]
     return out
 
 
-def one_size(n: int, shared: Path, work: Path) -> None:
+def _audit(repo: Path, data: Path, out: Path, timeout: float
+           ) -> tuple[int, float, float, list[tuple[float, float]], str]:
+    """Run the CLI audit; return its exit code, wall seconds, peak RSS (MB), the (seconds,
+    fraction) of each progress line, and the tail of stderr."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
+                             str(out)], cwd=repo, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    lines: list[tuple[float, str]] = []
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append((time.perf_counter() - start, line.rstrip()))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    reader.join(5)
+    progress = [(t, int(m.group(1)) / 100) for t, line in lines
+                if (m := re.match(r"\[\s*(\d+)%\]", line))]
+    tail = "\n".join(line for _, line in lines[-5:])
+    return proc.returncode, wall, usage.ru_maxrss / 1024, progress, tail
+
+
+def eta_factor(progress: list[tuple[float, float]], wall: float) -> float | None:
+    """Worst factor between the ETA the dashboard would show and the time really left."""
+    worst = None
+    for t, f in progress:
+        left = wall - t
+        if f < 0.05 or f >= 1.0 or left < 2.0:
+            continue
+        eta = t * (1 - f) / f
+        factor = max(eta / left, left / eta) if eta > 0 else float("inf")
+        worst = factor if worst is None else max(worst, factor)
+    return worst
+
+
+def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float) -> None:
     if n <= 9_842:
         frame = pd.read_csv(shared / "snli" / "snli_dev.csv", keep_default_na=False).iloc[:n]
     else:
@@ -93,22 +153,19 @@ def one_size(n: int, shared: Path, work: Path) -> None:
     data = work / f"snli_{n}.csv"
     frame.to_csv(data, index=False)
     out = work / f"run_{n}"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
-                           str(out), "-q"], cwd=REPO, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    if proc.returncode != 0:
-        print(f"{n:,} rows: the audit failed: {proc.stderr.strip()[-400:]}")
+    code, wall, peak, progress, tail = _audit(repo, data, out, timeout)
+    if code != 0:
+        print(f"\n{n:,} rows: the audit did not finish (exit {code}, {wall:.0f} s, timeout "
+              f"{timeout:.0f} s): {tail[-400:]}")
         return
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     timings = summary["timings"]
     floor = floors(frame, summary)
-    rss = f"{peak / 1024:.0f} MB" if peak > before else f"<= {peak / 1024:.0f} MB"
-    print(f"\n{n:,} rows: wall {wall:.1f} s, peak RSS {rss}; stop "
+    eta = eta_factor(progress, wall)
+    print(f"\n{n:,} rows ({repo.name}): wall {wall:.1f} s, peak RSS {peak:.0f} MB; stop "
           f"{summary['aflite']['stop_reason']} after {summary['aflite']['n_rounds']} rounds; "
-          f"policy {summary['aflite'].get('split_policy')}")
+          f"policy {summary['aflite'].get('split_policy')}; worst ETA factor "
+          f"{'-' if eta is None else f'{eta:.2f}'} over {len(progress)} progress lines")
     print(f"  {'stage':16s} {'seconds':>9s} {'floor s':>9s} {'ratio':>7s}")
     for stage, seconds in timings.items():
         if stage == "total":
@@ -124,10 +181,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="9842,100000,550000")
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--repo", type=Path, default=REPO, help="checkout to measure")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per size")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
-            one_size(n, args.shared, Path(tmp))
+            one_size(n, args.shared, Path(tmp), args.repo.resolve(), args.timeout)
     return 0
 
 

@@ -366,3 +366,30 @@ def test_failed_measure_leaves_no_half_written_artifact(planted_file, tmp_path, 
                              runs_root=tmp_path))
     assert run.measures["duplicates"]["status"] == "error"
     assert not run.has("duplicates.json") and "duplicates.json" not in run.summary["artifacts"]
+
+
+def test_each_stage_fills_its_expected_share_of_the_bar(audited):
+    """Spans follow the expected seconds (progress_plan), so the ETA is not fooled by a fast
+    AFLite followed by slow measures: every event of a stage lies within its span."""
+    from aflite_core import progress_plan
+    from aflite_core.pipeline import _stage_spans
+
+    dataset, _, events = audited
+    spans = _stage_spans(dataset, AuditConfig(**FAST, measures=("cues", "knn")))
+    assert list(spans) == ["representation", "aflite", "write", "cues", "knn", "report"]
+    assert spans["representation"][0] == 0.0 and spans["report"][1] == 1.0
+    expected = progress_plan.expected_seconds(
+        [("knn", registry_cost("knn")), ("cues", registry_cost("cues"))], len(dataset.labels()))
+    width = {s: hi - lo for s, (lo, hi) in spans.items()}
+    assert width["knn"] / width["cues"] == pytest.approx(expected["knn"] / expected["cues"])
+    for event in events:
+        stage = event["stage"]
+        if stage in ("cues", "knn", "representation", "aflite"):
+            lo, hi = spans[stage]
+            assert lo - 1e-9 <= event["fraction"] <= hi + 1e-9, event
+
+
+def registry_cost(name: str) -> float:
+    from aflite_core.measures import registry
+
+    return registry.get(name).cost

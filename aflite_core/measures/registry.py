@@ -219,7 +219,9 @@ class Measure:
     options : tuple of Option
         Options offered by the dashboard's parameter form.
     cost : float
-        Rough share of a default audit's time (for progress spans and the ETA).
+        Expected seconds per 100,000 audited rows on two cores (``bench_pipeline.py``): the
+        measure's share of the progress bar, hence of the ETA (see
+        :mod:`aflite_core.progress_plan`).
     inputs : tuple of str
         Parameters the user must supply that the parameter form cannot offer (files,
         e.g. ``("challenges",)``); the form lists such a measure as unavailable and says

@@ -1,0 +1,73 @@
+"""How an audit's progress bar is shared among its stages: in proportion to their expected time.
+
+The dashboard's ETA is ``elapsed * (1 - fraction) / fraction``. That is right only when the
+fraction grows in step with time, so each stage's span of the bar is its share of the expected
+seconds: a fixed part plus a part per 100,000 audited rows, measured on two cores by
+``benchmarks/bench_pipeline.py`` (10k and 100k rows, default settings). A slower or faster
+machine scales every stage alike, which the ETA's ``elapsed`` absorbs; what must hold is the
+*ratio* between stages (checked by that benchmark: the ETA printed at each stage against the
+time that really remained).
+
+The measures' share comes from :attr:`aflite_core.measures.registry.Measure.cost`, in the same
+unit (seconds per 100,000 rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["FIXED_SECONDS", "SECONDS_PER_100K", "expected_seconds", "stage_spans"]
+
+#: Seconds per 100,000 audited rows of the stages outside the measures (two cores).
+SECONDS_PER_100K: dict[str, float] = {
+    "representation": 5.0,
+    "aflite": 3.0,
+    "write": 1.0,
+    "report": 0.3,
+}
+
+#: Seconds any stage takes whatever the size (imports, small fixed work).
+FIXED_SECONDS: float = 0.3
+
+#: Representations other than TF-IDF + SVD, relative to it (the encoders estimate their own
+#: time on the Audit page; here only the share of the bar matters).
+REPRESENTATION_FACTOR: dict[str, float] = {"tfidf_svd": 1.0}
+
+
+def expected_seconds(stages: Iterable[tuple[str, float]], n_rows: int) -> dict[str, float]:
+    """Expected seconds of each stage: ``FIXED_SECONDS + per_100k * n_rows / 100_000``.
+
+    Parameters
+    ----------
+    stages : iterable of (name, seconds per 100,000 rows)
+        In the order the audit runs them.
+    n_rows : int
+        Audited rows.
+
+    Returns
+    -------
+    dict
+        Stage name -> expected seconds, in the given order.
+    """
+    scale = max(int(n_rows), 0) / 100_000
+    return {name: FIXED_SECONDS + max(float(per_100k), 0.0) * scale for name, per_100k in stages}
+
+
+def stage_spans(seconds: dict[str, float]) -> dict[str, tuple[float, float]]:
+    """Consecutive spans of [0, 1], one per stage, proportional to its expected seconds.
+
+    Examples
+    --------
+    >>> stage_spans({"a": 1.0, "b": 3.0})
+    {'a': (0.0, 0.25), 'b': (0.25, 1.0)}
+    """
+    total = sum(seconds.values()) or 1.0
+    spans, lo = {}, 0.0
+    for name, value in seconds.items():
+        hi = min(1.0, lo + value / total)
+        spans[name] = (lo, hi)
+        lo = hi
+    if spans:
+        last = next(reversed(spans))
+        spans[last] = (spans[last][0], 1.0)
+    return spans
