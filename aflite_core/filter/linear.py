@@ -403,12 +403,12 @@ def _gold_stats(prob: np.ndarray, heldout: np.ndarray, out_sum: np.ndarray,
 
     ``prob`` (float32, ``(m, rows)``) is overwritten.
     """
-    np.multiply(prob, heldout, out=prob)
+    mask = heldout.astype(np.float32)  # float factors multiply faster than booleans
+    np.multiply(prob, mask, out=prob)
     total = prob.sum(axis=0, dtype=np.float32)
-    n = heldout.sum(axis=0, dtype=np.int32)
-    mean = total / np.maximum(n, 1).astype(np.float32)
+    mean = total / np.maximum(mask.sum(axis=0, dtype=np.float32), 1.0)
     prob -= mean
-    np.multiply(prob, heldout, out=prob)
+    np.multiply(prob, mask, out=prob)
     out_sum[:] = total
     out_m2[:] = np.einsum("ij,ij->j", prob, prob)
 
