@@ -152,3 +152,55 @@ def sort_rows(table: pd.DataFrame, column: str | None, *, ascending: bool) -> pd
         return table.sort_index(ascending=ascending, kind="stable")
     return table.sort_values(column, ascending=ascending, kind="stable", na_position="last")
 
+
+
+def to_dict(flt: RowFilter) -> dict:
+    """The filter as plain JSON values (for a saved subset or a link).
+
+    ``extra_mask`` (a cue or slice mask computed from the run) is not a value and is left
+    out; the caller records the choice that made it instead.
+    """
+    out: dict = {}
+    for name, value in (("statuses", list(flt.statuses)), ("labels", list(flt.labels)),
+                        ("label_column", flt.label_column), ("search", flt.search),
+                        ("search_columns", list(flt.search_columns))):
+        if value:
+            out[name] = [str(v) for v in value] if isinstance(value, list) else str(value)
+    for name in ("regex", "case", "whole_word"):
+        if getattr(flt, name):
+            out[name] = True
+    if flt.predictability is not None and tuple(flt.predictability) != (0.0, 1.0):
+        out["predictability"] = [float(v) for v in flt.predictability]
+    if flt.rounds is not None:
+        out["rounds"] = [int(v) for v in flt.rounds]
+    if flt.row_ids is not None:
+        out["row_ids"] = [str(v) for v in flt.row_ids]
+    if flt.ranges:
+        out["ranges"] = {str(c): [float(lo), float(hi)] for c, (lo, hi) in flt.ranges.items()}
+    values = {str(c): [str(v) for v in vals] for c, vals in flt.values.items() if vals}
+    if values:
+        out["values"] = values
+    return out
+
+
+def from_dict(data: dict) -> RowFilter:
+    """Inverse of :func:`to_dict` (unknown keys are an error)."""
+    known = {"statuses", "labels", "label_column", "search", "search_columns", "regex",
+             "case", "whole_word", "predictability", "rounds", "row_ids", "ranges", "values"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ValueError(f"filter: unknown key(s) {unknown}; expected some of {sorted(known)}")
+    pred = data.get("predictability")
+    rounds = data.get("rounds")
+    return RowFilter(
+        statuses=list(data.get("statuses", [])), labels=list(data.get("labels", [])),
+        label_column=data.get("label_column"), search=str(data.get("search", "")),
+        search_columns=list(data.get("search_columns", [])),
+        regex=bool(data.get("regex", False)), case=bool(data.get("case", False)),
+        whole_word=bool(data.get("whole_word", False)),
+        predictability=(float(pred[0]), float(pred[1])) if pred else None,
+        rounds=(int(rounds[0]), int(rounds[1])) if rounds else None,
+        row_ids=data.get("row_ids"),
+        ranges={c: (float(lo), float(hi)) for c, (lo, hi) in data.get("ranges", {}).items()},
+        values={c: list(v) for c, v in data.get("values", {}).items()},
+    )

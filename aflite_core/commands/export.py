@@ -5,6 +5,9 @@ Row exports carry ``row_id``, every original column unchanged, then ``status``,
 ``@``, tab or carriage return get a leading ``'`` so spreadsheets do not run them as
 formulas; ``--no-sanitize`` writes the exact values (machine use).
 
+``--subset NAME`` exports only the rows of a subset saved in the run (``subsets/NAME.parquet``,
+e.g. from the dashboard's Explore page).
+
 The file is written as ``.FILE.part-<token>`` next to FILE and renamed at the end; on an
 error (a full disk) or SIGTERM the temporary file is removed and FILE is left untouched.
 """
@@ -37,6 +40,9 @@ def register(subparsers: Any) -> None:
                    help="only these columns (row_id is always included in row exports)")
     p.add_argument("--rows", metavar="FILE",
                    help="only the row ids listed in FILE, one per line")
+    p.add_argument("--subset", metavar="NAME",
+                   help="only the rows of the subset NAME saved in the run (RUN_DIR/subsets/"
+                        "NAME.parquet, e.g. from the dashboard's Explore page)")
     p.add_argument("--overwrite", action="store_true", help="replace FILE if it exists")
     p.set_defaults(func=run)
 
@@ -55,7 +61,13 @@ def run(args: argparse.Namespace) -> int:
     columns = None
     if args.columns:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
+    if args.rows and args.subset:
+        raise ValueError("--rows and --subset: give one of them, not both")
     row_ids = _read_row_ids(args.rows) if args.rows else None
+    if args.subset:
+        from aflite_core.runs.subsets import load_subset
+
+        row_ids = load_subset(args.run_dir, args.subset).row_ids.tolist()
     result = export_run(
         args.run_dir, args.what, args.out, format=args.format, columns=columns,
         row_ids=row_ids, sanitize=not args.no_sanitize, overwrite=args.overwrite,
