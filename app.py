@@ -1,7 +1,7 @@
 """Dataset-bias audit dashboard: ``streamlit run app.py``.
 
 The entry point only sets the page up, loads the bundled sample into a new session, shows
-where the session stands in the sidebar, and routes to the five pages in ``app_pages/``.
+where the session stands in the sidebar, and routes to the pages in ``app_pages/``.
 
 The page scripts are deliberately *not* in a folder called ``pages/``: Streamlit treats such a
 folder next to the entry point as its legacy multipage layout until the first
@@ -37,6 +37,7 @@ PAGES = [
     st.Page("app_pages/explore.py", title="Explore", icon=":material/travel_explore:"),
     st.Page("app_pages/cues.py", title="Cues", icon=":material/key:"),
     st.Page("app_pages/report.py", title="Report", icon=":material/summarize:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
 ]
 page = st.navigation(PAGES)
 session.sidebar()

@@ -350,3 +350,37 @@ def datamap_table(path: str | Path) -> pd.DataFrame:
     """The run's ``datamap.parquet`` (every scored row; empty when the run has none)."""
     path = Path(path)
     return _datamap_table(str(path.resolve()), _stamp(path))
+
+
+# --------------------------------------------------------------------------- compare
+@st.cache_resource(max_entries=2, show_spinner="Comparing the two runs…")
+def _side_by_side(path_a: str, stamp_a: float, path_b: str, stamp_b: float) -> Any:
+    from aflite_core.report import compare
+
+    return compare.side_by_side(_open_run(path_a, stamp_a), _open_run(path_b, stamp_b))
+
+
+def side_by_side(path_a: str | Path, path_b: str | Path) -> Any:
+    """Two runs compared for the two-column view (:func:`compare.side_by_side`), cached
+    per pair of runs; callers must not modify it.
+
+    Raises
+    ------
+    RunError
+        If either run is missing or damaged.
+    """
+    a, b = Path(path_a), Path(path_b)
+    return _side_by_side(str(a.resolve()), _stamp(a), str(b.resolve()), _stamp(b))
+
+
+@st.cache_data(max_entries=2, show_spinner=False)
+def _compare_html(path_a: str, stamp_a: float, path_b: str, stamp_b: float) -> str:
+    from aflite_core.report import compare_html
+
+    return compare_html.build_compare_html(_side_by_side(path_a, stamp_a, path_b, stamp_b))
+
+
+def compare_html(path_a: str | Path, path_b: str | Path) -> str:
+    """The comparison as a self-contained HTML page (called lazily by a download button)."""
+    a, b = Path(path_a), Path(path_b)
+    return _compare_html(str(a.resolve()), _stamp(a), str(b.resolve()), _stamp(b))
