@@ -25,6 +25,12 @@ Then, each phase in a fresh Python process (``AFLITE_RUNS_DIR`` = the runs root,
     render, cached reruns, a search and the *Removed* view; then the Report page. Asserts no
     exception, a 50-row page with its "of N" caption, and (above ``MAX_MAP_POINTS``) that
     the map states its sample.
+``compare``
+    The Compare page (``app_pages/compare.py``) on the run and a second fake run of the same
+    input written as a Z-filter run (other seed, about a tenth removed, a label-shift table
+    and Z-filter statistics in its summary): the first render (the comparison computed and
+    cached), cached reruns (median, the figure held against the 3 s budget), and a new
+    session's first render with the data cached.
 ``export-memory`` / ``export-filtered`` / ``export-stream``
     The Report page's *Retained CSV* download (``ui.cache.export_bytes``, built in memory);
     the Explore page's *Download these N rows* (``export_bytes`` with ``row_ids``) for 200
@@ -66,10 +72,14 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SNLI_SAMPLE = REPO_ROOT.parent / "shared" / "data" / "snli" / "snli_train_sample.csv"
 RUN_NAME = "snli-scale-bench"
+#: The second run of the ``compare`` phase (a fake Z-filter run of the same input).
+COMPARE_RUN_NAME = "snli-scale-bench-z"
+#: Budget of a cached Compare render of two 550k-row runs (issue 14), seconds.
+COMPARE_BUDGET_S = 3.0
 COLUMNS = ["split", "id", "premise", "hypothesis", "label"]
 #: Rows removed per fake AFLite round (the issue's k).
 ROUND_SIZE = 5000
-PHASES = ("server", "apptest", "export-memory", "export-filtered", "export-stream")
+PHASES = ("server", "apptest", "compare", "export-memory", "export-filtered", "export-stream")
 
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -141,7 +151,8 @@ def _quiet_streamlit() -> None:
 
 
 # --------------------------------------------------------------------------- the run
-def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False) -> Path:
+def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False,
+              zfilter: bool = False) -> Path:
     """Write a fake ``n_rows``-row SNLI run (no AFLite) into ``root``; return its folder.
 
     Parameters
@@ -155,6 +166,10 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False)
     row_csvs : bool
         Also write ``retained.csv`` / ``removed.csv`` (as the pipeline does; the dashboard
         does not read them).
+    zfilter : bool
+        Write it as a Z-filter run (:data:`COMPARE_RUN_NAME`): about a tenth removed, the
+        Z-filter's statistics in the summary and a ``label_shift.parquet``; the same input
+        (sha256, row ids) as the default run, for the ``compare`` phase.
     """
     import numpy as np
     import pandas as pd
@@ -169,7 +184,7 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False)
     frame.index = pd.Index(frame["id"].to_numpy(dtype=object), name="row_id")
 
     rng = np.random.default_rng(seed)
-    removed = rng.random(n_rows) < 1 / 3
+    removed = rng.random(n_rows) < (1 / 10 if zfilter else 1 / 3)
     predictability = np.where(removed, rng.beta(8, 2, n_rows), rng.beta(3, 3, n_rows))
     removal_round = np.full(n_rows, -1, dtype=np.int64)
     order = np.flatnonzero(removed)[np.argsort(-predictability[removed], kind="stable")]
@@ -201,14 +216,28 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False)
         return {str(v): int(c) for v, c in zip(values, n, strict=True)}
 
     n_removed = int(removed.sum())
+    tables = {"projection.parquet": projection}
+    measures = {"projection": {"status": "ok", "artifacts": ["projection.parquet"]}}
+    aflite = {"n_rounds": n_rounds, "stop_reason": "target"}
+    if zfilter:
+        from aflite_core.measures.label_shift import label_shift_table
+
+        tables["label_shift.parquet"] = label_shift_table(
+            labels, ~removed, frame["split"].astype(str).to_numpy())
+        measures["label_shift"] = {"status": "ok", "artifacts": ["label_shift.parquet"]}
+        aflite = {"n_rounds": n_rounds, "stop_reason": "converged",
+                  "zfilter": {"threshold": 4.9, "max_abs_z_before": 41.2,
+                              "max_abs_z_after": 4.8, "n_over_threshold_before": 120,
+                              "n_over_threshold_after": 0}}
     summary = {
         "parameters": {"representation": "precomputed", "strategy": "greedy_slicing",
                        "n_partitions": 64, "target_size": n_rows - n_removed,
-                       "random_state": seed, "note": "fake scores written by "
+                       "random_state": seed, "filter": "z" if zfilter else "aflite",
+                       "note": "fake scores written by "
                        "benchmarks/bench_dashboard_scale.py, not an AFLite run"},
-        "aflite": {"n_rounds": n_rounds, "stop_reason": "target"},
+        "aflite": aflite,
         "input": {"name": f"snli_train_{n_rows}.csv",
-                  "sha256": hashlib.sha256(f"bench-scale-{n_rows}-{seed}".encode()).hexdigest(),
+                  "sha256": hashlib.sha256(f"bench-scale-{n_rows}".encode()).hexdigest(),
                   "n_rows": n_rows,
                   "columns": {"hypothesis": "hypothesis", "label": "label",
                               "premise": "premise", "split": "split", "id": "id"},
@@ -219,10 +248,10 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False)
         "labels": {"before": counts(np.ones(n_rows, bool)), "after": counts(~removed),
                    "removed": counts(removed), "warmup": {}},
         "history": history,
-        "measures": {"projection": {"status": "ok", "artifacts": ["projection.parquet"]}},
+        "measures": measures,
     }
-    return write_run(root, RUN_NAME, frame=frame, scores=scores, summary=summary,
-                     tables={"projection.parquet": projection}, row_csvs=row_csvs,
+    return write_run(root, COMPARE_RUN_NAME if zfilter else RUN_NAME, frame=frame,
+                     scores=scores, summary=summary, tables=tables, row_csvs=row_csvs,
                      overwrite=True)
 
 
@@ -402,6 +431,47 @@ def phase_apptest(run_path: Path, meter: Meter) -> None:
         assert_clean(at)
 
 
+def phase_compare(run_path: Path, meter: Meter) -> None:
+    """The Compare page on the run (A) and its fake Z-filter twin (B), through AppTest."""
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    with meter.step("import AppTest + ui.compare_view"):
+        _quiet_streamlit()
+        from apptest_support import assert_clean, goto, new_app, open_run
+
+        import ui.compare_view  # noqa: F401
+    other = run_path.parent / COMPARE_RUN_NAME
+    at = new_app(autoload=False)
+    at.default_timeout = 300
+    open_run(at, run_path)
+    with meter.step("Compare first render (comparison computed)") as info:
+        goto(at, "compare")
+        assert_clean(at)
+        info["run_b"] = at.selectbox(key="compare:run_b").value
+    assert Path(at.selectbox(key="compare:run_b").value) == other.resolve()
+    metrics = {m.label: m.value for m in at.metric}
+    print(f"  overlap: Jaccard {metrics.get('Removed-set Jaccard')}, random "
+          f"{metrics.get('Jaccard of random removals')}")
+    reruns = []
+    for i in range(5):
+        with meter.step(f"Compare rerun {i + 1} (cached)"):
+            at.run()
+            assert_clean(at)
+        reruns.append(meter.results[f"Compare rerun {i + 1} (cached)"]["seconds"])
+    heads = [h.value for h in at.subheader]
+    assert heads.count("Sizes") == 2 and "Removed-set Jaccard" in metrics, heads
+    median = statistics.median(reruns)
+    verdict = "within" if median <= COMPARE_BUDGET_S else "OVER"
+    meter.results["Compare rerun median"] = {"seconds": median, "budget_s": COMPARE_BUDGET_S}
+    print(f"  {'Compare rerun median (cached)':<44} {median:8.3f} s  ({verdict} the "
+          f"{COMPARE_BUDGET_S:g} s budget)")
+    fresh = new_app(autoload=False)
+    fresh.default_timeout = 300
+    open_run(fresh, run_path)
+    with meter.step("Compare new session (data cached)"):
+        goto(fresh, "compare")
+        assert_clean(fresh)
+
+
 def phase_export(run_path: Path, meter: Meter, how: str) -> None:
     """One download as the dashboard builds it (in memory) or streamed to disk."""
     _quiet_streamlit()
@@ -461,6 +531,8 @@ def run_phase(phase: str, run_path: Path) -> dict[str, Any]:
         phase_server(run_path, meter)
     elif phase == "apptest":
         phase_apptest(run_path, meter)
+    elif phase == "compare":
+        phase_compare(run_path, meter)
     else:
         phase_export(run_path, meter, phase.split("-", 1)[1])
     return {"steps": meter.results, "phase_seconds": round(time.perf_counter() - started, 2),
@@ -552,8 +624,16 @@ def main(argv: list[str] | None = None) -> int:
             run_path = build_run(root, args.rows, row_csvs=args.row_csvs)
             results["build_run_s"] = round(time.perf_counter() - start, 2)
             print(f"  built in {results['build_run_s']} s")
+        if "compare" in phases and not (args.reuse and (
+                root / COMPARE_RUN_NAME / "summary.json").is_file()):
+            start = time.perf_counter()
+            build_run(root, args.rows, seed=1, row_csvs=args.row_csvs, zfilter=True)
+            results["build_compare_run_s"] = round(time.perf_counter() - start, 2)
+            print(f"  built the Z-filter twin in {results['build_compare_run_s']} s")
         results["run_disk_mb"] = {p.name: round(p.stat().st_size / 2**20, 1)
                                   for p in sorted(run_path.iterdir()) if p.is_file()}
+        phases = [p for p in phases if p != "compare"
+                  or (root / COMPARE_RUN_NAME / "summary.json").is_file()]
         print(f"  files (MiB): {results['run_disk_mb']}")
         env = {**os.environ, "AFLITE_RUNS_DIR": str(root), "AFLITE_AUTORUN": "0"}
         env.setdefault("NLTK_DATA", str(REPO_ROOT.parent / "shared" / "nltk_data"))
