@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, components, datamap_view, explore_view, state
+from ui import cache, components, datamap_view, explore_view, state, url_state
 
 st.title("Explore")
 components.explainer(explore_view.SUMMARY, explore_view.FORMULA,
@@ -24,6 +24,7 @@ except (ValueError, OSError) as exc:
                           hint="Reopen another run on the Audit page.")
     st.stop()
 
+url_state.restore_explore(table)  # a shared link's view, before the widgets are drawn
 explore_view.run_header(run)
 explore_view.charts_row(path, run)
 selected = explore_view.map_panel(path)

@@ -90,7 +90,8 @@ def column_config(frame: pd.DataFrame) -> dict[str, object]:
 
 
 def paged_table(frame: pd.DataFrame, *, page_key: str, page_size: int = 50,
-                height: int | None = None, selectable: bool = False) -> object:
+                height: int | None = None, selectable: bool = False,
+                header_sort: bool = False, table_key: str | None = None) -> object:
     """Show one page of ``frame`` (server-side paging) and a "rows a-b of n" caption.
 
     Only the visible page is sent to the browser, so a 550k-row run stays responsive.
@@ -107,6 +108,14 @@ def paged_table(frame: pd.DataFrame, *, page_key: str, page_size: int = 50,
         Table height in pixels.
     selectable : bool
         Allow selecting one row (returned as the ``st.dataframe`` selection state).
+    header_sort : bool
+        With ``selectable``: a click on a column header *selects the column* (returned in
+        ``selection.columns``) instead of sorting the visible page in the browser. Streamlit
+        disables header sorting when column selection is on; the caller turns the selected
+        column into one sort over all rows (see ``ui.explore_view``).
+    table_key : str or None
+        Key of the table widget (default ``<page_key>:table``); change it to clear the
+        table's selection.
 
     Returns
     -------
@@ -127,8 +136,10 @@ def paged_table(frame: pd.DataFrame, *, page_key: str, page_size: int = 50,
     kwargs: dict[str, object] = {"column_config": column_config(part), "hide_index": True,
                                  "height": height or "auto"}
     if selectable:
-        kwargs.update(on_select="rerun", selection_mode="single-row",
-                      key=state.key(page_key, "table"))
+        kwargs.update(on_select="rerun",
+                      selection_mode=["single-row", "single-column"] if header_sort
+                      else "single-row",
+                      key=table_key or state.key(page_key, "table"))
     return st.dataframe(part, **kwargs)
 
 

@@ -9,9 +9,24 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from ui import breakdown_view, cache, charts, components, datamap_view, filters, slices_view, state
+from ui import (
+    breakdown_view,
+    cache,
+    charts,
+    components,
+    datamap_view,
+    filters,
+    slices_view,
+    state,
+    subsets_view,
+    url_state,
+)
 
 PAGE = "explore"
+#: A column header clicked in a rows table, applied as the page's one sort on the next run.
+SORT_REQUEST = "explore:header_sort_request"
+#: Bumped after a header click: a new table key clears the column selection.
+TABLE_VERSION = "explore:table_version"
 
 SUMMARY = (
     "Every row of the run with its status and its **predictability**: the share of the "
@@ -187,13 +202,15 @@ def table_section(table: pd.DataFrame, run: Any, path: Any, selected: list | Non
         st.info(f"Showing only the {len(selected):,} rows selected on the map.",
                 icon=":material/select:")
     rows_panel(table, flt, view, run)
+    url_state.sync_explore(table, path)
 
 
 def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> None:
     """Sorted, paged tables of the filtered rows (one or two side by side)."""
     c1, c2, c3 = st.columns([2, 1, 1], vertical_alignment="bottom")
-    sortable = ["row_id", "predictability", "removal_round", *[
+    sortable = ["row_id", "predictability", "removal_round", "status", *[
         c for c in table.columns if c not in cache.AUDIT_COLUMNS]]
+    apply_header_sort(sortable)
     sort_by = c1.selectbox("Sort by", sortable, index=1, key=state.key(PAGE, "sort"))
     descending = c2.toggle("Descending", value=True, key=state.key(PAGE, "desc"))
     page_size = c3.selectbox("Rows per page", [25, 50, 100, 200], index=1,
@@ -213,20 +230,61 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
             with col:
                 part = rows[rows["status"] == status]
                 st.markdown(f"**{status.capitalize()}** ({len(part):,} rows)")
+                st.caption(sort_caption(sort_by, descending, len(part)))
                 _table(part, f"rows_{status}", page_size, text_cols)
         return
     if view in ("retained", "removed"):
         rows = rows[rows["status"] == view]
     st.markdown(f"**{len(rows):,} rows** match")
-    st.caption("Tick a row to read its full text below the table.")
+    st.caption(sort_caption(sort_by, descending, len(rows))
+               + " Tick a row to read its full text below the table.")
     _table(rows, "rows", page_size, text_cols)
     export_filtered(rows, run, everything=len(rows) == len(table))
+    subsets_view.save_panel(rows, flt, view, run)
+
+
+def sort_caption(column: str, descending: bool, n: int) -> str:
+    """Say which one sort orders the table: over all ``n`` matching rows, not the page."""
+    order = "descending" if descending else "ascending"
+    return (f"Sorted by {components.md_escape(column)} ({order}) over all {n:,} matching "
+            "rows; click a column header to sort all of them by it (again to reverse).")
+
+
+def apply_header_sort(sortable: list[str]) -> None:
+    """Turn a header click of the last run into the page's sort (before its widgets).
+
+    ``st.dataframe`` cannot report a header sort, and its own sort would reorder only the
+    50 rows it was sent. The rows tables therefore select columns on a header click (which
+    switches the browser's sort off, see ``components.paged_table``); the clicked column
+    becomes *Sort by* here, so there is one sort, over all filtered rows. Clicking the
+    column already sorted on reverses the direction.
+    """
+    column = st.session_state.pop(SORT_REQUEST, None)
+    if column is None:
+        return
+    if column not in sortable:
+        st.toast(f"Rows cannot be sorted by {components.md_escape(column)}.",
+                 icon=":material/info:")
+        return
+    sort_key, desc_key = state.key(PAGE, "sort"), state.key(PAGE, "desc")
+    if st.session_state.get(sort_key) == column:
+        st.session_state[desc_key] = not st.session_state.get(desc_key, True)
+    else:
+        st.session_state[sort_key] = column
+        st.session_state[desc_key] = column == "predictability"
 
 
 def _table(rows: pd.DataFrame, name: str, page_size: int, text_cols: list[str]) -> None:
     shown = components.with_row_id(rows)
+    version = int(state.get(TABLE_VERSION, 0))
     event = components.paged_table(shown, page_key=state.key(PAGE, f"{name}_page"),
-                                   page_size=page_size, selectable=True)
+                                   page_size=page_size, selectable=True, header_sort=True,
+                                   table_key=state.key(PAGE, f"{name}_table:{version}"))
+    clicked = _selected_column(event)
+    if clicked is not None:
+        state.put(SORT_REQUEST, "row_id" if clicked == shown.columns[0] else clicked)
+        state.put(TABLE_VERSION, version + 1)
+        _rerun_rows()
     selected = _selected_position(event)
     if selected is not None:
         page = int(state.get(state.key(PAGE, f"{name}_page"), 1) or 1)
@@ -235,6 +293,25 @@ def _table(rows: pd.DataFrame, name: str, page_size: int, text_cols: list[str]) 
             with st.container(border=True):
                 st.caption(f"Full text of row {components.md_escape(shown.iloc[position, 0])}")
                 components.full_text(shown.iloc[position], text_cols)
+
+
+def _rerun_rows() -> None:
+    """Rerun the rows fragment only (a full rerun when the page is not in a fragment
+    rerun, e.g. the first run after a click that reran the whole app)."""
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.rerun(scope="fragment")
+    except StreamlitAPIException:
+        st.rerun()
+
+
+def _selected_column(event: Any) -> str | None:
+    try:
+        picked = event.selection.columns  # type: ignore[union-attr]
+    except AttributeError:
+        return None
+    return str(picked[0]) if picked else None
 
 
 def _selected_position(event: Any) -> int | None:

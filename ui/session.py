@@ -16,7 +16,7 @@ import streamlit as st
 from aflite_core import pipeline
 from aflite_core.config import suggest_config
 from aflite_core.filter.policy import filter_units
-from ui import cache, components, jobs, state
+from ui import cache, components, jobs, state, url_state
 
 
 def load_sample() -> str | None:
@@ -84,10 +84,12 @@ def start() -> None:
         state.put(state.AUTOLOAD_DONE, True)
         if state.get_dataset() is None:
             problem = load_sample()
+            url_state.open_run_from_url()  # a shared link's run, before any autorun
             if problem:
                 state.notify(problem + " Load a file on the Data page.", icon=":material/warning:")
             elif state.get_run_path() is None and state.autorun_enabled():
                 audit_sample()
+    url_state.open_run_from_url()
     collect_job()
     notice = state.pop_notice()
     if notice:
