@@ -144,13 +144,23 @@ def overlap(side: Any, paths: tuple[Path, Path]) -> None:
         on_click="ignore", icon=":material/description:", key=state.key(PAGE, "dl_html"))
 
 
+#: Tables up to this many rows are drawn at full height (no inner scrolling), so that the
+#: two columns of a section line up row for row.
+FULL_HEIGHT_ROWS = 15
+
+
+def _height(n_rows: int) -> int | str:
+    return 35 * (n_rows + 1) + 3 if n_rows <= FULL_HEIGHT_ROWS else "auto"
+
+
 def _table(frame: pd.DataFrame | None, absent: str = "Not in this run.") -> None:
     if frame is None or frame.empty:
         st.caption(absent)
         return
     percent = [c for c in frame.columns if str(c).startswith("share") or c == "kept"]
-    st.dataframe(frame.head(MAX_TABLE_ROWS), hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="percent") for c in percent})
+    st.dataframe(frame.head(MAX_TABLE_ROWS), hide_index=True, height=_height(len(frame)),
+                 column_config={c: st.column_config.NumberColumn(format="percent")
+                                for c in percent})
     if len(frame) > MAX_TABLE_ROWS:
         st.caption(f"First {MAX_TABLE_ROWS} of {len(frame):,} rows.")
 
@@ -172,7 +182,8 @@ def _headline(profile: Any) -> None:
          None),
         ("Max |z| after", format_value(h.get("max_abs_z_after")), None),
     ])
-    st.dataframe(profile.headline_table(), hide_index=True)
+    table = profile.headline_table()
+    st.dataframe(table, hide_index=True, height=_height(len(table)))
 
 
 def columns(side: Any) -> None:
