@@ -129,7 +129,8 @@ def test_sidebar_says_when_a_linked_run_is_of_another_file(served_run: Path) -> 
 
 
 def test_header_click_sorts_all_rows_not_the_page(served_run: Path) -> None:
-    at = _link({"run": served_run.name})
+    at = _link({"run": served_run.name, "page": "3"})
+    assert "Rows 101–150 of 4,000" in texts(at)
     table = at.dataframe[-1]
     # header clicks select a column: Streamlit then switches its in-browser sort off
     modes = list(table.proto.selection_mode)
@@ -145,6 +146,14 @@ def test_header_click_sorts_all_rows_not_the_page(served_run: Path) -> None:
     first = scores["hypothesis"].sort_values(kind="stable").head(50)
     assert rows["hypothesis"].tolist() == first.tolist()  # the first 50 of ALL rows
     assert "Sorted by hypothesis (ascending) over all 4,000 matching rows" in texts(at)
+    assert "Rows 1–50 of 4,000" in texts(at)  # a new sort starts on its first page
+    # the same header again reverses the one sort
+    at.session_state["explore:rows_table:1"] = {
+        "selection": {"rows": [], "columns": ["hypothesis"], "cells": []}}
+    at.run()
+    assert at.toggle(key="explore:desc").value is True
+    last = scores["hypothesis"].sort_values(ascending=False, kind="stable").head(50)
+    assert _rows(at)["hypothesis"].tolist() == last.tolist()
     assert _params(at)["sort"] == ["hypothesis"]
 
 

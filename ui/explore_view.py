@@ -257,7 +257,7 @@ def apply_header_sort(sortable: list[str]) -> None:
     50 rows it was sent. The rows tables therefore select columns on a header click (which
     switches the browser's sort off, see ``components.paged_table``); the clicked column
     becomes *Sort by* here, so there is one sort, over all filtered rows. Clicking the
-    column already sorted on reverses the direction.
+    column already sorted on reverses the direction; the tables go back to their first page.
     """
     column = st.session_state.pop(SORT_REQUEST, None)
     if column is None:
@@ -272,6 +272,8 @@ def apply_header_sort(sortable: list[str]) -> None:
     else:
         st.session_state[sort_key] = column
         st.session_state[desc_key] = column == "predictability"
+    for name in ("rows", "rows_retained", "rows_removed"):
+        st.session_state[state.key(PAGE, f"{name}_page")] = 1
 
 
 def _table(rows: pd.DataFrame, name: str, page_size: int, text_cols: list[str]) -> None:
