@@ -46,7 +46,7 @@ SENTINELS = {
     "Audit": "Previous runs",
     "Explore": "Map of the rows",
     "Cues": "PMI, LMI and z side by side",
-    "Report": "Top cues and their cueness change",
+    "Report": "Removal rate by column",
 }
 IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
            " || !/Running/.test(document.querySelector('[data-testid=\"stStatusWidget\"]')"
