@@ -14,7 +14,8 @@ import traceback
 from collections.abc import Sequence
 
 #: Command modules under ``aflite_core.commands``, in the order shown by ``--help``.
-COMMANDS = ("run", "cues", "resources", "export", "report", "compare", "inoculate", "ood")
+COMMANDS = ("run", "cues", "resources", "export", "report", "compare", "inoculate", "ood",
+            "encoders")
 
 #: Exit code for bad input or parameters (the user can fix it).
 EXIT_USAGE = 2

@@ -37,7 +37,7 @@ from aflite_core._validation import (
 from aflite_core._validation import resolve_size as _resolve_size
 from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
 
-REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "sentence_transformers")
+REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "static", "sentence_transformers")
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
 #: Filters an audit can run: AFLite, or the Z-filter (:mod:`aflite_core.filter.zfilter`).
 FILTERS = ("aflite", "z")
@@ -45,7 +45,7 @@ FILTERS = ("aflite", "z")
 #: may set (with ``filter="z"``).
 Z_FILTER_PARAMS = ("alpha", "min_count", "until", "batch_size")
 #: Keyword arguments of ``build_representation`` that ``representation_params`` may set.
-REPRESENTATION_PARAMS = ("n_components", "warmup_fraction", "path", "model")
+REPRESENTATION_PARAMS = ("n_components", "warmup_fraction", "path", "model", "combine")
 #: Dimensions of the default TF-IDF + SVD representation.
 DEFAULT_COMPONENTS = 256
 #: tau of every default audit.
@@ -59,10 +59,11 @@ class AuditConfig:
     Attributes
     ----------
     representation : str, default "tfidf_svd"
-        One of ``tfidf_svd``, ``warmup``, ``precomputed``, ``sentence_transformers``.
+        One of ``tfidf_svd``, ``warmup``, ``precomputed``, ``static``,
+        ``sentence_transformers`` (the last two are text encoders, optional extras).
     representation_params : dict
         Extra arguments of ``build_representation``: ``n_components``, ``warmup_fraction``,
-        ``path`` (precomputed), ``model`` (sentence-transformers).
+        ``path`` (precomputed), ``model`` and ``combine`` (the encoders).
     target_size : int or float, default 0.5
         Rows AFLite keeps: an int, or a fraction in (0, 1) of the filterable rows
         (included rows minus warm-up rows).

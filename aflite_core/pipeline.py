@@ -346,7 +346,7 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     progress.step("representation", f"building the {config.representation} representation",
                   progress.span("representation")[0])
     t0 = time.perf_counter()
-    rep = _build_representation(dataset, config)
+    rep = _build_representation(dataset, config, progress)
     timings["representation"] = round(time.perf_counter() - t0, 3)
     progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
                   progress.span("representation")[1])
@@ -418,10 +418,12 @@ def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress
     return measures
 
 
-def _build_representation(dataset, config: AuditConfig):
-    from aflite_core.represent.builders import build_representation
+def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None):
+    from aflite_core.represent.builders import ENCODER_METHODS, build_representation
 
     kwargs = {k: v for k, v in config.representation_params.items() if v is not None}
+    if progress is not None and config.representation in ENCODER_METHODS:
+        kwargs["callback"] = progress.sub("representation", progress.span("representation"))
     return build_representation(
         dataset, config.representation, random_state=config.random_state, **kwargs
     )

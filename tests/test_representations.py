@@ -335,11 +335,17 @@ def test_sentence_transformers_missing_says_how_to_install(monkeypatch, with_exc
 def test_sentence_transformers_encodes_blocks_from_a_local_path(
     monkeypatch, tmp_path, with_excluded
 ):
+    """The loader's contract with a stand-in model (the real library: tests/test_encoders.py)."""
+    from aflite_core.represent import encoders
+
     loaded = []
 
     class FakeModel:
-        def __init__(self, source):
-            loaded.append(source)
+        def __init__(self, source, **kw):
+            loaded.append((source, kw))
+
+        def get_sentence_embedding_dimension(self):
+            return 2
 
         def encode(self, texts, **kw):
             return np.array([[len(t), t.count(" ")] for t in texts], dtype=np.float64)
@@ -347,18 +353,22 @@ def test_sentence_transformers_encodes_blocks_from_a_local_path(
     fake = types.ModuleType("sentence_transformers")
     fake.SentenceTransformer = FakeModel
     monkeypatch.setitem(sys.modules, "sentence_transformers", fake)
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
+    encoders._LOADED.clear()
     folder = tmp_path / "my-model"
     folder.mkdir()
-    rep = build_representation(with_excluded, "sentence_transformers", model=str(folder))
-    assert loaded == [str(folder)] and rep.params["local"] is True
+    rep = build_representation(with_excluded, "sentence_transformers", model=str(folder),
+                               combine="concat")
+    assert loaded == [(str(folder.resolve()), {"device": "cpu"})] and rep.params["local"] is True
     assert rep.X.shape == (58, 4) and rep.X.dtype == np.float32
     hyps, prems = with_excluded.hypotheses(), with_excluded.premises()
-    assert rep.X[0].tolist() == [
-        len(hyps[0]),
-        hyps[0].count(" "),
+    assert rep.X[0].tolist() == [  # [u, v]: premise, then hypothesis
         len(prems[0]),
         prems[0].count(" "),
+        len(hyps[0]),
+        hyps[0].count(" "),
     ]
+    encoders._LOADED.clear()
 
 
 # ------------------------------------------------------------------ parameters

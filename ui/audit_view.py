@@ -124,19 +124,69 @@ def _representation_widgets(dataset: Any, defaults: Any) -> tuple[str, dict, boo
             key=_wkey("warmup_fraction", dataset)))
     if representation == "precomputed":
         ready = _embeddings_input(dataset, embeddings, rep_params)
-    if representation == "sentence_transformers":
-        rep_params["model"] = st.text_input(
-            "Model name or local folder", key=_wkey("model", dataset),
-            placeholder="e.g. /models/all-MiniLM-L6-v2")
-        if importlib.util.find_spec("sentence_transformers") is None:
-            components.show_error("sentence-transformers is not installed.",
-                                  hint="Install it with `pip install sentence-transformers`, "
-                                       "or pick another representation.")
-            ready = False
-        elif not rep_params["model"]:
-            st.caption("Give a model name or folder (a name may download the model).")
-            ready = False
+    if representation in ("static", "sentence_transformers"):
+        ready = _encoder_widgets(dataset, representation, rep_params)
     return representation, rep_params, ready
+
+
+def _encoder_widgets(dataset: Any, family: str, rep_params: dict) -> bool:
+    """Model, pair combination and the time estimate of a text encoder; return ready."""
+    from aflite_core.represent import encoders
+
+    packaged = [m.name for m in encoders.PACKAGED_MODELS.values()
+                if m.family == family and m.folder() is not None]
+    c1, c2 = st.columns([3, 2])
+    rep_params["model"] = c1.text_input(
+        "Model: local folder or name", value=packaged[0] if packaged else "",
+        key=_wkey(f"model:{family}", dataset), help=params.HELP["encoder_model"],
+        placeholder="e.g. /models/potion-base-8M" if family == "static"
+        else "e.g. all-MiniLM-L6-v2").strip()
+    if dataset.premises() is not None:
+        modes = list(encoders.COMBINE_MODES)
+        rep_params["combine"] = c2.selectbox(
+            "Premise and hypothesis", modes, index=modes.index(encoders.DEFAULT_COMBINE),
+            format_func=params.COMBINE_NAMES.get, help=params.HELP["combine"],
+            key=_wkey("combine", dataset))
+    if importlib.util.find_spec(encoders._MODULE[family]) is None:
+        components.show_error(f"The {family.replace('_', '-')} extra is not installed.",
+                              hint=f"Install it with `{encoders.INSTALL[family]}` (or `pip "
+                                   "install -r requirements-encoders.txt`, see "
+                                   "docs/representations.md), or pick another representation.")
+        return False
+    if not rep_params["model"]:
+        st.caption("Give a model folder or name (a name that is not local may download it).")
+        return False
+    distinct = _distinct_texts(dataset, rep_params.get("combine"))
+    seconds = encoders.estimate_seconds(family, rep_params["model"], distinct)
+    st.caption(f"Embedding {distinct:,} distinct texts: about {_duration(seconds)} on a 2-core "
+               "laptop (measured by benchmarks/bench_representations.py); embeddings are "
+               "cached, so a later run on the same texts and model starts at once.")
+    return True
+
+
+_DISTINCT: dict[tuple, int] = {}
+
+
+def _distinct_texts(dataset: Any, combine: str | None) -> int:
+    """Distinct hypotheses (plus distinct premises unless hypothesis-only) of the dataset."""
+    key = (dataset.content_hash, combine == "hypothesis")
+    if key not in _DISTINCT:
+        n = len(set(dataset.hypotheses()))
+        premises = dataset.premises()
+        if premises is not None and combine != "hypothesis":
+            n += len(set(premises))
+        _DISTINCT[key] = n
+    return _DISTINCT[key]
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 1:
+        return "under a second"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:

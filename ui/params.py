@@ -30,6 +30,11 @@ HELP = {
               "rows until no hypothesis word's label distribution differs significantly "
               "from the data's (|z| under the Bonferroni threshold) or the target size is "
               "reached. m, t, k, τ and the strategy are AFLite's only.",
+    "encoder_model": "A local model folder, a model that ships inside an installed package "
+                     "(e.g. all-MiniLM-L6-v2 from requirements-encoders-pretrained.txt), or a "
+                     "Hugging Face name (which may download it).",
+    "combine": "How the premise (u) and hypothesis (v) embeddings make one row of Φ; each "
+               "side is embedded once and cached, so switching costs no re-embedding.",
 }
 
 #: Human names of the representations.
@@ -37,7 +42,15 @@ REPRESENTATION_NAMES = {
     "tfidf_svd": "TF-IDF + SVD (built in, fast)",
     "warmup": "Warm-up model (the paper's recipe)",
     "precomputed": "Uploaded embeddings (.npy / .npz / .parquet)",
+    "static": "Static embeddings, model2vec format (optional extra, fast)",
     "sentence_transformers": "Sentence-transformers model (optional extra)",
+}
+
+#: Display names of the encoders' pair combinations (u = premise, v = hypothesis).
+COMBINE_NAMES = {
+    "interaction": "[u, v, |u−v|, u·v] (pairs; default)",
+    "concat": "[u, v] concatenated",
+    "hypothesis": "hypothesis only (v)",
 }
 
 #: Display names of the filters.

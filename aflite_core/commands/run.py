@@ -31,7 +31,7 @@ _PARAMETER_FLAGS = {
     "slice_size": "--slice-size", "n_partitions": "--partitions", "tau": "--tau",
     "random_state": "--seed", "strategy": "--strategy", "measures": "--measures",
     "representation": "--representation", "n_components": "--n-components",
-    "warmup_fraction": "--warmup-fraction",
+    "warmup_fraction": "--warmup-fraction", "combine": "--combine",
     "filter": "--filter", "alpha": "--z-alpha", "until": "--z-until",
 }  # fmt: skip
 
@@ -77,18 +77,19 @@ def parse_size(text: str) -> int | float:
 
 
 def parse_representation(text: str) -> tuple[str, dict]:
-    """``tfidf-svd`` | ``warmup`` | ``precomputed:PATH`` | ``sentence-transformers:NAME``."""
+    """``tfidf-svd`` | ``warmup`` | ``precomputed:PATH`` | ``static:NAME`` |
+    ``sentence-transformers:NAME``."""
     method, _, arg = text.partition(":")
     key = method.strip().lower().replace("-", "_")
     if key in ("tfidf_svd", "warmup") and not arg:
         return key, {}
     if key == "precomputed" and arg:
         return key, {"path": arg}
-    if key == "sentence_transformers" and arg:
+    if key in ("static", "sentence_transformers") and arg:
         return key, {"model": arg}
     raise argparse.ArgumentTypeError(
-        "expected tfidf-svd, warmup, precomputed:PATH or sentence-transformers:NAME, "
-        f"got {text!r}"
+        "expected tfidf-svd, warmup, precomputed:PATH, static:NAME or "
+        f"sentence-transformers:NAME, got {text!r}"
     )
 
 
@@ -133,8 +134,13 @@ def register(subparsers: Any) -> None:
     a = p.add_argument_group("representation and AFLite")
     a.add_argument("--representation", type=parse_representation, default=("tfidf_svd", {}),
                    metavar="R",
-                   help="tfidf-svd (default) | warmup | precomputed:PATH | "
-                        "sentence-transformers:NAME")
+                   help="tfidf-svd (default) | warmup | precomputed:PATH | static:NAME | "
+                        "sentence-transformers:NAME (NAME: a model folder, a packaged model "
+                        "such as all-MiniLM-L6-v2, or a hub name, which may download it; see "
+                        "docs/representations.md)")
+    a.add_argument("--combine", choices=("hypothesis", "concat", "interaction"), default=None,
+                   help="encoders: premise u and hypothesis v as v, [u, v] or "
+                        "[u, v, |u-v|, u*v] (default interaction)")
     a.add_argument("--n-components", type=int, metavar="D",
                    help="SVD / warm-up hidden dimension (default 256)")
     a.add_argument("--warmup-fraction", type=float, metavar="F",
@@ -282,6 +288,8 @@ def audit_config(args: argparse.Namespace, n_rows: int):
         rep_params["n_components"] = args.n_components
     if args.warmup_fraction is not None:
         rep_params["warmup_fraction"] = args.warmup_fraction
+    if getattr(args, "combine", None) is not None:
+        rep_params["combine"] = args.combine
     challenges = getattr(args, "challenge", None)
     if challenges:
         measures = tuple(dict.fromkeys([*config.measures, "ood"]))

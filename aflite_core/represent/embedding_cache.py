@@ -1,0 +1,154 @@
+"""On-disk cache of text embeddings, keyed by model id and content hash (``.npy`` only).
+
+An encoder embeds each *distinct* text once. :func:`cached_embed` sorts the distinct texts of
+a list (so the key depends on which texts there are, not on row order or repetition), looks
+for ``emb-<key>.npy`` in the cache folder and, on a miss, embeds them and writes that file.
+The key is the SHA-256 of :data:`CACHE_VERSION`, the encoder's model id (its family, name and
+a fingerprint of its files, see :mod:`aflite_core.represent.encoders`) and the SHA-256 of the
+sorted distinct texts. The file holds one float32 row per distinct text, in sorted order; it is
+read with ``allow_pickle=False`` and nothing but ``.npy`` files is ever written there.
+
+Premises and hypotheses are cached separately, so every way of combining them (hypothesis
+only, concatenation, ``[u, v, |u-v|, u*v]``) and every run over the same texts reuses the same
+two files. A file that is unreadable or has the wrong shape is a miss (recomputed and
+overwritten); a cache folder that cannot be written only costs time.
+
+Location: :func:`default_cache_dir` (``$AFLITE_CACHE_DIR/embeddings``, else
+``$XDG_CACHE_HOME/aflite-audit/embeddings``, else ``~/.cache/aflite-audit/embeddings``), the
+folder the annotation and projection caches use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CACHE_VERSION", "cache_key", "cache_path", "cached_embed", "default_cache_dir",
+           "texts_digest"]
+
+#: Bump when the way embeddings are computed changes, so stale files are not reused.
+CACHE_VERSION = "1"
+_PREFIX = "emb-"
+
+
+def default_cache_dir() -> Path:
+    """``<annotation cache folder>/embeddings`` (``$AFLITE_CACHE_DIR`` is respected)."""
+    from aflite_core.cues.linguistic import default_cache_dir as base
+
+    return base() / "embeddings"
+
+
+def distinct_texts(texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """``(codes, uniques)``: the sorted distinct texts and each row's index into them."""
+    codes, uniques = pd.factorize(pd.Series(list(texts), dtype=object).fillna(""), sort=True)
+    return codes.astype(np.int64, copy=False), [str(t) for t in uniques]
+
+
+def texts_digest(uniques: Sequence[str]) -> str:
+    """SHA-256 of a list of texts (NUL-separated, with the count)."""
+    digest = hashlib.sha256()
+    for start in range(0, len(uniques), 50_000):
+        digest.update("\x00".join(uniques[start : start + 50_000]).encode("utf-8", "replace"))
+        digest.update(b"\x01")
+    digest.update(str(len(uniques)).encode())
+    return digest.hexdigest()
+
+
+def cache_key(model_id: str, digest: str) -> str:
+    """File stem for a model id and a :func:`texts_digest`."""
+    raw = "|".join((CACHE_VERSION, model_id, digest))
+    return _PREFIX + hashlib.sha256(raw.encode("utf-8")).hexdigest()[:40]
+
+
+def cache_path(cache_dir: str | os.PathLike, model_id: str, texts: Sequence[str]) -> Path:
+    """Where the embeddings of ``texts`` by ``model_id`` are (or would be) cached."""
+    _, uniques = distinct_texts(texts)
+    return Path(cache_dir) / f"{cache_key(model_id, texts_digest(uniques))}.npy"
+
+
+def _load(path: Path, n_rows: int) -> np.ndarray | None:
+    if not path.is_file():
+        return None
+    try:
+        E = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None  # truncated or foreign file: recompute and overwrite
+    if E.dtype != np.float32 or E.ndim != 2 or len(E) != n_rows or not np.isfinite(E).all():
+        return None
+    return E
+
+
+def _save(path: Path, E: np.ndarray) -> bool:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".npy")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.save(handle, E, allow_pickle=False)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError:
+        return False  # read-only or full cache folder: the run goes on without the cache
+    return True
+
+
+def cached_embed(
+    embed: Callable[[list[str]], np.ndarray],
+    model_id: str,
+    texts: Sequence[str],
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    use_cache: bool = True,
+) -> tuple[np.ndarray, dict]:
+    """Embeddings of ``texts`` (one float32 row per text), each distinct text embedded once.
+
+    Parameters
+    ----------
+    embed : callable
+        ``embed(distinct_texts) -> array (n_distinct, d)``; called only on a cache miss.
+    model_id : str
+        Identifies the encoder (family, name, fingerprint of its files).
+    texts : sequence of str
+    cache_dir : path, optional
+        Default :func:`default_cache_dir`.
+    use_cache : bool, default True
+        False: neither read nor write the cache.
+
+    Returns
+    -------
+    X : numpy.ndarray
+        float32, shape (len(texts), d), C-contiguous.
+    info : dict
+        ``cache`` ("hit", "miss" or "off"), ``path`` (the cache file or None),
+        ``n_texts``, ``n_distinct``.
+    """
+    codes, uniques = distinct_texts(texts)
+    info: dict = {"n_texts": len(codes), "n_distinct": len(uniques), "cache": "off",
+                  "path": None}
+    path = None
+    E = None
+    if use_cache:
+        folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+        path = folder / f"{cache_key(model_id, texts_digest(uniques))}.npy"
+        info["path"] = str(path)
+        E = _load(path, len(uniques))
+        info["cache"] = "hit" if E is not None else "miss"
+    if E is None:
+        if uniques:
+            E = np.ascontiguousarray(np.asarray(embed(uniques)), dtype=np.float32)
+        else:
+            E = np.zeros((0, 0), dtype=np.float32)
+        if E.ndim != 2 or len(E) != len(uniques):
+            raise ValueError(f"encoder {model_id!r}: expected {len(uniques)} embedding rows, "
+                             f"got shape {E.shape}")
+        if path is not None and len(uniques) and not _save(path, E):
+            info["path"] = None
+    return np.ascontiguousarray(E[codes]), info
