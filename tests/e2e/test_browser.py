@@ -97,8 +97,11 @@ def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_p
     nav(page, "Explore")
     page.get_by_text("Map of the rows").wait_for(timeout=PAGE_TIMEOUT_MS)
     charts = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot")
-    charts.nth(2).wait_for(timeout=PAGE_TIMEOUT_MS)
-    assert charts.count() == 3
+    charts.nth(3).wait_for(timeout=PAGE_TIMEOUT_MS)
+    # the histogram, the removals per round, the 2-D map and the data map
+    assert charts.count() == 4
+    datamap = charts.nth(3)
+    assert datamap.locator("canvas, .scatterlayer .point").count() > 0
     histogram = charts.nth(0)
     assert histogram.locator(".barlayer .point").count() > 0  # bars of the histogram
     scatter = charts.nth(2)
