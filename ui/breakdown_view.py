@@ -70,7 +70,9 @@ def report_panel(run: Any, path: str | Path) -> None:
                    f"{breakdown.MAX_VALUES} distinct values to break the removals down by.")
         return
     label = run.columns.get("label")
-    default = next((c for c in offered if c != label), offered[0])
+    own = set(map(str, run.frame.columns))  # the dataset's columns before the measures'
+    default = next((c for c in offered if c in own and c != label),
+                   label if label in offered else offered[0])
     column = st.selectbox("Column", offered, index=offered.index(default),
                           key=state.key("report", "breakdown_column"),
                           help="Any column of the dataset with few distinct values (a genre, "
