@@ -283,12 +283,16 @@ def table(rows: list[dict]) -> str:
             "| warm | AFLite retained hyp-only | random (sd) | removed (pp) |")
     lines = [head, "|" + "---|" * 10]
     for r in rows:
+        name = r["representation"]
+        if name.startswith("static:"):  # a folder: its name says enough
+            name = "static:" + Path(name.partition(":")[2]).name
+        sd = r.get("hyp_only_random_sd")
         lines.append(
-            f"| {r['representation']} | {r['dim']} | {_fmt(r['pair'])} | "
+            f"| {name} | {r['dim']} | {_fmt(r['pair'])} | "
             f"{_fmt(r.get('concat'))} | {_fmt(r['hyp'])} | "
             f"{_fmt(r['cold_wall_per_1k'], '.3f')} ({_fmt(r['cold_cpu_per_1k'], '.3f')}) | "
             f"{_fmt(r.get('warm_wall_per_1k'), '.3f')} | {_fmt(r.get('hyp_only_retained'))} | "
-            f"{_fmt(r.get('hyp_only_random'))} ({_fmt(r.get('hyp_only_random_sd'))}) | "
+            f"{_fmt(r.get('hyp_only_random'))}{'' if sd is None else f' ({sd:.4f})'} | "
             f"{_fmt(r.get('removed_pp'), '+.2f')} |")
     return "\n".join(lines)
 
