@@ -105,9 +105,20 @@ def make_sentence_transformer(folder: Path) -> Path:
 
     bert = folder / "bert"
     bert.mkdir(parents=True)
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordPiece
+
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *WORDS]
-    (bert / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    tokenizer = BertTokenizerFast(vocab_file=str(bert / "vocab.txt"))
+    backend = Tokenizer(WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=True)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tokenizer = BertTokenizerFast(tokenizer_object=backend, unk_token="[UNK]",
+                                  pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]",
+                                  mask_token="[MASK]")
+    assert len(tokenizer.tokenize("a man is playing")) == 4  # real words, not [UNK]
     config = BertConfig(vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1,
                         num_attention_heads=2, intermediate_size=32,
                         max_position_embeddings=64)
@@ -335,6 +346,7 @@ def test_sentence_transformers_real_model_from_a_folder(tmp_path, pairs, cache_d
     U = reference.encode(pairs.premises(), convert_to_numpy=True)
     assert rep.X.shape == (8, 32) and rep.X.dtype == np.float32
     np.testing.assert_allclose(rep.X, np.hstack([U, V]), rtol=1e-4, atol=1e-5)
+    assert len({tuple(np.round(r, 4)) for r in V}) == 8  # eight hypotheses, eight rows
     assert rep.params["local"] is True and rep.params["encoder_dim"] == 16
     assert events and events[-1]["fraction"] == 1.0
     again = build_representation(pairs, "sentence_transformers", model=str(folder),
@@ -475,3 +487,29 @@ def test_audit_page_offers_the_encoders_with_a_time_estimate(tmp_path, monkeypat
         "sentence_transformers").run()
     assert_clean(at)
     assert "distinct texts: about" in texts(at) or "Give a model folder" in texts(at)
+
+
+def test_distill_a_static_model_from_a_sentence_transformer(tmp_path, pairs, cache_dir):
+    """`encoders distill`: a model2vec folder that the static family then loads."""
+    from aflite_core.cli import main
+
+    folder = make_sentence_transformer(tmp_path)
+    need("model2vec")
+    out = tmp_path / "static"
+    assert main(["encoders", "distill", str(folder), "--out", str(out), "--dims", "8"]) == 0
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {
+        p.name for p in out.iterdir()}
+    rep = build_representation(pairs, "static", model=str(out), combine="hypothesis")
+    assert rep.X.shape == (8, 8) and np.isfinite(rep.X).all()
+    norms = np.linalg.norm(rep.X, axis=1)
+    np.testing.assert_allclose(norms[norms > 0], 1.0, rtol=1e-5)  # normalised, as configured
+    assert len({tuple(np.round(r, 5)) for r in rep.X}) > 4  # texts differ, so do rows
+
+
+def test_encoders_list_command(capsys):
+    from aflite_core.cli import main
+
+    assert main(["encoders", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "static: model2vec" in out and "all-MiniLM-L6-v2" in out
+    assert "embedding cache:" in out
