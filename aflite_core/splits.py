@@ -284,10 +284,10 @@ def cv_folds(labels: Sequence, *, n_splits: int = 5, groups: Sequence | None = N
     labels : sequence
     n_splits : int >= 2, default 5
     groups : sequence, optional
-        Group per row: a group's rows are all in one test fold (scikit-learn's
-        ``StratifiedGroupKFold``, or ``GroupKFold`` when a label has fewer than ``n_splits``
-        rows). Without groups: ``StratifiedKFold``, or ``KFold`` when a label has fewer than
-        ``n_splits`` rows.
+        Group per row: a group's rows are all in one test fold (whole groups dealt to the
+        folds by majority label and size, see :func:`_stratified_group_fold`; scikit-learn's
+        ``GroupKFold`` when a label has fewer than ``n_splits`` rows). Without groups:
+        ``StratifiedKFold``, or ``KFold`` when a label has fewer than ``n_splits`` rows.
     random_state : int or None, default 0
         Shuffles the rows (groups) before they are dealt into folds.
 
@@ -298,7 +298,6 @@ def cv_folds(labels: Sequence, *, n_splits: int = 5, groups: Sequence | None = N
     from sklearn.model_selection import (
         GroupKFold,
         KFold,
-        StratifiedGroupKFold,
         StratifiedKFold,
     )
 
@@ -319,10 +318,38 @@ def cv_folds(labels: Sequence, *, n_splits: int = 5, groups: Sequence | None = N
         raise ValueError(f"groups: expected at least n_splits={n_splits} groups for "
                          f"{n_splits}-fold cross-validation, got {n_groups}")
     if stratified:
-        cv = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
-    else:
-        cv = GroupKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
+        fold = _stratified_group_fold(y, codes, n_splits, random_state)
+        rows = np.arange(len(y))
+        return [(rows[fold != f], rows[fold == f]) for f in range(n_splits)]
+    cv = GroupKFold(n_splits=n_splits, shuffle=True, random_state=random_state)
     return list(cv.split(X, y, codes))
+
+
+def _stratified_group_fold(y: np.ndarray, codes: np.ndarray, n_splits: int,
+                           random_state: int | None) -> np.ndarray:
+    """Fold of every row: whole groups dealt so that folds match in size and labels.
+
+    Groups are ordered by their majority label, then by size (largest first), ties in a
+    seeded random order, and dealt to the folds in a snake order (0..k-1, k-1..0, ...): each
+    fold gets every k-th group of each label's run, so sizes and label shares come out even.
+    Vectorised: scikit-learn's ``StratifiedGroupKFold`` loops over groups in Python (5 s per
+    call on 65,000 SNLI premise groups, called for every subset a baseline cross-validates).
+    """
+    _, y_codes = np.unique(y, return_inverse=True)
+    _, g = np.unique(codes, return_inverse=True)
+    n_groups, n_classes = int(g.max()) + 1, int(y_codes.max()) + 1
+    counts = np.zeros((n_groups, n_classes), dtype=np.int64)
+    np.add.at(counts, (g, y_codes), 1)
+    size = counts.sum(axis=1)
+    majority = counts.argmax(axis=1)
+    tie = make_rng(random_state).permutation(n_groups)
+    order = np.lexsort((tie, -size, majority))
+    position = np.arange(n_groups)
+    lap, step = np.divmod(position, n_splits)
+    dealt = np.where(lap % 2 == 0, step, n_splits - 1 - step)
+    group_fold = np.empty(n_groups, dtype=np.int64)
+    group_fold[order] = dealt
+    return group_fold[g]
 
 
 # --------------------------------------------------------------------------------------

@@ -172,3 +172,26 @@ def test_holdout_split_description_says_grouped():
     assert "grouped: 5 groups" in s.description and "(why)" in s.description
     assert _no_group_straddles(groups, s.test)
     assert s.test.sum() == 8  # two whole groups: exactly 4 of each label
+
+
+def test_grouped_folds_are_balanced_in_size_and_labels(snli_dev):
+    """The vectorised stratified group folds: groups never straddle, every row is tested
+    once, sizes and label shares within a few per cent of the whole, seeded."""
+    premises, labels = snli_dev
+    folds = cv_folds(labels, n_splits=3, groups=premises, random_state=0)
+    overall = pd.Series(labels).value_counts(normalize=True)
+    tested = np.concatenate([test for _, test in folds])
+    assert np.array_equal(np.sort(tested), np.arange(len(labels)))
+    for train, test in folds:
+        assert not set(premises[train]) & set(premises[test])
+        assert abs(len(test) - len(labels) / 3) < 0.02 * len(labels)
+        shares = pd.Series(labels[test]).value_counts(normalize=True)
+        assert (shares.reindex(overall.index) - overall).abs().max() < 0.02
+    again = cv_folds(labels, n_splits=3, groups=premises, random_state=0)
+    other = cv_folds(labels, n_splits=3, groups=premises, random_state=1)
+    assert all(np.array_equal(a[1], b[1]) for a, b in zip(folds, again, strict=True))
+    assert not all(np.array_equal(a[1], b[1]) for a, b in zip(folds, other, strict=True))
+    # one huge group and many small ones: the huge one is a fold of its own
+    big = np.where(np.arange(3000) < 900, "big", np.arange(3000).astype(str))
+    folds = cv_folds(labels[:3000], n_splits=3, groups=big, random_state=0)
+    assert any(set(big[test]) >= {"big"} for _, test in folds)
