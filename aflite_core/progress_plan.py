@@ -20,10 +20,10 @@ __all__ = ["FIXED_SECONDS", "SECONDS_PER_100K", "expected_seconds", "stage_spans
 
 #: Seconds per 100,000 audited rows of the stages outside the measures (two cores).
 SECONDS_PER_100K: dict[str, float] = {
-    "representation": 5.0,
+    "representation": 6.2,
     "aflite": 3.0,
-    "write": 1.0,
-    "report": 0.3,
+    "write": 0.6,
+    "report": 0.7,
 }
 
 #: Seconds any stage takes whatever the size (imports, small fixed work).

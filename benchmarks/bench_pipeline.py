@@ -21,7 +21,8 @@ Floors:
 - write: one Parquet write of the frame.
 
 It also checks the ETA: the CLI prints the overall fraction at every stage change; at each
-line with fraction f >= 5 % after t seconds, the dashboard's estimate ``t (1 - f) / f`` is
+line with fraction f >= 5 % after t seconds (counted from the first progress line, as the
+dashboard counts from the start of the audit), the estimate ``t (1 - f) / f`` is
 compared with the time that really remained, and the worst factor (max of estimate/actual
 and actual/estimate, lines with at least 2 s left) is printed.
 
@@ -134,8 +135,12 @@ def _audit(repo: Path, data: Path, out: Path, timeout: float
 def eta_factor(progress: list[tuple[float, float]], wall: float) -> float | None:
     """Worst factor between the ETA the dashboard would show and the time really left."""
     worst = None
+    if not progress:
+        return None
+    start = progress[0][0]  # the dashboard's clock starts with the audit, after loading
     for t, f in progress:
         left = wall - t
+        t -= start
         if f < 0.05 or f >= 1.0 or left < 2.0:
             continue
         eta = t * (1 - f) / f

@@ -78,5 +78,5 @@ MEASURE = Measure(
     tables=tables,
     exports={"cues": FILE},
     order=10,
-    cost=0.5,
+    cost=0.8,  # seconds per 100k rows (bench_pipeline.py)
 )

@@ -201,7 +201,7 @@ MEASURE = Measure(
     tables=tables,
     exports={"datamap": FILE},
     order=12,
-    cost=0.01,
+    cost=0.1,  # seconds per 100k rows (bench_pipeline.py)
     row_columns=row_columns,
     options=(
         Option("ambiguous_variability", "Ambiguous: variability at least",

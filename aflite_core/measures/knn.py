@@ -773,6 +773,7 @@ MEASURE = Measure(
     compute=_knn,
     files=("knn.parquet", "knn_examples.parquet"),
     order=20,
+    cost=10.5,  # seconds per 100k rows (bench_pipeline.py; queries capped)
     tables=_knn_tables,
     exports={"knn": "knn.parquet"},
     options=(Option("n_random_draws", "KNN random-removal draws", 3, minimum=1, maximum=10,

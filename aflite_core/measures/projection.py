@@ -295,6 +295,7 @@ MEASURE = Measure(
     compute=_projection,
     files=("projection.parquet",),
     order=30,
+    cost=0.8,  # seconds per 100k rows (bench_pipeline.py; PCA above 20k rows)
     exports={"projection": "projection.parquet"},
     options=(
         Option(

@@ -192,7 +192,7 @@ MEASURE = Measure(
     tables=tables,
     exports={"pvi": FILE},
     order=45,
-    cost=0.5,
+    cost=11.5,  # seconds per 100k rows (bench_pipeline.py)
     row_columns=row_columns,
     options=(
         Option("n_splits", "PVI folds", 5, minimum=2, maximum=10,
