@@ -190,3 +190,38 @@ def test_below_majority_gets_a_warning_with_likely_causes():
     assert "group column" in warnings[0] and "tiny subset" not in warnings[0]
     assert "tiny subset (150 rows)" in warnings[1] and "label shift" in warnings[1]
     assert below_majority_warnings("x", parts, grouped=True)[0].count("group column") == 0
+
+
+def test_sample_rows_takes_whole_groups_and_is_seeded():
+    from aflite_core.measures.baselines import sample_rows
+
+    assert np.array_equal(sample_rows(50, 100), np.arange(50))
+    plain = sample_rows(1000, 300, random_state=1)
+    assert len(plain) == 300 and np.array_equal(plain, np.sort(plain))
+    assert np.array_equal(plain, sample_rows(1000, 300, random_state=1))
+    groups = np.repeat(np.arange(250), 4)
+    grouped = sample_rows(1000, 301, groups=groups, random_state=0)
+    assert 301 <= len(grouped) < 305  # whole groups of 4 until the size is reached
+    taken = set(groups[grouped])
+    assert all(np.isin(np.flatnonzero(np.isin(groups, list(taken))), grouped))
+
+
+def test_large_data_baselines_run_on_a_reported_sample(snli_dir, tmp_path):
+    """Above max_rows the baselines cross-validate a seeded sample and say so, with the
+    binomial standard error of the retained accuracy (issue 15: no silent slowness)."""
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:2400]
+    dataset = load_dataset(frame, name="dev2400", group="")
+    config = AuditConfig(representation_params={"n_components": 32}, n_partitions=8,
+                         target_size=0.6, measures=("baselines",),
+                         measure_params={"baselines": {"max_rows": 1200}})
+    path = run_audit(dataset, config, runs_root=tmp_path)
+    block = json.loads((path / "baselines.json").read_text())["hypothesis_only"]
+    sample = block["sample"]
+    assert sample == {**sample, "sampled": True, "n_rows_sampled": 1200}
+    assert sample["n_rows_total"] >= 2400 - 10  # the filterable rows
+    assert block["full"]["n_rows"] == 1200
+    acc, n = block["retained"]["accuracy"], block["retained"]["n_rows"]
+    assert sample["sampling_se_pp"] == pytest.approx(100 * np.sqrt(acc * (1 - acc) / n))
