@@ -392,10 +392,11 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     factor = progress_plan.REPRESENTATION_FACTOR.get(config.representation, 1.0)
     stages = [("representation", per_100k["representation"] * factor),
               ("aflite", per_100k["aflite"]), ("write", per_100k["write"])]
-    stages += [(m.name, m.cost) for m in registry.measures() if m.name in config.measures]
+    n_rows = len(dataset.labels())
+    stages += [(m.name, m.cost(n_rows) if callable(m.cost) else m.cost)
+               for m in registry.measures() if m.name in config.measures]
     if config.report:
         stages.append(("report", per_100k["report"]))
-    n_rows = len(dataset.labels())
     return progress_plan.stage_spans(progress_plan.expected_seconds(stages, n_rows))
 
 

@@ -218,10 +218,11 @@ class Measure:
         Export name -> file name, for ``python -m aflite_core export --what NAME``.
     options : tuple of Option
         Options offered by the dashboard's parameter form.
-    cost : float
+    cost : float or callable
         Expected seconds per 100,000 audited rows on two cores (``bench_pipeline.py``): the
         measure's share of the progress bar, hence of the ETA (see
-        :mod:`aflite_core.progress_plan`).
+        :mod:`aflite_core.progress_plan`); a callable gets the number of audited rows (for a
+        measure that samples above some size).
     inputs : tuple of str
         Parameters the user must supply that the parameter form cannot offer (files,
         e.g. ``("challenges",)``); the form lists such a measure as unavailable and says
@@ -242,7 +243,7 @@ class Measure:
     tables: Callable[[Any], dict[str, pd.DataFrame]] | None = None
     exports: Mapping[str, str] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
-    cost: float = 1.0
+    cost: float | Callable[[int], float] = 1.0
     inputs: tuple[str, ...] = ()
     row_columns: Callable[[Any], pd.DataFrame] | None = None
 
