@@ -42,6 +42,10 @@ def _explore(path):
 def test_explore_draws_the_data_map_and_filters_by_pvi_and_region(runs_root, datamap_run):
     at = _explore(datamap_run)
     assert_clean(at)
+    # drawn on request (it costs half a second of every page switch)
+    assert len(at.get("plotly_chart")) == 3
+    at.toggle(key="explore:dm_show").set_value(True).run()
+    assert_clean(at)
     # histogram, removal per round, the 2-D map and the data map
     assert len(at.get("plotly_chart")) == 4
     table = pd.read_parquet(datamap_run / "datamap.parquet")

@@ -79,8 +79,14 @@ def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] 
     ``selected`` (from the 2-D map) and a selection drawn here are intersected, so both maps
     filter the example table below the same way.
     """
+    shown = st.toggle("**Data map** (confidence × variability of AFLite's held-out "
+                      "predictions)", key=state.key(PAGE, "dm_show"),
+                      help="Drawn on request: its chart costs about half a second of every "
+                           "Explore page switch (bench_dashboard.py). The PVI and region "
+                           "filters below work either way; the Report shows the map too.")
+    if not shown:
+        return selected
     table = cache.datamap_table(path)
-    st.markdown("**Data map** (confidence × variability of AFLite's held-out predictions)")
     if table.empty:
         st.caption("This run has no data map (the *Data map* measure was not computed). Tick "
                    "it on the Audit page to get one.")
