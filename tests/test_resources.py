@@ -178,3 +178,38 @@ def test_cli_cues_warns_about_unavailable_families(empty_nltk_path, snli_dir, ca
     err = capsys.readouterr().err
     assert "warning: tense features unavailable" in err
     assert DOWNLOAD_COMMAND in err
+
+
+def test_a_group_writable_install_is_named_with_its_fix(tmp_path, monkeypatch, capsys):
+    """NLTK (>= 3.10) refuses data another account could write; a package installed with
+    umask 002 has group-writable folders. The error and `resources` say so and give the fix,
+    instead of suggesting a download that would not help."""
+    import os
+    import shutil
+    import stat
+
+    copy = tmp_path / "nltk_data"
+    (copy / "corpora").mkdir(parents=True)
+    shutil.copy(resources.BUNDLED_DATA / "corpora" / "opinion_lexicon.zip", copy / "corpora")
+    for path in (copy, copy / "corpora", copy / "corpora" / "opinion_lexicon.zip"):
+        os.chmod(path, os.stat(path).st_mode | stat.S_IWGRP)
+    monkeypatch.setattr(resources, "BUNDLED_DATA", copy)
+    resources.use_bundled_data()
+    saved = list(nltk.data.path)
+    nltk.data.path[:] = [str(copy)]
+    try:
+        refused = resources.refused_entries()
+        assert refused[0] == str(copy) and len(refused) == 3
+        assert resources.locate("opinion_lexicon") is None  # NLTK really refuses it
+        with pytest.raises(ResourceMissingError) as info:
+            resources.require("sentiment", ["opinion_lexicon"])
+        assert f"chmod -R go-w {copy}" in str(info.value)
+        assert "writable by another account" in str(info.value)
+        cli.main(["resources"])
+        assert "NLTK refuses the data bundled with aflite_core" in capsys.readouterr().out
+        for path in refused:
+            os.chmod(path, os.stat(path).st_mode & ~stat.S_IWGRP)
+        assert resources.refused_entries() == []
+        assert resources.locate("opinion_lexicon") is not None  # the fix works
+    finally:
+        nltk.data.path[:] = saved

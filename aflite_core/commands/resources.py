@@ -45,8 +45,13 @@ def _where(location: str | None) -> str:
 
 
 def _print_status() -> list:
-    from aflite_core.cues.resources import search_path, status
+    from aflite_core.cues.resources import BUNDLED_DATA, refused_entries, search_path, status
 
+    refused = refused_entries()
+    if refused:
+        print(f"WARNING: NLTK refuses the data bundled with aflite_core: {refused[0]} is "
+              f"writable by another account (group or world write bit, e.g. installed with "
+              f"umask 002). Fix: chmod -R go-w {BUNDLED_DATA}\n")
     rows = status()
     width = max(len(s.resource.name) for s in rows)
     print("NLTK search path (NLTK_DATA / nltk.data.path; the bundled copy is searched last):")

@@ -14,6 +14,8 @@ takes precedence and the bundled copy fills the gaps, offline, with no ``NLTK_DA
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +120,16 @@ class ResourceMissingError(LookupError):
         self.missing = tuple(missing)
         self.command = fix_command(self.missing)
         names = ", ".join(f"'{m}'" for m in self.missing)
+        refused = refused_entries()
+        if refused:
+            self.command = f"chmod -R go-w {BUNDLED_DATA}"
+            super().__init__(
+                f"{family} features unavailable: NLTK refuses the copy of {names} bundled "
+                f"with aflite_core because {refused[0]} is writable by another account "
+                f"(group or world write bit, e.g. installed with umask 002). Fix: "
+                f"{self.command}"
+            )
+            return
         super().__init__(
             f"{family} features unavailable: NLTK resource {names} not installed "
             f"(searched {len(search_path())} folders of nltk.data.path / NLTK_DATA). "
@@ -175,6 +187,45 @@ def get_resource(name: str) -> Resource:
         raise ValueError(
             f"resource: expected one of {sorted(_BY_NAME)}, got {name!r}"
         ) from None
+
+
+def refused_entries(folder: Path | None = None, *, limit: int = 5) -> list[str]:
+    """Entries of the bundled NLTK data that NLTK (>= 3.10) refuses to read.
+
+    NLTK reads no file or folder that another account could have written: one with a group
+    or world write bit, or owned by neither this account nor root. A package installed with
+    umask 002 (Debian/Ubuntu's default for personal groups) has group-writable folders, so
+    NLTK refuses the copy bundled with aflite_core and the families that need it fail.
+
+    Parameters
+    ----------
+    folder : Path, optional
+        Default :data:`BUNDLED_DATA`.
+    limit : int
+        Stop after this many entries.
+
+    Returns
+    -------
+    list of str
+        Paths, the folder itself first when it is refused; empty off POSIX.
+    """
+    folder = BUNDLED_DATA if folder is None else Path(folder)
+    if os.name != "posix" or not folder.is_dir():
+        return []
+    uid = os.getuid()
+    out: list[str] = []
+    for current, dirs, files in os.walk(folder):
+        for path in [current] + [os.path.join(current, n) for n in dirs + files]:
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or st.st_uid not in (uid, 0):
+                out.append(path)
+                if len(out) >= limit:
+                    return out
+        dirs[:] = sorted(dirs)
+    return list(dict.fromkeys(out))
 
 
 def locate(name: str) -> str | None:
