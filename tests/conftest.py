@@ -2,7 +2,8 @@
 
 Tests need nothing outside the repository: the datasets are small verbatim copies with their
 sources and licences in ``tests/data/README.md``, and the NLTK resources ship with the package
-(``aflite_core/nltk_data``), so neither ``../shared`` nor ``NLTK_DATA`` is read here.
+(``aflite_core/nltk_data``), so neither the shared data folder beside the repository nor
+``NLTK_DATA`` is read here.
 """
 
 from __future__ import annotations

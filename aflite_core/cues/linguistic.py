@@ -203,7 +203,9 @@ def default_cache_dir() -> Path:
     return Path(base) / "aflite-audit"
 
 
-def _texts_hash(texts: Sequence[str]) -> str:
+def hash_texts(texts: Sequence[str]) -> str:
+    """SHA-256 of a list of texts (NUL-separated, chunked, with the count): the content key of
+    the annotation and embedding caches."""
     digest = hashlib.sha256()
     for start in range(0, len(texts), 50_000):
         digest.update("\x00".join(texts[start : start + 50_000]).encode("utf-8", "replace"))
@@ -287,7 +289,7 @@ def _count_tokens(texts: Sequence[str]) -> tuple[sp.csr_matrix, list[str]]:
 
 
 def _lexicon(texts: Sequence[str], cache_dir: Path | None) -> _Lexicon:
-    texts_hash = _texts_hash(texts)
+    texts_hash = hash_texts(texts)
     key = _cache_key("tokens", texts_hash)
     cached = _cache_load(cache_dir, key)
     if cached is not None:

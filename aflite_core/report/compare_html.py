@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from aflite_core.report.compare import SideBySide, side_by_side
-from aflite_core.report.html import esc, html_table
+from aflite_core.report.html import esc, html_table, write_atomically
 from aflite_core.runs.folder import AuditRun, check_not_in_run
 
 #: Rows of a table shown per column (the measure tables are before/after summaries; a
@@ -161,11 +161,5 @@ def write_compare_html(a: AuditRun | str | os.PathLike, b: AuditRun | str | os.P
                               "replace it")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"folder {out.parent} of the comparison target does not exist")
-    text = build_compare_html(side if side is not None else side_by_side(a, b))
-    tmp = out.parent / f".{out.name}.part-{os.getpid()}"
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return out
+    return write_atomically(out, build_compare_html(side if side is not None
+                                                    else side_by_side(a, b)))

@@ -771,7 +771,12 @@ def write_report(
         raise FileExistsError(f"report target {out} already exists; pass overwrite to replace it")
     if not out.parent.is_dir():
         raise FileNotFoundError(f"folder {out.parent} of the report target does not exist")
-    text = build_report(run, **kwargs)
+    return write_atomically(out, build_report(run, **kwargs))
+
+
+def write_atomically(out: Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``out`` through a temporary file in its folder, then rename:
+    a reader sees the old file or the whole new one, never a part."""
     tmp = out.parent / f".{out.name}.part-{os.getpid()}"
     try:
         tmp.write_text(text, encoding="utf-8")

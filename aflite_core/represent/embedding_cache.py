@@ -51,13 +51,11 @@ def distinct_texts(texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
 
 
 def texts_digest(uniques: Sequence[str]) -> str:
-    """SHA-256 of a list of texts (NUL-separated, with the count)."""
-    digest = hashlib.sha256()
-    for start in range(0, len(uniques), 50_000):
-        digest.update("\x00".join(uniques[start : start + 50_000]).encode("utf-8", "replace"))
-        digest.update(b"\x01")
-    digest.update(str(len(uniques)).encode())
-    return digest.hexdigest()
+    """SHA-256 of a list of texts: the annotation cache's content key
+    (:func:`aflite_core.cues.linguistic.hash_texts`)."""
+    from aflite_core.cues.linguistic import hash_texts
+
+    return hash_texts(uniques)
 
 
 def cache_key(model_id: str, digest: str) -> str:
