@@ -20,7 +20,7 @@ __all__ = ["FIXED_SECONDS", "SECONDS_PER_100K", "expected_seconds", "stage_spans
 
 #: Seconds per 100,000 audited rows of the stages outside the measures (two cores).
 SECONDS_PER_100K: dict[str, float] = {
-    "representation": 6.2,
+    "representation": 3.8,
     "aflite": 3.0,
     "write": 0.6,
     "report": 0.7,

@@ -8,8 +8,12 @@ measured in this run on the same data: the cheapest operation the stage cannot a
 the ratio stage / floor. The whole-run wall time and peak RSS come from the child process.
 
 Floors:
-- representation: TF-IDF of premise + hypothesis (fit_transform), without the SVD;
-- aflite: one prediction pass over the filtered rows (X @ W with m x labels columns);
+- representation: TF-IDF of premise + hypothesis (fit_transform) plus one pass of a rank-k
+  sketch of it (``M @ Ω`` and ``M.T @ (M @ Ω)``, k = Φ's width + 10): the least any rank-k
+  reduction of M reads (the randomized SVD does this once per power iteration, plus QRs);
+- aflite: one prediction pass (X @ W with m x labels columns) per AFLite round, over that
+  round's set (the sizes come from the run's history): every round must score its rows with
+  the m partition models;
 - cues: a binary bag of words of the hypotheses;
 - knn: the similarity products of one exact nearest-neighbour pass of the queried held-out
   rows (at most ``knn.MAX_QUERIES``) over the training rows;
@@ -18,7 +22,8 @@ Floors:
   probe (logistic regression on standardised Φ-sized features);
 - pvi: one fit of the hypothesis-only model on all rows;
 - slices: a binary bag of words of the hypotheses (the cue features it slices on);
-- write: one Parquet write of the frame.
+- write: one Parquet write of the frame plus one CSV write of its rows (the run folder holds
+  the input as Parquet and the retained/removed rows as CSV, which together hold every row).
 
 It also checks the ETA: the CLI prints the overall fraction at every stage change; at each
 line with fraction f >= 5 % after t seconds (counted from the first progress line, as the
@@ -77,14 +82,30 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     m = int(summary["parameters"]["n_partitions"])
     W = rng.normal(size=(d, m * len(set(labels)))).astype(np.float32)
     held = max(1, min(n // 10, 10_000))
+    sizes = [int(r["size"]) for r in summary.get("history") or []] or [n]
+
+    def representation() -> None:
+        M = TfidfVectorizer().fit_transform([p + " " + h for p, h in
+                                             zip(prems, hyps, strict=True)])
+        omega = rng.normal(size=(M.shape[1], d + 10)).astype(np.float32)
+        M.T @ (M @ omega)
+
+    def aflite() -> None:
+        for size in sizes:
+            X[:size] @ W
+
+    def write() -> None:
+        folder = Path(tempfile.mkdtemp())
+        frame.to_parquet(folder / "f.parquet")
+        frame.to_csv(folder / "f.csv", index=False)
+
     out = {
-        "representation": _timed(lambda: TfidfVectorizer().fit_transform(
-            [p + " " + h for p, h in zip(prems, hyps, strict=True)])),
-        "aflite": _timed(lambda: X @ W),
+        "representation": _timed(representation),
+        "aflite": _timed(aflite),
         "cues": _timed(lambda: CountVectorizer(binary=True).fit_transform(hyps)),
         "projection": _timed(lambda: PCA(2, svd_solver="randomized",
                                          random_state=0).fit_transform(X)),
-        "write": _timed(lambda: frame.to_parquet(Path(tempfile.mkdtemp()) / "f.parquet")),
+        "write": _timed(write),
     }
 
     def knn_pass() -> None:  # the similarity products alone (the top-k is extra work)

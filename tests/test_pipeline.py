@@ -287,7 +287,9 @@ def test_two_seeds_agree_on_the_planted_rows(planted_file, tmp_path):
     planted = np.array([i % 5 < 2 for i in range(600)])
     for path in paths:
         removed = load_run(path).status_mask("removed")
-        assert planted[removed].mean() > 0.8  # what AFLite removes is mostly the planted cue
+        # what AFLite removes is mostly the planted cue (40 % of the rows); over seeds 0-5
+        # the share is 0.76-0.82 (scikit-learn's SVD) and 0.78-0.82 (represent/svd.py)
+        assert planted[removed].mean() > 0.7
 
 
 def test_copy_of_run_still_loads(audited, tmp_path):

@@ -230,9 +230,13 @@ def test_aflite_run_ranks_both_planted_artifacts_in_the_top_3(planted_run):
     assert "word=cueyes" in top["slice_id"].tolist(), top
     long = length_artifact(frame)
     masks = [slices.member_mask(run, s) for s in top["slice_id"]]
+    planted = [i for i, (s, m) in enumerate(zip(top["slice_id"], masks, strict=True))
+               if s == "word=cueyes" or _is_length_slice(s, long, m)]
     assert any(_is_length_slice(s, long, m) for s, m in zip(top["slice_id"], masks,
                                                               strict=True)), top
-    assert (top["z"] > 0).all()
+    # both artifacts are over-removed (a short-length bin, their complement, may rank third
+    # with z < 0: it is under-removed because the long rows went)
+    assert (top["z"].iloc[planted] > 0).all(), top
 
 
 def test_run_folder_round_trip(planted_run):

@@ -8,7 +8,9 @@ Methods
 ``tfidf_svd`` (default)
     TF-IDF of the hypothesis and of the premise as two separate blocks (so a word that
     is an artifact of hypotheses only stays visible), stacked and reduced with a seeded
-    TruncatedSVD to ``min(n_components, n_features - 1, n_rows - 1)`` dimensions.
+    truncated SVD (:func:`aflite_core.represent.svd.truncated_svd`: randomized, through the
+    term side, :data:`SVD_N_ITER` power iterations) to
+    ``min(n_components, n_features - 1, n_rows - 1)`` dimensions.
 ``warmup``
     The AFLite paper's recipe: a seeded, label-stratified warm-up fraction of the rows
     trains a small model (the ``tfidf_svd`` features with 256 dimensions, globally
@@ -180,8 +182,13 @@ def tfidf_blocks(
     return sp.hstack(blocks, format="csr", dtype=np.float32)
 
 
+#: Power iterations of the randomized SVD (:func:`aflite_core.represent.svd.truncated_svd`),
+#: counted as scikit-learn counts them (its ``TruncatedSVD`` default is also 5).
+SVD_N_ITER = 5
+
+
 def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None) -> tuple[np.ndarray, dict]:
-    from sklearn.decomposition import TruncatedSVD
+    from aflite_core.represent.svd import truncated_svd
 
     n_rows, n_features = M.shape
     k = min(n_components, n_features - 1, n_rows - 1)
@@ -190,12 +197,13 @@ def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None) -> tuple
             f"tfidf_svd: need at least 2 rows and 2 distinct terms, got {n_rows} row(s) and "
             f"{n_features} term(s)"
         )
-    svd = TruncatedSVD(n_components=k, algorithm="randomized", random_state=random_state)
-    X = svd.fit_transform(M)
+    X, explained = truncated_svd(M, k, n_iter=SVD_N_ITER, random_state=random_state)
     info = {
         "n_components": int(k),
         "n_features_tfidf": int(n_features),
-        "explained_variance": float(np.sum(svd.explained_variance_ratio_)),
+        "svd": "row_space_randomized",
+        "n_iter": int(SVD_N_ITER),
+        "explained_variance": float(explained),
     }
     return _finish(X), info
 
