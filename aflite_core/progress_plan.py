@@ -27,7 +27,7 @@ SECONDS_PER_100K: dict[str, float] = {
 }
 
 #: Seconds any stage takes whatever the size (imports, small fixed work).
-FIXED_SECONDS: float = 0.3
+FIXED_SECONDS: float = 0.1
 
 #: Representations other than TF-IDF + SVD, relative to it (the encoders estimate their own
 #: time on the Audit page; here only the share of the bar matters).

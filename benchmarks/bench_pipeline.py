@@ -11,9 +11,10 @@ Floors:
 - representation: TF-IDF of premise + hypothesis (fit_transform) plus one pass of a rank-k
   sketch of it (``M @ Ω`` and ``M.T @ (M @ Ω)``, k = Φ's width + 10): the least any rank-k
   reduction of M reads (the randomized SVD does this once per power iteration, plus QRs);
-- aflite: one prediction pass (X @ W with m x labels columns) per AFLite round, over that
-  round's set (the sizes come from the run's history): every round must score its rows with
-  the m partition models;
+- aflite: per AFLite round, over that round's set S (sizes from the run's history), the two
+  products every round needs: the class sums of each partition's training rows (an
+  (m x |S|) @ (|S| x d) product) and one prediction pass of the m partition models
+  (|S| x d) @ (d x m labels);
 - cues: a binary bag of words of the hypotheses;
 - knn: the similarity products of one exact nearest-neighbour pass of the queried held-out
   rows (at most ``knn.MAX_QUERIES``) over the training rows;
@@ -90,8 +91,11 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
         omega = rng.normal(size=(M.shape[1], d + 10)).astype(np.float32)
         M.T @ (M @ omega)
 
+    member = (rng.random((m, n)) < 0.5).astype(np.float32)  # partition membership
+
     def aflite() -> None:
         for size in sizes:
+            member[:, :size] @ X[:size]
             X[:size] @ W
 
     def write() -> None:
@@ -125,7 +129,7 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
 
 
 def _audit(repo: Path, data: Path, out: Path, timeout: float
-           ) -> tuple[int, float, float, list[tuple[float, float]], str]:
+           ) -> tuple[int, float, float, list[tuple[float, float, str]], str]:
     """Run the CLI audit; return its exit code, wall seconds, peak RSS (MB), the (seconds,
     fraction) of each progress line, and the tail of stderr."""
     start = time.perf_counter()
@@ -147,27 +151,31 @@ def _audit(repo: Path, data: Path, out: Path, timeout: float
     wall = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
     reader.join(5)
-    progress = [(t, int(m.group(1)) / 100) for t, line in lines
+    progress = [(t, int(m.group(1)) / 100, line) for t, line in lines
                 if (m := re.match(r"\[\s*(\d+)%\]", line))]
     tail = "\n".join(line for _, line in lines[-5:])
     return proc.returncode, wall, usage.ru_maxrss / 1024, progress, tail
 
 
-def eta_factor(progress: list[tuple[float, float]], wall: float) -> float | None:
-    """Worst factor between the ETA the dashboard would show and the time really left."""
-    worst = None
+def eta_factor(progress: list[tuple[float, float, str]], wall: float
+               ) -> tuple[float | None, str]:
+    """Worst factor between the ETA the dashboard would show and the time really left, and a
+    description of the progress line where it happened."""
+    worst, where = None, ""
     if not progress:
-        return None
+        return None, where
     start = progress[0][0]  # the dashboard's clock starts with the audit, after loading
-    for t, f in progress:
+    for t, f, line in progress:
         left = wall - t
         t -= start
         if f < 0.05 or f >= 1.0 or left < 2.0:
             continue
         eta = t * (1 - f) / f
         factor = max(eta / left, left / eta) if eta > 0 else float("inf")
-        worst = factor if worst is None else max(worst, factor)
-    return worst
+        if worst is None or factor > worst:
+            worst = factor
+            where = f"at {line[:60]!r}: ETA {eta:.1f} s, really {left:.1f} s"
+    return worst, where
 
 
 def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float) -> None:
@@ -186,11 +194,13 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float) -> No
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     timings = summary["timings"]
     floor = floors(frame, summary)
-    eta = eta_factor(progress, wall)
+    eta, eta_where = eta_factor(progress, wall)
     print(f"\n{n:,} rows ({repo.name}): wall {wall:.1f} s, peak RSS {peak:.0f} MB; stop "
           f"{summary['aflite']['stop_reason']} after {summary['aflite']['n_rounds']} rounds; "
           f"policy {summary['aflite'].get('split_policy')}; worst ETA factor "
           f"{'-' if eta is None else f'{eta:.2f}'} over {len(progress)} progress lines")
+    if eta_where:
+        print(f"  worst ETA {eta_where}")
     print(f"  {'stage':16s} {'seconds':>9s} {'floor s':>9s} {'ratio':>7s}")
     for stage, seconds in timings.items():
         if stage == "total":

@@ -91,8 +91,7 @@ def truncated_svd(
         Z = Mt @ (M @ Z)
     Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
     B = np.asarray(M @ Q)  # n x l
-    B64 = B.astype(np.float64)
-    eigenvalues, W = linalg.eigh(B64.T @ B64, check_finite=False)
+    eigenvalues, W = linalg.eigh(_gram64(B), check_finite=False)
     order = np.argsort(eigenvalues)[::-1][:k]
     W = W[:, order]
     components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
@@ -100,6 +99,15 @@ def truncated_svd(
     signs[signs == 0] = 1.0
     X = B @ (W * signs).astype(dtype)
     return X, _explained_variance_ratio(M, X)
+
+
+def _gram64(B: np.ndarray, chunk_rows: int = 16_384) -> np.ndarray:
+    """``BᵀB`` accumulated in float64 over row chunks (no float64 copy of all of ``B``)."""
+    G = np.zeros((B.shape[1], B.shape[1]))
+    for lo in range(0, B.shape[0], chunk_rows):
+        part = B[lo:lo + chunk_rows].astype(np.float64)
+        G += part.T @ part
+    return G
 
 
 def _explained_variance_ratio(M, X: np.ndarray) -> float:
@@ -111,5 +119,10 @@ def _explained_variance_ratio(M, X: np.ndarray) -> float:
         total = float(np.sum(sq - mean**2))
     else:
         total = float(np.var(np.asarray(M, dtype=np.float64), axis=0).sum())
-    explained = float(np.var(X.astype(np.float64), axis=0).sum()) if n else 0.0
+    col_sum, col_sq = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    for lo in range(0, n, 16_384):  # no float64 copy of all of X
+        part = X[lo:lo + 16_384].astype(np.float64)
+        col_sum += part.sum(axis=0)
+        col_sq += np.einsum("ij,ij->j", part, part)
+    explained = float(np.sum(col_sq / n - (col_sum / n) ** 2)) if n else 0.0
     return explained / total if total > 0 else 0.0
