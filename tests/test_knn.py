@@ -249,3 +249,17 @@ def test_queries_are_a_seeded_sample_above_max_queries():
     assert sample.sum() == 100 and not (sample & ~held).any()
     assert np.array_equal(sample, query_sample(held, 100, 0))
     assert not np.array_equal(sample, query_sample(held, 100, 1))
+
+
+@pytest.mark.parametrize("width", [30, 1250, 4000, 20_000])
+def test_values_only_top_k_matches_the_indexed_top_k(width):
+    """The measure's search keeps the k similarities and only the nearest row's index."""
+    from aflite_core.measures.knn import _topk_block, _topk_values_block
+
+    block = np.random.default_rng(width).normal(size=(300, width)).astype(np.float32)
+    k = min(50, width)
+    vals, idx = _topk_block(block.copy(), k)
+    fast, nearest = _topk_values_block(block.copy(), k)
+    assert np.array_equal(fast, vals)
+    assert nearest.shape == (300, 1) and np.array_equal(nearest[:, 0], idx[:, 0])
+    assert np.array_equal(fast[:, 0], block.max(axis=1))
