@@ -30,7 +30,12 @@ report_view.downloads(run)
 st.divider()
 report_view.sizes(run)
 report_view.labels(run)
-breakdown_view.report_panel(run, path)
+st.caption("Each section below is drawn when you open it (a closed one costs nothing); the "
+           "HTML report under Downloads holds them all.")
+breakdown = report_view.lazy_section("breakdown", "**Removal rate by column**")
+if breakdown.open:
+    with breakdown:
+        breakdown_view.report_panel(run, path)
 states = run.measure_states()
 for measure in registry.measures():
     report_view.measure_section(run, measure, states[measure.name])

@@ -78,6 +78,6 @@ def test_report_shows_the_data_map_and_pvi_per_label(runs_root, datamap_run):
     at = goto(at, "report")
     assert_clean(at)
     page = texts(at).replace("\\", "")  # titles are Markdown-escaped
-    assert "Data map (confidence × variability)" in page
+    assert "**Data map (confidence × variability)**" in [e.label for e in at.expander]
     assert "Hypothesis-only PVI per label" in page
     assert any("mean PVI (bits)" in d.value.columns for d in at.dataframe)

@@ -45,7 +45,8 @@ def test_before_vs_after_and_downloads(runs_root, shared_run) -> None:
         f"{block['bias_removed_beyond_size_pp']:+.1f} pp ± {block['bias_removed_std_pp']:.1f}")
     from aflite_core.measures import registry
 
-    shown = [s.value for s in at.subheader]
+    shown = [s.value for s in at.subheader] + [e.label.split(" · ")[0].strip("*")
+                                               for e in at.expander]
     # the fixed sections, then one per registered measure that has before/after tables
     for section in ("Sizes", "Labels", *(m.label for m in registry.measures() if m.tables)):
         assert section in shown, section
@@ -114,7 +115,7 @@ def test_removal_rate_by_any_column(runs_root, shared_run) -> None:
     open_run(at, shared_run)
     goto(at, "report")
     assert_clean(at)
-    assert "Removal rate by column" in [s.value for s in at.subheader]
+    assert "**Removal rate by column**" in [e.label for e in at.expander]
     at.selectbox(key="report:breakdown_column").set_value("label").run()
     table = next(df.value for df in at.dataframe if "ci_low" in df.value.columns
                  and "value" in df.value.columns)
@@ -123,3 +124,31 @@ def test_removal_rate_by_any_column(runs_root, shared_run) -> None:
     assert table["removed"].sum() == sizes["removed"]
     assert ((table["ci_low"] <= table["removal_rate"])
             & (table["removal_rate"] <= table["ci_high"])).all()
+
+
+def test_sections_are_drawn_when_opened_and_stay_open(runs_root, shared_run) -> None:
+    """A first visit draws the headline section only; opening one draws it, and it is still
+    open after a visit to another page (the Report's page switch cost is its sections)."""
+    from ui.report_view import OPEN_SECTIONS
+
+    at = new_app().run()
+    open_run(at, shared_run)
+    goto(at, "report", open_sections=False)
+    assert_clean(at)
+    titles = [e.label for e in at.expander]
+    assert "**Removal rate by column**" in titles and "**Lexical cues (before vs after)**" in titles
+    assert "**Inoculation curves (slow)**" in titles
+    # closed sections send nothing: no breakdown selectbox, no cue tables; the headline shows
+    assert not [s for s in at.selectbox if s.label == "Column"]
+    metrics = {m.label for m in at.metric}
+    assert "Bias removed beyond size (hypothesis-only)" in metrics
+    n_tables = len(at.dataframe)
+    # open the breakdown section as its expander would
+    at.session_state["report:section:breakdown"] = True
+    at.run()
+    assert [s for s in at.selectbox if s.label == "Column"]
+    assert len(at.dataframe) > n_tables
+    assert "breakdown" in at.session_state[OPEN_SECTIONS]
+    goto(at, "explore")
+    goto(at, "report", open_sections=False)
+    assert [s for s in at.selectbox if s.label == "Column"]  # remembered

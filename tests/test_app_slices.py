@@ -37,7 +37,7 @@ def test_report_ranks_the_slices_and_offers_their_rows(runs_root, slices_run):
     open_run(at, slices_run)
     goto(at, "report")
     assert_clean(at)
-    assert "Why removed: slices" in [s.value for s in at.subheader]
+    assert "**Why removed: slices**" in [e.label for e in at.expander]
     stored = pd.read_parquet(slices_run / slices.FILE)
     shown = next(d.value for d in at.dataframe
                  if {"removal_rate", "description"} <= set(d.value.columns))

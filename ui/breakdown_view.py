@@ -62,8 +62,8 @@ def _chart_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def report_panel(run: Any, path: str | Path) -> None:
-    """Report: pick a column; its removal rate per value, chart and table."""
-    st.subheader("Removal rate by column")
+    """Report: pick a column; its removal rate per value, chart and table (the page puts it
+    in a section titled "Removal rate by column")."""
     offered = columns(run, path)
     if not offered:
         st.caption("The dataset has no column with 2 to "

@@ -274,14 +274,59 @@ ABSENT = {
 }
 
 
+#: Session key (not a widget's) holding the names of the Report sections the user opened;
+#: it outlives the section widgets, which Streamlit forgets when another page is shown.
+OPEN_SECTIONS = "report:open_sections"
+#: Sections open on a first visit: the headline (bias removed beyond size).
+DEFAULT_OPEN = frozenset({"baselines"})
+
+
+def lazy_section(name: str, title: str) -> Any:
+    """An expander titled ``title`` that draws its content only while it is open.
+
+    Every section of the Report drawn at once cost most of its page switch in the browser
+    (16 tables and 6 charts; ``benchmarks/bench_dashboard.py``), and the cost of leaving a
+    heavy page lands on the next one. Closed sections send nothing to the browser. Which
+    sections are open is remembered for the session.
+
+    Returns
+    -------
+    streamlit expander
+        Draw into it (``with box:``) only when ``box.open``.
+    """
+    opened = st.session_state.setdefault(OPEN_SECTIONS, set(DEFAULT_OPEN))
+    box = st.expander(title, expanded=name in opened, key=state.key(PAGE, f"section:{name}"),
+                      on_change="rerun")
+    if box.open:
+        opened.add(name)
+    else:
+        opened.discard(name)
+    return box
+
+
 def measure_section(run: Any, measure: Measure, state: str = "ok") -> None:
-    """One registered measure: its panel, or its tables, or why it is absent.
+    """One registered measure, as a section drawn on request (:func:`lazy_section`): its
+    panel, or its tables, or why it is absent (said in the title too).
 
     ``state`` is the measure's entry in :meth:`AuditRun.measure_states`.
     """
     if measure.tables is None and state != "error":  # nothing before/after (the 2-D map)
         return
-    st.subheader(measure.label)
+    title = f"**{measure.label}**"
+    if state == "error":
+        title += " · could not be computed"
+    elif state == "damaged":
+        title += " · some files missing"
+    elif state == "not run":
+        title += " · not in this run"
+    box = lazy_section(measure.name, title)
+    if not box.open:
+        return
+    with box:
+        _measure_body(run, measure, state)
+
+
+def _measure_body(run: Any, measure: Measure, state: str) -> None:
     if measure.description:
         st.caption(measure.description)
     if state == "error":

@@ -143,6 +143,13 @@ def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_p
     page.get_by_role("button", name="Retained CSV").wait_for(timeout=PAGE_TIMEOUT_MS)
     settle(page, 2500)
     shoot(page, artifacts_dir / "7-report.png")
+    # a Report section is drawn when it is opened (closed ones send nothing)
+    report_charts = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot")
+    drawn = report_charts.count()
+    page.get_by_text("Why removed: slices", exact=True).first.click()
+    report_charts.nth(drawn).wait_for(timeout=PAGE_TIMEOUT_MS)
+    settle(page)
+    page.screenshot(path=str(artifacts_dir / "7c-report-slices-open.png"))
     with page.expect_download(timeout=PAGE_TIMEOUT_MS) as download_info:
         page.get_by_role("button", name="Retained CSV").click()
     target = artifacts_dir / "retained.csv"
