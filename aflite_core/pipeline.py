@@ -562,10 +562,13 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
         if config.backend != "local":
             raise ValueError("backend: multiple-choice AFLite runs locally only; use "
                              "backend='local' (or instance='row')")
-        model = MultipleChoiceAFLite(**kwargs).fit(X, np.asarray(y) == "right",
-                                                   groups=questions)
+        model = MultipleChoiceAFLite(**kwargs, n_jobs=-1).fit(X, np.asarray(y) == "right",
+                                                              groups=questions)
     else:
-        model = AFLite(**kwargs, backend=config.backend, scheduler=config.scheduler).fit(
+        # every core: AFLite holds BLAS to one thread and spreads its row blocks over its own
+        # threads instead, with the same mask whatever n_jobs (tests/test_aflite.py)
+        model = AFLite(**kwargs, backend=config.backend, scheduler=config.scheduler,
+                       n_jobs=-1 if config.backend == "local" else None).fit(
             X, y, groups=groups)
     if progress.cancelled:
         raise AuditCancelled("audit cancelled during aflite")
