@@ -207,9 +207,13 @@ def test_a_group_writable_install_is_named_with_its_fix(tmp_path, monkeypatch, c
         assert "writable by another account" in str(info.value)
         cli.main(["resources"])
         assert "NLTK refuses the data bundled with aflite_core" in capsys.readouterr().out
+        # the Cues page's warning gives the same fix, not the download
+        advice = resources.unavailable_fix()
+        assert f"`chmod -R go-w {copy}`" in advice and "--download" not in advice
         for path in refused:
             os.chmod(path, os.stat(path).st_mode & ~stat.S_IWGRP)
         assert resources.refused_entries() == []
         assert resources.locate("opinion_lexicon") is not None  # the fix works
+        assert "--download" in resources.unavailable_fix()  # nothing refused: a download
     finally:
         nltk.data.path[:] = saved

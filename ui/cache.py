@@ -145,6 +145,14 @@ def load_upload(data: bytes, name: str, *, key: str | None = None, **options: An
     return _load_bytes(key or digest(data), name, json.dumps(clean, sort_keys=True), data)
 
 
+def unavailable_fix() -> str:
+    """Why cue families are unavailable and the command that fixes it (not cached: after the
+    fix, the next rerun must say so)."""
+    from aflite_core.cues import resources
+
+    return resources.unavailable_fix()
+
+
 def guess_roles(columns: Sequence[str]) -> dict[str, str | None]:
     """Guess column roles from names (for widget defaults): :func:`datasets.guess_roles`."""
     return datasets.guess_roles(columns)

@@ -122,9 +122,8 @@ def notes(attrs: dict) -> None:
     unavailable = attrs.get("unavailable") or {}
     if unavailable:
         st.warning(f"{len(unavailable)} feature famil{'y' if len(unavailable) == 1 else 'ies'} "
-                   f"could not be computed ({', '.join(map(str, unavailable))}): a language "
-                   "resource is missing. Fix: `python -m aflite_core resources --download` "
-                   "(needs internet once), then recompute.", icon=":material/warning:")
+                   f"could not be computed ({', '.join(map(str, unavailable))}): "
+                   + cache.unavailable_fix(), icon=":material/warning:")
         with st.expander("Why each family is unavailable"):
             for family, why in unavailable.items():
                 st.text(f"{family}: {why}")

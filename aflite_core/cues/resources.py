@@ -189,6 +189,34 @@ def get_resource(name: str) -> Resource:
         ) from None
 
 
+def unavailable_fix(folder: Path | None = None) -> str:
+    """Why feature families are unavailable and how to fix it, in one sentence for a page.
+
+    When NLTK refuses the bundled data (:func:`refused_entries`), downloading would not help:
+    the fix is to remove the write bit. Otherwise a resource is missing and the fix is the
+    download command.
+
+    Parameters
+    ----------
+    folder : Path, optional
+        The bundled data folder (default :data:`BUNDLED_DATA`).
+
+    Returns
+    -------
+    str
+        A sentence ending with the command to run (Markdown, command in backticks).
+    """
+    target = BUNDLED_DATA if folder is None else Path(folder)
+    refused = refused_entries(target, limit=1)
+    if refused:
+        return (f"NLTK refuses the language data bundled with aflite_core because "
+                f"{refused[0]} is writable by another account (group or world write bit, "
+                f"e.g. installed with umask 002). Fix: `chmod -R go-w {target}`, then "
+                "recompute.")
+    return ("a language resource is missing. Fix: `python -m aflite_core resources "
+            "--download` (needs internet once), then recompute.")
+
+
 def refused_entries(folder: Path | None = None, *, limit: int = 5) -> list[str]:
     """Entries of the bundled NLTK data that NLTK (>= 3.10) refuses to read.
 
