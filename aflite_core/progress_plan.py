@@ -3,7 +3,7 @@
 The dashboard's ETA is ``elapsed * (1 - fraction) / fraction``. That is right only when the
 fraction grows in step with time, so each stage's span of the bar is its share of the expected
 seconds: a fixed part plus a part per 100,000 audited rows, measured on two cores by
-``benchmarks/bench_pipeline.py`` (10k and 100k rows, default settings). A slower or faster
+``benchmarks/bench_pipeline.py`` (10k, 100k and 550k rows, default settings). A slower or faster
 machine scales every stage alike, which the ETA's ``elapsed`` absorbs; what must hold is the
 *ratio* between stages (checked by that benchmark: the ETA printed at each stage against the
 time that really remained).
