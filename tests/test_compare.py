@@ -202,3 +202,21 @@ def test_python_m_compare(runs):
     line = next(x for x in done.stdout.splitlines() if "Removed-set Jaccard" in x)
     assert line.split()[-1] == format_value(
         compare_runs(runs["aflite"], runs["aflite_seed1"]).removed_jaccard)
+
+
+def test_a_run_from_before_the_term_side_svd_is_flagged(runs, tmp_path):
+    """A run whose summary does not name its SVD was reduced by scikit-learn's: comparing it
+    with a new run lists the protocol change beside the parameters."""
+    import json
+    import shutil
+
+    old = tmp_path / "old-run"
+    shutil.copytree(runs["aflite_seed1"], old)
+    summary = json.loads((old / "summary.json").read_text(encoding="utf-8"))
+    summary["representation"]["params"].pop("svd")
+    (old / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    side = side_by_side(runs["aflite"], old)
+    assert side.parameter_changes["representation svd"] == (
+        "row_space_randomized", "scikit-learn TruncatedSVD")
+    assert "representation svd" not in side_by_side(runs["aflite"],
+                                                    runs["aflite_seed1"]).parameter_changes

@@ -141,9 +141,24 @@ def _cue_changes(cues_a: pd.DataFrame | None, cues_b: pd.DataFrame | None) -> pd
     )
 
 
+#: How ``tfidf_svd`` reduced the TF-IDF in runs that do not say (before represent/svd.py).
+_OLD_SVD = "scikit-learn TruncatedSVD"
+
+
+def _protocol(run: AuditRun) -> dict[str, Any]:
+    """Choices recorded outside ``parameters`` that change the numbers: the SVD of Φ."""
+    rep = run.summary.get("representation") or {}
+    if rep.get("method") != "tfidf_svd":
+        return {}
+    return {"representation svd": (rep.get("params") or {}).get("svd", _OLD_SVD)}
+
+
 def parameter_changes(a: AuditRun, b: AuditRun) -> dict[str, tuple[Any, Any]]:
-    """``{name: (value_a, value_b)}`` for the recorded parameters that differ, by name."""
-    params_a, params_b = a.parameters, b.parameters
+    """``{name: (value_a, value_b)}`` for the recorded parameters that differ, by name, and
+    for the SVD of Φ (``representation svd``), which changed between versions: a run made
+    before ``represent/svd.py`` used scikit-learn's, so its numbers differ by protocol."""
+    params_a = {**a.parameters, **_protocol(a)}
+    params_b = {**b.parameters, **_protocol(b)}
     return {
         key: (params_a.get(key), params_b.get(key))
         for key in sorted(set(params_a) | set(params_b))
