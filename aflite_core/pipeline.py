@@ -40,6 +40,7 @@ from aflite_core.measures import registry
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.runs.folder import (
     REPORT_FILE,
+    STATUSES,
     RunWriter,
     default_run_name,
     unique_run_name,
@@ -200,6 +201,8 @@ def _build_scores(dataset, rep, filtered: _Filtered,
     filt_pos = included_pos[~warm]
     keep = filtered.keep
     status[filt_pos] = np.where(keep, "retained", "removed")
+    if filtered.unfiltered is not None:  # scored only (dev/test of train_only): kept as is
+        status[filt_pos[filtered.unfiltered]] = "unfiltered"
     predictability[filt_pos] = filtered.predictability
     removal_round[filt_pos] = filtered.removal_round
     scores = pd.DataFrame(
@@ -444,6 +447,9 @@ class _Filtered:
     #: Over the filterable rows: ``confidence``, ``variability``, ``n_heldout`` (the data map
     #: of the held-out predictions, same round as ``predictability``; NaN/0 where unscored).
     datamap: pd.DataFrame | None = None
+    #: Over the filterable rows: kept without being filtered (the plan's scored-only rows,
+    #: e.g. dev/test when AFLite filters the training split only); None when there are none.
+    unfiltered: np.ndarray | None = None
 
 
 def _scaled(value: int | float | None, part: int, whole: int) -> int | float | None:
@@ -516,8 +522,10 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
         predictability[scored[filt]] = heldout["predictability"].to_numpy()
         for column in datamap.columns:
             datamap.loc[scored[filt], column] = heldout[column].to_numpy()
+    unfiltered = np.asarray(plan.scored, dtype=bool)[filt]
     return _Filtered(keep=keep, predictability=predictability, removal_round=removal_round,
-                     model=main, target=target, plan=plan, blocks=blocks, datamap=datamap)
+                     model=main, target=target, plan=plan, blocks=blocks, datamap=datamap,
+                     unfiltered=unfiltered if unfiltered.any() else None)
 
 
 def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, total: int,
@@ -617,7 +625,7 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
     model = filtered.model
     status = scores["status"].astype(str).to_numpy()
     labels = scores["label"].astype(str).to_numpy()
-    sizes = {s: int((status == s).sum()) for s in ("retained", "removed", "warmup", "excluded")}
+    sizes = {s: int((status == s).sum()) for s in STATUSES}
     sizes = {
         "input": int(len(scores)),
         "included": int(len(scores) - sizes["excluded"]),
@@ -664,6 +672,7 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
             "before": _counts(labels[filtered_rows]),
             "after": _counts(labels[status == "retained"]),
             "removed": _counts(labels[status == "removed"]),
+            "unfiltered": _counts(labels[status == "unfiltered"]),
             "warmup": _counts(labels[status == "warmup"]),
         },
         "history": _history_records(getattr(model, "history_", None)),
@@ -672,7 +681,8 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
 
 
 def _split_sizes(dataset, status: np.ndarray) -> dict[str, dict[str, int]]:
-    """Per split value: rows before (retained + removed), retained and removed."""
+    """Per split value: rows before (retained + removed), retained and removed, and the rows
+    kept without being filtered (``unfiltered``, e.g. dev/test of a train-only filter)."""
     splits = dataset.splits(included_only=False)
     if splits is None:
         return {}
@@ -681,9 +691,10 @@ def _split_sizes(dataset, status: np.ndarray) -> dict[str, dict[str, int]]:
         rows = np.asarray(splits, dtype=str) == value
         retained = int((rows & (status == "retained")).sum())
         removed = int((rows & (status == "removed")).sum())
-        if retained + removed:
+        unfiltered = int((rows & (status == "unfiltered")).sum())
+        if retained + removed + unfiltered:
             out[value] = {"before": retained + removed, "retained": retained,
-                          "removed": removed}
+                          "removed": removed, "unfiltered": unfiltered}
     return out
 
 

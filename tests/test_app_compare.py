@@ -86,5 +86,5 @@ def test_swapping_runs_and_different_inputs(runs_root, built) -> None:
     c = compare_runs(paths["aflite"], paths["aflite_seed1"])
     assert {m.label: m.value for m in at.metric}["Removed-set Jaccard"] == format_value(
         c.removed_jaccard)
-    params = next(df.value for df in at.dataframe if "parameter" in df.value.columns)
+    params = next(t.value for t in at.table if "parameter" in t.value.columns)
     assert params.set_index("parameter").loc["random_state"].tolist() == ["0", "1"]

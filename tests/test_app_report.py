@@ -41,8 +41,13 @@ def test_before_vs_after_and_downloads(runs_root, shared_run) -> None:
     block = baselines["hypothesis_only"]
     assert block["control"] == "label_matched"
     # percentage points, with the spread over the random draws
-    assert metrics["Bias removed beyond size (hypothesis-only)"] == (
-        f"{block['bias_removed_beyond_size_pp']:+.1f} pp ± {block['bias_removed_std_pp']:.1f}")
+    from aflite_core.measures.baselines import figure_verdict
+
+    verdict = figure_verdict("hypothesis_only", block)["verdict"]
+    expected = (f"{block['bias_removed_beyond_size_pp']:+.1f} pp ± "
+                f"{block['bias_removed_std_pp']:.1f}")
+    assert metrics["Bias removed beyond size: hypothesis-only n-grams"] == (
+        expected if verdict == "ok" else f"{expected} ({verdict})")
     from aflite_core.measures import registry
 
     shown = [s.value for s in at.subheader] + [e.label.split(" · ")[0].strip("*")
@@ -141,7 +146,7 @@ def test_sections_are_drawn_when_opened_and_stay_open(runs_root, shared_run) -> 
     # closed sections send nothing: no breakdown selectbox, no cue tables; the headline shows
     assert not [s for s in at.selectbox if s.label == "Column"]
     metrics = {m.label for m in at.metric}
-    assert "Bias removed beyond size (hypothesis-only)" in metrics
+    assert "Bias removed beyond size: hypothesis-only n-grams" in metrics
     n_tables = len(at.dataframe)
     # open the breakdown section as its expander would
     at.session_state["report:section:breakdown"] = True

@@ -64,7 +64,7 @@ def fake_scores(frame: pd.DataFrame, status, predictability=None, rounds=None) -
 
 
 STATUS_12 = ["retained", "removed", "retained", "warmup", "removed", "retained",
-             "retained", "excluded", "removed", "retained", "retained", "removed"]
+             "unfiltered", "excluded", "removed", "retained", "retained", "removed"]
 
 
 def make_run(root, name="run", *, frame=None, status=STATUS_12, summary=None, **kwargs):
@@ -231,7 +231,8 @@ def test_written_run_round_trips(tmp_path):
     assert run.format_version == FORMAT_VERSION and run.name == "r"
     assert run.summary["artifacts"] == sorted(p.name for p in path.iterdir())
     assert set(run.artifacts) >= {"summary.json", "scores.parquet", "dataset.parquet",
-                                  "retained.csv", "removed.csv", "warmup.csv", "excluded.csv"}
+                                  "retained.csv", "removed.csv", "unfiltered.csv", "warmup.csv",
+                                  "excluded.csv"}
     pd.testing.assert_frame_equal(run.frame, frame, check_dtype=False)
     assert run.frame.index.name == "row_id"
     assert run.scores["status"].tolist() == STATUS_12

@@ -33,14 +33,21 @@ def test_default_policy_filters_train_and_keeps_and_scores_test_and_trial(sick, 
     scores = run.scores.assign(split=np.asarray(sick.splits(included_only=False)))
     held = scores[scores["split"] != "TRAIN"]
     assert set(held["split"]) == {"TEST", "TRIAL"} and len(held) == 4906 + 495
-    assert (held["status"] == "retained").all()  # all kept
-    assert held["predictability"].notna().all()  # and scored
+    # all kept, with a status of their own (kept, not filtered), and scored
+    assert (held["status"] == "unfiltered").all()
+    assert held["predictability"].notna().all()
     assert held["predictability"].between(0, 1).all()
     train = scores[scores["split"] == "TRAIN"]
     assert (train["status"] == "removed").sum() > 0
+    assert set(train["status"]) == {"retained", "removed"}
     splits = run.summary["splits"]
-    assert splits["TEST"] == {"before": 4906, "retained": 4906, "removed": 0}
+    assert splits["TEST"] == {"before": 0, "retained": 0, "removed": 0, "unfiltered": 4906}
     assert splits["TRAIN"]["removed"] == run.sizes["removed"]
+    # the summary counts only the rows AFLite filtered as "filtered" (the training split)
+    assert run.sizes["filtered"] == 4439 == run.sizes["retained"] + run.sizes["removed"]
+    assert run.sizes["unfiltered"] == 4906 + 495
+    assert sum(run.summary["labels"]["before"].values()) == 4439
+    assert (run.path / "unfiltered.csv").is_file()
     assert run.summary["aflite"]["split_policy"] == "train_only"
     html = (run.path / "report.html").read_text(encoding="utf-8")
     assert "Per split" in html and "filtered the training split" in html

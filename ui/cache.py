@@ -392,3 +392,22 @@ def compare_html(path_a: str | Path, path_b: str | Path) -> str:
     """The comparison as a self-contained HTML page (called lazily by a download button)."""
     a, b = Path(path_a), Path(path_b)
     return _compare_html(str(a.resolve()), _stamp(a), str(b.resolve()), _stamp(b))
+
+
+# --------------------------------------------------------------------------- baselines
+@st.cache_data(max_entries=8, show_spinner=False)
+def _baseline_headline(path: str, stamp: float) -> list[dict]:
+    from aflite_core.measures import baselines
+
+    try:
+        data = _open_run(path, stamp).read_json("baselines.json")
+    except (ValueError, OSError):
+        return []
+    return baselines.headline_figures(data)
+
+
+def baseline_headline(path: str | Path) -> list[dict]:
+    """The run's "bias removed beyond size" figures in headline order, each with its
+    verdict and caveats (:func:`aflite_core.measures.baselines.headline_figures`)."""
+    path = Path(path)
+    return _baseline_headline(str(path.resolve()), _stamp(path))

@@ -16,25 +16,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-#: Colour per row status (Okabe-Ito; distinguishable with colour-vision deficiency).
-STATUS_COLORS = {
-    "retained": "#0072B2",
-    "removed": "#E69F00",
-    "warmup": "#999999",
-    "excluded": "#CC79A7",
-}
-#: Colours of the usual comparison sets: "before" is neutral grey, "after" the retained blue.
-SET_COLORS = {
-    "before": "#999999",
-    "full": "#999999",
-    "after": "#0072B2",
-    "random": "#009E73",
-    "train": "#56B4E9",
-    "test": "#D55E00",
-}
-#: Qualitative palette for labels and other categories.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-           "#999999"]
+from aflite_core.report.chart_style import (  # noqa: F401 - re-exported for the pages
+    PALETTE,
+    SET_COLORS,
+    STATUS_COLORS,
+    add_reference_lines,
+)
+
 #: Plotly config of charts without interaction beyond hovering (no mode bar to draw).
 STATIC_CONFIG = {"displayModeBar": False}
 #: Up to this many points the map is drawn as SVG, above it with WebGL.
@@ -97,12 +85,8 @@ def grouped_bars(
         )
     fig.update_layout(barmode="group")
     fig.update_yaxes(title=y_title, tickformat=".0%" if percent else None)
-    for i, (name, value) in enumerate((references or {}).items()):
-        fig.add_hline(y=value, line_dash="dash" if i == 0 else "dot", line_color="#555555",
-                      annotation_text=f"{safe(name)} {value:.0%}" if percent
-                      else f"{safe(name)} {value:.3g}",
-                      annotation_position="top left" if i == 0 else "bottom right")
-    return _layout(fig, title=title)
+    fig = _layout(fig, title=title)
+    return add_reference_lines(fig, references or {}, percent=percent)
 
 
 def label_distribution(counts: Mapping[str, Mapping[str, int]], *, title: str | None = None,

@@ -122,7 +122,9 @@ def overlap(side: Any, paths: tuple[Path, Path]) -> None:
     with left:
         st.markdown("**Parameters that differ**")
         if len(params):
-            st.dataframe(params, hide_index=True)
+            # st.table wraps long values instead of cutting them: every difference is read
+            # in full, one parameter (or measure option) per row.
+            st.table(params, hide_index=True)
         else:
             st.caption("None: the runs have the same parameters.")
     with right:
@@ -176,14 +178,20 @@ def _run_facts(profile: Any, which: str) -> None:
 
 def _headline(profile: Any) -> None:
     h = profile.headline
+    pp = format_value(h.get("bias_removed_pp"), "pp")
+    if h.get("bias_removed_verdict") not in (None, "ok") and pp != "–":
+        pp += f" ({h['bias_removed_verdict']})"
     components.metric_row([
         ("Retained", format_value(h.get("retained"), "count"), None),
-        ("Hypothesis-only acc. (retained)", format_value(h.get("hyp_only_retained"), "percent"),
-         None),
+        ("Bias removed (hyp.-only)", pp, None,
+         "Bias removed beyond size, hypothesis-only baseline: random control minus retained "
+         "rows. " + (h.get("bias_removed_caveat") or "")),
         ("Max |z| after", format_value(h.get("max_abs_z_after")), None),
     ])
-    table = profile.headline_table()
-    st.dataframe(table, hide_index=True, height=_height(len(table)))
+    if h.get("bias_removed_caveat"):
+        st.warning(components.md_escape(h["bias_removed_caveat"]))
+    # st.table wraps long labels and values (a dataframe cuts them at the column's width).
+    st.table(profile.headline_table(), hide_index=True)
 
 
 def columns(side: Any) -> None:

@@ -172,11 +172,12 @@ def full_text(row: pd.Series, columns: Iterable[str],
             st.text(str(row[col]))
 
 
-def metric_row(items: Iterable[tuple[str, object, object | None]]) -> None:
-    """A row of ``st.metric`` (label, value, delta)."""
+def metric_row(items: Iterable[tuple]) -> None:
+    """A row of ``st.metric``: (label, value, delta) or (label, value, delta, help)."""
     items = list(items)
-    for col, (label, value, delta) in zip(st.columns(len(items)), items, strict=True):
-        col.metric(label, value, delta)
+    for col, item in zip(st.columns(len(items)), items, strict=True):
+        label, value, delta, *rest = item
+        col.metric(label, value, delta, help=rest[0] if rest else None)
 
 
 def fmt_seconds(seconds: float | None) -> str:

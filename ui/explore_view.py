@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from aflite_core.runs.layout import STATUS_NAMES, STATUSES
 from ui import (
     breakdown_view,
     cache,
@@ -60,6 +61,8 @@ def run_header(run: Any) -> None:
                f"{run.created.replace('T', ' ')[:19]} UTC")
     items = [("Retained", f"{sizes.get('retained', 0):,}", None),
              ("Removed", f"{sizes.get('removed', 0):,}", None)]
+    if sizes.get("unfiltered"):
+        items.append(("Kept, not filtered", f"{sizes['unfiltered']:,}", None))
     if sizes.get("warmup"):
         items.append(("Warm-up", f"{sizes['warmup']:,}", None))
     items.append(("Excluded", f"{sizes.get('excluded', 0):,}", None))
@@ -141,8 +144,9 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
     statuses = []
     if view == "all":
         found = set(table["status"].unique().tolist())
-        present = [s for s in ("retained", "removed", "warmup", "excluded") if s in found]
-        statuses = c2.multiselect("Status", present, key=state.key(PAGE, "status"))
+        present = [s for s in STATUSES if s in found]
+        statuses = c2.multiselect("Status", present, key=state.key(PAGE, "status"),
+                                  format_func=STATUS_NAMES.get)
     pred = c3.slider("Predictability", 0.0, 1.0, (0.0, 1.0), 0.05,
                      key=state.key(PAGE, "pred"))
     rounds = table["removal_round"].to_numpy()

@@ -7,6 +7,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from aflite_core.measures.baselines import BASELINE_LABELS
+from aflite_core.measures.baselines import format_figure as baseline_fmt
 from aflite_core.measures.registry import Measure
 from aflite_core.runs import views
 from ui import cache, charts, components, datamap_view, slices_view, state
@@ -50,6 +52,10 @@ def sizes(run: Any) -> None:
         ("Retained (after)", f"{retained:,}",
          f"{retained / before - 1:.0%}" if before else None),
         ("Removed", f"{s.get('removed', 0):,}", None),
+        *([("Kept, not filtered", f"{s['unfiltered']:,}", None,
+            "Rows of a split AFLite did not filter (dev/test under the train-only policy): "
+            "kept as they are and scored by models trained on the retained rows.")]
+          if s.get("unfiltered") else []),
         ("Warm-up / excluded", f"{s.get('warmup', 0):,} / {s.get('excluded', 0):,}", None),
     ])
     what = views.filter_description(run)
@@ -125,41 +131,41 @@ def knn(run: Any, tables: dict[str, pd.DataFrame]) -> None:
 
 
 def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
-    """Baseline accuracy: full vs retained vs random control, with majority and chance."""
-    names = {"hypothesis_only": "hypothesis-only", "linear_probe": "linear probe on Φ",
-             "full_input": "full input"}
-    summary = tables.get("Bias removed beyond size")
-    if summary is not None and not summary.empty:
-        column = ("bias removed beyond size (pp)" if "bias removed beyond size (pp)" in summary
-                  else None)
-        items, seed_notes = [], []
-        for row in summary.to_dict("records"):
-            value = row.get(column) if column else 100 * row["bias_removed_beyond_size"]
-            spread = row.get("spread over draws (pp)")
-            if value is None or pd.isna(value):
-                continue
-            text = f"{value:+.1f} pp" + (f" ± {spread:.1f}" if spread is not None
-                                         and pd.notna(spread) else "")
-            label = names.get(row["baseline"], row["baseline"])
-            over_seeds = row.get("spread over seeds (pp)")
-            if over_seeds is not None and pd.notna(over_seeds):
-                seed_notes.append(f"{label}: {row['mean over seeds (pp)']:+.1f} ± "
-                                  f"{over_seeds:.1f} pp over {int(row['AFLite seeds'])} "
-                                  "AFLite seeds")
-            items.append((f"Bias removed beyond size ({label})", text, None))
-        if items:
-            components.metric_row(items)
-        if seed_notes:
-            st.caption("Spread over AFLite seeds: " + "; ".join(seed_notes) + ".")
+    """Baseline accuracy: full vs retained vs random control, with majority and chance.
+
+    The headline leads with the models whose features AFLite did not see; a figure whose
+    model falls below majority or chance says so beside it (the core's verdicts).
+    """
+    figures = cache.baseline_headline(run.path)
+    if figures:
+        components.metric_row([
+            (f"Bias removed beyond size: {f['label']}", baseline_fmt(f), None,
+             " ".join(f["caveats"]) or None) for f in figures])
+        for figure in figures:
+            for caveat in figure["caveats"]:
+                show = st.warning if figure["verdict"] != "ok" else st.caption
+                show(components.md_escape(caveat))
+        summary = tables.get("Bias removed beyond size")
+        if summary is not None and "spread over seeds (pp)" in summary:
+            seed_notes = [
+                f"{BASELINE_LABELS.get(row['baseline'], row['baseline'])}: "
+                f"{row['mean over seeds (pp)']:+.1f} ± {row['spread over seeds (pp)']:.1f} pp "
+                f"over {int(row['AFLite seeds'])} AFLite seeds"
+                for row in summary.to_dict("records")
+                if pd.notna(row.get("spread over seeds (pp)"))]
+            if seed_notes:
+                st.caption("Spread over AFLite seeds: " + "; ".join(seed_notes) + ".")
         st.caption("Percentage points of accuracy: random control minus retained rows, ± the "
                    "spread over random draws. The control has the retained rows' size and "
                    "label counts (unless the run chose 'uniform').")
-    for warning in (tables.get("Warnings") or pd.DataFrame({"warning": []}))["warning"]:
-        st.warning(components.md_escape(warning), icon=":material/warning:")
+    warnings = tables.get("Warnings")
+    if warnings is not None and not warnings.empty:
+        for warning in warnings["warning"]:
+            st.warning(components.md_escape(warning), icon=":material/warning:")
     records = next(iter(tables.values())).copy()
-    if records.empty:
+    if records.empty or "baseline" not in records:
         return
-    records["baseline"] = records["baseline"].map(lambda b: names.get(b, b))
+    records["baseline"] = records["baseline"].map(lambda b: BASELINE_LABELS.get(b, b))
     left, right = st.columns([3, 2])
     left.plotly_chart(
         charts.grouped_bars(records, x="baseline", y="accuracy", group="subset",

@@ -330,10 +330,12 @@ def _run(args: argparse.Namespace) -> int:
         for measure, info in run_.measures.items():
             if info.get("status") == "error":
                 print(f"warning: {measure} failed: {info.get('error')}", file=sys.stderr)
+        unfiltered = int(sizes.get("unfiltered", 0))
         print(
             f"retained {sizes.get('retained', 0):,} of {sizes.get('filtered', 0):,} filtered rows "
-            f"(removed {sizes.get('removed', 0):,}; warm-up {sizes.get('warmup', 0):,}; "
-            f"excluded {sizes.get('excluded', 0):,})",
+            f"(removed {sizes.get('removed', 0):,}; "
+            + (f"kept, not filtered {unfiltered:,}; " if unfiltered else "")
+            + f"warm-up {sizes.get('warmup', 0):,}; excluded {sizes.get('excluded', 0):,})",
             file=sys.stderr,
         )
     print(path)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aflite_core.measures.baselines import figure_verdict
 from aflite_core.runs.folder import AuditRun, load_run, to_jsonable
 
 
@@ -153,12 +154,26 @@ def _protocol(run: AuditRun) -> dict[str, Any]:
     return {"representation svd": (rep.get("params") or {}).get("svd", _OLD_SVD)}
 
 
+def _flatten(params: dict, prefix: str = "") -> dict[str, Any]:
+    """Nested parameters as one level, ``measure_params.projection.method`` style, so that
+    each option that differs is its own row (a measure's options are not one long string)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
 def parameter_changes(a: AuditRun, b: AuditRun) -> dict[str, tuple[Any, Any]]:
-    """``{name: (value_a, value_b)}`` for the recorded parameters that differ, by name, and
-    for the SVD of Φ (``representation svd``), which changed between versions: a run made
+    """``{name: (value_a, value_b)}`` for the recorded parameters that differ, by name
+    (nested ones such as a measure's options one by one: ``measure_params.projection.method``),
+    and for the SVD of Φ (``representation svd``), which changed between versions: a run made
     before ``represent/svd.py`` used scikit-learn's, so its numbers differ by protocol."""
-    params_a = {**a.parameters, **_protocol(a)}
-    params_b = {**b.parameters, **_protocol(b)}
+    params_a = _flatten({**a.parameters, **_protocol(a)})
+    params_b = _flatten({**b.parameters, **_protocol(b)})
     return {
         key: (params_a.get(key), params_b.get(key))
         for key in sorted(set(params_a) | set(params_b))
@@ -266,6 +281,8 @@ HEADLINE = (
     ("hyp_only_retained", "Hypothesis-only accuracy, retained", "percent"),
     ("hyp_only_random", "Hypothesis-only accuracy, random subset of that size", "percent"),
     ("bias_removed_pp", "Bias removed beyond size (hypothesis-only)", "pp"),
+    ("bias_removed_verdict", "Can it be read as is (hypothesis-only)", "text"),
+    ("bias_removed_caveat", "Caveat (hypothesis-only)", "text"),
     ("max_abs_z_before", "Max |z| of a word, before (Z-filter)", "number"),
     ("max_abs_z_after", "Max |z| of a word, after (Z-filter)", "number"),
     ("label_tvd", "Label shift (total variation distance)", "number"),
@@ -488,9 +505,12 @@ def _baseline_figures(run: AuditRun) -> dict[str, float | None]:
         return float(value) if isinstance(value, (int, float)) else None
 
     pp = block.get("bias_removed_beyond_size_pp")
+    verdict = figure_verdict("hypothesis_only", block) if block else {}
     return {"hyp_only_full": acc("full"), "hyp_only_retained": acc("retained"),
             "hyp_only_random": acc("random"),
-            "bias_removed_pp": float(pp) if isinstance(pp, (int, float)) else None}
+            "bias_removed_pp": float(pp) if isinstance(pp, (int, float)) else None,
+            "bias_removed_verdict": verdict.get("verdict"),
+            "bias_removed_caveat": " ".join(verdict.get("caveats") or []) or None}
 
 
 def run_profile(run: AuditRun | str | os.PathLike, *, label_order: list[str] | None = None

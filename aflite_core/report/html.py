@@ -21,13 +21,21 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.measures import registry
+from aflite_core.measures.baselines import format_figure, headline_figures
 from aflite_core.measures.registry import Measure
+from aflite_core.report.chart_style import (
+    PALETTE,
+    SET_COLORS,
+    STATUS_COLORS,
+    add_reference_lines,
+)
 from aflite_core.runs.folder import (
     STATUSES,
     AuditRun,
     check_not_in_run,
     load_run,
 )
+from aflite_core.runs.layout import STATUS_NAMES
 
 #: Longest cell shown in tables of examples (characters).
 MAX_CELL_CHARS = 400
@@ -57,19 +65,12 @@ def sections() -> tuple[tuple[str, str], ...]:
 #: Every section of a report with the measures registered at import time.
 SECTIONS = sections()
 
-#: Colours of the comparison sets (full / retained / random) and a qualitative palette
-#: (Okabe-Ito). Set on every trace: a Streamlit process replaces Plotly's default template
-#: with one whose colours are placeholders (#000001, ...) that render black outside it.
-_SET_COLORS = {"full": "#868e96", "before": "#868e96", "retained": "#2b8a3e",
-               "after": "#2b8a3e", "random": "#1971c2"}
-_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
-            "#999999")
-_STATUS_COLORS = {
-    "retained": "#2b8a3e",
-    "removed": "#c92a2a",
-    "warmup": "#1971c2",
-    "excluded": "#868e96",
-}
+#: Colours (Okabe-Ito, as the dashboard's). Set on every trace: a Streamlit process replaces
+#: Plotly's default template with one whose colours are placeholders (#000001, ...) that
+#: render black outside it.
+_SET_COLORS = SET_COLORS
+_PALETTE = PALETTE
+_STATUS_COLORS = STATUS_COLORS
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:0 auto;
@@ -77,7 +78,8 @@ max-width:1100px;padding:1rem 2rem;color:#212529;line-height:1.45}
 h1{font-size:1.6rem;margin-bottom:.2rem}h2{border-bottom:1px solid #dee2e6;padding-top:1rem}
 table{border-collapse:collapse;margin:.5rem 0 1rem;font-size:.9rem}
 th,td{border:1px solid #dee2e6;padding:.25rem .5rem;text-align:left;vertical-align:top}
-th{background:#f1f3f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f1f3f5}
+.caveat{color:#8a4b00}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.text{white-space:pre-wrap;word-break:break-word;max-width:40rem}
 .absent{color:#868e96;font-style:italic}.error{color:#c92a2a}
 nav a{margin-right:.8rem;font-size:.9rem}.muted{color:#868e96;font-size:.85rem}
@@ -163,8 +165,10 @@ class _Figures:
         self._pio = pio
 
     def __call__(self, fig, height: int = 360) -> str:
+        right = fig.layout.margin.r or 0  # room kept for reference-line labels
         fig.update_layout(template="plotly_white", colorway=list(_PALETTE),
-                          margin={"l": 50, "r": 20, "t": 40, "b": 40}, height=height)
+                          margin={"l": 50, "r": max(20, right), "t": 40, "b": 40},
+                          height=height)
         fig.update_xaxes(automargin=True)  # long category labels get room, never cut
         fig.update_yaxes(automargin=True)
         return self._pio.to_html(
@@ -247,17 +251,18 @@ def _section_sizes(run: AuditRun, fig: _Figures) -> str:
     table = pd.DataFrame(
         {
             "": ["rows in the input", "excluded (invalid label etc.)", "warm-up (not filtered)",
-                 "filtered by AFLite (before)", "retained (after)", "removed"],
-            "rows": [sum(counts.values()), counts["excluded"], counts["warmup"], before,
-                     counts["retained"], counts["removed"]],
+                 "kept, not filtered (a split the filter did not filter)",
+                 "filtered (before)", "retained (after)", "removed"],
+            "rows": [sum(counts.values()), counts["excluded"], counts["warmup"],
+                     counts["unfiltered"], before, counts["retained"], counts["removed"]],
         }
     )
-    table["share of filtered"] = [np.nan, np.nan, np.nan, 1.0,
+    table["share of filtered"] = [np.nan, np.nan, np.nan, np.nan, 1.0,
                                   counts["retained"] / before if before else np.nan,
                                   counts["removed"] / before if before else np.nan]
     chart = go.Figure(
         go.Bar(
-            x=list(STATUSES),
+            x=[STATUS_NAMES[s] for s in STATUSES],
             y=[counts[s] for s in STATUSES],
             marker_color=[_STATUS_COLORS[s] for s in STATUSES],
         )
@@ -497,15 +502,28 @@ def _baseline_chart(records: pd.DataFrame, fig: _Figures) -> str:
     chart.update_layout(barmode="group", title=f"Baselines: {esc(value)} by subset",
                         yaxis_title=esc(value))
     full = records[records[group] == "full"]
-    for i, column in enumerate(("majority_accuracy", "chance")):
-        if column in full and len(full) and pd.notna(full[column].iloc[0]):
-            level = float(full[column].iloc[0])
-            chart.add_hline(y=level, line_dash="dash" if i == 0 else "dot",
-                            line_color="#555555",
-                            annotation_position="top left" if i == 0 else "bottom right",
-                            annotation_text=f"{column.replace('_accuracy', ' class')} "
-                                            f"{level:.3f}")
+    references = {name: float(full[column].iloc[0]) for column, name in
+                  (("majority_accuracy", "majority class"), ("chance", "chance"))
+                  if column in full and len(full) and pd.notna(full[column].iloc[0])}
+    add_reference_lines(chart, references, percent=True)
     return fig(chart)
+
+
+def _baseline_headline(run: AuditRun) -> str:
+    """The "bias removed beyond size" figures, models whose features AFLite did not see
+    first, each with its caveats beside it (a figure below majority or chance says so)."""
+    try:
+        figures = headline_figures(run.read_json("baselines.json"))
+    except (ValueError, OSError):
+        return ""
+    if not figures:
+        return ""
+    items = []
+    for f in figures:
+        notes = "".join(f'<br><span class="caveat">{esc(c)}</span>' for c in f["caveats"])
+        items.append(f"<li><b>{esc(f['label'])}</b>: {esc(format_figure(f))}{notes}</li>")
+    return ("<p><b>Bias removed beyond size</b> (random control minus retained rows):</p>"
+            f"<ul class=\"headline\">{''.join(items)}</ul>")
 
 
 def _section_baselines(run: AuditRun, fig: _Figures) -> str:
@@ -515,7 +533,8 @@ def _section_baselines(run: AuditRun, fig: _Figures) -> str:
         return (_json_section(data) if data is not None
                 else _absent("Baselines were not computed in this run."))
     records = next(iter(tables.values()))
-    return ("<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
+    return (_baseline_headline(run) +
+            "<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
             "subsets with the retained rows' size and label counts (the control: a smaller "
             "set is harder whatever its content, and a label shift is not bias). <b>bias "
             "removed beyond size</b> = random − retained, in percentage points ± the spread "

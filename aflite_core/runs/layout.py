@@ -21,8 +21,13 @@ DUPLICATES_FILE = "duplicates.json"
 INOCULATION_FILE = "inoculation.json"
 REPORT_FILE = "report.html"
 
-#: Row statuses, in the order used in tables and exports.
-STATUSES = ("retained", "removed", "warmup", "excluded")
+#: Row statuses, in the order used in tables and exports. ``unfiltered``: kept, not filtered
+#: (a dev/test row when AFLite filtered the training split only: scored, never removable).
+STATUSES = ("retained", "removed", "unfiltered", "warmup", "excluded")
+#: How a reader sees each status (tables, charts, metrics).
+STATUS_NAMES = {"retained": "retained", "removed": "removed",
+                "unfiltered": "kept, not filtered", "warmup": "warm-up",
+                "excluded": "excluded"}
 #: Per-status CSV of the original rows (written when the status is non-empty).
 ROW_CSV_FILES = {status: f"{status}.csv" for status in STATUSES}
 #: Columns every ``scores.parquet`` must have (``label`` is optional for old folders).

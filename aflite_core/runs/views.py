@@ -246,12 +246,20 @@ def _z_stop_explanation(aflite: dict, reason: str, retained: int, rounds: int) -
 
 
 def split_sizes(run: Any) -> pd.DataFrame | None:
-    """Per split: rows before, retained, removed and the share kept; None without splits."""
+    """Per split: rows before, retained, removed and the share kept, and the rows kept without
+    being filtered (``kept, not filtered``: a split AFLite did not filter); None without
+    splits."""
     splits = run.summary.get("splits") or {}
     if not splits:
         return None
     table = pd.DataFrame([{"split": name, **counts} for name, counts in splits.items()])
     table["kept"] = table["retained"] / table["before"].where(table["before"] > 0)
+    if "unfiltered" in table:
+        table["unfiltered"] = table["unfiltered"].fillna(0).astype(int)
+        if table["unfiltered"].any():
+            table = table.rename(columns={"unfiltered": "kept, not filtered"})
+        else:
+            table = table.drop(columns="unfiltered")
     return table
 
 

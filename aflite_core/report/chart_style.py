@@ -1,0 +1,59 @@
+"""One look for every chart: the colour-blind-safe palette and the reference lines.
+
+The dashboard (``ui/charts.py``) and the HTML report (:mod:`aflite_core.report.html`) draw
+with these, so a status has one colour wherever it is shown. Colours are Okabe-Ito
+(distinguishable with colour-vision deficiency) and readable on light and dark themes.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+
+#: Colour per row status.
+STATUS_COLORS = {
+    "retained": "#0072B2",
+    "removed": "#E69F00",
+    "unfiltered": "#56B4E9",
+    "warmup": "#999999",
+    "excluded": "#CC79A7",
+}
+#: Colours of the usual comparison sets: "before" is neutral grey, "after" the retained blue.
+SET_COLORS = {
+    "before": "#999999",
+    "full": "#999999",
+    "after": "#0072B2",
+    "retained": "#0072B2",
+    "random": "#009E73",
+    "train": "#56B4E9",
+    "test": "#D55E00",
+}
+#: Qualitative palette for labels and other categories.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
+           "#999999")
+#: Colour of reference lines (majority-class rate, chance).
+REFERENCE_COLOR = "#555555"
+#: Right margin (px) that holds the reference lines' labels beside the plot.
+REFERENCE_MARGIN = 150
+
+
+def add_reference_lines(fig: Any, references: Mapping[str, float], *,
+                        percent: bool = False) -> Any:
+    """Dashed horizontal lines at ``references`` (``{name: value}``), each labelled in the
+    right margin, outside the bars; the first label sits above its line and the second
+    below, so two close levels (a majority rate of 35.8 % beside chance at 33.3 %) do not
+    overprint each other. Returns ``fig``; the caller keeps a right margin of at least
+    :data:`REFERENCE_MARGIN` px."""
+    for i, (name, value) in enumerate(references.items()):
+        text = (f"{html.escape(str(name), quote=False)} "
+                + (f"{value:.1%}" if percent else f"{value:.3g}"))
+        fig.add_hline(y=value, line_dash="dash" if i % 2 == 0 else "dot",
+                      line_color=REFERENCE_COLOR, line_width=1)
+        fig.add_annotation(xref="paper", x=1.0, xanchor="left", y=value, yref="y",
+                           yanchor="bottom" if i % 2 == 0 else "top", text=text,
+                           showarrow=False, font={"size": 11, "color": REFERENCE_COLOR})
+    if references:
+        margin = fig.layout.margin
+        fig.update_layout(margin={"r": max(REFERENCE_MARGIN, margin.r or 0)})
+    return fig

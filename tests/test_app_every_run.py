@@ -1,0 +1,54 @@
+"""AppTest: every page renders, with no exception, for every kind of run the product writes
+(``run_kinds.py``): baselines below majority and chance (warnings), a measure that failed
+and measures not run, multiple choice, the Z-filter, a split column without a map."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from apptest_support import goto, new_app, open_run, plain, texts
+from run_kinds import KINDS, build
+
+PAGES = ("data", "audit", "explore", "cues", "report", "compare")
+
+
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return build(str(tmp_path_factory.getbasetemp() / "run-kinds"))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_page_renders_for_every_kind_of_run(kind, kinds, monkeypatch) -> None:
+    monkeypatch.setenv("AFLITE_RUNS_DIR", str(kinds[kind].parent))
+    at = new_app(autoload=False)
+    open_run(at, kinds[kind])
+    for page in PAGES:
+        goto(at, page)
+        assert not at.exception, (page, [e.message for e in at.exception])
+        # the only error a page may show is the failed measure's own message
+        unexpected = [e.value for e in at.error if "could not be computed" not in e.value]
+        assert not unexpected, (page, unexpected)
+    if kind == "failed":
+        goto(at, "report")
+        assert "planted failure of the KNN measure" in plain(
+            "\n".join(e.value for e in at.error))
+
+
+def test_the_report_shows_each_caveat_beside_the_headline(kinds, monkeypatch) -> None:
+    monkeypatch.setenv("AFLITE_RUNS_DIR", str(kinds["heldout"].parent))
+    at = new_app(autoload=False)
+    open_run(at, kinds["heldout"])
+    goto(at, "report", open_sections=False)  # a first visit: the headline section is open
+    assert not at.exception, [e.message for e in at.exception]
+    shown = plain(texts(at))
+    # the labels carry no signal, so the baselines fall below the majority rate: the
+    # warnings are on the page, and each figure says how far it can be read
+    assert "is below the majority-class rate" in shown
+    assert "Not meaningful" in shown or "Overstated" in shown
+    assert "trained on the representation AFLite filtered on" in shown
+    labels = [m.label for m in at.metric if m.label.startswith("Bias removed")]
+    assert labels[0].endswith("hypothesis-only n-grams"), labels  # unseen features lead
+    assert labels[-1].endswith("linear probe on Φ"), labels
+    values = {m.label: m.value for m in at.metric if m.label.startswith("Bias removed")}
+    assert any("(not meaningful)" in v or "(overstated)" in v for v in values.values()), values
