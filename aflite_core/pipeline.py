@@ -540,11 +540,12 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
     hi = whole[0] + (whole[1] - whole[0]) * span[1]
     to_remove = max(n_units - target, 1)
     what = "questions" if questions is not None else "rows"
+    step = "Z-filter step" if config.filter == "z" else "AFLite round"
 
     def on_round(info: dict) -> bool:
         done = (n_units - int(info.get("size", n_units))) / to_remove
         message = (
-            f"round {info.get('round')}: {int(info.get('size', 0)):,} {what} "
+            f"{step} {info.get('round')}: {int(info.get('size', 0)):,} {what} "
             f"(removed {int(info.get('removed', 0)):,}, target {target:,})"
         )
         extra = {k: info[k] for k in ("round", "size", "removed", "removed_total",

@@ -138,3 +138,58 @@ def test_filter_by_any_column_of_the_dataset(runs_root, shared_run) -> None:
     assert_clean(at)
     rows = _rows(at)
     assert len(rows) > 0 and set(rows["label"]) == {"entailment"}
+
+
+def test_texts_and_label_lead_and_kept_rows_have_no_round(runs_root, shared_run) -> None:
+    at = _explore(shared_run)
+    assert_clean(at)
+    rows = _rows(at)
+    assert list(rows.columns[:4]) == ["row_id", "premise", "hypothesis", "label"]
+    assert list(rows.columns[4:7]) == ["status", "predictability", "removal_round"]
+    assert rows["removal_round"].notna().all()  # the most predictable rows were removed
+    at.segmented_control(key="explore:view").set_value("retained").run()
+    kept = _rows(at)
+    assert len(kept) and kept["removal_round"].isna().all()  # no round, not -1
+    # the columns are configurable: hide the audit's predictability
+    chosen = [c for c in at.multiselect(key="explore:columns").value if c != "predictability"]
+    at.multiselect(key="explore:columns").set_value(chosen).run()
+    assert "predictability" not in _rows(at).columns
+
+
+def test_a_saved_subset_opens_again_as_a_filter(runs_root, shared_run, tmp_path) -> None:
+    import shutil
+
+    from aflite_core.runs import subsets
+
+    run = tmp_path / "runs" / shared_run.name
+    shutil.copytree(shared_run, run)
+    removed = pd.read_parquet(run / "scores.parquet").query("status == 'removed'")
+    members = removed["row_id"].head(7).tolist()
+    subsets.save_subset(run, "seven", members, filter={})
+    at = new_app().run()
+    open_run(at, run)
+    goto(at, "explore")
+    at.selectbox(key="explore:subset_open").set_value("seven").run()
+    assert_clean(at)
+    assert sorted(_rows(at)["row_id"].tolist()) == sorted(members)
+    assert "**7 rows** match" in texts(at)
+
+
+def test_download_writes_the_table_order_and_columns() -> None:
+    import csv
+    import io
+
+    from aflite_core.runs.exports import table_view_bytes
+
+    def read_csv_rows(data: bytes) -> list[list[str]]:
+        return list(csv.reader(io.StringIO(data.decode("utf-8"), newline="")))
+
+    rows = pd.DataFrame({"status": ["removed", "retained", "removed"],
+                         "hypothesis": ["=1+2", "b", "c"], "label": ["x", "y", "z"],
+                         "extra": ["e1", "e2", "e3"]},
+                        index=pd.Index([7, 3, 5], name="row_id"))
+    out = read_csv_rows(table_view_bytes(rows, ["label", "hypothesis"]))
+    # row_id first, then the shown columns in the shown order, then the hidden ones
+    assert out[0] == ["row_id", "label", "hypothesis", "status", "extra"]
+    assert [r[0] for r in out[1:]] == ["7", "3", "5"]  # the table's order, not row-id order
+    assert out[1][2] == "'=1+2"  # spreadsheet-safe

@@ -74,7 +74,7 @@ def test_run_writes_the_folder(cli_run, snli_sample):
 def test_progress_line_per_round(cli_run):
     out, proc = cli_run
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    rounds = [line for line in proc.stderr.splitlines() if " aflite round " in line]
+    rounds = [line for line in proc.stderr.splitlines() if " AFLite round " in line]
     assert len(rounds) == summary["aflite"]["n_rounds"] >= 2
     assert "round 1: " in rounds[0] and "target 1,800" in rounds[0]
     assert "Traceback" not in proc.stderr
@@ -179,7 +179,7 @@ def test_terminated_run_leaves_nothing(snli_sample, tmp_path):
     )
     try:
         for line in proc.stderr:
-            if " aflite round " in line:
+            if " AFLite round " in line:
                 break
         assert [p.name[:5] for p in root.iterdir()] == [".tmp-"]  # mid-run: only a temp folder
         proc.send_signal(signal.SIGTERM)

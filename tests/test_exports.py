@@ -165,8 +165,11 @@ def test_spreadsheet_safe_export(tmp_path, hostile_run):
     assert "'=1+2" in cells and "'@SUM(A1)" in cells and "'\ttab" in cells
     assert "'\rcr first" in cells and "'-x" in cells and "'+plus" in cells
     assert "'quote" in cells  # a cell already starting with ' is unchanged
-    # numeric columns stay numbers: removal_round -1 is not neutralised
-    assert {row[-1] for row in rows[1:]} == {"-1", "1"}
+    # numeric columns stay numbers (removal round 1, not '1 or 1.0), and a kept row has no
+    # removal round (an empty cell, not -1)
+    assert {row[-1] for row in rows[1:]} == {"", "1"}
+    status = {row[-3] for row in rows[1:] if row[-1] == ""}
+    assert "removed" not in status and {row[-3] for row in rows[1:] if row[-1]} == {"removed"}
 
 
 def test_chunked_writing_gives_identical_files(tmp_path, hostile_run):
@@ -212,8 +215,12 @@ def test_empty_selection_still_has_a_header(tmp_path, hostile_run):
 def test_table_exports(tmp_path, hostile_run):
     _, _, path = hostile_run
     export_run(path, "scores", tmp_path / "scores.parquet")
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "scores.parquet"),
-                                  load_run(path).scores)
+    scores = load_run(path).scores
+    # the run folder's -1 (not removed) is exported as an empty removal round
+    expected = scores.assign(removal_round=scores["removal_round"].where(
+        scores["removal_round"] >= 0).astype("Int64"))
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "scores.parquet")
+                                  .astype({"removal_round": "Int64"}), expected)
     data = export_bytes(path, "scores", format="csv", row_ids=[1, 2])
     assert [r[0] for r in read_csv_rows(data)[1:]] == ["1", "2"]
     with pytest.raises(FileNotFoundError, match="cues was not computed"):

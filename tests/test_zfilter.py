@@ -254,8 +254,10 @@ def test_audit_page_runs_the_z_filter(runs_root) -> None:
     run = load_run(job.result)
     assert run.parameters["filter"] == "z"
     scores = pd.read_parquet(job.result / "scores.parquet")
-    assert set(scores["status"]) == {"retained", "removed"}
-    dev = scores[scores["removal_round"] == -1]["predictability"]  # dev rows are scored too
+    # the train split is filtered; the dev rows are kept as they are, and scored too
+    assert set(scores["status"]) == {"retained", "removed", "unfiltered"}
+    dev = scores[scores["status"] == "unfiltered"]["predictability"]
+    assert len(dev) == 1000
     assert dev.notna().all() and dev.between(0, 1).all()
     for page in ("explore", "report"):  # the finished run opens on the other pages
         at = goto(at, page)

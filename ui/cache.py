@@ -411,3 +411,9 @@ def baseline_headline(path: str | Path) -> list[dict]:
     verdict and caveats (:func:`aflite_core.measures.baselines.headline_figures`)."""
     path = Path(path)
     return _baseline_headline(str(path.resolve()), _stamp(path))
+
+
+def table_view_bytes(rows: pd.DataFrame, columns: list[str]) -> bytes:
+    """CSV of a table's rows in its order and column order (called lazily by a download
+    button; :func:`aflite_core.runs.exports.table_view_bytes`)."""
+    return exports.table_view_bytes(rows, columns)

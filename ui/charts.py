@@ -21,6 +21,7 @@ from aflite_core.report.chart_style import (  # noqa: F401 - re-exported for the
     SET_COLORS,
     STATUS_COLORS,
     add_reference_lines,
+    rounds_figure,
 )
 
 #: Plotly config of charts without interaction beyond hovering (no mode bar to draw).
@@ -147,28 +148,12 @@ def predictability_histogram(binned: pd.DataFrame, *, facet: str | None = None,
     return _layout(fig, title=title)
 
 
-def removal_per_round(history: pd.DataFrame, *, title: str | None = None) -> go.Figure:
-    """Rows removed per AFLite round (bars) and the remaining set size (line).
-
-    Parameters
-    ----------
-    history : DataFrame
-        One row per round with ``round``, ``removed`` and ``size`` (size after the round or
-        at its start, as the core reports it).
-    """
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(specs=[[{"secondary_y": True}]])
-    fig.add_bar(x=history["round"], y=history["removed"], name="removed in round",
-                marker_color=STATUS_COLORS["removed"])
-    if "size" in history:
-        fig.add_scatter(x=history["round"], y=history["size"], name="set size",
-                        mode="lines+markers", line={"color": STATUS_COLORS["retained"]},
-                        secondary_y=True)
-    fig.update_xaxes(title="round", dtick=1)
-    fig.update_yaxes(title="removed", secondary_y=False)
-    fig.update_yaxes(title="set size", secondary_y=True, showgrid=False, tickformat=",d")
-    return _layout(fig, title=title)
+def removal_per_round(history: pd.DataFrame, *, title: str | None = None,
+                      step: str = "round") -> go.Figure:
+    """Rows removed per round and the set size after each round
+    (:func:`aflite_core.report.chart_style.rounds_figure`), in the dashboard's layout."""
+    fig = rounds_figure(history, step=step)
+    return _layout(fig, title=title, height=400 if "size" in history else 360)
 
 
 def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = False,

@@ -161,7 +161,7 @@ def full_text(row: pd.Series, columns: Iterable[str],
     """
     facts = []
     for col in meta:
-        if col in row.index and not (isinstance(row[col], float) and math.isnan(row[col])):
+        if col in row.index and not pd.isna(row[col]):  # a kept row has no removal round
             value = row[col]
             facts.append(f"{col} {value:.2f}" if isinstance(value, float) else f"{col} {value}")
     if facts:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from aflite_core.runs import views
 from aflite_core.runs.layout import STATUS_NAMES, STATUSES
 from ui import (
     breakdown_view,
@@ -85,13 +86,14 @@ def charts_row(path: Path, run: Any) -> None:
                 charts.predictability_histogram(binned, facet="label" if per_label else None),
                 key=state.key(PAGE, "hist_chart"), config=charts.STATIC_CONFIG)
     with right:
-        st.markdown("**Rows removed per round**")
+        step = views.round_name(run)
+        st.markdown(f"**Rows removed per {step}**")
         history = run.history
         if history.empty or "removed" not in history:
             st.caption("No per-round history in this run.")
         else:
-            st.plotly_chart(charts.removal_per_round(history), key=state.key(PAGE, "rounds_chart"),
-                            config=charts.STATIC_CONFIG)
+            st.plotly_chart(charts.removal_per_round(history, step=step),
+                            key=state.key(PAGE, "rounds_chart"), config=charts.STATIC_CONFIG)
 
 
 def map_panel(path: Path) -> list[str] | None:
@@ -113,12 +115,16 @@ def map_panel(path: Path) -> list[str] | None:
     fig = charts.projection_scatter(points, color=color, continuous=color == "predictability")
     event = st.plotly_chart(fig, on_select="rerun", selection_mode=("box", "lasso"),
                             key=state.key(PAGE, f"map:{version}"))
-    if len(points) < total:
-        st.caption(f"Showing a uniform random sample of {len(points):,} of {total:,} points "
-                   "(seed 0) to keep the page fast; selections pick from the sample.")
-    else:
-        st.caption(f"{total:,} points. Draw a box or a lasso to filter the table below.")
     ids = charts.selected_row_ids(event)
+    chosen = (f"**{len(ids):,} rows selected** (the table below shows them; *Clear map "
+              "selection* to show all). " if ids else
+              "Draw a box or a lasso to filter the table below. ")
+    if len(points) < total:
+        st.caption(chosen + f"Showing a uniform random sample of {len(points):,} of "
+                   f"{total:,} points (seed 0) to keep the page fast; selections pick from "
+                   "the sample.")
+    else:
+        st.caption(chosen + f"{total:,} points.")
     return ids or None
 
 
@@ -149,13 +155,13 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
                                   format_func=STATUS_NAMES.get)
     pred = c3.slider("Predictability", 0.0, 1.0, (0.0, 1.0), 0.05,
                      key=state.key(PAGE, "pred"))
-    rounds = table["removal_round"].to_numpy()
-    max_round = int(rounds.max()) if len(rounds) else 0
+    top = pd.to_numeric(table["removal_round"], errors="coerce").max() if len(table) else None
+    max_round = int(top) if top is not None and pd.notna(top) else 0
     round_range = None
     if max_round >= 1:
         chosen = c4.slider("Removal round", 1, max(max_round, 2), (1, max(max_round, 2)),
                            key=state.key(PAGE, "rounds"),
-                           help="Applies to removed rows only; retained rows have round -1.")
+                           help="Applies to removed rows only; kept rows have no round.")
         if chosen != (1, max(max_round, 2)):
             round_range = chosen
     flt = filters.RowFilter(
@@ -164,7 +170,8 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
         case=case, whole_word=whole_word, search_columns=[c for c in (run.columns.get("premise"),
                                                run.columns.get("hypothesis")) if c],
     )
-    flt.extra_mask = cue_filter(run, path)
+    flt.extra_mask = slices_view.combine(cue_filter(run, path),
+                                         subsets_view.open_filter(run, table))
     flt.extra_mask = slices_view.combine(
         flt.extra_mask, slices_view.explore_filter(run, path, len(table)))
     flt.ranges, flt.values = datamap_view.measure_filters(table)
@@ -226,6 +233,7 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
         return
     order = cache.sort_order(run.path, sort_by, ascending=not descending)
     rows = table.iloc[filters.sorted_positions(order, mask)]
+    columns = shown_columns(table)
     text_cols = components.text_columns(
         [c for c in (run.columns.get("premise"), run.columns.get("hypothesis")) if c])
     if view == "side":
@@ -235,16 +243,28 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
                 part = rows[rows["status"] == status]
                 st.markdown(f"**{status.capitalize()}** ({len(part):,} rows)")
                 st.caption(sort_caption(sort_by, descending, len(part)))
-                _table(part, f"rows_{status}", page_size, text_cols)
+                _table(part[columns], f"rows_{status}", page_size, text_cols)
         return
     if view in ("retained", "removed"):
         rows = rows[rows["status"] == view]
     st.markdown(f"**{len(rows):,} rows** match")
     st.caption(sort_caption(sort_by, descending, len(rows))
                + " Tick a row to read its full text below the table.")
-    _table(rows, "rows", page_size, text_cols)
-    export_filtered(rows, run, everything=len(rows) == len(table))
+    _table(rows[columns], "rows", page_size, text_cols)
+    export_filtered(rows, run, columns)
     subsets_view.save_panel(rows, flt, view, run)
+
+
+def shown_columns(table: pd.DataFrame) -> list[str]:
+    """The columns the rows tables show, in the chosen order (default: every column of the
+    rows table: texts and label, the audit's columns, the measures', the other inputs')."""
+    every = list(table.columns)
+    with st.expander("Columns shown"):
+        chosen = st.multiselect(
+            "Columns, in this order", every, default=every, key=state.key(PAGE, "columns"),
+            help="Remove a column to hide it; add it back to put it at the end. The download "
+                 "below follows this order (hidden input columns come after).")
+    return [c for c in chosen if c in table.columns] or every
 
 
 def sort_caption(column: str, descending: bool, n: int) -> str:
@@ -328,17 +348,14 @@ def _selected_position(event: Any) -> int | None:
     return int(picked[0]) if picked else None
 
 
-def export_filtered(rows: pd.DataFrame, run: Any, *, everything: bool = False) -> None:
-    """Download exactly the rows shown (CSV, spreadsheet-safe).
-
-    ``everything`` (no filter narrows the run) exports without a row-id list.
-    """
+def export_filtered(rows: pd.DataFrame, run: Any, columns: list[str]) -> None:
+    """Download exactly the rows shown (CSV, spreadsheet-safe): in the table's order, with
+    the table's columns in its order, then the columns it hides."""
     if rows.empty:
         return
-    ids = None if everything else rows.index
     st.download_button(
         f"Download these {len(rows):,} rows (CSV)",
-        data=lambda: cache.export_bytes(run.path, "all", row_ids=ids),
+        data=lambda: cache.table_view_bytes(rows, columns),
         file_name=f"{run.name}-filtered.csv", mime="text/csv",
         key=state.key(PAGE, "download_filtered"), icon=":material/download:",
         on_click="ignore",

@@ -125,7 +125,8 @@ def mask_of(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
             mask &= np.isfinite(pred) & (pred >= lo) & (pred <= hi)
     if flt.rounds is not None:
         lo, hi = flt.rounds
-        rounds = table["removal_round"].to_numpy()
+        rounds = pd.to_numeric(table["removal_round"], errors="coerce").to_numpy(
+            dtype=float, na_value=np.nan)  # kept rows have no round (NaN: never in range)
         mask &= (rounds >= lo) & (rounds <= hi)
     if flt.row_ids is not None:
         wanted = [str(i) for i in flt.row_ids]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -30,6 +31,31 @@ def description(flt: filters.RowFilter, view: str) -> dict[str, Any]:
             "link": url_state.encode(values)}
 
 
+OPEN_KEY = state.key(PAGE, "subset_open")
+
+
+def open_filter(run: Any, table: pd.DataFrame) -> np.ndarray | None:
+    """A saved subset reopened as a filter: only its rows (``None`` when none is chosen or
+    the run has no subset)."""
+    saved = subsets.list_subsets(run.path)
+    if not saved:
+        return None
+    names = [s.name for s in saved]
+    choice = st.selectbox(
+        "Saved subset (only its rows)", names, index=None, key=OPEN_KEY,
+        format_func=lambda n: f"{n} ({next(s.n_rows for s in saved if s.name == n):,} rows)",
+        placeholder="none: every row", help="A subset saved below, reopened as a filter.")
+    if not choice:
+        return None
+    try:
+        ids = subsets.load_subset(run.path, choice).row_ids
+    except (ValueError, OSError) as exc:
+        components.show_error(f"The subset {components.md_escape(choice)} cannot be read: "
+                              f"{components.md_escape(exc)}")
+        return None
+    return np.asarray(table.index.astype(str).isin(pd.Index(ids).astype(str)))
+
+
 def save_panel(rows: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> None:
     """A small form: name the rows shown and save them in the run folder."""
     saved = subsets.list_subsets(run.path)
@@ -47,7 +73,8 @@ def save_panel(rows: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) 
             saved = subsets.list_subsets(run.path)
         if saved:
             st.caption("Saved subsets of this run: " + ", ".join(
-                f"{components.md_escape(s.name)} ({s.n_rows:,} rows)" for s in saved))
+                f"{components.md_escape(s.name)} ({s.n_rows:,} rows)" for s in saved)
+                + ". Reopen one with *Saved subset* among the filters above.")
             st.caption("Export one with `python -m aflite_core export RUN_DIR --subset NAME "
                        "--what all --out FILE.csv`.")
 

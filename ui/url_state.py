@@ -198,7 +198,8 @@ def bounds_of(table: pd.DataFrame) -> dict[str, tuple]:
     compute them."""
     out: dict[str, tuple] = {"pred": (0.0, 1.0)}
     if "removal_round" in table and len(table):
-        max_round = int(table["removal_round"].max())
+        top = pd.to_numeric(table["removal_round"], errors="coerce").max()
+        max_round = int(top) if pd.notna(top) else 0
         if max_round >= 1:
             out["rounds"] = (1, max(max_round, 2))
     from aflite_core.measures import pvi

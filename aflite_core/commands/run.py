@@ -244,7 +244,8 @@ class _Printer:
         if stage == "aflite" and "round" in event:
             secs = event.get("seconds")
             timing = f" {secs:.1f}s" if isinstance(secs, (int, float)) else ""
-            print(f"[{pct}] aflite {event.get('message', '')}{timing}", file=sys.stderr,
+            # the message names the filter: "AFLite round 3: ..." or "Z-filter step 3: ..."
+            print(f"[{pct}] {event.get('message', '')}{timing}", file=sys.stderr,
                   flush=True)
         elif stage != self.last_stage or "status" in event:
             print(f"[{pct}] {stage}: {event.get('message', '')}", file=sys.stderr, flush=True)

@@ -206,7 +206,12 @@ def _finish(handle, tmp: Path | None, final: Path | None, ok: bool) -> None:
 
 
 def _to_pandas(table: pa.Table) -> pd.DataFrame:
-    return table.to_pandas()
+    # integer columns with empty cells stay integers (Int64), not floats: a removal round
+    # is written 3, never 3.0
+    def nullable_int(t: pa.DataType):
+        return pd.Int64Dtype() if pa.types.is_integer(t) else None
+
+    return table.to_pandas(types_mapper=nullable_int)
 
 
 def write_csv(

@@ -57,3 +57,45 @@ def add_reference_lines(fig: Any, references: Mapping[str, float], *,
         margin = fig.layout.margin
         fig.update_layout(margin={"r": max(REFERENCE_MARGIN, margin.r or 0)})
     return fig
+
+
+def rounds_figure(history: Any, *, step: str = "round") -> Any:
+    """Rows removed per round (bars, top) and the set size after each round (line, below,
+    starting from the size before the first round), on one shared round axis.
+
+    Parameters
+    ----------
+    history : DataFrame
+        One row per round with ``round``, ``removed`` and ``size`` (the size at the start
+        of the round, as the filters record it).
+    step : str
+        What a round is called (``AFLite round``, ``Z-filter step``): the axis title.
+
+    Ticks stay readable at hundreds of rounds: integers, at most about ten of them.
+    """
+    import numpy as np
+    import pandas as pd
+    from plotly.subplots import make_subplots
+
+    has_size = "size" in history and len(history)
+    fig = make_subplots(rows=2 if has_size else 1, cols=1, shared_xaxes=True,
+                        vertical_spacing=0.08, row_heights=[0.55, 0.45] if has_size else None)
+    fig.add_bar(x=history["round"], y=history["removed"], name="removed in the round",
+                marker_color=STATUS_COLORS["removed"], row=1, col=1)
+    fig.update_yaxes(title="removed", tickformat=",d", rangemode="tozero", row=1, col=1)
+    if has_size:
+        rounds = history["round"].to_numpy()
+        before = pd.to_numeric(history["size"]).to_numpy(dtype=float)
+        after = (pd.to_numeric(history["size_after"]).to_numpy(dtype=float)
+                 if "size_after" in history
+                 else before - pd.to_numeric(history["removed"]).to_numpy(dtype=float))
+        x = np.concatenate([[rounds[0] - 1], rounds])
+        y = np.concatenate([[before[0]], after])
+        fig.add_scatter(x=x, y=y, name="size after the round", mode="lines",
+                        line={"color": STATUS_COLORS["retained"]}, row=2, col=1,
+                        hovertemplate="after round %{x}: %{y:,d} rows<extra></extra>")
+        fig.update_yaxes(title="set size", tickformat="~s", nticks=5, row=2, col=1)
+    many = len(history) > 12
+    fig.update_xaxes(tickformat="d", nticks=10 if many else None, dtick=None if many else 1)
+    fig.update_xaxes(title=step, row=2 if has_size else 1, col=1)
+    return fig

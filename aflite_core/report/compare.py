@@ -22,6 +22,7 @@ import pandas as pd
 
 from aflite_core.measures.baselines import figure_verdict
 from aflite_core.runs.folder import AuditRun, load_run, to_jsonable
+from aflite_core.runs.views import FILTER_NAMES
 
 
 @dataclass
@@ -288,8 +289,6 @@ HEADLINE = (
     ("label_tvd", "Label shift (total variation distance)", "number"),
 )
 
-#: Names of the filters as a reader knows them, by ``parameters["filter"]``.
-FILTER_NAMES = {"aflite": "AFLite", "z": "Z-filter"}
 
 
 def format_value(value: Any, kind: str = "number") -> str:

@@ -28,6 +28,7 @@ from aflite_core.report.chart_style import (
     SET_COLORS,
     STATUS_COLORS,
     add_reference_lines,
+    rounds_figure,
 )
 from aflite_core.runs.folder import (
     STATUSES,
@@ -324,31 +325,21 @@ def _section_labels(run: AuditRun, fig: _Figures) -> str:
 
 
 def _section_rounds(run: AuditRun, fig: _Figures) -> str:
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
+    from aflite_core.runs.views import round_name, stop_explanation
 
     history = run.history
-    if history.empty or "size" not in history.columns:
+    if history.empty or "size" not in history.columns or "removed" not in history.columns:
         return _absent("No per-round history in this run (summary.json has no 'history').")
-    rounds = history["round"] if "round" in history.columns else pd.Series(range(len(history)))
-    chart = make_subplots(specs=[[{"secondary_y": True}]])
-    chart.add_trace(go.Scatter(x=rounds, y=history["size"], name="size", mode="lines+markers"))
-    if "removed" in history.columns:
-        chart.add_trace(
-            go.Bar(x=rounds, y=history["removed"], name="removed", opacity=0.5,
-                   marker_color="#c92a2a"),
-            secondary_y=True,
-        )
-    chart.update_layout(title="Size of the filtered set and rows removed per round")
-    chart.update_xaxes(title_text="round")
-    chart.update_yaxes(title_text="size", secondary_y=False)
-    chart.update_yaxes(title_text="removed", secondary_y=True, rangemode="tozero")
-    from aflite_core.runs.views import stop_explanation
+    if "round" not in history.columns:
+        history = history.assign(round=np.arange(1, len(history) + 1))
+    step = round_name(run)
+    chart = rounds_figure(history, step=step)
+    chart.update_layout(title=f"Rows removed per {step} and the size after it")
 
     stop = stop_explanation(run)
     note = f"<p>{esc(stop)}</p>" if stop else ""
     shown = [c for c in history.columns if not isinstance(history[c].iloc[0], (list, dict))]
-    return fig(chart) + note + html_table(history[shown], max_rows=200)
+    return fig(chart, height=420) + note + html_table(history[shown], max_rows=200)
 
 
 def _section_predictability(run: AuditRun, fig: _Figures) -> str:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -122,11 +123,24 @@ def iter_table_chunks(
         if wanted is not None:
             ids = table.column("row_id").to_numpy(zero_copy_only=False)
             table = table.filter(pa.array(np.isin(ids, wanted), type=pa.bool_()))
+        if "removal_round" in table.column_names:
+            table = without_round_sentinel(table)
         if table.num_rows or not yielded:
             yielded = True
             yield _select(table, selected)
     if not yielded:
         yield _select(source.schema_arrow.empty_table(), selected)
+
+
+def without_round_sentinel(table: pa.Table, column: str = "removal_round") -> pa.Table:
+    """``table`` with the run folder's ``-1`` (not removed) in ``column`` as an empty cell:
+    a kept row has no removal round."""
+    import pyarrow.compute as pc
+
+    i = table.column_names.index(column)
+    values = table.column(i)
+    return table.set_column(i, column, pc.if_else(pc.less(values, 0),
+                                                  pa.scalar(None, values.type), values))
 
 
 # --------------------------------------------------------------------------- public entry
@@ -221,6 +235,38 @@ def export_run(
     return ExportResult(
         path=path, what=what, format=fmt, n_rows=n, sanitized=sanitize and fmt == "csv"
     )
+
+
+def table_view_bytes(rows: pd.DataFrame, columns: Sequence[str], *,
+                     sanitize: bool = True, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> bytes:
+    """A CSV of ``rows`` exactly as a table shows them: in their order, ``row_id`` (the
+    index) first, then ``columns`` in that order, then every other column of ``rows`` (the
+    original columns a view hid are exported too).
+
+    Parameters
+    ----------
+    rows : DataFrame
+        Indexed by ``row_id``, e.g. the Explore page's filtered and sorted rows.
+    columns : sequence of str
+        The columns the view shows, in its order (unknown names are an error).
+    sanitize : bool, default True
+        Neutralise formula-like cells for spreadsheets.
+    """
+    unknown = [c for c in columns if c not in rows.columns]
+    if unknown:
+        raise ValueError(f"columns: not in the rows: {unknown}")
+    order = [*columns, *(c for c in rows.columns if c not in set(columns))]
+    frame = rows[order]
+    id_name = "row_id" if "row_id" not in order else "row_id (index)"
+    buffer = io.BytesIO()
+
+    def chunks() -> Iterator[pd.DataFrame]:
+        for start in range(0, max(len(frame), 1), chunk_rows):
+            part = frame.iloc[start:start + chunk_rows]
+            yield part.reset_index(names=id_name)
+
+    write_csv(chunks(), buffer, sanitize=sanitize)
+    return buffer.getvalue()
 
 
 def export_bytes(run: AuditRun | str | os.PathLike, what: str, **kwargs: Any) -> bytes:

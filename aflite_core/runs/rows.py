@@ -153,7 +153,10 @@ def iter_row_chunks(
         if with_scores:
             part = part.append_column(names["status"], pa.array(status[idx], type=pa.string()))
             part = part.append_column(names["predictability"], pa.array(predictability[idx]))
-            part = part.append_column(names["removal_round"], pa.array(removal_round[idx]))
+            # -1 marks "not removed" in scores.parquet; an export shows an empty cell
+            rounds = removal_round[idx]
+            part = part.append_column(names["removal_round"],
+                                      pa.array(rounds, mask=rounds < 0, type=pa.int64()))
         if part.num_rows or not yielded:
             yielded = True
             yield _select(part, selected)

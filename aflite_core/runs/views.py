@@ -22,9 +22,10 @@ AUDIT_COLUMNS = ("status", "predictability", "removal_round")
 
 
 def rows_table(run: AuditRun) -> pd.DataFrame:
-    """All rows of a run: ``status``, ``predictability``, ``removal_round``, then every
-    original column, text and label first (an original column with one of the audit's names
-    gets `` (input)``).
+    """All rows of a run: the texts and the label first (premise, hypothesis, label), then
+    ``status``, ``predictability``, ``removal_round`` and the measures' per-row columns, then
+    every other original column (an original column with one of the audit's names gets
+    `` (input)``). ``removal_round`` is empty (``<NA>``) for a row that was not removed.
 
     Index: ``row_id``, in input order.
     """
@@ -33,11 +34,14 @@ def rows_table(run: AuditRun) -> pd.DataFrame:
     rename = {c: f"{c} (input)" for c in frame.columns if c in AUDIT_COLUMNS}
     table = frame.rename(columns=rename)
     audit = scores.reindex(table.index)[list(AUDIT_COLUMNS)]
+    rounds = pd.to_numeric(audit["removal_round"], errors="coerce")
+    audit["removal_round"] = rounds.where(rounds >= 0).astype("Int64")
     roles = run.columns
     first = [rename.get(c, c) for c in (roles.get("premise"), roles.get("hypothesis"),
                                          roles.get("label")) if c and c in frame.columns]
-    table = table[first + [c for c in table.columns if c not in first]]
-    table = pd.concat([audit, measure_row_columns(run, table.index, set(table.columns)), table],
+    rest = [c for c in table.columns if c not in first]
+    table = pd.concat([table[first], audit,
+                       measure_row_columns(run, table.index, set(table.columns)), table[rest]],
                       axis=1)
     table["status"] = table["status"].astype(str)
     table.index.name = "row_id"
@@ -261,6 +265,23 @@ def split_sizes(run: Any) -> pd.DataFrame | None:
         else:
             table = table.drop(columns="unfiltered")
     return table
+
+
+#: The filters as a reader knows them, by ``parameters["filter"]``, and what a round is.
+FILTER_NAMES = {"aflite": "AFLite", "z": "Z-filter"}
+ROUND_NAMES = {"aflite": "AFLite round", "z": "Z-filter step"}
+
+
+def filter_name(run: Any) -> str:
+    """``AFLite`` or ``Z-filter``: the filter the run used."""
+    flt = str((run.parameters or {}).get("filter") or "aflite")
+    return FILTER_NAMES.get(flt, flt)
+
+
+def round_name(run: Any) -> str:
+    """What one round of the run's filter is called (``AFLite round``, ``Z-filter step``)."""
+    flt = str((run.parameters or {}).get("filter") or "aflite")
+    return ROUND_NAMES.get(flt, "round")
 
 
 def filter_description(run: Any) -> str | None:
