@@ -30,6 +30,7 @@ _PUBLIC = {
     "export_run": "aflite_core.runs.exports",
     "build_report": "aflite_core.report.html",
     "compare_runs": "aflite_core.report.compare",
+    "sample_path": "aflite_core.data",
 }
 
 __all__ = ["__version__", *_PUBLIC]

@@ -1,4 +1,4 @@
-"""Build ``assets/snli_sample.csv``, the sample the dashboard opens on.
+"""Build ``aflite_core/data/snli_sample.csv``, the sample the dashboard opens on.
 
 3,000 rows of ``snli_train_sample.csv`` (split ``train``) and 1,000 rows of
 ``snli_dev.csv`` (split ``dev``) from the shared data folder, drawn with a fixed seed
@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         rows = read_rows(shared / "snli" / file_name)
         picked = sorted(rng.sample(range(len(rows)), n))
         out_rows.extend({c: rows[i][c] for c in COLUMNS} for i in picked)
-    out = here / "snli_sample.csv"
+    out = here.parent / "aflite_core" / "data" / "snli_sample.csv"
     with out.open("w", encoding="utf-8", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()

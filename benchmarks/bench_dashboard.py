@@ -58,7 +58,7 @@ def prepare_run(runs_root: Path) -> Path:
     from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
 
-    dataset = load_dataset(REPO_ROOT / "assets" / "snli_sample.csv")
+    dataset = load_dataset(REPO_ROOT / "aflite_core" / "data" / "snli_sample.csv")
     config = AuditConfig(target_size=2000, n_partitions=32, slice_size=200,
                          measure_params={"projection": {"method": "pca"},
                                          "baselines": {"n_random_draws": 3, "n_splits": 3}})

@@ -17,7 +17,7 @@ from streamlit.testing.v1 import AppTest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 APP = REPO_ROOT / "app.py"
-SAMPLE = REPO_ROOT / "assets" / "snli_sample.csv"
+SAMPLE = REPO_ROOT / "aflite_core" / "data" / "snli_sample.csv"
 #: First runs import pandas/sklearn/plotly: be generous.
 TIMEOUT = 60
 

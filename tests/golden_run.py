@@ -17,7 +17,7 @@ import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "data" / "golden"
-SAMPLE = REPO / "assets" / "snli_sample.csv"
+SAMPLE = REPO / "aflite_core" / "data" / "snli_sample.csv"
 
 #: AFLite on the planted workload (small enough for a unit test).
 PLANTED = {"n": 3000, "d": 64, "random_state": 7}

@@ -112,9 +112,27 @@ def test_a_link_to_a_run_the_server_lacks_says_so(served_run: Path, name: str) -
     at = _link({"run": name})
     assert not at.exception
     assert any("run" in str(t.value) and ("does not hold" in str(t.value)
-                                          or "cannot be opened" in str(t.value))
+                                          or "not a valid run name" in str(t.value))
                for t in at.toast)
     assert at.session_state["app:run_path"] != name
+
+
+def test_a_hostile_link_shows_no_markup_and_no_server_path(served_run: Path) -> None:
+    name = ("x [Session expired - click to log in](http://evil.example/login) "
+            "![i](http://evil.example/pixel.png)")
+    at = _link({"run": name})
+    assert not at.exception
+    notices = [str(t.value) for t in at.toast]
+    assert notices
+    for text in notices:
+        # the name is quoted as inline code (never rendered as a link or an image) ...
+        outside = "".join(text.split("`")[0::2])
+        assert "](" not in outside and "http" not in outside, text
+        assert "Session expired" in "".join(text.split("`")[1::2])
+        # ... and the server's runs folder is not shown
+        assert str(served_run.parent) not in text and str(served_run.parent.resolve()) not in text
+    goto(at, "explore")
+    assert str(served_run.parent) not in texts(at)
 
 
 def test_sidebar_says_when_a_linked_run_is_of_another_file(served_run: Path) -> None:

@@ -302,7 +302,7 @@ def test_real_arct_long_form_loads_normally(real_data):
 
 
 def test_bundled_sample_is_verbatim_snli(snli_dir):
-    ds = load_dataset(REPO / "assets" / "snli_sample.csv")
+    ds = load_dataset(REPO / "aflite_core" / "data" / "snli_sample.csv")
     assert list(ds.frame.columns) == ["split", "id", "premise", "hypothesis", "label"]
     splits = pd.Series(ds.splits()).value_counts().to_dict()
     assert splits == {"train": 3000, "dev": 1000}

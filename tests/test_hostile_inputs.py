@@ -50,7 +50,7 @@ from aflite_core.pipeline import AuditConfig, run_audit
 from aflite_core.runs.folder import ROW_CSV_FILES, list_runs, load_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SAMPLE = REPO_ROOT / "assets" / "snli_sample.csv"
+SAMPLE = REPO_ROOT / "aflite_core" / "data" / "snli_sample.csv"
 #: The longest error line we accept as "one clear line".
 MAX_MESSAGE = 1200
 UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")

