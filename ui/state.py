@@ -78,9 +78,12 @@ def _resolved_root(configured: str) -> Path:
 
 
 def sample_path() -> Path:
-    """Return the bundled sample (``aflite_core/data/snli_sample.csv`` unless ``$AFLITE_SAMPLE`` is set)."""
+    """Return the bundled sample (``aflite_core/data/snli_sample.csv`` unless
+    ``$AFLITE_SAMPLE`` is set)."""
+    from aflite_core.data import SAMPLE
+
     configured = os.environ.get(SAMPLE_ENV, "").strip()
-    return Path(configured) if configured else REPO_ROOT / "aflite_core" / "data" / "snli_sample.csv"
+    return Path(configured) if configured else SAMPLE
 
 
 def autorun_enabled() -> bool:
