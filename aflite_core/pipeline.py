@@ -320,6 +320,11 @@ def run_audit(
     start_all = time.perf_counter()
     with RunWriter(runs_root, name, overwrite=overwrite and not generated,
                    unique=generated) as writer:
+        # the first event names the temporary folder: a supervisor whose worker process is
+        # killed removes it (a worker that stops normally removes it itself)
+        progress.step("representation", f"building the {config.representation} "
+                      "representation", progress.span("representation")[0],
+                      temp_folder=str(writer.tmp))
         rep, filtered, target, shared = _represent_and_filter(dataset, config, progress,
                                                               timings)
         _write_rows(writer, dataset, shared["scores"], progress, timings)
@@ -426,7 +431,8 @@ def _build_representation(dataset, config: AuditConfig, progress: _Progress | No
     from aflite_core.represent.builders import ENCODER_METHODS, build_representation
 
     kwargs = {k: v for k, v in config.representation_params.items() if v is not None}
-    if progress is not None and config.representation in ENCODER_METHODS:
+    if progress is not None and (config.representation in ENCODER_METHODS
+                                 or config.representation.replace("-", "_") == "tfidf_svd"):
         kwargs["callback"] = progress.sub("representation", progress.span("representation"))
     return build_representation(
         dataset, config.representation, random_state=config.random_state, **kwargs

@@ -230,3 +230,53 @@ def test_cli_can_unset_a_guessed_column_and_the_grouping(snli_sample, tmp_path):
                  "--group", ""]) == 0
     columns = json.loads((out2 / "summary.json").read_text(encoding="utf-8"))["input"]["columns"]
     assert columns["premise"] == "premise" and columns["group"] is None
+
+
+def _changed_value(option):
+    """A valid value of ``option`` other than its default (as command-line text)."""
+    default = option.default(10_000) if callable(option.default) else option.default
+    if option.choices:
+        return str(next(c for c in option.choices if c != default))
+    if isinstance(default, float):
+        lo = option.minimum if option.minimum is not None else default - 1
+        hi = option.maximum if option.maximum is not None else default + 1
+        return str((default + (hi if hi > default else lo)) / 2)
+    value = default + 1 if option.maximum is None or default + 1 <= option.maximum \
+        else default - 1
+    return str(value)
+
+
+def test_every_measure_option_is_a_run_flag():
+    """Walk the registry: each option is --<measure>-<option>, reaches the audit's
+    measure_params, and an out-of-bounds value is refused naming the flag."""
+    from aflite_core.cli import build_parser
+    from aflite_core.commands.run import audit_config
+    from aflite_core.measures import registry
+
+    flags, expected = [], {}
+    for measure in registry.measures():
+        for option in measure.options:
+            flag = f"--{measure.name.replace('_', '-')}-{option.name.replace('_', '-')}"
+            text = _changed_value(option)
+            flags += [flag, text]
+            expected[(measure.name, option.name)] = text
+    assert "--projection-method" in flags and "--knn-max-queries" in flags
+    args = build_parser().parse_args(["run", "data.csv", "--out", "r", *flags])
+    config = audit_config(args, 10_000)
+    for (measure, option), text in expected.items():
+        assert str(config.measure_params[measure][option]) == text, (measure, option)
+    # the defaults are the dashboard form's when no flag is given
+    plain = audit_config(build_parser().parse_args(["run", "data.csv", "--out", "r"]), 10_000)
+    assert plain.measure_params["projection"]["method"] == "pca"
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--knn-max-queries", "5", "argument --knn-max-queries: expected at least 100"),
+    ("--projection-method", "tsne", "--projection-method: expected one of pca, umap"),
+    ("--baselines-n-splits", "two", "--baselines-n-splits: expected a whole number"),
+])
+def test_bad_measure_options_name_the_flag(flag, value, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "data.csv", "--out", "r", flag, value])
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err

@@ -51,6 +51,11 @@ STAGES = {
 }
 
 
+def stage_label(stage: str) -> str:
+    """A progress stage as a reader knows it (``knn`` -> ``KNN distances ...``)."""
+    return STAGES.get(stage, stage.replace("_", " "))
+
+
 def _wkey(name: str, dataset: Any) -> str:
     return state.key(PAGE, f"{name}:{dataset.content_hash[:10]}")
 
@@ -326,9 +331,9 @@ def start_run(dataset: Any, config: Any, *, name: str | None, force: bool) -> No
                          f"{components.md_escape(found.name)} (no recomputation).",
                          icon=":material/recycling:")
             st.rerun()
-    job = jobs.AuditJob(pipeline.run_audit, dataset, config, runs_root=root, name=name,
-                        cancelled_error=pipeline.AuditCancelled)
-    state.put(state.JOB, job.start())
+    job = jobs.start_audit(dataset, config, runs_root=root, name=name,
+                           job_dir=state.session_dir())
+    state.put(state.JOB, job)
     st.rerun()
 
 
@@ -354,7 +359,7 @@ def live_progress() -> None:
         st.rerun()  # the whole app: the finished run is opened by ui.session
         return
     snap = job.snapshot()
-    stage = STAGES.get(snap.get("stage", ""), snap.get("stage", ""))
+    stage = stage_label(snap.get("stage", ""))
     # not a ``with`` block: leaving it would mark the status "complete" on every refresh
     status = st.status(f"Auditing {components.md_escape(job.dataset_name)}: {stage}",
                        state="running", expanded=True)

@@ -1,11 +1,18 @@
 """The background audit job of one session: progress snapshots and cancellation.
 
-An audit runs in a worker thread so the page stays responsive: the Audit page polls
-:meth:`AuditJob.snapshot` from a fragment that reruns every half second, and the Cancel button
-calls :meth:`AuditJob.cancel`, which makes the pipeline callback return ``True`` (the core then
-raises ``AuditCancelled`` and leaves no run folder behind). The job object lives in the
-session's state, never in a module global, so two sessions never see each other's runs.
-The worker never calls Streamlit.
+The dashboard's audits run in a process of their own (:class:`WorkerAuditJob`, started by
+:func:`start_audit`): ``python -m aflite_core.worker`` does the work, and a thread of the
+server only reads its progress lines. An audit's CPU time, memory and any crash stay out of
+the server, so with several audits running the server still answers every session, and a
+worker that dies (out of memory, killed) fails its own audit only: the job says so and its
+temporary run folder is removed. :class:`AuditJob` is the in-process form (a thread running
+any ``runner``), kept for tests and for callers that audit in their own process.
+
+The Audit page polls :meth:`AuditJob.snapshot` from a fragment that reruns every half
+second, and the Cancel button calls :meth:`AuditJob.cancel`, which makes the pipeline
+callback return ``True`` (the core then raises ``AuditCancelled`` and leaves no run folder
+behind). The job object lives in the session's state, never in a module global, so two
+sessions never see each other's runs. Neither the worker nor the thread calls Streamlit.
 
 When the dashboard process stops (Ctrl+C, or SIGTERM, which Streamlit turns into a normal
 exit), an ``atexit`` hook cancels every job still running and waits for it (up to
@@ -16,7 +23,13 @@ left behind by a worker thread killed mid-audit.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -147,7 +160,10 @@ class AuditJob:
             ``elapsed`` and ``eta`` (``None`` until it can be estimated).
         """
         with self._lock:
-            info = {**self._aflite, **self._last}
+            # the filter's round counters belong to its stage: during the measures the
+            # snapshot names the measure, not the last round
+            rounds = self._aflite if self._last.get("stage") == "aflite" else {}
+            info = {**rounds, **self._last}
         end = self.finished if self.finished is not None else time.monotonic()
         elapsed = end - self.started
         fraction = float(info.get("fraction") or 0.0)
@@ -194,3 +210,170 @@ class AuditJob:
             LOGGER.exception("audit job %s failed", self.id)
             self.state = FAILED
             self.error = f"Unexpected {type(exc).__name__}: {exc}"
+
+
+#: The folder that holds ``aflite_core`` (the worker imports it from there).
+REPO_ROOT = Path(__file__).resolve().parent.parent
+#: After a cancel request, how long the worker may take to reach its next progress report
+#: before it is terminated (SIGTERM: it still removes its temporary folder).
+CANCEL_GRACE_SECONDS = 20.0
+#: Lines of the worker's standard error kept for a crash message.
+STDERR_TAIL_LINES = 20
+
+
+class WorkerAuditJob(AuditJob):
+    """An audit run by ``python -m aflite_core.worker`` in a process of its own.
+
+    Same interface as :class:`AuditJob`; ``job_dir`` is a private folder of the session
+    that receives the job's files (the dataset's rows, the parameters, the worker's log)
+    and is removed when the job ends.
+    """
+
+    def __init__(self, dataset: Any, config: Any, *, runs_root: Path, job_dir: Path,
+                 name: str | None = None) -> None:
+        super().__init__(_unused_runner, dataset, config, runs_root=runs_root, name=name)
+        self.job_dir = Path(job_dir) / f"job-{self.id}"
+        self.process: subprocess.Popen | None = None
+        self.exit_code: int | None = None
+        self._temp_folder: Path | None = None
+
+    def cancel(self) -> None:
+        """Ask the worker to stop at its next progress report (terminated if it does not
+        within :data:`CANCEL_GRACE_SECONDS`)."""
+        super().cancel()
+        with contextlib.suppress(OSError):
+            (self.job_dir / "cancel").touch()
+
+    def _work(self) -> None:
+        from aflite_core.worker import write_job
+
+        outcome: dict[str, Any] | None = None
+        log = None
+        try:
+            write_job(self.job_dir, self._dataset, self.config, runs_root=self._runs_root,
+                      name=self._name)
+            self._dataset = None  # the worker has its own copy now
+            log = (self.job_dir / "worker.log").open("w", encoding="utf-8")
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+                [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "aflite_core.worker", str(self.job_dir)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=env,
+                text=True, encoding="utf-8")
+            if self._cancel.is_set():
+                (self.job_dir / "cancel").touch()
+            watchdog = threading.Thread(target=self._watch_cancel, daemon=True,
+                                        name=f"audit-{self.id}-cancel")
+            watchdog.start()
+            assert self.process.stdout is not None
+            for line in self.process.stdout:
+                event = _parse(line)
+                if event is None:
+                    continue
+                kind = event.pop("type", "progress")
+                if kind == "progress":
+                    if event.get("temp_folder"):
+                        self._temp_folder = Path(str(event["temp_folder"]))
+                    self._callback(event)
+                else:
+                    outcome = {"type": kind, **event}
+            self.exit_code = self.process.wait()
+        except OSError as exc:
+            outcome = {"type": "error", "expected": True,
+                       "message": f"the audit could not be started: {exc}"}
+        finally:
+            if log is not None:
+                log.close()
+        self._finish(outcome)
+
+    def _watch_cancel(self) -> None:
+        """Terminate the worker if a cancel request is not honoured in time."""
+        process = self.process
+        while process is not None and process.poll() is None:
+            if self._cancel.wait(0.5):
+                try:
+                    process.wait(CANCEL_GRACE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    LOGGER.warning("audit job %s: terminating the worker after a cancel",
+                                   self.id)
+                    process.terminate()
+                return
+
+    def _finish(self, outcome: dict[str, Any] | None) -> None:
+        try:
+            kind = (outcome or {}).get("type")
+            if kind == "done":
+                self.result = Path(str(outcome["path"]))
+                self.state = DONE
+            elif kind == "cancelled" or (kind is None and self._cancel.is_set()):
+                self.state = CANCELLED
+                self.error = "The audit was cancelled; nothing was written."
+            elif kind == "error":
+                self.state = FAILED
+                self.error = (str(outcome.get("message")) if outcome.get("expected")
+                              else f"Unexpected {outcome.get('message')}")
+                if not outcome.get("expected"):
+                    LOGGER.error("audit job %s failed: %s\n%s", self.id,
+                                 outcome.get("message"), self._stderr_tail())
+            else:
+                self.state = FAILED
+                self.error = (f"The audit's worker process stopped unexpectedly (exit code "
+                              f"{self.exit_code}{_signal_name(self.exit_code)}); nothing was "
+                              "written. The data may be too large for this machine's memory.")
+                LOGGER.error("audit job %s: worker exited with %s\n%s", self.id,
+                             self.exit_code, self._stderr_tail())
+            if self.state != DONE:
+                self._remove_temp_folder()
+        finally:
+            self.finished = time.monotonic()
+            self._dataset = None
+            shutil.rmtree(self.job_dir, ignore_errors=True)
+            _RUNNING_JOBS.discard(self)
+
+    def _remove_temp_folder(self) -> None:
+        """Remove the run's temporary folder a killed worker left (only that one)."""
+        from aflite_core.runs.folder import TEMP_PREFIX
+
+        folder = self._temp_folder
+        if (folder is not None and folder.name.startswith(TEMP_PREFIX)
+                and folder.parent.resolve() == self._runs_root.resolve() and folder.is_dir()):
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _stderr_tail(self) -> str:
+        try:
+            lines = (self.job_dir / "worker.log").read_text(encoding="utf-8",
+                                                          errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-STDERR_TAIL_LINES:])
+
+
+def _unused_runner(*args: Any, **kwargs: Any) -> Path:  # pragma: no cover - never called
+    raise RuntimeError("WorkerAuditJob runs the pipeline in a worker process")
+
+
+def _parse(line: str) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
+
+
+def _signal_name(code: int | None) -> str:
+    if code is None or code >= 0:
+        return ""
+    import signal
+
+    try:
+        return f", {signal.Signals(-code).name}"
+    except ValueError:
+        return ""
+
+
+def start_audit(dataset: Any, config: Any, *, runs_root: Path, job_dir: Path,
+                name: str | None = None) -> WorkerAuditJob:
+    """Start auditing ``dataset`` in a worker process; return the running job."""
+    job = WorkerAuditJob(dataset, config, runs_root=runs_root, job_dir=job_dir, name=name)
+    job.start()
+    return job

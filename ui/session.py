@@ -13,7 +13,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from aflite_core import pipeline
 from aflite_core.config import suggest_config
 from aflite_core.filter.policy import filter_units
 from ui import cache, components, jobs, state, url_state
@@ -56,9 +55,9 @@ def audit_sample() -> None:
         state.notify(f"The sample could not be audited automatically: {exc}",
                      icon=":material/warning:")
         return
-    job = jobs.AuditJob(pipeline.run_audit, dataset, config, runs_root=state.runs_root(),
-                        cancelled_error=pipeline.AuditCancelled)
-    state.put(state.JOB, job.start())
+    job = jobs.start_audit(dataset, config, runs_root=state.runs_root(),
+                           job_dir=state.session_dir())
+    state.put(state.JOB, job)
     state.notify("Auditing the bundled sample with the default parameters; the Audit page "
                  "shows its progress.", icon=":material/play_arrow:")
 
@@ -164,5 +163,9 @@ def job_progress() -> None:
         st.rerun()
         return
     snap = job.snapshot()
-    st.progress(snap["fraction"], text=f"Audit running: {snap['fraction']:.0%}")
+    from ui.audit_view import stage_label
+
+    st.progress(snap["fraction"], text=f"Audit running: {snap['fraction']:.0%} · "
+                f"{stage_label(snap.get('stage', ''))} · ETA "
+                f"{components.fmt_seconds(snap.get('eta'))}")
     st.page_link("app_pages/audit.py", label="Follow it on the Audit page")

@@ -23,6 +23,7 @@ from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_M
     load_input,
     parse_bytes,
 )
+from aflite_core.commands.measure_flags import add_measure_flags, measure_options
 from aflite_core.runs.folder import SUMMARY_FILE, check_run_name
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
@@ -188,6 +189,7 @@ def register(subparsers: Any) -> None:
                    help="run AFLite's partitions on Dask: tcp://HOST:PORT of an existing "
                         "scheduler, or local:N for a local cluster of N workers "
                         "(see docs/scaling.md)")
+    add_measure_flags(p)
     p.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     p.set_defaults(func=run)
 
@@ -291,6 +293,12 @@ def audit_config(args: argparse.Namespace, n_rows: int):
         rep_params["warmup_fraction"] = args.warmup_fraction
     if getattr(args, "combine", None) is not None:
         rep_params["combine"] = args.combine
+    given_options = measure_options(args)
+    if given_options:
+        params = {name: dict(values) for name, values in config.measure_params.items()}
+        for name, values in given_options.items():
+            params.setdefault(name, {}).update(values)
+        config = dataclasses.replace(config, measure_params=params)
     challenges = getattr(args, "challenge", None)
     if challenges:
         measures = tuple(dict.fromkeys([*config.measures, "ood"]))

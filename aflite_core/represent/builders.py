@@ -187,7 +187,8 @@ def tfidf_blocks(
 SVD_N_ITER = 5
 
 
-def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None) -> tuple[np.ndarray, dict]:
+def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
+         callback: Any = None) -> tuple[np.ndarray, dict]:
     from aflite_core.represent.svd import truncated_svd
 
     n_rows, n_features = M.shape
@@ -197,7 +198,14 @@ def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None) -> tuple
             f"tfidf_svd: need at least 2 rows and 2 distinct terms, got {n_rows} row(s) and "
             f"{n_features} term(s)"
         )
-    X, explained = truncated_svd(M, k, n_iter=SVD_N_ITER, random_state=random_state)
+    report = None
+    if callback is not None:
+        def report(fraction: float) -> None:  # the SVD is the last 70 % of the stage
+            callback({"fraction": 0.3 + 0.7 * fraction,
+                      "message": f"SVD of the TF-IDF ({n_rows:,} x {n_features:,}) to {k} "
+                                 "dimensions"})
+    X, explained = truncated_svd(M, k, n_iter=SVD_N_ITER, random_state=random_state,
+                                 callback=report)
     info = {
         "n_components": int(k),
         "n_features_tfidf": int(n_features),
@@ -584,8 +592,8 @@ def build_representation(
         embeddings make one row: v, [u, v], or [u, v, |u - v|, u * v] (the default).
     random_state : int or None, default 0
     callback : callable, optional
-        ``static`` / ``sentence_transformers``: called with ``{"fraction", "message"}``
-        while texts are embedded.
+        Called with ``{"fraction", "message"}`` as the work goes on (``tfidf_svd``: the
+        TF-IDF, then each SVD iteration; the encoders: while texts are embedded).
 
     Returns
     -------
@@ -607,9 +615,11 @@ def build_representation(
         )
     warmup_mask = np.zeros(len(row_ids), dtype=bool)
     if key == "tfidf_svd":
+        if callback is not None:
+            callback({"fraction": 0.0, "message": f"TF-IDF of {len(row_ids):,} rows"})
         X, params = _svd(
-            tfidf_blocks(dataset.hypotheses(), dataset.premises()), n_components, random_state
-        )
+            tfidf_blocks(dataset.hypotheses(), dataset.premises()), n_components, random_state,
+            callback)
     elif key == "warmup":
         warmup_fraction = check_fraction("warmup_fraction", warmup_fraction)
         X, warmup_mask, params = _warmup(dataset, n_components, warmup_fraction, random_state)

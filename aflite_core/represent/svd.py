@@ -26,6 +26,8 @@ checks the agreement on real text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
@@ -42,6 +44,7 @@ def truncated_svd(
     n_iter: int = 5,
     n_oversamples: int = 10,
     random_state: int | None = 0,
+    callback: Callable[[float], object] | None = None,
 ) -> tuple[np.ndarray, float]:
     """Top ``n_components`` singular directions of ``M``: ``U Σ`` and the variance they hold.
 
@@ -58,6 +61,8 @@ def truncated_svd(
         matrix is large enough).
     random_state : int or None, default 0
         Seeds the random test matrix.
+    callback : callable, optional
+        Called with the fraction of the work done (0..1) after each power iteration.
 
     Returns
     -------
@@ -87,9 +92,14 @@ def truncated_svd(
     width = min(k + n_oversamples, n_rows, n_features)
     rng = np.random.default_rng(random_state)
     Z = Mt @ (M @ rng.standard_normal((n_features, width), dtype=dtype))
-    for _ in range(n_iter):
+    steps = n_iter + 2  # the sketch, each power iteration, the final projection
+    for i in range(n_iter):
+        if callback is not None:
+            callback((i + 1) / steps)
         Z, _ = linalg.lu(Z, permute_l=True, check_finite=False)
         Z = Mt @ (M @ Z)
+    if callback is not None:
+        callback((n_iter + 1) / steps)
     Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
     B = np.asarray(M @ Q)  # n x l
     eigenvalues, W = linalg.eigh(_gram64(B), check_finite=False)
