@@ -401,7 +401,7 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     stages = [("representation", per_100k["representation"] * factor),
               ("aflite", per_100k["aflite"]), ("write", per_100k["write"])]
     n_rows = len(dataset.labels())
-    stages += [(m.name, m.cost(n_rows) if callable(m.cost) else m.cost)
+    stages += [(m.name, m.expected_cost(n_rows, config.measure_params.get(m.name)))
                for m in registry.measures() if m.name in config.measures]
     if config.report:
         stages.append(("report", per_100k["report"]))

@@ -27,7 +27,8 @@ Floors:
   the input as Parquet and the retained/removed rows as CSV, which together hold every row).
 
 It also checks the ETA: the CLI prints the overall fraction at every stage change; at each
-line with fraction f >= 5 % after t seconds (counted from the first progress line, as the
+line with fraction f >= 10 % (the ETA is judged from the first tenth of the run on) after
+t seconds (counted from the first progress line, as the
 dashboard counts from the start of the audit), the estimate ``t (1 - f) / f`` is
 compared with the time that really remained, and the worst factor (max of estimate/actual
 and actual/estimate, lines with at least 2 s left) is printed.
@@ -128,13 +129,13 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     return out
 
 
-def _audit(repo: Path, data: Path, out: Path, timeout: float
+def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] | None = None
            ) -> tuple[int, float, float, list[tuple[float, float, str]], str]:
     """Run the CLI audit; return its exit code, wall seconds, peak RSS (MB), the (seconds,
     fraction) of each progress line, and the tail of stderr."""
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
-                             str(out)], cwd=repo, stdout=subprocess.DEVNULL,
+                             str(out), *(extra or [])], cwd=repo, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines: list[tuple[float, str]] = []
 
@@ -168,7 +169,7 @@ def eta_factor(progress: list[tuple[float, float, str]], wall: float
     for t, f, line in progress:
         left = wall - t
         t -= start
-        if f < 0.05 or f >= 1.0 or left < 2.0:
+        if f < 0.10 or f >= 1.0 or left < 2.0:
             continue
         eta = t * (1 - f) / f
         factor = max(eta / left, left / eta) if eta > 0 else float("inf")
@@ -178,7 +179,8 @@ def eta_factor(progress: list[tuple[float, float, str]], wall: float
     return worst, where
 
 
-def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float) -> None:
+def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
+             extra: list[str] | None = None) -> None:
     if n <= 9_842:
         frame = pd.read_csv(shared / "snli" / "snli_dev.csv", keep_default_na=False).iloc[:n]
     else:
@@ -186,7 +188,7 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float) -> No
     data = work / f"snli_{n}.csv"
     frame.to_csv(data, index=False)
     out = work / f"run_{n}"
-    code, wall, peak, progress, tail = _audit(repo, data, out, timeout)
+    code, wall, peak, progress, tail = _audit(repo, data, out, timeout, extra)
     if code != 0:
         print(f"\n{n:,} rows: the audit did not finish (exit {code}, {wall:.0f} s, timeout "
               f"{timeout:.0f} s): {tail[-400:]}")
@@ -218,10 +220,15 @@ def main() -> int:
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to measure")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per size")
+    parser.add_argument("--extra", default="", help="more run flags, e.g. "
+                        "'--projection-method umap' (one string, split on spaces)")
     args = parser.parse_args()
+    extra = args.extra.split()
+    if extra:
+        print(f"run flags: {' '.join(extra)}")
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
-            one_size(n, args.shared, Path(tmp), args.repo.resolve(), args.timeout)
+            one_size(n, args.shared, Path(tmp), args.repo.resolve(), args.timeout, extra)
     return 0
 
 

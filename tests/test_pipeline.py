@@ -395,5 +395,33 @@ def test_each_stage_fills_its_expected_share_of_the_bar(audited):
 def registry_cost(name: str, n_rows: int) -> float:
     from aflite_core.measures import registry
 
-    cost = registry.get(name).cost
-    return cost(n_rows) if callable(cost) else cost
+    return registry.get(name).expected_cost(n_rows)
+
+
+def test_progress_moves_in_every_stage_and_names_it(tmp_path):
+    """Every stage reports by name, the representation reports fractions inside its span
+    (not 0 % until it is done), and the map's share of the bar follows its method."""
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import _stage_spans
+
+    dataset = load_dataset(Path(__file__).parent / "data" / "snli" / "snli_dev.csv")
+    events: list[dict] = []
+    config = AuditConfig(representation_params={"n_components": 32}, n_partitions=8,
+                         measures=("cues", "knn", "projection"),
+                         measure_params={"projection": {"method": "pca"}})
+    run_audit(dataset, config, runs_root=tmp_path, callback=events.append)
+    stages = [e["stage"] for e in events]
+    for stage in ("representation", "aflite", "write", "cues", "knn", "projection", "report"):
+        assert stage in stages, stage
+    assert events[0]["temp_folder"]  # a supervisor can remove it if the process dies
+    spans = _stage_spans(dataset, config)
+    lo, hi = spans["representation"]
+    inside = [e["fraction"] for e in events
+              if e["stage"] == "representation" and lo < e["fraction"] < hi]
+    assert len(inside) >= 3, inside  # TF-IDF, then the SVD's iterations
+    fractions = [e["fraction"] for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    umap = AuditConfig(**{**config.__dict__, "measure_params": {"projection": {"method": "umap"}}})
+    width = {name: hi - lo for name, (lo, hi) in _stage_spans(dataset, umap).items()}
+    pca_width = {name: hi - lo for name, (lo, hi) in spans.items()}
+    assert width["projection"] > 10 * pca_width["projection"]  # UMAP compiles and fits

@@ -120,6 +120,7 @@ class AuditJob:
         self._lock = threading.Lock()
         self._last: dict[str, Any] = {"stage": "start", "message": "Starting", "fraction": 0.0}
         self._aflite: dict[str, Any] = {}
+        self._first_event: float | None = None
         self._thread = threading.Thread(target=self._work, name=f"audit-{self.id}", daemon=True)
 
     # -- control ---------------------------------------------------------------------------
@@ -169,11 +170,16 @@ class AuditJob:
         fraction = float(info.get("fraction") or 0.0)
         info["fraction"] = min(max(fraction, 0.0), 1.0)
         info["elapsed"] = elapsed
-        info["eta"] = elapsed * (1 - fraction) / fraction if 0.02 <= fraction < 1 else None
+        # the ETA's clock starts with the audit's first report: starting the worker and
+        # reading the data take a while that says nothing about the audit's pace
+        audit = end - (self._first_event if self._first_event is not None else self.started)
+        info["eta"] = audit * (1 - fraction) / fraction if 0.02 <= fraction < 1 else None
         info["state"] = self.state
         return info
 
     def _callback(self, event: dict[str, Any]) -> bool:
+        if self._first_event is None:
+            self._first_event = time.monotonic()
         with self._lock:
             self._last = dict(event)
             if event.get("stage") == "aflite" and "round" in event:

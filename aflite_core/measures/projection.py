@@ -282,6 +282,27 @@ def _frame(row_ids: np.ndarray, coords: np.ndarray, method: str) -> pd.DataFrame
 # --- registry entry -------------------------------------------------------------------
 
 
+#: Expected seconds of a UMAP map in a fresh process (bench_pipeline.py --extra
+#: '--projection-method umap', 2 cores): importing and compiling UMAP, fitting on the sample
+#: (at most SAMPLE_SIZE rows), placing the other rows.
+UMAP_FIXED_SECONDS = 10.0
+UMAP_FIT_SECONDS_PER_10K = 4.0
+UMAP_TRANSFORM_SECONDS_PER_100K = 5.0
+#: PCA's seconds per 100,000 rows.
+PCA_SECONDS_PER_100K = 0.8
+
+
+def _cost(n: int, params: dict) -> float:
+    """Seconds per 100,000 rows (the registry's unit) of the map ``params`` ask for."""
+    n = max(int(n), 1)
+    if params.get("method", "pca") != "umap":
+        return PCA_SECONDS_PER_100K
+    fitted = min(n, int(params.get("sample_size", SAMPLE_SIZE)))
+    seconds = (UMAP_FIXED_SECONDS + UMAP_FIT_SECONDS_PER_10K * fitted / 10_000
+               + UMAP_TRANSFORM_SECONDS_PER_100K * (n - fitted) / 100_000)
+    return seconds * 100_000 / n
+
+
 def _projection(ctx: MeasureContext) -> MeasureResult:
     rep = ctx.representation
     params = {"random_state": ctx.random_state, **ctx.params}
@@ -295,7 +316,7 @@ MEASURE = Measure(
     compute=_projection,
     files=("projection.parquet",),
     order=30,
-    cost=0.8,  # seconds per 100k rows (bench_pipeline.py; PCA above 20k rows)
+    cost=lambda n, params: _cost(n, params),
     exports={"projection": "projection.parquet"},
     options=(
         Option(

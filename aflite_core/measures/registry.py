@@ -222,7 +222,9 @@ class Measure:
         Expected seconds per 100,000 audited rows on two cores (``bench_pipeline.py``): the
         measure's share of the progress bar, hence of the ETA (see
         :mod:`aflite_core.progress_plan`); a callable gets the number of audited rows (for a
-        measure that samples above some size).
+        measure that samples above some size), and the measure's options as a second
+        argument when it takes two (for a measure whose options change its cost, such as
+        the map's method). :meth:`expected_cost` calls it.
     inputs : tuple of str
         Parameters the user must supply that the parameter form cannot offer (files,
         e.g. ``("challenges",)``); the form lists such a measure as unavailable and says
@@ -243,9 +245,20 @@ class Measure:
     tables: Callable[[Any], dict[str, pd.DataFrame]] | None = None
     exports: Mapping[str, str] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
-    cost: float | Callable[[int], float] = 1.0
+    cost: float | Callable[..., float] = 1.0
     inputs: tuple[str, ...] = ()
     row_columns: Callable[[Any], pd.DataFrame] | None = None
+
+    def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None) -> float:
+        """Expected seconds per 100,000 rows of this measure on ``n_rows`` rows with the
+        options ``params`` (the form's defaults where not given)."""
+        if not callable(self.cost):
+            return float(self.cost)
+        import inspect
+
+        if len(inspect.signature(self.cost).parameters) >= 2:
+            return float(self.cost(n_rows, {**self.defaults(n_rows), **(params or {})}))
+        return float(self.cost(n_rows))
 
     def defaults(self, n_rows: int) -> dict[str, Any]:
         """The options' default values for a dataset of ``n_rows`` audited rows."""
