@@ -52,3 +52,19 @@ def test_the_report_shows_each_caveat_beside_the_headline(kinds, monkeypatch) ->
     assert labels[-1].endswith("linear probe on Φ"), labels
     values = {m.label: m.value for m in at.metric if m.label.startswith("Bias removed")}
     assert any("(not meaningful)" in v or "(overstated)" in v for v in values.values()), values
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_html_report_is_written_for_every_kind(kind, kinds) -> None:
+    import json
+
+    summary = json.loads((kinds[kind] / "summary.json").read_text())
+    assert summary["measures"]["report"]["status"] == "ok", summary["measures"]["report"]
+    html = (kinds[kind] / "report.html").read_text(encoding="utf-8")
+    # the dashboard's colour-blind-safe palette, not the old red/green status colours
+    assert '"#c92a2a"' not in html and '"#2b8a3e"' not in html  # in the figures' JSON
+    if kind == "heldout":
+        assert "Not meaningful" in html or "Overstated" in html
+        assert "trained on the representation AFLite filtered on" in html
+    if kind == "no_map":  # the dev rows AFLite did not filter have their own status
+        assert "kept, not filtered" in html

@@ -317,7 +317,7 @@ def _section_labels(run: AuditRun, fig: _Figures) -> str:
     chart = go.Figure(
         [
             go.Bar(name="before", x=names, y=frame["share before"], marker_color="#868e96"),
-            go.Bar(name="after", x=names, y=frame["share after"], marker_color="#2b8a3e"),
+            go.Bar(name="after", x=names, y=frame["share after"], marker_color=_SET_COLORS["after"]),
         ]
     )
     chart.update_layout(barmode="group", title="Label shares before vs after", yaxis_title="share")
@@ -401,7 +401,7 @@ def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
             go.Bar(name="full", y=names, x=shown["cueness before"], orientation="h",
                    marker_color="#868e96"),
             go.Bar(name="retained", y=names, x=shown["cueness after"],
-                   orientation="h", marker_color="#2b8a3e"),
+                   orientation="h", marker_color=_SET_COLORS["after"]),
         ]
     )
     chart.update_layout(barmode="group", title="Top cues: cueness before vs after",
