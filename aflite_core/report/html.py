@@ -317,7 +317,8 @@ def _section_labels(run: AuditRun, fig: _Figures) -> str:
     chart = go.Figure(
         [
             go.Bar(name="before", x=names, y=frame["share before"], marker_color="#868e96"),
-            go.Bar(name="after", x=names, y=frame["share after"], marker_color=_SET_COLORS["after"]),
+            go.Bar(name="after", x=names, y=frame["share after"],
+                   marker_color=_SET_COLORS["after"]),
         ]
     )
     chart.update_layout(barmode="group", title="Label shares before vs after", yaxis_title="share")

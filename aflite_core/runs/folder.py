@@ -43,6 +43,7 @@ from aflite_core.io.tables import (
     unique_column_name,
     write_csv,
 )
+from aflite_core.runs.checks import scores_problem, summary_problem
 from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
     BASELINES_FILE,
     CUES_FILE,
@@ -1188,11 +1189,19 @@ def load_run(path: str | os.PathLike) -> AuditRun:
     Raises
     ------
     RunError
-        If the folder is missing, incomplete, or written in an unknown format; the
-        message says what is missing.
+        If the folder is missing, incomplete, written in an unknown format, or damaged
+        (``summary.json`` values of the wrong type, sizes that are negative or do not add
+        up, scores that disagree with them: :mod:`aflite_core.runs.checks`); the message
+        names the run and says what is wrong, e.g. ``run r is damaged: summary.json:
+        sizes.retained is -5 (expected a whole number >= 0)``.
     """
     run = AuditRun(path)
-    run.scores  # noqa: B018 - validate the one table every run must have
+    problem = summary_problem(run.summary)
+    if problem:
+        raise RunError(f"run {run.path.name} is damaged: {SUMMARY_FILE}: {problem}")
+    problem = scores_problem(run.scores, run.summary)
+    if problem:
+        raise RunError(f"run {run.path.name} is damaged: {problem}")
     return run
 
 
@@ -1244,12 +1253,17 @@ def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None
     if not scores.is_file():
         return f"{SCORES_FILE} is missing"
     try:
-        names = pq.read_schema(scores).names
+        meta = pq.ParquetFile(scores).metadata
+        names = meta.schema.to_arrow_schema().names
     except (OSError, pa.ArrowException, ValueError) as exc:
         return f"{SCORES_FILE} is unreadable ({type(exc).__name__}: {str(exc)[:120]})"
     missing_cols = [c for c in SCORES_COLUMNS if c not in names]
     if missing_cols:
         return f"{SCORES_FILE} lacks column(s) {', '.join(missing_cols)}"
+    expected = ((summary or {}).get("sizes") or {}).get("input")
+    if isinstance(expected, int) and meta.num_rows != expected:
+        return (f"{SCORES_FILE} has {meta.num_rows:,} rows, but {SUMMARY_FILE} says input is "
+                f"{expected:,}")
     listed = (summary or {}).get("artifacts") or []
     if isinstance(listed, list):
         gone = sorted(str(f) for f in listed
@@ -1281,17 +1295,20 @@ def list_runs(root: str | os.PathLike) -> list[RunInfo]:
             summary = _read_summary(entry)
         except RunError:
             continue
+        problem = summary_problem(summary)
+        sound = not problem
         runs.append(
             RunInfo(
                 name=entry.name,
                 path=entry,
                 created=str(summary.get("created", "")),
-                input_name=str((summary.get("input") or {}).get("name", "")),
-                sizes=dict(summary.get("sizes") or {}),
-                parameters=dict(summary.get("parameters") or {}),
+                input_name=str((summary.get("input") or {}).get("name", "")) if sound else "",
+                sizes=dict(summary.get("sizes") or {}) if sound else {},
+                parameters=dict(summary.get("parameters") or {}) if sound else {},
                 disk_bytes=_folder_bytes(entry),
                 format_version=int(summary["format_version"]),
-                damaged=run_damage(entry, summary),
+                damaged=(f"{SUMMARY_FILE}: {problem}" if problem
+                         else run_damage(entry, summary)),
             )
         )
     runs.sort(key=lambda r: r.name, reverse=True)
