@@ -245,9 +245,11 @@ def test_cache_miss_then_hit_and_only_npy_files(tmp_path, pairs, cache_dir):
     make_static_model(folder)
     first = build_representation(pairs, "static", model=str(folder))
     assert first.params["premises_cache"] == "miss" == first.params["hypotheses_cache"]
-    files = sorted(cache_dir.iterdir())
-    assert len(files) == 2 and all(f.suffix == ".npy" and f.name.startswith("emb-")
-                                   for f in files)
+    files = sorted(f for f in cache_dir.iterdir() if f.suffix == ".npy")
+    assert len(files) == 2 and all(f.name.startswith("emb-") for f in files)
+    # beside each array only its record (model, rows, dimension, checksum), as JSON
+    assert sorted(cache_dir.iterdir()) == sorted([*files, *(f.with_suffix(".json")
+                                                            for f in files)])
     for f in files:  # plain numeric arrays, readable without unpickling
         arr = np.load(f, allow_pickle=False)
         assert arr.dtype == np.float32 and arr.ndim == 2
@@ -258,7 +260,7 @@ def test_cache_miss_then_hit_and_only_npy_files(tmp_path, pairs, cache_dir):
     assert "premises_cache" not in again.params  # hypothesis only: premises not embedded
     assert any("read from the embedding cache" in e["message"] for e in events)
     np.testing.assert_array_equal(again.X, first.X[:, 8:16])
-    assert sorted(cache_dir.iterdir()) == files
+    assert sorted(f for f in cache_dir.iterdir() if f.suffix == ".npy") == files
 
 
 def test_cache_key_has_model_id_and_content_hash(tmp_path):
@@ -280,12 +282,12 @@ def test_cache_key_has_model_id_and_content_hash(tmp_path):
     assert info["cache"] == "miss" and len(calls) == 2
     _, info = embedding_cache.cached_embed(embed, "m1", ["a", "b a", "c"], **kw)
     assert info["cache"] == "miss" and len(calls) == 3
-    keys = {p.name for p in tmp_path.iterdir()}
-    assert len(keys) == 3 and all(k.endswith(".npy") for k in keys)
+    keys = {p.name for p in tmp_path.iterdir() if p.suffix == ".npy"}
+    assert len(keys) == 3 and len(list(tmp_path.iterdir())) == 6  # each with its record
     assert embedding_cache.cache_path(tmp_path, "m1", ["b a", "a"]).name in keys
     # use_cache=False neither reads nor writes
     _, info = embedding_cache.cached_embed(embed, "m1", ["a"], use_cache=False, **kw)
-    assert info["cache"] == "off" and len(calls) == 4 and len(list(tmp_path.iterdir())) == 3
+    assert info["cache"] == "off" and len(calls) == 4 and len(list(tmp_path.iterdir())) == 6
 
 
 def test_cache_entry_corrupt_or_wrong_shape_is_recomputed(tmp_path):

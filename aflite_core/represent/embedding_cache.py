@@ -6,7 +6,10 @@ for ``emb-<key>.npy`` in the cache folder and, on a miss, embeds them and writes
 The key is the SHA-256 of :data:`CACHE_VERSION`, the encoder's model id (its family, name and
 a fingerprint of its files, see :mod:`aflite_core.represent.encoders`) and the SHA-256 of the
 sorted distinct texts. The file holds one float32 row per distinct text, in sorted order; it is
-read with ``allow_pickle=False`` and nothing but ``.npy`` files is ever written there.
+read with ``allow_pickle=False``. Beside it, ``emb-<key>.json`` records the model id, the
+number of rows, the dimension and a BLAKE2b checksum of the values: an entry is served only
+when all of them match (a file from another model, with flipped bits, empty, truncated, or
+without its record is a miss: recomputed and overwritten). Nothing else is written there.
 
 Premises and hypotheses are cached separately, so every way of combining them (hypothesis
 only, concatenation, ``[u, v, |u-v|, u*v]``) and every run over the same texts reuses the same
@@ -21,6 +24,7 @@ folder the annotation and projection caches use.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from collections.abc import Callable, Sequence
@@ -70,29 +74,57 @@ def cache_path(cache_dir: str | os.PathLike, model_id: str, texts: Sequence[str]
     return Path(cache_dir) / f"{cache_key(model_id, texts_digest(uniques))}.npy"
 
 
-def _load(path: Path, n_rows: int) -> np.ndarray | None:
+def checksum(E: np.ndarray) -> str:
+    """BLAKE2b of an embedding array's values (float32, C order)."""
+    data = np.ascontiguousarray(E, dtype=np.float32)
+    return hashlib.blake2b(memoryview(data).cast("B"), digest_size=32).hexdigest()
+
+
+def _record(path: Path) -> Path:
+    return path.with_suffix(".json")
+
+
+def _load(path: Path, n_rows: int, model_id: str) -> np.ndarray | None:
+    """The cached array, or None unless its record matches the model, the rows, the
+    dimension and the checksum (anything else is a miss, recomputed and overwritten)."""
     if not path.is_file():
         return None
     try:
+        record = json.loads(_record(path).read_text(encoding="utf-8"))
         E = np.load(path, allow_pickle=False)
-    except (OSError, ValueError):
-        return None  # truncated or foreign file: recompute and overwrite
-    if E.dtype != np.float32 or E.ndim != 2 or len(E) != n_rows or not np.isfinite(E).all():
+    except (OSError, ValueError, EOFError):
+        return None  # no record, or an empty, truncated or foreign file
+    if not isinstance(record, dict) or record.get("model_id") != model_id \
+            or record.get("version") != CACHE_VERSION:
+        return None
+    if (E.dtype != np.float32 or E.ndim != 2 or len(E) != n_rows
+            or record.get("n_rows") != n_rows or record.get("dim") != E.shape[1]):
+        return None
+    if record.get("blake2b") != checksum(E) or not np.isfinite(E).all():
         return None
     return E
 
 
-def _save(path: Path, E: np.ndarray) -> bool:
+def _atomic_write(path: Path, write: Callable[[object], None], suffix: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            write(handle)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _save(path: Path, E: np.ndarray, model_id: str) -> bool:
+    record = {"version": CACHE_VERSION, "model_id": model_id, "n_rows": int(E.shape[0]),
+              "dim": int(E.shape[1]), "dtype": "float32", "blake2b": checksum(E)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".npy")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.save(handle, E, allow_pickle=False)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _record(path).unlink(missing_ok=True)  # no record beside a half-replaced array
+        _atomic_write(path, lambda h: np.save(h, E, allow_pickle=False), ".npy")
+        _atomic_write(_record(path), lambda h: h.write(json.dumps(record).encode("utf-8")),
+                      ".json")
     except OSError:
         return False  # read-only or full cache folder: the run goes on without the cache
     return True
@@ -137,7 +169,7 @@ def cached_embed(
         folder = Path(cache_dir) if cache_dir is not None else default_cache_dir()
         path = folder / f"{cache_key(model_id, texts_digest(uniques))}.npy"
         info["path"] = str(path)
-        E = _load(path, len(uniques))
+        E = _load(path, len(uniques), model_id)
         info["cache"] = "hit" if E is not None else "miss"
     if E is None:
         if uniques:
@@ -147,6 +179,6 @@ def cached_embed(
         if E.ndim != 2 or len(E) != len(uniques):
             raise ValueError(f"encoder {model_id!r}: expected {len(uniques)} embedding rows, "
                              f"got shape {E.shape}")
-        if path is not None and len(uniques) and not _save(path, E):
+        if path is not None and len(uniques) and not _save(path, E, model_id):
             info["path"] = None
     return np.ascontiguousarray(E[codes]), info
