@@ -162,3 +162,18 @@ def test_row_filter_json_round_trip() -> None:
     assert filters.to_dict(filters.RowFilter()) == {}
     with pytest.raises(ValueError, match="unknown key"):
         filters.from_dict({"colour": "red"})
+
+
+def test_a_name_too_long_once_saved_is_a_plain_refusal(run_path: Path) -> None:
+    """120 x 'é' passes the name rule (240 bytes, 248 with .parquet, and the temporary name
+    is cut to fit); 83 x '字' (249 bytes: a fine run name) would make a 257-byte file name
+    with the suffix: refused, saying the limit, with no server path."""
+    from aflite_core.runs import subsets
+
+    run = run_path
+    ids = load_run(run).scores["row_id"].tolist()[:2]
+    saved = subsets.save_subset(run, "é" * 120, ids, filter={})
+    assert saved.n_rows == 2 and subsets.load_subset(run, "é" * 120).n_rows == 2
+    with pytest.raises(ValueError, match="at most 255") as err:
+        subsets.save_subset(run, "字" * 83, ids, filter={})
+    assert str(run) not in str(err.value) and "bytes in UTF-8" in str(err.value)

@@ -89,10 +89,15 @@ def _save(rows: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> No
                                      filter=description(flt, view),
                                      overwrite=bool(state.get(OVERWRITE_KEY, False)))
     except FileExistsError as exc:
-        components.show_error(str(exc), hint="Tick *Replace if it exists* to replace it.")
+        components.show_error(components.md_escape(exc),
+                              hint="Tick *Replace if it exists* to replace it.")
         return
-    except (ValueError, OSError) as exc:
-        components.show_error(f"The subset was not saved: {exc}")
+    except ValueError as exc:
+        components.show_error(f"The subset was not saved: {components.md_escape(exc)}")
+        return
+    except OSError as exc:  # its message names server paths: say what failed, not where
+        components.show_error("The subset was not saved: the run folder could not be written "
+                              f"({components.md_escape(exc.strerror or type(exc).__name__)}).")
         return
     st.success(f"Saved {subset.n_rows:,} rows as subset {components.md_escape(subset.name)} "
                f"in {components.md_escape(run.name)}/subsets/.", icon=":material/check:")

@@ -32,10 +32,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from aflite_core.runs.folder import (
+    MAX_NAME_BYTES,
     SCORES_COLUMNS,
     TEMP_PREFIX,
     AuditRun,
     check_run_name,
+    hidden_name,
     load_run,
     to_jsonable,
     utc_now_iso,
@@ -77,9 +79,17 @@ def check_subset_name(name: str) -> str:
     """Return ``name`` (NFC) if it is a safe subset name, else raise ``ValueError``.
 
     The rules are the run-name rules: letters, digits, ``.``, ``_`` and ``-``; no leading
-    ``.``/``-``/``_``; no ``..``; at most 120 characters.
+    ``.``/``-``/``_``; no ``..``; at most 120 characters; and the file it is saved as,
+    ``NAME.parquet``, must fit in a file name of :data:`MAX_NAME_BYTES` bytes (120 × ``é``
+    is 240 bytes, 248 with the suffix: fine; the temporary name is shortened to fit).
     """
-    return check_run_name(name, what="subset name")
+    name = check_run_name(name, what="subset name")
+    n_bytes = len(name.encode("utf-8")) + len(SUFFIX.encode("utf-8"))
+    if n_bytes > MAX_NAME_BYTES:
+        raise ValueError(f"subset name: {name[:40]!r}... is too long: saved as NAME{SUFFIX} "
+                         f"its file name would be {n_bytes} bytes in UTF-8, and a file name "
+                         f"may have at most {MAX_NAME_BYTES}; choose a shorter name")
+    return name
 
 
 def _run(run: AuditRun | str | os.PathLike) -> AuditRun:
@@ -131,8 +141,8 @@ def save_subset(
     run = _run(run)
     final = subset_path(run, name)
     if final.exists() and not overwrite:
-        raise FileExistsError(f"subset {final.stem!r} already exists in run {run.name} "
-                              f"({final}); choose another name or overwrite it")
+        raise FileExistsError(f"subset {final.stem!r} already exists in run {run.name}; "
+                              "choose another name or overwrite it")
     scores = run.scores
     wanted = _normalize_row_ids(row_ids, scores["row_id"])
     members = scores[scores["row_id"].isin(wanted)][list(SCORES_COLUMNS)]
@@ -146,7 +156,9 @@ def save_subset(
                                     allow_nan=False).encode("utf-8")
     table = table.replace_schema_metadata(meta)
     final.parent.mkdir(exist_ok=True)
-    tmp = final.parent / f"{TEMP_PREFIX}{final.stem}-{secrets.token_hex(4)}{SUFFIX}"
+    # the temporary name is cut to fit a file name (the final one was checked to fit)
+    tmp = final.parent / hidden_name(TEMP_PREFIX, final.stem,
+                                     f"{secrets.token_hex(4)}{SUFFIX}")
     try:
         pq.write_table(table, tmp)
         if overwrite:
