@@ -405,7 +405,8 @@ def previous_runs() -> None:
     st.subheader("Previous runs")
     runs = cache.list_runs(root)
     if not runs:
-        st.caption(f"No run in {components.md_escape(root)} yet.")
+        st.caption(f"No run in the runs folder {components.md_escape(state.runs_root_label())} "
+                   "yet.")
         return
     current = state.get_run_path()
     table = pd.DataFrame([{
@@ -433,4 +434,5 @@ def previous_runs() -> None:
         state.set_run_path(path)
         state.notify(f"Opened {components.md_escape(choice)}.")
         st.rerun()
-    st.caption(f"Runs root: {components.md_escape(root)} (set AFLITE_RUNS_DIR to change it).")
+    st.caption(f"Runs folder: {components.md_escape(state.runs_root_label())} (set "
+               "AFLITE_RUNS_DIR to change it).")

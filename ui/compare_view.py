@@ -60,7 +60,8 @@ def pick_runs() -> tuple[Path, Path] | None:
     runs = [r for r in cache.list_runs(root) if not r.damaged]
     if len(runs) < 2:
         components.empty_state(
-            f"Comparing needs two complete runs in {components.md_escape(root)}; there "
+            f"Comparing needs two complete runs in the runs folder "
+            f"{components.md_escape(state.runs_root_label())}; there "
             f"{'is' if len(runs) == 1 else 'are'} {len(runs)}. Run another audit (other "
             "parameters, representation or filter) on the Audit page.",
             page="app_pages/audit.py", label="Go to Audit")

@@ -71,10 +71,25 @@ def runs_root() -> Path:
     return _resolved_root(os.environ.get(RUNS_ENV, "").strip())
 
 
+def runs_root_label() -> str:
+    """The runs folder as the pages name it: relative to the folder the server started in
+    when it lies inside it (``runs``), else only its own name; never the server's absolute
+    path, which a page opened from a shared link must not show."""
+    root = runs_root()
+    try:
+        return str(root.relative_to(_START_FOLDER))
+    except ValueError:
+        return f"{root.name} (AFLITE_RUNS_DIR)"
+
+
+#: The folder the server started in (relative runs folders are resolved against it once).
+_START_FOLDER = Path.cwd().resolve()
+
+
 @functools.lru_cache(maxsize=8)
 def _resolved_root(configured: str) -> Path:
     path = Path(configured).expanduser() if configured else Path("runs")
-    return path if path.is_absolute() else (Path.cwd() / path).resolve()
+    return path if path.is_absolute() else (_START_FOLDER / path).resolve()
 
 
 def sample_path() -> Path:

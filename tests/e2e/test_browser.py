@@ -237,3 +237,29 @@ def test_a_held_out_file_audits_and_every_page_renders(server, browser, artifact
     assert page.get_by_test_id("stException").count() == 0
     shoot(page, artifacts_dir / "9-heldout-report.png")
     context.close()
+
+
+def test_a_hostile_link_renders_no_markup_and_no_server_path(server, browser,
+                                                             artifacts_dir) -> None:
+    """``?run=`` carrying a Markdown link and image: the notice quotes it as code; no link
+    to the outside host, no request for the image, no server path on the page."""
+    from urllib.parse import quote, urlparse
+
+    name = ("x [Session expired - click to log in](http://evil.example/login) "
+            "![i](http://evil.example/pixel.png)")
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    outside: list[str] = []
+    page.on("request", lambda r: outside.append(r.url)
+            if urlparse(r.url).hostname == "evil.example" else None)
+    page.goto(f"{server.url}/explore?run={quote(name)}")
+    page.get_by_text("not a valid run name").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    settle(page)
+    page.screenshot(path=str(artifacts_dir / "10-hostile-link.png"))
+    assert page.locator("a[href*='evil.example']").count() == 0
+    assert page.locator("img[src*='evil.example']").count() == 0
+    body = page.inner_text("body")
+    root = str(server.runs_root)
+    assert root not in body and str(server.runs_root.resolve()) not in body
+    assert outside == []
+    context.close()
