@@ -943,6 +943,24 @@ def test_categorical_parquet_column_stays_categorical(tmp_path):
     assert isinstance(ds.frame["hypothesis"].dtype, pd.CategoricalDtype)
 
 
+def test_a_categorical_parquet_bomb_is_refused_before_it_is_decoded(tmp_path):
+    """A column written from a pandas Categorical is typed dictionary<string> in the file's
+    schema; the budget counts its decoded values too (it passed as a few bytes before: a
+    680 KB file decoding to 10 GB ran and peaked at 23 GB)."""
+    import pyarrow.parquet as pq
+
+    n, big = 30_000, "x" * 100_000  # 3 GB once decoded, about 100 KB on disk
+    premise = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)),
+                                             pa.array([big]))
+    table = pa.table({"premise": premise, "hypothesis": [f"h{i}" for i in range(n)],
+                      "label": ["a", "b"] * (n // 2)})
+    path = tmp_path / "bomb.parquet"
+    pq.write_table(table, path)
+    assert path.stat().st_size < 2_000_000
+    with pytest.raises(DatasetSizeError, match="expands past the limit of 1.0 GiB"):
+        load_dataset(path, max_bytes=1 << 30)  # the CLI's and the dashboard's ceiling
+
+
 @pytest.mark.parametrize("depth", [3_000, 200_000])
 def test_deep_json_names_the_line(tmp_path, depth):
     path = tmp_path / "deep.jsonl"

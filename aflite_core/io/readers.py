@@ -811,7 +811,14 @@ def read_parquet(
         schema = pfile.schema_arrow
         check_column_count(len(schema.names), name)
         if max_bytes is not None:
-            expanded = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            # the pages as stored once decompressed (a dictionary page of one huge value
+            # counts here), before anything is read; the values' decoded size is counted
+            # batch by batch below
+            expanded = max(
+                sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)),
+                sum(meta.row_group(i).column(j).total_uncompressed_size
+                    for i in range(meta.num_row_groups)
+                    for j in range(meta.row_group(i).num_columns)))
             if expanded > max_bytes:
                 raise DatasetSizeError(
                     f"{name}: the Parquet data expands to {_fmt_bytes(expanded)}, past the "
@@ -839,8 +846,12 @@ _PARQUET_BATCH = 65_536
 
 
 def _is_text_type(typ: Any) -> bool:
+    """Text or binary values, plain or dictionary-encoded in the file's Arrow schema (a
+    column written from a pandas Categorical is typed ``dictionary<string>``)."""
     import pyarrow as pa
 
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
     return (pa.types.is_string(typ) or pa.types.is_large_string(typ)
             or pa.types.is_binary(typ) or pa.types.is_large_binary(typ))
 
@@ -867,7 +878,9 @@ def _read_parquet_budgeted(data: bytes, schema: Any, name: str, max_bytes: int |
                 budget += int(pc.sum(lengths).as_py() or 0) + 9 * len(column)
                 if budget > max_bytes:
                     break
-                column = column.cast(schema.field(field_.name).type)  # decoded: within budget
+                # decoded to the file's own type (within budget), or kept a dictionary with
+                # the file's index width when the file stores one (a pandas Categorical)
+                column = column.cast(schema.field(field_.name).type)
             else:  # (a column typed as dictionary stays one: pandas keeps a Categorical)
                 budget += column.nbytes
             columns.append(column)
