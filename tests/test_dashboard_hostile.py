@@ -229,3 +229,27 @@ def test_upload_limit_is_configured_and_stated(runs_root: Path) -> None:
     no_exception(at)
     captions = " ".join(c.value for c in at.caption)
     assert f"up to {limit_mb} MB" in captions
+
+
+def test_a_single_line_bomb_upload_is_refused_and_another_session_goes_on(
+        runs_root: Path) -> None:
+    """A .csv.gz of a few hundred KB that expands to one 100 MB line: refused at that line
+    while it is decompressed (the 64 MB line limit, far below the 1 GB upload ceiling),
+    with one error; a second session meanwhile loads and shows its own data."""
+    import gzip
+
+    bomb = gzip.compress(b"premise,hypothesis,label\n" + b"a" * (100 << 20) + b",b,c\n",
+                         compresslevel=9)
+    assert len(bomb) < 1 << 20
+    other = new_app().run()  # the bundled sample, in its own session
+    first = upload(new_app(autoload=False).run(), "bomb.csv.gz", bomb,
+                   "application/octet-stream")
+    no_exception(first)
+    assert len(first.error) == 1, errors(first)
+    message = errors(first)[0]
+    assert "line 2 is longer than 64.0 MiB" in message and dataset_of(first) is None
+    other.run()
+    no_exception(other)
+    assert dataset_of(other) is not None and len(dataset_of(other).frame) == 4000
+    goto(other, "audit")
+    no_exception(other)

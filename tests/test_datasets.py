@@ -1022,3 +1022,39 @@ def test_a_pandas_dataframe_loads_like_a_file(snli_dir):
     assert load_dataset(frame.copy()).content_hash == from_frame.content_hash  # stable
     with pytest.raises(ColumnError, match="label"):
         load_dataset(frame.drop(columns=["label"]))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_line_past_the_limit_is_refused_where_it_is_met(tmp_path, compress):
+    body = (b"premise,hypothesis,label\n" + b"p,h,a\n" * 50 + b"p," + b"x" * 5000
+            + b",b\n" + b"p,h,b\n" * 50)
+    path = tmp_path / ("long.csv.gz" if compress else "long.csv")
+    path.write_bytes(gzip.compress(body) if compress else body)
+    with pytest.raises(DatasetSizeError, match=r"line 52 is longer than 4\.0 KiB"):
+        load_dataset(path, max_line_bytes=4096)
+    assert len(load_dataset(path, max_line_bytes=8192).frame) == 101
+    assert len(load_dataset(path, max_line_bytes=None).frame) == 101
+    # from bytes too (an upload)
+    with pytest.raises(DatasetSizeError, match="line 52"):
+        load_dataset(path.read_bytes(), name=path.name, max_line_bytes=4096)
+
+
+def test_a_quoted_cell_past_the_limit_is_refused_though_its_lines_are_short(tmp_path):
+    cell = "\n".join(["word " * 100] * 40)  # 40 short lines, 20 KB in one quoted cell
+    frame = pd.DataFrame({"premise": ["p", "q"], "hypothesis": [cell, "h"],
+                          "label": ["a", "b"]})
+    path = tmp_path / "cell.csv"
+    frame.to_csv(path, index=False)
+    with pytest.raises(DatasetSizeError, match="line 2: a cell is longer than 10,000"):
+        load_dataset(path, max_line_bytes=10_000)
+    assert load_dataset(path).frame["hypothesis"].iloc[0] == cell
+
+
+def test_json_documents_and_parquet_have_no_line_limit(tmp_path):
+    rows = [{"hypothesis": "x" * 3000, "label": "a"}, {"hypothesis": "y", "label": "b"}]
+    path = tmp_path / "one_line.json"
+    path.write_text(json.dumps(rows))  # one JSON array on one line: legitimate
+    assert len(load_dataset(path, max_line_bytes=1000).frame) == 2
+    pq_path = tmp_path / "d.parquet"
+    pd.DataFrame(rows).to_parquet(pq_path)
+    assert len(load_dataset(pq_path, max_line_bytes=100).frame) == 2

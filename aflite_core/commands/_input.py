@@ -12,6 +12,8 @@ from typing import Any
 #: being asked, the same ceiling as the dashboard's uploads. A gzip file expanding past
 #: it stops being read at the ceiling.
 DEFAULT_MAX_BYTES = 1 << 30
+#: Default ``--max-line-bytes`` (the readers' own default).
+MAX_LINE_BYTES = 64 << 20
 
 FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
 
@@ -21,7 +23,7 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _API_OPTIONS = {
     "premise": "--premise", "hypothesis": "--hypothesis", "label": "--label",
     "split": "--split", "id": "--id", "encoding": "--encoding", "format": "--format",
-    "max_bytes": "--max-bytes", "group": "--group",
+    "max_bytes": "--max-bytes", "max_line_bytes": "--max-line-bytes", "group": "--group",
 }  # fmt: skip
 _API_OPTION_RE = re.compile(r"(?<![\w\-'\"])(" + "|".join(_API_OPTIONS) + r")=")
 
@@ -71,6 +73,11 @@ def add_input_arguments(parser: argparse.ArgumentParser, roles: tuple[str, ...],
                        metavar="SIZE",
                        help="refuse inputs larger than this after gzip decompression, e.g. "
                             "500M or 4G; none for no limit (default 1G)")
+    group.add_argument("--max-line-bytes", type=parse_bytes, default=MAX_LINE_BYTES,
+                       metavar="SIZE",
+                       help="refuse a text table with a longer line or CSV cell, where it is "
+                            "met, before reading it whole, e.g. 256M; none for no limit "
+                            "(default 64M)")
 
 
 def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> Any:
@@ -105,6 +112,7 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
     try:
         return load_dataset(path, **roles, id=args.id, format=args.format,
                             encoding=args.encoding, max_bytes=args.max_bytes,
+                            max_line_bytes=getattr(args, "max_line_bytes", MAX_LINE_BYTES),
                             group=getattr(args, "group", None))
     except DatasetError as exc:
         text = cli_hint(str(exc))

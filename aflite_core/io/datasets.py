@@ -38,6 +38,7 @@ import pandas as pd
 
 from aflite_core.io.readers import (
     FORMATS,
+    MAX_LINE_BYTES,
     ColumnError,
     DatasetError,
     DatasetFormatError,
@@ -327,6 +328,7 @@ def load_dataset(
     max_bytes: int | None = None,
     encoding: str | None = None,
     answer_base: int | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
     group: str | None = None,
 ) -> AuditDataset:
     """Read a dataset file and prepare it for auditing, keeping every original value.
@@ -366,6 +368,10 @@ def load_dataset(
     max_bytes : int, optional
         Refuse inputs larger than this, gzip data expanding past it and Parquet data
         decoding past it (:class:`DatasetSizeError`; reading stops at the ceiling).
+    max_line_bytes : int or None, default 64 MiB
+        Refuse a text table (CSV, TSV, JSON Lines) with a line longer than this, or a CSV
+        cell of more characters, where it is met while the file is read or decompressed
+        (:class:`DatasetSizeError` naming the line); None for no limit.
     encoding : str, optional
         Text encoding. Default: UTF-8, or UTF-16/UTF-32/UTF-8 as announced by a
         byte-order mark. There is no silent fallback: undecodable bytes raise a
@@ -397,7 +403,8 @@ def load_dataset(
     rows whose hypothesis text is empty or whitespace-only, are excluded from the audit
     but kept in ``frame``; ``exclusion`` and ``report.excluded`` say why.
     """
-    raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes)
+    raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes,
+                     max_line_bytes=max_line_bytes)
     roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
     _require_named_columns(raw, {**roles, "id": id, "answer": answer, "group": group})
     suggested_id = _suggest_id(raw.frame, _column_names(raw)) if id is None else None

@@ -87,6 +87,59 @@ _BOMS = (
 )
 _CHUNK = 1 << 20
 _MISSING = object()
+#: Longest line (and CSV cell) a text table may have by default: 64 MiB. A line past it is
+#: refused where it is met, while the file is read or decompressed, before it is held whole
+#: (a 1 MB .csv.gz that expands to one 600 MB line made the reader grow to 6.4 GB).
+MAX_LINE_BYTES = 64 << 20
+
+
+class _LineGuard:
+    """Follows the length of the current line over chunks of a text file as it is read."""
+
+    def __init__(self, name: str, limit: int | None) -> None:
+        self.name, self.limit = name, limit
+        self.line, self.since = 1, 0  # 1-based line number, bytes since its start
+
+    def feed(self, chunk: bytes | bytearray) -> None:
+        """Account for the next chunk; raise as soon as the current line passes the limit."""
+        if self.limit is None or not chunk:
+            return
+        first = chunk.find(b"\n")
+        if first < 0:
+            self.since += len(chunk)
+            self._check()
+            return
+        self.since += first  # the current line ends in this chunk
+        self._check()
+        if self.limit >= len(chunk):  # no line inside the chunk can pass: count at C speed
+            self.line += chunk.count(b"\n")
+            self.since = len(chunk) - chunk.rfind(b"\n") - 1
+            return
+        start = first + 1  # a limit below the chunk size (tests): walk the lines
+        self.line += 1
+        while True:
+            newline = chunk.find(b"\n", start)
+            self.since = (len(chunk) if newline < 0 else newline) - start
+            self._check()
+            if newline < 0:
+                return
+            self.line += 1
+            start = newline + 1
+
+    def _check(self) -> None:
+        if self.since > self.limit:
+            raise DatasetSizeError(
+                f"{self.name}: line {self.line:,} is longer than {_fmt_bytes(self.limit)} "
+                f"(max_line_bytes={self.limit}); refused there, before reading it whole: a "
+                "table's line is not that long (a decompression bomb, or not a table); if it "
+                "is real data, raise the limit (--max-line-bytes)")
+
+
+def _guards_lines(name: str, fmt: str | None, head: bytes) -> bool:
+    """Whether the line guard applies: text tables, not Parquet or a JSON document (one
+    JSON array may legitimately sit on one line)."""
+    fmt = normalise_format(fmt) or format_from_name(name)
+    return fmt not in ("parquet", "json") and not head.startswith(_PARQUET_MAGIC)
 
 
 # ------------------------------------------------------------------------- errors
@@ -171,14 +224,21 @@ def source_name(source: Any, name: str | None) -> str:
     return "<data>"
 
 
-def read_source_bytes(source: Any, name: str, max_bytes: int | None) -> bytes:
-    """Read all bytes of a path, a binary/text file-like object or a bytes object."""
+def read_source_bytes(source: Any, name: str, max_bytes: int | None,
+                      guard: _LineGuard | None = None) -> bytes:
+    """Read all bytes of a path, a binary/text file-like object or a bytes object.
+
+    ``guard`` (text tables) follows the line lengths as the bytes arrive: a file is
+    refused at a line past the limit before the rest is read (a gzip file's lines are
+    followed while it is decompressed instead, see :func:`maybe_decompress`)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
+        _feed(guard, data)
     elif isinstance(source, (str, os.PathLike)):
-        data = _read_path(Path(source), name, max_bytes)
+        data = _read_path(Path(source), name, max_bytes, guard)
     elif hasattr(source, "read"):
         data = _read_file_like(source, name, max_bytes)
+        _feed(guard, data)
     else:
         raise TypeError(
             "source: expected a path (str or pathlib.Path), a file-like object or bytes, "
@@ -192,8 +252,18 @@ def read_source_bytes(source: Any, name: str, max_bytes: int | None) -> bytes:
     return data
 
 
-def _read_path(path: Path, name: str, max_bytes: int | None) -> bytes:
-    """A file's bytes; a file over ``max_bytes`` is refused before reading it."""
+def _feed(guard: _LineGuard | None, data: bytes | bytearray) -> None:
+    """Run ``guard`` over bytes already in memory, chunk by chunk (not gzip or Parquet)."""
+    if guard is None or data[:2] == _GZIP_MAGIC or data[:4] == _PARQUET_MAGIC:
+        return
+    for start in range(0, len(data), _CHUNK):
+        guard.feed(data[start:start + _CHUNK])
+
+
+def _read_path(path: Path, name: str, max_bytes: int | None,
+               guard: _LineGuard | None = None) -> bytes:
+    """A file's bytes; a file over ``max_bytes`` is refused before reading it, a line
+    longer than ``guard``'s limit where it is met."""
     try:
         info = path.stat()
         kind = special_file_kind(info.st_mode)
@@ -208,7 +278,17 @@ def _read_path(path: Path, name: str, max_bytes: int | None) -> bytes:
                 f"{name}: the file is {_fmt_bytes(size)}, over the limit of "
                 f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes})"
             )
-        return path.read_bytes()
+        if guard is None:
+            return path.read_bytes()
+        out = bytearray()
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                if not out and (chunk[:2] == _GZIP_MAGIC or chunk[:4] == _PARQUET_MAGIC):
+                    guard = None  # compressed or binary: no lines to follow here
+                if guard is not None:
+                    guard.feed(chunk)
+                out += chunk
+        return out
     except DatasetError:
         raise
     except FileNotFoundError:
@@ -250,11 +330,14 @@ def _read_file_like(source: Any, name: str, max_bytes: int | None) -> bytes:
     return bytes(data)
 
 
-def maybe_decompress(data: bytes, name: str, max_bytes: int | None) -> tuple[bytes, bool]:
+def maybe_decompress(data: bytes, name: str, max_bytes: int | None,
+                     guard: _LineGuard | None = None) -> tuple[bytes, bool]:
     """Gunzip ``data`` when it starts with the gzip magic number, within ``max_bytes``.
 
     Streams: at most one chunk (1 MiB) past the ceiling is ever decompressed, and the
-    output grows in place (no second copy), so a gzip bomb costs about ``max_bytes``.
+    output grows in place (no second copy), so a gzip bomb costs about ``max_bytes``;
+    ``guard`` follows the decompressed lines, so one line past its limit stops the
+    decompression there (a 600 MB single-line bomb costs about the limit, not 600 MB).
     """
     if not data.startswith(_GZIP_MAGIC):
         return data, False
@@ -266,6 +349,10 @@ def maybe_decompress(data: bytes, name: str, max_bytes: int | None) -> tuple[byt
                 chunk = stream.read(max(want, 1))
                 if not chunk:
                     break
+                if not out and chunk[:4] == _PARQUET_MAGIC:
+                    guard = None  # a gzipped Parquet file: no lines
+                if guard is not None:
+                    guard.feed(chunk)
                 out += chunk
                 if max_bytes is not None and len(out) > max_bytes:
                     raise DatasetSizeError(
@@ -405,11 +492,16 @@ def _decode_error(
 
 
 def read_delimited(
-    text: str, name: str, delimiter: str
+    text: str, name: str, delimiter: str, *, max_cell: int | None = None
 ) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
-    """Read CSV (RFC 4180) or TSV (no quoting) text into string columns (object dtype)."""
-    if csv.field_size_limit() < 2**31 - 1:
-        csv.field_size_limit(2**31 - 1)  # cells of a million characters are legitimate
+    """Read CSV (RFC 4180) or TSV (no quoting) text into string columns (object dtype).
+
+    ``max_cell``: most characters a cell may have (a quoted cell may span lines, so the
+    line guard alone does not bound it); None: no limit beyond the csv module's 2**31 - 1.
+    """
+    limit = min(int(max_cell), 2**31 - 1) if max_cell is not None else 2**31 - 1
+    if csv.field_size_limit() != limit:
+        csv.field_size_limit(limit)  # cells of a million characters are legitimate
     parsed = _parse_fast(text, delimiter)
     if parsed is None:  # multi-line records, or an error to locate precisely
         parsed = _parse_tracked(text, name, delimiter)
@@ -531,6 +623,11 @@ def _csv_error(exc: csv.Error, name: str, kind: str, start: int, line: int) -> D
             f"{name}: line {line}: text after a closing quote; expected the separator or the end "
             f'of the line after \'"\' (inside quotes write "" for a quote)'
         )
+    if "field larger than field limit" in msg:
+        return DatasetSizeError(
+            f"{name}: line {start}: a cell is longer than {csv.field_size_limit():,} characters "
+            "(max_line_bytes); refused: a table's cell is not that long (a quoted field never "
+            "closed, or not a table); if it is real data, raise the limit (--max-line-bytes)")
     if "NUL" in msg:
         return DatasetFormatError(
             f"{name}: line {line}: the text contains NUL characters; is the file UTF-16 without "
@@ -957,16 +1054,27 @@ def read_table(
     format: str | None = None,
     encoding: str | None = None,
     max_bytes: int | None = None,
+    max_line_bytes: int | None = MAX_LINE_BYTES,
 ) -> RawTable:
-    """Read any supported source into a :class:`RawTable` (see the module docstring)."""
+    """Read any supported source into a :class:`RawTable` (see the module docstring).
+
+    ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`, None for no limit): a text table
+    with a longer line, or a CSV cell of more characters, is refused where it is met, while
+    the file is read or decompressed.
+    """
     if max_bytes is not None:
         check_int("max_bytes", max_bytes, minimum=1)
+    if max_line_bytes is not None:
+        check_int("max_line_bytes", max_line_bytes, minimum=1)
     if isinstance(source, pd.DataFrame):
         return frame_table(source, name=name)
     label = source_name(source, name)
     fmt = normalise_format(format)
-    raw = read_source_bytes(source, label, max_bytes)
-    data, _ = maybe_decompress(raw, label, max_bytes)
+    guard = (_LineGuard(label, max_line_bytes) if max_line_bytes is not None
+             and _guards_lines(label, fmt, b"") else None)
+    raw = read_source_bytes(source, label, max_bytes, guard)
+    data, _ = maybe_decompress(raw, label, max_bytes,
+                               _LineGuard(label, max_line_bytes) if guard else None)
     content_hash = hashlib.sha256(data).hexdigest()
     if not data or data.isspace():
         raise DatasetFormatError(f"{label}: the file is empty")
@@ -979,7 +1087,8 @@ def read_table(
         frame, types, warnings = read_parquet(data, label, max_bytes)
         return RawTable(frame, label, fmt, content_hash, warnings=warnings, column_types=types)
     return _read_text_table(data, label, fmt, explicit=explicit, encoding=encoding,
-                            content_hash=content_hash)
+                            content_hash=content_hash,
+                            max_cell=max_line_bytes if guard is not None else None)
 
 
 def _read_text_table(
@@ -990,6 +1099,7 @@ def _read_text_table(
     explicit: bool,
     encoding: str | None,
     content_hash: str,
+    max_cell: int | None = None,
 ) -> RawTable:
     """Decode and parse CSV, TSV, JSON Lines or JSON; ``fmt=None``: sniffed from the text.
 
@@ -1015,9 +1125,9 @@ def _read_text_table(
         warnings.append("the .json file holds one object per line; read it as JSON Lines")
     lines: np.ndarray | None
     if fmt == "csv":
-        frame, lines, extra = read_delimited(text, name, ",")
+        frame, lines, extra = read_delimited(text, name, ",", max_cell=max_cell)
     elif fmt == "tsv":
-        frame, lines, extra = read_delimited(text, name, "\t")
+        frame, lines, extra = read_delimited(text, name, "\t", max_cell=max_cell)
     elif fmt == "jsonl":
         frame, lines, extra = read_jsonl(text, name)
     else:
