@@ -19,9 +19,17 @@ and the difference, which is what the goal (<= 2x the ceiling) is about. The row
 ``parquet, no budget`` shows, for reference, what ``pyarrow`` alone costs to materialise
 the same Parquet file (what the loader did before the budget).
 
+With ``--lines 300M,600M,1G`` it also loads single-line gzip bombs (one line of that many
+bytes, compressed to a few hundred KB) and, with ``--well-formed 1G``, a well-formed CSV of
+SNLI-like rows of about that size, each with the CLI's defaults (``--max-bytes`` 1G, the
+64 MiB line limit), in a fresh subprocess: time, peak RSS and outcome. Goal (issue 31):
+peak RSS while reading <= 2x the decompressed size + 300 MB, and a line past the limit
+refused at that line.
+
 Usage::
 
     python benchmarks/bench_bombs.py [--max-bytes 64M] [--expand 200M]
+    python benchmarks/bench_bombs.py --lines 300M,600M,1G --well-formed 1G
 """
 
 from __future__ import annotations
@@ -59,6 +67,15 @@ if mode == "load":
         message = "NOT REFUSED"
     except DatasetSizeError as exc:
         message = str(exc)
+elif mode == "cli-defaults":  # as `run` loads: max_bytes 1G, the 64 MiB line limit
+    import time
+    start = time.perf_counter()
+    try:
+        ds = load_dataset(path, max_bytes=1 << 30)
+        message = f"read {len(ds.frame):,} rows"
+    except DatasetSizeError as exc:
+        message = "refused: " + str(exc)
+    message = f"{time.perf_counter() - start:.1f} s, " + message
 else:  # reference: materialise the Parquet table with pyarrow, no budget
     table = pyarrow.parquet.read_table(path)
     message = f"materialised {table.nbytes / 2**20:.0f} MiB of Arrow data"
@@ -99,6 +116,43 @@ def make_parquet_bomb(path: Path, expand: int, width: int = 100_000) -> None:
           "decoded bytes")
 
 
+def make_line_bomb(path: Path, size: int) -> None:
+    """One CSV line of ``size`` bytes, gzip-compressed (a few hundred KB)."""
+    block = b"a" * (1 << 20)
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        fh.write(b"premise,hypothesis,label\n")
+        for _ in range(size // len(block)):
+            fh.write(block)
+        fh.write(b",b,c\n")
+
+
+def make_well_formed(path: Path, size: int) -> None:
+    """A CSV of SNLI-like rows (premise, hypothesis, label) of about ``size`` bytes."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    words = np.array(["a", "man", "woman", "dog", "cat", "child", "street", "park", "ball",
+                      "car", "red", "blue", "running", "sitting", "eating", "water", "beach",
+                      "music", "table", "green", "old", "young", "is", "the", "on", "in",
+                      "with", "near"])
+    with path.open("w", encoding="utf-8") as fh:
+        header = "premise,hypothesis,label\n"
+        fh.write(header)
+        written = len(header)
+        while written < size:
+            n = 20_000
+            prem = [" ".join(w) for w in rng.choice(words, size=(n, 12))]
+            hyp = [" ".join(w) for w in rng.choice(words, size=(n, 6))]
+            lab = rng.choice(["entailment", "neutral", "contradiction"], size=n)
+            text = "".join(f"{p},{h},{la}\n" for p, h, la in zip(prem, hyp, lab, strict=True))
+            if written + len(text) > size:  # stay at or under the size (the CLI's ceiling)
+                text = text[: text.rfind("\n", 0, size - written) + 1]
+                if not text:
+                    break
+            fh.write(text)
+            written += len(text)
+
+
 def measure(path: Path, ceiling: int, mode: str = "load") -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", CHILD, str(path), str(ceiling), mode],
@@ -110,7 +164,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--max-bytes", type=parse_bytes, default=64 << 20, metavar="SIZE")
     parser.add_argument("--expand", type=parse_bytes, default=200 << 20, metavar="SIZE")
+    parser.add_argument("--lines", default="", metavar="SIZES",
+                        help="single-line gzip bombs of these sizes, e.g. 300M,600M,1G")
+    parser.add_argument("--well-formed", type=parse_bytes, default=None, metavar="SIZE",
+                        help="also load a well-formed CSV of about this size")
     args = parser.parse_args(argv)
+    if args.lines or args.well_formed:
+        return lines_and_well_formed(args.lines, args.well_formed)
     ceiling, expand = args.max_bytes, args.expand
     mib = 1 << 20
     print(f"ceiling {ceiling / mib:.0f} MiB, bombs expanding to {expand / mib:.0f} MiB")
@@ -136,6 +196,35 @@ def main(argv: list[str] | None = None) -> int:
     goal = "met" if worst <= 2 else "NOT met"
     print(f"worst increase over the baseline: {worst:.2f}x the ceiling (goal <= 2x: {goal})")
     return 0 if worst <= 2 else 1
+
+
+def lines_and_well_formed(lines: str, well_formed: int | None) -> int:
+    """Issue 31's table: each file loaded as ``run`` loads it; time, peak RSS, outcome."""
+    mib = 1 << 20
+    print(f"{'input':<28} {'file':>9} {'decompr.':>9} {'peak RSS':>9} {'goal':>9}  outcome")
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs = []
+        for text in filter(None, (t.strip() for t in lines.split(","))):
+            size = parse_bytes(text)
+            path = Path(tmp) / f"line_{text}.csv.gz"
+            make_line_bomb(path, size)
+            jobs.append((f"single line {text} (.csv.gz)", path, size))
+        if well_formed:
+            path = Path(tmp) / "well_formed.csv"
+            make_well_formed(path, well_formed)
+            jobs.append((f"well-formed CSV {well_formed / mib:.0f} MiB", path,
+                         path.stat().st_size))
+        for label, path, size in jobs:
+            r = measure(path, 0, "cli-defaults")
+            peak = r["peak_kib"] * 1024
+            goal = 2 * size + 300 * mib
+            ok = peak <= goal
+            failed += not ok
+            print(f"{label:<28} {path.stat().st_size / mib:>7.1f}Mi {size / mib:>7.0f}Mi "
+                  f"{peak / mib:>7.0f}Mi {goal / mib:>7.0f}Mi  {'ok ' if ok else 'OVER'} "
+                  f"{r['message'][:110]}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
