@@ -54,6 +54,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except MemoryError as exc:  # ArrowMemoryError too: the input, not a bug
+        if args.debug:
+            traceback.print_exc()
+        print(f"error: out of memory ({type(exc).__name__}): this input or these parameters "
+              "need more memory than this machine has; nothing was written. Audit a smaller "
+              "file (or a sample), lower --max-bytes to refuse such inputs early, or run on a "
+              "larger machine or a Dask cluster (--scheduler)", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - last line of defence for a CLI
         if args.debug:
             traceback.print_exc()

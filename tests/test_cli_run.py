@@ -280,3 +280,19 @@ def test_bad_measure_options_name_the_flag(flag, value, message, capsys):
         main(["run", "data.csv", "--out", "r", flag, value])
     assert exit_.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_running_out_of_memory_is_a_message_not_an_unexpected_error(monkeypatch, capsys):
+    """MemoryError (and pyarrow's ArrowMemoryError) come from inputs too large for the
+    machine, not from a bug: exit 2 and a message that says what to do."""
+    import pyarrow as pa
+
+    from aflite_core.commands import run as run_command
+
+    for error in (MemoryError(), pa.ArrowMemoryError("realloc of size 3277848576 failed")):
+        def boom(args, error=error):
+            raise error
+        monkeypatch.setattr(run_command, "run", boom)
+        assert main(["run", "data.csv", "--out", "r"]) == 2
+        err = capsys.readouterr().err
+        assert "out of memory" in err and "unexpected" not in err
