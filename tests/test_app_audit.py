@@ -33,7 +33,10 @@ def test_empty_state_without_dataset(runs_root) -> None:
     assert_clean(at)
     assert "Load a dataset first" in texts(at)
     assert not [b for b in at.button if b.key == "audit:run"]
-    assert f"No run in {runs_root} yet." in texts(at).replace("\\", "")
+    shown = texts(at).replace("\\", "")
+    # the runs folder is named by its own name, never by the server's absolute path
+    assert f"No run in the runs folder {runs_root.name} (AFLITE_RUNS_DIR) yet." in shown
+    assert str(runs_root) not in shown
 
 
 def test_defaults_are_scaled_to_the_dataset(runs_root) -> None:
