@@ -37,7 +37,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
+from aflite_core.runs.folder import to_jsonable
 
 #: Files of a job folder.
 JOB_FILE = "job.json"
@@ -91,7 +91,7 @@ def write_job(folder: str | os.PathLike, dataset: Any, config: Any, *,
                     "columns": dataset.columns.to_dict(), "report": dataset.report.to_dict(),
                     "id_column": id_col, "exclusion_column": why_col,
                     "column_names": taken, "converted_columns": converted},
-        "config": _plain(config.to_dict()),
+        "config": to_jsonable(config.to_dict()),
         "runs_root": str(Path(runs_root).resolve()),
         "name": name,
     }
@@ -132,23 +132,6 @@ def _config_values(values: dict) -> dict:
     return out
 
 
-def _plain(value: Any) -> Any:
-    """``value`` as JSON types (numpy scalars and arrays, paths, tuples)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, Path):
-        return str(value)
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return str(value)
-
-
 class _Channel:
     """The worker's line-per-event output to its parent."""
 
@@ -156,7 +139,7 @@ class _Channel:
         self.stream = stream
 
     def send(self, event: dict) -> None:
-        self.stream.write(json.dumps(_plain(event)) + "\n")
+        self.stream.write(json.dumps(to_jsonable(event)) + "\n")
         self.stream.flush()
 
 
