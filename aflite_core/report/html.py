@@ -66,12 +66,9 @@ def sections() -> tuple[tuple[str, str], ...]:
 #: Every section of a report with the measures registered at import time.
 SECTIONS = sections()
 
-#: Colours (Okabe-Ito, as the dashboard's). Set on every trace: a Streamlit process replaces
-#: Plotly's default template with one whose colours are placeholders (#000001, ...) that
-#: render black outside it.
-_SET_COLORS = SET_COLORS
-_PALETTE = PALETTE
-_STATUS_COLORS = STATUS_COLORS
+#: Okabe-Ito, as the dashboard's; set on every trace (a Streamlit process replaces Plotly's
+#: template with placeholder colours that render black outside it).
+_SET_COLORS, _PALETTE, _STATUS_COLORS = SET_COLORS, PALETTE, STATUS_COLORS
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif;margin:0 auto;
@@ -502,20 +499,17 @@ def _baseline_chart(records: pd.DataFrame, fig: _Figures) -> str:
 
 
 def _baseline_headline(run: AuditRun) -> str:
-    """The "bias removed beyond size" figures, models whose features AFLite did not see
-    first, each with its caveats beside it (a figure below majority or chance says so)."""
+    """The "bias removed" figures, unseen features first, each with its caveats beside it."""
     try:
         figures = headline_figures(run.read_json("baselines.json"))
     except (ValueError, OSError):
-        return ""
-    if not figures:
-        return ""
-    items = []
-    for f in figures:
-        notes = "".join(f'<br><span class="caveat">{esc(c)}</span>' for c in f["caveats"])
-        items.append(f"<li><b>{esc(f['label'])}</b>: {esc(format_figure(f))}{notes}</li>")
+        figures = []
+    items = "".join(
+        f"<li><b>{esc(f['label'])}</b>: {esc(format_figure(f))}"
+        + "".join(f'<br><span class="caveat">{esc(c)}</span>' for c in f["caveats"]) + "</li>"
+        for f in figures)
     return ("<p><b>Bias removed beyond size</b> (random control minus retained rows):</p>"
-            f"<ul class=\"headline\">{''.join(items)}</ul>")
+            f"<ul class=\"headline\">{items}</ul>") if figures else ""
 
 
 def _section_baselines(run: AuditRun, fig: _Figures) -> str:
