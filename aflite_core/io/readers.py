@@ -46,6 +46,15 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_int
+from aflite_core.io.errors import (  # noqa: F401 - re-exported: the readers' errors
+    ColumnError,
+    DatasetError,
+    DatasetFormatError,
+    DatasetSizeError,
+    DuplicateIdError,
+)
+from aflite_core.io.errors import fmt_bytes as _fmt_bytes
+from aflite_core.io.line_limit import MAX_LINE_BYTES, LineGuard
 
 #: Formats ``load_dataset`` reads (``format=`` accepts these names).
 FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
@@ -87,54 +96,6 @@ _BOMS = (
 )
 _CHUNK = 1 << 20
 _MISSING = object()
-#: Longest line (and CSV cell) a text table may have by default: 64 MiB. A line past it is
-#: refused where it is met, while the file is read or decompressed, before it is held whole
-#: (a 1 MB .csv.gz that expands to one 600 MB line made the reader grow to 6.4 GB).
-MAX_LINE_BYTES = 64 << 20
-
-
-class _LineGuard:
-    """Follows the length of the current line over chunks of a text file as it is read."""
-
-    def __init__(self, name: str, limit: int | None) -> None:
-        self.name, self.limit = name, limit
-        self.line, self.since = 1, 0  # 1-based line number, bytes since its start
-
-    def feed(self, chunk: bytes | bytearray) -> None:
-        """Account for the next chunk; raise as soon as the current line passes the limit."""
-        if self.limit is None or not chunk:
-            return
-        first = chunk.find(b"\n")
-        if first < 0:
-            self.since += len(chunk)
-            self._check()
-            return
-        self.since += first  # the current line ends in this chunk
-        self._check()
-        if self.limit >= len(chunk):  # no line inside the chunk can pass: count at C speed
-            self.line += chunk.count(b"\n")
-            self.since = len(chunk) - chunk.rfind(b"\n") - 1
-            return
-        start = first + 1  # a limit below the chunk size (tests): walk the lines
-        self.line += 1
-        while True:
-            newline = chunk.find(b"\n", start)
-            self.since = (len(chunk) if newline < 0 else newline) - start
-            self._check()
-            if newline < 0:
-                return
-            self.line += 1
-            start = newline + 1
-
-    def _check(self) -> None:
-        if self.since > self.limit:
-            raise DatasetSizeError(
-                f"{self.name}: line {self.line:,} is longer than {_fmt_bytes(self.limit)} "
-                f"(max_line_bytes={self.limit}); refused there, before reading it whole: a "
-                "table's line is not that long (a decompression bomb, or not a table); if it "
-                "is real data, raise the limit (--max-line-bytes)")
-
-
 def _guards_lines(name: str, fmt: str | None, head: bytes) -> bool:
     """Whether the line guard applies: text tables, not Parquet or a JSON document (one
     JSON array may legitimately sit on one line)."""
@@ -145,30 +106,6 @@ def _guards_lines(name: str, fmt: str | None, head: bytes) -> bool:
 # ------------------------------------------------------------------------- errors
 # Defined here (and re-exported by aflite_core.io.datasets, their public home) so that the
 # readers can raise them without a circular import.
-
-
-class DatasetError(ValueError):
-    """Any problem with an input dataset; the message names the file, where, and what."""
-
-
-class DatasetFormatError(DatasetError):
-    """Unreadable file, bad line, wrong structure, undecodable bytes."""
-
-
-class ColumnError(DatasetError):
-    """Missing, ambiguous, duplicate or unusable columns."""
-
-
-class DuplicateIdError(DatasetError):
-    """The chosen id column holds the same value on several rows."""
-
-
-class DatasetSizeError(DatasetError):
-    """The input (or its decompressed form) is over the configured ``max_bytes``."""
-
-
-for _cls in (DatasetError, DatasetFormatError, ColumnError, DuplicateIdError, DatasetSizeError):
-    _cls.__module__ = "aflite_core.io.datasets"
 
 
 @dataclass
@@ -225,7 +162,7 @@ def source_name(source: Any, name: str | None) -> str:
 
 
 def read_source_bytes(source: Any, name: str, max_bytes: int | None,
-                      guard: _LineGuard | None = None) -> bytes:
+                      guard: LineGuard | None = None) -> bytes:
     """Read all bytes of a path, a binary/text file-like object or a bytes object.
 
     ``guard`` (text tables) follows the line lengths as the bytes arrive: a file is
@@ -252,7 +189,7 @@ def read_source_bytes(source: Any, name: str, max_bytes: int | None,
     return data
 
 
-def _feed(guard: _LineGuard | None, data: bytes | bytearray) -> None:
+def _feed(guard: LineGuard | None, data: bytes | bytearray) -> None:
     """Run ``guard`` over bytes already in memory, chunk by chunk (not gzip or Parquet)."""
     if guard is None or data[:2] == _GZIP_MAGIC or data[:4] == _PARQUET_MAGIC:
         return
@@ -261,7 +198,7 @@ def _feed(guard: _LineGuard | None, data: bytes | bytearray) -> None:
 
 
 def _read_path(path: Path, name: str, max_bytes: int | None,
-               guard: _LineGuard | None = None) -> bytes:
+               guard: LineGuard | None = None) -> bytes:
     """A file's bytes; a file over ``max_bytes`` is refused before reading it, a line
     longer than ``guard``'s limit where it is met."""
     try:
@@ -331,7 +268,7 @@ def _read_file_like(source: Any, name: str, max_bytes: int | None) -> bytes:
 
 
 def maybe_decompress(data: bytes, name: str, max_bytes: int | None,
-                     guard: _LineGuard | None = None) -> tuple[bytes, bool]:
+                     guard: LineGuard | None = None) -> tuple[bytes, bool]:
     """Gunzip ``data`` when it starts with the gzip magic number, within ``max_bytes``.
 
     Streams: at most one chunk (1 MiB) past the ceiling is ever decompressed, and the
@@ -380,16 +317,6 @@ def short_repr(value: Any, limit: int = 80) -> str:
     if isinstance(value, str):
         return f"{value[: max(limit - 20, 8)]!r}... ({len(value):,} characters)"
     return text[:limit] + "..."
-
-
-def _fmt_bytes(n: int) -> str:
-    if n < 1024:
-        return f"{n} bytes"
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        n /= 1024
-        if n < 1024 or unit == "TiB":
-            return f"{n:.1f} {unit}"
-    raise AssertionError("unreachable")
 
 
 # ------------------------------------------------------------------------- formats
@@ -1070,11 +997,11 @@ def read_table(
         return frame_table(source, name=name)
     label = source_name(source, name)
     fmt = normalise_format(format)
-    guard = (_LineGuard(label, max_line_bytes) if max_line_bytes is not None
+    guard = (LineGuard(label, max_line_bytes) if max_line_bytes is not None
              and _guards_lines(label, fmt, b"") else None)
     raw = read_source_bytes(source, label, max_bytes, guard)
     data, _ = maybe_decompress(raw, label, max_bytes,
-                               _LineGuard(label, max_line_bytes) if guard else None)
+                               LineGuard(label, max_line_bytes) if guard else None)
     content_hash = hashlib.sha256(data).hexdigest()
     if not data or data.isspace():
         raise DatasetFormatError(f"{label}: the file is empty")
