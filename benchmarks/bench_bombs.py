@@ -21,15 +21,16 @@ the same Parquet file (what the loader did before the budget).
 
 With ``--lines 300M,600M,1G`` it also loads single-line gzip bombs (one line of that many
 bytes, compressed to a few hundred KB) and, with ``--well-formed 1G``, a well-formed CSV of
-SNLI-like rows of about that size, each with the CLI's defaults (``--max-bytes`` 1G, the
-64 MiB line limit), in a fresh subprocess: time, peak RSS and outcome. Goal (issue 31):
+SNLI-like rows of about that size (``--formats csv,jsonl``: and the same rows as JSON
+Lines), each with the CLI's defaults (``--max-bytes`` 1G, the 64 MiB line limit), in a fresh
+subprocess: time, peak RSS and outcome. Goal (issue 31):
 peak RSS while reading <= 2x the decompressed size + 300 MB, and a line past the limit
 refused at that line.
 
 Usage::
 
     python benchmarks/bench_bombs.py [--max-bytes 64M] [--expand 200M]
-    python benchmarks/bench_bombs.py --lines 300M,600M,1G --well-formed 1G
+    python benchmarks/bench_bombs.py --lines 300M,600M,1G --well-formed 1G [--formats csv,jsonl]
 """
 
 from __future__ import annotations
@@ -126,8 +127,9 @@ def make_line_bomb(path: Path, size: int) -> None:
         fh.write(b",b,c\n")
 
 
-def make_well_formed(path: Path, size: int) -> None:
-    """A CSV of SNLI-like rows (premise, hypothesis, label) of about ``size`` bytes."""
+def make_well_formed(path: Path, size: int, fmt: str = "csv") -> None:
+    """A CSV (or JSON Lines, ``fmt="jsonl"``) of SNLI-like rows (premise, hypothesis,
+    label) of about ``size`` bytes."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -136,7 +138,7 @@ def make_well_formed(path: Path, size: int) -> None:
                       "music", "table", "green", "old", "young", "is", "the", "on", "in",
                       "with", "near"])
     with path.open("w", encoding="utf-8") as fh:
-        header = "premise,hypothesis,label\n"
+        header = "premise,hypothesis,label\n" if fmt == "csv" else ""
         fh.write(header)
         written = len(header)
         while written < size:
@@ -144,7 +146,9 @@ def make_well_formed(path: Path, size: int) -> None:
             prem = [" ".join(w) for w in rng.choice(words, size=(n, 12))]
             hyp = [" ".join(w) for w in rng.choice(words, size=(n, 6))]
             lab = rng.choice(["entailment", "neutral", "contradiction"], size=n)
-            text = "".join(f"{p},{h},{la}\n" for p, h, la in zip(prem, hyp, lab, strict=True))
+            row = ("{},{},{}\n" if fmt == "csv"
+                   else '{{"premise": "{}", "hypothesis": "{}", "label": "{}"}}\n')
+            text = "".join(row.format(p, h, la) for p, h, la in zip(prem, hyp, lab, strict=True))
             if written + len(text) > size:  # stay at or under the size (the CLI's ceiling)
                 text = text[: text.rfind("\n", 0, size - written) + 1]
                 if not text:
@@ -168,9 +172,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="single-line gzip bombs of these sizes, e.g. 300M,600M,1G")
     parser.add_argument("--well-formed", type=parse_bytes, default=None, metavar="SIZE",
                         help="also load a well-formed CSV of about this size")
+    parser.add_argument("--formats", default="csv", metavar="LIST",
+                        help="formats of the well-formed file: csv, jsonl or csv,jsonl")
     args = parser.parse_args(argv)
     if args.lines or args.well_formed:
-        return lines_and_well_formed(args.lines, args.well_formed)
+        return lines_and_well_formed(args.lines, args.well_formed, args.formats.split(","))
     ceiling, expand = args.max_bytes, args.expand
     mib = 1 << 20
     print(f"ceiling {ceiling / mib:.0f} MiB, bombs expanding to {expand / mib:.0f} MiB")
@@ -198,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if worst <= 2 else 1
 
 
-def lines_and_well_formed(lines: str, well_formed: int | None) -> int:
+def lines_and_well_formed(lines: str, well_formed: int | None,
+                          formats: list[str] = ("csv",)) -> int:
     """Issue 31's table: each file loaded as ``run`` loads it; time, peak RSS, outcome."""
     mib = 1 << 20
     print(f"{'input':<28} {'file':>9} {'decompr.':>9} {'peak RSS':>9} {'goal':>9}  outcome")
@@ -210,10 +217,10 @@ def lines_and_well_formed(lines: str, well_formed: int | None) -> int:
             path = Path(tmp) / f"line_{text}.csv.gz"
             make_line_bomb(path, size)
             jobs.append((f"single line {text} (.csv.gz)", path, size))
-        if well_formed:
-            path = Path(tmp) / "well_formed.csv"
-            make_well_formed(path, well_formed)
-            jobs.append((f"well-formed CSV {well_formed / mib:.0f} MiB", path,
+        for fmt in formats if well_formed else ():
+            path = Path(tmp) / f"well_formed.{fmt.strip()}"
+            make_well_formed(path, well_formed, fmt.strip())
+            jobs.append((f"well-formed {fmt.strip().upper()} {well_formed / mib:.0f} MiB", path,
                          path.stat().st_size))
         for label, path, size in jobs:
             r = measure(path, 0, "cli-defaults")

@@ -99,6 +99,35 @@ def _gzip_bomb() -> bytes:
     return gzip.compress(b"premise,hypothesis,label\n" + b"a,b,c\n" * ((64 << 20) // 6), 6)
 
 
+def _single_line_bomb() -> bytes:
+    """A few KB of gzip whose second line is 65 MiB long: past the default line limit."""
+    stream = io.BytesIO()
+    with gzip.GzipFile(fileobj=stream, mode="wb", compresslevel=6) as fh:
+        fh.write(b"premise,hypothesis,label\n")
+        block = b"a" * (1 << 20)
+        for _ in range(65):
+            fh.write(block)
+        fh.write(b",b,c\n")
+    return stream.getvalue()
+
+
+def _categorical_parquet_bomb(rows: int = 60, width: int = 200_000) -> bytes:
+    """Like :func:`_parquet_dictionary_bomb`, with the column a pandas Categorical: the
+    file's schema says ``dictionary<string>``, which the size budget once did not count."""
+    frame = base_frame(rows)
+    frame["blob"] = pd.Categorical(["x" * width] * rows)
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, compression="zstd")
+    return buffer.getvalue()
+
+
+def _jsonl_bad_byte_late() -> bytes:
+    """JSON Lines valid for 40 lines, then a Latin-1 byte on line 41 (read as a stream)."""
+    lines = [json.dumps(r) for r in base_frame().to_dict("records")[:40]]
+    return ("\n".join(lines) + "\n").encode() + \
+        b'{"premise": "caf\xe9", "hypothesis": "h", "label": "entailment"}\n'
+
+
 def _parquet_dictionary_bomb(rows: int = 60, width: int = 200_000) -> bytes:
     """A few KB of Parquet whose text column ``blob`` (one 200 KB value on every row,
     dictionary-encoded by the writer as any Parquet writer does) decodes to
@@ -655,6 +684,17 @@ CASES: list[Case] = [
          "refused while reading: the decoded size is counted batch by batch, not taken from "
          "the footer", args=("--max-bytes", "1M"), options={"max_bytes": 1 << 20},
          error=("dict.parquet", "expands past the limit of 1.0 MiB", "not read")),
+    Case("single-line-bomb", "size", _writer("line.csv.gz", _single_line_bomb),
+         "refused at the line that passes 64 MiB, while decompressing (a 1 MB .csv.gz of one "
+         "600 MB line once grew the reader to 6.4 GB)",
+         error=("line.csv.gz", "line 2 is longer than 64.0 MiB", "max-line-bytes")),
+    Case("parquet-categorical-bomb", "size", _writer("cat.parquet", _categorical_parquet_bomb),
+         "refused while reading: a dictionary<string> column's decoded size counts too",
+         args=("--max-bytes", "1M"), options={"max_bytes": 1 << 20},
+         error=("cat.parquet", "expands past the limit of 1.0 MiB")),
+    Case("jsonl-bad-byte-late", "encodings", _writer("late.jsonl", _jsonl_bad_byte_late),
+         "refused: the streamed reader names the line and byte offset of the first "
+         "undecodable byte", error=("late.jsonl", "line 41", "byte offset", "cannot decode")),
     # ------------------------------------------------------------------ embeddings
     Case("embeddings-pickled-object", "embeddings", _with_embeddings(write_pickle_npy),
          "refused from the header; never unpickled", stage="audit",

@@ -48,6 +48,22 @@ from aflite_core.io.readers import (
     read_table,
     short_repr,
 )
+from aflite_core.io.text_columns import (
+    as_text,
+    blank_mask,
+    conflicting_groups,
+    count_distinct,
+    equal_codes,
+    label_factors,
+    missing_mask,
+    mixed_types,
+    normalised_hashes,
+    pair_hashes,
+    shared_mask,
+    text_hashes,
+    text_lengths,
+    texts,
+)
 
 __all__ = [
     "FORMATS",
@@ -273,9 +289,26 @@ class AuditDataset:
         if self.columns.group is None:
             return None
         if self.columns.group == LINKED_TEXT:
-            groups = linked_text_groups(self.premises(False), self.hypotheses(False))
+            groups = self._linked_components().astype(str)
             return self._select(groups, included_only)
         return self._select(_label_array(self.frame[self.columns.group]), included_only)
+
+    def _linked_components(self) -> np.ndarray:
+        """Component of each row in the graph of rows linked by a shared text."""
+        premise = self.columns.premise
+        prem = None if premise is None else equal_codes(text_hashes(self.frame[premise]))
+        hyp = equal_codes(text_hashes(self.frame[self.columns.hypothesis]))
+        return linked_components(prem, hyp)
+
+    def count_groups(self) -> int:
+        """Distinct groups among the included rows (0 without a group column)."""
+        if self.columns.group is None:
+            return 0
+        if self.columns.group == LINKED_TEXT:
+            ids = self._linked_components()
+        else:
+            ids, _ = label_factors(self.frame[self.columns.group])
+        return count_distinct(ids[self.included_mask])
 
     def subset(self, row_ids: Sequence[Any] | np.ndarray) -> AuditDataset:
         """A new dataset with only the given rows (kept in frame order).
@@ -450,7 +483,7 @@ def load_dataset(
         report=report,
     )
     if mapping.group is not None:
-        report.n_groups = int(len(set(dataset.groups().tolist())))
+        report.n_groups = dataset.count_groups()
     return dataset
 
 
@@ -497,20 +530,27 @@ def _map_columns(
 def linked_text_groups(premises: Sequence[str] | None, hypotheses: Sequence[str]) -> np.ndarray:
     """Group id (as str) of every row: rows sharing a premise or a hypothesis, transitively
     (connected components of the row-premise-hypothesis graph)."""
+    hyp = pd.factorize(pd.Series(list(hypotheses), dtype=object))[0]
+    prem = None if premises is None else pd.factorize(pd.Series(list(premises), dtype=object))[0]
+    return linked_components(prem, hyp).astype(str)
+
+
+def linked_components(premises: np.ndarray | None, hypotheses: np.ndarray) -> np.ndarray:
+    """Component (int, 0, 1, ... in order of each component's first row) of every row in the
+    graph linking rows to their premise and hypothesis codes; premise -1: no premise."""
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
     n = len(hypotheses)
-    hyp = pd.factorize(pd.Series(list(hypotheses), dtype=object))[0]
+    hyp = np.asarray(hypotheses, dtype=np.int64)
     prem = (np.zeros(n, dtype=np.int64) - 1 if premises is None
-            else pd.factorize(pd.Series(list(premises), dtype=object))[0])
-    n_p, n_h = int(prem.max()) + 1, int(hyp.max()) + 1 if n else 0
+            else np.asarray(premises, dtype=np.int64))
+    n_p, n_h = int(prem.max(initial=-1)) + 1, int(hyp.max(initial=-1)) + 1
     rows = np.r_[np.arange(n), np.arange(n)]
     cols = np.r_[np.where(prem >= 0, n + prem, np.arange(n)), n + n_p + hyp]
     size = n + n_p + n_h
     graph = coo_matrix((np.ones(2 * n), (rows, cols)), shape=(size, size))
-    labels = connected_components(graph, directed=False)[1][:n]
-    return labels.astype(str)
+    return connected_components(graph, directed=False)[1][:n]
 
 
 def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Series,
@@ -526,19 +566,21 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
     if mapping.premise is None:
         return mapping, ""
     included = exclusion.to_numpy() == ""
-    premises = frame.loc[included, mapping.premise].astype(str)
-    hypotheses = frame.loc[included, mapping.hypothesis].astype(str)
-    shared = float((premises.duplicated(keep=False).to_numpy()
-                    | hypotheses.duplicated(keep=False).to_numpy()).mean()) if len(premises) \
-        else 0.0
+    premises = text_hashes(frame[mapping.premise], missing_apart=True)[included]
+    hypotheses = text_hashes(frame[mapping.hypothesis], missing_apart=True)[included]
+    shared = float((shared_mask(premises) | shared_mask(hypotheses)).mean()) \
+        if len(premises) else 0.0
     if shared < REPEATED_PREMISE_SHARE:
         return mapping, ""
-    linked = linked_text_groups(premises.tolist(), hypotheses.tolist())
-    largest = pd.Series(linked).value_counts().iloc[0] / len(linked)
+    missing = missing_mask(frame[mapping.premise])[included]
+    linked = linked_components(np.where(missing, -1, equal_codes(premises)),
+                               equal_codes(hypotheses))
+    sizes = np.bincount(linked)
+    largest = sizes.max() / len(linked)
     if largest <= MAX_LINKED_GROUP_SHARE:
         note = (f"{shared:.0%} of the rows share their premise or hypothesis with another "
                 f"row: rows linked by a shared premise or hypothesis form "
-                f"{len(set(linked)):,} groups, and every train/test split keeps a group "
+                f"{len(sizes):,} groups, and every train/test split keeps a group "
                 "together (otherwise a model learns a text on one side and meets it with "
                 "another label on the other, and scores below chance). Pass group='' to "
                 "turn this off.")
@@ -995,8 +1037,8 @@ class _Answers:
     def read(cls, raw: RawTable, frame: pd.DataFrame, choices: list[str], column: str
              ) -> _Answers:
         values = frame[column].tolist()
-        texts = [[_text(v).strip() for v in frame[c].tolist()] for c in choices]
-        present = [i for i, v in enumerate(values) if _text(v).strip() != ""]
+        texts = [[as_text(v).strip() for v in frame[c].tolist()] for c in choices]
+        present = [i for i, v in enumerate(values) if as_text(v).strip() != ""]
         ints = {i: _int_like(values[i]) for i in present}
         return cls(raw, column, choices, values, texts, present, ints)
 
@@ -1007,7 +1049,7 @@ class _Answers:
 
     def text(self, i: int) -> str:
         """Question ``i``'s answer as trimmed text."""
-        return _text(self.values[i]).strip()
+        return as_text(self.values[i]).strip()
 
     def matches(self, i: int) -> list[int]:
         """Choices whose text equals question ``i``'s answer."""
@@ -1118,48 +1160,19 @@ def _answers_by_text(answers: _Answers) -> dict[int, int]:
 # ---------------------------------------------------------- exclusion and report
 
 
-def _text(v: Any) -> str:
-    if isinstance(v, str):
-        return v
-    if v is None or (isinstance(v, float) and v != v) or v is pd.NA or v is pd.NaT:
-        return ""
-    return str(v)
-
-
-def _label_text(v: Any) -> str:
-    if isinstance(v, str):
-        return v.strip()
-    if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
-        return str(int(v))
-    return _text(v).strip()
-
-
 def _texts(series: pd.Series) -> list[str]:
-    if pd.api.types.infer_dtype(series, skipna=False) == "string" and not series.hasnans:
-        return series.tolist()  # all str, no missing (a str dtype says "string" with NaN too)
-    return [_text(v) for v in series.tolist()]
+    return texts(series)
 
 
 def _label_array(series: pd.Series) -> np.ndarray:
-    if series.dtype == object and _mixed_types(series):
-        # pd.factorize would merge True with 1 and 1.0 (Python equality): convert each value
-        return np.asarray([_label_text(v) for v in series.tolist()], dtype=str)
-    try:  # labels have few distinct values: convert those, then broadcast
-        codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    except TypeError:  # unhashable values
-        return np.asarray([_label_text(v) for v in series.tolist()], dtype=str)
-    names = np.asarray([_label_text(v) for v in uniques.tolist()] + [""], dtype=str)
-    return names[codes]
-
-
-def _mixed_types(series: pd.Series) -> bool:
-    return pd.api.types.infer_dtype(series, skipna=True) in ("mixed", "mixed-integer")
+    ids, names = label_factors(series)
+    return names[ids]
 
 
 def _label_type_note(frame: pd.DataFrame, column: str) -> str | None:
     """A warning when the label column mixes booleans, numbers and text."""
     series = frame[column]
-    if series.dtype != object or not _mixed_types(series):
+    if series.dtype != object or not mixed_types(series):
         return None
     kinds = sorted({type(v).__name__ for v in series.dropna().tolist()})
     return (
@@ -1170,48 +1183,43 @@ def _label_type_note(frame: pd.DataFrame, column: str) -> str | None:
 
 
 def _exclusions(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.Series:
-    labels = _label_array(frame[mapping.label])
-    texts = _texts(frame[mapping.hypothesis])
+    ids, names = label_factors(frame[mapping.label])
     reason = np.full(len(frame), "", dtype=object)
-    empty_text = np.fromiter((not t.strip() for t in texts), dtype=bool, count=len(texts))
-    reason[empty_text] = REASON_EMPTY_TEXT
-    reason[labels == ""] = REASON_EMPTY_LABEL
-    reason[labels == "-"] = REASON_DASH
+    reason[blank_mask(frame[mapping.hypothesis])] = REASON_EMPTY_TEXT
+    reason[(names == "")[ids]] = REASON_EMPTY_LABEL
+    reason[(names == "-")[ids]] = REASON_DASH
     return pd.Series(reason, index=frame.index, name="exclusion", dtype=object)
 
 
-def _normalised_codes(keys: list[str]) -> np.ndarray:
-    """Integer code per text, equal for texts equal after lower-casing, dropping
-    punctuation and symbols, and collapsing whitespace (vectorised in Arrow)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arr = pc.utf8_lower(pa.array(keys, type=pa.large_string()))
-    arr = pc.replace_substring_regex(arr, pattern=r"[\pP\pS]+", replacement=" ")
-    arr = pc.replace_substring_regex(arr, pattern=r"\s\s+|[^\S ]", replacement=" ")
-    arr = pc.utf8_trim_whitespace(arr)
-    return np.asarray(pc.dictionary_encode(arr).indices, dtype=np.int64)
-
-
-def _duplicate_stats(keys: list[str], labels: np.ndarray) -> dict[str, int]:
-    if not keys:
+def _duplicate_stats(frame: pd.DataFrame, mapping: ColumnMapping, mask: np.ndarray,
+                     label_ids: np.ndarray) -> dict[str, int]:
+    """Rows of the same text (premise and hypothesis) as an earlier one, exactly and after
+    normalising (lower case, no punctuation or symbols, collapsed whitespace), and the
+    normalised texts given more than one label (included rows only)."""
+    n = int(mask.sum())
+    if not n:
         return {"exact": 0, "normalised": 0, "conflicting_labels": 0}
-    codes = _normalised_codes(keys)
-    n_groups = int(codes.max()) + 1
-    label_codes = pd.factorize(labels)[0].astype(np.int64)
-    pairs = np.unique(codes * (int(label_codes.max()) + 1) + label_codes)
-    labels_per_group = np.bincount(pairs // (int(label_codes.max()) + 1), minlength=n_groups)
+    hyp = frame[mapping.hypothesis]
+    if n == len(mask):
+        mask = slice(None)  # every row: no masked copies
+    if mapping.premise is None:
+        exact = count_distinct(text_hashes(hyp)[mask])
+        normalised = normalised_hashes(hyp)[mask]
+    else:  # one key "premise\0hypothesis": its ends are the premise's left, hypothesis' right
+        prem = frame[mapping.premise]
+        exact = count_distinct(pair_hashes(text_hashes(prem)[mask], text_hashes(hyp)[mask]))
+        normalised = pair_hashes(normalised_hashes(prem, "left")[mask],
+                                 normalised_hashes(hyp, "right")[mask])
     return {
-        "exact": len(keys) - len(set(keys)),
-        "normalised": len(keys) - n_groups,
-        "conflicting_labels": int((labels_per_group > 1).sum()),
+        "exact": n - exact,
+        "normalised": n - count_distinct(normalised),
+        "conflicting_labels": conflicting_groups(normalised, label_ids[mask]),
     }
 
 
-def _length_stats(texts: list[str]) -> dict[str, float]:
-    if not texts:
+def _length_stats(lengths: np.ndarray) -> dict[str, float]:
+    if not len(lengths):
         return {"min": 0, "median": 0.0, "max": 0}
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     return {
         "min": int(lengths.min()),
         "median": float(np.median(lengths)),
@@ -1234,25 +1242,22 @@ def _build_report(
     mask = (exclusion.to_numpy() == "").astype(bool)
     reasons = exclusion[~mask].value_counts()
     excluded = {str(k): int(v) for k, v in reasons.items()}
-    labels = _label_array(frame[mapping.label])[mask]
-    label_counts = _label_counts(labels)
-    hyp = [t for t, m in zip(_texts(frame[mapping.hypothesis]), mask, strict=True) if m]
-    prem = None
+    ids, names = label_factors(frame[mapping.label])
+    label_counts = _label_counts(ids[mask], names)
+    rows = slice(None) if mask.all() else mask
+    lengths = {"hypothesis": _length_stats(text_lengths(frame[mapping.hypothesis])[rows])}
     if mapping.premise is not None:
-        prem = [t for t, m in zip(_texts(frame[mapping.premise]), mask, strict=True) if m]
-    keys = hyp if prem is None else [p + "\0" + h for p, h in zip(prem, hyp, strict=True)]
-    lengths = {"hypothesis": _length_stats(hyp)}
-    if prem is not None:
-        lengths["premise"] = _length_stats(prem)
+        lengths["premise"] = _length_stats(text_lengths(frame[mapping.premise])[rows])
+    n_included = int(mask.sum())
     return ValidationReport(
         source=source,
         n_read=len(frame),
-        n_included=int(mask.sum()),
+        n_included=n_included,
         excluded=excluded,
         label_counts=label_counts,
-        warnings=list(warnings) + _label_warnings(label_counts, len(labels), mapping.label),
+        warnings=list(warnings) + _label_warnings(label_counts, n_included, mapping.label),
         format=fmt,
-        duplicates=_duplicate_stats(keys, labels),
+        duplicates=_duplicate_stats(frame, mapping, mask, ids),
         text_lengths=lengths,
         n_questions=n_questions,
         suggested_id=suggested_id,
@@ -1260,11 +1265,11 @@ def _build_report(
     )
 
 
-def _label_counts(labels: np.ndarray) -> dict[str, int]:
+def _label_counts(ids: np.ndarray, names: np.ndarray) -> dict[str, int]:
     """Label -> count, most frequent first (ties in label order)."""
-    uniq, counts = np.unique(labels, return_counts=True)
-    order = np.lexsort((uniq, -counts))
-    return {str(uniq[i]): int(counts[i]) for i in order}
+    counts = np.bincount(ids, minlength=len(names))
+    order = sorted(np.flatnonzero(counts).tolist(), key=lambda i: (-counts[i], str(names[i])))
+    return {str(names[i]): int(counts[i]) for i in order}
 
 
 def _label_warnings(label_counts: dict[str, int], n_labels: int, column: str) -> list[str]:

@@ -7,10 +7,13 @@ point at it. Nothing here knows about premises, hypotheses or labels.
 
 Rules (documented in ``load_dataset``):
 
-* The input is read into memory once; ``max_bytes`` bounds the bytes read, the bytes a
-  gzip stream expands to (reading stops as soon as the ceiling is passed) and the decoded
-  size of a Parquet file (counted batch by batch, see :func:`read_parquet`). FIFOs,
-  devices and sockets are refused from ``stat()``, never opened.
+* The input is read a chunk at a time (:class:`~aflite_core.io.inflow.Inflow`). CSV, TSV
+  and JSON Lines are parsed as a stream into Arrow-backed text columns and never held whole
+  (peak memory about twice the decompressed size); JSON documents and Parquet are read
+  whole. ``max_bytes`` bounds the bytes read, the bytes a gzip stream expands to (reading
+  stops as soon as the ceiling is passed) and the decoded size of a Parquet file (counted
+  batch by batch, see :func:`read_parquet`). FIFOs, devices and sockets are refused from
+  ``stat()``, never opened.
 * Text is UTF-8 (leading BOMs are dropped, a warning when there is more than one); UTF-16
   and UTF-32 are recognised by their BOM. Anything else must be named with
   ``encoding=``; undecodable bytes are an error naming the line and byte offset -- there
@@ -28,16 +31,11 @@ Rules (documented in ``load_dataset``):
 
 from __future__ import annotations
 
-import csv
-import gzip
+import codecs
 import hashlib
 import io
 import json
 import os
-import re
-import stat
-import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,12 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_int
+from aflite_core.io.delimited import (
+    decoded_lines,
+    is_utf8,
+    read_delimited_stream,
+    read_delimited_text,
+)
 from aflite_core.io.errors import (  # noqa: F401 - re-exported: the readers' errors
     ColumnError,
     DatasetError,
@@ -54,7 +58,21 @@ from aflite_core.io.errors import (  # noqa: F401 - re-exported: the readers' er
     DuplicateIdError,
 )
 from aflite_core.io.errors import fmt_bytes as _fmt_bytes
+from aflite_core.io.inflow import (  # noqa: F401 - special_file_kind: re-exported
+    PARQUET_MAGIC,
+    Inflow,
+    nul_error,
+    open_input,
+    special_file_kind,
+)
+from aflite_core.io.json_tables import looks_like_jsonl, read_json, read_jsonl
 from aflite_core.io.line_limit import MAX_LINE_BYTES, LineGuard
+from aflite_core.io.table_checks import (  # noqa: F401 - re-exported
+    MAX_COLUMNS,
+    check_column_count,
+    check_duplicate_names,
+    short_repr,
+)
 
 #: Formats ``load_dataset`` reads (``format=`` accepts these names).
 FORMATS = ("csv", "tsv", "jsonl", "json", "parquet")
@@ -71,22 +89,6 @@ _SUFFIX_FORMATS = {
 }
 _FORMAT_ALIASES = {"ndjson": "jsonl", "jsonlines": "jsonl", "pq": "parquet", "txt": None}
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_PARQUET_MAGIC = b"PAR1"
-#: Most columns a dataset may have. Text datasets have tens of columns; a file with tens of
-#: thousands is almost always a transposed or broken export, and every step that keeps every
-#: original column (run folders, exports) scales with columns x rows (10,000 columns took
-#: 85 s to audit, 100,000 ran past 400 s).
-MAX_COLUMNS = 2_000
-
-
-def check_column_count(n_columns: int, name: str) -> None:
-    """Refuse a table with more than :data:`MAX_COLUMNS` columns, before it is built."""
-    if n_columns > MAX_COLUMNS:
-        raise DatasetSizeError(
-            f"{name}: {n_columns:,} columns, more than the {MAX_COLUMNS:,} a dataset may have; "
-            "is the file transposed, or is a text column split on a separator? Keep the "
-            "columns the audit needs (premise, hypothesis, label, split, id) and a few more")
 _BOMS = (
     (b"\xef\xbb\xbf", "utf-8-sig"),
     (b"\xff\xfe\x00\x00", "utf-32"),
@@ -94,15 +96,6 @@ _BOMS = (
     (b"\xff\xfe", "utf-16"),
     (b"\xfe\xff", "utf-16"),
 )
-_CHUNK = 1 << 20
-_MISSING = object()
-def _guards_lines(name: str, fmt: str | None, head: bytes) -> bool:
-    """Whether the line guard applies: text tables, not Parquet or a JSON document (one
-    JSON array may legitimately sit on one line)."""
-    fmt = normalise_format(fmt) or format_from_name(name)
-    return fmt not in ("parquet", "json") and not head.startswith(_PARQUET_MAGIC)
-
-
 # ------------------------------------------------------------------------- errors
 # Defined here (and re-exported by aflite_core.io.datasets, their public home) so that the
 # readers can raise them without a circular import.
@@ -161,164 +154,6 @@ def source_name(source: Any, name: str | None) -> str:
     return "<data>"
 
 
-def read_source_bytes(source: Any, name: str, max_bytes: int | None,
-                      guard: LineGuard | None = None) -> bytes:
-    """Read all bytes of a path, a binary/text file-like object or a bytes object.
-
-    ``guard`` (text tables) follows the line lengths as the bytes arrive: a file is
-    refused at a line past the limit before the rest is read (a gzip file's lines are
-    followed while it is decompressed instead, see :func:`maybe_decompress`)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source)
-        _feed(guard, data)
-    elif isinstance(source, (str, os.PathLike)):
-        data = _read_path(Path(source), name, max_bytes, guard)
-    elif hasattr(source, "read"):
-        data = _read_file_like(source, name, max_bytes)
-        _feed(guard, data)
-    else:
-        raise TypeError(
-            "source: expected a path (str or pathlib.Path), a file-like object or bytes, "
-            f"got {type(source).__name__}"
-        )
-    if max_bytes is not None and len(data) > max_bytes:
-        raise DatasetSizeError(
-            f"{name}: the input is over the limit of {_fmt_bytes(max_bytes)} "
-            f"(max_bytes={max_bytes}); stopped reading"
-        )
-    return data
-
-
-def _feed(guard: LineGuard | None, data: bytes | bytearray) -> None:
-    """Run ``guard`` over bytes already in memory, chunk by chunk (not gzip or Parquet)."""
-    if guard is None or data[:2] == _GZIP_MAGIC or data[:4] == _PARQUET_MAGIC:
-        return
-    for start in range(0, len(data), _CHUNK):
-        guard.feed(data[start:start + _CHUNK])
-
-
-def _read_path(path: Path, name: str, max_bytes: int | None,
-               guard: LineGuard | None = None) -> bytes:
-    """A file's bytes; a file over ``max_bytes`` is refused before reading it, a line
-    longer than ``guard``'s limit where it is met."""
-    try:
-        info = path.stat()
-        kind = special_file_kind(info.st_mode)
-        if kind is not None:
-            raise DatasetError(
-                f"{name}: {str(path)!r} is {kind}, not a regular file; refused (it could "
-                "block or never end): save the data to a file and pass that file"
-            )
-        size = info.st_size
-        if max_bytes is not None and size > max_bytes:
-            raise DatasetSizeError(
-                f"{name}: the file is {_fmt_bytes(size)}, over the limit of "
-                f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes})"
-            )
-        if guard is None:
-            return path.read_bytes()
-        out = bytearray()
-        with path.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                if not out and (chunk[:2] == _GZIP_MAGIC or chunk[:4] == _PARQUET_MAGIC):
-                    guard = None  # compressed or binary: no lines to follow here
-                if guard is not None:
-                    guard.feed(chunk)
-                out += chunk
-        return out
-    except DatasetError:
-        raise
-    except FileNotFoundError:
-        raise DatasetError(f"{name}: file not found: {str(path)!r}") from None
-    except IsADirectoryError:
-        raise DatasetError(f"{name}: expected a file, found a directory: {str(path)!r}") from None
-    except PermissionError:
-        raise DatasetError(f"{name}: permission denied reading {str(path)!r}") from None
-    except OSError as exc:
-        raise DatasetError(f"{name}: cannot read {str(path)!r}: {exc.strerror or exc}") from exc
-
-
-def special_file_kind(mode: int) -> str | None:
-    """What a non-regular, non-directory file is (``"a FIFO (named pipe)"``), else None."""
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return None
-
-
-def _read_file_like(source: Any, name: str, max_bytes: int | None) -> bytes:
-    """Bytes of an object with ``read()`` (from its start), at most ``max_bytes + 1``."""
-    if getattr(source, "seekable", lambda: False)():
-        source.seek(0)  # a Streamlit UploadedFile may have been read on an earlier rerun
-    limit = -1 if max_bytes is None else max_bytes + 1
-    try:
-        data = source.read(limit)
-    except (OSError, ValueError) as exc:
-        raise DatasetError(f"{name}: cannot read the file-like object: {exc}") from exc
-    if isinstance(data, str):
-        data = data.encode("utf-8")
-    elif not isinstance(data, (bytes, bytearray)):
-        raise DatasetError(f"{name}: read() returned {type(data).__name__}, expected bytes or str")
-    return bytes(data)
-
-
-def maybe_decompress(data: bytes, name: str, max_bytes: int | None,
-                     guard: LineGuard | None = None) -> tuple[bytes, bool]:
-    """Gunzip ``data`` when it starts with the gzip magic number, within ``max_bytes``.
-
-    Streams: at most one chunk (1 MiB) past the ceiling is ever decompressed, and the
-    output grows in place (no second copy), so a gzip bomb costs about ``max_bytes``;
-    ``guard`` follows the decompressed lines, so one line past its limit stops the
-    decompression there (a 600 MB single-line bomb costs about the limit, not 600 MB).
-    """
-    if not data.startswith(_GZIP_MAGIC):
-        return data, False
-    out = bytearray()
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            while True:
-                want = _CHUNK if max_bytes is None else min(_CHUNK, max_bytes + 1 - len(out))
-                chunk = stream.read(max(want, 1))
-                if not chunk:
-                    break
-                if not out and chunk[:4] == _PARQUET_MAGIC:
-                    guard = None  # a gzipped Parquet file: no lines
-                if guard is not None:
-                    guard.feed(chunk)
-                out += chunk
-                if max_bytes is not None and len(out) > max_bytes:
-                    raise DatasetSizeError(
-                        f"{name}: the gzip data expands past the limit of "
-                        f"{_fmt_bytes(max_bytes)} (max_bytes={max_bytes}); stopped reading "
-                        f"after {_fmt_bytes(len(out))} of decompressed data"
-                    )
-    except (OSError, EOFError, zlib.error) as exc:
-        raise DatasetFormatError(
-            f"{name}: corrupt or truncated gzip data after {_fmt_bytes(len(out))} "
-            f"decompressed: {exc}"
-        ) from exc
-    return out, True  # a bytearray: bytes-like everywhere it is used, without a copy
-
-
-def short_repr(value: Any, limit: int = 80) -> str:
-    """``repr(value)``, cut to about ``limit`` characters for messages.
-
-    Values quoted in error messages come from the data (column names, ids, labels) and
-    may be a megabyte long; the cut keeps every message one readable line.
-    """
-    text = repr(value)
-    if len(text) <= limit:
-        return text
-    if isinstance(value, str):
-        return f"{value[: max(limit - 20, 8)]!r}... ({len(value):,} characters)"
-    return text[:limit] + "..."
-
-
 # ------------------------------------------------------------------------- formats
 
 
@@ -348,7 +183,7 @@ def format_from_name(name: str) -> str | None:
 
 def sniff_format(data: bytes, text: str | None) -> str:
     """Guess the format from the content when neither ``format=`` nor the suffix says."""
-    if data.startswith(_PARQUET_MAGIC):
+    if data.startswith(PARQUET_MAGIC):
         return "parquet"
     assert text is not None
     stripped = text.lstrip()
@@ -367,20 +202,24 @@ def sniff_format(data: bytes, text: str | None) -> str:
 # ------------------------------------------------------------------------ decoding
 
 
-def decode_text(data: bytes, name: str, encoding: str | None) -> tuple[str, str]:
-    """Decode bytes to text; returns ``(text, encoding used)``."""
+def text_codec(head: bytes, encoding: str | None) -> str:
+    """The codec to decode text with: ``encoding`` when given (it must exist), else the
+    one a byte-order mark announces, else UTF-8."""
     if encoding is not None:
         try:
-            return data.decode(encoding), encoding
+            codecs.lookup(encoding)
         except LookupError:
             raise ValueError(f"encoding: unknown text encoding {encoding!r}") from None
-        except UnicodeDecodeError as exc:
-            raise _decode_error(data, exc, name, encoding) from None
-    used = "utf-8"
+        return encoding
     for bom, codec in _BOMS:
-        if data.startswith(bom):
-            used = codec
-            break
+        if head.startswith(bom):
+            return codec
+    return "utf-8"
+
+
+def decode_text(data: bytes, name: str, encoding: str | None) -> tuple[str, str]:
+    """Decode bytes to text; returns ``(text, encoding used)``."""
+    used = text_codec(bytes(data[:4]), encoding)
     try:
         text = data.decode(used)
     except UnicodeDecodeError as exc:
@@ -389,11 +228,7 @@ def decode_text(data: bytes, name: str, encoding: str | None) -> tuple[str, str]
         text = text[1:]
     nul = text.find("\x00")
     if nul >= 0:
-        line = text.count("\n", 0, nul) + 1
-        raise DatasetFormatError(
-            f"{name}: line {line}: the text contains NUL characters, so it is probably UTF-16 "
-            "or UTF-32 without a byte-order mark; name its encoding, e.g. encoding='utf-16-le'"
-        )
+        raise nul_error(name, text.count("\n", 0, nul) + 1)
     return text, used
 
 
@@ -413,399 +248,6 @@ def _decode_error(
         f"{name}: line {line}, byte offset {start}: cannot decode {bad!r} as {codec} "
         f"({exc.reason}).{hint}"
     )
-
-
-# ------------------------------------------------------------------ delimited text
-
-
-def read_delimited(
-    text: str, name: str, delimiter: str, *, max_cell: int | None = None
-) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
-    """Read CSV (RFC 4180) or TSV (no quoting) text into string columns (object dtype).
-
-    ``max_cell``: most characters a cell may have (a quoted cell may span lines, so the
-    line guard alone does not bound it); None: no limit beyond the csv module's 2**31 - 1.
-    """
-    limit = min(int(max_cell), 2**31 - 1) if max_cell is not None else 2**31 - 1
-    if csv.field_size_limit() != limit:
-        csv.field_size_limit(limit)  # cells of a million characters are legitimate
-    parsed = _parse_fast(text, delimiter)
-    if parsed is None:  # multi-line records, or an error to locate precisely
-        parsed = _parse_tracked(text, name, delimiter)
-    header, rows, starts, blank = parsed
-    check_column_count(len(header), name)
-    _check_duplicate_names(header, name, "header")
-    if not rows:
-        raise DatasetFormatError(
-            f"{name}: the file has a header ({', '.join(map(short_repr, header[:8]))}) but no data "
-            "rows"
-        )
-    warnings = []
-    if blank:
-        warnings.append(f"{blank} blank line(s) skipped")
-    if len(header) == 1:
-        for sep in (";", "|", "\t", ","):
-            if sep != delimiter and sep in header[0]:
-                warnings.append(
-                    f"the header is one column containing {sep!r}: is {sep!r} the separator?"
-                )
-                break
-    data = {}
-    for h, col in zip(header, zip(*rows, strict=True), strict=True):
-        values = np.empty(len(col), dtype=object)
-        values[:] = col
-        data[h] = values
-    frame = pd.DataFrame(data, copy=False)
-    return frame, starts, warnings
-
-
-def _reader(text: str, delimiter: str) -> Any:
-    if delimiter == "\t":
-        return csv.reader(io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE)
-    return csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-
-
-def _parse_fast(text: str, delimiter: str) -> tuple | None:
-    """Parse in one C-level pass when every record is one line and rows are regular."""
-    reader = _reader(text, delimiter)
-    try:
-        rows = list(reader)
-    except csv.Error:
-        return None
-    if reader.line_num != len(rows):
-        return None  # some record spans several lines: track lines precisely
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    filled = np.flatnonzero(lengths)
-    if not len(filled):
-        return None
-    ncols = lengths[filled[0]]
-    if (lengths[filled] != ncols).any():
-        return None
-    blank = len(rows) - len(filled)
-    if blank:
-        rows = [rows[i] for i in filled.tolist()]
-    return rows[0], rows[1:], (filled[1:] + 1).astype(np.int64), blank
-
-
-def _parse_tracked(text: str, name: str, delimiter: str) -> tuple:
-    """Parse record by record, keeping each record's first line; precise errors."""
-    kind = "TSV" if delimiter == "\t" else "CSV"
-    reader = _reader(text, delimiter)
-    header: list[str] | None = None
-    header_line = 0
-    rows: list[list[str]] = []
-    starts: list[int] = []
-    blank = 0
-    start = 1
-    try:
-        for row in reader:
-            if not row:
-                blank += 1
-                start = reader.line_num + 1
-                continue
-            if header is None:
-                header, header_line = row, start
-                ncols = len(row)
-            elif len(row) != ncols:
-                end = reader.line_num
-                span = f"line {start}" if end == start else f"lines {start}-{end}"
-                hint = _ragged_hint(kind, row, ncols, start != end)
-                raise DatasetFormatError(
-                    f"{name}: {span}: expected {ncols} fields (as in the header on line "
-                    f"{header_line}), found {len(row)}.{hint}"
-                )
-            else:
-                rows.append(row)
-                starts.append(start)
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise _csv_error(exc, name, kind, start, reader.line_num) from None
-    if header is None:
-        raise DatasetFormatError(f"{name}: the file is empty (no header, no rows)")
-    return header, rows, np.asarray(starts, dtype=np.int64), blank
-
-
-def _ragged_hint(kind: str, row: list[str], ncols: int, multiline: bool) -> str:
-    if kind == "CSV" and (multiline or any("\n" in f for f in row)):
-        return " A quoted field spans several lines here: check for an unbalanced '\"'."
-    if kind == "TSV":
-        return (
-            " TSV is read without quoting (fields cannot contain tabs or newlines); "
-            "if the file quotes fields, save it as CSV."
-        )
-    if len(row) > ncols:
-        return " A field may contain an unquoted separator; quote it as in RFC 4180."
-    return ""
-
-
-def _csv_error(exc: csv.Error, name: str, kind: str, start: int, line: int) -> DatasetFormatError:
-    msg = str(exc)
-    if "unexpected end of data" in msg or "EOF" in msg:
-        return DatasetFormatError(
-            f"{name}: line {start}: a quoted field starts in this record and is never closed "
-            f"(unbalanced '\"'; the file ended at line {line})"
-        )
-    if "expected after" in msg:
-        return DatasetFormatError(
-            f"{name}: line {line}: text after a closing quote; expected the separator or the end "
-            f'of the line after \'"\' (inside quotes write "" for a quote)'
-        )
-    if "field larger than field limit" in msg:
-        return DatasetSizeError(
-            f"{name}: line {start}: a cell is longer than {csv.field_size_limit():,} characters "
-            "(max_line_bytes); refused: a table's cell is not that long (a quoted field never "
-            "closed, or not a table); if it is real data, raise the limit (--max-line-bytes)")
-    if "NUL" in msg:
-        return DatasetFormatError(
-            f"{name}: line {line}: the text contains NUL characters; is the file UTF-16 without "
-            "a byte-order mark? Name its encoding, e.g. encoding='utf-16-le'"
-        )
-    return DatasetFormatError(f"{name}: line {line}: malformed {kind}: {msg}")
-
-
-def _check_duplicate_names(names: list[Any], name: str, where: str) -> None:
-    seen: dict[Any, list[int]] = {}
-    for i, col in enumerate(names):
-        seen.setdefault(col, []).append(i + 1)
-    dups = {k: v for k, v in seen.items() if len(v) > 1}
-    if dups:
-        parts = "; ".join(
-            f"{short_repr(k)} at positions {', '.join(map(str, v[:10]))}"
-            for k, v in list(dups.items())[:5]
-        )
-        raise ColumnError(
-            f"{name}: duplicate column names in the {where}: {parts}; rename them so every "
-            "column has a distinct name"
-        )
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def _pairs_hook(name: str, where: Callable[[], str]) -> Callable[[list[tuple[str, Any]]], dict]:
-    def hook(pairs: list[tuple[str, Any]]) -> dict:
-        out = dict(pairs)
-        if len(out) != len(pairs):
-            keys = [k for k, _ in pairs]
-            dups = sorted({k for k in keys if keys.count(k) > 1})
-            raise ColumnError(
-                f"{name}: {where()}: duplicate key(s) {', '.join(map(short_repr, dups[:5]))} in "
-                "one object; every field needs a distinct name"
-            )
-        return out
-
-    return hook
-
-
-def read_jsonl(text: str, name: str) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
-    """Read JSON Lines: one object per non-blank line."""
-    records: list[dict] = []
-    lines: list[int] = []
-    current = [0]
-    hook = _pairs_hook(name, lambda: f"line {current[0]}")
-    decoder = json.JSONDecoder(object_pairs_hook=hook)
-    check_surrogates = _SURROGATE_ESCAPE.search(text) is not None
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        current[0] = number
-        try:
-            value = decoder.decode(line)
-        except json.JSONDecodeError as exc:
-            raise DatasetFormatError(
-                f"{name}: line {number}, column {exc.colno}: invalid JSON ({exc.msg}); "
-                f"expected one JSON object per line, found {_preview(line)}"
-            ) from None
-        except RecursionError:
-            raise _too_deep(name, line, number) from None
-        if check_surrogates and _SURROGATE_ESCAPE.search(line):
-            _check_surrogates(value, name, f"line {number}", None)
-        if not isinstance(value, dict):
-            raise DatasetFormatError(
-                f"{name}: line {number}: expected a JSON object ({{...}}), found "
-                f"{_json_kind(value)}"
-            )
-        records.append(value)
-        lines.append(number)
-    if not records:
-        raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
-    warnings: list[str] = []
-    frame = records_frame(records, name, warnings, lambda i: f"line {lines[i]}")
-    return frame, np.asarray(lines, dtype=np.int64), warnings
-
-
-def read_json(text: str, name: str) -> tuple[pd.DataFrame, None, list[str]]:
-    """Read a JSON array of objects (records)."""
-    if not text.strip():
-        raise DatasetFormatError(f"{name}: the file is empty")
-    hook = _pairs_hook(name, lambda: "an object")
-    try:
-        value = json.loads(text, object_pairs_hook=hook)
-    except json.JSONDecodeError as exc:
-        raise DatasetFormatError(
-            f"{name}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})"
-        ) from None
-    except RecursionError:
-        raise _too_deep(name, text, 1) from None
-    if isinstance(value, dict):
-        keys = ", ".join(short_repr(k) for k in list(value)[:8])
-        raise DatasetFormatError(
-            f"{name}: expected a JSON array of records ([{{...}}, {{...}}]), found an object "
-            f"with keys {keys or '(none)'}; convert it to records (one object per row) or to "
-            "JSON Lines"
-        )
-    if not isinstance(value, list):
-        raise DatasetFormatError(
-            f"{name}: expected a JSON array of records ([{{...}}, {{...}}]), found "
-            f"{_json_kind(value)}"
-        )
-    if not value:
-        raise DatasetFormatError(f"{name}: the JSON array is empty (no records)")
-    for i, rec in enumerate(value):
-        if not isinstance(rec, dict):
-            raise DatasetFormatError(
-                f"{name}: record {i + 1}: expected a JSON object ({{...}}), found "
-                f"{_json_kind(rec)}; the file must be an array of records"
-            )
-    if _SURROGATE_ESCAPE.search(text):
-        for i, rec in enumerate(value):
-            _check_surrogates(rec, name, f"record {i + 1}", text)
-    warnings: list[str] = []
-    return records_frame(value, name, warnings), None, warnings
-
-
-_MAX_NESTING = 500
-_JSON_TOKEN = re.compile(r'"(?:[^"\\\n]|\\.)*"|[\[\]{}\n]')
-#: A ``\\uD800``-``\\uDFFF`` escape: the only way JSON text can hold a surrogate code point.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-def _too_deep(name: str, text: str, first_line: int) -> DatasetFormatError:
-    """The error for JSON nested deeper than Python's parser can follow (a RecursionError),
-    naming the line where the nesting passes :data:`_MAX_NESTING` levels."""
-    depth, deepest, line, at = 0, 0, first_line, first_line
-    # strings are skipped (brackets inside them do not nest); newlines counted as we go
-    for match in _JSON_TOKEN.finditer(text):
-        token = match.group()
-        if token == "\n":
-            line += 1
-        elif token in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest, at = depth, line
-            if depth > _MAX_NESTING:
-                break
-        elif token in "]}":
-            depth -= 1
-    depth_text = (f"more than {_MAX_NESTING} levels" if deepest > _MAX_NESTING
-                  else f"{deepest} levels")
-    return DatasetFormatError(
-        f"{name}: line {at}: JSON nested too deeply ({depth_text} of arrays/objects inside "
-        "each other); expected flat records (one text or number per field) -- flatten or "
-        "drop the nested field"
-    )
-
-
-def _check_surrogates(value: Any, name: str, where: str, text: str | None) -> None:
-    """Refuse lone surrogates (``"\\ud800"``): valid JSON escapes, but not text that can be
-    written as UTF-8 (every export would fail)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-        elif isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                code = f"\\u{ord(item[exc.start]):04x}"
-                if text is not None:  # a JSON array: name the line of the escape too
-                    pos = text.lower().find(code)
-                    if pos >= 0:
-                        where = f"line {text.count(chr(10), 0, pos) + 1} ({where})"
-                raise DatasetFormatError(
-                    f"{name}: {where}: the JSON text holds a lone surrogate escape ({code}), "
-                    "which is not a character and cannot be written as UTF-8; fix or remove "
-                    f"that escape (in {short_repr(item, 60)})"
-                ) from None
-
-
-def looks_like_jsonl(text: str) -> bool:
-    """True when the text is several lines that each parse as a JSON object."""
-    lines = [ln for ln in text.split("\n")[:5] if ln.strip()]
-    if len(lines) < 2:
-        return False
-    try:
-        return all(isinstance(json.loads(ln), dict) for ln in lines[:2])
-    except (ValueError, RecursionError):
-        return False
-
-
-_INT64 = (-(2**63), 2**63 - 1)
-
-
-def records_frame(
-    records: list[dict], name: str, warnings: list[str] | None = None,
-    where: Callable[[int], str] | None = None,
-) -> pd.DataFrame:
-    """Columns from records, keeping each value's JSON type (missing keys -> None).
-
-    Integers outside the 64-bit range (``10**30``) are kept as their exact text: no table
-    format stores them as numbers (a note goes to ``warnings``).
-    """
-    keys = list(dict.fromkeys(k for rec in records for k in rec))
-    check_column_count(len(keys), name)
-    data = {}
-    for key in keys:
-        values = [rec.get(key, _MISSING) for rec in records]
-        big = [i for i, v in enumerate(values) if type(v) is int
-               and not _INT64[0] <= v <= _INT64[1]]
-        if big:
-            for i in big:
-                values[i] = str(values[i])
-            if warnings is not None:
-                at = where(big[0]) if where is not None else f"record {big[0] + 1}"
-                warnings.append(
-                    f"column {short_repr(key)}: {len(big)} integer(s) beyond the 64-bit range "
-                    f"(first at {at}) kept as text, digit for digit"
-                )
-        if any(v is None or v is _MISSING for v in values):
-            values = [None if v is _MISSING else v for v in values]
-            data[key] = pd.Series(values, dtype=object)
-        else:
-            data[key] = _typed_series(values)
-    return pd.DataFrame(data)
-
-
-def _typed_series(values: list[Any]) -> pd.Series:
-    """A Series with the values' common type, or object dtype when types are mixed."""
-    kinds = {type(v) for v in values}
-    if kinds <= {str} or kinds == {bool} or kinds == {float}:
-        return pd.Series(values)
-    if kinds == {int}:
-        try:
-            return pd.Series(np.asarray(values, dtype=np.int64))
-        except OverflowError:
-            return pd.Series(values, dtype=object)
-    return pd.Series(values, dtype=object)
-
-
-def _json_kind(value: Any) -> str:
-    kinds = {list: "an array", dict: "an object", str: "a string", bool: "a boolean"}
-    if value is None:
-        return "null"
-    for typ, word in kinds.items():
-        if isinstance(value, typ):
-            return word
-    return f"a number ({value!r})" if isinstance(value, (int, float)) else type(value).__name__
-
-
-def _preview(line: str, n: int = 60) -> str:
-    line = line.strip()
-    return repr(line if len(line) <= n else line[:n] + "...")
 
 
 # ------------------------------------------------------------------------ Parquet
@@ -848,7 +290,7 @@ def read_parquet(
                     f"{name}: the Parquet data expands to {_fmt_bytes(expanded)}, past the "
                     f"limit of {_fmt_bytes(max_bytes)} (max_bytes={max_bytes}); not read"
                 )
-        _check_duplicate_names(list(schema.names), name, "Parquet schema")
+        check_duplicate_names(list(schema.names), name, "Parquet schema")
         if meta.num_rows == 0:
             cols = ", ".join(map(short_repr, schema.names[:8]))
             raise DatasetFormatError(f"{name}: the Parquet file has columns ({cols}) but no rows")
@@ -964,7 +406,7 @@ def frame_table(frame: pd.DataFrame, *, name: str | None = None) -> RawTable:
     label = name or "dataframe"
     check_column_count(frame.shape[1], label)
     names = [str(c) for c in frame.columns]
-    _check_duplicate_names(names, label, "columns")
+    check_duplicate_names(names, label, "columns")
     copy = frame.copy()
     copy.columns = names
     copy = copy.reset_index(drop=True)
@@ -997,24 +439,47 @@ def read_table(
         return frame_table(source, name=name)
     label = source_name(source, name)
     fmt = normalise_format(format)
-    guard = (LineGuard(label, max_line_bytes) if max_line_bytes is not None
-             and _guards_lines(label, fmt, b"") else None)
-    raw = read_source_bytes(source, label, max_bytes, guard)
-    data, _ = maybe_decompress(raw, label, max_bytes,
-                               LineGuard(label, max_line_bytes) if guard else None)
-    content_hash = hashlib.sha256(data).hexdigest()
-    if not data or data.isspace():
+    with open_input(source, label, max_bytes) as inflow:
+        return _read_inflow(inflow, label, fmt, encoding=encoding, max_bytes=max_bytes,
+                            max_line_bytes=max_line_bytes)
+
+
+def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | None,
+                 max_bytes: int | None, max_line_bytes: int | None) -> RawTable:
+    """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole."""
+    head = inflow.head
+    if not head:
         raise DatasetFormatError(f"{label}: the file is empty")
     explicit = fmt is not None
     if fmt is None:
         fmt = format_from_name(label)
-    if not explicit and data.startswith(_PARQUET_MAGIC):  # the content wins over a suffix
+    if not explicit and head.startswith(PARQUET_MAGIC):  # the content wins over a suffix
         fmt = "parquet"
     if fmt == "parquet":
+        data = inflow.read_all()
         frame, types, warnings = read_parquet(data, label, max_bytes)
-        return RawTable(frame, label, fmt, content_hash, warnings=warnings, column_types=types)
+        return RawTable(frame, label, fmt, inflow.hexdigest(), warnings=warnings,
+                        column_types=types)
+    codec = text_codec(head, encoding)
+    sniffed = fmt or sniff_format(head, head.decode(codec, errors="ignore"))
+    guard = (LineGuard(label, max_line_bytes)
+             if max_line_bytes is not None and sniffed != "json" else None)
+    if sniffed == "jsonl":  # streamed a line at a time
+        inflow.watch(guard, nul=is_utf8(codec))
+        with decoded_lines(inflow, codec, newline="\n") as lines:
+            frame, starts, warnings = read_jsonl(lines, label, check_nul=not is_utf8(codec))
+            warnings = lines.warnings + warnings
+        return RawTable(frame, label, sniffed, inflow.hexdigest(), starts, codec, warnings)
+    if sniffed in ("csv", "tsv"):  # streamed: never held whole
+        inflow.watch(guard, nul=is_utf8(codec))
+        frame, lines, warnings = read_delimited_stream(
+            inflow, label, "\t" if sniffed == "tsv" else ",", codec,
+            max_cell=max_line_bytes if guard is not None else None)
+        return RawTable(frame, label, sniffed, inflow.hexdigest(), lines, codec, warnings)
+    inflow.watch(guard)
+    data = inflow.read_all()
     return _read_text_table(data, label, fmt, explicit=explicit, encoding=encoding,
-                            content_hash=content_hash,
+                            content_hash=inflow.hexdigest(),
                             max_cell=max_line_bytes if guard is not None else None)
 
 
@@ -1051,12 +516,11 @@ def _read_text_table(
         fmt = "jsonl"
         warnings.append("the .json file holds one object per line; read it as JSON Lines")
     lines: np.ndarray | None
-    if fmt == "csv":
-        frame, lines, extra = read_delimited(text, name, ",", max_cell=max_cell)
-    elif fmt == "tsv":
-        frame, lines, extra = read_delimited(text, name, "\t", max_cell=max_cell)
+    if fmt in ("csv", "tsv"):
+        frame, lines, extra = read_delimited_text(text, name, "\t" if fmt == "tsv" else ",",
+                                                  max_cell=max_cell)
     elif fmt == "jsonl":
-        frame, lines, extra = read_jsonl(text, name)
+        frame, lines, extra = read_jsonl(text.split("\n"), name)
     else:
         frame, lines, extra = read_json(text, name)
     return RawTable(frame, name, fmt, content_hash, lines, used, warnings + extra)

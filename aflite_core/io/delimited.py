@@ -1,0 +1,282 @@
+"""CSV and TSV, parsed as a stream into Arrow-backed text columns.
+
+Rows are read with Python's :mod:`csv` (RFC 4180 for CSV; no quoting for TSV, as the
+SNLI/MNLI files are published) from an iterator of lines, so a file is never held whole as
+text. Every :data:`BATCH_ROWS` rows the batch becomes one Arrow array per column and its
+Python strings are dropped: a table costs about its text plus 8 bytes per cell, not the
+10x of a row of Python strings (a 1 GB CSV of SNLI-like rows took 10.9 GB when rows were
+Python lists).
+
+Each row's first line is kept (``starts``), for messages that point at a row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import itertools
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from aflite_core.io.errors import DatasetFormatError, DatasetSizeError
+from aflite_core.io.inflow import Inflow, NulSeen, nul_error
+from aflite_core.io.table_checks import check_column_count, check_duplicate_names, short_repr
+
+#: Rows parsed before they become Arrow arrays (their Python strings are then freed).
+BATCH_ROWS = 65_536
+#: The text dtype of a column read from CSV/TSV: pandas' ``str``, stored in Arrow.
+TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
+#: Characters that decode to a byte-order mark at the start of the text.
+BOM = "\ufeff"
+#: Arrow's jemalloc pool where the build has it: batches built one after another leave
+#: mimalloc's pages a third unused (a 1 GB CSV: 1.76 GB resident for 1.23 GB of arrays,
+#: 1.46 GB with jemalloc).
+try:
+    _POOL = pa.jemalloc_memory_pool()
+except NotImplementedError:  # pragma: no cover - a pyarrow built without jemalloc
+    _POOL = pa.default_memory_pool()
+#: Bytes decoded at a time (io.TextIOWrapper's default is 8 KiB).
+_TEXT_CHUNK = 1 << 20
+
+
+def read_delimited_stream(
+    inflow: Inflow, name: str, delimiter: str, codec: str, *, max_cell: int | None = None,
+) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """Decode ``inflow`` with ``codec`` and parse it as CSV (``delimiter=","``) or TSV.
+
+    Returns ``(frame, starts, warnings)``: string columns, the first line of each row, and
+    what was tolerated (blank lines, extra byte-order marks). Undecodable bytes are an
+    error naming the line and byte offset.
+    """
+    with decoded_lines(inflow, codec, newline="") as lines:
+        return parse_delimited(lines, name, delimiter, max_cell=max_cell,
+                               check_nul=not is_utf8(codec))
+
+
+@contextlib.contextmanager
+def decoded_lines(inflow: Inflow, codec: str, *, newline: str) -> Iterator[_Lines]:
+    """The lines of ``inflow`` decoded with ``codec`` (split as ``open(newline=...)`` does),
+    byte-order marks at the start removed (:func:`_without_boms`).
+
+    Inside the block, undecodable bytes become an error naming the line and byte offset,
+    and NUL bytes found by the stream (:class:`~aflite_core.io.inflow.NulSeen`) the NUL
+    message -- after the rest is decoded, since undecodable bytes are the better message.
+    """
+    text = io.TextIOWrapper(inflow, encoding=codec, errors="strict", newline=newline)
+    text._CHUNK_SIZE = _TEXT_CHUNK
+    try:
+        first = text.readline()
+        strip_one = not codec.replace("_", "-").lower().startswith("utf-8-sig")
+        yield _without_boms(first, text, strip_one)
+    except UnicodeDecodeError as exc:
+        raise inflow.decode_error(exc, codec) from None
+    except NulSeen as seen:
+        try:
+            while text.read(_TEXT_CHUNK):
+                pass
+        except UnicodeDecodeError as exc:
+            raise inflow.decode_error(exc, codec) from None
+        raise nul_error(inflow.name, seen.line) from None
+
+
+def read_delimited_text(
+    text: str, name: str, delimiter: str, *, max_cell: int | None = None,
+) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """:func:`parse_delimited` over text already decoded and checked (BOMs removed)."""
+    return parse_delimited(_Lines(iter(io.StringIO(text, newline="")), []), name, delimiter,
+                           max_cell=max_cell, check_nul=False)
+
+
+class _Lines:
+    """An iterator of lines that carries the warnings its reading produced."""
+
+    def __init__(self, lines: Iterator[str], warnings: list[str]) -> None:
+        self.lines, self.warnings = lines, warnings
+
+    def __iter__(self) -> Iterator[str]:
+        return self.lines
+
+
+def is_utf8(codec: str) -> bool:
+    """Whether ``codec`` is UTF-8 (with or without its BOM)."""
+    return codec.replace("_", "-").lower() in ("utf-8", "utf8", "utf-8-sig", "u8")
+
+
+def _without_boms(first: str, rest: Iterable[str], strip_one: bool) -> _Lines:
+    """The lines with the byte-order marks at the start of the text removed.
+
+    The codec has consumed the BOM that named it; ``strip_one``: one more is removed
+    silently (UTF-8 named with ``encoding=``). Any further BOM (a BOM-writing editor on a
+    BOM file) is removed with a warning: it would become part of the first column's name.
+    """
+    warnings: list[str] = []
+    if strip_one and first.startswith(BOM):
+        first = first[1:]
+    extra = len(first) - len(first.lstrip(BOM))
+    if extra:
+        first = first[extra:]
+        warnings.append(
+            f"the text starts with {extra} more byte-order mark(s) (U+FEFF) after the "
+            "first; removed them (they would have become part of the first column's name)")
+    return _Lines(itertools.chain([first] if first else [], rest), warnings)
+
+
+def _reader(lines: Iterable[str], delimiter: str) -> csv.Reader:
+    if delimiter == "\t":
+        return csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    return csv.reader(lines, delimiter=delimiter, strict=True)
+
+
+def _space_row(row: list[str], delimiter: str) -> bool:
+    """Whether the line(s) of ``row`` held only whitespace (an empty file's content)."""
+    if delimiter == "\t":
+        return all(not f or f.isspace() for f in row)
+    return len(row) == 1 and row[0].isspace()
+
+
+class _Columns:
+    """Rows in batches of Python lists, turned into Arrow arrays a batch at a time."""
+
+    def __init__(self, n_columns: int, name: str, check_nul: bool) -> None:
+        self.chunks: list[list[pa.Array]] = [[] for _ in range(n_columns)]
+        self.starts: list[np.ndarray] = []
+        self.rows: list[list[str]] = []
+        self.row_starts: list[int] = []
+        self.name, self.check_nul = name, check_nul
+        self.n_rows = 0
+
+    def add(self, row: list[str], start: int) -> None:
+        self.rows.append(row)
+        self.row_starts.append(start)
+        if len(self.rows) >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        starts = np.asarray(self.row_starts, dtype=np.int64)
+        for j, values in enumerate(zip(*self.rows, strict=True)):
+            array = pa.array(values, type=pa.large_string(), memory_pool=_POOL)
+            if self.check_nul and pc.any(pc.match_substring(array, "\x00")).as_py():
+                first = int(np.flatnonzero(
+                    pc.match_substring(array, "\x00").to_numpy(zero_copy_only=False))[0])
+                raise nul_error(self.name, int(starts[first]))
+            self.chunks[j].append(array)
+        self.starts.append(starts)
+        self.n_rows += len(self.rows)
+        self.rows, self.row_starts = [], []
+
+    def frame(self, header: list[str]) -> pd.DataFrame:
+        self.flush()
+        data = {
+            h: pd.array(pa.chunked_array(chunks, type=pa.large_string()), dtype=TEXT_DTYPE)
+            for h, chunks in zip(header, self.chunks, strict=True)
+        }
+        return pd.DataFrame(data, copy=False)
+
+
+def parse_delimited(
+    lines: _Lines, name: str, delimiter: str, *, max_cell: int | None = None,
+    check_nul: bool = True,
+) -> tuple[pd.DataFrame, np.ndarray, list[str]]:
+    """Parse lines of CSV or TSV into string columns (see the module docstring).
+
+    ``max_cell``: most characters a cell may have (a quoted cell may span lines, so the
+    line limit alone does not bound it); None: no limit beyond the csv module's 2**31 - 1.
+    ``check_nul``: refuse NUL characters here (the UTF-8 stream checks its bytes itself).
+    """
+    limit = min(int(max_cell), 2**31 - 1) if max_cell is not None else 2**31 - 1
+    if csv.field_size_limit() != limit:
+        csv.field_size_limit(limit)  # cells of a million characters are legitimate
+    kind = "TSV" if delimiter == "\t" else "CSV"
+    reader = _reader(lines, delimiter)
+    header: list[str] | None = None
+    columns: _Columns | None = None
+    header_line = ncols = blank = 0
+    start = 1
+    all_space = True
+    try:
+        for row in reader:
+            if not row:
+                blank += 1
+                start = reader.line_num + 1
+                continue
+            if all_space:
+                all_space = _space_row(row, delimiter)
+            if header is None:
+                header, header_line, ncols = row, start, len(row)
+                check_column_count(ncols, name)
+                if check_nul and any("\x00" in h for h in header):
+                    raise nul_error(name, start)
+                columns = _Columns(ncols, name, check_nul)
+            elif len(row) != ncols:
+                end = reader.line_num
+                span = f"line {start}" if end == start else f"lines {start}-{end}"
+                hint = _ragged_hint(kind, row, ncols, start != end)
+                raise DatasetFormatError(
+                    f"{name}: {span}: expected {ncols} fields (as in the header on line "
+                    f"{header_line}), found {len(row)}.{hint}"
+                )
+            else:
+                columns.add(row, start)
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise _csv_error(exc, name, kind, start, reader.line_num) from None
+    if header is None or all_space:
+        raise DatasetFormatError(f"{name}: the file is empty")
+    check_duplicate_names(header, name, "header")
+    frame = columns.frame(header)
+    if not len(frame):
+        raise DatasetFormatError(
+            f"{name}: the file has a header ({', '.join(map(short_repr, header[:8]))}) but no data "
+            "rows"
+        )
+    warnings = list(lines.warnings)
+    if blank:
+        warnings.append(f"{blank} blank line(s) skipped")
+    if len(header) == 1:
+        for sep in (";", "|", "\t", ","):
+            if sep != delimiter and sep in header[0]:
+                warnings.append(
+                    f"the header is one column containing {sep!r}: is {sep!r} the separator?"
+                )
+                break
+    return frame, np.concatenate(columns.starts), warnings
+
+
+def _ragged_hint(kind: str, row: list[str], ncols: int, multiline: bool) -> str:
+    if kind == "CSV" and (multiline or any("\n" in f for f in row)):
+        return " A quoted field spans several lines here: check for an unbalanced '\"'."
+    if kind == "TSV":
+        return (
+            " TSV is read without quoting (fields cannot contain tabs or newlines); "
+            "if the file quotes fields, save it as CSV."
+        )
+    if len(row) > ncols:
+        return " A field may contain an unquoted separator; quote it as in RFC 4180."
+    return ""
+
+
+def _csv_error(exc: csv.Error, name: str, kind: str, start: int, line: int) -> DatasetFormatError:
+    msg = str(exc)
+    if "unexpected end of data" in msg or "EOF" in msg:
+        return DatasetFormatError(
+            f"{name}: line {start}: a quoted field starts in this record and is never closed "
+            f"(unbalanced '\"'; the file ended at line {line})"
+        )
+    if "expected after" in msg:
+        return DatasetFormatError(
+            f"{name}: line {line}: text after a closing quote; expected the separator or the end "
+            f'of the line after \'"\' (inside quotes write "" for a quote)'
+        )
+    if "field larger than field limit" in msg:
+        return DatasetSizeError(
+            f"{name}: line {start}: a cell is longer than {csv.field_size_limit():,} characters "
+            "(max_line_bytes); refused: a table's cell is not that long (a quoted field never "
+            "closed, or not a table); if it is real data, raise the limit (--max-line-bytes)")
+    return DatasetFormatError(f"{name}: line {line}: malformed {kind}: {msg}")
