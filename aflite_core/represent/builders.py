@@ -47,6 +47,11 @@ import scipy.sparse as sp
 
 from aflite_core._validation import check_fraction, check_int, check_seed, make_rng
 from aflite_core.io.datasets import AuditDataset
+from aflite_core.represent.errors import (  # noqa: F401 - re-exported: their public home
+    EmbeddingFileError,
+    OptionalDependencyError,
+    RepresentationError,
+)
 
 __all__ = [
     "METHODS",
@@ -70,18 +75,6 @@ _NPZ_KEYS = ("X", "embeddings", "embedding", "features", "arr_0")
 _ROW_ID_KEYS = ("row_id", "row_ids")
 _CHUNK_ROWS = 65536
 INSTALL_SENTENCE_TRANSFORMERS = "pip install sentence-transformers"
-
-
-class RepresentationError(ValueError):
-    """A representation cannot be built from these inputs or parameters."""
-
-
-class EmbeddingFileError(RepresentationError):
-    """A precomputed-embedding file is unreadable, unsafe or does not fit the dataset."""
-
-
-class OptionalDependencyError(ImportError, ValueError):
-    """An optional package is missing; the message gives the install command."""
 
 
 @dataclass(eq=False)

