@@ -162,10 +162,10 @@ class _Columns:
         starts = np.asarray(self.row_starts, dtype=np.int64)
         for j, values in enumerate(zip(*self.rows, strict=True)):
             array = pa.array(values, type=pa.large_string(), memory_pool=_POOL)
-            if self.check_nul and pc.any(pc.match_substring(array, "\x00")).as_py():
-                first = int(np.flatnonzero(
-                    pc.match_substring(array, "\x00").to_numpy(zero_copy_only=False))[0])
-                raise nul_error(self.name, int(starts[first]))
+            if self.check_nul:
+                nul = pc.match_substring(array, "\x00").to_numpy(zero_copy_only=False)
+                if nul.any():
+                    raise nul_error(self.name, int(starts[np.flatnonzero(nul)[0]]))
             self.chunks[j].append(array)
         self.starts.append(starts)
         self.n_rows += len(self.rows)

@@ -18,14 +18,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from aflite_core.io.delimited import TEXT_DTYPE
 from aflite_core.io.errors import ColumnError, DatasetFormatError
+from aflite_core.io.inflow import nul_error
 from aflite_core.io.table_checks import check_column_count, short_repr
 
 _MISSING = object()
 #: Records turned into columns at a time.
 BATCH_RECORDS = 65_536
-#: The text dtype of an all-text column: pandas' ``str``, stored in Arrow.
-TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 
 
 
@@ -60,10 +60,7 @@ def read_jsonl(lines: Iterable[str], name: str, *, check_nul: bool = False,
             continue
         current[0] = number
         if check_nul and "\x00" in line:
-            raise DatasetFormatError(
-                f"{name}: line {number}: the text contains NUL characters, so it is probably "
-                "UTF-16 or UTF-32 without a byte-order mark; name its encoding, e.g. "
-                "encoding='utf-16-le'")
+            raise nul_error(name, number)
         try:
             value = decoder.decode(line)
         except json.JSONDecodeError as exc:
