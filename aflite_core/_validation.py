@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "fmt_bytes",
     "check_callback",
     "check_choice",
     "check_fraction",
@@ -186,3 +187,14 @@ def check_callback(value: Any, name: str = "callback") -> Callable[..., Any] | N
             f"{name}: expected None or a callable, got {value!r} ({type(value).__name__})"
         )
     return value
+
+
+def fmt_bytes(n: int) -> str:
+    """``512 bytes``, ``1.5 MiB``: a size as a message shows it."""
+    if n < 1024:
+        return f"{n} bytes"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}"
+    raise AssertionError("unreachable")

@@ -30,26 +30,33 @@ from dataclasses import dataclass, field
 
 from aflite_core._validation import (
     check_choice,
-    check_fraction,
     check_int,
     check_size,
 )
 from aflite_core._validation import resolve_size as _resolve_size
 from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
+from aflite_core.parameters import (  # noqa: F401 - re-exported: config's public names
+    DEFAULT_COMPONENTS,
+    DEFAULT_TAU,
+    FILTER_PARAM,
+    FILTERS,
+    PARAMETERS,
+    REPRESENTATION_PARAM,
+    REPRESENTATIONS,
+    SCALED,
+    STRATEGIES,
+    check_value,
+)
 
-REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "static", "sentence_transformers")
-STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
-#: Filters an audit can run: AFLite, or the Z-filter (:mod:`aflite_core.filter.zfilter`).
-FILTERS = ("aflite", "z")
 #: Keyword arguments of :class:`~aflite_core.filter.zfilter.ZFilter` that ``filter_params``
 #: may set (with ``filter="z"``).
-Z_FILTER_PARAMS = ("alpha", "min_count", "until", "batch_size")
-#: Keyword arguments of ``build_representation`` that ``representation_params`` may set.
-REPRESENTATION_PARAMS = ("n_components", "warmup_fraction", "path", "model", "combine")
-#: Dimensions of the default TF-IDF + SVD representation.
-DEFAULT_COMPONENTS = 256
-#: tau of every default audit.
-DEFAULT_TAU = 0.75
+Z_FILTER_PARAMS = (*(p.name for p in PARAMETERS if p.where == FILTER_PARAM), "batch_size")
+#: Keyword arguments of ``build_representation`` that ``representation_params`` may set
+#: (the declared parameters, plus the embedding file and the encoder model).
+REPRESENTATION_PARAMS = (*(p.name for p in PARAMETERS if p.where == REPRESENTATION_PARAM),
+                         "path", "model")
+#: AuditConfig fields whose default (``None``) is scaled to the data by :meth:`~AuditConfig.scaled`.
+SCALED_FIELDS = ("target_size", "n_partitions", "train_size", "slice_size")
 
 
 @dataclass
@@ -64,12 +71,15 @@ class AuditConfig:
     representation_params : dict
         Extra arguments of ``build_representation``: ``n_components``, ``warmup_fraction``,
         ``path`` (precomputed), ``model`` and ``combine`` (the encoders).
-    target_size : int or float, default 0.5
+    target_size : int, float or None, default None
         Rows AFLite keeps: an int, or a fraction in (0, 1) of the filterable rows
-        (included rows minus warm-up rows).
-    n_partitions, train_size, slice_size, tau, strategy, random_state
-        Passed to :class:`~aflite_core.filter.aflite.AFLite` (``slice_size=None`` uses its
-        size-scaled default).
+        (included rows minus warm-up rows). ``None``: scaled to the data, as
+        :func:`suggest_config` does (:meth:`scaled`; ``run_audit`` applies it).
+    n_partitions, train_size, slice_size : default None
+        Passed to :class:`~aflite_core.filter.aflite.AFLite`; ``None``: scaled to the data
+        (:func:`size_defaults`; ``slice_size`` is 1 with ``strategy="greedy"``).
+    tau, strategy, random_state
+        Passed to :class:`~aflite_core.filter.aflite.AFLite`.
     measures : tuple of str or None
         Measures to compute after AFLite, by name (see
         :func:`aflite_core.measures.registry.names`); ``None`` = the registry's defaults.
@@ -109,9 +119,9 @@ class AuditConfig:
 
     representation: str = "tfidf_svd"
     representation_params: dict = field(default_factory=dict)
-    target_size: int | float = 0.5
-    n_partitions: int = 64
-    train_size: int | float = 0.5
+    target_size: int | float | None = None
+    n_partitions: int | None = None
+    train_size: int | float | None = None
     slice_size: int | float | None = None
     tau: float = 0.75
     strategy: str = "greedy_slicing"
@@ -149,13 +159,17 @@ class AuditConfig:
                 f"representation_params: unknown key(s) {unknown}; "
                 f"expected some of {REPRESENTATION_PARAMS}"
             )
-        check_size("target_size", self.target_size)
-        check_size("train_size", self.train_size)
-        if self.slice_size is not None:
-            check_size("slice_size", self.slice_size)
-        check_int("n_partitions", self.n_partitions, minimum=1)
-        check_fraction("tau", self.tau, closed=True)
-        check_choice("strategy", self.strategy, STRATEGIES)
+        for name, value in self.representation_params.items():
+            declared = _PARAMETER.get(name)
+            if declared is not None and declared.where == REPRESENTATION_PARAM:
+                check_value(declared, value)
+        for name in ("target_size", "train_size", "slice_size", "n_partitions", "tau",
+                     "strategy"):
+            if getattr(self, name) is not None or name not in SCALED_FIELDS:
+                check_value(_PARAMETER[name], getattr(self, name))
+        if self.strategy == "greedy" and self.slice_size not in (None, 1):
+            raise ValueError(f"slice_size: expected None or 1 for strategy='greedy' (one row "
+                             f"per round), got {self.slice_size!r}")
         self._validate_filter()
         check_choice("backend", self.backend, ("local", "dask"))
         check_choice("split_policy", self.split_policy, SPLIT_POLICIES)
@@ -167,7 +181,7 @@ class AuditConfig:
                 f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "
                 f"with backend={self.backend!r}"
             )
-        check_int("random_state", self.random_state, minimum=0)
+        check_value(_PARAMETER["random_state"], self.random_state)
         known = registry.names()
         if self.measures is None:
             self.measures = registry.default_names()
@@ -208,14 +222,34 @@ class AuditConfig:
             raise ValueError("group_partitions: AFLite's partitions only; the Z-filter has "
                              "none (use filter='aflite' or group_partitions=False)")
         params = self.filter_params
-        if "alpha" in params:
-            check_fraction("alpha", params["alpha"])
-        if "min_count" in params:
-            check_int("min_count", params["min_count"], minimum=1)
-        if "until" in params:
-            check_choice("until", params["until"], ("threshold", "target_size"))
+        for name in ("alpha", "min_count", "until"):
+            if name in params:
+                check_value(_PARAMETER[name], params[name])
         if params.get("batch_size") is not None:
             check_size("batch_size", params["batch_size"], allow_all=True)
+
+    def scaled(self, n_units: int) -> AuditConfig:
+        """This configuration with every ``None`` of :data:`SCALED_FIELDS` filled in for
+        ``n_units`` filtered rows (or questions), by the rules of :func:`suggest_config`.
+
+        ``run_audit`` calls it with the units the filter will see, so ``AuditConfig()`` and
+        ``suggest_config(dataset)`` give the same run.
+        """
+        missing = [f for f in SCALED_FIELDS if getattr(self, f) is None]
+        if not missing:
+            return self
+        hint = size_defaults(n_units)
+        values = {"target_size": hint.target_rows, "n_partitions": hint.n_partitions,
+                  "train_size": hint.train_size, "slice_size": hint.slice_size}
+        if self.strategy == "greedy":
+            values["slice_size"] = 1
+        if self.target_size is not None and self.train_size is None:
+            # t is fixed rows below the target: a smaller target given by the user brings
+            # the default t down with it (t = 80 % of the target) instead of failing
+            target = resolve_size("target_size", self.target_size, hint.n)
+            if isinstance(values["train_size"], int) and values["train_size"] >= target:
+                values["train_size"] = max(1, (4 * target) // 5)
+        return dataclasses.replace(self, **{f: values[f] for f in missing})
 
     def to_dict(self) -> dict:
         """The configuration as plain values (for ``summary.json``)."""
@@ -310,12 +344,12 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
 
         n_rows = filter_units(n_rows, split_policy=changes.get("split_policy", "auto"),
                               instance=changes.get("instance", "auto"))
-    hint = size_defaults(n_rows)
     check_choice("representation", representation, REPRESENTATIONS)
+    n = max(int(check_int("n_rows", n_rows, minimum=0)), 2)
     chosen = tuple(registry.default_names() if measures is None else measures)
     measure_params = {}
     for name in chosen:
-        defaults = registry.get(name).defaults(hint.n)
+        defaults = registry.get(name).defaults(n)
         if defaults:
             measure_params[name] = defaults
     rep_params = ({"n_components": DEFAULT_COMPONENTS}
@@ -323,24 +357,18 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
     config = AuditConfig(
         representation=representation,
         representation_params=rep_params,
-        target_size=hint.target_rows,
-        n_partitions=hint.n_partitions,
-        train_size=hint.train_size,
-        slice_size=hint.slice_size,
-        tau=hint.tau,
-        strategy="greedy_slicing",
         random_state=random_state,
         measures=chosen,
         measure_params=measure_params,
+        **{p.name: p.default for p in PARAMETERS
+           if p.where == "field" and p.name not in ("representation", "random_state")
+           and p.default != SCALED},
     )
-    if "target_size" in changes and "train_size" not in changes:
-        # t is fixed rows below the target: a smaller target given by the user brings the
-        # default t down with it (t = 80 % of the target) instead of failing
-        target = resolve_size("target_size", changes["target_size"], hint.n)
-        if isinstance(config.train_size, int) and config.train_size >= target:
-            changes = {**changes, "train_size": max(1, (4 * target) // 5)}
     config = dataclasses.replace(config, **changes) if changes else config
-    return config.validate()
+    return config.validate().scaled(n)
+
+
+_PARAMETER = {p.name: p for p in PARAMETERS}
 
 
 def estimate_rounds(n: int, target: int, slice_size: int) -> int:

@@ -35,17 +35,18 @@ from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's pub
     resolve_size,
     suggest_config,
 )
-from aflite_core.filter.policy import FilterPlan, plan_filter
+from aflite_core.errors import AuditCancelled  # noqa: F401 - re-exported: its public home
+from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.measures import registry
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.runs.folder import (
     REPORT_FILE,
     STATUSES,
-    RunWriter,
     default_run_name,
     unique_run_name,
     utc_now_iso,
 )
+from aflite_core.runs.writer import RunWriter
 
 #: Most distinct labels an audit accepts: each AFLite round holds ``m x labels x d`` class
 #: sums (64 x 1,000 x 256 float64 = 131 MB); more labels usually means a wrong label column.
@@ -54,10 +55,6 @@ MAX_LABELS = 1000
 # share of the whole run's progress bar given to each stage group
 
 EventCallback = Callable[[dict], Any]
-
-
-class AuditCancelled(Exception):
-    """The callback asked to stop; no run folder was written."""
 
 
 def check_labels(dataset) -> None:
@@ -284,7 +281,9 @@ def run_audit(
     dataset : AuditDataset
         From :func:`aflite_core.io.datasets.load_dataset`.
     config : AuditConfig, optional
-        Parameters (default: ``AuditConfig()``).
+        Parameters (default: ``AuditConfig()``). A size left ``None`` is scaled to the rows
+        (or questions) the filter sees (:meth:`AuditConfig.scaled`), as ``suggest_config``
+        scales it.
     runs_root : path
         Folder holding the runs; created if missing.
     name : str, optional
@@ -311,6 +310,8 @@ def run_audit(
     """
     config = (config or AuditConfig()).validate()
     check_labels(dataset)
+    config = config.scaled(filter_units(dataset, split_policy=config.split_policy,
+                                        instance=config.instance))
     progress = _Progress(callback, _stage_spans(dataset, config))
     created = utc_now_iso()
     generated = name is None  # a generated name never fails: a taken one gets a suffix

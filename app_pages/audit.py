@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import audit_view, components, state
+from ui import components, state
+from ui.audit import view as audit_view
 
 st.title("Audit")
 components.explainer(audit_view.SUMMARY, audit_view.FORMULA)

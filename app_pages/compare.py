@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import compare_view, components
+from ui import components
+from ui.compare import view as compare_view
 
 st.title("Compare runs")
 components.explainer(compare_view.SUMMARY, compare_view.FORMULA, title="Overlap, formulas")

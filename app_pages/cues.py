@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, components, cues_view, state
+from ui import cache, components, state
+from ui.cues import view as cues_view
 
 st.title("Cues")
 components.explainer(cues_view.SUMMARY, cues_view.formulas(), title="Formulas and sources")

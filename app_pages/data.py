@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import components, data_view, session, state
+from ui import components, session, state
+from ui.data import view as data_view
 
 PAGE = "data"
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from aflite_core.measures import registry
-from ui import breakdown_view, cache, components, report_view, state
+from ui import cache, components, state
+from ui.report import breakdown as breakdown_view
+from ui.report import view as report_view
 
 st.title("Report")
 components.explainer(report_view.SUMMARY, report_view.FORMULA, title="Measures, formulas")

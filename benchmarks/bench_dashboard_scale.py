@@ -4,7 +4,7 @@ Builds a run folder of ``--rows`` rows (default 550,000) *without* running AFLit
 ``../shared/data/snli/snli_train_sample.csv`` (``split, id, premise, hypothesis, label``)
 repeated with unique ids, fake but plausible scores (about a third removed, removed rows more
 predictable, removal rounds of at most 5,000 rows, most predictable first) and a 2-D
-projection (``projection.parquet``), written with :func:`aflite_core.runs.folder.write_run`.
+projection (``projection.parquet``), written with :func:`aflite_core.runs.writer.write_run`.
 Then, each phase in a fresh Python process (``AFLITE_RUNS_DIR`` = the runs root,
 ``AFLITE_AUTORUN=0``) so that memory figures do not leak from one phase into the next:
 
@@ -174,7 +174,7 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False,
     import numpy as np
     import pandas as pd
 
-    from aflite_core.runs.folder import write_run
+    from aflite_core.runs.writer import write_run
 
     source = pd.read_csv(SNLI_SAMPLE, usecols=COLUMNS)[COLUMNS]
     reps = math.ceil(n_rows / len(source))
@@ -381,8 +381,8 @@ def phase_apptest(run_path: Path, meter: Meter) -> None:
         import plotly.graph_objects  # noqa: F401 - imported here, not inside the timed render
         from apptest_support import assert_clean, goto, new_app, open_run, texts
 
-        import ui.explore_view  # noqa: F401
-        import ui.report_view  # noqa: F401
+        import ui.explore.view  # noqa: F401
+        import ui.report.view  # noqa: F401
     at = new_app(autoload=False)
     at.default_timeout = 300
     open_run(at, run_path)
@@ -434,11 +434,11 @@ def phase_apptest(run_path: Path, meter: Meter) -> None:
 def phase_compare(run_path: Path, meter: Meter) -> None:
     """The Compare page on the run (A) and its fake Z-filter twin (B), through AppTest."""
     sys.path.insert(0, str(REPO_ROOT / "tests"))
-    with meter.step("import AppTest + ui.compare_view"):
+    with meter.step("import AppTest + ui.compare.view"):
         _quiet_streamlit()
         from apptest_support import assert_clean, goto, new_app, open_run
 
-        import ui.compare_view  # noqa: F401
+        import ui.compare.view  # noqa: F401
     other = run_path.parent / COMPARE_RUN_NAME
     at = new_app(autoload=False)
     at.default_timeout = 300

@@ -41,7 +41,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import aflite_core.filter.aflite as aflite_module  # noqa: E402
+import aflite_core.filter.rounds as rounds_module  # noqa: E402
 from aflite_core.filter.aflite import AFLite  # noqa: E402
 
 GB = 1e9
@@ -213,7 +213,7 @@ def datamap_cost(X, y, est: AFLite, wall: float, cpu: float, a) -> None:
     same = True
     for _ in range(a.datamap_repeats):
         for record in (False, True):
-            aflite_module._RECORD_DATAMAP = record
+            rounds_module._RECORD_DATAMAP = record
             try:
                 other = AFLite(target_size=est.target_size, n_partitions=a.m,
                                train_size=est.train_size, slice_size=est.slice_size,
@@ -223,7 +223,7 @@ def datamap_cost(X, y, est: AFLite, wall: float, cpu: float, a) -> None:
                 other.fit(X, y)
                 times[record].append((time.perf_counter() - t0, time.process_time() - c0))
             finally:
-                aflite_module._RECORD_DATAMAP = True
+                rounds_module._RECORD_DATAMAP = True
             same &= bool(np.array_equal(other.keep_mask_, est.keep_mask_))
     w_on, w_off = (min(w for w, _ in times[k]) for k in (True, False))
     c_on, c_off = (min(c for _, c in times[k]) for k in (True, False))

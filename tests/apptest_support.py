@@ -51,13 +51,13 @@ def new_app(*, autoload: bool = True) -> AppTest:
 def goto(at: AppTest, page: str, *, open_sections: bool = True) -> AppTest:
     """Switch to ``app_pages/<page>.py`` and run.
 
-    The Report draws a section only while it is open (``ui.report_view.lazy_section``); with
+    The Report draws a section only while it is open (``ui.report.view.lazy_section``); with
     ``open_sections`` every section is opened first, as a user reading all of them would.
     ``test_app_report.py`` checks what a first visit shows.
     """
     if page == "report" and open_sections:
         from aflite_core.measures import registry
-        from ui.report_view import OPEN_SECTIONS
+        from ui.report.view import OPEN_SECTIONS
 
         at.session_state[OPEN_SECTIONS] = {"breakdown", *registry.names()}
     return at.switch_page(f"app_pages/{page}.py").run()

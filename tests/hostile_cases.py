@@ -752,7 +752,7 @@ PARAMETER_CASES = [
      ("int >= 1 (rows)", "got 0")),
     ("tau-over-one", ("--tau", "1.5"), {"tau": 1.5}, ("[0, 1]", "1.5")),
     ("tau-negative", ("--tau", "-0.1"), {"tau": -0.1}, ("[0, 1]", "-0.1")),
-    ("partitions-zero", ("--partitions", "0"), {"n_partitions": 0}, (">= 1", "0")),
+    ("partitions-zero", ("--partitions", "0"), {"n_partitions": 0}, ("[1, 512]", "0")),
     ("seed-negative", ("--seed", "-1"), {"random_state": -1}, ("expected", "-1")),
 ]
 

@@ -9,7 +9,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 from sklearn.svm import SVC
 
-from aflite_core.filter.aflite import AFLite, _select_removals
+from aflite_core.filter.aflite import AFLite
+from aflite_core.filter.rounds import _select_removals
 from aflite_core.filter.synthetic import make_biased_circles, make_planted
 
 
@@ -253,7 +254,8 @@ def test_same_result_whatever_n_jobs_when_held_out_rows_are_drawn_and_a_callback
 
 @pytest.mark.parametrize(("train_size", "block_rows"), [(30, 100), (0.7, 100), (0.7, 1200)])
 def test_round_partitions_have_exactly_t_training_rows_among_alive_rows(train_size, block_rows):
-    from aflite_core.filter.aflite import _Blocks, _draw_round
+    from aflite_core.filter.aflite_rounds import _draw_round
+    from aflite_core.filter.backends import _Blocks
 
     rng = np.random.default_rng(0)
     n = 1200
@@ -279,7 +281,7 @@ def test_round_partitions_have_exactly_t_training_rows_among_alive_rows(train_si
 
 @pytest.mark.parametrize("strategy", ["greedy_slicing", "slice_sampling"])
 def test_selection_equals_a_full_sort_by_score_then_priority(strategy):
-    from aflite_core.filter.aflite import _select_removals
+    from aflite_core.filter.rounds import _select_removals
 
     rng = np.random.default_rng(2)
     for n, cap in ((50, 10), (2000, 300), (300, 300), (40, 100)):

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aflite_core.filter.aflite import AFLite, _Blocks, _draw_round, _group_codes
+from aflite_core.filter.aflite import AFLite, _group_codes
+from aflite_core.filter.aflite_rounds import _draw_round
+from aflite_core.filter.backends import _Blocks
 
 
 def _twins(n_groups=300, d=64, seed=0):

@@ -117,7 +117,9 @@ def test_a_broken_run_folder_is_an_error_not_a_crash(runs_root, tmp_path) -> Non
 
 def test_every_formula_expander_cites_its_source() -> None:
     """Explore's formula expander had no source (the other pages cite theirs)."""
-    from ui import audit_view, explore_view, report_view
+    from ui.audit import view as audit_view
+    from ui.explore import view as explore_view
+    from ui.report import view as report_view
 
     for module in (explore_view, audit_view, report_view):
         assert "Source" in module.FORMULA, module.__name__

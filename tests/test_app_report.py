@@ -134,7 +134,7 @@ def test_removal_rate_by_any_column(runs_root, shared_run) -> None:
 def test_sections_are_drawn_when_opened_and_stay_open(runs_root, shared_run) -> None:
     """A first visit draws the headline section only; opening one draws it, and it is still
     open after a visit to another page (the Report's page switch cost is its sections)."""
-    from ui.report_view import OPEN_SECTIONS
+    from ui.report.view import OPEN_SECTIONS
 
     at = new_app().run()
     open_run(at, shared_run)

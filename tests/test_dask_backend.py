@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aflite_core.filter.aflite as aflite_module
+import aflite_core.filter.backends as backends_module
 from aflite_core.filter.aflite import AFLite
 from aflite_core.filter.synthetic import make_planted
 
@@ -30,7 +30,7 @@ def cluster():
 @pytest.fixture
 def two_groups(monkeypatch):
     """6000 rows in blocks of 4096 rows; one block per group, so one Dask task per block."""
-    monkeypatch.setattr(aflite_module, "_GROUP_BLOCKS", 1)
+    monkeypatch.setattr(backends_module, "_GROUP_BLOCKS", 1)
     return make_planted(6000, 24, random_state=4)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import aflite_core.filter.aflite as aflite_module
+import aflite_core.filter.rounds as rounds_module
 from aflite_core.filter.aflite import AFLite
 from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import PartitionLDA, count_correct, heldout_stats
@@ -151,7 +151,7 @@ def test_correctness_is_predictability_and_the_mask_does_not_change(planted, mon
     assert hist["round"].tolist() == list(range(1, est.n_rounds_ + 1))
     np.testing.assert_array_equal(hist["n_scored"], est.history_["n_scored"])
     # without the data map (the benchmark's switch): the same mask and scores, bit for bit
-    monkeypatch.setattr(aflite_module, "_RECORD_DATAMAP", False)
+    monkeypatch.setattr(rounds_module, "_RECORD_DATAMAP", False)
     plain = AFLite(**params).fit(X, y)
     np.testing.assert_array_equal(plain.keep_mask_, est.keep_mask_)
     np.testing.assert_array_equal(plain.predictability_, est.predictability_)

@@ -20,7 +20,8 @@ from aflite_core.runs.exports import (
     neutralize_cell,
     neutralize_frame,
 )
-from aflite_core.runs.folder import STATUSES, load_run, write_run
+from aflite_core.runs.folder import STATUSES, load_run
+from aflite_core.runs.writer import write_run
 
 HOSTILE_ROWS = [
     ["premise", "hypothesis", "label", "note"],

@@ -175,7 +175,7 @@ def test_cli_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture) -> 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_dashboard_loader_case(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
                                ) -> None:
-    """What the Data page does with an upload (``ui.data_view.upload_panel``): read the
+    """What the Data page does with an upload (``ui.data.view.upload_panel``): read the
     columns, guess the roles, load with that mapping. A refusal must be an exception the
     page catches and shows (``ValueError``/``OSError``), never anything else."""
     from ui import cache

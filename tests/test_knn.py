@@ -254,7 +254,7 @@ def test_queries_are_a_seeded_sample_above_max_queries():
 @pytest.mark.parametrize("width", [30, 1250, 4000, 20_000])
 def test_values_only_top_k_matches_the_indexed_top_k(width):
     """The measure's search keeps the k similarities and only the nearest row's index."""
-    from aflite_core.measures.knn import _topk_block, _topk_values_block
+    from aflite_core.measures.neighbors import _topk_block, _topk_values_block
 
     block = np.random.default_rng(width).normal(size=(300, width)).astype(np.float32)
     k = min(50, width)

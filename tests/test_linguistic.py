@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.cues import linguistic
+from aflite_core.cues import linguistic, tagging
 from aflite_core.cues.linguistic import (
     FAMILIES,
     FastPerceptronTagger,
@@ -211,7 +211,7 @@ def test_cache_is_reused_and_never_pickled(tmp_path, monkeypatch, snli_dir):
         raise AssertionError("annotation recomputed despite the cache")
 
     monkeypatch.setattr(linguistic, "_count_tokens", boom)
-    monkeypatch.setattr(linguistic, "_tag_unique", boom)
+    monkeypatch.setattr(tagging, "_tag_unique", boom)
     second = extract_features(frame["hypothesis"].tolist(), frame["premise"].tolist(), **args)
     assert (first.X != second.X).nnz == 0
     assert list(first.feature) == list(second.feature)
@@ -223,7 +223,7 @@ def test_cache_is_reused_and_never_pickled(tmp_path, monkeypatch, snli_dir):
 @pytest.mark.slow
 def test_worker_processes_give_the_serial_result(monkeypatch, snli_dir):
     texts = pd.read_csv(snli_dir / "snli_dev.csv")["hypothesis"].tolist()[:240]
-    monkeypatch.setattr(linguistic, "_PARALLEL_MIN", 50)
+    monkeypatch.setattr(tagging, "_PARALLEL_MIN", 50)
     kwargs = dict(features=["tense", "ner", "typo"], cache=False)
     serial = extract_features(texts, n_jobs=1, **kwargs)
     parallel = extract_features(texts, n_jobs=2, **kwargs)

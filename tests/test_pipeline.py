@@ -56,7 +56,7 @@ def test_run_folder_contents(audited, snli_file):
     dataset, path, _ = audited
     run = load_run(path)
     assert path.parent.name.startswith("runs") and not path.name.startswith(".")
-    assert path.name.startswith("snli_dev_1200-tfidf_svd-greedy_slicing-m8-target0.5-seed0-")
+    assert path.name.startswith("snli_dev_1200-tfidf_svd-greedy_slicing-m8-target600-seed0-")
     assert {"summary.json", "scores.parquet", "dataset.parquet", "retained.csv", "removed.csv",
             "excluded.csv", "cues.parquet", "knn.parquet", "report.html"} <= set(run.artifacts)
     assert run.summary["artifacts"] == run.artifacts
@@ -177,9 +177,10 @@ def test_essential_failure_leaves_nothing(planted_file, tmp_path):
     [
         ({"tau": 1.5}, ValueError, r"tau: expected a number in \[0, 1\], got 1.5"),
         ({"random_state": "seven"}, TypeError,
-         r"random_state: expected an int >= 0, got 'seven' \(str\)"),
-        ({"random_state": True}, TypeError, "random_state: expected an int >= 0, got True"),
-        ({"n_partitions": 0}, ValueError, "n_partitions: expected an int >= 1, got 0"),
+         r"random_state: expected an int in \[0, 4294967295\], got 'seven' \(str\)"),
+        ({"random_state": True}, TypeError,
+         r"random_state: expected an int in \[0, 4294967295\], got True"),
+        ({"n_partitions": 0}, ValueError, r"n_partitions: expected an int in \[1, 512\], got 0"),
         ({"target_size": 1.0}, ValueError, r"target_size: expected .* a float in \(0, 1\)"),
         ({"target_size": 0}, ValueError, r"target_size: expected an int >= 1 \(rows\)"),
         ({"measures": ("cues", "magic")}, ValueError, r"measures: unknown \['magic'\]"),

@@ -125,8 +125,8 @@ def test_a_measure_added_through_the_registry_reaches_every_consumer(snli_600, t
     assert "word_count" in section_ids(html) and "Mean hypothesis length" in html
     assert len(pd.read_csv(io.BytesIO(export_bytes(run, "word_count", format="csv")))) == 2
 
-    from ui.audit_view import STAGES  # noqa: F401 - the dashboard imports without error
-    from ui.report_view import measure_section  # noqa: F401
+    from ui.audit.view import STAGES  # noqa: F401 - the dashboard imports without error
+    from ui.report.view import measure_section  # noqa: F401
 
 
 def test_cli_defaults_are_the_dashboard_defaults(snli_600):
@@ -145,7 +145,7 @@ def test_cli_defaults_are_the_dashboard_defaults(snli_600):
 
         from aflite_core.io.datasets import load_dataset
         from ui import state
-        from ui.audit_view import parameter_form
+        from ui.audit.view import parameter_form
 
         dataset = load_dataset(path)
         assert int(dataset.report.n_included) == n_rows

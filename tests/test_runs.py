@@ -21,14 +21,13 @@ from aflite_core.runs import folder as runs
 from aflite_core.runs.folder import (
     FORMAT_VERSION,
     RunError,
-    RunWriter,
     default_run_name,
     list_runs,
     load_run,
     resolve_run_path,
     sanitize_run_name,
-    write_run,
 )
+from aflite_core.runs.writer import RunWriter, write_run
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -176,7 +175,7 @@ def test_killed_writer_leaves_only_an_ignored_dot_folder(tmp_path):
         f"""
         import sys, time
         sys.path.insert(0, {str(REPO_ROOT)!r})
-        from aflite_core.runs.folder import RunWriter
+        from aflite_core.runs.writer import RunWriter
         w = RunWriter({str(root)!r}, "victim").__enter__()
         w.write_text("scores.parquet", "half written")
         print("ready", flush=True)
@@ -403,7 +402,8 @@ def test_concurrent_runs_with_generated_names_never_collide(tmp_path):
     each summary names its own folder."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from aflite_core.runs.folder import AuditRun, RunWriter
+    from aflite_core.runs.folder import AuditRun
+    from aflite_core.runs.writer import RunWriter
 
     def write(i: int):
         writer = RunWriter(tmp_path, "snli-m32-20261123T090000Z", unique=True)
@@ -425,7 +425,8 @@ def test_concurrent_runs_with_generated_names_never_collide(tmp_path):
 
 
 def test_a_generated_name_taken_during_the_run_gets_a_suffix(tmp_path):
-    from aflite_core.runs.folder import AuditRun, RunWriter
+    from aflite_core.runs.folder import AuditRun
+    from aflite_core.runs.writer import RunWriter
 
     writer = RunWriter(tmp_path, "run", unique=True)
     with writer:

@@ -28,6 +28,7 @@ import pytest
 
 from aflite_core.io import tables
 from aflite_core.runs import folder
+from aflite_core.runs import writer as run_writer
 from aflite_core.runs.exports import export_run
 from aflite_core.runs.folder import cleanup_stale, list_runs, load_run
 
@@ -39,7 +40,7 @@ DAY = 24 * 3600
 MAKE_RUN = textwrap.dedent('''
     import numpy as np
     import pandas as pd
-    from aflite_core.runs.folder import write_run
+    from aflite_core.runs.writer import write_run
 
     def make_run(root, name, marker="x", overwrite=False, n=40):
         frame = pd.DataFrame(
@@ -79,7 +80,7 @@ def _hidden(root: Path) -> list[str]:
 
 KILL_SCRIPT = MAKE_RUN + textwrap.dedent('''
     import os, shutil, signal, sys
-    from aflite_core.runs import folder
+    from aflite_core.runs import writer as folder
 
     root, step, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     state = {"active": False, "n": 0}
@@ -187,7 +188,7 @@ def test_a_writer_restores_a_hidden_run_before_it_starts(tmp_path):
 
 def test_a_run_in_progress_is_never_made_visible_by_recovery(tmp_path):
     root = tmp_path / "runs"
-    with folder.RunWriter(root, "busy") as writer:
+    with run_writer.RunWriter(root, "busy") as writer:
         writer.write_json("summary.json", {"format_version": 1, "name": "busy"})
         assert list_runs(root) == [] and cleanup_stale(root, max_age=3600) == []
         assert writer.tmp.is_dir()
@@ -289,7 +290,7 @@ def test_export_temp_name_fits_when_the_target_name_fits(tmp_path):
 JOB_EXIT = textwrap.dedent('''
     import sys, time
     from pathlib import Path
-    from aflite_core.runs.folder import RunWriter
+    from aflite_core.runs.writer import RunWriter
     from ui import jobs
 
     class Cancelled(Exception):
@@ -445,7 +446,7 @@ def test_a_too_long_name_is_cut_in_bytes_and_a_suffix_still_fits(tmp_path):
     assert len(safe.encode()) <= 255 and safe == "漢" * 85
     make_run(tmp_path, safe)
     assert len(folder.unique_run_name(tmp_path, safe).encode()) <= 255
-    with folder.RunWriter(tmp_path, safe, unique=True) as writer:
+    with run_writer.RunWriter(tmp_path, safe, unique=True) as writer:
         frame = pd.DataFrame({"h": ["a"]}, index=pd.Index([0], name="row_id"))
         writer.write_dataset(frame)
         writer.write_scores(pd.DataFrame({"row_id": [0], "status": ["retained"],

@@ -12,7 +12,7 @@ import pytest
 
 from aflite_core.cli import main
 from aflite_core.io.datasets import load_dataset
-from aflite_core.runs.folder import load_run, write_run
+from aflite_core.runs.folder import load_run
 from aflite_core.runs.subsets import (
     METADATA_KEY,
     SUBSETS_DIR,
@@ -21,6 +21,7 @@ from aflite_core.runs.subsets import (
     load_subset,
     save_subset,
 )
+from aflite_core.runs.writer import write_run
 from ui import filters
 
 SNLI = Path(__file__).parent / "data" / "snli"

@@ -51,7 +51,7 @@ def empty_state(message: str, *, page: str | None = None, label: str | None = No
         Link label.
     """
     st.info(message, icon=icon)
-    problem = st.session_state.get("url:link_problem")  # ui.url_state.LINK_PROBLEM
+    problem = st.session_state.get("url:link_problem")  # ui.explore.url_state.LINK_PROBLEM
     if problem:
         st.warning(problem, icon=":material/link_off:")
     if page:
@@ -115,7 +115,7 @@ def paged_table(frame: pd.DataFrame, *, page_key: str, page_size: int = 50,
         With ``selectable``: a click on a column header *selects the column* (returned in
         ``selection.columns``) instead of sorting the visible page in the browser. Streamlit
         disables header sorting when column selection is on; the caller turns the selected
-        column into one sort over all rows (see ``ui.explore_view``).
+        column into one sort over all rows (see ``ui.explore.view``).
     table_key : str or None
         Key of the table widget (default ``<page_key>:table``); change it to clear the
         table's selection.

@@ -15,7 +15,8 @@ import streamlit as st
 
 from aflite_core.config import suggest_config
 from aflite_core.filter.policy import filter_units
-from ui import cache, components, jobs, state, url_state
+from ui import cache, components, current, jobs, state
+from ui.explore import url_state
 
 
 def load_sample() -> str | None:
@@ -27,19 +28,8 @@ def load_sample() -> str | None:
         dataset = cache.load_path(path)
     except (ValueError, OSError) as exc:  # DatasetError derives from ValueError
         return f"The bundled sample could not be loaded: {exc}"
-    use_dataset(dataset, origin="sample")
+    current.use_dataset(dataset, origin="sample")
     return None
-
-
-def use_dataset(dataset, *, origin: str, embeddings: str | None = None) -> None:
-    """Make ``dataset`` current and open its newest run (or none)."""
-    state.set_dataset(dataset, origin=origin, embeddings=embeddings)
-    state.set_run_path(newest_run_of(dataset.content_hash))
-
-
-def newest_run_of(content_hash: str) -> Path | None:
-    """Newest complete run in the runs root whose input has this SHA-256."""
-    return cache.newest_run_of(state.runs_root(), content_hash)
 
 
 def audit_sample() -> None:
@@ -163,7 +153,7 @@ def job_progress() -> None:
         st.rerun()
         return
     snap = job.snapshot()
-    from ui.audit_view import stage_label
+    from ui.audit.view import stage_label
 
     st.progress(snap["fraction"], text=f"Audit running: {snap['fraction']:.0%} · "
                 f"{stage_label(snap.get('stage', ''))} · ETA "

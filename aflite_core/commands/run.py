@@ -24,17 +24,12 @@ from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_M
     parse_bytes,
 )
 from aflite_core.commands.measure_flags import add_measure_flags, measure_options
+from aflite_core.commands.parameter_flags import add_parameter_flags, given_parameters
+from aflite_core.parameters import FIELD, FILTER_PARAM, PARAMETERS, REPRESENTATION_PARAM
 from aflite_core.runs.folder import SUMMARY_FILE, check_run_name
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
-_PARAMETER_FLAGS = {
-    "target_size": "--target-size", "train_size": "--train-size",
-    "slice_size": "--slice-size", "n_partitions": "--partitions", "tau": "--tau",
-    "random_state": "--seed", "strategy": "--strategy", "measures": "--measures",
-    "representation": "--representation", "n_components": "--n-components",
-    "warmup_fraction": "--warmup-fraction", "combine": "--combine",
-    "filter": "--filter", "alpha": "--z-alpha", "until": "--z-until",
-}  # fmt: skip
+_PARAMETER_FLAGS = {**{p.name: p.flag for p in PARAMETERS}, "measures": "--measures"}
 
 
 def cli_parameter(message: str) -> str:
@@ -113,8 +108,6 @@ def parse_measures(text: str) -> tuple[str, ...]:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` command."""
-    from aflite_core.config import FILTERS, STRATEGIES
-    from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
     from aflite_core.measures.registry import default_names
 
     default_measures = default_names()
@@ -132,52 +125,8 @@ def register(subparsers: Any) -> None:
     add_input_arguments(p, ("premise", "hypothesis", "label", "split"),
                         title="columns (guessed when omitted; SNLI/MNLI names are recognised)",
                         id_help="column of unique row ids (default: row position)")
-    a = p.add_argument_group("representation and AFLite")
-    a.add_argument("--representation", type=parse_representation, default=("tfidf_svd", {}),
-                   metavar="R",
-                   help="tfidf-svd (default) | warmup | precomputed:PATH | static:NAME | "
-                        "sentence-transformers:NAME (NAME: a model folder, a packaged model "
-                        "such as all-MiniLM-L6-v2, or a hub name, which may download it; see "
-                        "docs/representations.md)")
-    a.add_argument("--combine", choices=("hypothesis", "concat", "interaction"), default=None,
-                   help="encoders: premise u and hypothesis v as v, [u, v] or "
-                        "[u, v, |u-v|, u*v] (default interaction)")
-    a.add_argument("--n-components", type=int, metavar="D",
-                   help="SVD / warm-up hidden dimension (default 256)")
-    a.add_argument("--warmup-fraction", type=float, metavar="F",
-                   help="warm-up share of the rows (default 0.1)")
-    scaled = "default: scaled to the data, as the dashboard (see docs/architecture.md)"
-    a.add_argument("--target-size", type=parse_size, default=None, metavar="N|FRAC",
-                   help=f"rows to keep, or a fraction of the filterable rows ({scaled})")
-    a.add_argument("--partitions", type=int, default=None, metavar="M",
-                   help=f"random partitions per round ({scaled})")
-    a.add_argument("--train-size", type=parse_size, default=None, metavar="T|FRAC",
-                   help=f"training rows per partition, or a fraction ({scaled})")
-    a.add_argument("--slice-size", type=parse_size, default=None, metavar="K|FRAC",
-                   help=f"rows removed per round at most ({scaled})")
-    a.add_argument("--tau", type=float, default=None, metavar="TAU",
-                   help="predictability threshold (default 0.75)")
-    a.add_argument("--strategy", choices=STRATEGIES, default="greedy_slicing")
-    a.add_argument("--filter", choices=FILTERS, default="aflite",
-                   help="aflite (default), or z: the Z-filter removes rows until no hypothesis "
-                        "word's |z| passes the Bonferroni threshold, or --target-size is "
-                        "reached (see docs/zfilter.md); same run folder")
-    a.add_argument("--z-alpha", type=float, default=None, metavar="A",
-                   help="Z-filter: family-wise level of the z tests (default 0.01)")
-    a.add_argument("--z-until", choices=("threshold", "target_size"), default=None,
-                   help="Z-filter: stop at convergence or the target (threshold, default), "
-                        "or go on to --target-size (target_size)")
-    a.add_argument("--split-policy", choices=SPLIT_POLICIES, default=None,
-                   help="auto (default): filter the train split only and score dev/test "
-                        "when there is a split column with train rows, else all rows "
-                        "jointly; train_only, joint, per_split")
-    a.add_argument("--group-partitions", action="store_true",
-                   help="AFLite's partitions train on whole groups (the --group column, or "
-                        "the automatic premise/question groups)")
-    a.add_argument("--instance", choices=INSTANCES, default=None,
-                   help="auto (default): a question for multiple-choice data (kept or "
-                        "removed whole), else a row")
-    a.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    add_parameter_flags(p, {"size": parse_size, "representation": parse_representation})
+    a = p.add_argument_group("measures and output")
     a.add_argument("--measures", type=parse_measures, default=None, metavar="LIST",
                    help="comma-separated measures, or none "
                         f"(default {','.join(default_measures)})")
@@ -277,22 +226,14 @@ def audit_config(args: argparse.Namespace, n_rows: int):
     dashboard's) with every option the user gave on top."""
     from aflite_core.config import suggest_config
 
-    method, rep_params = args.representation
-    given = {"target_size": args.target_size, "n_partitions": args.partitions,
-             "train_size": args.train_size, "slice_size": args.slice_size, "tau": args.tau,
-             "split_policy": getattr(args, "split_policy", None),
-             "instance": getattr(args, "instance", None),
-             "group_partitions": True if getattr(args, "group_partitions", False) else None}
-    changes = {k: v for k, v in given.items() if v is not None}
+    given = given_parameters(args)
+    changes = dict(given[FIELD])
+    method, rep_params = changes.pop("representation", ("tfidf_svd", {}))
+    seed = changes.pop("random_state", 0)
     config = suggest_config(n_rows, representation=method, measures=args.measures,
-                            random_state=args.seed, **changes)
-    rep_params = {**config.representation_params, **rep_params}
-    if args.n_components is not None:
-        rep_params["n_components"] = args.n_components
-    if args.warmup_fraction is not None:
-        rep_params["warmup_fraction"] = args.warmup_fraction
-    if getattr(args, "combine", None) is not None:
-        rep_params["combine"] = args.combine
+                            random_state=seed, **changes)
+    rep_params = {**config.representation_params, **rep_params,
+                  **given.get(REPRESENTATION_PARAM, {})}
     given_options = measure_options(args)
     if given_options:
         params = {name: dict(values) for name, values in config.measure_params.items()}
@@ -304,12 +245,9 @@ def audit_config(args: argparse.Namespace, n_rows: int):
         measures = tuple(dict.fromkeys([*config.measures, "ood"]))
         params = {**config.measure_params, "ood": {"challenges": list(challenges)}}
         config = dataclasses.replace(config, measures=measures, measure_params=params)
-    filter_params = {k: v for k, v in (("alpha", getattr(args, "z_alpha", None)),
-                                       ("until", getattr(args, "z_until", None)))
-                     if v is not None}
     return dataclasses.replace(
-        config, filter=getattr(args, "filter", "aflite"), filter_params=filter_params,
-        representation_params=rep_params, strategy=args.strategy,
+        config, filter_params=given.get(FILTER_PARAM, {}),
+        representation_params=rep_params,
         report=not args.no_report, backend="dask" if args.scheduler else "local",
         scheduler=args.scheduler,
     ).validate()

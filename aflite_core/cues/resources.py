@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from aflite_core.errors import ResourceMissingError  # noqa: F401 - re-exported: its public home
+
 #: NLTK resources shipped as package data (zips in NLTK's layout).
 BUNDLED_DATA = Path(__file__).resolve().parent / "nltk_data"
 _bundled_registered = False
@@ -102,39 +104,28 @@ RESOURCES: tuple[Resource, ...] = (
 _BY_NAME = {r.name: r for r in RESOURCES}
 
 
-class ResourceMissingError(LookupError):
-    """A feature family cannot run because NLTK data is not installed.
-
-    Attributes
-    ----------
-    family : str
-        The feature family that is unavailable.
-    missing : tuple of str
-        NLTK resource names that were not found.
-    command : str
-        A shell command that installs them.
-    """
-
-    def __init__(self, family: str, missing: Sequence[str]):
-        self.family = family
-        self.missing = tuple(missing)
-        self.command = fix_command(self.missing)
-        names = ", ".join(f"'{m}'" for m in self.missing)
-        refused = refused_entries()
-        if refused:
-            self.command = f"chmod -R go-w {BUNDLED_DATA}"
-            super().__init__(
-                f"{family} features unavailable: NLTK refuses the copy of {names} bundled "
-                f"with aflite_core because {refused[0]} is writable by another account "
-                f"(group or world write bit, e.g. installed with umask 002). Fix: "
-                f"{self.command}"
-            )
-            return
-        super().__init__(
+def missing_error(family: str, missing: Sequence[str]) -> ResourceMissingError:
+    """The :class:`~aflite_core.errors.ResourceMissingError` for ``family``, whose message
+    says what is missing, where NLTK looked, and the command that fixes it (``chmod`` when
+    NLTK refuses the bundled copy because another account may write to it)."""
+    missing = tuple(missing)
+    names = ", ".join(f"'{m}'" for m in missing)
+    refused = refused_entries()
+    if refused:
+        command = f"chmod -R go-w {BUNDLED_DATA}"
+        message = (
+            f"{family} features unavailable: NLTK refuses the copy of {names} bundled "
+            f"with aflite_core because {refused[0]} is writable by another account "
+            f"(group or world write bit, e.g. installed with umask 002). Fix: {command}"
+        )
+    else:
+        command = fix_command(missing)
+        message = (
             f"{family} features unavailable: NLTK resource {names} not installed "
             f"(searched {len(search_path())} folders of nltk.data.path / NLTK_DATA). "
-            f"Fix: {self.command}"
+            f"Fix: {command}"
         )
+    return ResourceMissingError(family, missing, message=message, command=command)
 
 
 @dataclass(frozen=True)
@@ -292,7 +283,7 @@ def require(family: str, names: Iterable[str]) -> None:
     """
     gaps = missing(names)
     if gaps:
-        raise ResourceMissingError(family, gaps)
+        raise missing_error(family, gaps)
 
 
 def nltk_command(names: Sequence[str]) -> str:

@@ -57,8 +57,16 @@ from aflite_core._validation import (
     make_rng,
     resolve_n_jobs,
 )
-from aflite_core.filter import aflite as _aflite
-from aflite_core.filter.aflite import (
+from aflite_core.filter import rounds as _rounds
+from aflite_core.filter.backends import _single_threaded_blas
+from aflite_core.filter.datamap import DatamapTracker, RoundDatamap
+from aflite_core.filter.linear import (
+    ScatterStats,
+    covariance_factor,
+    fit_partition_lda,
+    row_stats,
+)
+from aflite_core.filter.rounds import (
     _QUANTILES,
     STOP_CALLBACK,
     STOP_TARGET,
@@ -72,14 +80,6 @@ from aflite_core.filter.aflite import (
     _resolve_train_size,
     _round_train_size,
     _select_removals,
-    _single_threaded_blas,
-)
-from aflite_core.filter.datamap import DatamapTracker, RoundDatamap
-from aflite_core.filter.linear import (
-    ScatterStats,
-    covariance_factor,
-    fit_partition_lda,
-    row_stats,
 )
 
 __all__ = ["MultipleChoiceAFLite", "MCFitConfig"]
@@ -489,7 +489,7 @@ class _MCRun:
         self.alive = np.ones(n_q, dtype=bool)
         self.predictability = np.full(n_q, np.nan)
         self.removal_round = np.full(n_q, -1, dtype=np.int64)
-        self.datamap = DatamapTracker(n_q, on=_aflite._RECORD_DATAMAP)
+        self.datamap = DatamapTracker(n_q, on=_rounds._RECORD_DATAMAP)
         self.history: list[dict[str, Any]] = []
         self.removed_total = 0
         self.stop_reason: str | None = None

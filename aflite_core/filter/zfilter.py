@@ -3,7 +3,7 @@
 A second filter beside AFLite, built on the z-statistic of Gardner et al. (*Competency
 Problems: On Finding and Removing Artifacts in Language Data*, EMNLP 2021). For a feature ``x``
 (by default a lower-cased word of the hypothesis, tokenised by
-:func:`aflite_core.cues.linguistic.word_tokens` as in the cue table) and a label ``l``::
+:func:`aflite_core.text.word_tokens` as in the cue table) and a label ``l``::
 
     z(x, l) = (p_hat(l | x) - p0_l) / sqrt(p0_l (1 - p0_l) / n_x)
 
@@ -383,7 +383,7 @@ class ZFilter(BaseEstimator):
         TypeError, ValueError
             A parameter, ``X`` or ``y`` of the wrong type or value (the message names it).
         """
-        from aflite_core.filter.aflite import _encode_labels
+        from aflite_core.filter.rounds import _encode_labels
 
         started = time.perf_counter()
         alpha = check_real("alpha", self.alpha, low=0.0, high=1.0, low_open=True,

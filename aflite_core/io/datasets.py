@@ -26,9 +26,7 @@ id column is kept in the frame (and in every export) anyway.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
@@ -36,6 +34,28 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aflite_core.io.choices import (
+    _expand_choices,
+    _mc_locator,
+)
+from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re-exported
+    HYPOTHESIS_NAMES,
+    ID_NAMES,
+    LABEL_NAMES,
+    NO_COLUMN,
+    PREMISE_NAMES,
+    RIGHT,
+    SPLIT_NAMES,
+    WRONG,
+    ColumnMapping,
+    _check_scalar_columns,
+    _column_names,
+    _guess_mapping,
+    _require_column,
+    _row_index,
+    _suggest_id,
+    guess_roles,
+)
 from aflite_core.io.readers import (
     FORMATS,
     MAX_LINE_BYTES,
@@ -49,7 +69,6 @@ from aflite_core.io.readers import (
     short_repr,
 )
 from aflite_core.io.text_columns import (
-    as_text,
     blank_mask,
     conflicting_groups,
     count_distinct,
@@ -80,56 +99,11 @@ __all__ = [
     "read_table",
 ]
 
-HYPOTHESIS_NAMES = (
-    "hypothesis",
-    "sentence2",
-    "sentence_b",
-    "text_b",
-    "claim",
-    "question",
-    "text",
-    "sentence",
-    "content",
-    "review",
-    "document",
-    "utterance",
-    "tweet",
-    "comment",
-    "body",
-)
-PREMISE_NAMES = ("premise", "sentence1", "sentence_a", "text_a", "evidence", "context", "passage")
-LABEL_NAMES = (
-    "label",
-    "gold_label",
-    "gold",
-    "labels",
-    "class",
-    "target",
-    "category",
-    "verdict",
-    "stance",
-    "sentiment",
-    "entailment_label",
-    "y",
-)
-SPLIT_NAMES = ("split", "set", "fold", "partition", "subset", "semeval_set")
-ID_NAMES = ("pairid", "pair_id", "guid", "uid", "id", "example_id", "sample_id", "idx")
-
 #: Exclusion reasons (values of :attr:`AuditDataset.exclusion` and keys of
 #: :attr:`ValidationReport.excluded`).
 REASON_DASH = "label '-'"
 REASON_EMPTY_LABEL = "empty label"
 REASON_EMPTY_TEXT = "empty text"
-
-#: Labels written into expanded multiple-choice rows.
-RIGHT, WRONG = "right", "wrong"
-
-
-# --------------------------------------------------------------------- data types
-
-
-#: ``premise=""`` / ``split=""`` / ``group=""``: no such column (do not guess one).
-NO_COLUMN = ""
 #: Premise data is grouped when at least this share of the included rows shares its premise
 #: or its hypothesis with another row (SNLI: ~100 %).
 REPEATED_PREMISE_SHARE = 0.2
@@ -140,28 +114,6 @@ LINKED_TEXT = "(premise or hypothesis)"
 #: Linked groups are used only while the largest holds at most this share of the rows
 #: (else one giant group would defeat every split); the premise column is used instead.
 MAX_LINKED_GROUP_SHARE = 0.25
-
-@dataclass(frozen=True)
-class ColumnMapping:
-    """Which columns of :attr:`AuditDataset.frame` play which role.
-
-    ``premise`` is None for single-text data. ``id`` is the column the row ids come
-    from (``id=``; for multiple-choice data, the question ids), None when row ids are
-    positions. ``group`` is the column whose equal values form a group that every seeded
-    train/test split keeps on one side (multiple-choice: the question id; NLI: the premise
-    when premises repeat), None for no grouping.
-    """
-
-    hypothesis: str
-    label: str
-    premise: str | None = None
-    split: str | None = None
-    id: str | None = None
-    group: str | None = None
-
-    def to_dict(self) -> dict[str, str | None]:
-        """The mapping as a JSON-ready dict."""
-        return asdict(self)
 
 
 @dataclass
@@ -487,14 +439,6 @@ def load_dataset(
     return dataset
 
 
-# ------------------------------------------------------------------ loading steps
-
-
-def _column_names(raw: RawTable) -> list[str]:
-    """The file's column names as str."""
-    return [str(c) for c in raw.frame.columns]
-
-
 def _require_named_columns(raw: RawTable, named: dict[str, str | None]) -> None:
     """Every column named by an argument (``argument -> column``, None: not given) exists."""
     names = _column_names(raw)
@@ -603,557 +547,6 @@ def _require_included_rows(
         f"{raw.name}: no rows left to audit: all {report.n_read} rows are excluded "
         f"({reasons}; first at {locate(0)}); check the label column {mapping.label!r} and the "
         f"text column {mapping.hypothesis!r}"
-    )
-
-
-# ------------------------------------------------------------------ column roles
-
-
-def _norm(name: str) -> str:
-    return re.sub(r"[\s_\-.]+", "", str(name).strip().lower())
-
-
-def _find(
-    names: list[str], candidates: Sequence[str], taken: set[str], raw: RawTable, role: str
-) -> str | None:
-    """First candidate present among ``names`` (normalised match), or None."""
-    for cand in candidates:
-        key = _norm(cand)
-        hits = [n for n in names if _norm(n) == key and n not in taken]
-        if len(hits) == 1:
-            return hits[0]
-        if len(hits) > 1:
-            exact = [n for n in hits if n == cand]
-            if len(exact) == 1:
-                return exact[0]
-            raise ColumnError(
-                f"{raw.name}: cannot tell which column is the {role}: "
-                f"{', '.join(map(repr, hits))} all match; pass {role}='<column>'"
-            )
-    return None
-
-
-def _columns_text(names: list[str]) -> str:
-    shown = ", ".join(map(short_repr, names[:30]))
-    return shown + (f", ... ({len(names)} columns)" if len(names) > 30 else "")
-
-
-def _closest(wanted: Sequence[str], names: list[str]) -> str | None:
-    by_norm = {_norm(n): n for n in names}
-    best: tuple[float, str] | None = None
-    for w in wanted:
-        for match in difflib.get_close_matches(_norm(w), list(by_norm), n=1, cutoff=0.6):
-            score = difflib.SequenceMatcher(None, _norm(w), match).ratio()
-            if best is None or score > best[0]:
-                best = (score, by_norm[match])
-    return best[1] if best else None
-
-
-def _delimiter_hint(raw: RawTable, names: list[str]) -> str:
-    if len(names) == 1:
-        for sep in (";", "|", "\t", ","):
-            if sep in names[0]:
-                return (
-                    f" The file has a single column whose name contains {sep!r}: it looks "
-                    f"separated by {sep!r}; save it as CSV (',') or TSV (tab)."
-                )
-    return ""
-
-
-def _require_column(column: str, names: list[str], raw: RawTable, arg: str) -> None:
-    if column in names:
-        return
-    close = _closest([column], names)
-    hint = f" Did you mean {short_repr(close)}?" if close else ""
-    raise ColumnError(
-        f"{raw.name}: column {short_repr(column)} ({arg}=) not found; the file has columns "
-        f"{_columns_text(names)}.{hint}{_delimiter_hint(raw, names)}"
-    )
-
-
-def _missing_role(raw: RawTable, names: list[str], role: str, candidates: Sequence[str]) -> None:
-    expected = ", ".join(map(repr, candidates[:8]))
-    close = _closest([role, *candidates], names)
-    hint = (
-        f" The closest is {short_repr(close)}: pass {role}={short_repr(close)} if that is it."
-        if close
-        else ""
-    )
-    raise ColumnError(
-        f"{raw.name}: no {role} column found: expected one named like {expected}, ...; "
-        f"the file has columns {_columns_text(names)}.{hint} Otherwise pass "
-        f"{role}='<column>'.{_delimiter_hint(raw, names)}"
-    )
-
-
-def guess_roles(columns: Sequence[str]) -> dict[str, str | None]:
-    """Guess column roles from column names alone (for form defaults).
-
-    Uses the name lists :data:`LABEL_NAMES`, :data:`HYPOTHESIS_NAMES`, :data:`PREMISE_NAMES`,
-    :data:`SPLIT_NAMES`, :data:`ID_NAMES` (case, spaces, ``_``, ``-`` and ``.`` ignored); each
-    column is given at most one role, in that order.
-
-    Returns
-    -------
-    dict
-        Role (``label``, ``hypothesis``, ``premise``, ``split``, ``id``) -> column or None.
-    """
-
-    def norm(value: str) -> str:
-        return re.sub(r"[\s_\-.]+", "", str(value).strip().lower())
-
-    normalised = {norm(c): c for c in reversed(list(columns))}
-    taken: set[str] = set()
-    roles: dict[str, str | None] = {}
-    for role, names in (("label", LABEL_NAMES), ("hypothesis", HYPOTHESIS_NAMES),
-                        ("premise", PREMISE_NAMES), ("split", SPLIT_NAMES),
-                        ("id", ID_NAMES)):  # fmt: skip
-        roles[role] = None
-        for candidate in names:
-            col = normalised.get(norm(candidate))
-            if col is not None and col not in taken:
-                roles[role] = col
-                taken.add(col)
-                break
-    return roles
-
-
-def _guess_mapping(
-    raw: RawTable,
-    names: list[str],
-    premise: str | None,
-    hypothesis: str | None,
-    label: str | None,
-    split: str | None,
-) -> ColumnMapping:
-    taken = {c for c in (premise, hypothesis, label, split) if c}
-    if label is None:
-        label = _find(names, LABEL_NAMES, taken, raw, "label")
-        if label is None:
-            _missing_role(raw, names, "label", LABEL_NAMES)
-        taken.add(label)
-    if hypothesis is None:
-        hypothesis = _find(names, HYPOTHESIS_NAMES, taken, raw, "hypothesis")
-        if hypothesis is None:
-            _missing_role(raw, names, "hypothesis", HYPOTHESIS_NAMES)
-        taken.add(hypothesis)
-    if premise is None:
-        premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
-        if premise is not None:
-            taken.add(premise)
-    if split is None:
-        split = _find(names, SPLIT_NAMES, taken, raw, "split")
-    mapping = ColumnMapping(hypothesis=hypothesis, label=label, premise=premise or None,
-                            split=split or None)
-    _check_distinct(raw, mapping)
-    return mapping
-
-
-def _check_distinct(raw: RawTable, mapping: ColumnMapping) -> None:
-    roles = {k: v for k, v in asdict(mapping).items() if v is not None}
-    seen: dict[str, str] = {}
-    for role, col in roles.items():
-        if col in seen:
-            raise ColumnError(
-                f"{raw.name}: column {col!r} is used both as {seen[col]} and as {role}; "
-                "each role needs its own column"
-            )
-        seen[col] = role
-
-
-def _check_scalar_columns(raw: RawTable, roles: dict[str, str | None]) -> None:
-    """Role columns (text, label, split, ...) must hold one scalar per row, not
-    lists or structs; ``roles`` maps a role name to its column (None: absent)."""
-    for role, col in roles.items():
-        if col is None or raw.frame[col].dtype != object:
-            continue
-        for i, v in enumerate(raw.frame[col].tolist()):
-            if isinstance(v, (list, tuple, dict, np.ndarray)):
-                kind = raw.column_types.get(col) or type(v).__name__
-                raise DatasetFormatError(
-                    f"{raw.name}: column {col!r} ({role}) holds nested values ({kind}) at "
-                    f"{raw.where(i)}; expected one text or number per row -- flatten it or "
-                    "choose another column"
-                )
-
-
-def _suggest_id(frame: pd.DataFrame, names: list[str]) -> str | None:
-    for cand in ID_NAMES:
-        hits = [n for n in names if _norm(n) == _norm(cand)]
-        if len(hits) == 1:
-            col = frame[hits[0]]
-            if not col.isna().any() and col.is_unique:
-                return hits[0]
-    return None
-
-
-def _row_index(raw: RawTable, id_column: str | None) -> pd.Index:
-    n = len(raw.frame)
-    if id_column is None:
-        return pd.RangeIndex(n, name="row_id")
-    values = raw.frame[id_column]
-    _check_ids(raw, values, id_column, raw.where)
-    return pd.Index(values.to_numpy(), name="row_id")
-
-
-def _check_ids(raw: RawTable, values: pd.Series, column: str, where: Any) -> None:
-    missing = np.flatnonzero(values.isna().to_numpy())
-    if len(missing):
-        at = ", ".join(where(int(i)) for i in missing[:5])
-        raise ColumnError(
-            f"{raw.name}: id column {column!r} has {len(missing)} missing value(s) ({at}); "
-            "every row needs an id, or omit id= to use positions"
-        )
-    dup = values.duplicated(keep=False).to_numpy()
-    if dup.any():
-        groups: dict[Any, list[int]] = {}
-        for i in np.flatnonzero(dup):
-            groups.setdefault(values.iat[int(i)], []).append(int(i))
-        parts = [
-            f"{short_repr(k)} ({', '.join(where(i) for i in v[:4])}"
-            f"{', ...' if len(v) > 4 else ''})"
-            for k, v in list(groups.items())[:5]
-        ]
-        more = f" and {len(groups) - 5} more" if len(groups) > 5 else ""
-        raise DuplicateIdError(
-            f"{raw.name}: id column {column!r} has duplicate values: {'; '.join(parts)}{more}; "
-            "ids must be unique (omit id= to use row positions)"
-        )
-    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) != "string":
-        # ids of mixed types (1 and "1") are stored as text in the run folder
-        texts = pd.Series([_id_text(v) for v in values.tolist()], dtype=object)
-        clash = texts.duplicated(keep=False).to_numpy()
-        if clash.any():
-            first = texts.iat[int(np.flatnonzero(clash)[0])]
-            rows = np.flatnonzero((texts == first).to_numpy())[:4]
-            shown = ", ".join(f"{short_repr(values.iat[int(i)])} ({where(int(i))})" for i in rows)
-            raise DuplicateIdError(
-                f"{raw.name}: id column {column!r} has values that differ in type but are the "
-                f"same id once stored as text ({first!r}): {shown}; ids must be unique as "
-                "text (omit id= to use row positions)"
-            )
-
-
-def _id_text(value: Any) -> str:
-    """An id as the run folder stores a mixed-type id column (text)."""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="backslashreplace")
-    return value if isinstance(value, str) else str(value)
-
-
-# -------------------------------------------------------------- multiple choice
-
-
-def _unique_name(base: str, existing: set[str]) -> str:
-    name = base
-    while name in existing:
-        name = f"{name}_mc"
-    return name
-
-
-def _mc_locator(raw: RawTable, k: int) -> Callable[[int], str]:
-    def where(position: int) -> str:
-        return f"{raw.where(position // k)}, choice {position % k}"
-
-    return where
-
-
-def _expand_choices(
-    raw: RawTable,
-    *,
-    choices: Sequence[str],
-    answer: str | None,
-    premise: str | None,
-    hypothesis: str | None,
-    label: str | None,
-    split: str | None,
-    id_column: str | None,
-    answer_base: int | None,
-) -> tuple[pd.DataFrame, ColumnMapping]:
-    """One row per (question, choice), with every original column, and its mapping."""
-    choices, answer = _check_choice_arguments(
-        raw, choices, answer=answer, hypothesis=hypothesis, label=label, answer_base=answer_base
-    )
-    premise, split = _choice_context_roles(
-        raw, choices, answer=answer, premise=premise, split=split, id_column=id_column
-    )
-    roles = {"premise": premise, "split": split, "answer": answer}
-    _check_scalar_columns(raw, roles | {f"choice {c!r}": c for c in choices})
-    index = _answer_indices(raw, raw.frame, choices, answer, answer_base)
-    questions = _question_ids(raw, id_column)
-    columns = _mc_column_names(set(_column_names(raw)))
-    out = _expanded_frame(raw.frame, choices, index, questions, columns,
-                          positions=id_column is None)
-    _, _, choice_col, label_col = columns
-    mapping = ColumnMapping(
-        hypothesis=choice_col, label=label_col, premise=premise, split=split, id=id_column
-    )
-    return out, mapping
-
-
-def _check_choice_arguments(
-    raw: RawTable,
-    choices: Sequence[str],
-    *,
-    answer: str | None,
-    hypothesis: str | None,
-    label: str | None,
-    answer_base: int | None,
-) -> tuple[list[str], str]:
-    """The ``choices=`` columns as a list and the ``answer=`` column, after checking both."""
-    if isinstance(choices, str) or not isinstance(choices, Sequence):
-        raise TypeError(f"choices: expected a list of column names, got {choices!r}")
-    choices = list(choices)
-    if len(choices) < 2:
-        raise ValueError(f"choices: expected at least 2 columns, got {choices!r}")
-    if len(set(choices)) != len(choices):
-        raise ValueError(f"choices: a column is listed twice in {choices!r}")
-    names = _column_names(raw)
-    for col in choices:
-        _require_column(col, names, raw, "choices")
-    if answer is None:
-        raise ColumnError(
-            f"{raw.name}: answer= is required with choices=: name the column holding the "
-            f"right choice (its index or text); columns are {_columns_text(names)}"
-        )
-    if hypothesis is not None or label is not None:
-        raise ColumnError(
-            f"{raw.name}: with choices= the hypothesis is each choice and the label is "
-            "right/wrong; do not pass hypothesis= or label="
-        )
-    if answer_base not in (None, 0, 1) or isinstance(answer_base, bool):
-        raise ValueError(f"answer_base: expected 0, 1 or None, got {answer_base!r}")
-    return choices, answer
-
-
-def _choice_context_roles(
-    raw: RawTable,
-    choices: list[str],
-    *,
-    answer: str,
-    premise: str | None,
-    split: str | None,
-    id_column: str | None,
-) -> tuple[str | None, str | None]:
-    """Premise (the context) and split columns of multiple-choice data: given or guessed."""
-    names = _column_names(raw)
-    taken = {*choices, answer} | ({id_column} if id_column else set())
-    if premise is None:
-        premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
-    if split is None:
-        split = _find(names, SPLIT_NAMES, taken | {premise}, raw, "split")
-    return premise or None, split or None
-
-
-def _question_ids(raw: RawTable, id_column: str | None) -> list[Any]:
-    """Each question's id: the ``id=`` column's values (checked unique) or its position."""
-    if id_column is None:
-        return list(range(len(raw.frame)))
-    _check_ids(raw, raw.frame[id_column], id_column, raw.where)
-    return raw.frame[id_column].tolist()
-
-
-def _mc_column_names(existing: set[str]) -> tuple[str, str, str, str]:
-    """Names of the new question-id, choice-index, choice and label columns.
-
-    Each is suffixed ``_mc`` (repeatedly) while the file already has a column of that name.
-    """
-    question = _unique_name("question_id", existing)
-    index = _unique_name("choice_index", existing | {question})
-    choice = _unique_name("choice", existing | {question, index})
-    label = _unique_name("label", existing | {question, index, choice})
-    return question, index, choice, label
-
-
-def _expanded_frame(
-    frame: pd.DataFrame,
-    choices: list[str],
-    answer_index: np.ndarray,
-    questions: list[Any],
-    columns: tuple[str, str, str, str],
-    *,
-    positions: bool,
-) -> pd.DataFrame:
-    """The k rows of every question: new columns first, then the question's original row.
-
-    ``positions``: the question ids are row positions (stored as int64).
-    """
-    q_col, i_col, c_col, l_col = columns
-    k = len(choices)
-    n = len(frame)
-    rep = np.repeat(np.arange(n), k)
-    choice_index = np.tile(np.arange(k, dtype=np.int64), n)
-    choice_values = np.empty(n * k, dtype=object)
-    for j, col in enumerate(choices):
-        choice_values[j::k] = frame[col].to_numpy(dtype=object)
-    answer_rep = np.repeat(answer_index, k)
-    labels = np.where(choice_index == answer_rep, RIGHT, WRONG).astype(object)
-    labels[answer_rep < 0] = ""
-    original = frame.iloc[rep].reset_index(drop=True)
-    new = pd.DataFrame(
-        {
-            q_col: pd.Series(np.repeat(np.asarray(questions, dtype=object), k), dtype=object),
-            i_col: choice_index,
-            c_col: pd.Series(choice_values, dtype=object),
-            l_col: pd.Series(labels, dtype=object).astype(str),
-        }
-    )
-    if positions:
-        new[q_col] = new[q_col].astype(np.int64)
-    out = pd.concat([new, original], axis=1)
-    out.index = pd.Index(
-        [f"{q}:{j}" for q, j in zip(new[q_col].tolist(), choice_index.tolist(), strict=True)],
-        name="row_id",
-        dtype=object,
-    )
-    return out
-
-
-def _int_like(v: Any) -> int | None:
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
-        return int(v)
-    if isinstance(v, str) and re.fullmatch(r"\s*[+-]?\d+\s*", v):
-        return int(v)
-    return None
-
-
-@dataclass
-class _Answers:
-    """The ``answer=`` column of multiple-choice data, next to the choices' texts."""
-
-    raw: RawTable
-    column: str
-    choices: list[str]
-    values: list[Any]  # the answer cell of each question
-    choice_texts: list[list[str]]  # [choice][question] -> the choice's trimmed text
-    present: list[int]  # questions whose answer is not empty
-    ints: dict[int, int | None]  # question in ``present`` -> its answer as an int, if it is one
-
-    @classmethod
-    def read(cls, raw: RawTable, frame: pd.DataFrame, choices: list[str], column: str
-             ) -> _Answers:
-        values = frame[column].tolist()
-        texts = [[as_text(v).strip() for v in frame[c].tolist()] for c in choices]
-        present = [i for i, v in enumerate(values) if as_text(v).strip() != ""]
-        ints = {i: _int_like(values[i]) for i in present}
-        return cls(raw, column, choices, values, texts, present, ints)
-
-    @property
-    def k(self) -> int:
-        """Number of choices."""
-        return len(self.choices)
-
-    def text(self, i: int) -> str:
-        """Question ``i``'s answer as trimmed text."""
-        return as_text(self.values[i]).strip()
-
-    def matches(self, i: int) -> list[int]:
-        """Choices whose text equals question ``i``'s answer."""
-        a = self.text(i)
-        return [j for j in range(self.k) if self.choice_texts[j][i] == a]
-
-    def all_match_one_choice(self) -> bool:
-        """Every answer is the text of exactly one of its question's choices."""
-        return all(len(self.matches(i)) == 1 for i in self.present)
-
-
-def _answer_indices(
-    raw: RawTable, frame: pd.DataFrame, choices: list[str], answer: str, answer_base: int | None
-) -> np.ndarray:
-    """0-based index of the right choice per question (-1 when the answer is empty).
-
-    Answers are read as indices when ``answer_base`` is given or every answer is an
-    integer (the base then inferred by :func:`_infer_answer_base`), else as choice texts
-    or letters (:func:`_answers_by_text`).
-    """
-    answers = _Answers.read(raw, frame, choices, answer)
-    all_int = bool(answers.present) and all(v is not None for v in answers.ints.values())
-    if answer_base is None and all_int:
-        answer_base = _infer_answer_base(answers)  # None: read them as texts after all
-    if answer_base is None:
-        chosen = _answers_by_text(answers)
-    else:
-        chosen = _answers_by_number(answers, answer_base)
-    index = np.full(len(answers.values), -1, dtype=np.int64)
-    for i in answers.present:
-        index[i] = chosen[i]
-    return index
-
-
-def _infer_answer_base(answers: _Answers) -> int | None:
-    """0 or 1 for integer answers: 0-based if a 0 occurs, 1-based if k occurs.
-
-    When neither occurs the base is ambiguous: None if every answer is also the text of
-    exactly one choice (read them as texts), else an error asking for ``answer_base``.
-    """
-    raw, k, where = answers.raw, answers.k, answers.raw.where
-    has0 = any(v == 0 for v in answers.ints.values())
-    hask = any(v == k for v in answers.ints.values())
-    if has0 and hask:
-        first = next(i for i in answers.present if answers.ints[i] == k)
-        raise ColumnError(
-            f"{raw.name}: {where(first)}: answer {short_repr(answers.values[first])} in column "
-            f"{answers.column!r} is out of range for {k} choices read as 0-based (0 also occurs)"
-        )
-    if has0 or hask:
-        return 0 if has0 else 1
-    if answers.all_match_one_choice():
-        return None
-    raise ColumnError(
-        f"{raw.name}: column {answers.column!r} holds answer indices between 1 and {k - 1} "
-        f"only, which read as 0-based or as 1-based for {k} choices; pass "
-        "answer_base=0 or answer_base=1"
-    )
-
-
-def _answers_by_number(answers: _Answers, answer_base: int) -> dict[int, int]:
-    """Question -> 0-based right choice, reading answers as ``answer_base``-based indices."""
-    raw, k, where = answers.raw, answers.k, answers.raw.where
-    idx: dict[int, int] = {}
-    for i in answers.present:
-        v = answers.ints[i]
-        if v is None or not answer_base <= v < k + answer_base:
-            lo, hi = answer_base, k - 1 + answer_base
-            raise ColumnError(
-                f"{raw.name}: {where(i)}: answer {short_repr(answers.values[i])} in column "
-                f"{answers.column!r}; expected a {answer_base}-based index between {lo} and {hi}"
-            )
-        idx[i] = v - answer_base
-    disagree = [i for i in answers.present if (m := answers.matches(i)) and m != [idx[i]]]
-    if disagree and answers.all_match_one_choice():
-        raise ColumnError(
-            f"{raw.name}: column {answers.column!r} is ambiguous: its values match choice texts "
-            f"and also read as {answer_base}-based indices, pointing at different choices "
-            f"({where(disagree[0])}); rename the choices or pass answer_base"
-        )
-    return idx
-
-
-def _answers_by_text(answers: _Answers) -> dict[int, int]:
-    """Question -> 0-based right choice, reading answers as a choice's text or a letter."""
-    raw, where, choices = answers.raw, answers.raw.where, answers.choices
-    letters = {chr(ord("A") + j): j for j in range(answers.k)}
-    matches = {i: answers.matches(i) for i in answers.present}
-    if all(len(m) == 1 for m in matches.values()):
-        return {i: m[0] for i, m in matches.items()}
-    if all(answers.text(i).upper() in letters for i in answers.present):
-        return {i: letters[answers.text(i).upper()] for i in answers.present}
-    for i in answers.present:
-        if len(matches[i]) > 1:
-            raise ColumnError(
-                f"{raw.name}: {where(i)}: answer {short_repr(answers.values[i])} matches several "
-                f"choices ({', '.join(choices[j] for j in matches[i])}); the right one is "
-                "ambiguous"
-            )
-    bad = next(i for i in answers.present if not matches[i])
-    raise ColumnError(
-        f"{raw.name}: {where(bad)}: answer {short_repr(answers.values[bad])} in column "
-        f"{answers.column!r} is neither a choice index nor the text of one of the choices "
-        f"{', '.join(map(repr, choices))}"
     )
 
 

@@ -23,8 +23,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from aflite_core.io.errors import DatasetFormatError, DatasetSizeError
-from aflite_core.io.inflow import Inflow, NulSeen, nul_error
+from aflite_core.errors import DatasetFormatError, DatasetSizeError, NulSeen
+from aflite_core.io.inflow import Inflow, nul_error
 from aflite_core.io.table_checks import check_column_count, check_duplicate_names, short_repr
 
 #: Rows parsed before they become Arrow arrays (their Python strings are then freed).
@@ -64,7 +64,7 @@ def decoded_lines(inflow: Inflow, codec: str, *, newline: str) -> Iterator[_Line
     byte-order marks at the start removed (:func:`_without_boms`).
 
     Inside the block, undecodable bytes become an error naming the line and byte offset,
-    and NUL bytes found by the stream (:class:`~aflite_core.io.inflow.NulSeen`) the NUL
+    and NUL bytes found by the stream (:class:`~aflite_core.errors.NulSeen`) the NUL
     message -- after the rest is decoded, since undecodable bytes are the better message.
     """
     text = io.TextIOWrapper(inflow, encoding=codec, errors="strict", newline=newline)

@@ -28,7 +28,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from aflite_core.io.errors import DatasetError, DatasetFormatError, DatasetSizeError, fmt_bytes
+from aflite_core._validation import fmt_bytes
+from aflite_core.errors import DatasetError, DatasetFormatError, DatasetSizeError, NulSeen
 from aflite_core.io.line_limit import LineGuard
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -56,15 +57,6 @@ def nul_error(name: str, line: int) -> DatasetFormatError:
         f"{name}: line {line}: the text contains NUL characters, so it is probably UTF-16 "
         "or UTF-32 without a byte-order mark; name its encoding, e.g. encoding='utf-16-le'"
     )
-
-
-class NulSeen(Exception):  # noqa: N818 - a signal, not an error shown to anyone
-    """NUL bytes in UTF-8 text; ``line`` is where. Raised by :class:`Inflow` so that the
-    reader can still look for undecodable bytes, which are reported first."""
-
-    def __init__(self, line: int) -> None:
-        super().__init__(line)
-        self.line = line
 
 
 class _Prefixed:

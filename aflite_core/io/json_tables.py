@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from aflite_core.errors import ColumnError, DatasetFormatError
 from aflite_core.io.delimited import TEXT_DTYPE
-from aflite_core.io.errors import ColumnError, DatasetFormatError
 from aflite_core.io.inflow import nul_error
 from aflite_core.io.table_checks import check_column_count, short_repr
 

@@ -8,7 +8,8 @@ whole.
 
 from __future__ import annotations
 
-from aflite_core.io.errors import DatasetSizeError, fmt_bytes
+from aflite_core._validation import fmt_bytes
+from aflite_core.errors import DatasetSizeError
 
 #: Longest line (and CSV cell) a text table may have by default: 64 MiB. A line past it is
 #: refused where it is met, while the file is read or decompressed, before it is held whole

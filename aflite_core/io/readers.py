@@ -44,20 +44,20 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_int
-from aflite_core.io.delimited import (
-    decoded_lines,
-    is_utf8,
-    read_delimited_stream,
-    read_delimited_text,
-)
-from aflite_core.io.errors import (  # noqa: F401 - re-exported: the readers' errors
+from aflite_core._validation import fmt_bytes as _fmt_bytes
+from aflite_core.errors import (  # noqa: F401 - re-exported: the readers' errors
     ColumnError,
     DatasetError,
     DatasetFormatError,
     DatasetSizeError,
     DuplicateIdError,
 )
-from aflite_core.io.errors import fmt_bytes as _fmt_bytes
+from aflite_core.io.delimited import (
+    decoded_lines,
+    is_utf8,
+    read_delimited_stream,
+    read_delimited_text,
+)
 from aflite_core.io.inflow import (  # noqa: F401 - special_file_kind: re-exported
     PARQUET_MAGIC,
     Inflow,

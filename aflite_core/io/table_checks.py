@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aflite_core.io.errors import ColumnError, DatasetSizeError
+from aflite_core.errors import ColumnError, DatasetSizeError
 
 #: Most columns a dataset may have. Text datasets have tens of columns; a file with tens of
 #: thousands is almost always a transposed or broken export, and every step that keeps every

@@ -15,29 +15,32 @@ found with a partition pre-filter. Above :data:`APPROX_MIN_PAIRS` query x refere
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
+from aflite_core.measures.neighbors import (  # noqa: F401 - nearest_neighbors: re-exported
+    ProgressCallback,
+    _approx_topk,
+    _as_labels,
+    _as_mask,
+    _as_matrix,
+    _block_rows,
+    _check_ks,
+    _emit,
+    _exact_topk,
+    _resolve_method,
+    l2_normalize,
+    nearest_neighbors,
+)
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.splits import TEST_VALUES, holdout_mask, split_masks
 
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
 KS: tuple[int, ...] = (1, 5, 10, 50)
-
-#: ``method="auto"`` uses the approximate index when n_queries x n_reference exceeds this many
-#: pairs (about 8 minutes of exact search on two cores; exact 10k x 100k takes ~10 s).
-APPROX_MIN_PAIRS: int = 50_000_000_000
-
-#: Reference sets (per class group) smaller than this are searched exactly even when the
-#: approximate method is chosen.
-APPROX_MIN_REFERENCE: int = 4096
-
-#: Target size of one block of the similarity matrix, in float32 cells (64 MiB).
-BLOCK_CELLS: int = 16 * 1024 * 1024
 
 #: Masks (retained rows, random controls, other seeds) one similarity pass serves: the training
 #: rows are split into up to 2**MASKS_PER_PASS membership patterns per class.
@@ -49,212 +52,6 @@ MAX_QUERIES: int = 10_000
 
 SCOPES = ("before", "after")
 RELATIONS = ("same_class", "other_class")
-
-ProgressCallback = Callable[[dict], object]
-
-
-# --------------------------------------------------------------------------------------------
-# validation and small helpers
-
-
-def _as_matrix(X, name: str) -> np.ndarray:
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"{name} must be a 2-D array (n_rows, n_features); got shape {X.shape}")
-    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
-        raise ValueError(f"{name} must hold real numbers; got dtype {X.dtype}")
-    X = np.ascontiguousarray(X, dtype=np.float32)
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name} must be finite; found NaN or infinite values")
-    return X
-
-
-def _as_labels(y, n: int, name: str) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim != 1 or len(y) != n:
-        raise ValueError(f"{name} must be 1-D with {n} entries (one per row); got shape {y.shape}")
-    return y
-
-
-def _as_mask(mask, n: int, name: str) -> np.ndarray:
-    mask = np.asarray(mask)
-    if mask.dtype != bool or mask.shape != (n,):
-        raise ValueError(
-            f"{name} must be a boolean array of shape ({n},); got dtype {mask.dtype}, "
-            f"shape {mask.shape}"
-        )
-    return mask
-
-
-def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
-    try:
-        out = tuple(sorted({int(k) for k in ks}))
-    except (TypeError, ValueError):
-        raise ValueError(f"ks must be positive integers; got {ks!r}") from None
-    if not out or out[0] < 1 or any(int(k) != k for k in ks):
-        raise ValueError(f"ks must be a non-empty list of positive integers; got {ks!r}")
-    return out
-
-
-def l2_normalize(X: np.ndarray) -> np.ndarray:
-    """Return a float32 copy of ``X`` with unit-length rows (all-zero rows stay zero).
-
-    A zero row has cosine similarity 0, i.e. cosine distance 1, to every other row.
-    """
-    X = np.asarray(X, dtype=np.float32)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(X / norms, dtype=np.float32)
-
-
-def _block_rows(n_reference: int, block_size: int | None) -> int:
-    if block_size is not None:
-        if int(block_size) < 1:
-            raise ValueError(f"block_size must be a positive integer; got {block_size!r}")
-        return int(block_size)
-    return max(1, min(4096, BLOCK_CELLS // max(1, n_reference)))
-
-
-def _emit(callback: ProgressCallback | None, fraction: float, message: str) -> None:
-    if callback is not None:
-        callback({"stage": "knn", "fraction": float(min(1.0, max(0.0, fraction))),
-                  "message": message})
-
-
-# --------------------------------------------------------------------------------------------
-# top-k search
-
-
-def _topk_block(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` similarities (descending) and column indices of each row of ``block``.
-
-    The k-th largest value among the first ``m`` columns is a lower bound of the k-th largest
-    over all columns, so every true top-k entry passes ``block >= bound``: only those candidates
-    are sorted, which is several times faster than a full partition of wide blocks.
-    """
-    b, n = block.shape
-    if n <= 8 * k or n <= 4096:
-        if k < n:
-            part = np.argpartition(-block, k - 1, axis=1)[:, :k]
-        else:
-            part = np.broadcast_to(np.arange(n), (b, n))
-        vals = np.take_along_axis(block, part, axis=1)
-        order = np.argsort(-vals, axis=1, kind="stable")
-        return np.take_along_axis(vals, order, axis=1), np.take_along_axis(part, order, axis=1)
-    m = max(8 * k, n // 8)
-    bound = np.partition(block[:, :m], m - k, axis=1)[:, m - k]
-    flat = np.flatnonzero(block >= bound[:, None])  # ~10x faster than a 2-D np.nonzero
-    rows, cols = np.divmod(flat, n)
-    vals = block.ravel()[flat]
-    order = np.argsort(rows * 4.0 + (1.0 - vals.astype(np.float64)), kind="stable")
-    counts = np.bincount(rows, minlength=b)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    take = order[starts[:, None] + np.arange(k)]
-    return vals[take], cols[take]
-
-
-def _topk_values_block(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` similarities (descending) of each row of ``block`` and the column of the
-    largest, as a ``(rows, 1)`` array: :func:`_topk_block` without the other k - 1 indices.
-
-    Narrow blocks (where :func:`_topk_block` would arg-partition whole rows) partition the
-    values alone, 2.5-4x faster; ``block`` is overwritten.
-    """
-    b, n = block.shape
-    if not (n <= 8 * k or n <= 4096):
-        vals, idx = _topk_block(block, k)
-        return vals, idx[:, :1]
-    nearest = block.argmax(axis=1)[:, None]
-    if k < n:
-        block.partition(n - k, axis=1)
-        block = block[:, n - k:]
-    vals = np.sort(block, axis=1)[:, ::-1]
-    return np.ascontiguousarray(vals), nearest
-
-
-def _exact_topk(Qn: np.ndarray, Rn: np.ndarray, k: int, block_rows: int,
-                on_block: Callable[[int], None] | None = None, *,
-                nearest_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Top-``k`` similarities of each query over ``Rn`` and their row indices (with
-    ``nearest_only``, only the nearest row's index: an ``(n_queries, 1)`` array)."""
-    k = min(k, Rn.shape[0])
-    sims = np.empty((Qn.shape[0], k), dtype=np.float32)
-    idx = np.empty((Qn.shape[0], 1 if nearest_only else k), dtype=np.int64)
-    select = _topk_values_block if nearest_only else _topk_block
-    for start in range(0, Qn.shape[0], block_rows):
-        stop = min(start + block_rows, Qn.shape[0])
-        block = Qn[start:stop] @ Rn.T
-        sims[start:stop], idx[start:stop] = select(block, k)
-        if on_block is not None:
-            on_block(stop - start)
-    return sims, idx
-
-
-def _approx_topk(Qn: np.ndarray, Rn: np.ndarray, k: int,
-                 random_state: int | None) -> tuple[np.ndarray, np.ndarray]:
-    if Rn.shape[0] < APPROX_MIN_REFERENCE:  # an index does not pay off (nor work) on few rows
-        return _exact_topk(Qn, Rn, k, _block_rows(Rn.shape[0], None))
-    from pynndescent import NNDescent  # lazy: numba compilation is slow
-
-    k = min(k, Rn.shape[0])
-    index = NNDescent(Rn, metric="cosine", n_neighbors=max(30, k + 5),
-                      random_state=random_state, n_jobs=1, low_memory=True)
-    index.prepare()
-    idx, dist = index.query(Qn, k=k, epsilon=0.2)
-    sims = (1.0 - dist).astype(np.float32)
-    order = np.argsort(-sims, axis=1, kind="stable")
-    return np.take_along_axis(sims, order, axis=1), np.take_along_axis(idx, order, axis=1)
-
-
-def _resolve_method(method: str, n_queries: int, n_reference: int) -> str:
-    if method not in ("auto", "exact", "approximate"):
-        raise ValueError(f"method must be 'auto', 'exact' or 'approximate'; got {method!r}")
-    if method == "auto":
-        return "approximate" if n_queries * n_reference > APPROX_MIN_PAIRS else "exact"
-    return method
-
-
-def nearest_neighbors(queries, reference, *, n_neighbors: int = 10, method: str = "auto",
-                      block_size: int | None = None,
-                      random_state: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Cosine-distance nearest neighbours of each query row among the reference rows.
-
-    Parameters
-    ----------
-    queries : array of shape (n_queries, n_features)
-    reference : array of shape (n_reference, n_features)
-    n_neighbors : int, default 10
-        Neighbours per query; capped at ``n_reference``.
-    method : {"auto", "exact", "approximate"}, default "auto"
-        ``"exact"``: blocked matrix product; ``"approximate"``: pynndescent index;
-        ``"auto"``: approximate above :data:`APPROX_MIN_PAIRS` query x reference pairs.
-    block_size : int, optional
-        Query rows per block of the exact search (default: ~64 MiB of similarities).
-    random_state : int or None, default 0
-        Seed of the approximate index.
-
-    Returns
-    -------
-    distances : ndarray of shape (n_queries, k), float32, ascending per row
-        Cosine distances ``1 - cos``, in [0, 2].
-    indices : ndarray of shape (n_queries, k), int64
-        Row positions in ``reference``.
-    """
-    Q = _as_matrix(queries, "queries")
-    R = _as_matrix(reference, "reference")
-    if Q.shape[1] != R.shape[1]:
-        raise ValueError(f"queries and reference must have the same number of columns; got "
-                         f"{Q.shape[1]} and {R.shape[1]}")
-    if R.shape[0] == 0:
-        raise ValueError("reference must have at least one row")
-    if int(n_neighbors) < 1:
-        raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}")
-    Qn, Rn = l2_normalize(Q), l2_normalize(R)
-    if _resolve_method(method, len(Q), len(R)) == "approximate":
-        sims, idx = _approx_topk(Qn, Rn, int(n_neighbors), random_state)
-    else:
-        sims, idx = _exact_topk(Qn, Rn, int(n_neighbors), _block_rows(len(R), block_size))
-    return np.clip(1.0 - sims, 0.0, 2.0).astype(np.float32), idx
 
 
 # --------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_choice, check_int, check_real, make_rng
-from aflite_core.measures.knn import _as_matrix, _exact_topk, l2_normalize
+from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.

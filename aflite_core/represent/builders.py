@@ -46,12 +46,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite_core._validation import check_fraction, check_int, check_seed, make_rng
-from aflite_core.io.datasets import AuditDataset
-from aflite_core.represent.errors import (  # noqa: F401 - re-exported: their public home
+from aflite_core.errors import (  # noqa: F401 - re-exported: their public home
     EmbeddingFileError,
     OptionalDependencyError,
     RepresentationError,
 )
+from aflite_core.io.datasets import AuditDataset
 
 __all__ = [
     "METHODS",

@@ -33,6 +33,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aflite_core.text import default_cache_dir as user_cache_dir
+from aflite_core.text import hash_texts
+
 __all__ = ["CACHE_VERSION", "cache_key", "cache_path", "cached_embed", "default_cache_dir",
            "texts_digest"]
 
@@ -43,9 +46,7 @@ _PREFIX = "emb-"
 
 def default_cache_dir() -> Path:
     """``<annotation cache folder>/embeddings`` (``$AFLITE_CACHE_DIR`` is respected)."""
-    from aflite_core.cues.linguistic import default_cache_dir as base
-
-    return base() / "embeddings"
+    return user_cache_dir() / "embeddings"
 
 
 def distinct_texts(texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
@@ -56,9 +57,7 @@ def distinct_texts(texts: Sequence[str]) -> tuple[np.ndarray, list[str]]:
 
 def texts_digest(uniques: Sequence[str]) -> str:
     """SHA-256 of a list of texts: the annotation cache's content key
-    (:func:`aflite_core.cues.linguistic.hash_texts`)."""
-    from aflite_core.cues.linguistic import hash_texts
-
+    (:func:`aflite_core.text.hash_texts`)."""
     return hash_texts(uniques)
 
 

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from aflite_core.errors import OptionalDependencyError, RepresentationError
 from aflite_core.represent.embedding_cache import cached_embed
-from aflite_core.represent.errors import OptionalDependencyError, RepresentationError
 
 __all__ = [
     "COMBINE_MODES",

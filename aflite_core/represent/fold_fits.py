@@ -34,7 +34,6 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
-from aflite_core.cues.linguistic import word_tokens
 from aflite_core.represent.text_models import (
     MIN_DF,
     NGRAM_RANGE,
@@ -43,6 +42,7 @@ from aflite_core.represent.text_models import (
     single_blas_thread,
     split_pairs,
 )
+from aflite_core.text import word_tokens
 
 __all__ = ["SharedTextFeatures", "evaluator"]
 

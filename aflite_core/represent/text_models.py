@@ -27,7 +27,7 @@ Model input (one pair-joining rule)
     the premise, so the same inputs serve the partial- and the full-input model.
 
 The settings, one of each
-    *Tokeniser*: :func:`aflite_core.cues.linguistic.word_tokens`, the lower-cased word tokens of
+    *Tokeniser*: :func:`aflite_core.text.word_tokens`, the lower-cased word tokens of
     the cue features ("doesn't" -> "does", "n't"; punctuation dropped; one-letter words kept).
     A cue the statistics report ("nobody", "n't") is then exactly a feature the models can
     weigh, and the probing accuracy test speaks of the tokens the model saw.
@@ -61,7 +61,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from aflite_core._validation import check_choice, check_int, check_real, check_seed
-from aflite_core.cues.linguistic import word_tokens
+from aflite_core.text import word_tokens
 
 __all__ = [
     "KINDS",

@@ -11,7 +11,9 @@ from aflite_core.measures.baselines import BASELINE_LABELS
 from aflite_core.measures.baselines import format_figure as baseline_fmt
 from aflite_core.measures.registry import Measure
 from aflite_core.runs import views
-from ui import cache, charts, components, datamap_view, slices_view, state
+from ui import cache, charts, components, state
+from ui.report import datamap as datamap_view
+from ui.report import slices as slices_view
 
 PAGE = "report"
 

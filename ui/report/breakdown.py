@@ -13,7 +13,8 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.runs import breakdown
-from ui import cache, components, slices_view, state
+from ui import cache, components, state
+from ui.report import slices as slices_view
 
 CAPTION = (
     "Share of each value's filtered rows (retained + removed) that the filter removed, with a "
@@ -55,7 +56,7 @@ def table(path: str | Path, column: str) -> pd.DataFrame:
 
 
 def _chart_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns :func:`ui.slices_view.interval_chart` draws."""
+    """The columns :func:`ui.report.slices.interval_chart` draws."""
     return frame.assign(rank=range(1, len(frame) + 1), description=frame["value"],
                         size=frame["rows"], difference=frame["removal_rate"]
                         - frame["base_rate"])

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.io.datasets import NO_COLUMN
-from ui import cache, charts, components, session, state
+from ui import cache, charts, components, current, state
 
 #: Formula / rules text of the Data page explainer.
 RULES = r"""
@@ -162,7 +162,7 @@ def upload_panel(page: str) -> None:
     except (ValueError, OSError) as exc:
         components.show_error(str(exc))
         return
-    session.use_dataset(dataset, origin="upload")
+    current.use_dataset(dataset, origin="upload")
     st.rerun()
 
 
@@ -185,7 +185,7 @@ def synthetic_panel(page: str) -> None:
         except (ValueError, OSError) as exc:
             components.show_error(str(exc))
             return
-        session.use_dataset(dataset, origin="synthetic", embeddings=str(features))
+        current.use_dataset(dataset, origin="synthetic", embeddings=str(features))
         state.notify("Synthetic demo loaded: audit it on the Audit page with its features "
                      "(pre-selected).")
         st.rerun()

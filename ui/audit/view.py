@@ -10,11 +10,12 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from aflite_core import pipeline
-from aflite_core.config import DEFAULT_COMPONENTS, FILTERS, estimate_rounds, suggest_config
-from aflite_core.filter.policy import SPLIT_POLICIES, filter_units, question_ids
+from aflite_core import parameters, pipeline
+from aflite_core.config import FILTERS, estimate_rounds, suggest_config
+from aflite_core.filter.policy import filter_units, question_ids
 from aflite_core.measures import registry
-from ui import cache, components, jobs, params, state
+from ui import cache, components, jobs, state
+from ui.audit import params
 
 PAGE = "audit"
 
@@ -72,16 +73,20 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     included rows, the defaults the CLI and the Python API use too. ``extras`` holds
     ``name`` (run name) and ``force`` (recompute an identical run).
     """
-    n = filter_units(dataset)
-    what = "questions" if question_ids(dataset) is not None else "rows"
-    defaults = suggest_config(n)
     st.subheader("Parameters")
-    st.caption(f"Defaults are scaled to the {n:,} {what} AFLite filters; the table of "
-               "defaults is in docs/dashboard.md.")
+    units = _unit_widgets(dataset)
+    n = filter_units(dataset, **units)
+    what = "questions" if question_ids(dataset) is not None and \
+        units["instance"] != "row" else "rows"
+    defaults = suggest_config(n, **units)
+    st.caption(f"Defaults are scaled to the {n:,} {what} the filter sees (they change with "
+               "the split policy); the table of defaults is in docs/architecture.md.")
     representation, rep_params, ready = _representation_widgets(dataset, defaults)
-    aflite = _aflite_widgets(dataset, n, defaults)
+    aflite = {**_aflite_widgets(dataset, n, defaults), **units}
     measures, measure_params = _measure_widgets(dataset, n, defaults)
-    rounds = estimate_rounds(n, aflite["target_size"], aflite["slice_size"])
+    target_rows = pipeline.resolve_size("target_size", aflite["target_size"], max(n, 1))
+    aflite["target_size"] = target_rows
+    rounds = estimate_rounds(n, target_rows, aflite.get("slice_size", 1))
     if aflite["filter"] == "z":
         st.caption(f"The Z-filter keeps at least {aflite['target_size']:,} of {n:,} rows "
                    f"({aflite['target_size'] / n:.0%}); it stops earlier once no word's |z| "
@@ -95,8 +100,6 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     if not ready:
         return None, {}
     name = aflite.pop("name")
-    if aflite["strategy"] == "greedy":
-        aflite["slice_size"] = 1
     config = pipeline.AuditConfig(
         representation=representation,
         representation_params={k_: v for k_, v in rep_params.items() if v not in (None, "")},
@@ -112,21 +115,19 @@ def _representation_widgets(dataset: Any, defaults: Any) -> tuple[str, dict, boo
     embeddings = state.get(state.EMBEDDINGS)
     rep_options = list(pipeline.REPRESENTATIONS)
     default_rep = "precomputed" if embeddings else defaults.representation
-    representation = st.selectbox(
-        "Representation Φ", rep_options, index=rep_options.index(default_rep),
-        format_func=params.REPRESENTATION_NAMES.get, help=params.HELP["representation"],
-        key=_wkey("representation", dataset))
+    representation = _widget(st, "representation", default_rep, _wkey("representation", dataset),
+                             options=rep_options)
     rep_params: dict[str, Any] = {}
     ready = True
     if representation in ("tfidf_svd", "warmup"):
-        rep_params["n_components"] = int(st.number_input(
-            "Dimensions", min_value=2, max_value=1024,
-            value=int(defaults.representation_params.get("n_components", DEFAULT_COMPONENTS)),
-            step=16, help=params.HELP["n_components"], key=_wkey("n_components", dataset)))
+        rep_params["n_components"] = _widget(
+            st, "n_components", defaults.representation_params.get(
+                "n_components", parameters.get("n_components").default),
+            _wkey("n_components", dataset), step=16)
     if representation == "warmup":
-        rep_params["warmup_fraction"] = float(st.slider(
-            "Warm-up fraction", 0.02, 0.5, 0.1, 0.01, help=params.HELP["warmup_fraction"],
-            key=_wkey("warmup_fraction", dataset)))
+        rep_params["warmup_fraction"] = _widget(st, "warmup_fraction",
+                                                parameters.get("warmup_fraction").default,
+                                                _wkey("warmup_fraction", dataset))
     if representation == "precomputed":
         ready = _embeddings_input(dataset, embeddings, rep_params)
     if representation in ("static", "sentence_transformers"):
@@ -147,11 +148,8 @@ def _encoder_widgets(dataset: Any, family: str, rep_params: dict) -> bool:
         placeholder="e.g. /models/potion-base-8M" if family == "static"
         else "e.g. all-MiniLM-L6-v2").strip()
     if dataset.premises() is not None:
-        modes = list(encoders.COMBINE_MODES)
-        rep_params["combine"] = c2.selectbox(
-            "Premise and hypothesis", modes, index=modes.index(encoders.DEFAULT_COMBINE),
-            format_func=params.COMBINE_NAMES.get, help=params.HELP["combine"],
-            key=_wkey("combine", dataset))
+        rep_params["combine"] = _widget(c2, "combine", encoders.DEFAULT_COMBINE,
+                                        _wkey("combine", dataset))
     if importlib.util.find_spec(encoders._MODULE[family]) is None:
         components.show_error(f"The {family.replace('_', '-')} extra is not installed.",
                               hint=f"Install it with `{encoders.INSTALL[family]}` (or `pip "
@@ -194,55 +192,104 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
-def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
-    """AFLite's parameters and the run name, keyed as :class:`AuditConfig` fields."""
-    filters = list(FILTERS) if question_ids(dataset) is None else ["aflite"]
-    chosen_filter = st.selectbox("Filter", filters, format_func=params.FILTER_NAMES.get,
-                                 help=params.HELP["filter"], key=_wkey("filter", dataset))
-    c1, c2, c3, c4 = st.columns(4)
-    target = c1.number_input(
-        "Target size (rows)", min_value=1, max_value=max(n - 1, 1),
-        value=int(defaults.target_size), step=max(1, n // 100),
-        help=params.HELP["target_size"], key=_wkey("target", dataset))
-    m = c2.number_input("Partitions m", min_value=1, max_value=512,
-                        value=int(defaults.n_partitions), help=params.HELP["n_partitions"],
-                        key=_wkey("m", dataset))
-    default_t = float(defaults.train_size)
-    t = c3.number_input(
-        "Train size t (share, or rows if ≥ 1)", min_value=0.01,
-        value=default_t, step=0.05 if default_t < 1 else 100.0, format="%g",
-        help=params.HELP["train_size"], key=_wkey("t", dataset))
-    k = c4.number_input("Slice size k (rows)", min_value=1, max_value=max(n - 1, 1),
-                        value=int(defaults.slice_size), help=params.HELP["slice_size"],
-                        key=_wkey("k", dataset))
-    c1, c2, c3, c4 = st.columns(4)
-    tau = c1.slider("Threshold τ", 0.0, 1.0, float(defaults.tau), 0.01, help=params.HELP["tau"],
-                    key=_wkey("tau", dataset))
-    policy = defaults.split_policy
+def _widget(where: Any, name: str, default: Any, key: str, *, options: list | None = None,
+            label: str | None = None, maximum: float | None = None, step: Any = None) -> Any:
+    """The widget of the declared parameter ``name`` (:mod:`aflite_core.parameters`): its
+    label, help, bounds or choices, starting at ``default``; return its value."""
+    p = parameters.get(name)
+    label = label or p.label
+    if p.kind == "choice":
+        choices = list(options if options is not None else p.choices)
+        return where.selectbox(label, choices, index=choices.index(default), key=key,
+                               format_func=lambda v: params.NAMES.get(name, {}).get(v, v),
+                               help=p.help)
+    if p.kind == "bool":
+        return bool(where.checkbox(label, value=bool(default), key=key, help=p.help))
+    high = p.maximum if maximum is None else maximum
+    if p.kind == "int":
+        return int(where.number_input(label, min_value=int(p.minimum), max_value=int(high),
+                                      value=int(default), step=step or 1, key=key,
+                                      help=p.help))
+    if p.kind == "size":
+        return _size(where.number_input(label, min_value=0.01, max_value=float(high or 1e12),
+                                        value=float(default), format="%g", key=key,
+                                        step=float(step or (0.05 if float(default) < 1 else 100)),
+                                        help=p.help))
+    if p.open_bounds:  # a level in (0, 1): a number input that cannot reach the bounds
+        return float(where.number_input(label, min_value=1e-6, max_value=float(high) - 1e-6,
+                                        value=float(default), format="%g", key=key,
+                                        step=0.005, help=p.help))
+    return float(where.slider(label, float(p.minimum), float(high), float(default), 0.01,
+                              key=key, help=p.help))
+
+
+def _unit_widgets(dataset: Any) -> dict:
+    """What the filter works on: the split policy (data with splits) and the instance
+    (multiple-choice data); the size-scaled defaults follow them, as in the CLI."""
+    out = {"split_policy": parameters.get("split_policy").default,
+           "instance": parameters.get("instance").default}
+    if dataset.splits() is None and question_ids(dataset) is None:
+        return out
+    c1, c2 = st.columns(2)
     if dataset.splits() is not None:
-        policy = st.selectbox(
-            "Split policy", list(SPLIT_POLICIES), index=list(SPLIT_POLICIES).index(policy),
-            format_func=params.SPLIT_POLICY_NAMES.get, help=params.HELP["split_policy"],
-            key=_wkey("split_policy", dataset))
-    strategies = list(pipeline.STRATEGIES)
-    strategy = c2.selectbox("Strategy", strategies, index=strategies.index(defaults.strategy),
-                            help=params.HELP["strategy"], key=_wkey("strategy", dataset))
-    seed = c3.number_input("Seed", min_value=0, value=int(defaults.random_state), step=1,
-                           help=params.HELP["random_state"], key=_wkey("seed", dataset))
-    name = c4.text_input("Run name (optional)", key=_wkey("name", dataset),
-                         help="Default: data name + parameters + time. Unsafe characters "
-                              "are replaced.")
-    grouped = False
-    if dataset.groups() is not None and question_ids(dataset) is None \
-            and chosen_filter == "aflite":
-        grouped = st.checkbox(
-            "AFLite's partitions keep groups together", value=defaults.group_partitions,
-            key=_wkey("group_partitions", dataset),
-            help=params.HELP["group_partitions"])
-    return {"target_size": int(target), "n_partitions": int(m), "train_size": _size(t),
-            "slice_size": int(k), "tau": float(tau), "strategy": strategy,
-            "random_state": int(seed), "name": name, "split_policy": policy,
-            "group_partitions": bool(grouped), "filter": chosen_filter}
+        out["split_policy"] = _widget(c1, "split_policy", out["split_policy"],
+                                      _wkey("split_policy", dataset))
+    if question_ids(dataset) is not None:
+        out["instance"] = _widget(c2, "instance", out["instance"], _wkey("instance", dataset))
+    return out
+
+
+def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
+    """The filter's parameters and the run name, keyed as :class:`AuditConfig` fields.
+
+    Widget keys carry ``n``: when the split policy changes the rows the filter sees, the
+    size-scaled widgets start again at the new defaults."""
+    multiple_choice = question_ids(dataset) is not None
+    filters = list(FILTERS) if not multiple_choice else ["aflite"]
+    chosen_filter = _widget(st, "filter", defaults.filter, _wkey("filter", dataset),
+                            options=filters)
+    top = max(n - 1, 1)
+    c1, c2, c3, c4 = st.columns(4)
+    target = _widget(c1, "target_size", defaults.target_size, _wkey(f"target:{n}", dataset),
+                     maximum=top, step=max(1, n // 100))
+    out: dict[str, Any] = {"target_size": int(target) if target >= 1 else target,
+                           "filter": chosen_filter}
+    if chosen_filter == "z":
+        out["filter_params"] = {
+            "alpha": _widget(c2, "alpha", parameters.get("alpha").default,
+                             _wkey("z_alpha", dataset)),
+            "until": _widget(c3, "until", parameters.get("until").default,
+                             _wkey("z_until", dataset)),
+            "min_count": _widget(c4, "min_count", parameters.get("min_count").default,
+                                 _wkey("z_min_count", dataset)),
+        }
+        c1, c2, c3, c4 = st.columns(4)
+    else:
+        strategy = _widget(c1, "strategy", defaults.strategy, _wkey("strategy", dataset))
+        out["strategy"] = strategy
+        out["n_partitions"] = _widget(c2, "n_partitions", defaults.n_partitions,
+                                      _wkey(f"m:{n}", dataset))
+        out["train_size"] = _widget(c3, "train_size", defaults.train_size,
+                                    _wkey(f"t:{n}", dataset))
+        if strategy == "greedy":
+            c4.number_input(parameters.get("slice_size").label, value=1, disabled=True,
+                            key=_wkey("k_greedy", dataset),
+                            help="The greedy strategy removes one row per round.")
+            out["slice_size"] = 1
+        else:
+            out["slice_size"] = _widget(c4, "slice_size", defaults.slice_size,
+                                        _wkey(f"k:{n}", dataset), maximum=top)
+        c1, c2, c3, c4 = st.columns(4)
+        out["tau"] = _widget(c1, "tau", defaults.tau, _wkey("tau", dataset))
+    out["random_state"] = _widget(c2, "random_state", defaults.random_state,
+                                  _wkey("seed", dataset))
+    out["name"] = c3.text_input("Run name (optional)", key=_wkey("name", dataset),
+                                help="Default: data name + parameters + time. Unsafe "
+                                     "characters are replaced.")
+    if dataset.groups() is not None and not multiple_choice and chosen_filter == "aflite":
+        out["group_partitions"] = _widget(st, "group_partitions", defaults.group_partitions,
+                                          _wkey("group_partitions", dataset))
+    return out
 
 
 def _measure_widgets(dataset: Any, n: int, defaults: Any) -> tuple[list[str], dict]:

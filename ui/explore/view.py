@@ -11,18 +11,12 @@ import streamlit as st
 
 from aflite_core.runs import views
 from aflite_core.runs.layout import STATUS_NAMES, STATUSES
-from ui import (
-    breakdown_view,
-    cache,
-    charts,
-    components,
-    datamap_view,
-    filters,
-    slices_view,
-    state,
-    subsets_view,
-    url_state,
-)
+from ui import cache, charts, components, filters, state
+from ui.explore import subsets as subsets_view
+from ui.explore import url_state
+from ui.report import breakdown as breakdown_view
+from ui.report import datamap as datamap_view
+from ui.report import slices as slices_view
 
 PAGE = "explore"
 #: A column header clicked in a rows table, applied as the page's one sort on the next run.

@@ -14,7 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.runs import subsets
-from ui import components, filters, state, url_state
+from ui import components, filters, state
+from ui.explore import url_state
 
 PAGE = "explore"
 NAME_KEY = state.key(PAGE, "subset_name")

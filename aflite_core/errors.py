@@ -1,0 +1,116 @@
+"""Every exception class of the package, in one module below all the others.
+
+Each class is also importable from the module whose functions raise it (its documented home:
+``aflite_core.io.datasets`` for the dataset errors, ``aflite_core.represent.builders`` for the
+representation errors, ``aflite_core.cues.resources``, ``aflite_core.runs.folder`` and
+``aflite_core.pipeline``); those names are the same objects as these. Catch the base class of
+a family (:class:`DatasetError`, :class:`RepresentationError`) to catch all of it; every class
+except :class:`AuditCancelled` and :class:`NulSeen` is also a standard exception
+(``ValueError``, ``LookupError``, ``ImportError``) so code that predates these classes keeps
+working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "AuditCancelled",
+    "ColumnError",
+    "DatasetError",
+    "DatasetFormatError",
+    "DatasetSizeError",
+    "DuplicateIdError",
+    "EmbeddingFileError",
+    "NulSeen",
+    "OptionalDependencyError",
+    "RepresentationError",
+    "ResourceMissingError",
+    "RunError",
+]
+
+
+# ---------------------------------------------------------------- loading a dataset
+
+
+class DatasetError(ValueError):
+    """Any problem with an input dataset; the message names the file, where, and what."""
+
+
+class DatasetFormatError(DatasetError):
+    """Unreadable file, bad line, wrong structure, undecodable bytes."""
+
+
+class ColumnError(DatasetError):
+    """Missing, ambiguous, duplicate or unusable columns."""
+
+
+class DuplicateIdError(DatasetError):
+    """The chosen id column holds the same value on several rows."""
+
+
+class DatasetSizeError(DatasetError):
+    """The input (or its decompressed form) is over the configured ``max_bytes``."""
+
+
+class NulSeen(Exception):  # noqa: N818 - a signal, not an error shown to anyone
+    """NUL bytes in UTF-8 text; ``line`` is where. Raised by
+    :class:`aflite_core.io.inflow.Inflow` so that the reader can still look for undecodable
+    bytes, which are reported first; never leaves the readers."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+# ---------------------------------------------------------------- representations
+
+
+class RepresentationError(ValueError):
+    """A representation cannot be built from these inputs or parameters."""
+
+
+class EmbeddingFileError(RepresentationError):
+    """A precomputed-embedding file is unreadable, unsafe or does not fit the dataset."""
+
+
+class OptionalDependencyError(ImportError, ValueError):
+    """An optional package is missing; the message gives the install command."""
+
+
+# ---------------------------------------------------------------- linguistic resources
+
+
+class ResourceMissingError(LookupError):
+    """A feature family cannot run because NLTK data is not installed.
+
+    Built by :func:`aflite_core.cues.resources.missing_error`, which knows where NLTK looked
+    and writes the message.
+
+    Attributes
+    ----------
+    family : str
+        The feature family that is unavailable.
+    missing : tuple of str
+        NLTK resource names that were not found.
+    command : str
+        A shell command that installs them.
+    """
+
+    def __init__(self, family: str, missing: Sequence[str], *, message: str,
+                 command: str) -> None:
+        super().__init__(message)
+        self.family = family
+        self.missing = tuple(missing)
+        self.command = command
+
+
+# ---------------------------------------------------------------- runs
+
+
+class RunError(ValueError):
+    """A run folder is missing, incomplete, or written by an incompatible version."""
+
+
+class AuditCancelled(Exception):  # noqa: N818 - named for what happened, as asyncio does
+    """The progress callback asked to stop; no run folder was written."""

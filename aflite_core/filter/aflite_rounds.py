@@ -1,0 +1,408 @@
+"""AFLite's rounds over rows: the set S, one round's draw, scores and removals, the history.
+
+:class:`_FilterRun` is the state of one ``AFLite.fit``; it reads only a :class:`FitConfig`,
+never the estimator's raw parameters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from aflite_core.filter import rounds as _rounds
+from aflite_core.filter.backends import (
+    _block_rows,
+    _Blocks,
+)
+from aflite_core.filter.datamap import DatamapTracker, RoundDatamap
+from aflite_core.filter.linear import (
+    ScatterStats,
+    covariance_factor,
+    fit_partition_lda,
+    row_stats,
+)
+from aflite_core.filter.rounds import (
+    _QUANTILES,
+    STOP_CALLBACK,
+    STOP_TARGET,
+    STOP_TAU,
+    _column_mean,
+    _round_train_size,
+    _select_removals,
+)
+
+_COMPACT_BELOW = 0.8
+_MAX_MODEL_ELEMENTS = 1 << 25
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """AFLite's parameters for one ``fit``, validated and resolved against the input size.
+
+    ``AFLite.fit`` builds it once (``AFLite._fit_config``); the rounds read only this, never
+    the estimator's raw parameters.
+
+    Attributes
+    ----------
+    n_samples : int
+        Rows of the input.
+    target_size : int
+        Rows to keep at least, ``1 <= target_size < n_samples``.
+    n_partitions : int
+        ``m``: partitions (linear models) per round.
+    train_size : int or float
+        ``t``: an int (training rows in every round, ``<= target_size``) or a float in
+        ``(0, 1)``, the share of S at the start of each round.
+    slice_size : int
+        ``k``: rows removed per round at most (1 for ``strategy="greedy"``).
+    tau : float
+        Only rows with predictability ``>= tau`` are removed.
+    strategy : str
+        One of :data:`STRATEGIES`.
+    backend : str
+        One of :data:`BACKENDS`.
+    scheduler : str, dask.distributed.Client or None
+        The Dask scheduler as given (checked; None with the local backend).
+    n_workers : int
+        Local backend: threads over row blocks. Dask backend: workers of the local cluster
+        started when there is neither a scheduler nor a default client.
+    callback : callable or None
+        Called after every round (see :class:`AFLite`).
+    """
+
+    n_samples: int
+    target_size: int
+    n_partitions: int
+    train_size: int | float
+    slice_size: int
+    tau: float
+    strategy: str
+    backend: str
+    scheduler: Any
+    n_workers: int
+    callback: Callable[[dict], Any] | None
+
+
+@dataclass(frozen=True)
+class _RoundResult:
+    """What one round scored and removed.
+
+    ``s_rows`` are the rows of S at the start of the round in round order (block by block,
+    class-ordered within a block) and ``positions`` their working-copy positions per block;
+    ``scores``, ``removed_s`` and ``datamap``'s arrays index ``s_rows``.
+    """
+
+    number: int
+    s_rows: np.ndarray
+    positions: list[np.ndarray]
+    train_size: int
+    scores: np.ndarray
+    n_above_tau: int
+    removed_s: np.ndarray
+    datamap: RoundDatamap | None = None
+
+    @property
+    def size_before(self) -> int:
+        return len(self.s_rows)
+
+    @property
+    def removed(self) -> int:
+        return len(self.removed_s)
+
+    @property
+    def size_after(self) -> int:
+        return self.size_before - self.removed
+
+
+class _FilterRun:
+    """The state of one ``fit``: the set S (``alive``), the scores so far and the history.
+
+    ``__init__`` prepares what needs no backend (column means, the seeded tie-break order,
+    the row blocks); :meth:`run_rounds` then plays rounds on a backend until a stop rule
+    holds. A round scores S and removes the chosen rows (:meth:`_score_and_select`,
+    :meth:`_remove`), prepares the next round (:meth:`_prepare_next_round`), records its
+    history row and tells the callback (:meth:`_notify`).
+    """
+
+    def __init__(self, X: np.ndarray, codes: np.ndarray, n_classes: int, cfg: FitConfig,
+                 rng: np.random.Generator, groups: np.ndarray | None = None) -> None:
+        n, d = X.shape
+        self.cfg = cfg
+        self.rng = rng
+        self.groups = groups
+        self.shift = _column_mean(X)
+        # A seeded rank per row breaks ties between equal scores (the lower rank goes first).
+        self.priority = np.empty(n, dtype=np.int64)
+        self.priority[rng.permutation(n)] = np.arange(n)
+        self.blocks = _Blocks(codes, n_classes, _block_rows(d, cfg.n_partitions, n_classes))
+        self.alive = np.ones(n, dtype=bool)
+        self.predictability = np.full(n, np.nan)
+        self.removal_round = np.full(n, -1, dtype=np.int64)
+        self.datamap = DatamapTracker(n, on=_rounds._RECORD_DATAMAP)
+        self.history: list[dict[str, Any]] = []
+        self.removed_total = 0
+        self.stop_reason: str | None = None
+
+    def run_rounds(self, backend, started: float) -> None:
+        """Play rounds until a stop rule holds (``stop_reason`` is then set)."""
+        drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
+                               self.groups)
+        stats = _scatter_stats(backend, self.shift.shape[0])
+        # The covariance factor of S needs no labels and no partitions: with a pool, it is
+        # computed while the round's class sums are.
+        factor = backend.submit(covariance_factor, stats)
+        round_no = 0
+        while self.stop_reason is None:
+            round_no += 1
+            t_round = time.perf_counter()
+            result = self._score_and_select(round_no, backend, drawn, factor)
+            drawn = None  # its train masks are no longer needed
+            self._remove(result)
+            drawn, factor = self._prepare_next_round(backend, stats, result)
+            seconds = time.perf_counter() - t_round
+            self.history.append(_history_row(result, seconds))
+            self._notify(result, seconds, started)
+
+    def _score_and_select(self, round_no: int, backend, drawn, factor) -> _RoundResult:
+        """Score S with the round's partitions and choose the rows to remove."""
+        cfg = self.cfg
+        s_rows, positions, t, scores, gold = _score_round(backend, self.blocks, drawn, factor,
+                                                          self.shift, cfg, self.datamap.on)
+        eligible = np.flatnonzero(scores >= cfg.tau)
+        cap = min(cfg.slice_size, len(s_rows) - cfg.target_size)
+        chosen = _select_removals(scores[eligible], self.priority[s_rows[eligible]], cap,
+                                  cfg.strategy, self.rng)
+        return _RoundResult(
+            number=round_no,
+            s_rows=s_rows,
+            positions=positions,
+            train_size=t,
+            scores=scores,
+            n_above_tau=len(eligible),
+            removed_s=np.sort(eligible[chosen]),  # positions in S, i.e. block order
+            datamap=gold,
+        )
+
+    def _remove(self, result: _RoundResult) -> None:
+        """Record the round's scores, take its chosen rows out of S, apply the stop rules."""
+        removed_rows = result.s_rows[result.removed_s]
+        self.predictability[result.s_rows] = result.scores
+        self.datamap.record(result.number, result.s_rows, result.scores, result.datamap)
+        self.alive[removed_rows] = False
+        self.removal_round[removed_rows] = result.number
+        self.removed_total += result.removed
+        if result.size_after <= self.cfg.target_size:
+            self.stop_reason = STOP_TARGET
+        elif result.removed < self.cfg.slice_size:
+            self.stop_reason = STOP_TAU
+
+    def _prepare_next_round(self, backend, stats: ScatterStats, result: _RoundResult):
+        """Bring the statistics and working copies up to the new S; draw its partitions.
+
+        Returns the next round's ``(drawn, factor)`` (futures when there is a pool), or
+        ``(None, None)`` when the run stops after this round.
+        """
+        drawn = factor = None
+        if self.stop_reason is None:  # the next round needs the statistics of S
+            removed_x = backend.features(_positions_by_block(result.removed_s, result.positions))
+            factor = backend.submit(_downdate_factor, stats, removed_x)
+        if result.removed:
+            _compact_blocks(backend, self.blocks, self.alive)
+        if self.stop_reason is None:
+            # The next round's partitions need only the new S (and the random stream, used in
+            # the same order): with a pool they are drawn, like the covariance factor, while
+            # this round's bookkeeping goes on.
+            drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
+                                   self.groups)
+        return drawn, factor
+
+    def _notify(self, result: _RoundResult, seconds: float, started: float) -> None:
+        """Call the callback with the round's info; ``True`` back stops after this round."""
+        callback = self.cfg.callback
+        if callback is None:
+            return
+        info = {
+            "round": result.number,
+            "size": result.size_after,
+            "size_before": result.size_before,
+            "removed": result.removed,
+            "removed_total": self.removed_total,
+            "target_size": self.cfg.target_size,
+            "n_samples": self.cfg.n_samples,
+            "n_above_tau": result.n_above_tau,
+            "seconds": seconds,
+            "elapsed": time.perf_counter() - started,
+            "stop_reason": self.stop_reason,
+        }
+        answer = callback(info)
+        if (answer is True or answer is np.True_) and self.stop_reason is None:
+            self.stop_reason = STOP_CALLBACK
+
+
+def _scatter_stats(backend, n_features: int) -> ScatterStats:
+    """Label-free scatter statistics of S, summed group by group in a fixed order."""
+    stats = ScatterStats.zeros(n_features)
+    for part in backend.group_row_stats():
+        stats.add(*part)
+    return stats
+
+
+def _partition_shape(cfg: FitConfig | Mapping[str, Any]) -> tuple[int, int | float]:
+    """``(n_partitions, train_size)`` of the configuration a round is drawn with.
+
+    Takes a :class:`FitConfig`, or the mapping ``{"m": n_partitions, "train": train_size}``
+    that callers written before FitConfig pass.
+    """
+    if isinstance(cfg, Mapping):
+        return cfg["m"], cfg["train"]
+    return cfg.n_partitions, cfg.train_size
+
+
+def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
+                cfg: FitConfig | Mapping[str, Any], groups: np.ndarray | None = None) -> dict:
+    """The random partitions of a round over the alive rows, as per-block train masks.
+
+    Each of the ``m`` partitions draws ``min(t, |S| - t)`` distinct positions of S uniformly
+    (``rng.choice`` without replacement): the training rows, or the held-out rows when those
+    are fewer. Returns the alive rows in round order (block by block, class-ordered within a
+    block) as ``s_rows``, their working-copy ``positions`` per block, ``t``, the train masks
+    ``train_w`` (one ``(m, rows)`` view per block's working copy; rows no longer alive are
+    never training rows), the ``(m, C)`` training ``counts`` per class and, per row of S, the
+    number of partitions holding it out (``held``).
+
+    With ``groups`` (an int code per input row) each partition's training rows are whole
+    groups, drawn in a seeded random order while their total stays within t (at least one
+    group).
+    """
+    m, train = _partition_shape(cfg)
+    n_classes = len(blocks.classes) - 1
+    positions = blocks.alive_positions(alive)
+    s_rows = np.concatenate([r[p] for r, p in zip(blocks.rows, positions, strict=True)])
+    n_s = len(s_rows)
+    t = _round_train_size(train, n_s)
+    small = min(t, n_s - t)
+    drawn_train = small == t
+    # The masks of all working copies side by side: block b is columns offsets[b]:offsets[b+1].
+    offsets = np.cumsum([0, *(len(r) for r in blocks.rows)])
+    s_cols = np.concatenate([o + p for o, p in zip(offsets, positions, strict=False)])
+    train_all = np.zeros((m, offsets[-1]), dtype=bool)
+    if groups is not None:
+        _draw_grouped(rng, train_all, s_cols, groups[s_rows], t)
+    else:
+        for j in range(m):
+            idx = rng.choice(n_s, size=small, replace=False, shuffle=False)
+            if not drawn_train:
+                train_all[j, s_cols] = True
+            train_all[j, s_cols[idx]] = drawn_train
+    train_w = [train_all[:, offsets[b] : offsets[b + 1]] for b in range(len(blocks))]
+    # Training rows per class: sums over each block's class segments (a block has at most
+    # _MAX_BLOCK_ROWS < 2**16 rows, so uint16 sums of the uint8 view are exact and fast).
+    ones = train_all.view(np.uint8)
+    counts = np.zeros((m, n_classes), dtype=np.int64)
+    for tw, bounds in zip(train_w, blocks.bounds, strict=True):
+        nonempty = np.flatnonzero(bounds[1:] > bounds[:-1])
+        if len(nonempty):
+            counts[:, nonempty] += np.add.reduceat(tw.view(np.uint8), bounds[nonempty], axis=1,
+                                                   dtype=np.uint16)
+    times_train = np.add.reduce(ones, axis=0, dtype=np.uint8 if m < 256 else np.int64)
+    held = m - times_train[s_cols].astype(np.int64)
+    return {"s_rows": s_rows, "positions": positions, "t": t, "train_w": train_w,
+            "counts": counts, "held": held}
+
+
+def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.ndarray,
+                  s_groups: np.ndarray, t: int) -> None:
+    """Fill each partition's training columns with whole groups of S (see _draw_round)."""
+    _, inverse, sizes = np.unique(s_groups, return_inverse=True, return_counts=True)
+    for j in range(train_all.shape[0]):
+        order = rng.permutation(len(sizes))
+        taken = max(1, int(np.searchsorted(np.cumsum(sizes[order]), t, side="right")))
+        chosen = np.zeros(len(sizes), dtype=bool)
+        chosen[order[:taken]] = True
+        train_all[j, s_cols[chosen[inverse]]] = True
+
+
+def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitConfig,
+                 datamap: bool = False):
+    """One round's predictabilities from its partitions (see :func:`_draw_round`).
+
+    ``factor`` is the covariance factor of S (see :func:`covariance_factor`); ``drawn`` and
+    ``factor`` may be futures. Returns the alive rows in round order, their working-copy
+    positions per block, the round's train size and their scores (NaN where a row was never
+    held out). With ``datamap``, also the rows' data-map statistics of the round
+    (:class:`RoundDatamap`), else None.
+    """
+    if hasattr(drawn, "result"):
+        drawn = drawn.result()
+    m = cfg.n_partitions
+    train_w, positions = drawn["train_w"], drawn["positions"]
+    sums = np.zeros((m, len(blocks.classes) - 1, shift.shape[0]))
+    for part in backend.group_class_sums(blocks.bounds, train_w):
+        sums += part
+    if hasattr(factor, "result"):
+        factor = factor.result()
+    model = fit_partition_lda(None, sums, drawn["counts"], shift=shift, factor=factor)
+    model.margins()
+    out_w = backend.count_correct(blocks.bounds, train_w, model, datamap)
+    correct_w = [o[0] for o in out_w] if datamap else out_w
+    correct = np.concatenate([c[p] for c, p in zip(correct_w, positions, strict=True)])
+    held = drawn["held"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scores = np.where(held > 0, correct / np.maximum(held, 1), np.nan)
+    gold = None
+    if datamap:
+        gold = RoundDatamap.from_sums(
+            held,
+            np.concatenate([o[1][p] for o, p in zip(out_w, positions, strict=True)]),
+            np.concatenate([o[2][p] for o, p in zip(out_w, positions, strict=True)]))
+    return drawn["s_rows"], positions, drawn["t"], scores, gold
+
+
+def _downdate_factor(stats: ScatterStats, removed_x: np.ndarray) -> tuple:
+    """Subtract the removed rows from the statistics of S (in place); the new factor."""
+    stats.subtract(*row_stats(removed_x))
+    return covariance_factor(stats)
+
+
+def _positions_by_block(s_index: np.ndarray, positions: list[np.ndarray]) -> list[np.ndarray]:
+    """Working-copy positions, per block, of the rows at sorted indices ``s_index`` of S."""
+    edges = np.cumsum([0, *(len(p) for p in positions)])
+    cuts = np.searchsorted(s_index, edges)
+    return [pos[s_index[cuts[b] : cuts[b + 1]] - edges[b]] for b, pos in enumerate(positions)]
+
+
+def _compact_blocks(backend, blocks: _Blocks, alive: np.ndarray) -> None:
+    """Compact the working copies of blocks with fewer than ``_COMPACT_BELOW`` rows alive."""
+    keeps = {}
+    for b, rows in enumerate(blocks.rows):
+        keep = np.flatnonzero(alive[rows])
+        if len(keep) < _COMPACT_BELOW * len(rows):
+            keeps[b] = keep
+            blocks.compact(b, keep)
+    if keeps:
+        backend.compact(keeps)
+
+
+def _history_row(result: _RoundResult, seconds: float) -> dict[str, Any]:
+    """The ``history_`` row of a round (see :class:`AFLite`)."""
+    scored = result.scores[~np.isnan(result.scores)]
+    row: dict[str, Any] = {
+        "round": result.number,
+        "size": result.size_before,
+        "train_size": result.train_size,
+        "removed": result.removed,
+        "size_after": result.size_after,
+        "n_scored": len(scored),
+        "n_above_tau": result.n_above_tau,
+        "score_mean": float(scored.mean()) if len(scored) else np.nan,
+    }
+    qs = np.quantile(scored, _QUANTILES) if len(scored) else [np.nan] * len(_QUANTILES)
+    for q, v in zip(_QUANTILES, qs, strict=True):
+        row[f"score_q{round(q * 100):02d}"] = float(v)
+    row["seconds"] = seconds
+    return row
+

@@ -1,0 +1,393 @@
+"""Where AFLite's row blocks live and its per-block work runs: threads (``local``) or the
+workers of a ``dask.distributed`` cluster (``dask``), with results reduced in a fixed order so
+the mask does not depend on the backend or on ``n_jobs``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from aflite_core._validation import (
+    resolve_n_jobs,
+)
+from aflite_core.filter.linear import (
+    count_correct,
+    heldout_stats,
+    partition_class_sums,
+    row_stats,
+)
+from aflite_core.filter.rounds import (
+    _release_pages,
+)
+
+BACKENDS = ("local", "dask")
+_BLOCK_TARGET_BYTES = 2 << 20
+_BLOCK_MARGIN_ELEMENTS = 1 << 22
+_GROUP_BLOCKS = 64
+_MAX_BLOCK_ROWS = 4096
+
+
+def _check_scheduler(scheduler: Any, backend: str) -> None:
+    if scheduler is None:
+        return
+    if backend != "dask":
+        raise ValueError(
+            f"scheduler: only used with backend='dask', got scheduler={scheduler!r} with "
+            f"backend={backend!r}"
+        )
+    what = ("None, 'local:N' (N >= 1 workers), an address such as 'tcp://HOST:PORT', or a "
+            "dask.distributed.Client")
+    if hasattr(scheduler, "submit"):
+        return
+    if not isinstance(scheduler, str):
+        raise TypeError(f"scheduler: expected {what}, got {scheduler!r} "
+                        f"({type(scheduler).__name__})")
+    if scheduler.startswith("local:"):
+        count = scheduler[len("local:") :]
+        if count.isdigit() and int(count) >= 1:
+            return
+    elif "://" in scheduler:
+        return
+    raise ValueError(f"scheduler: expected {what}, got {scheduler!r}")
+
+
+def _resolve_workers(n_jobs: Any, backend: str) -> int:
+    """Threads (local backend) or local-cluster workers (Dask backend) for ``n_jobs``.
+
+    ``None`` means one thread locally and every core for a Dask cluster.
+    """
+    workers = resolve_n_jobs(n_jobs)
+    if backend == "dask" and n_jobs is None:
+        return os.cpu_count() or 1
+    return workers
+
+
+# -- row blocks and kernels -----------------------------------------------------------------
+def _block_rows(d: int, m: int, n_classes: int) -> int:
+    """Rows per block: a few MiB of features (cache-friendly products), bounded margin
+    temporaries, a multiple of 1024 between 1024 and ``_MAX_BLOCK_ROWS``."""
+    rows = min(_BLOCK_TARGET_BYTES // (4 * d),
+               _BLOCK_MARGIN_ELEMENTS // (m * max(n_classes - 1, 1)))
+    return int(min(max(1024, rows // 1024 * 1024), _MAX_BLOCK_ROWS))
+
+
+class _Blocks:
+    """Driver-side layout of the row blocks and of each block's working copy.
+
+    Block ``b`` covers input rows ``starts[b]:stops[b]``. Its *working copy* (held by the
+    backend) is a centred float32 copy of the rows ``rows[b]`` (global row ids, ordered by
+    class, class ``c`` at ``bounds[b][c]:bounds[b][c + 1]``). Rows removed by AFLite stay in
+    the working copy, masked out, until fewer than ``_COMPACT_BELOW`` of its rows are alive;
+    then the copy is compacted. Blocks are gathered into fixed *groups* of ``_GROUP_BLOCKS``
+    consecutive blocks: per-block results are summed group by group, then over groups, always
+    in this order, and a Dask task handles one group. None of it depends on ``n_jobs`` or on
+    the backend, so every backend computes bit-identical numbers.
+    """
+
+    def __init__(self, codes: np.ndarray, n_classes: int, block_rows: int) -> None:
+        n = len(codes)
+        self.codes = codes
+        self.classes = np.arange(n_classes + 1)
+        self.starts = np.arange(0, n, block_rows)
+        self.stops = np.minimum(self.starts + block_rows, n)
+        self.rows = [
+            s + np.argsort(codes[s:e], kind="stable")
+            for s, e in zip(self.starts, self.stops, strict=True)
+        ]
+        self.bounds = [np.searchsorted(codes[r], self.classes) for r in self.rows]
+        self.groups = [
+            range(g, min(g + _GROUP_BLOCKS, len(self.starts)))
+            for g in range(0, len(self.starts), _GROUP_BLOCKS)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def alive_positions(self, alive: np.ndarray) -> list[np.ndarray]:
+        """Per block, the positions of the alive rows in its working copy."""
+        return [np.flatnonzero(alive[r]) for r in self.rows]
+
+    def compact(self, b: int, keep: np.ndarray) -> None:
+        self.rows[b] = self.rows[b][keep]
+        self.bounds[b] = np.searchsorted(self.codes[self.rows[b]], self.classes)
+
+
+def _gather(source: np.ndarray, rows: Any, shift: np.ndarray) -> np.ndarray:
+    """Rows of ``source`` as a new float32 C-contiguous array, centred by ``shift``."""
+    block = source[rows]
+    if isinstance(rows, slice) or type(block) is not np.ndarray or not block.flags.c_contiguous:
+        block = np.array(block, dtype=np.float32, order="C", copy=True)
+    block -= shift
+    return block
+
+
+def _sum_in_order(parts) -> Any:
+    """Sum in the given order starting from float64 zeros (one fixed association)."""
+    total = None
+    for part in parts:
+        if total is None:
+            total = np.zeros(np.shape(part), dtype=np.float64)
+        total += part
+    return total
+
+
+def _group_row_stats(wcs: list[np.ndarray]) -> tuple[int, np.ndarray, np.ndarray]:
+    stats = [row_stats(wc) for wc in wcs]
+    return (sum(n for n, _, _ in stats), _sum_in_order(t for _, t, _ in stats),
+            _sum_in_order(g for _, _, g in stats))
+
+
+class _LocalBackend:
+    """Working copies in this process; threads over blocks when ``n_jobs > 1``."""
+
+    def __init__(self, X, shift, blocks: _Blocks, n_jobs: int) -> None:
+        self._groups = blocks.groups
+        self._pool = ThreadPoolExecutor(n_jobs) if n_jobs > 1 else None
+        # All working copies live in one buffer (block b at rows offsets[b]:offsets[b + 1]) and
+        # are compacted in place, so the run allocates the copy of the features once.
+        offsets = np.cumsum([0, *(len(r) for r in blocks.rows)])
+        self._buffer = np.empty((offsets[-1], X.shape[1]), dtype=np.float32)
+
+        def build(b):
+            wc = self._buffer[offsets[b] : offsets[b + 1]]
+            np.subtract(np.asarray(X[blocks.rows[b]]), shift, out=wc)
+            _release_pages(X, blocks.starts[b], blocks.stops[b])
+            return wc
+
+        self._wc = self._map(build, range(len(blocks)))
+
+    def features(self, positions: list[np.ndarray]) -> np.ndarray:
+        """Centred features of the given working-copy positions, block after block."""
+        return np.concatenate([wc[p] for wc, p in zip(self._wc, positions, strict=True)])
+
+    def submit(self, fn, *args):
+        """``fn(*args)`` on a pool thread (a future) when there is a pool, else at once."""
+        if self._pool is None:
+            return fn(*args)
+        return self._pool.submit(fn, *args)
+
+    def _map(self, fn, items):
+        if self._pool is None:
+            return [fn(i) for i in items]
+        return list(self._pool.map(fn, items))
+
+    def group_row_stats(self):
+        out = []
+        for g in self._groups:  # one group at a time bounds the per-block Gram matrices held
+            parts = self._map(lambda b: row_stats(self._wc[b]), g)
+            out.append((sum(p[0] for p in parts), _sum_in_order(p[1] for p in parts),
+                        _sum_in_order(p[2] for p in parts)))
+        return out
+
+    def group_class_sums(self, bounds, train_w):
+        out = []
+        for g in self._groups:
+            parts = self._map(
+                lambda b: partition_class_sums(self._wc[b], bounds[b], train_w[b]), g
+            )
+            out.append(_sum_in_order(parts))
+        return out
+
+    def count_correct(self, bounds, train_w, model, datamap: bool = False):
+        kernel = heldout_stats if datamap else count_correct
+        return self._map(
+            lambda b: kernel(self._wc[b], bounds[b], ~train_w[b], model),
+            range(len(self._wc)),
+        )
+
+    def compact(self, keeps: dict[int, np.ndarray]) -> None:
+        for b, keep in keeps.items():
+            wc = self._wc[b]
+            wc[: len(keep)] = wc[keep]  # the gather makes a copy first, so this is safe
+            self._wc[b] = wc[: len(keep)]
+
+    def close(self) -> None:
+        self._wc = []
+        self._buffer = None
+        if self._pool is not None:
+            self._pool.shutdown()
+
+
+# Dask task functions: one task handles the list of working copies of one block group.
+def _dask_build(raw, local_rows, shift):
+    return [_gather(raw, rows, shift) for rows in local_rows]
+
+
+def _dask_compact(wcs, keeps):
+    return [wc[keeps[i]] if i in keeps else wc for i, wc in enumerate(wcs)]
+
+
+def _unpack(packed, n_rows):
+    return np.unpackbits(packed, axis=1, count=n_rows).astype(bool)
+
+
+def _dask_class_sums(wcs, bounds, packed):
+    return _sum_in_order(
+        partition_class_sums(wc, b, _unpack(p, wc.shape[0]))
+        for wc, b, p in zip(wcs, bounds, packed, strict=True)
+    )
+
+
+def _dask_count_correct(wcs, bounds, packed, model, datamap=False):
+    kernel = heldout_stats if datamap else count_correct
+    return [
+        kernel(wc, b, ~_unpack(p, wc.shape[0]), model)
+        for wc, b, p in zip(wcs, bounds, packed, strict=True)
+    ]
+
+
+class _DaskBackend:
+    """Working copies held by the workers of a dask.distributed cluster.
+
+    Each block group's raw rows are scattered once, to one worker (round robin), which builds
+    the centred working copies and keeps them for the whole run; no feature crosses the
+    network after that. Per round, each group task receives its blocks' class bounds and
+    packed train masks (``m * rows / 8`` bytes in all) and the stacked model (``d * m *
+    (C - 1)`` floats, broadcast once per round), and returns the group's per-partition class
+    sums (``m * C * d`` float64) and per-row correct counts (int32).
+    """
+
+    def __init__(self, X, shift, blocks: _Blocks, scheduler, n_jobs: int) -> None:
+        self._client, self._owned = _connect(scheduler, n_jobs)
+        self._groups = blocks.groups
+        self._X, self._shift, self._rows = X, shift, blocks.rows
+        self._wc: list = []
+        try:
+            self._scatter(X, shift, blocks)
+        except BaseException:
+            self.close()
+            raise
+
+    def _scatter(self, X, shift, blocks: _Blocks) -> None:
+        from distributed import wait
+
+        client = self._client
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("the Dask cluster has no workers")
+        for i, g in enumerate(self._groups):
+            start, stop = blocks.starts[g[0]], blocks.stops[g[-1]]
+            worker = [workers[i % len(workers)]]
+            raw = client.scatter(np.ascontiguousarray(X[start:stop]), workers=worker)
+            _release_pages(X, start, stop)
+            local_rows = [blocks.rows[b] - start for b in g]
+            self._wc.append(client.submit(_dask_build, raw, local_rows, shift, workers=worker,
+                                          pure=False))
+            del raw
+        wait(self._wc)
+
+    def submit(self, fn, *args):
+        """``fn(*args)``, at once on the driver."""
+        return fn(*args)
+
+    def features(self, positions: list[np.ndarray]) -> np.ndarray:
+        """Centred features of the given working-copy positions, read from X on the driver."""
+        rows = np.concatenate([r[p] for r, p in zip(self._rows, positions, strict=True)])
+        return _gather(self._X, rows, self._shift)
+
+    def _per_group(self, fn, bounds, train_w, *extra):
+        futures = [
+            self._client.submit(
+                fn, self._wc[i], [bounds[b] for b in g],
+                [np.packbits(train_w[b], axis=1) for b in g], *extra, pure=False,
+            )
+            for i, g in enumerate(self._groups)
+        ]
+        return self._client.gather(futures)
+
+    def group_row_stats(self):
+        return self._client.gather([self._client.submit(_group_row_stats, f) for f in self._wc])
+
+    def group_class_sums(self, bounds, train_w):
+        return self._per_group(_dask_class_sums, bounds, train_w)
+
+    def count_correct(self, bounds, train_w, model, datamap: bool = False):
+        [model_f] = self._client.scatter([model], broadcast=True)
+        per_group = self._per_group(_dask_count_correct, bounds, train_w, model_f, datamap)
+        return [counts for group in per_group for counts in group]
+
+    def compact(self, keeps: dict[int, np.ndarray]) -> None:
+        for i, g in enumerate(self._groups):
+            local = {b - g[0]: keeps[b] for b in g if b in keeps}
+            if local:
+                self._wc[i] = self._client.submit(_dask_compact, self._wc[i], local, pure=False)
+
+    def close(self) -> None:
+        try:
+            if self._wc:
+                self._client.cancel(self._wc)
+        finally:
+            self._wc = []
+            for obj in reversed(self._owned):
+                obj.close()
+
+
+def _connect(scheduler: Any, n_jobs: int):
+    """A dask.distributed Client for ``scheduler`` and the objects this run must close."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:  # pragma: no cover - dask is a runtime requirement
+        raise ImportError(
+            "backend='dask' needs dask.distributed: pip install 'dask[distributed]'"
+        ) from exc
+    if scheduler is not None and not isinstance(scheduler, str):
+        return scheduler, []
+    if scheduler is None:
+        try:
+            from distributed import default_client
+
+            return default_client(), []
+        except ValueError:
+            scheduler = f"local:{max(1, n_jobs)}"
+    if scheduler.startswith("local:"):
+        cluster = LocalCluster(
+            n_workers=int(scheduler[len("local:") :]),
+            threads_per_worker=1,
+            processes=True,
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",  # HTTP routes on a free loopback port
+        )
+        try:
+            client = Client(cluster)
+        except BaseException:
+            cluster.close()
+            raise
+        return client, [cluster, client]
+    client = Client(scheduler)
+    return client, [client]
+
+
+_BLAS_CONTROLLER: list = []
+
+
+@contextlib.contextmanager
+def _single_threaded_blas():
+    """Limit BLAS to one thread while AFLite runs (parallelism comes from ``n_jobs``).
+
+    Many small BLAS calls with several BLAS threads spin-wait badly when the cores are shared
+    (a 256 x 256 Cholesky took 0.2 s instead of 2 ms on a busy 2-core machine); AFLite's own
+    threads over row blocks give the same speed-up on an idle machine, deterministically.
+    """
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+        yield
+        return
+    # Scanning the loaded libraries costs milliseconds, so it is done once: numpy's and
+    # scipy's BLAS (the only ones AFLite calls) are loaded by the time of the first fit.
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    with _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas"):
+        yield
+
+
+def _make_backend(name: str, scheduler: Any, X, shift, blocks: _Blocks, n_jobs: int):
+    if name == "dask":
+        return _DaskBackend(X, shift, blocks, scheduler, n_jobs)
+    return _LocalBackend(X, shift, blocks, n_jobs)
+

@@ -1,0 +1,243 @@
+"""What the round loops of the filters share: stop reasons, sizes resolved against the input,
+the input checks, and the rule that picks a round's removals.
+
+AFLite (:mod:`aflite_core.filter.aflite`) and its multiple-choice form
+(:mod:`aflite_core.filter.multiple_choice`) resolve ``target_size``, ``train_size`` and
+``slice_size`` the same way and remove rows (or questions) with :func:`_select_removals`, so a
+change to the stopping rule is made here once.
+"""
+
+from __future__ import annotations
+
+import mmap
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core._validation import (
+    check_fraction,
+    check_size,
+    resolve_size,
+)
+
+STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
+#: Default slice size (rows removed per round) as a fraction of the input; the paper's SNLI
+#: setting removes k = 10,000 of 550,000 rows (1.8%) per round.
+DEFAULT_SLICE_FRACTION = 0.02
+
+STOP_TARGET = "target_size"
+STOP_TAU = "too_few_above_tau"
+STOP_CALLBACK = "callback"
+
+_BLOCK_BYTES = 32 << 20
+_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+#: Record the data map (confidence, variability) of the held-out predictions. A private
+#: switch: ``benchmarks/bench_scale.py`` turns it off to time AFLite without it; masks and
+#: predictabilities are the same either way.
+_RECORD_DATAMAP = True
+
+
+# -- parameter validation -------------------------------------------------------------------
+def _resolve_target_size(value: Any, n: int) -> int:
+    target = resolve_size("target_size", value, n)
+    if target >= n:
+        raise ValueError(
+            f"target_size: expected fewer rows than the input's {n}, got {value!r} "
+            f"({target} rows): there would be nothing to filter"
+        )
+    return target
+
+
+def _resolve_train_size(value: Any, n: int, target_size: int) -> int | float:
+    train = check_size("train_size", value)
+    if isinstance(train, int):
+        if train >= n:
+            raise ValueError(
+                f"train_size: expected fewer rows than the set it partitions (t < |S|), got "
+                f"train_size={train} for {n} rows"
+            )
+        if train > target_size:
+            raise ValueError(
+                f"train_size: expected at most target_size={target_size} when an int, got "
+                f"train_size={train}: t < |S| must hold in every round and the last round may "
+                f"have only target_size + 1 rows (pass a float to scale it with |S|)"
+            )
+    return train
+
+
+def _resolve_slice_size(value: Any, n: int, strategy: str) -> int:
+    if strategy == "greedy":
+        if value is not None and check_size("slice_size", value, allow_all=True) != 1:
+            raise ValueError(
+                f"slice_size: expected None or 1 for strategy='greedy' (k = 1), got {value!r}"
+            )
+        return 1
+    if value is None:
+        return max(1, round(DEFAULT_SLICE_FRACTION * n))
+    return resolve_size("slice_size", value, n, allow_all=True, rounding="nearest")
+
+
+def _heldout_train_size(value: Any, n_retained: int) -> int:
+    """Training rows per model of :meth:`AFLite.score_heldout` out of ``n_retained`` rows."""
+    train = check_size("train_size", value)
+    if isinstance(train, int):
+        if train > n_retained:
+            raise ValueError(
+                f"train_size: expected at most the {n_retained} retained rows, got {train}"
+            )
+        return train
+    return int(min(max(round(train * n_retained), 1), n_retained))
+
+
+def _check_tau(value: Any) -> float:
+    return check_fraction("tau", value, closed=True)
+
+
+# -- data validation ------------------------------------------------------------------------
+def _check_X(X: Any) -> np.ndarray:
+    """2-D real-valued float32 features without NaN/inf; memory maps are kept as they are."""
+    if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
+        raise TypeError("X must be a dense array; got a sparse matrix (convert with .toarray())")
+    if not isinstance(X, np.ndarray):
+        try:
+            X = np.asarray(X)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"X must be array-like of numbers; could not convert: {exc}") from exc
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be 2-D (n_samples, n_features); got a {X.ndim}-D array of shape {X.shape}"
+        )
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X must hold real numbers (float, int or bool); got dtype {X.dtype}")
+    if X.shape[1] == 0:
+        raise ValueError(
+            f"X must have at least one feature column; got 0 feature(s) (shape={X.shape}) "
+            "while a minimum of 1 is required."
+        )
+    if X.dtype != np.float32 or not X.flags.c_contiguous:
+        X = np.ascontiguousarray(X, dtype=np.float32)
+    return X
+
+
+def _encode_labels(y: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer codes and sorted classes of ``y``, validated against ``n`` rows."""
+    if y is None:
+        raise ValueError("AFLite requires y to be passed, but the target y is None")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D (n_samples,); got shape {y.shape}")
+    if len(y) != n:
+        raise ValueError(f"X and y must have the same length; got {n} rows in X, {len(y)} in y")
+    if y.dtype.kind in "fOmM" and pd.isna(y).any():
+        first = int(np.flatnonzero(pd.isna(y))[0])
+        raise ValueError(
+            f"y must not contain missing labels (None/NaN/NA); found {y[first]!r} at row {first}"
+        )
+    try:
+        classes, codes, counts = np.unique(y, return_inverse=True, return_counts=True)
+    except TypeError as exc:
+        raise TypeError(f"y labels must be mutually comparable (one type); {exc}") from exc
+    if len(classes) < 2:
+        raise ValueError(
+            f"y must contain at least 2 distinct labels; got {len(classes)} "
+            f"class{'' if len(classes) == 1 else 'es'} ({classes.tolist()[:5]})"
+        )
+    single = classes[counts < 2]
+    if len(single):
+        raise ValueError(
+            "y: every label needs at least 2 examples; "
+            f"{len(single)} label(s) have one: {single.tolist()[:5]}"
+        )
+    return codes.astype(np.int64).reshape(-1), classes
+
+
+def _column_mean(X: np.ndarray) -> np.ndarray:
+    """Column means (float32) of a finite ``X``; raises ValueError naming the first NaN/inf.
+
+    The float64 column sums are finite exactly when every entry is (an inf or NaN entry makes
+    its column's sum inf or NaN, and float32 values cannot overflow a float64 sum), so the
+    finiteness check costs nothing extra; the offending cell is only searched for on failure.
+    """
+    total = np.zeros(X.shape[1])
+    step = max(1, _BLOCK_BYTES // (4 * X.shape[1]))
+    for start in range(0, X.shape[0], step):
+        total += X[start : start + step].sum(axis=0, dtype=np.float64)
+        _release_pages(X, start, start + step)
+    if not np.isfinite(total).all():
+        for start in range(0, X.shape[0], step):
+            block = X[start : start + step]
+            bad = np.argwhere(~np.isfinite(block))
+            if len(bad):
+                r, c = bad[0]
+                raise ValueError(
+                    "X must not contain NaN or infinite values; found "
+                    f"{block[r, c]} at row {start + r}, column {c}"
+                )
+    return (total / X.shape[0]).astype(np.float32)
+
+
+def _release_pages(X: np.ndarray, start: int, stop: int) -> None:
+    """Drop rows ``start:stop`` of a read-only memory map from this process's resident set.
+
+    A best-effort hint (``madvise(MADV_DONTNEED)``): the pages stay in the OS page cache and
+    are read back transparently if touched again, so a memory-mapped input costs the
+    working copies, not the working copies plus the whole mapped file. Does nothing for
+    ordinary arrays, writable maps, or where the platform lacks ``madvise``.
+    """
+    mm = getattr(X, "_mmap", None)
+    if mm is None or getattr(X, "mode", None) != "r" or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    try:
+        base = np.frombuffer(mm, dtype=np.uint8).ctypes.data
+        row_bytes = X.strides[0]
+        first = X.ctypes.data - base + max(start, 0) * row_bytes
+        last = X.ctypes.data - base + min(stop, X.shape[0]) * row_bytes
+        page = mmap.PAGESIZE
+        first = -(-first // page) * page  # only whole pages inside the range
+        last = last // page * page
+        if last > first:
+            mm.madvise(mmap.MADV_DONTNEED, first, last - first)
+    except (OSError, ValueError, TypeError, BufferError):
+        return
+
+
+# -- round mechanics ----------------------------------------------------------------------
+def _round_train_size(train: int | float, n_s: int) -> int:
+    if isinstance(train, int):
+        return train
+    return int(min(max(round(train * n_s), 1), n_s - 1))
+
+
+def _select_removals(
+    scores: np.ndarray,
+    priority: np.ndarray,
+    cap: int,
+    strategy: str,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Positions (into ``scores``) of the rows to remove among eligible rows.
+
+    ``scores`` are the predictabilities of the rows scoring at least tau; ``priority`` their
+    seeded tie-break rank (lower goes first). Greedy strategies take the ``cap`` highest
+    scores, ties by priority; slice sampling draws ``cap`` rows without replacement with
+    probability proportional to the score (Gumbel top-k), ties by priority.
+    """
+    if cap <= 0 or len(scores) == 0:
+        return np.zeros(0, dtype=np.int64)
+    if strategy == "slice_sampling":
+        if len(scores) <= cap:
+            return np.arange(len(scores))
+        with np.errstate(divide="ignore"):
+            keys = np.log(scores) + rng.gumbel(size=len(scores))
+    else:
+        keys = scores
+    # Only rows whose key reaches the cap-th largest key can be among the first cap of the
+    # (-key, priority) order, so only those are sorted.
+    candidates = np.arange(len(keys))
+    if len(keys) > cap:
+        threshold = np.partition(keys, len(keys) - cap)[len(keys) - cap]
+        candidates = np.flatnonzero(keys >= threshold)
+    order = np.lexsort((priority[candidates], -keys[candidates]))
+    return candidates[order[:cap]]
+

@@ -1,0 +1,202 @@
+"""The layers of the code, as docs/architecture.md states them, hold in the code.
+
+* every import (top-level or inside a function) of a module goes to its own layer or one
+  below, never above: the table is read from the ```layers block of docs/architecture.md;
+* no import circle between modules;
+* the core never imports streamlit; ui/'s shared modules do not import a page's package;
+* no file in aflite_core/ or ui/ is over 800 lines unless its first lines say why.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+MAX_LINES = 800
+#: A long file's first lines must hold this phrase and the reason.
+LONG_FILE_MARK = "over 800 lines because"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _sources() -> dict[str, Path]:
+    found = {}
+    for pattern in ("aflite_core/**/*.py", "ui/**/*.py", "app_pages/*.py", "app.py"):
+        for path in REPO.glob(pattern):
+            found[_module_name(path)] = path
+    return found
+
+
+SOURCES = _sources()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The repository modules ``name`` imports (anywhere in the file)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        for target in targets:
+            while target and target not in SOURCES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                out.add(target)
+    return out
+
+
+EDGES = {name: _imports(name, path) for name, path in SOURCES.items()}
+
+
+def _layers() -> list[tuple[int, str, list[str]]]:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = re.search(r"```layers\n(.*?)```", text, re.S)
+    assert block, "docs/architecture.md has no ```layers block"
+    rows = []
+    for line in block.group(1).splitlines():
+        match = re.match(r"\s*(\d+)\s+(\S+)\s+(.+)$", line)
+        if match:
+            rows.append((int(match[1]), match[2], match[3].split()))
+    return rows
+
+
+def _layer_of() -> dict[str, tuple[int, str]]:
+    """Module -> (layer number, layer name); the most specific path of the table wins."""
+    prefixes = []
+    for number, layer, paths in _layers():
+        for item in paths:
+            exact = item.endswith("/__init__.py") or item.endswith(".py")
+            prefix = item.removesuffix("/__init__.py").removesuffix("/").removesuffix(".py")
+            prefixes.append((prefix.replace("/", "."), exact, (number, layer)))
+    prefixes.sort(key=lambda p: -len(p[0]))
+    out = {}
+    for name in SOURCES:
+        for prefix, exact, where in prefixes:
+            if name == prefix or (not exact and name.startswith(prefix + ".")):
+                out[name] = where
+                break
+    return out
+
+
+def test_every_module_has_a_layer_in_the_architecture_doc():
+    placed = _layer_of()
+    missing = sorted(set(SOURCES) - set(placed))
+    assert not missing, f"modules in no layer of docs/architecture.md: {missing}"
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    placed = _layer_of()
+    upward = [
+        f"{a} (layer {placed[a][0]} {placed[a][1]}) imports {b} "
+        f"(layer {placed[b][0]} {placed[b][1]})"
+        for a, targets in EDGES.items() for b in targets
+        if a in placed and b in placed and placed[b][0] > placed[a][0]
+    ]
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_the_layer_table_is_checked_against_a_planted_upward_import():
+    """The check above can fail: a low module importing a high one is caught."""
+    placed = _layer_of()
+    assert placed["aflite_core.io.readers"][0] < placed["aflite_core.report.html"][0]
+    assert placed["aflite_core.runs.folder"][0] < placed["aflite_core.report.updates"][0]
+    assert placed["ui.cache"][0] < placed["ui.explore.view"][0] < placed["app_pages.explore"][0]
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circle():
+    assert _cycles(EDGES) == []
+
+
+def test_the_circle_finder_finds_a_planted_circle():
+    planted = {**EDGES, "aflite_core.runs.folder": EDGES["aflite_core.runs.folder"]
+               | {"aflite_core.report.html"}}
+    assert any("aflite_core.runs.folder" in c for c in _cycles(planted))
+
+
+def test_the_core_never_imports_streamlit():
+    offenders = []
+    for name, path in SOURCES.items():
+        if name.startswith("aflite_core"):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                        else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                if any(m.split(".")[0] == "streamlit" for m in mods):
+                    offenders.append(name)
+    assert offenders == []
+
+
+def test_a_pages_code_is_found_from_the_pages_name():
+    """app_pages/<page>.py draws from ui/<page>/; ui/'s shared modules import no page."""
+    for page in (REPO / "app_pages").glob("*.py"):
+        assert (REPO / "ui" / page.stem / "view.py").is_file(), page.stem
+    shared = [n for n in SOURCES if n.count(".") == 1 and n.startswith("ui.")
+              and n != "ui.session"]
+    pages = {f"ui.{p.stem}" for p in (REPO / "app_pages").glob("*.py")}
+    leaks = [f"{a} imports {b}" for a in shared for b in EDGES[a]
+             if b.rsplit(".", 1)[0] in pages]
+    assert leaks == []
+
+
+def test_no_file_over_800_lines_unless_it_says_why():
+    long = []
+    for name, path in sorted(SOURCES.items()):
+        if not name.startswith(("aflite_core", "ui")):
+            continue
+        lines = path.read_text(encoding="utf-8").splitlines()
+        if len(lines) > MAX_LINES and LONG_FILE_MARK not in " ".join(lines[:6]).lower():
+            long.append(f"{path.relative_to(REPO)}: {len(lines)} lines")
+    assert long == [], f"over {MAX_LINES} lines, first lines not saying why: {long}"

@@ -1,0 +1,1 @@
+"""The Audit page's code (``app_pages/audit.py`` draws it)."""

@@ -1,0 +1,1 @@
+"""The Compare page's code (``app_pages/compare.py`` draws it)."""

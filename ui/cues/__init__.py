@@ -1,0 +1,1 @@
+"""The Cues page's code (``app_pages/cues.py`` draws it)."""

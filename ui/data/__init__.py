@@ -1,0 +1,1 @@
+"""The Data page's code (``app_pages/data.py`` draws it)."""

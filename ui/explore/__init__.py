@@ -1,0 +1,1 @@
+"""The Explore page's code (``app_pages/explore.py`` draws it)."""

@@ -1,0 +1,1 @@
+"""The Report page's code (``app_pages/report.py`` draws it)."""
