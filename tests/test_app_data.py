@@ -145,7 +145,7 @@ def test_multiple_choice_expansion(runs_root) -> None:
     at = _upload(new_app(autoload=False).run(), "mc.csv", data)
     suffix = str([k for k in at.session_state
                   if str(k).startswith("data:hypothesis:")][0]).split(":", 2)[2]
-    at.toggle(key=f"data:mc:{suffix}").set_value(True).run()
+    at.radio(key=f"data:layout:{suffix}").set_value("wide").run()
     at.multiselect(key=f"data:choices:{suffix}").set_value(["A", "B", "C"])
     at.selectbox(key=f"data:answer:{suffix}").set_value("answer")
     at.button(key=f"data:load:{suffix}").click().run()
@@ -154,6 +154,28 @@ def test_multiple_choice_expansion(runs_root) -> None:
     assert len(dataset.frame) == 6
     assert dataset.report.label_counts == {"wrong": 4, "right": 2}
     assert _metrics(at)["Questions expanded"] == "2"
+
+
+def test_per_choice_multiple_choice_from_the_data_page(runs_root) -> None:
+    """ARCT-like rows, one per choice: the question column makes questions of them."""
+    rows = ["qid,claim,warrant,gold"]
+    for q in range(4):
+        rows += [f"q{q},claim {q},warrant a{q},{1 if q % 2 else 0}",
+                 f"q{q},claim {q},warrant b{q},{0 if q % 2 else 1}"]
+    at = _upload(new_app(autoload=False).run(), "long.csv", "\n".join(rows).encode() + b"\n")
+    suffix = str([k for k in at.session_state
+                  if str(k).startswith("data:hypothesis:")][0]).split(":", 2)[2]
+    at.radio(key=f"data:layout:{suffix}").set_value("per_choice").run()
+    at.selectbox(key=f"data:question:{suffix}").set_value("qid")
+    at.selectbox(key=f"data:hypothesis:{suffix}").set_value("warrant")
+    at.selectbox(key=f"data:premise:{suffix}").set_value("claim")
+    at.selectbox(key=f"data:label:{suffix}").set_value("gold")
+    at.button(key=f"data:load:{suffix}").click().run()
+    assert_clean(at)
+    dataset = at.session_state["app:dataset"]
+    assert dataset.report.n_questions == 4 and len(dataset.frame) == 8
+    assert dataset.report.label_counts == {"right": 4, "wrong": 4}
+    assert list(dataset.frame["gold"].astype(str)) == ["0", "1", "1", "0", "0", "1", "1", "0"]
 
 
 def test_hostile_text_is_shown_as_text(runs_root) -> None:

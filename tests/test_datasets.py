@@ -292,11 +292,15 @@ def test_real_snli_csv_values_identical_to_csv_module(snli_dir):
     assert ds.content_hash == __import__("hashlib").sha256(path.read_bytes()).hexdigest()
 
 
-def test_real_arct_long_form_loads_normally(real_data):
+def test_real_arct_long_form_loads_as_per_choice_questions(real_data):
     ds = load_dataset(real_data / "arct" / "arct_dev.csv")
     assert ds.columns.premise == "premise" and ds.columns.hypothesis == "hypothesis"
-    assert ds.report.label_counts == {"correct": 316, "incorrect": 316}
+    assert ds.report.n_questions == 316  # 'id' groups each claim's two warrants
+    assert ds.report.label_counts == {"right": 316, "wrong": 316}
     assert ds.report.suggested_id is None  # 'id' repeats per option: not a row id
+    rows = load_dataset(real_data / "arct" / "arct_dev.csv", question="")
+    assert rows.report.n_questions is None
+    assert rows.report.label_counts == {"correct": 316, "incorrect": 316}
     with pytest.raises(DuplicateIdError, match="line 2, line 3"):
         load_dataset(real_data / "arct" / "arct_dev.csv", id="id")
 

@@ -24,6 +24,8 @@ _API_OPTIONS = {
     "premise": "--premise", "hypothesis": "--hypothesis", "label": "--label",
     "split": "--split", "id": "--id", "encoding": "--encoding", "format": "--format",
     "max_bytes": "--max-bytes", "max_line_bytes": "--max-line-bytes", "group": "--group",
+    "choices": "--choices", "answer_base": "--answer-base", "answer": "--answer",
+    "question": "--question",
 }  # fmt: skip
 _API_OPTION_RE = re.compile(r"(?<![\w\-'\"])(" + "|".join(_API_OPTIONS) + r")=")
 
@@ -52,6 +54,15 @@ def cli_hint(message: str) -> str:
     return _API_OPTION_RE.sub(option, message)
 
 
+def _columns(text: str) -> list[str]:
+    """``A,B,C`` -> ``["A", "B", "C"]`` (at least two columns)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if len(names) < 2:
+        raise argparse.ArgumentTypeError(
+            f"expected two or more comma-separated columns, got {text!r}")
+    return names
+
+
 def add_input_arguments(parser: argparse.ArgumentParser, roles: tuple[str, ...], *,
                         title: str, id_help: str = "column of unique row ids") -> None:
     """Add the column-role options (``--premise`` ...), ``--id``, ``--format``,
@@ -65,6 +76,22 @@ def add_input_arguments(parser: argparse.ArgumentParser, roles: tuple[str, ...],
                             "split (default: the question for multiple choice, the premise "
                             "when premises repeat; '' for none)")
     group.add_argument("--id", metavar="COL", help=id_help)
+    mc = parser.add_argument_group(
+        "multiple choice (a question is kept or removed whole; see docs/measures.md)")
+    mc.add_argument("--choices", type=_columns, metavar="COL,COL[,...]",
+                    help="wide files: the columns holding a question's choices (one row per "
+                         "question); needs --answer")
+    mc.add_argument("--answer", metavar="COL",
+                    help="wide files: the column naming the right choice, by its text or "
+                         "its number")
+    mc.add_argument("--answer-base", type=int, choices=(0, 1), default=None,
+                    help="wide files: whether --answer counts choices from 0 or 1 (default: "
+                         "inferred)")
+    mc.add_argument("--question", metavar="COL",
+                    help="per-choice files (one row per choice): the question column; the "
+                         "label says correct/incorrect, 1/0 or true/false (default: detected "
+                         "when a column groups the rows with exactly one correct choice "
+                         "each; '' for never)")
     group.add_argument("--format", choices=FORMATS,
                        help="input format (default: from the suffix, else sniffed)")
     group.add_argument("--encoding", metavar="ENC",
@@ -113,7 +140,11 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
         return load_dataset(path, **roles, id=args.id, format=args.format,
                             encoding=args.encoding, max_bytes=args.max_bytes,
                             max_line_bytes=getattr(args, "max_line_bytes", MAX_LINE_BYTES),
-                            group=getattr(args, "group", None))
+                            group=getattr(args, "group", None),
+                            choices=getattr(args, "choices", None),
+                            answer=getattr(args, "answer", None),
+                            answer_base=getattr(args, "answer_base", None),
+                            question=getattr(args, "question", None))
     except DatasetError as exc:
         text = cli_hint(str(exc))
         if text != str(exc):

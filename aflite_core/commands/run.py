@@ -217,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
         _reword(exc, cli_hint(str(exc)))
         raise
     except (ValueError, TypeError) as exc:
-        _reword(exc, cli_parameter(str(exc)))
+        _reword(exc, cli_hint(cli_parameter(str(exc))))
         raise
 
 

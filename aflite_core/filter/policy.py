@@ -110,8 +110,9 @@ def plan_filter(dataset: Any, exclude: np.ndarray | None = None, *,
     usable = np.ones(n, dtype=bool) if exclude is None else ~np.asarray(exclude, dtype=bool)
     questions = question_ids(dataset)
     if instance == "question" and questions is None:
-        raise ValueError("instance: 'question' needs multiple-choice data (load it with "
-                         "choices=[...] and answer=...)")
+        raise ValueError("instance: 'question' needs multiple-choice data: load a wide file "
+                         "with choices=[...] and answer=..., or a per-choice file with "
+                         "question=COL")
     resolved_instance = "question" if (instance == "auto" and questions is not None) \
         else ("row" if instance == "auto" else instance)
     values, train = _split_roles(dataset)

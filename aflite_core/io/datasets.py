@@ -56,6 +56,7 @@ from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re
     _suggest_id,
     guess_roles,
 )
+from aflite_core.io.per_choice import REASON_NOT_ONE_CORRECT, apply_per_choice, find_per_choice
 from aflite_core.io.readers import (
     FORMATS,
     MAX_LINE_BYTES,
@@ -315,6 +316,7 @@ def load_dataset(
     answer_base: int | None = None,
     max_line_bytes: int | None = MAX_LINE_BYTES,
     group: str | None = None,
+    question: str | None = None,
 ) -> AuditDataset:
     """Read a dataset file and prepare it for auditing, keeping every original value.
 
@@ -369,6 +371,12 @@ def load_dataset(
         multiple-choice data; for premise/hypothesis data the premise column when premises
         repeat (:data:`REPEATED_PREMISE_SHARE` of the rows or more share their premise with
         another row, as in SNLI and MNLI), noted in ``report.notes``. ``""`` for no groups.
+    question : str, optional
+        Per-choice (long) multiple-choice data: the column naming each row's question, the
+        label saying whether the row's choice is correct (correct/incorrect, 1/0,
+        true/false, ...; see :mod:`aflite_core.io.per_choice`). Default (None): detected
+        when a question-like column groups the rows with exactly one correct choice each
+        (said in ``report.notes``); ``""``: never (the rows are audited one by one).
 
     Returns
     -------
@@ -393,22 +401,35 @@ def load_dataset(
     roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
     _require_named_columns(raw, {**roles, "id": id, "answer": answer, "group": group})
     suggested_id = _suggest_id(raw.frame, _column_names(raw)) if id is None else None
+    if choices is not None and question:
+        raise ColumnError(f"{raw.name}: question= names the question column of a per-choice "
+                          "file (one row per choice); with choices=[...] (one row per "
+                          "question) leave it out")
     if choices is not None:  # multiple choice: one row per (question, choice)
         frame, mapping = _expand_choices(
             raw, choices=choices, answer=answer, id_column=id, answer_base=answer_base, **roles
         )
         n_questions: int | None = len(raw.frame)
         locate = _mc_locator(raw, len(choices))
+        per_choice = None
     else:
         frame, mapping = _map_columns(
             raw, id_column=id, answer=answer, answer_base=answer_base, **roles
         )
+        if question:
+            _require_column(question, _column_names(raw), raw, "question")
+        per_choice = find_per_choice(frame, mapping, question)
         n_questions = None
+        if per_choice is not None:
+            frame, mapping = apply_per_choice(frame, mapping, per_choice)
+            n_questions = per_choice.n_questions
         locate = raw.where
 
     exclusion = _exclusions(frame, mapping)
+    if per_choice is not None and per_choice.n_bad_questions:
+        exclusion[per_choice.bad_rows] = REASON_NOT_ONE_CORRECT
     mapping, group_note = _group_column(frame, mapping, exclusion, group,
-                                        multiple_choice=choices is not None)
+                                        multiple_choice=n_questions is not None)
     report = _build_report(
         frame,
         mapping,
@@ -426,6 +447,13 @@ def load_dataset(
     _require_included_rows(raw, mapping, report, locate)
     if group_note:
         report.notes.append(group_note)
+    if per_choice is not None:
+        report.notes.insert(0, per_choice.note())
+        if per_choice.n_bad_questions:
+            report.warnings.append(
+                f"{per_choice.n_bad_questions:,} question(s) of column {per_choice.question!r} "
+                "do not have exactly one correct choice among two or more rows; their "
+                f"{int(per_choice.bad_rows.sum()):,} rows are excluded")
     dataset = AuditDataset(
         frame=frame,
         columns=mapping,

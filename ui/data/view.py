@@ -35,6 +35,22 @@ ENCODINGS = {"": "Automatic", "utf-8": "UTF-8", "latin-1": "Latin-1 (ISO-8859-1)
              "cp1252": "Windows-1252", "utf-16": "UTF-16"}
 
 
+#: The layouts the Data page reads.
+LAYOUTS = {
+    "rows": "One row per example",
+    "wide": "Multiple choice: one row per question",
+    "per_choice": "Multiple choice: one row per choice",
+}
+LAYOUT_HELP = (
+    "One row per example: NLI pairs or single texts with a label (a per-choice multiple-"
+    "choice file is recognised when a question column groups rows with exactly one correct "
+    "choice each; the validation report says so). One row per question: the choices are "
+    "columns and an answer column names the right one; each question becomes one row per "
+    "choice. One row per choice: a question column groups the rows and the label says "
+    "whether each choice is correct (ARCT's files). A question is kept or removed whole."
+)
+
+
 def _index(options: list[str], value: str | None) -> int | None:
     return options.index(value) if value in options else None
 
@@ -105,11 +121,16 @@ def upload_panel(page: str) -> None:
     def wkey(name: str) -> str:
         return state.key(page, f"{name}:{file_key}")
 
-    multiple_choice = st.toggle("Multiple-choice data: expand each question into one row per "
-                                "choice", key=wkey("mc"))
+    layout = st.radio("Layout", list(LAYOUTS), format_func=LAYOUTS.get, key=wkey("layout"),
+                      horizontal=True, help=LAYOUT_HELP)
+    multiple_choice = layout == "wide"
     options = [NONE, *columns]
     mapping: dict[str, object] = {}
     left, right = st.columns(2)
+    if layout == "per_choice":
+        mapping["question"] = left.selectbox(
+            "Question column (groups a question's rows)", columns, index=None,
+            key=wkey("question"), placeholder="Choose a column")
     if multiple_choice:
         mapping["premise"] = left.selectbox("Context column (optional)", options,
                                             index=_index(options, guess["premise"]) or 0,
@@ -126,8 +147,9 @@ def upload_panel(page: str) -> None:
             "Premise column (optional)", options, index=_index(options, guess["premise"]) or 0,
             key=wkey("premise"))
         mapping["label"] = right.selectbox(
-            "Label column", columns, index=_index(columns, guess["label"]), key=wkey("label"),
-            placeholder="Choose a column")
+            "Label column" if layout == "rows" else "Correct? column (correct/incorrect, "
+            "1/0, true/false)", columns, index=_index(columns, guess["label"]),
+            key=wkey("label"), placeholder="Choose a column")
     mapping["split"] = right.selectbox("Split column (optional)", options,
                                        index=_index(options, guess["split"]) or 0,
                                        key=wkey("split"))
@@ -145,17 +167,20 @@ def upload_panel(page: str) -> None:
     mapping["encoding"] = encoding
 
     complete = bool(mapping.get("choices") and mapping.get("answer")) if multiple_choice else (
-        bool(mapping.get("hypothesis") and mapping.get("label")))
+        bool(mapping.get("hypothesis") and mapping.get("label"))
+        and (layout != "per_choice" or bool(mapping.get("question"))))
     auto_key = state.key(page, "auto_loaded")
     clicked = st.button("Load with this mapping", type="primary", key=wkey("load"))
-    first_time = state.get(auto_key) != file_key and complete and not multiple_choice
+    first_time = state.get(auto_key) != file_key and complete and layout == "rows"
     if not (clicked or first_time):
         return
     state.put(auto_key, file_key)
     if not complete:
-        components.show_error("Choose the columns first: "
-                              + ("the choice columns and the answer column."
-                                 if multiple_choice else "the text column and the label column."))
+        components.show_error("Choose the columns first: " + {
+            "wide": "the choice columns and the answer column.",
+            "per_choice": "the question column, the choice text column and the correct? "
+                          "column.",
+        }.get(layout, "the text column and the label column."))
         return
     try:
         dataset = cache.load_upload(data, uploaded.name, key=sha, **mapping)
