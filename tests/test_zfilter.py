@@ -183,8 +183,10 @@ def test_bad_data_is_refused():
         ZFilter().fit(texts, np.array(["a"] * 50))
     with pytest.raises(ValueError, match="negative"):
         ZFilter().fit(sp.csr_matrix(-np.ones((50, 2))), labels)
-    with pytest.raises(TypeError, match="X"):
+    with pytest.raises(ValueError, match=r"X: expected a 2-D .* shape \(50, 2, 2\)"):
         ZFilter().fit(np.zeros((50, 2, 2)), labels)
+    with pytest.raises(TypeError, match="X"):
+        ZFilter().fit(np.zeros((50, 2), dtype=complex), labels)
 
 
 def test_audit_config_checks_the_filter():

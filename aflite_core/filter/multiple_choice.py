@@ -205,7 +205,7 @@ class MultipleChoiceAFLite(BaseEstimator):
         tags.input_tags.sparse = False
         return tags
 
-    def fit(self, X: Any, y: Any, *, groups: Any) -> MultipleChoiceAFLite:
+    def fit(self, X: Any, y: Any, *, groups: Any = None) -> MultipleChoiceAFLite:
         """Run AFLite on the questions of multiple-choice data.
 
         Parameters
@@ -217,7 +217,9 @@ class MultipleChoiceAFLite(BaseEstimator):
             ``right``/``wrong`` labels pass ``labels == "right"``.
         groups : array-like of shape (n_rows,)
             The question of each row (any hashable values; a question's rows need not be
-            adjacent). Every question needs at least 2 choices.
+            adjacent). Every question needs at least 2 choices. Required: it is a keyword
+            with a default only so that ``X`` and ``y`` are checked first (``None`` raises
+            ``ValueError`` after them).
 
         Returns
         -------
@@ -234,7 +236,7 @@ class MultipleChoiceAFLite(BaseEstimator):
         with _single_threaded_blas():
             return self._fit(X, y, groups)
 
-    def fit_predict(self, X: Any, y: Any, *, groups: Any) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any, *, groups: Any = None) -> np.ndarray:
         """Fit and return ``keep_mask_`` (per row)."""
         return self.fit(X, y, groups=groups).keep_mask_
 
@@ -242,9 +244,15 @@ class MultipleChoiceAFLite(BaseEstimator):
         started = time.perf_counter()
         X = _check_X(X)
         n = X.shape[0]
-        right = _check_right(y, n)
-        questions = _Questions.from_groups(groups, right, n)
+        if n == 0:
+            raise ValueError("X: expected at least one row, got 0 sample(s) (shape="
+                             f"{X.shape}) while a minimum of 1 is required.")
         _column_mean(X)  # raises ValueError naming the first NaN/inf
+        right = _check_right(y, n)
+        if groups is None:
+            raise ValueError("groups: expected the question of each row (multiple-choice "
+                             "AFLite keeps or removes a question whole), got None")
+        questions = _Questions.from_groups(groups, right, n)
         cfg = self._fit_config(questions.n)
         rng = make_rng(self.random_state)
         run = _MCRun(X, questions, cfg, rng)

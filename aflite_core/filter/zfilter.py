@@ -161,6 +161,11 @@ def _check_matrix(X: Any) -> sp.csr_matrix:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"X: expected texts or a 0/1 matrix, got {type(X).__name__}") \
                 from exc
+        if arr.ndim != 2 and arr.dtype.kind in "biuf":
+            hint = "; reshape a single feature with X.reshape(-1, 1)" if arr.ndim == 1 else ""
+            raise ValueError(
+                "X: expected a 2-D 0/1 matrix of shape (n_samples, n_features) (or a sequence "
+                f"of texts), got an array of shape {arr.shape}{hint}")
         if arr.ndim != 2 or arr.dtype.kind not in "biuf":
             raise TypeError(
                 "X: expected a sequence of texts or a 2-D 0/1 matrix of shape (n_samples, "
@@ -169,7 +174,8 @@ def _check_matrix(X: Any) -> sp.csr_matrix:
     if matrix.dtype.kind == "f" and not np.isfinite(matrix.data).all():
         raise ValueError("X: expected a 0/1 matrix, found NaN or infinite values")
     if matrix.nnz and (matrix.data < 0).any():
-        raise ValueError("X: expected a 0/1 matrix, found negative values")
+        raise ValueError("X: expected a 0/1 matrix (a value > 0 marks a present feature), "
+                         "got negative values (Negative values in data)")
     return matrix
 
 
@@ -364,10 +370,12 @@ class ZFilter(BaseEstimator):
         self.callback = callback
 
     def __sklearn_tags__(self):
-        """Estimator tags: sparse X accepted, y required."""
+        """Estimator tags: sparse X accepted, X non-negative (a value > 0 is a present
+        feature), y required."""
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True
         tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
         return tags
 
     # -- fitting -------------------------------------------------------------------------
@@ -403,6 +411,11 @@ class ZFilter(BaseEstimator):
         matrix, names, columns = binary_features(X, features=self.features,
                                                  min_count=min_count)
         n = matrix.shape[0]
+        if n == 0:
+            raise ValueError("X: expected at least one row, got 0 sample(s)")
+        if not _is_texts(X) and np.ndim(X) == 2 and np.shape(X)[1] == 0:
+            raise ValueError(f"X: expected at least one feature, got 0 feature(s) (shape="
+                             f"{tuple(np.shape(X))}) while a minimum of 1 is required.")
         codes, classes = _encode_labels(y, n)
         target = None
         if self.target_size is not None:
