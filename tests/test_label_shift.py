@@ -57,3 +57,29 @@ def test_it_is_registered_on_by_default():
     assert measure is label_shift.MEASURE and measure.default
     assert measure.files == (label_shift.FILE,) and measure.exports == {"label_shift":
                                                                         label_shift.FILE}
+
+
+class _Run:
+    """The two methods of a run folder a measure's figures read."""
+
+    def __init__(self, table: pd.DataFrame | None) -> None:
+        self.table = table
+
+    def has(self, filename: str) -> bool:
+        return self.table is not None and filename == label_shift.FILE
+
+    def read_parquet(self, filename: str) -> pd.DataFrame | None:
+        return self.table if filename == label_shift.FILE else None
+
+
+def test_its_figure_shows_each_labels_share_before_and_after():
+    labels = np.array(["a"] * 6 + ["b"] * 4)
+    keep = np.array([True] * 2 + [False] * 4 + [True] * 4)
+    table = label_shift.label_shift_table(labels, keep)
+    (fig,) = label_shift.MEASURE.draw(_Run(table))
+    before, after = fig.data
+    assert list(before.x) == ["a", "b"] and list(after.x) == ["a", "b"]
+    np.testing.assert_allclose(before.y, [60.0, 40.0])
+    np.testing.assert_allclose(after.y, [100 * 2 / 6, 100 * 4 / 6])
+    assert "total variation 0.267" in fig.layout.title.text
+    assert label_shift.MEASURE.draw(_Run(None)) == []  # not computed: nothing drawn

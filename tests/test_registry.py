@@ -98,12 +98,24 @@ def _word_count(ctx: MeasureContext) -> MeasureResult:
     return MeasureResult(tables={"word_count.parquet": table})
 
 
+PLANTED_TITLE = "Mean hypothesis words, before vs after (planted plug-in figure)"
+
+
+def _word_count_figures(run) -> list:
+    import plotly.graph_objects as go
+
+    table = run.read_parquet("word_count.parquet")
+    return [go.Figure(go.Bar(x=table["scope"], y=table["mean_words"]),
+                      layout={"title": {"text": PLANTED_TITLE}})]
+
+
 def test_a_measure_added_through_the_registry_reaches_every_consumer(snli_600, tmp_path,
                                                                      monkeypatch):
     plugin = Measure(
         name="word_count", label="Hypothesis length", compute=_word_count,
         files=("word_count.parquet",), default=False, order=99,
         tables=lambda run: {"Mean hypothesis length": run.read_parquet("word_count.parquet")},
+        figures=_word_count_figures,
         exports={"word_count": "word_count.parquet"},
         options=(Option("min_words", "Shortest hypothesis", 1, minimum=1, maximum=10),),
     )
@@ -123,10 +135,27 @@ def test_a_measure_added_through_the_registry_reaches_every_consumer(snli_600, t
     assert table["mean_words"].iloc[1] == pytest.approx(retained.str.split().str.len().mean())
     html = (run.path / "report.html").read_text(encoding="utf-8")
     assert "word_count" in section_ids(html) and "Mean hypothesis length" in html
+    assert html.count(PLANTED_TITLE) == 1  # its figure, drawn once by the measure
     assert len(pd.read_csv(io.BytesIO(export_bytes(run, "word_count", format="csv")))) == 2
+    # the dashboard's Report shows the same figure, from the same function
+    from streamlit.testing.v1 import AppTest
+
+    def report_app(path: str) -> None:
+        import streamlit as st
+
+        from aflite_core.measures import registry
+        from ui import cache
+        from ui.report.view import OPEN_SECTIONS, measure_section
+
+        st.session_state[OPEN_SECTIONS] = {"word_count"}  # the section drawn open
+        measure_section(cache.open_run(path), registry.get("word_count"))
+
+    app = AppTest.from_function(report_app, args=(str(run.path),), default_timeout=60).run()
+    assert not app.exception, app.exception
+    specs = [c.proto.spec for c in app.get("plotly_chart")]
+    assert sum(PLANTED_TITLE in spec for spec in specs) == 1
 
     from ui.audit.view import STAGES  # noqa: F401 - the dashboard imports without error
-    from ui.report.view import measure_section  # noqa: F401
 
 
 def test_cli_defaults_are_the_dashboard_defaults(snli_600):

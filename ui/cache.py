@@ -24,6 +24,7 @@ from aflite_core.cues import linguistic
 from aflite_core.filter import synthetic
 from aflite_core.io import datasets
 from aflite_core.io.datasets import AuditDataset
+from aflite_core.measures import registry
 from aflite_core.report import html as report_html_module
 from aflite_core.runs import exports, views
 from aflite_core.runs import folder as runs
@@ -411,6 +412,18 @@ def baseline_headline(path: str | Path) -> list[dict]:
     verdict and caveats (:func:`aflite_core.measures.baselines.headline_figures`)."""
     path = Path(path)
     return _baseline_headline(str(path.resolve()), _stamp(path))
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _measure_figures(path: str, stamp: float, name: str) -> list:
+    return registry.get(name).draw(_open_run(path, stamp))
+
+
+def measure_figures(path: str | Path, name: str) -> list:
+    """The figures measure ``name`` draws for the run (:meth:`Measure.draw`), the same the
+    HTML report shows; shared, never modified by the pages (runs are immutable)."""
+    path = Path(path)
+    return _measure_figures(str(path.resolve()), _stamp(path), name)
 
 
 def table_view_bytes(rows: pd.DataFrame, columns: list[str]) -> bytes:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from aflite_core.report.chart_style import (  # noqa: F401 - re-exported for the pages
+from aflite_core.chart_style import (  # noqa: F401 - re-exported for the pages
     PALETTE,
     SET_COLORS,
     STATUS_COLORS,
@@ -47,6 +47,17 @@ def _layout(fig: go.Figure, *, title: str | None = None, height: int = 360) -> g
         legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
     )
     return fig
+
+
+def measure_figure(fig: go.Figure, *, height: int = 380) -> go.Figure:
+    """A copy of a measure's figure (:meth:`Measure.draw`) in the dashboard's layout, its
+    own title kept."""
+    out = _layout(go.Figure(fig), title=fig.layout.title.text, height=height)
+    # the title on top, the legend under the axis: a long title and a legend of several
+    # series never overlap
+    out.update_layout(margin={"t": 50, "b": 10},
+                      legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0})
+    return out
 
 
 def color_for(category: str, index: int) -> str:
@@ -151,7 +162,7 @@ def predictability_histogram(binned: pd.DataFrame, *, facet: str | None = None,
 def removal_per_round(history: pd.DataFrame, *, title: str | None = None,
                       step: str = "round") -> go.Figure:
     """Rows removed per round and the set size after each round
-    (:func:`aflite_core.report.chart_style.rounds_figure`), in the dashboard's layout."""
+    (:func:`aflite_core.chart_style.rounds_figure`), in the dashboard's layout."""
     fig = rounds_figure(history, step=step)
     return _layout(fig, title=title, height=400 if "size" in history else 360)
 

@@ -564,6 +564,36 @@ def _knn(ctx: MeasureContext) -> MeasureResult:
     )
 
 
+def _knn_figures(run) -> list:
+    """Mean cosine distance to the k nearest training rows, per relation and scope (all
+    classes): before, after, and the random-removal control (dash-dot)."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import PALETTE
+
+    knn = run.read_parquet("knn.parquet")
+    if knn is None or knn.empty:
+        return []
+    rows = knn if "class" not in knn.columns else knn[knn["class"].astype(str) == "all"]
+    chart = go.Figure()
+    relations = list(pd.unique(rows["relation"]))
+    for (scope, relation), part in rows.groupby(["scope", "relation"], sort=False):
+        part = part.sort_values("k")
+        colour = PALETTE[relations.index(relation) % len(PALETTE)]
+        chart.add_trace(go.Scatter(
+            x=part["k"], y=part["mean_distance"], mode="lines+markers",
+            name=f"{relation} · {scope}",
+            line={"dash": {"after": "solid", "random": "dashdot"}.get(scope, "dot"),
+                  "color": colour},
+            marker={"color": colour}))
+    ks = sorted(int(k) for k in pd.unique(rows["k"]))
+    chart.update_layout(title="Mean cosine distance of held-out rows to their k nearest "
+                        "training rows", xaxis_title="k (log scale)",
+                        yaxis_title="mean distance")
+    chart.update_xaxes(type="log", tickmode="array", tickvals=ks, ticktext=[str(k) for k in ks])
+    return [chart]
+
+
 def _knn_tables(run) -> dict[str, pd.DataFrame]:
     table = run.read_parquet("knn.parquet")
     if table is None or table.empty:
@@ -598,6 +628,7 @@ MEASURE = Measure(
     # the query cap (MAX_QUERIES, reached near 100k rows), then as the training rows
     cost=lambda n: 6.0 * n / 100_000 if n <= 100_000 else 2.5 + 3.5 * 100_000 / n,
     tables=_knn_tables,
+    figures=_knn_figures,
     exports={"knn": "knn.parquet"},
     options=(Option("n_random_draws", "KNN random-removal draws", 3, minimum=1, maximum=10,
                     help="Random removals of as many rows, with the same label counts, as "

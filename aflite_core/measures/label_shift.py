@@ -84,6 +84,28 @@ def tables(run) -> dict[str, pd.DataFrame]:
     return {"Label distribution before vs after": table}
 
 
+def figures(run) -> list:
+    """Each label's share of the filtered rows before and after (all splits together)."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import SET_COLORS
+
+    table = run.read_parquet(FILE)
+    if table is None or table.empty:
+        return []
+    overall = table[table["split"] == "all"]
+    labels = overall["label"].astype(str).tolist()
+    chart = go.Figure([
+        go.Bar(name=name, x=labels, y=100 * overall[column], marker_color=SET_COLORS[key],
+               text=[f"{v:.1f}%" for v in 100 * overall[column]], textposition="outside")
+        for name, column, key in (("before", "share_before", "before"),
+                                  ("after", "share_after", "after"))])
+    tvd = float(overall["tvd"].iloc[0])
+    chart.update_layout(barmode="group", yaxis_title="share of the filtered rows (%)",
+                        title=f"Label shares before vs after (total variation {tvd:.3f})")
+    return [chart]
+
+
 MEASURE = Measure(
     name="label_shift",
     label="Label shift (before vs after)",
@@ -93,6 +115,7 @@ MEASURE = Measure(
     compute=compute,
     files=(FILE,),
     tables=tables,
+    figures=figures,
     exports={"label_shift": FILE},
     order=15,
     cost=0.1,  # seconds per 100k rows (bench_pipeline.py)

@@ -233,6 +233,11 @@ class Measure:
         ``row_columns(run) -> DataFrame`` indexed by ``row_id``: per-row values the measure
         adds to the rows table the dashboard's Explore page shows, sorts and filters
         (:func:`aflite_core.runs.views.rows_table`); rows it does not cover get NaN.
+    figures : callable, optional
+        ``figures(run) -> list of plotly Figure``: the measure's charts, drawn once from the
+        stored files; the HTML report and the dashboard's Report page both show what
+        :meth:`draw` returns (in :mod:`aflite_core.chart_style`'s look), so a measure with a
+        chart is its module and its test.
     """
 
     name: str
@@ -248,6 +253,7 @@ class Measure:
     cost: float | Callable[..., float] = 1.0
     inputs: tuple[str, ...] = ()
     row_columns: Callable[[Any], pd.DataFrame] | None = None
+    figures: Callable[[Any], list[Any]] | None = None
 
     def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None) -> float:
         """Expected seconds per 100,000 rows of this measure on ``n_rows`` rows with the
@@ -264,6 +270,12 @@ class Measure:
         """The options' default values for a dataset of ``n_rows`` audited rows."""
         return {o.name: o.default(n_rows) if callable(o.default) else o.default
                 for o in self.options}
+
+    def draw(self, run: Any) -> list[Any]:
+        """The measure's figures of ``run`` (empty when it has none or wrote nothing)."""
+        if self.figures is None or not any(run.has(f) for f in self.files):
+            return []
+        return list(self.figures(run))
 
     def before_after(self, run: Any) -> dict[str, pd.DataFrame]:
         """The measure's before/after tables of ``run`` (empty when it wrote nothing)."""

@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.measures import registry
-from aflite_core.measures.baselines import format_figure, headline_figures
-from aflite_core.measures.registry import Measure
-from aflite_core.report.chart_style import (
+from aflite_core.chart_style import (
     PALETTE,
     SET_COLORS,
     STATUS_COLORS,
     add_reference_lines,
     rounds_figure,
 )
+from aflite_core.measures import registry
+from aflite_core.measures.baselines import format_figure, headline_figures
+from aflite_core.measures.registry import Measure
 from aflite_core.runs.folder import (
     STATUSES,
     AuditRun,
@@ -409,30 +409,9 @@ def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
 
 
 def _section_knn(run: AuditRun, fig: _Figures) -> str:
-    import plotly.graph_objects as go
-
     tables = _measure_tables(run, "knn")
     if not tables:
         return _absent("KNN distances were not computed in this run.")
-    knn = run.read_parquet("knn.parquet")
-    rows = knn if "class" not in knn.columns else knn[knn["class"].astype(str) == "all"]
-    chart = go.Figure()
-    relations = list(pd.unique(rows["relation"]))
-    for (scope, relation), part in rows.groupby(["scope", "relation"], sort=False):
-        part = part.sort_values("k")
-        colour = _PALETTE[relations.index(relation) % len(_PALETTE)]
-        chart.add_trace(
-            go.Scatter(x=part["k"], y=part["mean_distance"], mode="lines+markers",
-                       name=f"{esc(relation)} · {esc(scope)}",
-                       line={"dash": {"after": "solid", "random": "dashdot"}.get(scope, "dot"),
-                             "color": colour},
-                       marker={"color": colour})
-        )
-    ks = sorted(int(k) for k in pd.unique(rows["k"]))
-    chart.update_layout(title="Mean cosine distance of held-out rows to their k nearest "
-                        "training rows", xaxis_title="k (log scale)",
-                        yaxis_title="mean distance")
-    chart.update_xaxes(type="log", tickmode="array", tickvals=ks, ticktext=[str(k) for k in ks])
     note = ("<p>Larger same-class distances after filtering mean the retained set holds fewer "
             "near-copies of held-out examples. Removing rows can only make distances grow, "
             "so <i>random</i> (dash-dot) removes as many rows with the same label counts at "
@@ -441,7 +420,8 @@ def _section_knn(run: AuditRun, fig: _Figures) -> str:
     details = "".join(f"<details><summary>{esc(t)} ({len(table)} rows)</summary>"
                       f"{html_table(table, text_columns=('class',), max_rows=500)}</details>"
                       for t, table in rest)
-    return note + fig(chart) + _tables_html({title: overall}) + details
+    charts = "".join(fig(chart) for chart in registry.get("knn").draw(run))
+    return note + charts + _tables_html({title: overall}) + details
 
 
 def _flatten(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -592,13 +572,15 @@ def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
     return outcome + fig(chart) + html_table(table)
 
 
-def _section_measure(run: AuditRun, measure: Measure) -> str:
-    """A measure without a chart of its own: its description and before/after tables."""
+def _section_measure(run: AuditRun, measure: Measure, fig: _Figures) -> str:
+    """A measure without a section of its own: its description, its figures
+    (:meth:`Measure.draw`) and its before/after tables."""
     tables = measure.before_after(run)
-    if not tables:
+    charts = measure.draw(run)
+    if not tables and not charts:
         return _absent(f"{measure.label} was not computed in this run.")
     intro = f"<p>{esc(measure.description)}</p>" if measure.description else ""
-    return intro + _tables_html(tables)
+    return intro + "".join(fig(chart) for chart in charts) + _tables_html(tables)
 
 
 def _section_datamap(run: AuditRun, fig: _Figures, max_points: int = 4000) -> str:
@@ -732,7 +714,7 @@ def build_report(
         "samples": lambda: _section_samples(run, n_samples, random_state),
     }
     for measure in report_measures():
-        bodies.setdefault(measure.name, lambda m=measure: _section_measure(run, m))
+        bodies.setdefault(measure.name, lambda m=measure: _section_measure(run, m, fig))
     every = sections()
     parts = []
     for anchor, title in every:

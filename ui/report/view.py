@@ -121,8 +121,16 @@ def cues(run: Any, tables: dict[str, pd.DataFrame]) -> None:
                "count.")
 
 
+def figures(run: Any, name: str) -> None:
+    """The figures the measure draws itself (the same the HTML report shows)."""
+    for fig in cache.measure_figures(run.path, name):
+        st.plotly_chart(charts.measure_figure(fig), config=charts.STATIC_CONFIG,
+                        key=state.key("report", f"figure:{name}:{id(fig)}"))
+
+
 def knn(run: Any, tables: dict[str, pd.DataFrame]) -> None:
-    """KNN-distance table, before vs after (the core's tables)."""
+    """KNN distances by k (the measure's figure) and the before/after table."""
+    figures(run, "knn")
     (title, wide), *rest = tables.items()
     st.markdown(f"**{title}**")
     st.dataframe(wide, hide_index=True, column_config={
@@ -263,8 +271,11 @@ def inoculation(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     st.dataframe(summary, hide_index=True)
 
 
-def generic(run: Any, tables: dict[str, pd.DataFrame]) -> None:
-    """A measure without a panel of its own: its before/after tables from the core."""
+def generic(run: Any, tables: dict[str, pd.DataFrame], name: str | None = None) -> None:
+    """A measure without a panel of its own: its figures and before/after tables from the
+    core."""
+    if name is not None:
+        figures(run, name)
     for title, table in tables.items():
         st.markdown(f"**{components.md_escape(title)}**")
         st.dataframe(table, hide_index=True)
@@ -356,7 +367,11 @@ def _measure_body(run: Any, measure: Measure, state: str) -> None:
         st.caption(ABSENT.get(measure.name) or f"This run has no {measure.label.lower()} "
                    f"({where}).")
         return
-    PANELS.get(measure.name, generic)(run, tables)
+    panel = PANELS.get(measure.name)
+    if panel is None:
+        generic(run, tables, measure.name)
+    else:
+        panel(run, tables)
 
 
 def downloads(run: Any) -> None:
