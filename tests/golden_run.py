@@ -41,6 +41,49 @@ def planted_result() -> dict[str, np.ndarray]:
             "removal_round": model.removal_round_}
 
 
+#: Multiple-choice AFLite on planted questions (mixed choice counts, shuffled rows).
+MC_AFLITE = {"target_size": 0.5, "n_partitions": 16, "train_size": 0.5, "slice_size": 30,
+             "tau": 0.6, "random_state": 0}
+#: The Z-filter on planted binary features.
+ZFILTER = {"alpha": 0.05, "batch_size": 10, "random_state": 0}
+
+
+def mc_result() -> dict[str, np.ndarray]:
+    """Masks, scores and history of multiple-choice AFLite on seeded planted questions."""
+    from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
+
+    rng = np.random.default_rng(11)
+    counts = np.resize([2, 3, 4], 500)
+    q = np.repeat(np.arange(500), counts)
+    X = rng.standard_normal((len(q), 16)).astype(np.float32)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    right = starts + (rng.random(500) * counts).astype(int)
+    y = np.zeros(len(q), dtype=bool)
+    y[right] = True
+    X[right[rng.random(500) < 0.3], :3] += 2.5
+    perm = rng.permutation(len(q))
+    model = MultipleChoiceAFLite(**MC_AFLITE).fit(X[perm], y[perm], groups=q[perm])
+    history = model.history_.drop(columns=["seconds"])
+    return {"keep_mask": model.keep_mask_, "predictability": model.predictability_,
+            "removal_round": model.removal_round_,
+            "history": history.to_numpy(dtype=float)}
+
+
+def zfilter_result() -> dict[str, np.ndarray]:
+    """Mask and history of the Z-filter on seeded planted binary features."""
+    import scipy.sparse as sp
+
+    from aflite_core.filter.zfilter import ZFilter
+
+    rng = np.random.default_rng(5)
+    y = rng.integers(0, 3, 1500)
+    X = (rng.random((1500, 40)) < 0.1).astype(np.int8)
+    X[:, 0] |= ((y == 0) & (rng.random(1500) < 0.5)).astype(np.int8)  # a planted cue
+    model = ZFilter(**ZFILTER).fit(sp.csr_matrix(X), y)
+    history = model.history_.drop(columns=["seconds"], errors="ignore")
+    return {"keep_mask": model.keep_mask_, "history": history.to_numpy(dtype=float)}
+
+
 def sample_result(runs_root: Path) -> dict[str, pd.DataFrame]:
     """Scores, cue statistics and KNN table of a seeded audit of the bundled sample."""
     from aflite_core.io.datasets import load_dataset
@@ -67,6 +110,8 @@ def write() -> None:
     """Regenerate the golden files from the current code."""
     GOLDEN.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(GOLDEN / "planted.npz", **planted_result())
+    np.savez_compressed(GOLDEN / "multiple_choice.npz", **mc_result())
+    np.savez_compressed(GOLDEN / "zfilter.npz", **zfilter_result())
     with tempfile.TemporaryDirectory() as tmp:
         for name, frame in sample_result(Path(tmp)).items():
             frame.to_parquet(GOLDEN / f"sample_{name}.parquet", index=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from golden_run import GOLDEN, planted_result, sample_result
+from golden_run import GOLDEN, mc_result, planted_result, sample_result, zfilter_result
 
 
 def test_planted_workload_masks_and_scores_are_unchanged():
@@ -19,6 +19,19 @@ def test_planted_workload_masks_and_scores_are_unchanged():
     for name in expected.files:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
     assert 0 < got["keep_mask"].sum() < len(got["keep_mask"])  # a real filtering happened
+
+
+@pytest.mark.parametrize(("name", "result"), [("multiple_choice", mc_result),
+                                              ("zfilter", zfilter_result)])
+def test_multiple_choice_and_zfilter_rounds_are_unchanged(name, result):
+    """The round loops the filters share: masks, scores and every history column (but the
+    seconds) of the same seed, bit for bit."""
+    expected = np.load(GOLDEN / f"{name}.npz")
+    got = result()
+    assert set(got) == set(expected.files)
+    for key in expected.files:
+        np.testing.assert_array_equal(got[key], expected[key], err_msg=f"{name}: {key}")
+    assert 0 < got["keep_mask"].sum() < len(got["keep_mask"])
 
 
 @pytest.fixture(scope="module")
