@@ -13,12 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from aflite_core.filter import rounds as _rounds
 from aflite_core.filter.backends import (
     _block_rows,
     _Blocks,
 )
-from aflite_core.filter.datamap import DatamapTracker, RoundDatamap
+from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import (
     ScatterStats,
     covariance_factor,
@@ -26,13 +25,9 @@ from aflite_core.filter.linear import (
     row_stats,
 )
 from aflite_core.filter.rounds import (
-    _QUANTILES,
-    STOP_CALLBACK,
-    STOP_TARGET,
-    STOP_TAU,
+    RoundState,
     _column_mean,
     _round_train_size,
-    _select_removals,
 )
 
 _COMPACT_BELOW = 0.8
@@ -118,34 +113,24 @@ class _RoundResult:
         return self.size_before - self.removed
 
 
-class _FilterRun:
-    """The state of one ``fit``: the set S (``alive``), the scores so far and the history.
+class _FilterRun(RoundState):
+    """The state of one ``fit``: the set S of rows, the scores so far and the history (the
+    bookkeeping every filter shares is :class:`~aflite_core.filter.rounds.RoundState`'s).
 
     ``__init__`` prepares what needs no backend (column means, the seeded tie-break order,
     the row blocks); :meth:`run_rounds` then plays rounds on a backend until a stop rule
-    holds. A round scores S and removes the chosen rows (:meth:`_score_and_select`,
-    :meth:`_remove`), prepares the next round (:meth:`_prepare_next_round`), records its
-    history row and tells the callback (:meth:`_notify`).
+    holds. A round scores S and chooses the rows to remove (:meth:`_score_and_select`),
+    removes them (:meth:`RoundState.remove`), prepares the next round
+    (:meth:`_prepare_next_round`), records its history row and tells the callback.
     """
 
     def __init__(self, X: np.ndarray, codes: np.ndarray, n_classes: int, cfg: FitConfig,
                  rng: np.random.Generator, groups: np.ndarray | None = None) -> None:
         n, d = X.shape
-        self.cfg = cfg
-        self.rng = rng
-        self.groups = groups
         self.shift = _column_mean(X)
-        # A seeded rank per row breaks ties between equal scores (the lower rank goes first).
-        self.priority = np.empty(n, dtype=np.int64)
-        self.priority[rng.permutation(n)] = np.arange(n)
+        super().__init__(n, cfg, rng)
+        self.groups = groups
         self.blocks = _Blocks(codes, n_classes, _block_rows(d, cfg.n_partitions, n_classes))
-        self.alive = np.ones(n, dtype=bool)
-        self.predictability = np.full(n, np.nan)
-        self.removal_round = np.full(n, -1, dtype=np.int64)
-        self.datamap = DatamapTracker(n, on=_rounds._RECORD_DATAMAP)
-        self.history: list[dict[str, Any]] = []
-        self.removed_total = 0
-        self.stop_reason: str | None = None
 
     def run_rounds(self, backend, started: float) -> None:
         """Play rounds until a stop rule holds (``stop_reason`` is then set)."""
@@ -161,44 +146,32 @@ class _FilterRun:
             t_round = time.perf_counter()
             result = self._score_and_select(round_no, backend, drawn, factor)
             drawn = None  # its train masks are no longer needed
-            self._remove(result)
+            self.remove(result.number, result.s_rows, result.scores, result.datamap,
+                        result.removed_s)
             drawn, factor = self._prepare_next_round(backend, stats, result)
             seconds = time.perf_counter() - t_round
-            self.history.append(_history_row(result, seconds))
-            self._notify(result, seconds, started)
+            self.history.append(self.history_row(
+                result.number, result.size_before, result.train_size, result.removed,
+                result.scores, result.n_above_tau, seconds))
+            self.notify(result.number, result.size_before, result.removed, result.n_above_tau,
+                        seconds, started, self.cfg.n_samples)
 
     def _score_and_select(self, round_no: int, backend, drawn, factor) -> _RoundResult:
         """Score S with the round's partitions and choose the rows to remove."""
         cfg = self.cfg
         s_rows, positions, t, scores, gold = _score_round(backend, self.blocks, drawn, factor,
                                                           self.shift, cfg, self.datamap.on)
-        eligible = np.flatnonzero(scores >= cfg.tau)
-        cap = min(cfg.slice_size, len(s_rows) - cfg.target_size)
-        chosen = _select_removals(scores[eligible], self.priority[s_rows[eligible]], cap,
-                                  cfg.strategy, self.rng)
+        removed_s, n_above = self.choose(s_rows, scores)
         return _RoundResult(
             number=round_no,
             s_rows=s_rows,
             positions=positions,
             train_size=t,
             scores=scores,
-            n_above_tau=len(eligible),
-            removed_s=np.sort(eligible[chosen]),  # positions in S, i.e. block order
+            n_above_tau=n_above,
+            removed_s=removed_s,  # positions in S, i.e. block order
             datamap=gold,
         )
-
-    def _remove(self, result: _RoundResult) -> None:
-        """Record the round's scores, take its chosen rows out of S, apply the stop rules."""
-        removed_rows = result.s_rows[result.removed_s]
-        self.predictability[result.s_rows] = result.scores
-        self.datamap.record(result.number, result.s_rows, result.scores, result.datamap)
-        self.alive[removed_rows] = False
-        self.removal_round[removed_rows] = result.number
-        self.removed_total += result.removed
-        if result.size_after <= self.cfg.target_size:
-            self.stop_reason = STOP_TARGET
-        elif result.removed < self.cfg.slice_size:
-            self.stop_reason = STOP_TAU
 
     def _prepare_next_round(self, backend, stats: ScatterStats, result: _RoundResult):
         """Bring the statistics and working copies up to the new S; draw its partitions.
@@ -219,28 +192,6 @@ class _FilterRun:
             drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
                                    self.groups)
         return drawn, factor
-
-    def _notify(self, result: _RoundResult, seconds: float, started: float) -> None:
-        """Call the callback with the round's info; ``True`` back stops after this round."""
-        callback = self.cfg.callback
-        if callback is None:
-            return
-        info = {
-            "round": result.number,
-            "size": result.size_after,
-            "size_before": result.size_before,
-            "removed": result.removed,
-            "removed_total": self.removed_total,
-            "target_size": self.cfg.target_size,
-            "n_samples": self.cfg.n_samples,
-            "n_above_tau": result.n_above_tau,
-            "seconds": seconds,
-            "elapsed": time.perf_counter() - started,
-            "stop_reason": self.stop_reason,
-        }
-        answer = callback(info)
-        if (answer is True or answer is np.True_) and self.stop_reason is None:
-            self.stop_reason = STOP_CALLBACK
 
 
 def _scatter_stats(backend, n_features: int) -> ScatterStats:
@@ -385,24 +336,3 @@ def _compact_blocks(backend, blocks: _Blocks, alive: np.ndarray) -> None:
             blocks.compact(b, keep)
     if keeps:
         backend.compact(keeps)
-
-
-def _history_row(result: _RoundResult, seconds: float) -> dict[str, Any]:
-    """The ``history_`` row of a round (see :class:`AFLite`)."""
-    scored = result.scores[~np.isnan(result.scores)]
-    row: dict[str, Any] = {
-        "round": result.number,
-        "size": result.size_before,
-        "train_size": result.train_size,
-        "removed": result.removed,
-        "size_after": result.size_after,
-        "n_scored": len(scored),
-        "n_above_tau": result.n_above_tau,
-        "score_mean": float(scored.mean()) if len(scored) else np.nan,
-    }
-    qs = np.quantile(scored, _QUANTILES) if len(scored) else [np.nan] * len(_QUANTILES)
-    for q, v in zip(_QUANTILES, qs, strict=True):
-        row[f"score_q{round(q * 100):02d}"] = float(v)
-    row["seconds"] = seconds
-    return row
-

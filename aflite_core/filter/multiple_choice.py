@@ -57,9 +57,8 @@ from aflite_core._validation import (
     make_rng,
     resolve_n_jobs,
 )
-from aflite_core.filter import rounds as _rounds
 from aflite_core.filter.backends import _single_threaded_blas
-from aflite_core.filter.datamap import DatamapTracker, RoundDatamap
+from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import (
     ScatterStats,
     covariance_factor,
@@ -67,11 +66,8 @@ from aflite_core.filter.linear import (
     row_stats,
 )
 from aflite_core.filter.rounds import (
-    _QUANTILES,
-    STOP_CALLBACK,
-    STOP_TARGET,
-    STOP_TAU,
     STRATEGIES,
+    RoundState,
     _check_tau,
     _check_X,
     _column_mean,
@@ -79,7 +75,6 @@ from aflite_core.filter.rounds import (
     _resolve_target_size,
     _resolve_train_size,
     _round_train_size,
-    _select_removals,
 )
 
 __all__ = ["MultipleChoiceAFLite", "MCFitConfig"]
@@ -478,29 +473,20 @@ def _centre_by_question(X: np.ndarray, q: _Questions) -> np.ndarray:
     return Xq
 
 
-class _MCRun:
-    """The state of one ``fit``: the alive questions, scores so far and the history."""
+class _MCRun(RoundState):
+    """The state of one ``fit``: the alive questions, scores so far and the history (the
+    bookkeeping every filter shares is :class:`~aflite_core.filter.rounds.RoundState`'s)."""
 
     def __init__(self, X: np.ndarray, questions: _Questions, cfg: MCFitConfig,
                  rng: np.random.Generator) -> None:
-        self.cfg = cfg
-        self.rng = rng
+        super().__init__(questions.n, cfg, rng)
         self.questions = questions
         n_q = questions.n
-        self.priority = np.empty(n_q, dtype=np.int64)
-        self.priority[rng.permutation(n_q)] = np.arange(n_q)
         self.Xq = _centre_by_question(X, questions)
         self.q_of_row = np.repeat(np.arange(n_q), questions.n_choices)  # layout row -> question
         self.is_right = np.zeros(len(self.Xq), dtype=bool)
         self.is_right[questions.right_pos] = True
         self.chunks = _make_chunks(questions.starts)
-        self.alive = np.ones(n_q, dtype=bool)
-        self.predictability = np.full(n_q, np.nan)
-        self.removal_round = np.full(n_q, -1, dtype=np.int64)
-        self.datamap = DatamapTracker(n_q, on=_rounds._RECORD_DATAMAP)
-        self.history: list[dict[str, Any]] = []
-        self.removed_total = 0
-        self.stop_reason: str | None = None
 
     def run_rounds(self, started: float) -> None:
         pool = ThreadPoolExecutor(self.cfg.n_workers) if self.cfg.n_workers > 1 else None
@@ -528,28 +514,22 @@ class _MCRun:
             t = _round_train_size(cfg.train_size, n_s)
             train = self._draw(s_q, t)  # (m, n_questions) bool, False outside S
             scores, gold = self._score(pool, stats, train, s_q)
-            self.datamap.record(round_no, s_q, scores, gold)
-            eligible = np.flatnonzero(scores >= cfg.tau)
-            cap = min(cfg.slice_size, n_s - cfg.target_size)
-            chosen = _select_removals(scores[eligible], self.priority[s_q[eligible]], cap,
-                                      cfg.strategy, self.rng)
-            removed_q = np.sort(s_q[eligible[chosen]])
-            self.predictability[s_q] = scores
-            self.alive[removed_q] = False
-            self.removal_round[removed_q] = round_no
-            self.removed_total += len(removed_q)
-            if n_s - len(removed_q) <= cfg.target_size:
-                self.stop_reason = STOP_TARGET
-            elif len(removed_q) < cfg.slice_size:
-                self.stop_reason = STOP_TAU
-            elif len(removed_q):
+            removed_pos, n_above = self.choose(s_q, scores)
+            removed_q = self.remove(round_no, s_q, scores, gold, removed_pos)
+            if self.stop_reason is None and len(removed_q):
                 rows = np.concatenate([np.arange(q.starts[i], q.starts[i + 1])
                                        for i in removed_q])
                 stats.subtract(*row_stats(self.Xq[rows]))
             seconds = time.perf_counter() - t_round
-            self.history.append(self._history_row(round_no, s_q, t, scores, len(eligible),
-                                                  len(removed_q), seconds))
-            self._notify(round_no, n_s, len(removed_q), len(eligible), seconds, started)
+            ok = ~np.isnan(scores)
+            chance = 1.0 / q.n_choices[s_q[ok]]
+            self.history.append(self.history_row(
+                round_no, n_s, t, len(removed_q), scores, n_above, seconds,
+                sizes={"size_rows": int(q.n_choices[s_q].sum())},
+                means={"chance_mean": float(chance.mean()) if len(chance) else np.nan}))
+            self.notify(round_no, n_s, len(removed_q), n_above, seconds, started,
+                        cfg.n_questions,
+                        sizes={"size_rows": int(q.n_choices[self.alive].sum())})
 
     def _draw(self, s_q: np.ndarray, t: int) -> np.ndarray:
         """Training questions of each partition: ``min(t, |S| - t)`` distinct draws of S."""
@@ -621,50 +601,6 @@ class _MCRun:
             gold = RoundDatamap.from_sums(held, np.concatenate([p[1] for p in parts]),
                                           np.concatenate([p[2] for p in parts]))
         return scores, gold
-
-    def _history_row(self, round_no, s_q, t, scores, n_above, removed, seconds) -> dict:
-        ok = ~np.isnan(scores)
-        scored = scores[ok]
-        chance = 1.0 / self.questions.n_choices[s_q[ok]]
-        row: dict[str, Any] = {
-            "round": round_no,
-            "size": len(s_q),
-            "size_rows": int(self.questions.n_choices[s_q].sum()),
-            "train_size": t,
-            "removed": removed,
-            "size_after": len(s_q) - removed,
-            "n_scored": len(scored),
-            "n_above_tau": n_above,
-            "score_mean": float(scored.mean()) if len(scored) else np.nan,
-            "chance_mean": float(chance.mean()) if len(chance) else np.nan,
-        }
-        qs = np.quantile(scored, _QUANTILES) if len(scored) else [np.nan] * len(_QUANTILES)
-        for q, v in zip(_QUANTILES, qs, strict=True):
-            row[f"score_q{round(q * 100):02d}"] = float(v)
-        row["seconds"] = seconds
-        return row
-
-    def _notify(self, round_no, size_before, removed, n_above, seconds, started) -> None:
-        callback = self.cfg.callback
-        if callback is None:
-            return
-        info = {
-            "round": round_no,
-            "size": size_before - removed,
-            "size_before": size_before,
-            "size_rows": int(self.questions.n_choices[self.alive].sum()),
-            "removed": removed,
-            "removed_total": self.removed_total,
-            "target_size": self.cfg.target_size,
-            "n_samples": self.cfg.n_questions,
-            "n_above_tau": n_above,
-            "seconds": seconds,
-            "elapsed": time.perf_counter() - started,
-            "stop_reason": self.stop_reason,
-        }
-        answer = callback(info)
-        if (answer is True or answer is np.True_) and self.stop_reason is None:
-            self.stop_reason = STOP_CALLBACK
 
 
 def _right_choice_stats(margins: np.ndarray, best_right: np.ndarray, seg: np.ndarray,

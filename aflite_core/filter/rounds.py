@@ -241,3 +241,106 @@ def _select_removals(
     order = np.lexsort((priority[candidates], -keys[candidates]))
     return candidates[order[:cap]]
 
+
+
+# -- the round loop's state and bookkeeping ----------------------------------------------
+class RoundState:
+    """What every AFLite round loop keeps and does the same way, over *units* (rows for
+    :class:`~aflite_core.filter.aflite.AFLite`, questions for its multiple-choice form).
+
+    Subclasses score the units of S their own way, then call :meth:`choose` (which units
+    leave: at most ``slice_size`` of those scoring at least tau, never below the target),
+    :meth:`remove` (record the round, apply the stop rules), :meth:`history_row` and
+    :meth:`notify` (the ``history_`` row and the callback). A change to the stopping rule,
+    the history columns or the callback's keys is made here once.
+
+    ``cfg`` needs ``target_size``, ``slice_size``, ``tau``, ``strategy`` and ``callback``.
+    The seeded tie-break order is drawn first from ``rng``, as both filters always did.
+    """
+
+    def __init__(self, n_units: int, cfg: Any, rng: np.random.Generator) -> None:
+        from aflite_core.filter.datamap import DatamapTracker
+
+        self.cfg = cfg
+        self.rng = rng
+        # A seeded rank per unit breaks ties between equal scores (the lower rank goes first).
+        self.priority = np.empty(n_units, dtype=np.int64)
+        self.priority[rng.permutation(n_units)] = np.arange(n_units)
+        self.alive = np.ones(n_units, dtype=bool)
+        self.predictability = np.full(n_units, np.nan)
+        self.removal_round = np.full(n_units, -1, dtype=np.int64)
+        self.datamap = DatamapTracker(n_units, on=_RECORD_DATAMAP)
+        self.history: list[dict[str, Any]] = []
+        self.removed_total = 0
+        self.stop_reason: str | None = None
+
+    def choose(self, s_units: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, int]:
+        """``(positions in s_units of the units that leave, sorted; units scoring >= tau)``."""
+        cfg = self.cfg
+        eligible = np.flatnonzero(scores >= cfg.tau)
+        cap = min(cfg.slice_size, len(s_units) - cfg.target_size)
+        chosen = _select_removals(scores[eligible], self.priority[s_units[eligible]], cap,
+                                  cfg.strategy, self.rng)
+        return np.sort(eligible[chosen]), len(eligible)
+
+    def remove(self, number: int, s_units: np.ndarray, scores: np.ndarray, gold: Any,
+               removed_pos: np.ndarray) -> np.ndarray:
+        """Record round ``number``'s scores (and data map), take the chosen units out of S,
+        apply the stop rules; return the units removed."""
+        removed = s_units[removed_pos]
+        self.predictability[s_units] = scores
+        self.datamap.record(number, s_units, scores, gold)
+        self.alive[removed] = False
+        self.removal_round[removed] = number
+        self.removed_total += len(removed)
+        if len(s_units) - len(removed) <= self.cfg.target_size:
+            self.stop_reason = STOP_TARGET
+        elif len(removed) < self.cfg.slice_size:
+            self.stop_reason = STOP_TAU
+        return removed
+
+    @staticmethod
+    def history_row(number: int, size: int, train_size: int, removed: int, scores: np.ndarray,
+                    n_above_tau: int, seconds: float, *, sizes: dict | None = None,
+                    means: dict | None = None) -> dict[str, Any]:
+        """The ``history_`` row of a round; ``sizes`` (e.g. ``size_rows``) follow ``size``
+        and ``means`` (e.g. ``chance_mean``) follow ``score_mean``."""
+        scored = scores[~np.isnan(scores)]
+        row: dict[str, Any] = {"round": number, "size": size, **(sizes or {}),
+                               "train_size": train_size, "removed": removed,
+                               "size_after": size - removed, "n_scored": len(scored),
+                               "n_above_tau": n_above_tau,
+                               "score_mean": float(scored.mean()) if len(scored) else np.nan,
+                               **(means or {})}
+        qs = np.quantile(scored, _QUANTILES) if len(scored) else [np.nan] * len(_QUANTILES)
+        for q, v in zip(_QUANTILES, qs, strict=True):
+            row[f"score_q{round(q * 100):02d}"] = float(v)
+        row["seconds"] = seconds
+        return row
+
+    def notify(self, number: int, size_before: int, removed: int, n_above_tau: int,
+               seconds: float, started: float, n_samples: int, *,
+               sizes: dict | None = None) -> None:
+        """Tell the callback about the round; ``True`` back stops after it."""
+        import time
+
+        callback = self.cfg.callback
+        if callback is None:
+            return
+        info = {
+            "round": number,
+            "size": size_before - removed,
+            "size_before": size_before,
+            **(sizes or {}),
+            "removed": removed,
+            "removed_total": self.removed_total,
+            "target_size": self.cfg.target_size,
+            "n_samples": n_samples,
+            "n_above_tau": n_above_tau,
+            "seconds": seconds,
+            "elapsed": time.perf_counter() - started,
+            "stop_reason": self.stop_reason,
+        }
+        answer = callback(info)
+        if (answer is True or answer is np.True_) and self.stop_reason is None:
+            self.stop_reason = STOP_CALLBACK
