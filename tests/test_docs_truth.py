@@ -137,3 +137,23 @@ def test_the_checks_catch_planted_stale_statements():
     assert _resolves("aflite_core.runs.folder.load_run")
     assert "--no-such-flag" not in _flags(_parsers()["run"])
     assert _PATH.search("see `aflite_core/report.py`").group(1) == "aflite_core/report.py"
+
+
+def test_the_readmes_snli_dev_figures_are_a_fresh_runs(tmp_path):
+    """The README says where the default audit of SNLI dev stops; a fresh run agrees."""
+    from aflite_core.cli import main
+    from aflite_core.runs.folder import load_run
+
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"SNLI dev stops after (\d+) rounds at\s+([\d,]+) of ([\d,]+) rows "
+                     r"\(target ([\d,]+)\)", text)
+    assert said, "the README no longer says where SNLI dev stops"
+    rounds, kept, total, target = (int(g.replace(",", "")) for g in said.groups())
+    data = REPO / "tests" / "data" / "snli" / "snli_dev.csv"
+    out = tmp_path / "snli-dev"
+    assert main(["run", str(data), "--out", str(out), "--measures", "none", "--no-report",
+                 "-q"]) == 0
+    run = load_run(out)
+    block = run.summary["aflite"]["blocks"]["all"]
+    assert (run.summary["aflite"]["n_rounds"], run.sizes["retained"], run.sizes["filtered"],
+            block["target"]) == (rounds, kept, total, target)
