@@ -38,6 +38,15 @@ REFERENCE_COLOR = "#555555"
 REFERENCE_MARGIN = 150
 
 
+def chart_text(value: Any, limit: int = 60) -> str:
+    """Text from the data as a chart shows it: cut to ``limit`` characters and escaped, since
+    Plotly renders a subset of HTML in labels, legends and hover text."""
+    text = "" if value is None else str(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return html.escape(text, quote=True)
+
+
 def add_reference_lines(fig: Any, references: Mapping[str, float], *,
                         percent: bool = False) -> Any:
     """Dashed horizontal lines at ``references`` (``{name: value}``), each labelled in the

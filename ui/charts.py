@@ -237,16 +237,3 @@ def selected_row_ids(event: object) -> list[str]:
         elif custom is not None:
             ids.append(str(custom))
     return ids
-
-
-def line_curves(table: pd.DataFrame, *, x: str, y: str, group: str, title: str | None = None,
-                x_title: str | None = None, y_title: str | None = None,
-                log_x: bool = False) -> go.Figure:
-    """One line per ``group`` value (e.g. inoculation accuracy on original vs challenge)."""
-    fig = go.Figure()
-    for i, (name, part) in enumerate(table.groupby(group, sort=False)):
-        fig.add_scatter(x=part[x], y=part[y], name=safe(name), mode="lines+markers",
-                        line={"color": PALETTE[i % len(PALETTE)]})
-    fig.update_xaxes(title=x_title, type="log" if log_x else None)
-    fig.update_yaxes(title=y_title)
-    return _layout(fig, title=title)

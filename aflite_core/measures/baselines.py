@@ -651,6 +651,40 @@ def _baseline_tables(run) -> dict[str, pd.DataFrame]:
     return out
 
 
+def _baseline_figures(run) -> list:
+    """Accuracy per baseline and subset (full, retained, random control) with the full
+    data's majority-class rate and chance as labelled reference lines."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import PALETTE, SET_COLORS, add_reference_lines, chart_text
+
+    tables = _baseline_tables(run)
+    records = next(iter(tables.values()), None) if tables else None
+    if records is None or records.empty:
+        return []
+    value = next((c for c in ("accuracy", "score", "mean") if c in records.columns), None)
+    group = next((c for c in ("subset", "scope", "data") if c in records.columns), None)
+    name = next((c for c in ("baseline", "model", "probe", "name") if c in records.columns),
+                None)
+    if value is None or group is None or name is None:
+        return []
+    chart = go.Figure()
+    for i, (subset, part) in enumerate(records.groupby(group, sort=False)):
+        colour = SET_COLORS.get(str(subset), PALETTE[i % len(PALETTE)])
+        error = ({"type": "data", "array": part["accuracy_std"].fillna(0).tolist()}
+                 if "accuracy_std" in part else None)
+        chart.add_trace(go.Bar(name=chart_text(subset), x=[chart_text(v) for v in part[name]],
+                               y=part[value], marker_color=colour, error_y=error))
+    chart.update_layout(barmode="group", title=f"Baselines: {chart_text(value)} by subset",
+                        yaxis_title=chart_text(value), yaxis_tickformat=".0%")
+    full = records[records[group] == "full"]
+    references = {label: float(full[column].iloc[0]) for column, label in
+                  (("majority_accuracy", "majority class"), ("chance", "chance"))
+                  if column in full and len(full) and pd.notna(full[column].iloc[0])}
+    add_reference_lines(chart, references, percent=True)
+    return [chart]
+
+
 MEASURE = Measure(
     name="baselines",
     label="Baselines vs random control",
@@ -661,6 +695,7 @@ MEASURE = Measure(
     # iterations on more rows); above MAX_ROWS it samples, about 24 s whatever the size
     cost=lambda n: ((13.0 + 7.0 * n / MAX_ROWS) if n <= MAX_ROWS else 24.0 * MAX_ROWS / n),
     tables=_baseline_tables,
+    figures=_baseline_figures,
     options=(
         Option(
             "n_random_draws",

@@ -289,6 +289,30 @@ def _duplicate_tables(run) -> dict[str, pd.DataFrame]:
     return {"Duplicates before vs after": wide[order].reset_index()}
 
 
+def _duplicate_figures(run) -> list:
+    """Share of redundant copies (exact and near) before vs after."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import PALETTE, SET_COLORS, chart_text
+
+    data = run.read_json("duplicates.json")
+    if data is None:
+        data = run.summary.get("duplicates")
+    records = data.get("summary") if isinstance(data, dict) else None
+    if not (isinstance(records, list) and records and {"scope", "kind", "share"}
+            <= set(records[0])):
+        return []
+    table = pd.DataFrame(records)
+    chart = go.Figure()
+    for scope, part in table.groupby("scope", sort=False):
+        chart.add_trace(go.Bar(name=chart_text(scope), x=[chart_text(k) for k in part["kind"]],
+                               y=part["share"],
+                               marker_color=SET_COLORS.get(str(scope), PALETTE[0])))
+    chart.update_layout(barmode="group", title="Share of redundant copies before vs after",
+                        yaxis_title="duplicate rows / rows")
+    return [chart]
+
+
 MEASURE = Measure(
     name="duplicates",
     label="Duplicates (exact and near, before vs after)",
@@ -296,6 +320,7 @@ MEASURE = Measure(
     default=False,
     order=50,
     tables=_duplicate_tables,
+    figures=_duplicate_figures,
     files=("duplicates.json", "duplicates_exact.parquet", "duplicates_near.parquet"),
     options=(
         Option(

@@ -71,7 +71,7 @@ challenge examples change the weights, never the feature space. See ``docs/measu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -629,6 +629,39 @@ def _inoculation_tables(run) -> dict[str, pd.DataFrame]:
     return {"Inoculation curve": pd.DataFrame(data["summary"])}
 
 
+def _inoculation_figures(run) -> list:
+    """Scores on the original and the challenge test as challenge examples are added, with
+    the challenge set's majority rate and chance as reference lines."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import REFERENCE_COLOR
+
+    data = run.read_json("inoculation.json")
+    if data is None:
+        data = run.summary.get("inoculation")
+    records = data.get("summary") if isinstance(data, Mapping) else None
+    if not (isinstance(records, list) and records and {"n", "original_mean", "challenge_mean"}
+            <= set(records[0])):
+        return []
+    table = pd.DataFrame(records)
+    metric = str(data.get("challenge_metric") or "accuracy").replace("_", " ")
+    chart = go.Figure()
+    for column, name in (("original_mean", "original test (accuracy)"),
+                         ("challenge_mean", f"challenge test ({metric})")):
+        chart.add_trace(go.Scatter(x=table["n"], y=table[column], mode="lines+markers",
+                                   name=name))
+    for i, key in enumerate(("majority_rate", "chance")):
+        if isinstance(data.get(key), (int, float)):
+            chart.add_hline(y=float(data[key]), line_dash="dash" if i == 0 else "dot",
+                            line_color=REFERENCE_COLOR,
+                            annotation_text=f"challenge {key.replace('_', ' ')} "
+                                            f"{float(data[key]):.3f}",
+                            annotation_position="top left" if i == 0 else "bottom right")
+    chart.update_layout(title="Scores after inoculation with n challenge examples",
+                        xaxis_title="n challenge examples", yaxis_title="score")
+    return [chart]
+
+
 MEASURE = Measure(
     name="inoculation",
     label="Inoculation curves (slow)",
@@ -637,4 +670,5 @@ MEASURE = Measure(
     default=False,
     order=60,
     tables=_inoculation_tables,
+    figures=_inoculation_figures,
 )

@@ -88,13 +88,13 @@ def figures(run) -> list:
     """Each label's share of the filtered rows before and after (all splits together)."""
     import plotly.graph_objects as go
 
-    from aflite_core.chart_style import SET_COLORS
+    from aflite_core.chart_style import SET_COLORS, chart_text
 
     table = run.read_parquet(FILE)
     if table is None or table.empty:
         return []
     overall = table[table["split"] == "all"]
-    labels = overall["label"].astype(str).tolist()
+    labels = [chart_text(v) for v in overall["label"]]
     chart = go.Figure([
         go.Bar(name=name, x=labels, y=100 * overall[column], marker_color=SET_COLORS[key],
                text=[f"{v:.1f}%" for v in 100 * overall[column]], textposition="outside")

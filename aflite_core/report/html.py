@@ -24,7 +24,6 @@ from aflite_core.chart_style import (
     PALETTE,
     SET_COLORS,
     STATUS_COLORS,
-    add_reference_lines,
     rounds_figure,
 )
 from aflite_core.measures import registry
@@ -453,31 +452,6 @@ def _json_section(obj: Any) -> str:
     return "".join(parts)
 
 
-def _baseline_chart(records: pd.DataFrame, fig: _Figures) -> str:
-    """Bar chart of accuracy per baseline and subset, when the structure allows it."""
-    import plotly.graph_objects as go
-
-    value = next((c for c in ("accuracy", "score", "mean") if c in records.columns), None)
-    group = next((c for c in ("subset", "scope", "data") if c in records.columns), None)
-    name = next((c for c in ("baseline", "model", "probe", "name") if c in records.columns),
-                None)
-    if records.empty or value is None or group is None or name is None:
-        return ""
-    chart = go.Figure()
-    for i, (subset, part) in enumerate(records.groupby(group, sort=False)):
-        colour = _SET_COLORS.get(str(subset), _PALETTE[i % len(_PALETTE)])
-        chart.add_trace(go.Bar(name=esc(subset), x=_labels(part[name]), y=part[value],
-                               marker_color=colour))
-    chart.update_layout(barmode="group", title=f"Baselines: {esc(value)} by subset",
-                        yaxis_title=esc(value))
-    full = records[records[group] == "full"]
-    references = {name: float(full[column].iloc[0]) for column, name in
-                  (("majority_accuracy", "majority class"), ("chance", "chance"))
-                  if column in full and len(full) and pd.notna(full[column].iloc[0])}
-    add_reference_lines(chart, references, percent=True)
-    return fig(chart)
-
-
 def _baseline_headline(run: AuditRun) -> str:
     """The "bias removed" figures, unseen features first, each with its caveats beside it."""
     try:
@@ -498,7 +472,6 @@ def _section_baselines(run: AuditRun, fig: _Figures) -> str:
         data = run.read_json("baselines.json")
         return (_json_section(data) if data is not None
                 else _absent("Baselines were not computed in this run."))
-    records = next(iter(tables.values()))
     return (_baseline_headline(run) +
             "<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
             "subsets with the retained rows' size and label counts (the control: a smaller "
@@ -506,7 +479,8 @@ def _section_baselines(run: AuditRun, fig: _Figures) -> str:
             "removed beyond size</b> = random − retained, in percentage points ± the spread "
             "over draws. Dashed lines: the majority-class rate and chance of the full data; "
             "an accuracy below the majority rate is listed under Warnings with its likely "
-            "causes.</p>" + _baseline_chart(records, fig) + _tables_html(tables))
+            "causes.</p>" + "".join(fig(chart) for chart in registry.get("baselines").draw(run))
+            + _tables_html(tables))
 
 
 def _artifact(run: AuditRun, key: str, filename: str) -> Any:
@@ -516,8 +490,6 @@ def _artifact(run: AuditRun, key: str, filename: str) -> Any:
 
 
 def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
-    import plotly.graph_objects as go
-
     data = _artifact(run, "duplicates", "duplicates.json")
     if data is None:
         return _absent("Duplicate detection was not computed in this run.")
@@ -525,23 +497,15 @@ def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
     if not (isinstance(records, list) and records and {"scope", "kind", "share"}
             <= set(records[0])):
         return _json_section(data)
-    table = pd.DataFrame(records)
-    chart = go.Figure()
-    for scope, part in table.groupby("scope", sort=False):
-        chart.add_trace(go.Bar(name=esc(scope), x=_labels(part["kind"]), y=part["share"],
-                               marker_color=_SET_COLORS.get(str(scope), _PALETTE[0])))
-    chart.update_layout(barmode="group", title="Share of redundant copies before vs after",
-                        yaxis_title="duplicate rows / rows")
     params = data.get("params") or {}
     note = ("<p>Exact: same normalised text; near: cosine similarity on Φ of at least "
             f"{esc(params.get('threshold', '?'))}. A group of g rows holds g − 1 redundant "
             "copies.</p>")
-    return note + fig(chart) + _tables_html(_measure_tables(run, "duplicates"))
+    charts = "".join(fig(chart) for chart in registry.get("duplicates").draw(run))
+    return note + charts + _tables_html(_measure_tables(run, "duplicates"))
 
 
 def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
-    import plotly.graph_objects as go
-
     data = _artifact(run, "inoculation", "inoculation.json")
     if data is None:
         return _absent("Inoculation was not computed in this run.")
@@ -549,27 +513,13 @@ def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
     if not (isinstance(records, list) and records and {"n", "original_mean", "challenge_mean"}
             <= set(records[0])):
         return _json_section(data)
-    table = pd.DataFrame(records)
     metric = str(data.get("challenge_metric") or "accuracy").replace("_", " ")
-    chart = go.Figure()
-    for column, name in (("original_mean", "original test (accuracy)"),
-                         ("challenge_mean", f"challenge test ({metric})")):
-        chart.add_trace(go.Scatter(x=table["n"], y=table[column], mode="lines+markers",
-                                   name=name))
-    for i, key in enumerate(("majority_rate", "chance")):
-        if isinstance(data.get(key), (int, float)):
-            chart.add_hline(y=float(data[key]), line_dash="dash" if i == 0 else "dot",
-                            line_color="#555555",
-                            annotation_text=f"challenge {key.replace('_', ' ')} "
-                                            f"{float(data[key]):.3f}",
-                            annotation_position="top left" if i == 0 else "bottom right")
-    chart.update_layout(title="Scores after inoculation with n challenge examples",
-                        xaxis_title="n challenge examples", yaxis_title="score")
     outcome = (f"<p><b>Outcome:</b> {esc(data.get('outcome_label', ''))}. "
                f"{esc(data.get('explanation', ''))} The challenge curve is {esc(metric)}; the "
                "fine-tuning strength of each n was chosen on held-out challenge rows "
                "(<code>strength</code> column).</p>")
-    return outcome + fig(chart) + html_table(table)
+    charts = "".join(fig(chart) for chart in registry.get("inoculation").draw(run))
+    return outcome + charts + html_table(pd.DataFrame(records))
 
 
 def _section_measure(run: AuditRun, measure: Measure, fig: _Figures) -> str:

@@ -121,7 +121,7 @@ def cues(run: Any, tables: dict[str, pd.DataFrame]) -> None:
                "count.")
 
 
-def figures(run: Any, name: str) -> None:
+def measure_figures(run: Any, name: str) -> None:
     """The figures the measure draws itself (the same the HTML report shows)."""
     for fig in cache.measure_figures(run.path, name):
         st.plotly_chart(charts.measure_figure(fig), config=charts.STATIC_CONFIG,
@@ -130,7 +130,7 @@ def figures(run: Any, name: str) -> None:
 
 def knn(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """KNN distances by k (the measure's figure) and the before/after table."""
-    figures(run, "knn")
+    measure_figures(run, "knn")
     (title, wide), *rest = tables.items()
     st.markdown(f"**{title}**")
     st.dataframe(wide, hide_index=True, column_config={
@@ -177,31 +177,17 @@ def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
         return
     records["baseline"] = records["baseline"].map(lambda b: BASELINE_LABELS.get(b, b))
     left, right = st.columns([3, 2])
-    left.plotly_chart(
-        charts.grouped_bars(records, x="baseline", y="accuracy", group="subset",
-                            error="accuracy_std" if "accuracy_std" in records else None,
-                            y_title="cross-validated accuracy", percent=True,
-                            references=_references(records)),
-        key=state.key(PAGE, "baselines_chart"))
+    with left:
+        measure_figures(run, "baselines")
     right.dataframe(records, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="percent")
         for c in ("accuracy", "accuracy_std", "majority_accuracy", "chance")})
 
 
-def _references(records: pd.DataFrame) -> dict[str, float]:
-    """Horizontal reference lines: the full data's majority-class rate and chance."""
-    out = {}
-    full = records[records["subset"] == "full"]
-    if "majority_accuracy" in full and len(full):
-        out["majority class"] = float(full["majority_accuracy"].iloc[0])
-    if "chance" in full and len(full) and pd.notna(full["chance"].iloc[0]):
-        out["chance"] = float(full["chance"].iloc[0])
-    return out
-
-
 def duplicates(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Exact and near duplicates before vs after (the run's measure, else the loader's)."""
     if tables:
+        measure_figures(run, "duplicates")
         (title, wide), *_ = tables.items()
         order = [c for c in wide.columns if c != "kind"]
         st.dataframe(wide, hide_index=True, column_config={
@@ -245,17 +231,9 @@ def inoculation(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     data = run.read_json("inoculation.json") or {}
     summary = next(iter(tables.values()))
     metric = str(data.get("challenge_metric") or "accuracy").replace("_", " ")
-    long = pd.concat([
-        pd.DataFrame({"n": summary["n"], "accuracy": summary["original_mean"],
-                      "eval_set": "held-out original (accuracy)"}),
-        pd.DataFrame({"n": summary["n"], "accuracy": summary["challenge_mean"],
-                      "eval_set": f"held-out challenge, AFLite-retained ({metric})"}),
-    ])
     left, right = st.columns([3, 2])
-    left.plotly_chart(charts.line_curves(long, x="n", y="accuracy", group="eval_set",
-                                         x_title="challenge examples added (n)",
-                                         y_title="accuracy"),
-                      key=state.key(PAGE, "inoculation_chart"))
+    with left:
+        measure_figures(run, "inoculation")
     with right:
         st.metric("Outcome", str(data.get("outcome_label", data.get("outcome"))))
         st.text(str(data.get("explanation", "")))
@@ -275,7 +253,7 @@ def generic(run: Any, tables: dict[str, pd.DataFrame], name: str | None = None) 
     """A measure without a panel of its own: its figures and before/after tables from the
     core."""
     if name is not None:
-        figures(run, name)
+        measure_figures(run, name)
     for title, table in tables.items():
         st.markdown(f"**{components.md_escape(title)}**")
         st.dataframe(table, hide_index=True)
