@@ -52,7 +52,8 @@ def _layout(fig: go.Figure, *, title: str | None = None, height: int = 360) -> g
 def measure_figure(fig: go.Figure, *, height: int = 380) -> go.Figure:
     """A copy of a measure's figure (:meth:`Measure.draw`) in the dashboard's layout, its
     own title kept."""
-    out = _layout(go.Figure(fig), title=fig.layout.title.text, height=height)
+    out = _layout(go.Figure(fig), title=fig.layout.title.text,
+                  height=int(fig.layout.height or height))
     # the title on top, the legend under the axis: a long title and a legend of several
     # series never overlap
     out.update_layout(margin={"t": 50, "b": 10},

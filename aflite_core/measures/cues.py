@@ -67,6 +67,34 @@ def tables(run) -> dict[str, pd.DataFrame]:
     return {"Cues before vs after": before_after(cues)}
 
 
+#: Cues the figure shows (the first of the table's default order).
+FIGURE_TOP = 20
+
+
+def figures(run) -> list:
+    """The top cues of the full data: cueness before vs after, side by side."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import SET_COLORS, chart_text
+
+    table = next(iter(tables(run).values()), None)
+    if table is None or table.empty:
+        return []
+    shown = table.head(FIGURE_TOP)
+    names = [chart_text(f"{t} · {f}") for t, f in zip(shown["feature_type"].astype(str),
+                                                      shown["feature"].astype(str),
+                                                      strict=True)]
+    chart = go.Figure([
+        go.Bar(name="full", y=names, x=shown["cueness before"], orientation="h",
+               marker_color=SET_COLORS["full"]),
+        go.Bar(name="retained", y=names, x=shown["cueness after"], orientation="h",
+               marker_color=SET_COLORS["after"]),
+    ])
+    chart.update_layout(barmode="group", title="Top cues: cueness before vs after",
+                        yaxis={"autorange": "reversed"}, height=max(360, 22 * len(names)))
+    return [chart]
+
+
 MEASURE = Measure(
     name="cues",
     label="Lexical cues (before vs after)",
@@ -76,6 +104,7 @@ MEASURE = Measure(
     compute=compute,
     files=(FILE,),
     tables=tables,
+    figures=figures,
     exports={"cues": FILE},
     order=10,
     cost=0.8,  # seconds per 100k rows (bench_pipeline.py)

@@ -378,8 +378,6 @@ def _tables_html(tables: Mapping[str, pd.DataFrame], *, max_rows: int = 200,
 
 
 def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
-    import plotly.graph_objects as go
-
     tables = _measure_tables(run, "cues")
     if not tables:
         return _absent("Cue statistics were not computed in this run.")
@@ -392,18 +390,8 @@ def _section_cues(run: AuditRun, fig: _Figures, top: int) -> str:
              "retained rows; the <i>after</i> column says when a cue fell below the minimum "
              "support, with its count.</p>",
              _tables_html({title: shown}, text_columns=("feature_type", "feature"))]
-    names = _labels(shown[["feature_type", "feature"]].astype(str).agg(" · ".join, axis=1))
-    chart = go.Figure(
-        [
-            go.Bar(name="full", y=names, x=shown["cueness before"], orientation="h",
-                   marker_color="#868e96"),
-            go.Bar(name="retained", y=names, x=shown["cueness after"],
-                   orientation="h", marker_color=_SET_COLORS["after"]),
-        ]
-    )
-    chart.update_layout(barmode="group", title="Top cues: cueness before vs after",
-                        yaxis={"autorange": "reversed"})
-    parts.append(fig(chart, height=max(360, 22 * len(names))))
+    for chart in registry.get("cues").draw(run):
+        parts.append(fig(chart, height=chart.layout.height or 360))
     return "".join(parts)
 
 

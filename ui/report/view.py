@@ -109,6 +109,7 @@ def labels(run: Any) -> None:
 
 def cues(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Top cues of the full data and their cueness after AFLite (the core's table)."""
+    measure_figures(run, "cues")
     title, table = next(iter(tables.items()))
     n = st.slider("Top cues", 5, 50, 15, key=state.key(PAGE, "top_cues"))
     st.markdown(f"**{title}** (first {n}, in the cue table's default order)")
