@@ -181,6 +181,55 @@ def tables(run) -> dict[str, pd.DataFrame]:
     }
 
 
+#: Points the static data map draws at most (a seeded uniform sample; counts stay exact).
+FIGURE_POINTS = 4000
+
+
+def add_region_lines(fig, thresholds: dict, *, labels: bool = True):
+    """The region thresholds on a confidence × variability figure: ambiguous (variability,
+    dashed), easy (confidence, dashed) and hard (confidence, dotted), and the axes' ranges.
+    The HTML report's map and the dashboard's interactive one both use it."""
+    from aflite_core.chart_style import REFERENCE_COLOR
+
+    def text(s: str) -> dict:
+        return {"annotation_text": s} if labels else {}
+
+    fig.add_vline(x=thresholds["ambiguous_variability"], line_dash="dash",
+                  line_color=REFERENCE_COLOR, **text("ambiguous →"))
+    fig.add_hline(y=thresholds["easy_confidence"], line_dash="dash",
+                  line_color=REFERENCE_COLOR, **text("easy ↑"))
+    if thresholds["hard_confidence"] < thresholds["easy_confidence"]:
+        fig.add_hline(y=thresholds["hard_confidence"], line_dash="dot",
+                      line_color=REFERENCE_COLOR, **text("hard ↓"))
+    fig.update_xaxes(title="variability", range=[0, 0.5])
+    fig.update_yaxes(title="confidence", range=[0, 1.02])
+    return fig
+
+
+def figures(run) -> list:
+    """Confidence × variability of the scored rows by status (a seeded sample of at most
+    :data:`FIGURE_POINTS`; the region counts in the tables are exact), with the thresholds."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import STATUS_COLORS
+
+    table = run.read_parquet(FILE)
+    if table is None or table.empty:
+        return []
+    points, total = sample_points(table, max_points=FIGURE_POINTS, seed=0)
+    chart = go.Figure()
+    for status in ("removed", "retained"):
+        part = points[points["status"].astype(str) == status]
+        chart.add_trace(go.Scattergl(
+            x=part["variability"], y=part["confidence"], mode="markers", name=status,
+            marker={"color": STATUS_COLORS[status], "size": 4, "opacity": 0.6}))
+    add_region_lines(chart, thresholds_of(run))
+    drawn = f" ({len(points):,} of {total:,} rows drawn)" if len(points) < total else ""
+    chart.update_layout(title="Data map: confidence × variability of the held-out "
+                              f"predictions{drawn}", height=460)
+    return [chart]
+
+
 def row_columns(run) -> pd.DataFrame:
     """Explore's per-row columns: ``confidence``, ``variability``, ``data-map region``."""
     table = run.read_parquet(FILE)
@@ -199,6 +248,7 @@ MEASURE = Measure(
     compute=compute,
     files=(FILE,),
     tables=tables,
+    figures=figures,
     exports={"datamap": FILE},
     order=12,
     cost=0.1,  # seconds per 100k rows (bench_pipeline.py)

@@ -746,6 +746,12 @@ def tables(run) -> dict[str, pd.DataFrame]:
     return {"Why removed: slices ranked by |z| of their removal rate": table}
 
 
+def _slices_figures(run) -> list:
+    from aflite_core.measures.slices_chart import slices_figures
+
+    return slices_figures(run)
+
+
 MEASURE = Measure(
     name="slices",
     label="Why removed: slices",
@@ -757,6 +763,7 @@ MEASURE = Measure(
     compute=compute,
     files=(FILE, MEMBERS_FILE),
     tables=tables,
+    figures=_slices_figures,
     exports={"slices": FILE},
     options=(
         Option("min_support", "Slices: minimum rows", default_min_support, minimum=2,

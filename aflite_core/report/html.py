@@ -28,6 +28,7 @@ from aflite_core.chart_style import (
 )
 from aflite_core.measures import registry
 from aflite_core.measures.baselines import format_figure, headline_figures
+from aflite_core.measures.datamap import FIGURE_POINTS
 from aflite_core.measures.registry import Measure
 from aflite_core.runs.folder import (
     STATUSES,
@@ -521,37 +522,16 @@ def _section_measure(run: AuditRun, measure: Measure, fig: _Figures) -> str:
     return intro + "".join(fig(chart) for chart in charts) + _tables_html(tables)
 
 
-def _section_datamap(run: AuditRun, fig: _Figures, max_points: int = 4000) -> str:
-    """Confidence x variability of the scored rows by status (a seeded sample is drawn; the
-    region counts are exact), with the region thresholds."""
-    import plotly.graph_objects as go
-
-    from aflite_core.measures import datamap
-
-    table = run.read_parquet(datamap.FILE)
-    if table is None or table.empty:
+def _section_datamap(run: AuditRun, fig: _Figures) -> str:
+    """The data map (drawn by the datamap measure) and its exact region counts."""
+    measure = registry.get("datamap")
+    charts = measure.draw(run)
+    if not charts:
         return _absent("The data map was not computed in this run.")
-    points, total = datamap.sample_points(table, max_points=max_points, seed=0)
-    chart = go.Figure()
-    for status in ("removed", "retained"):
-        part = points[points["status"].astype(str) == status]
-        chart.add_trace(go.Scattergl(
-            x=part["variability"], y=part["confidence"], mode="markers", name=status,
-            marker={"color": _STATUS_COLORS[status], "size": 4, "opacity": 0.6}))
-    t = datamap.thresholds_of(run)
-    chart.add_vline(x=t["ambiguous_variability"], line_dash="dash",
-                    annotation_text="ambiguous →")
-    chart.add_hline(y=t["easy_confidence"], line_dash="dash", annotation_text="easy ↑")
-    if t["hard_confidence"] < t["easy_confidence"]:
-        chart.add_hline(y=t["hard_confidence"], line_dash="dot", annotation_text="hard ↓")
-    chart.update_layout(title="Data map: confidence × variability of the held-out predictions",
-                        xaxis_title="variability", yaxis_title="confidence")
-    chart.update_xaxes(range=[0, 0.5])
-    chart.update_yaxes(range=[0, 1.02])
-    sample = (f" Drawn: a uniform random sample of {len(points):,} of {total:,} rows; the "
-              "counts below are exact." if len(points) < total else "")
-    note = (f"<p>{esc(registry.get('datamap').description)}{esc(sample)}</p>")
-    return note + fig(chart, height=460) + _tables_html(_measure_tables(run, "datamap"))
+    note = f"<p>{esc(measure.description)} The map draws a seeded sample of at most " \
+           f"{FIGURE_POINTS:,} rows; the counts below are exact.</p>"
+    return (note + "".join(fig(chart, height=chart.layout.height or 460) for chart in charts)
+            + _tables_html(_measure_tables(run, "datamap")))
 
 
 def _text_columns(run: AuditRun, frame: pd.DataFrame) -> list[str]:

@@ -41,14 +41,9 @@ def scatter(points: pd.DataFrame, *, color: str, thresholds: dict, height: int =
     with labelled axes and the region thresholds as dashed lines."""
     drawn = points.assign(x=points["variability"], y=points["confidence"])
     fig = charts.projection_scatter(drawn, color=color, height=height)
-    fig.update_xaxes(showticklabels=True, title="variability", range=[0, 0.5])
-    fig.update_yaxes(showticklabels=True, title="confidence", range=[0, 1.02])
-    fig.add_vline(x=thresholds["ambiguous_variability"], line_dash="dash",
-                  line_color="#555555")
-    fig.add_hline(y=thresholds["easy_confidence"], line_dash="dash", line_color="#555555")
-    if thresholds["hard_confidence"] < thresholds["easy_confidence"]:
-        fig.add_hline(y=thresholds["hard_confidence"], line_dash="dot", line_color="#555555")
-    return fig
+    fig.update_xaxes(showticklabels=True)
+    fig.update_yaxes(showticklabels=True)
+    return datamap.add_region_lines(fig, thresholds, labels=False)
 
 
 def _threshold_inputs(run: Any) -> dict:

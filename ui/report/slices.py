@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from aflite_core.measures import slices
+from aflite_core.measures.slices_chart import interval_chart  # noqa: F401 - Explore draws it too
 from ui import cache, charts, components, state
 
 #: Session key: the slice the Report page asked Explore to show.
@@ -26,7 +26,6 @@ REQUEST = "explore:slice_request"
 EXPLORE_KEY = state.key("explore", "slice")
 #: Slices drawn in the Report's interval chart.
 CHART_SLICES = 20
-_NO_TAGS = str.maketrans({"<": "‹", ">": "›"})
 KINDS = {"all": "All", "cue": "Single cues", "pair": "Pairs", "cluster": "Clusters of Φ"}
 
 CAPTION = (
@@ -84,31 +83,6 @@ def _label(row: pd.Series) -> str:
 
 
 # --------------------------------------------------------------------------- Report
-
-
-def interval_chart(table: pd.DataFrame, height: int | None = None) -> go.Figure:
-    """Removal rate of each slice with its Wilson 95 % interval, and the base rate."""
-    shown = table.iloc[::-1]
-    # descriptions hold dataset words; Plotly reads a few HTML tags in labels (and shows
-    # entities as typed), so angle brackets become look-alikes
-    names = [f"#{r} {str(d)[:60].translate(_NO_TAGS)}"
-             for r, d in zip(shown["rank"], shown["description"], strict=True)]
-    colours = np.where(shown["difference"] >= 0, "#c0392b", "#2471a3")
-    fig = go.Figure(go.Scatter(
-        x=shown["removal_rate"], y=names, mode="markers", marker={"color": colours, "size": 9},
-        error_x={"type": "data", "symmetric": False,
-                 "array": shown["ci_high"] - shown["removal_rate"],
-                 "arrayminus": shown["removal_rate"] - shown["ci_low"]},
-        customdata=np.column_stack([shown["size"], shown["z"]]),
-        hovertemplate="%{y}<br>removal rate %{x:.1%}<br>rows %{customdata[0]:,}"
-                      "<br>z %{customdata[1]:.1f}<extra></extra>"))
-    base = float(table["base_rate"].iloc[0])
-    fig.add_vline(x=base, line_dash="dash", line_color="#555555",
-                  annotation_text=f"base rate {base:.0%}", annotation_position="top")
-    fig.update_layout(height=height or 120 + 24 * len(shown), margin={"l": 10, "r": 10,
-                      "t": 30, "b": 40}, xaxis={"title": "removal rate", "tickformat": ".0%",
-                                              "range": [0, 1]}, showlegend=False)
-    return fig
 
 
 def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
