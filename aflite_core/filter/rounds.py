@@ -243,6 +243,12 @@ def _select_removals(
 
 
 
+def asks_to_stop(answer: Any) -> bool:
+    """Whether a progress callback's answer stops the filter: ``True`` (or numpy's), nothing
+    else, for every filter (AFLite, its multiple-choice form, the Z-filter)."""
+    return answer is True or answer is np.True_
+
+
 # -- the round loop's state and bookkeeping ----------------------------------------------
 class RoundState:
     """What every AFLite round loop keeps and does the same way, over *units* (rows for
@@ -341,6 +347,5 @@ class RoundState:
             "elapsed": time.perf_counter() - started,
             "stop_reason": self.stop_reason,
         }
-        answer = callback(info)
-        if (answer is True or answer is np.True_) and self.stop_reason is None:
+        if asks_to_stop(callback(info)) and self.stop_reason is None:
             self.stop_reason = STOP_CALLBACK

@@ -65,6 +65,7 @@ from aflite_core._validation import (
     resolve_size,
 )
 from aflite_core.cues.statistics import shrunk_shares, z_statistic, z_threshold
+from aflite_core.filter.rounds import STOP_CALLBACK, STOP_TARGET, _encode_labels, asks_to_stop
 
 __all__ = ["ZFilter", "UNTIL", "binary_features", "subset_z"]
 
@@ -72,8 +73,6 @@ __all__ = ["ZFilter", "UNTIL", "binary_features", "subset_z"]
 #: (``"threshold"``), or only at the target (``"target_size"``).
 UNTIL = ("threshold", "target_size")
 STOP_CONVERGED = "converged"
-STOP_TARGET = "target_size"
-STOP_CALLBACK = "callback"
 STOP_STUCK = "no_candidates"
 #: Default rows removed per step at most, as a fraction of the input.
 DEFAULT_BATCH_FRACTION = 0.005
@@ -391,7 +390,6 @@ class ZFilter(BaseEstimator):
         TypeError, ValueError
             A parameter, ``X`` or ``y`` of the wrong type or value (the message names it).
         """
-        from aflite_core.filter.rounds import _encode_labels
 
         started = time.perf_counter()
         alpha = check_real("alpha", self.alpha, low=0.0, high=1.0, low_open=True,
@@ -723,4 +721,4 @@ class _ZRun:
                 "max_abs_z": _max_abs(z), "n_over_threshold": _n_over(z, self.threshold),
                 "seconds": row["seconds"], "elapsed": time.perf_counter() - self.started,
                 "stop_reason": self.stop_reason}
-        return self.callback(info) is True
+        return asks_to_stop(self.callback(info))
