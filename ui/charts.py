@@ -56,7 +56,8 @@ def measure_figure(fig: go.Figure, *, height: int = 380) -> go.Figure:
                   height=int(fig.layout.height or height))
     # the title on top, the legend under the axis: a long title and a legend of several
     # series never overlap
-    out.update_layout(margin={"t": 50, "b": 10},
+    # the right margin the figure keeps for its reference lines' labels survives
+    out.update_layout(margin={"t": 50, "b": 10, "r": max(10, fig.layout.margin.r or 0)},
                       legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0})
     return out
 

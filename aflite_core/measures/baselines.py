@@ -673,7 +673,8 @@ def _baseline_figures(run) -> list:
         colour = SET_COLORS.get(str(subset), PALETTE[i % len(PALETTE)])
         error = ({"type": "data", "array": part["accuracy_std"].fillna(0).tolist()}
                  if "accuracy_std" in part else None)
-        chart.add_trace(go.Bar(name=chart_text(subset), x=[chart_text(v) for v in part[name]],
+        chart.add_trace(go.Bar(name=chart_text(subset),
+                               x=[chart_text(BASELINE_LABELS.get(v, v)) for v in part[name]],
                                y=part[value], marker_color=colour, error_y=error))
     chart.update_layout(barmode="group", title=f"Baselines: {chart_text(value)} by subset",
                         yaxis_title=chart_text(value), yaxis_tickformat=".0%")

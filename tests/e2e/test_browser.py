@@ -34,7 +34,7 @@ def nav(page, name: str) -> None:
         timeout=PAGE_TIMEOUT_MS)
 
 
-def settle(page, ms: int = 1500) -> None:
+def settle(page, ms: int = 500) -> None:
     """Wait until the app is idle (no 'Running' indicator), then a little for the charts."""
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
@@ -49,10 +49,10 @@ def shoot(page, path, *, below: bool = True) -> None:
     if below:
         page.mouse.move(900, 600)
         page.mouse.wheel(0, 2000)
-        page.wait_for_timeout(800)
+        page.wait_for_timeout(400)
         page.screenshot(path=str(path.with_name(path.stem + "-below.png")))
         page.mouse.wheel(0, -10_000)
-        page.wait_for_timeout(800)
+        page.wait_for_timeout(400)
 
 
 def set_number(page, label: str, value: int) -> None:
@@ -109,7 +109,7 @@ def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_p
     assert histogram.locator(".barlayer .point").count() > 0  # bars of the histogram
     scatter = charts.nth(2)
     assert scatter.locator("canvas, .scatterlayer .point").count() > 0  # the map's points
-    settle(page, 2500)
+    settle(page, 1200)
     shoot(page, artifacts_dir / "5-explore.png")
 
     # a box drawn on the map filters the table to the selected rows (custom_data row ids)
@@ -140,13 +140,13 @@ def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_p
     page.screenshot(path=str(artifacts_dir / "5d-explore-datamap.png"), full_page=True)
 
     nav(page, "Cues")
-    settle(page, 2500)
+    settle(page, 1200)
     shoot(page, artifacts_dir / "6-cues.png")
 
     # 4. the retained CSV downloads with the right number of rows
     nav(page, "Report")
     page.get_by_role("button", name="Retained CSV").wait_for(timeout=PAGE_TIMEOUT_MS)
-    settle(page, 2500)
+    settle(page, 1200)
     shoot(page, artifacts_dir / "7-report.png")
     # a Report section is drawn when it is opened (closed ones send nothing)
     report_charts = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot")
