@@ -50,3 +50,14 @@ def _keep_main_module():
     yield
     if main_module is not None:
         sys.modules["__main__"] = main_module
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The slow tests (``@pytest.mark.slow``: the browser tests, the first pynndescent and
+    UMAP calls, whose numba compiles take 100 s on a fresh install) start first.
+
+    On two workers a long test that starts last keeps its worker busy after the other has
+    run out of tests; started first, it overlaps with everything else (longest first).
+    The order within each part is kept.
+    """
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
