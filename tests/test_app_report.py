@@ -37,6 +37,16 @@ def test_before_vs_after_and_downloads(runs_root, shared_run) -> None:
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Retained (after)"] == f"{summary['sizes']['retained']:,}"
     assert metrics["Removed"] == f"{summary['sizes']['removed']:,}"
+    # the sample is filtered train-only: its dev split is kept, not filtered
+    splits = summary["splits"]
+    assert splits["dev"]["before"] == 0 and splits["dev"]["unfiltered"] > 0
+    table = next(df.value for df in at.dataframe if "kept, not filtered" in df.value)
+    kept = dict(zip(table["split"], table["kept"], strict=True))
+    for name, block in splits.items():
+        if block["before"] == 0:  # a split the filter did not touch: no share kept
+            assert kept[name] == "— (not filtered)"
+        else:
+            assert kept[name] == f"{block['retained'] / block['before']:.2%}"
     baselines = json.loads((shared_run / "baselines.json").read_text())
     block = baselines["hypothesis_only"]
     assert block["control"] == "label_matched"

@@ -65,8 +65,10 @@ def sizes(run: Any) -> None:
         st.caption(components.md_escape(what))
     per_split = views.split_sizes(run)
     if per_split is not None:
-        st.dataframe(per_split, hide_index=True, column_config={
-            "kept": st.column_config.NumberColumn(format="percent")})
+        # a split the filter did not touch has no share kept: say so rather than "None"
+        shown = per_split.assign(kept=[f"{v:.2%}" if pd.notna(v) else "— (not filtered)"
+                                       for v in per_split["kept"]])
+        st.dataframe(shown, hide_index=True)
     stop = views.stop_explanation(run)
     if stop:
         st.caption(components.md_escape(stop))
