@@ -22,7 +22,13 @@ from scipy.sparse.csgraph import connected_components
 
 from aflite_core._validation import check_real
 from aflite_core.measures.neighbors import _as_matrix, l2_normalize
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.measures.registry import (
+    Measure,
+    MeasureContext,
+    MeasureResult,
+    Option,
+    stored_summary,
+)
 
 #: Default cosine-similarity threshold for near duplicates.
 NEAR_THRESHOLD: float = 0.95
@@ -289,20 +295,19 @@ def _duplicate_tables(run) -> dict[str, pd.DataFrame]:
     return {"Duplicates before vs after": wide[order].reset_index()}
 
 
+#: Columns of the ``summary`` records of ``duplicates.json`` the figure and report read.
+SUMMARY_COLUMNS = {"scope", "kind", "share"}
+
+
 def _duplicate_figures(run) -> list:
     """Share of redundant copies (exact and near) before vs after."""
     import plotly.graph_objects as go
 
     from aflite_core.chart_style import PALETTE, SET_COLORS, chart_text
 
-    data = run.read_json("duplicates.json")
-    if data is None:
-        data = run.summary.get("duplicates")
-    records = data.get("summary") if isinstance(data, dict) else None
-    if not (isinstance(records, list) and records and {"scope", "kind", "share"}
-            <= set(records[0])):
+    _, table = stored_summary(run, "duplicates", "duplicates.json", SUMMARY_COLUMNS)
+    if table is None:
         return []
-    table = pd.DataFrame(records)
     chart = go.Figure()
     for scope, part in table.groupby("scope", sort=False):
         chart.add_trace(go.Bar(name=chart_text(scope), x=[chart_text(k) for k in part["kind"]],

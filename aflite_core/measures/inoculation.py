@@ -71,7 +71,7 @@ challenge examples change the weights, never the feature space. See ``docs/measu
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -92,7 +92,12 @@ from aflite_core.measures.inoculation_curves import (
     _summarise,
 )
 from aflite_core.measures.ood import SKEWED_FACTOR
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.measures.registry import (
+    Measure,
+    MeasureContext,
+    MeasureResult,
+    stored_summary,
+)
 from aflite_core.represent.text_models import PAIR_SEPARATOR
 from aflite_core.represent.text_models import pair_texts as pair_texts  # re-exported
 from aflite_core.splits import group_codes, holdout_mask
@@ -629,6 +634,10 @@ def _inoculation_tables(run) -> dict[str, pd.DataFrame]:
     return {"Inoculation curve": pd.DataFrame(data["summary"])}
 
 
+#: Columns of the ``summary`` records of ``inoculation.json`` the figure and report read.
+SUMMARY_COLUMNS = {"n", "original_mean", "challenge_mean"}
+
+
 def _inoculation_figures(run) -> list:
     """Scores on the original and the challenge test as challenge examples are added, with
     the challenge set's majority rate and chance as reference lines."""
@@ -636,14 +645,9 @@ def _inoculation_figures(run) -> list:
 
     from aflite_core.chart_style import REFERENCE_COLOR
 
-    data = run.read_json("inoculation.json")
-    if data is None:
-        data = run.summary.get("inoculation")
-    records = data.get("summary") if isinstance(data, Mapping) else None
-    if not (isinstance(records, list) and records and {"n", "original_mean", "challenge_mean"}
-            <= set(records[0])):
+    data, table = stored_summary(run, "inoculation", "inoculation.json", SUMMARY_COLUMNS)
+    if table is None:
         return []
-    table = pd.DataFrame(records)
     metric = str(data.get("challenge_metric") or "accuracy").replace("_", " ")
     chart = go.Figure()
     for column, name in (("original_mean", "original test (accuracy)"),

@@ -284,6 +284,24 @@ class Measure:
         return self.tables(run)
 
 
+def stored_summary(run: Any, key: str, filename: str, columns: set[str]
+                   ) -> tuple[Any, pd.DataFrame | None]:
+    """A measure's JSON document (its file, else the summary's entry ``key``) and its
+    ``summary`` records as a table, or None when they do not hold ``columns``.
+
+    The measures that keep a JSON summary (duplicates, inoculation) draw their figures from
+    it, and the HTML report writes its sections from it.
+    """
+    data = run.read_json(filename)
+    if data is None:
+        data = run.summary.get(key)
+    records = data.get("summary") if isinstance(data, Mapping) else None
+    if not (isinstance(records, list) and records and isinstance(records[0], Mapping)
+            and columns <= set(records[0])):
+        return data, None
+    return data, pd.DataFrame(records)
+
+
 _EXTRA: dict[str, Measure] = {}
 
 

@@ -29,7 +29,9 @@ from aflite_core.chart_style import (
 from aflite_core.measures import registry
 from aflite_core.measures.baselines import format_figure, headline_figures
 from aflite_core.measures.datamap import FIGURE_POINTS
-from aflite_core.measures.registry import Measure
+from aflite_core.measures.duplicates import SUMMARY_COLUMNS as DUPLICATES_COLUMNS
+from aflite_core.measures.inoculation import SUMMARY_COLUMNS as INOCULATION_COLUMNS
+from aflite_core.measures.registry import Measure, stored_summary
 from aflite_core.runs.folder import (
     STATUSES,
     AuditRun,
@@ -472,19 +474,11 @@ def _section_baselines(run: AuditRun, fig: _Figures) -> str:
             + _tables_html(tables))
 
 
-def _artifact(run: AuditRun, key: str, filename: str) -> Any:
-    """A JSON artifact from its file, else from the same key of the summary."""
-    data = run.read_json(filename)
-    return run.summary.get(key) if data is None else data
-
-
 def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
-    data = _artifact(run, "duplicates", "duplicates.json")
+    data, table = stored_summary(run, "duplicates", "duplicates.json", DUPLICATES_COLUMNS)
     if data is None:
         return _absent("Duplicate detection was not computed in this run.")
-    records = data.get("summary") if isinstance(data, Mapping) else None
-    if not (isinstance(records, list) and records and {"scope", "kind", "share"}
-            <= set(records[0])):
+    if table is None:
         return _json_section(data)
     params = data.get("params") or {}
     note = ("<p>Exact: same normalised text; near: cosine similarity on Φ of at least "
@@ -495,12 +489,10 @@ def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
 
 
 def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
-    data = _artifact(run, "inoculation", "inoculation.json")
+    data, table = stored_summary(run, "inoculation", "inoculation.json", INOCULATION_COLUMNS)
     if data is None:
         return _absent("Inoculation was not computed in this run.")
-    records = data.get("summary") if isinstance(data, Mapping) else None
-    if not (isinstance(records, list) and records and {"n", "original_mean", "challenge_mean"}
-            <= set(records[0])):
+    if table is None:
         return _json_section(data)
     metric = str(data.get("challenge_metric") or "accuracy").replace("_", " ")
     outcome = (f"<p><b>Outcome:</b> {esc(data.get('outcome_label', ''))}. "
@@ -508,7 +500,7 @@ def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
                "fine-tuning strength of each n was chosen on held-out challenge rows "
                "(<code>strength</code> column).</p>")
     charts = "".join(fig(chart) for chart in registry.get("inoculation").draw(run))
-    return outcome + charts + html_table(pd.DataFrame(records))
+    return outcome + charts + html_table(table)
 
 
 def _section_measure(run: AuditRun, measure: Measure, fig: _Figures) -> str:
