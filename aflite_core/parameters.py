@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aflite_core._validation import check_choice, check_int, check_real, check_size
 from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
 
 #: The default of a parameter scaled to the data (see :func:`aflite_core.config.size_defaults`).
@@ -199,8 +200,6 @@ def check_value(parameter: Parameter, value: Any) -> Any:
     TypeError, ValueError
         ``"{name}: expected ..., got ..."``.
     """
-    from aflite_core._validation import check_choice, check_int, check_real, check_size
-
     if parameter.kind == "choice":
         return check_choice(parameter.name, value, parameter.choices)
     if parameter.kind == "bool":

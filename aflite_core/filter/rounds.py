@@ -10,6 +10,7 @@ change to the stopping rule is made here once.
 from __future__ import annotations
 
 import mmap
+import time
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from aflite_core._validation import (
     check_size,
     resolve_size,
 )
+from aflite_core.filter.datamap import DatamapTracker
 
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
 #: Default slice size (rows removed per round) as a fraction of the input; the paper's SNLI
@@ -265,8 +267,6 @@ class RoundState:
     """
 
     def __init__(self, n_units: int, cfg: Any, rng: np.random.Generator) -> None:
-        from aflite_core.filter.datamap import DatamapTracker
-
         self.cfg = cfg
         self.rng = rng
         # A seeded rank per unit breaks ties between equal scores (the lower rank goes first).
@@ -328,8 +328,6 @@ class RoundState:
                seconds: float, started: float, n_samples: int, *,
                sizes: dict | None = None) -> None:
         """Tell the callback about the round; ``True`` back stops after it."""
-        import time
-
         callback = self.cfg.callback
         if callback is None:
             return

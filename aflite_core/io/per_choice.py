@@ -52,6 +52,8 @@ class PerChoice:
         Questions with exactly one correct choice.
     bad_rows : np.ndarray of bool
         Rows of the questions without exactly one correct choice (excluded).
+    flags : np.ndarray of int8
+        Each row's label read as 1 (correct), 0 (incorrect) or -1 (missing).
     n_bad_questions : int
     detected : bool
         Found without ``question=``.
@@ -64,6 +66,7 @@ class PerChoice:
     bad_rows: np.ndarray
     n_bad_questions: int
     detected: bool
+    flags: np.ndarray
 
     def note(self) -> str:
         """What the validation report says about the layout."""
@@ -167,7 +170,7 @@ def _layout(frame: pd.DataFrame, column: str, flags: np.ndarray, existing: set[s
                           "among two or more rows")
     question_id = _unique("question_id", existing)
     label = _unique("choice_label", existing | {question_id})
-    return PerChoice(column, question_id, label, n_good, bad_rows, n_bad, detected)
+    return PerChoice(column, question_id, label, n_good, bad_rows, n_bad, detected, flags)
 
 
 def apply_per_choice(frame: pd.DataFrame, mapping: ColumnMapping, layout: PerChoice
@@ -175,8 +178,7 @@ def apply_per_choice(frame: pd.DataFrame, mapping: ColumnMapping, layout: PerCho
     """The frame with the question id and ``right``/``wrong`` label columns added (first),
     and the mapping that audits it per question (label: the new column; group: the
     question)."""
-    flags = correct_flags(frame[mapping.label])
-    labels = np.where(flags == 1, RIGHT, WRONG).astype(object)
+    labels = np.where(layout.flags == 1, RIGHT, WRONG).astype(object)
     labels[layout.bad_rows] = ""
     added = pd.DataFrame({
         layout.question_id_column: frame[layout.question].astype("string").astype(object),

@@ -40,6 +40,7 @@ import scipy.sparse as sp
 
 from aflite_core._validation import check_int, check_seed
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.measures.slices_chart import slices_figures
 
 __all__ = [
     "FILE",
@@ -746,12 +747,6 @@ def tables(run) -> dict[str, pd.DataFrame]:
     return {"Why removed: slices ranked by |z| of their removal rate": table}
 
 
-def _slices_figures(run) -> list:
-    from aflite_core.measures.slices_chart import slices_figures
-
-    return slices_figures(run)
-
-
 MEASURE = Measure(
     name="slices",
     label="Why removed: slices",
@@ -763,7 +758,7 @@ MEASURE = Measure(
     compute=compute,
     files=(FILE, MEMBERS_FILE),
     tables=tables,
-    figures=_slices_figures,
+    figures=slices_figures,
     exports={"slices": FILE},
     options=(
         Option("min_support", "Slices: minimum rows", default_min_support, minimum=2,
