@@ -12,7 +12,7 @@ import streamlit as st
 
 from aflite_core import parameters, pipeline
 from aflite_core.config import FILTERS, estimate_rounds, suggest_config
-from aflite_core.filter.policy import filter_units, question_ids
+from aflite_core.filter.policy import filter_units
 from aflite_core.measures import registry
 from ui import cache, components, jobs, state
 from ui.audit import params
@@ -74,15 +74,16 @@ def parameter_form(dataset: Any) -> tuple[Any | None, dict]:
     ``name`` (run name) and ``force`` (recompute an identical run).
     """
     st.subheader("Parameters")
-    units = _unit_widgets(dataset)
+    # what the form depends on, read once per rerun (question_ids builds a column of text)
+    multiple_choice = dataset.report.n_questions is not None
+    units = _unit_widgets(dataset, multiple_choice, dataset.splits() is not None)
     n = filter_units(dataset, **units)
-    what = "questions" if question_ids(dataset) is not None and \
-        units["instance"] != "row" else "rows"
+    what = "questions" if multiple_choice and units["instance"] != "row" else "rows"
     defaults = suggest_config(n, **units)
     st.caption(f"Defaults are scaled to the {n:,} {what} the filter sees (they change with "
                "the split policy); the table of defaults is in docs/architecture.md.")
     representation, rep_params, ready = _representation_widgets(dataset, defaults)
-    aflite = {**_aflite_widgets(dataset, n, defaults), **units}
+    aflite = {**_aflite_widgets(dataset, n, defaults, multiple_choice), **units}
     measures, measure_params = _measure_widgets(dataset, n, defaults)
     target_rows = pipeline.resolve_size("target_size", aflite["target_size"], max(n, 1))
     aflite["target_size"] = target_rows
@@ -223,28 +224,27 @@ def _widget(where: Any, name: str, default: Any, key: str, *, options: list | No
                               key=key, help=p.help))
 
 
-def _unit_widgets(dataset: Any) -> dict:
+def _unit_widgets(dataset: Any, multiple_choice: bool, has_splits: bool) -> dict:
     """What the filter works on: the split policy (data with splits) and the instance
     (multiple-choice data); the size-scaled defaults follow them, as in the CLI."""
     out = {"split_policy": parameters.get("split_policy").default,
            "instance": parameters.get("instance").default}
-    if dataset.splits() is None and question_ids(dataset) is None:
+    if not has_splits and not multiple_choice:
         return out
     c1, c2 = st.columns(2)
-    if dataset.splits() is not None:
+    if has_splits:
         out["split_policy"] = _widget(c1, "split_policy", out["split_policy"],
                                       _wkey("split_policy", dataset))
-    if question_ids(dataset) is not None:
+    if multiple_choice:
         out["instance"] = _widget(c2, "instance", out["instance"], _wkey("instance", dataset))
     return out
 
 
-def _aflite_widgets(dataset: Any, n: int, defaults: Any) -> dict:
+def _aflite_widgets(dataset: Any, n: int, defaults: Any, multiple_choice: bool) -> dict:
     """The filter's parameters and the run name, keyed as :class:`AuditConfig` fields.
 
     Widget keys carry ``n``: when the split policy changes the rows the filter sees, the
     size-scaled widgets start again at the new defaults."""
-    multiple_choice = question_ids(dataset) is not None
     filters = list(FILTERS) if not multiple_choice else ["aflite"]
     chosen_filter = _widget(st, "filter", defaults.filter, _wkey("filter", dataset),
                             options=filters)
