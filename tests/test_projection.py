@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.measures.projection import cache_key, project
+from aflite_core.measures import umap_layout
+from aflite_core.measures.projection import cache_key, fit_epochs, project, projection_info
 
 
 def _clusters(n: int, d: int = 16, k: int = 3, seed: int = 0):
@@ -36,17 +37,95 @@ def test_pca_frame_and_cluster_separation():
     assert _separation(frame, labels, np.arange(300)) > 0.95
 
 
-@pytest.mark.slow  # the first UMAP call of a process pays ~10 s of import and JIT
-def test_umap_small_data_is_seeded_and_separates_clusters():
+def test_umap_is_the_default_seeded_and_separates_clusters():
     X, labels = _clusters(500, seed=1)
-    a = project(X, method="umap", random_state=3, sample_size=300)
-    b = project(X, method="umap", random_state=3, sample_size=300)
+    a = project(X, random_state=3, sample_size=300)
+    b = project(X, random_state=3, sample_size=300)
     pd.testing.assert_frame_equal(a, b)
     assert (a["method"] == "umap").all()
+    info = projection_info(a)
+    assert info == {"method": "umap", "fitted_rows": 300, "epochs": fit_epochs(300),
+                    "init": "pca", "n_neighbors": 15}
     assert _separation(a, labels, np.arange(250)) > 0.95
+    c = project(X, random_state=4, sample_size=300)
+    assert not np.allclose(a[["x", "y"]], c[["x", "y"]])  # the seed matters
 
 
-@pytest.mark.slow
+def test_epochs_scale_with_the_fitted_rows():
+    assert fit_epochs(1_000) == 500 and fit_epochs(5_000) == 200
+    assert fit_epochs(10_000) == 100 and fit_epochs(20_000) == 100
+
+
+def test_fewer_rows_than_neighbours_lower_the_neighbour_count():
+    X, labels = _clusters(12, seed=5)
+    frame = project(X, n_neighbors=15)
+    assert (frame["method"] == "umap").all() and np.isfinite(frame[["x", "y"]]).all().all()
+    assert projection_info(frame)["n_neighbors"] == 11
+
+
+@pytest.mark.parametrize(("case", "reason"), [
+    ("two rows", "only 2 rows"),
+    ("identical rows", "only 1 distinct rows"),
+    ("rank one", "only 2 distinct rows"),
+])
+def test_degenerate_phi_falls_back_to_pca_with_its_reason(case, reason):
+    rng = np.random.default_rng(0)
+    if case == "two rows":
+        X = rng.normal(size=(2, 8))
+    elif case == "identical rows":
+        X = np.tile(rng.normal(size=(1, 8)), (300, 1))
+    else:  # every row a multiple of one vector: once normalised, two points (+v and -v)
+        X = rng.normal(size=(300, 1)) * rng.normal(size=(1, 8))
+    frame = project(X)
+    info = projection_info(frame)
+    assert info["fallback"] == "pca" and info["reason"].startswith(reason), info
+    assert (frame["method"] == "pca").all() and np.isfinite(frame[["x", "y"]]).all().all()
+
+
+def test_many_duplicate_rows_still_make_a_umap_map():
+    X, labels = _clusters(60, seed=6)
+    X = np.repeat(X, 10, axis=0)  # each row ten times
+    frame = project(X, random_state=0)
+    assert (frame["method"] == "umap").all() and np.isfinite(frame[["x", "y"]]).all().all()
+    xy = frame[["x", "y"]].to_numpy().reshape(60, 10, 2)
+    spread = np.abs(xy - xy.mean(axis=1, keepdims=True)).max()
+    assert spread < 0.2 * np.ptp(frame[["x", "y"]].to_numpy(), axis=0).max()  # copies together
+
+
+def test_numba_cache_folder_is_the_user_cache_and_none_when_unwritable(tmp_path, monkeypatch):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
+    assert umap_layout.numba_cache_dir() == tmp_path / "cache" / "numba"
+    assert (tmp_path / "cache" / "numba").is_dir()
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(blocker / "cache"))
+    assert umap_layout.numba_cache_dir() is None  # numba then picks its own place, or memory
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
+    assert umap_layout.numba_cache_dir() == tmp_path / "mine"
+
+
+def test_a_new_process_loads_the_layout_kernel_from_the_disk_cache(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    script = ("import numpy as np\n"
+              "from aflite_core.measures.projection import project\n"
+              "from aflite_core.measures import umap_layout\n"
+              "project(np.random.default_rng(0).normal(size=(200, 8)))\n"
+              "s = umap_layout._sgd.stats\n"
+              "print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))\n")
+    env = {**os.environ, "AFLITE_CACHE_DIR": str(tmp_path)}
+    env.pop("NUMBA_CACHE_DIR", None)
+    runs = [subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                           text=True, timeout=300, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs[0] == ["0", "1"]  # compiled, and written to the user cache folder
+    assert runs[1] == ["1", "0"]  # loaded from it
+    assert list((tmp_path / "numba").rglob("*.nbc"))
+
+
 def test_umap_fit_on_sample_transform_rest_and_cache(tmp_path):
     # 5000 rows, fitted on 4200 (>= 4096: exact precomputed neighbours), 800 transformed
     X, labels = _clusters(5000, seed=2)
@@ -55,16 +134,17 @@ def test_umap_fit_on_sample_transform_rest_and_cache(tmp_path):
                     callback=events.append)
     fractions = [e["fraction"] for e in events]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert any("placing rows" in e["message"] for e in events)
+    assert any(e["message"] == "placed 800 of 800 rows" for e in events)
     rng = np.random.default_rng(0)  # the same seeded sample the projection fitted on
     fitted = np.sort(rng.choice(5000, size=4200, replace=False))
     assert _separation(frame, labels, fitted) > 0.95  # transformed rows land in their cluster
     files = list(tmp_path.glob("projection-*.npy"))
-    assert len(files) == 1
+    assert len(files) == 1 and files[0].with_suffix(".json").is_file()
     events.clear()
     again = project(X, sample_size=4200, random_state=0, cache_dir=tmp_path,
                     callback=events.append)
     pd.testing.assert_frame_equal(frame, again)
+    assert projection_info(again) == projection_info(frame)
     assert [e["message"] for e in events] == ["loaded from cache"]
 
 

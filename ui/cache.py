@@ -24,7 +24,7 @@ from aflite_core.cues import linguistic
 from aflite_core.filter import synthetic
 from aflite_core.io import datasets
 from aflite_core.io.datasets import AuditDataset
-from aflite_core.measures import registry
+from aflite_core.measures import map_regions, registry
 from aflite_core.report import html as report_html_module
 from aflite_core.runs import exports, views
 from aflite_core.runs import folder as runs
@@ -274,6 +274,37 @@ def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int 
     """
     path = Path(path)
     return _map_points(str(path.resolve()), _stamp(path), max_points, seed)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def _regions(path: str, stamp: float) -> pd.DataFrame:
+    table = _open_run(path, stamp).read_parquet(map_regions.FILE)
+    return map_regions.empty_table() if table is None else table
+
+
+def map_regions_table(path: str | Path) -> pd.DataFrame:
+    """The run's named map regions (``map_regions.parquet``; empty when it has none)."""
+    path = Path(path)
+    return _regions(str(path.resolve()), _stamp(path))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _region_ids(path: str, stamp: float, region: int) -> list[str]:
+    ids = map_regions.region_rows(_open_run(path, stamp), region)
+    return [str(i) for i in ids]
+
+
+def region_row_ids(path: str | Path, region: int) -> list[str]:
+    """Row ids (as strings, like a map selection's) of every row of one map region, from the
+    whole map, not the drawn sample.
+
+    Raises
+    ------
+    ValueError
+        If the run's map has no such region.
+    """
+    path = Path(path)
+    return _region_ids(str(path.resolve()), _stamp(path), int(region))
 
 
 def export_bytes(path: str | Path, what: str, *, row_ids: Sequence[Any] | None = None,

@@ -21,8 +21,10 @@ from aflite_core.chart_style import (  # noqa: F401 - re-exported for the pages
     SET_COLORS,
     STATUS_COLORS,
     add_reference_lines,
+    chart_text,
     rounds_figure,
 )
+from aflite_core.measures import projection
 
 #: Plotly config of charts without interaction beyond hovering (no mode bar to draw).
 STATIC_CONFIG = {"displayModeBar": False}
@@ -218,6 +220,39 @@ def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = F
     return _layout(fig, title=title, height=height)
 
 
+def add_regions(fig: go.Figure, regions: pd.DataFrame) -> go.Figure:
+    """The map's named regions on a :func:`projection_scatter` chart: each name at its
+    region's centre, clickable (a click selects the region: :func:`clicked_region`)."""
+    if regions is not None and not regions.empty:
+        projection.add_region_labels(fig, regions, chart_text)
+    return fig
+
+
+def clicked_region(event: object) -> int | None:
+    """The region whose name was clicked on the map, or None (also when a box or a lasso was
+    drawn: a drawn selection that happens to hold a name does not select the whole region)."""
+    selection = _selection(event)
+    if not selection or selection.get("box") or selection.get("lasso"):
+        return None
+    for point in selection.get("points", []) or []:
+        custom = point.get("customdata")
+        first = custom[0] if isinstance(custom, (list, tuple)) and custom else custom
+        if isinstance(first, str) and first.startswith("region:"):
+            try:
+                return int(first.partition(":")[2])
+            except ValueError:
+                return None
+    return None
+
+
+def _selection(event: object) -> Mapping:
+    if not event:
+        return {}
+    selection = event.get("selection", {}) if isinstance(event, Mapping) else getattr(
+        event, "selection", {})
+    return selection or {}
+
+
 def selected_row_ids(event: object) -> list[str]:
     """Row ids (as strings) of the points selected on a :func:`projection_scatter` chart.
 
@@ -226,16 +261,13 @@ def selected_row_ids(event: object) -> list[str]:
     event : PlotlyState or dict or None
         What ``st.plotly_chart(..., on_select="rerun")`` returned.
     """
-    if not event:
-        return []
-    selection = event.get("selection", {}) if isinstance(event, Mapping) else getattr(
-        event, "selection", {})
+    selection = _selection(event)
     points: Sequence[Mapping] = selection.get("points", []) if selection else []
     ids = []
     for point in points:
         custom = point.get("customdata")
-        if isinstance(custom, (list, tuple)) and custom:
-            ids.append(str(custom[0]))
-        elif custom is not None:
-            ids.append(str(custom))
+        first = custom[0] if isinstance(custom, (list, tuple)) and custom else custom
+        if first is None or (isinstance(first, str) and first.startswith("region:")):
+            continue  # a region's name, not a row
+        ids.append(str(first))
     return ids

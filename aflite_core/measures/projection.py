@@ -1,16 +1,24 @@
-"""2-D projections of Φ for the dashboard: UMAP (seeded) or PCA, cached on disk.
+"""2-D maps of Φ for the dashboard: UMAP (seeded, the default) or PCA, cached on disk.
 
 UMAP is fitted on a seeded sample of at most ``sample_size`` rows and the other rows are
 placed the way ``UMAP.transform`` does it. Rows are L2-normalised first (cosine geometry) for
 both methods; for UMAP they are then reduced to ``pca_dims`` principal components of the
 sample. Nearest neighbours for both steps come from the exact blocked cosine search of
-:mod:`aflite_core.measures.knn` instead of pynndescent, which on a 20k-row sample is faster than
-building the approximate index and avoids its JIT compilation. This uses umap-learn's
-internal functions and fitted attributes (checked with umap-learn 0.5.6-0.5.12).
+:mod:`aflite_core.measures.neighbors`; the graph and the layout are umap-learn's algorithm in
+:mod:`aflite_core.measures.umap_layout`, whose one numba kernel is cached on disk, so a new
+process pays no compilation. The start is a PCA of the sample (umap-learn's ``init="pca"``),
+and the layout spends :func:`fit_epochs` epochs. ``benchmarks/bench_projection.py`` measures
+cost and quality (trustworthiness, neighbour recall) against umap-learn's defaults and PCA.
+
+Fallback: with fewer than 3 rows, or when Φ holds at most two distinct rows (a constant or
+rank-1 Φ, once normalised), no neighbour graph exists; the map is then PCA and the reason is
+returned (``projection_info``) and written to ``summary.json``. Fewer rows than neighbours
+lowers the neighbour count to rows - 1.
 
 Results are cached under ``cache_dir`` as ``projection-<key>.npy`` (plain float32 arrays, never
-pickle), where the key hashes the bytes of ``X`` and every parameter; a second call with the
-same input returns in well under a second. See ``docs/measures.md``.
+pickle) with a ``.json`` beside it, where the key hashes the bytes of ``X`` and every
+parameter; a second call with the same input returns in well under a second. See
+``docs/measures.md``.
 """
 
 from __future__ import annotations
@@ -19,28 +27,34 @@ import hashlib
 import json
 import os
 import tempfile
-import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import check_choice, check_int, check_real, make_rng
+from aflite_core.measures import map_regions, umap_layout
 from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.
 SAMPLE_SIZE: int = 20_000
 #: Rows transformed per step (one progress report each).
-TRANSFORM_CHUNK: int = 20_000
+TRANSFORM_CHUNK: int = 10_000
 #: Optimisation epochs UMAP spends on transformed rows (its own default for large inputs).
 TRANSFORM_EPOCHS: int = 30
+#: Layout epochs of the fitted sample: WORK_PER_FIT row-epochs, within [MIN_EPOCHS, MAX_EPOCHS].
+WORK_PER_FIT: int = 1_000_000
+MIN_EPOCHS: int = 100
+MAX_EPOCHS: int = 500
 #: UMAP: rows are first reduced to this many principal components (fitted on the sample),
 #: which makes the neighbour searches several times cheaper; None keeps all dimensions.
 PCA_DIMS: int | None = 64
 #: Bump when the algorithm changes so stale cache files are not reused.
-CACHE_VERSION = "2"
+CACHE_VERSION = "3"
 
 METHODS = ("umap", "pca")
 
@@ -60,49 +74,6 @@ def _knn(queries: np.ndarray, reference: np.ndarray, k: int) -> tuple[np.ndarray
     return idx.astype(np.int32), np.clip(1.0 - sims, 0.0, 2.0).astype(np.float32)
 
 
-def _transform(reducer, fitted: np.ndarray, rows: np.ndarray, seed: int) -> np.ndarray:
-    """Place new unit rows in a fitted UMAP embedding, as ``UMAP.transform`` does.
-
-    Same steps as umap-learn 0.5's ``transform`` (fuzzy membership to the k nearest fitted
-    rows, start at the weighted mean of their positions, ``TRANSFORM_EPOCHS`` epochs of
-    layout optimisation moving only the new points), with exact neighbours and a vectorised
-    start instead of its per-row Python loop.
-    """
-    import scipy.sparse as sp
-    from umap.layouts import optimize_layout_euclidean
-    from umap.umap_ import compute_membership_strengths, make_epochs_per_sample, smooth_knn_dist
-
-    k = int(reducer._n_neighbors)
-    idx, dists = _knn(rows, fitted, k)
-    idx[dists >= reducer._disconnection_distance] = -1
-    sigmas, rhos = smooth_knn_dist(dists, float(k), local_connectivity=float(
-        max(0.0, reducer.local_connectivity - 1.0)))
-    r, c, v, _ = compute_membership_strengths(idx, dists, sigmas, rhos, bipartite=True)
-    graph = sp.coo_matrix((v, (r, c)), shape=(len(rows), len(fitted)))
-    csr = graph.tocsr()
-    csr.eliminate_zeros()
-    emb = reducer.embedding_.astype(np.float32)
-    total = np.asarray(csr.sum(axis=1)).ravel()
-    init = np.empty((len(rows), emb.shape[1]), dtype=np.float32)
-    has = total > 0
-    init[has] = (csr[has] @ emb) / total[has, None]
-    init[~has] = emb.mean(axis=0)  # no neighbour within reach: start at the centre
-    # a membership of exactly 1 means an identical fitted row: start at its position
-    one_r, one_c = (csr == 1).nonzero()
-    if len(one_r):
-        first = np.unique(one_r, return_index=True)[1]
-        init[one_r[first]] = emb[one_c[first]]
-    graph.data[graph.data < graph.data.max() / float(TRANSFORM_EPOCHS)] = 0.0
-    graph.eliminate_zeros()
-    epochs_per_sample = make_epochs_per_sample(graph.data, TRANSFORM_EPOCHS)
-    rng_state = np.random.RandomState(seed).randint(
-        np.iinfo(np.int32).min + 1, np.iinfo(np.int32).max - 1, 3).astype(np.int64)
-    return optimize_layout_euclidean(
-        init, emb.copy(), graph.row, graph.col, TRANSFORM_EPOCHS, len(fitted),
-        epochs_per_sample, reducer._a, reducer._b, rng_state, reducer.repulsion_strength,
-        reducer._initial_alpha / 4.0, reducer.negative_sample_rate, False, verbose=False)
-
-
 def cache_key(X: np.ndarray, params: dict) -> str:
     """Content hash of ``X`` (bytes, shape, dtype) and ``params`` (JSON), as 32 hex digits."""
     h = hashlib.blake2b(digest_size=16)
@@ -112,26 +83,31 @@ def cache_key(X: np.ndarray, params: dict) -> str:
     return h.hexdigest()
 
 
-def _load_cached(path: Path, n_rows: int) -> np.ndarray | None:
+def _load_cached(path: Path, n_rows: int) -> tuple[np.ndarray, dict] | None:
     try:
         coords = np.load(path, allow_pickle=False)
+        info = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if coords.shape != (n_rows, 2) or coords.dtype != np.float32:
+    if coords.shape != (n_rows, 2) or coords.dtype != np.float32 or not isinstance(info, dict):
         return None
-    return coords
+    return coords, info
 
 
-def _save_cached(path: Path, coords: np.ndarray) -> None:
+def _save_cached(path: Path, coords: np.ndarray, info: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-projection-", suffix=".npy")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, coords, allow_pickle=False)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    for target, write in ((path.with_suffix(".json"),
+                           lambda fh: fh.write(json.dumps(info).encode("utf-8"))),
+                          (path, lambda fh: np.save(fh, coords, allow_pickle=False))):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-projection-",
+                                   suffix=target.suffix)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                write(fh)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def _pca(Xn: np.ndarray, random_state: int | None) -> np.ndarray:
@@ -162,45 +138,96 @@ def _reduce(Xn: np.ndarray, sample: np.ndarray, n_dims: int | None,
     return l2_normalize(Z)
 
 
+def fit_epochs(n_fit: int) -> int:
+    """Layout epochs for a map fitted on ``n_fit`` rows: about a million row-epochs, between
+    100 and 500 (umap-learn spends 500 up to 10,000 rows and 200 above, whatever the size;
+    measured in ``benchmarks/bench_projection.py``: 100 epochs at 10k-20k rows keep its
+    trustworthiness)."""
+    return int(max(MIN_EPOCHS, min(MAX_EPOCHS, WORK_PER_FIT // max(1, n_fit))))
+
+
 def _umap(Xn: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
           pca_dims: int | None, random_state: int | None,
-          callback: ProgressCallback | None) -> np.ndarray:
+          callback: ProgressCallback | None) -> tuple[np.ndarray, dict]:
+    """UMAP of unit rows: fitted on a seeded sample, the other rows placed as transform does.
+
+    Returns the coordinates and what was done (``fitted_rows``, ``epochs``, ``init`` and,
+    when the map fell back to PCA, ``fallback``).
+    """
     n = Xn.shape[0]
-    if n <= 2:
-        return _pca(Xn, random_state)
     rng = make_rng(random_state)
+    seed = int(rng.integers(0, 2**31 - 1)) if random_state is None else int(random_state)
     if n > sample_size:
         sample = np.sort(rng.choice(n, size=sample_size, replace=False))
     else:
         sample = np.arange(n)
+    reason = _degenerate(Xn, sample, n_neighbors)
+    if reason:
+        return _pca(Xn, random_state), {"fallback": "pca", "reason": reason}
     Xn = _reduce(Xn, sample, pca_dims, random_state)
-    rest = np.setdiff1d(np.arange(n), sample, assume_unique=True)
-    seed = int(rng.integers(0, 2**31 - 1)) if random_state is None else int(random_state)
     k = min(int(n_neighbors), len(sample) - 1)
-    _emit(callback, 0.02, "loading UMAP")
-    import umap  # lazy: importing numba-compiled UMAP takes seconds
-
     Xs = np.ascontiguousarray(Xn[sample])
-    kwargs = {"n_components": 2, "n_neighbors": k, "min_dist": min_dist, "metric": "cosine",
-              "random_state": seed, "transform_seed": seed, "init": "spectral", "n_jobs": 1}
-    if len(sample) >= 4096:  # UMAP computes all pairwise distances itself below this size
-        _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
-        kwargs["precomputed_knn"] = _knn(Xs, Xs, k)
-    reducer = umap.UMAP(**kwargs)
-    _emit(callback, 0.1, f"fitting UMAP on {len(sample):,} rows")
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*n_jobs.*", category=UserWarning)
-        warnings.filterwarnings("ignore", message=".*precomputed_knn.*", category=UserWarning)
-        reducer.fit(Xs)
+    _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
+    idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
+    graph = umap_layout.fuzzy_graph(idx, dists)
+    a, b = umap_layout.find_ab(1.0, min_dist)
+    epochs = fit_epochs(len(sample))
+    init = umap_layout.scaled_init(_pca(Xs, seed), seed)
+    _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
+    fitted = umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b, random_state=seed)
     coords = np.empty((n, 2), dtype=np.float32)
-    coords[sample] = reducer.embedding_
-    for start in range(0, len(rest), TRANSFORM_CHUNK):
+    coords[sample] = fitted
+    rest = np.setdiff1d(np.arange(n), sample, assume_unique=True)
+    _place_rest(coords, Xn, Xs, fitted, rest, k=k, a=a, b=b, seed=seed, callback=callback)
+    return coords, {"fitted_rows": int(len(sample)), "epochs": epochs, "init": "pca",
+                    "n_neighbors": k}
+
+
+def _place_rest(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.ndarray,
+                rest: np.ndarray, *, k: int, a: float, b: float, seed: int,
+                callback: ProgressCallback | None) -> None:
+    """Place the rows of ``rest`` in the fitted map, TRANSFORM_CHUNK rows a task on every core.
+
+    A chunk's neighbours and layout depend only on the fitted rows and the chunk's own seed
+    (its offset), so the map is the same whatever the number of threads; BLAS is held to one
+    thread per task meanwhile. Progress is reported from the calling thread.
+    """
+    if not len(rest):
+        return
+    starts = list(range(0, len(rest), TRANSFORM_CHUNK))
+
+    def task(start: int) -> np.ndarray:
         rows = rest[start:start + TRANSFORM_CHUNK]
-        _emit(callback, 0.5 + 0.5 * start / len(rest),
-              f"placing rows {start + 1:,}-{start + len(rows):,} of {len(rest):,}")
-        coords[rows] = _transform(reducer, Xs, np.ascontiguousarray(Xn[rows]),
-                                  (seed + start) % 2**32)
-    return coords
+        near, near_d = _knn(np.ascontiguousarray(Xn[rows]), Xs, k)
+        return umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
+                                 a=a, b=b, random_state=(seed + start) % 2**31)
+
+    workers = min(len(starts), os.cpu_count() or 1)
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="umap-place")
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            for done, (start, placed) in enumerate(zip(starts, pool.map(task, starts),
+                                                       strict=True)):
+                coords[rest[start:start + TRANSFORM_CHUNK]] = placed
+                _emit(callback, 0.4 + 0.6 * (done + 1) / len(starts),
+                      f"placed {min(len(rest), start + TRANSFORM_CHUNK):,} of "
+                      f"{len(rest):,} rows")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _degenerate(Xn: np.ndarray, sample: np.ndarray, n_neighbors: int) -> str | None:
+    """Why UMAP cannot make a map of these rows (then PCA does), or None."""
+    Xs = Xn[sample]
+    if len(sample) < 3:
+        return f"only {len(sample)} rows: UMAP needs at least 3"
+    distinct = len(np.unique(Xs.round(6), axis=0))
+    if distinct <= 2:
+        return (f"only {distinct} distinct rows in Φ: every row lies on {distinct} point(s), "
+                "a neighbour graph has no structure")
+    if len(sample) <= n_neighbors:
+        return None  # fewer rows than neighbours: k is lowered to rows - 1, UMAP still runs
+    return None
 
 
 def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
@@ -233,7 +260,9 @@ def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
 
     Returns
     -------
-    DataFrame with columns ``row_id``, ``x``, ``y`` (float32) and ``method``, in row order.
+    DataFrame with columns ``row_id``, ``x``, ``y`` (float32) and ``method`` (the method
+    that made the coordinates), in row order; :func:`projection_info` reads what was done
+    (a UMAP that fell back to PCA says why).
     """
     check_choice("method", method, METHODS)
     X = _as_matrix(X, "X")
@@ -253,52 +282,80 @@ def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
     params = {"method": method, "random_state": random_state}
     if method == "umap":
         params.update(n_neighbors=n_neighbors, min_dist=min_dist, sample_size=sample_size,
-                      transform_epochs=TRANSFORM_EPOCHS, pca_dims=pca_dims)
+                      transform_epochs=TRANSFORM_EPOCHS, pca_dims=pca_dims,
+                      work_per_fit=WORK_PER_FIT)
+    table, _ = _project(X, params, row_ids, cache_dir, callback)
+    return table
+
+
+def projection_info(table: pd.DataFrame) -> dict:
+    """What :func:`project` did for ``table``: the method asked for and used, and for UMAP
+    the fitted rows, the epochs and the neighbour count, or the fallback and its reason."""
+    return dict(table.attrs.get("projection", {}))
+
+
+def _project(X: np.ndarray, params: dict, row_ids: np.ndarray,
+             cache_dir: str | os.PathLike | None,
+             callback: ProgressCallback | None) -> tuple[pd.DataFrame, dict]:
+    n = X.shape[0]
     path = None
-    if cache_dir is not None and random_state is not None:
+    if cache_dir is not None and params["random_state"] is not None:
         path = Path(cache_dir) / f"projection-{cache_key(X, params)}.npy"
-        coords = _load_cached(path, n) if path.is_file() else None
-        if coords is not None:
+        cached = _load_cached(path, n) if path.is_file() else None
+        if cached is not None:
             _emit(callback, 1.0, "loaded from cache")
-            return _frame(row_ids, coords, method)
+            return _frame(row_ids, *cached), cached[1]
     _emit(callback, 0.0, "normalising rows")
     Xn = l2_normalize(X)
-    if method == "pca":
-        coords = _pca(Xn, random_state)
+    info: dict = {"method": params["method"]}
+    if params["method"] == "pca":
+        coords = _pca(Xn, params["random_state"])
     else:
-        coords = _umap(Xn, n_neighbors=n_neighbors, min_dist=min_dist, sample_size=sample_size,
-                       pca_dims=pca_dims, random_state=random_state, callback=callback)
+        coords, done = _umap(Xn, n_neighbors=params["n_neighbors"],
+                             min_dist=params["min_dist"], sample_size=params["sample_size"],
+                             pca_dims=params["pca_dims"], random_state=params["random_state"],
+                             callback=callback)
+        info.update(done)
     if path is not None:
-        _save_cached(path, coords)
+        _save_cached(path, coords, info)
     _emit(callback, 1.0, "done")
-    return _frame(row_ids, coords, method)
+    return _frame(row_ids, coords, info), info
 
 
-def _frame(row_ids: np.ndarray, coords: np.ndarray, method: str) -> pd.DataFrame:
-    return pd.DataFrame({"row_id": row_ids, "x": coords[:, 0], "y": coords[:, 1],
-                         "method": method})
+def _frame(row_ids: np.ndarray, coords: np.ndarray, info: dict) -> pd.DataFrame:
+    """The map's table; ``method`` is the method that made the coordinates (``pca`` when UMAP
+    fell back), and ``attrs["projection"]`` holds ``info``."""
+    used = info.get("fallback", info.get("method", "umap"))
+    table = pd.DataFrame({"row_id": row_ids, "x": coords[:, 0], "y": coords[:, 1],
+                          "method": used})
+    table.attrs["projection"] = dict(info)
+    return table
 
 
 # --- registry entry -------------------------------------------------------------------
 
 
-#: Expected seconds of a UMAP map in a fresh process (bench_pipeline.py --extra
-#: '--projection-method umap', 2 cores): importing and compiling UMAP, fitting on the sample
-#: (at most SAMPLE_SIZE rows), placing the other rows.
-UMAP_FIXED_SECONDS = 10.0
-UMAP_FIT_SECONDS_PER_10K = 4.0
+#: Expected seconds of a UMAP map (benchmarks/bench_projection.py, 2 cores): loading the
+#: cached kernel and fitting on the sample (at most SAMPLE_SIZE rows), placing the other rows,
+#: and naming the regions.
+UMAP_FIXED_SECONDS = 1.0
+UMAP_FIT_SECONDS_PER_10K = 1.5
 UMAP_TRANSFORM_SECONDS_PER_100K = 5.0
 #: PCA's seconds per 100,000 rows.
 PCA_SECONDS_PER_100K = 0.8
+#: Naming the regions: HDBSCAN of a 10k sample, the k-d tree, c-TF-IDF of 50k texts.
+REGIONS_SECONDS = 1.5
+#: Points of the map drawn in the HTML report and on the Report page (a seeded sample).
+FIGURE_POINTS = 20_000
 
 
 def _cost(n: int, params: dict) -> float:
     """Seconds per 100,000 rows (the registry's unit) of the map ``params`` ask for."""
     n = max(int(n), 1)
-    if params.get("method", "pca") != "umap":
-        return PCA_SECONDS_PER_100K
+    if params.get("method", "umap") != "umap":
+        return PCA_SECONDS_PER_100K + REGIONS_SECONDS * 100_000 / n
     fitted = min(n, int(params.get("sample_size", SAMPLE_SIZE)))
-    seconds = (UMAP_FIXED_SECONDS + UMAP_FIT_SECONDS_PER_10K * fitted / 10_000
+    seconds = (UMAP_FIXED_SECONDS + REGIONS_SECONDS + UMAP_FIT_SECONDS_PER_10K * fitted / 10_000
                + UMAP_TRANSFORM_SECONDS_PER_100K * (n - fitted) / 100_000)
     return seconds * 100_000 / n
 
@@ -306,27 +363,116 @@ def _cost(n: int, params: dict) -> float:
 def _projection(ctx: MeasureContext) -> MeasureResult:
     rep = ctx.representation
     params = {"random_state": ctx.random_state, **ctx.params}
-    table = project(rep.X, row_ids=np.asarray(rep.row_ids), callback=ctx.callback(), **params)
-    return MeasureResult(tables={"projection.parquet": table}, info={"params": params})
+    report = ctx.callback()
+
+    def scaled(info: dict) -> None:  # the map is 90 % of the measure, the regions the rest
+        report({**info, "fraction": 0.9 * float(info.get("fraction", 0.0) or 0.0)})
+
+    table = project(rep.X, row_ids=np.asarray(rep.row_ids), callback=scaled, **params)
+    info = projection_info(table)
+    coords = table[["x", "y"]].to_numpy()
+    ctx.progress(0.9, "finding the map's regions")
+    region = map_regions.find_regions(coords, random_state=ctx.random_state)
+    included = np.flatnonzero(ctx.dataset.included_mask)
+    status = ctx.scores["status"].to_numpy(dtype=object)[included]
+    regions = map_regions.describe_regions(
+        region, coords, texts=ctx.dataset.hypotheses(), labels=ctx.labels, status=status,
+        random_state=ctx.random_state)
+    table = table.assign(region=region)
+    table.attrs = {}
+    info["regions"] = int(len(regions))
+    info["rows_in_regions"] = int((region >= 0).sum())
+    return MeasureResult(tables={"projection.parquet": table, map_regions.FILE: regions},
+                         info={"params": params, **info})
+
+
+def figures(run) -> list:
+    """The map (a seeded sample of at most FIGURE_POINTS rows, coloured by status) with each
+    region's name at its centre."""
+    import plotly.graph_objects as go
+
+    from aflite_core.chart_style import STATUS_COLORS, chart_text
+
+    table = run.projection
+    if table is None or table.empty:
+        return []
+    points = table[["row_id", "x", "y"]].merge(run.scores[["row_id", "status"]], on="row_id",
+                                                how="left")
+    if len(points) > FIGURE_POINTS:
+        keep = np.sort(np.random.default_rng(0).choice(len(points), FIGURE_POINTS,
+                                                       replace=False))
+        points = points.iloc[keep]
+    fig = go.Figure()
+    for status, part in points.groupby(points["status"].astype(str), sort=False):
+        fig.add_trace(go.Scattergl(x=part["x"], y=part["y"], mode="markers", name=status,
+                                   marker={"size": 3, "opacity": 0.6,
+                                           "color": STATUS_COLORS.get(status, "#999999")},
+                                   hoverinfo="skip"))
+    regions = run.read_parquet(map_regions.FILE)
+    if regions is not None and not regions.empty:
+        add_region_labels(fig, regions, chart_text)
+    method = str(table["method"].iloc[0]).upper()
+    shown = f"{len(points):,} of {len(table):,} rows" if len(points) < len(table) else \
+        f"{len(table):,} rows"
+    fig.update_layout(title=f"The {method} map of Φ ({shown}), its regions named by their "
+                            "distinctive words", height=620)
+    fig.update_xaxes(showticklabels=False, title=None)
+    fig.update_yaxes(showticklabels=False, title=None)
+    return [fig]
+
+
+def add_region_labels(fig, regions: pd.DataFrame, chart_text=str) -> None:
+    """Each region's name at its centre, as one text trace (``customdata``: the region id, so a
+    click on a name can select the region)."""
+    import plotly.graph_objects as go
+
+    removed = pd.to_numeric(regions["share_removed"], errors="coerce")
+    hover = [f"region {int(r)}: {chart_text(w, 80)}<br>{int(n):,} rows, "
+             f"{'' if pd.isna(s) else f'{s:.0%} removed, '}mostly {chart_text(t)}"
+             for r, w, n, s, t in zip(regions["region"], regions["top_words"], regions["rows"],
+                                      removed, regions["top_label"], strict=True)]
+    fig.add_trace(go.Scatter(
+        x=regions["x"], y=regions["y"], mode="markers+text", name="regions (click a name)",
+        text=[f"<b>{chart_text(name, 40)}</b>" for name in regions["name"]],
+        textposition="top center",
+        textfont={"size": 12, "color": "#111111", "shadow": "1px 1px 2px white"},
+        marker={"size": 9, "color": "white", "symbol": "diamond",
+                "line": {"width": 1.5, "color": "#111111"}},
+        customdata=np.column_stack([[f"region:{int(r)}" for r in regions["region"]],
+                                    regions["name"].astype(str)]),
+        hovertext=hover, hoverinfo="text"))
+
+
+def tables(run) -> dict[str, pd.DataFrame]:
+    """``{"Regions of the map": ...}`` from ``map_regions.parquet``."""
+    regions = run.read_parquet(map_regions.FILE)
+    if regions is None or regions.empty:
+        return {}
+    return {"Regions of the map (dense parts, named by their distinctive words)": regions}
 
 
 MEASURE = Measure(
     name="projection",
-    label="2-D map (UMAP/PCA)",
+    label="2-D map (UMAP/PCA) and its regions",
+    description="A 2-D map of Φ (UMAP by default, PCA as an option) and its dense regions "
+                "(HDBSCAN), each named by its most distinctive hypothesis words (c-TF-IDF) "
+                "with its size, share removed and label shares.",
     compute=_projection,
-    files=("projection.parquet",),
+    files=("projection.parquet", map_regions.FILE),
     order=30,
     cost=lambda n, params: _cost(n, params),
-    exports={"projection": "projection.parquet"},
+    tables=tables,
+    figures=figures,
+    exports={"projection": "projection.parquet", "map_regions": map_regions.FILE},
     options=(
         Option(
             "method",
             "Map method",
-            "pca",
-            choices=("pca", "umap"),
-            help="The 2-D map on the Explore page: PCA is instant; UMAP keeps "
-            "neighbourhoods better, is fitted on at most 20,000 rows and "
-            "compiles on first use.",
+            "umap",
+            choices=("umap", "pca"),
+            help="The 2-D map on the Explore page: UMAP keeps neighbourhoods (fitted on at "
+            "most 20,000 rows, the rest placed as its transform does; about 2 s at 10k rows, "
+            "10 s at 100k); PCA is instant but a poor map of text.",
         ),
     ),
 )

@@ -41,7 +41,9 @@ never filtered; excluded rows (no usable label or text) take no part. Dev/test r
 the default split policy are scored by models trained on the retained training rows.
 
 Source: Le Bras et al., *Adversarial Filters of Dataset Biases*, ICML 2020, Algorithm 1
-(predictability); the 2-D map is PCA or UMAP (McInnes et al., 2018) of Φ.
+(predictability); the 2-D map is UMAP (McInnes et al., 2018; PCA as an option) of Φ, its
+regions found by HDBSCAN (Campello et al., 2013) and named by class-based TF-IDF of their
+hypotheses.
 """
 
 VIEWS = {"all": "All rows", "retained": "Retained", "removed": "Removed",
@@ -107,18 +109,30 @@ def map_panel(path: Path) -> list[str] | None:
         state.put(state.key(PAGE, "map_version"), version + 1)
         st.rerun()
     fig = charts.projection_scatter(points, color=color, continuous=color == "predictability")
-    event = st.plotly_chart(fig, on_select="rerun", selection_mode=("box", "lasso"),
+    regions = cache.map_regions_table(path)
+    charts.add_regions(fig, regions)
+    event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"),
                             key=state.key(PAGE, f"map:{version}"))
-    ids = charts.selected_row_ids(event)
-    chosen = (f"**{len(ids):,} rows selected** (the table below shows them; *Clear map "
-              "selection* to show all). " if ids else
-              "Draw a box or a lasso to filter the table below. ")
+    region = charts.clicked_region(event)
+    if region is not None:
+        ids = cache.region_row_ids(path, region)
+        name = regions.loc[regions["region"] == region, "name"]
+        chosen = (f"**Region {region}** ({components.md_escape(name.iloc[0]) if len(name) else ''}"
+                  f"): **all {len(ids):,} of its rows selected**, from the whole map. ")
+    else:
+        ids = charts.selected_row_ids(event)
+        chosen = (f"**{len(ids):,} rows selected** (the table below shows them; *Clear map "
+                  "selection* to show all). " if ids else
+                  "Draw a box or a lasso to filter the table below"
+                  + (", or click a region's name to select all its rows. " if len(regions)
+                     else ". "))
     if len(points) < total:
         st.caption(chosen + f"Showing a uniform random sample of {len(points):,} of "
-                   f"{total:,} points (seed 0) to keep the page fast; selections pick from "
-                   "the sample.")
+                   f"{total:,} points (seed 0) to keep the page fast; a box or lasso picks "
+                   "from the sample, a region's name from every row.")
     else:
-        st.caption(chosen + f"{total:,} points.")
+        st.caption(chosen + f"{total:,} points"
+                   + (f", {len(regions)} named regions." if len(regions) else "."))
     return ids or None
 
 

@@ -1,0 +1,141 @@
+"""Named regions of the map: planted topics become named regions, every row is assigned,
+the numbering is seeded, and the slices say where they concentrate."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.measures import map_regions
+from aflite_core.measures.map_regions import describe_regions, distinctive_words, find_regions
+from aflite_core.measures.projection import project
+
+TOPICS = {"guitar": "guitar music", "soccer": "soccer ball"}
+
+
+def planted_topics(n_per_topic: int = 600, seed: int = 0) -> tuple[list[str], np.ndarray]:
+    """Hypotheses about two planted topics: the topic's two words and three words drawn from a
+    pool of 300 made-up words both topics share (so only the topic ties rows together)."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    pool = ["".join(rng.choice(letters, size=6)) for _ in range(300)]
+    texts, topic = [], []
+    for t, words in enumerate(TOPICS.values()):
+        for _ in range(n_per_topic):
+            noise = " ".join(rng.choice(pool, size=3, replace=False))
+            texts.append(f"{noise} {words}")
+            topic.append(t)
+    return texts, np.asarray(topic)
+
+
+def tfidf_phi(texts: list[str]) -> np.ndarray:
+    from sklearn.decomposition import TruncatedSVD
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    M = TfidfVectorizer().fit_transform(texts)
+    return TruncatedSVD(n_components=24, random_state=0).fit_transform(M).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def planted_map():
+    texts, topic = planted_topics()
+    frame = project(tfidf_phi(texts), random_state=0)
+    return texts, topic, frame[["x", "y"]].to_numpy()
+
+
+def test_two_planted_topics_land_in_two_regions_named_by_their_words(planted_map):
+    texts, topic, coords = planted_map
+    region = find_regions(coords, random_state=0)
+    assert region.dtype == np.int32 and region.shape == (len(texts),)
+    table = describe_regions(region, coords, texts=texts, labels=np.where(topic, "b", "a"),
+                             status=np.where(np.arange(len(texts)) % 4, "retained", "removed"))
+    homes = []
+    for t, words in enumerate(TOPICS.values()):
+        inside = region[(topic == t) & (region >= 0)]
+        home = int(np.bincount(inside).argmax())
+        homes.append(home)
+        # the region holding most of the topic's rows holds nothing else and is named by it
+        held = topic[region == home]
+        assert (held == t).all()
+        row = table.set_index("region").loc[home]
+        # the two planted words lead (equally distinctive), the shared noise words follow
+        assert set(row["top_words"].split(", ")[:2]) == set(words.split()), row["top_words"]
+        assert all(w in row["name"] for w in words.split())
+        assert json.loads(row["label_shares"]) == {"ab"[t]: 1.0}
+    assert homes[0] != homes[1]
+    # every region is described once, sizes add up to the rows in regions
+    assert sorted(table["region"]) == sorted(set(region[region >= 0].tolist()))
+    assert table["rows"].sum() == (region >= 0).sum()
+    assert list(table["rows"]) == sorted(table["rows"], reverse=True)  # numbered by size
+    assert np.allclose(table["share_removed"], [
+        (np.arange(len(texts))[region == r] % 4 == 0).mean() for r in table["region"]])
+
+
+def test_regions_are_seeded_and_every_row_is_assigned_beyond_the_sample(planted_map):
+    _, topic, coords = planted_map
+    a = find_regions(coords, random_state=1, sample_size=400)
+    b = find_regions(coords, random_state=1, sample_size=400)
+    np.testing.assert_array_equal(a, b)
+    # rows outside the 400 clustered ones take their nearest sampled point's region, so the
+    # two topics still fall apart
+    homes = []
+    for t in (0, 1):
+        inside = a[(topic == t) & (a >= 0)]
+        home = np.bincount(inside).argmax()
+        assert (inside == home).sum() > 0.9 * (topic == t).sum()
+        homes.append(home)
+    assert homes[0] != homes[1]
+
+
+def test_distinctive_words_prefers_what_sets_a_region_apart():
+    texts = ["the cat sat", "the cat ran", "a cat slept", "the dog sat", "the dog ran",
+             "a dog barked"]
+    words = distinctive_words(texts, np.array([0, 0, 0, 1, 1, 1]), n_words=2)
+    assert words[0][0] == "cat" and words[1][0] == "dog"
+    # stop words and noise rows never name a region
+    assert "the" not in words[0] + words[1]
+    assert distinctive_words(texts, np.full(6, -1)) == {}
+
+
+def test_degenerate_maps_give_no_region_and_bad_input_is_refused():
+    assert (find_regions(np.zeros((500, 2))) == -1).all()        # one point
+    assert (find_regions(np.random.default_rng(0).normal(size=(10, 2))) == -1).all()  # tiny
+    with pytest.raises(ValueError, match="coords: expected shape"):
+        find_regions(np.zeros((10, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        find_regions(np.full((40, 2), np.nan))
+    table = describe_regions(np.full(5, -1), np.zeros((5, 2)), texts=["x"] * 5,
+                             labels=np.array(["a"] * 5), status=np.array(["retained"] * 5))
+    assert table.empty and list(table.columns) == list(map_regions.REGION_COLUMNS)
+    with pytest.raises(ValueError, match="texts: expected 5"):
+        describe_regions(np.zeros(5, int), np.zeros((5, 2)), texts=["x"],
+                         labels=np.array(["a"] * 5), status=np.array(["retained"] * 5))
+
+
+def test_slice_regions_reads_where_a_stored_slice_concentrates():
+    class Run:
+        name = "planted"
+        projection = pd.DataFrame({"row_id": [10, 11, 12, 13, 14, 15],
+                                   "x": 0.0, "y": 0.0, "region": [0, 0, 0, 1, 1, -1]})
+        scores = pd.DataFrame({"row_id": [10, 11, 12, 13, 14, 15]})
+
+        def read_parquet(self, name):
+            assert name == map_regions.FILE
+            return pd.DataFrame({"region": [0, 1], "name": ["cat · sat", "dog · ran"]})
+
+    def packed(rows):
+        bits = np.zeros(6, dtype=bool)
+        bits[rows] = True
+        return np.packbits(bits, bitorder="little").tobytes()
+
+    members = pd.DataFrame({"slice_id": ["word=cat", "word=x"],
+                            "members": [packed([0, 1, 2, 3]), packed([5])]})
+    out = map_regions.slice_regions(Run(), members)
+    first = out.iloc[0]
+    assert first["slice_id"] == "word=cat" and first["top_region"] == 0
+    assert first["top_region_share"] == pytest.approx(0.75)
+    assert first["regions"] == "75% in 0 cat · sat; 25% in 1 dog · ran"
+    assert out.iloc[1]["regions"] == "" and out.iloc[1]["top_region"] == -1
