@@ -267,12 +267,12 @@ def test_every_measure_option_is_a_run_flag():
         assert str(config.measure_params[measure][option]) == text, (measure, option)
     # the defaults are the dashboard form's when no flag is given
     plain = audit_config(build_parser().parse_args(["run", "data.csv", "--out", "r"]), 10_000)
-    assert plain.measure_params["projection"]["method"] == "pca"
+    assert plain.measure_params["projection"]["method"] == "umap"
 
 
 @pytest.mark.parametrize("flag, value, message", [
     ("--knn-max-queries", "5", "argument --knn-max-queries: expected at least 100"),
-    ("--projection-method", "tsne", "--projection-method: expected one of pca, umap"),
+    ("--projection-method", "tsne", "--projection-method: expected one of umap, pca"),
     ("--baselines-n-splits", "two", "--baselines-n-splits: expected a whole number"),
 ])
 def test_bad_measure_options_name_the_flag(flag, value, message, capsys):

@@ -425,4 +425,4 @@ def test_progress_moves_in_every_stage_and_names_it(tmp_path):
     umap = AuditConfig(**{**config.__dict__, "measure_params": {"projection": {"method": "umap"}}})
     width = {name: hi - lo for name, (lo, hi) in _stage_spans(dataset, umap).items()}
     pca_width = {name: hi - lo for name, (lo, hi) in spans.items()}
-    assert width["projection"] > 2 * pca_width["projection"]  # UMAP fits a neighbour graph
+    assert width["projection"] > 1.2 * pca_width["projection"]  # UMAP fits a neighbour graph

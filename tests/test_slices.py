@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 from aflite_core.io.datasets import load_dataset
-from aflite_core.measures import registry, slices
+from aflite_core.measures import registry, slices, slices_fold
 from aflite_core.measures.registry import MeasureContext
 from aflite_core.measures.slices import SliceFeatures, find_slices
 from aflite_core.pipeline import AuditConfig, run_audit
@@ -81,6 +81,41 @@ def test_same_and_complementary_rows_are_listed_once():
     assert "word=a_again" not in table.index and "word=not_a" not in table.index
     assert table.loc["word=a", "same_rows"] == "word=a_again, not word=not_a"
     assert table.loc["word=a", "z"] > 0  # the side removed more often is the one kept
+
+
+def test_nearly_the_same_rows_fold_under_the_strongest_slice():
+    # one planted artifact under three names: the word, a typo flag that also fires on a
+    # few other rows, and a flag missing a few of its rows; an unrelated cue stays apart
+    rng = np.random.default_rng(1)
+    n = 2000
+    word = rng.random(n) < 0.1
+    removed = word | (rng.random(n) < 0.2)
+    typo = word | (rng.random(n) < 0.01)
+    partial = word & (rng.random(n) < 0.9)
+    other = rng.random(n) < 0.3
+    found = find_slices(features({"planted": word, "typo": typo, "partial": partial,
+                                  "other": other}), removed, min_support=10, pair_top=0)
+    table = found.table.set_index("slice_id")
+    strongest = found.table.iloc[0]["slice_id"]
+    assert strongest in {"word=planted", "word=typo", "word=partial"}
+    folded = table.loc[strongest, "folded"]
+    names = {"word=planted", "word=typo", "word=partial"} - {strongest}
+    assert all(f"{name} (" in folded for name in names), folded
+    assert not names & set(table.index)          # folded slices leave the ranking
+    assert "word=other" in table.index and table.loc["word=other", "folded"] == ""
+    assert list(found.table["rank"]) == list(range(1, len(found.table) + 1))
+    # the stored rows follow the ranking after folding
+    assert np.array_equal(found.members[0], np.flatnonzero(
+        {"word=planted": word, "word=typo": typo, "word=partial": partial}[strongest]))
+
+
+def test_fold_similar_by_hand():
+    a = np.arange(100)
+    b = np.arange(5, 100)          # Jaccard 0.95 with a
+    c = np.arange(50, 150)         # Jaccard 50 / 150 with a
+    kept, folded = slices_fold.fold_similar([a, b, c], ["a", "b", "c"], threshold=0.8)
+    assert kept == [0, 2] and folded == ["b (0.95)", ""]
+    assert slices_fold.fold_similar([a, b, c], ["a", "b", "c"], threshold=0.99)[0] == [0, 1, 2]
 
 
 def test_a_pair_is_kept_only_when_it_adds_to_both_cues():

@@ -39,6 +39,7 @@ __all__ = [
     "find_regions",
     "region_rows",
     "slice_regions",
+    "with_slice_regions",
 ]
 
 #: The regions' table in the run folder.
@@ -314,3 +315,13 @@ def slice_regions(run, members: pd.DataFrame | None, *,
         top = int(np.argmax(share))
         out.append((str(slice_id), text, top, float(share[top])))
     return pd.DataFrame(out, columns=columns)
+
+
+def with_slice_regions(run, table: pd.DataFrame, members: pd.DataFrame | None) -> pd.DataFrame:
+    """The slices' ``table`` with a ``regions`` column (:func:`slice_regions`; "" for slices
+    whose rows are not stored), unchanged when the run has no map regions."""
+    where = slice_regions(run, members)
+    if where.empty:
+        return table
+    regions = dict(zip(where["slice_id"], where["regions"], strict=True))
+    return table.assign(regions=[regions.get(str(i), "") for i in table["slice_id"]])

@@ -39,8 +39,10 @@ import pandas as pd
 import scipy.sparse as sp
 
 from aflite_core._validation import check_int, check_seed
+from aflite_core.measures import map_regions
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.measures.slices_chart import slices_figures
+from aflite_core.measures.slices_fold import fold_similar
 
 __all__ = [
     "FILE",
@@ -69,9 +71,11 @@ FAMILY_PRIORITY = {f: i for i, f in enumerate(
     ("word", "label", "length", "negation", "overlap", "sentiment", "tense", "ner", "typo"))}
 #: Pairs must differ from each of their two cues with at least this |z| (see find_slices).
 PAIR_MIN_Z = 3.0
+#: Slices compared for folding (slices_fold.py): the top max(2 * n_stored, FOLD_WINDOW).
+FOLD_WINDOW = 200
 COLUMNS = ("rank", "slice_id", "kind", "family", "description", "size", "removed",
            "removal_rate", "base_rate", "difference", "z", "ci_low", "ci_high",
-           "share_of_removed", "z_within_parts", "same_rows", "examples")
+           "share_of_removed", "z_within_parts", "same_rows", "folded", "examples")
 
 
 # --------------------------------------------------------------------------- statistics
@@ -454,7 +458,9 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
     -------
     SliceResult
         Slices with exactly the same rows as a better-ranked one are dropped and listed in
-        its ``same_rows`` column.
+        its ``same_rows`` column; among the top ``max(2 * n_stored, FOLD_WINDOW)``, slices
+        whose rows are nearly those of a better-ranked one (Jaccard >= ``FOLD_JACCARD``) are
+        folded under it and listed in its ``folded`` column (:func:`fold_similar`).
     """
     removed = np.asarray(removed, dtype=bool)
     n = len(removed)
@@ -508,22 +514,21 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
                         priority.to_numpy(), (z <= 0), -np.round(np.abs(z), 9)))
     table = _drop_same_rows(table.iloc[order].reset_index(drop=True), n,
                             hashing.sum(axis=0).astype(np.float64))
+    Xf = _sorted_csc(features.X)
+    Xk = _sorted_csc(clusters.X) if clusters is not None else None
+    marks = np.zeros(n, dtype=bool)
+    window = table.head(max(2 * n_stored, FOLD_WINDOW))
+    rows_of = [_slice_rows(row, Xf, Xk, marks) for row in window.itertuples(index=False)]
+    kept, folded = fold_similar(rows_of, window["slice_id"].to_numpy(dtype=object))
+    table = pd.concat([window.iloc[kept].assign(folded=folded),
+                       table.iloc[len(window):].assign(folded="")], ignore_index=True)
+    rows_of = [rows_of[i] for i in kept]
     table.insert(0, "rank", np.arange(1, len(table) + 1))
 
     members, examples = [], [""] * len(table)
     rng = np.random.default_rng(random_state)
-    Xf = _sorted_csc(features.X)
-    Xk = _sorted_csc(clusters.X) if clusters is not None else None
-    marks = np.zeros(n, dtype=bool)
     for pos, row in enumerate(table.head(n_stored).itertuples(index=False)):
-        source = Xk if row.kind == "cluster" else Xf
-        rows = _column_rows(source, row.col_a)
-        if row.col_b >= 0:  # a pair: the rows of its second cue that the first one has
-            marks[rows] = True
-            other = _column_rows(Xf, row.col_b)
-            both = other[marks[other]]
-            marks[rows] = False
-            rows = both
+        rows = rows_of[pos]
         members.append(rows)
         pool = rows[removed[rows] if row.difference >= 0 else ~removed[rows]]
         if n_examples and len(pool):
@@ -531,6 +536,21 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
             examples[pos] = ", ".join(str(x) for x in row_ids[picked])
     table["examples"] = examples
     return SliceResult(table[list(COLUMNS)], members)
+
+
+def _slice_rows(row, Xf: sp.csc_matrix, Xk: sp.csc_matrix | None,
+                marks: np.ndarray) -> np.ndarray:
+    """Rows (sorted positions) of one ranked slice: its cue's or cluster's column, or for a
+    pair the rows of its second cue that the first one has (``marks`` is scratch space)."""
+    source = Xk if row.kind == "cluster" else Xf
+    rows = _column_rows(source, row.col_a)
+    if row.col_b >= 0:
+        marks[rows] = True
+        other = _column_rows(Xf, row.col_b)
+        both = other[marks[other]]
+        marks[rows] = False
+        rows = both
+    return rows
 
 
 def _pairs(features: SliceFeatures, top: np.ndarray, removed: np.ndarray,
@@ -620,7 +640,7 @@ def _with_statistics(table: pd.DataFrame, R: int, n: int) -> pd.DataFrame:
 
 def _empty_table() -> pd.DataFrame:
     ints = {"rank", "size", "removed"}
-    texts = {"slice_id", "kind", "family", "description", "same_rows", "examples"}
+    texts = {"slice_id", "kind", "family", "description", "same_rows", "folded", "examples"}
     return pd.DataFrame({c: pd.Series(dtype="int64" if c in ints else object if c in texts
                                       else "float64") for c in COLUMNS})
 
@@ -744,7 +764,9 @@ def tables(run) -> dict[str, pd.DataFrame]:
     table = run.read_parquet(FILE)
     if table is None or table.empty:
         return {}
+    table = map_regions.with_slice_regions(run, table, run.read_parquet(MEMBERS_FILE))
     return {"Why removed: slices ranked by |z| of their removal rate": table}
+
 
 
 MEASURE = Measure(
