@@ -139,3 +139,99 @@ def test_slice_regions_reads_where_a_stored_slice_concentrates():
     assert first["top_region_share"] == pytest.approx(0.75)
     assert first["regions"] == "75% in 0 cat · sat; 25% in 1 dog · ran"
     assert out.iloc[1]["regions"] == "" and out.iloc[1]["top_region"] == -1
+
+
+# --------------------------------------------------------------------------- in a run
+
+
+@pytest.fixture(scope="module")
+def regions_run(tmp_path_factory):
+    """A default-map audit of the first 1,500 SNLI dev rows (tests/data copy)."""
+    from pathlib import Path
+
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+    from aflite_core.runs.folder import load_run
+
+    rows = pd.read_csv(Path(__file__).parent / "data" / "snli" / "snli_dev.csv",
+                       keep_default_na=False).head(1500)
+    path = tmp_path_factory.mktemp("data") / "snli_1500.csv"
+    rows.to_csv(path, index=False)
+    config = AuditConfig(representation_params={"n_components": 32}, n_partitions=8,
+                         measures=("slices", "projection"))
+    run = run_audit(load_dataset(path), config, runs_root=tmp_path_factory.mktemp("runs"))
+    return load_run(run)
+
+
+def test_a_run_writes_its_regions_and_every_row_its_region(regions_run):
+    run = regions_run
+    projection = run.projection
+    regions = run.read_parquet(map_regions.FILE)
+    assert set(projection["region"].unique()) == set(regions["region"]) | {-1}
+    assert (projection["method"] == "umap").all()
+    info = run.summary["measures"]["projection"]
+    assert info["status"] == "ok" and info["method"] == "umap"
+    assert info["regions"] == len(regions) >= 3
+    assert info["rows_in_regions"] == int((projection["region"] >= 0).sum())
+    # a region's counts are those of its rows
+    scores = run.scores.set_index("row_id")
+    first = regions.iloc[0]
+    ids = map_regions.region_rows(run, int(first["region"]))
+    assert len(ids) == first["rows"]
+    status = scores.loc[ids, "status"]
+    assert first["removed"] == (status == "removed").sum()
+    assert first["share_removed"] == pytest.approx(
+        (status == "removed").sum() / status.isin(["retained", "removed"]).sum())
+    with pytest.raises(ValueError, match="region: expected one of"):
+        map_regions.region_rows(run, 999)
+    # the slices table says where the stored slices concentrate
+    from aflite_core.measures import registry
+
+    (table,) = registry.get("slices").before_after(run).values()
+    assert "regions" in table and table["regions"].str.contains(r"% in \d").any()
+    # the measure draws the map with its named regions (the HTML report and the Report page)
+    (fig,) = registry.get("projection").draw(run)
+    names = [t for t in fig.data if t.name.startswith("regions")][0]
+    assert len(names.x) == len(regions)
+    assert "regions" in (run.path / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_degenerate_phi_records_its_fallback_in_the_summary(tmp_path):
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+    from aflite_core.runs.folder import load_run
+
+    rng = np.random.default_rng(0)
+    n = 300
+    frame = pd.DataFrame({"premise": [f"premise {i}" for i in range(n)],
+                          "hypothesis": [f"hypothesis {i}" for i in range(n)],
+                          "label": rng.choice(["a", "b"], n)})
+    frame.to_csv(tmp_path / "rank1.csv", index=False)
+    np.save(tmp_path / "emb.npy", (rng.normal(size=(n, 1)) * rng.normal(size=(1, 8)))
+            .astype(np.float32))  # rank one: every row on one line
+    config = AuditConfig(representation="precomputed",
+                         representation_params={"path": str(tmp_path / "emb.npy")},
+                         n_partitions=8, measures=("projection",))
+    run = load_run(run_audit(load_dataset(tmp_path / "rank1.csv"), config,
+                             runs_root=tmp_path / "runs"))
+    info = run.summary["measures"]["projection"]
+    assert info["status"] == "ok" and info["fallback"] == "pca"
+    assert info["reason"].startswith("only 2 distinct rows in Φ")
+    assert (run.projection["method"] == "pca").all()
+
+
+def test_a_click_on_a_region_name_selects_the_region_and_a_drawn_box_does_not():
+    from ui import charts
+
+    click = {"selection": {"points": [{"customdata": ["region:3", "guitar · music"]}],
+                           "box": [], "lasso": []}}
+    assert charts.clicked_region(click) == 3
+    assert charts.selected_row_ids(click) == []          # a name is not a row
+    box = {"selection": {"points": [{"customdata": ["region:3", "x"]},
+                                    {"customdata": ["r7", "removed"]}],
+                         "box": [{"x": [0, 1], "y": [0, 1]}], "lasso": []}}
+    assert charts.clicked_region(box) is None
+    assert charts.selected_row_ids(box) == ["r7"]
+    assert charts.clicked_region(None) is None
+    assert charts.clicked_region({"selection": {"points": [{"customdata": ["r1", "a"]}]}}) \
+        is None

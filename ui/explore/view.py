@@ -100,6 +100,10 @@ def map_panel(path: Path) -> list[str] | None:
         st.caption("This run has no 2-D projection (the *2-D map* measure was not computed). "
                    "Tick it on the Audit page to get one.")
         return None
+    done = (cache.open_run(path).summary.get("measures") or {}).get("projection") or {}
+    if done.get("fallback"):
+        st.info(f"UMAP could not map these rows, so this map is {done['fallback'].upper()}: "
+                f"{components.md_escape(done.get('reason', ''))}.", icon=":material/info:")
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
     options = [c for c in ("status", "label", "predictability") if c in points]
     color = c1.segmented_control("Colour by", options, default="status", required=True,

@@ -33,8 +33,10 @@ CAPTION = (
     "rate** of the filtered rows, with a Wilson 95 % interval and a two-proportion z-score "
     "(the slice vs the other rows). Ranked by |z|; pairs are listed only when they differ from "
     "each of their two cues (|z within parts| ≥ 3); slices with the same rows (or the other "
-    "rows) as a better-ranked one are folded into its *same rows* column. Rows of a split "
-    "AFLite removed nothing from are left out."
+    "rows) as a better-ranked one are listed in its *same rows* column, and slices with nearly "
+    "the same rows (Jaccard ≥ 0.8) in its *folded here* column; *map regions* says where on "
+    "the map a slice's rows concentrate. Rows of a split AFLite removed nothing from are left "
+    "out."
 )
 
 
@@ -103,7 +105,8 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     view = shown.assign(interval=[f"{lo:.0%}–{hi:.0%}" for lo, hi in
                                   zip(shown["ci_low"], shown["ci_high"], strict=True)])
     columns = ["rank", "description", "kind", "size", "removed", "removal_rate", "base_rate",
-               "difference", "z", "interval", "share_of_removed", "same_rows"]
+               "difference", "z", "interval", "share_of_removed",
+               *[c for c in ("regions", "folded") if c in view], "same_rows"]
     event = st.dataframe(
         view[columns], hide_index=True, on_select="rerun", selection_mode="single-row",
         key=state.key("report", "slices_table"), column_config={
@@ -114,6 +117,12 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
                                                               format="percent"),
             "z": st.column_config.NumberColumn(format="%.1f"),
             "interval": st.column_config.TextColumn("Wilson 95 %"),
+            "regions": st.column_config.TextColumn(
+                "map regions", help="Regions of the 2-D map holding at least a quarter of "
+                "the slice's rows (share, region id, its words)."),
+            "folded": st.column_config.TextColumn(
+                "folded here", help="Slices with nearly the same rows (Jaccard >= 0.8), "
+                "folded under this one: one finding under several names."),
             "same_rows": st.column_config.TextColumn("same rows")})
     st.caption(CAPTION)
     picked = _picked(event)
