@@ -224,7 +224,7 @@ def add_regions(fig: go.Figure, regions: pd.DataFrame) -> go.Figure:
     """The map's named regions on a :func:`projection_scatter` chart: each name at its
     region's centre, clickable (a click selects the region: :func:`clicked_region`)."""
     if regions is not None and not regions.empty:
-        projection.add_region_labels(fig, regions, chart_text)
+        projection.add_region_labels(fig, regions, chart_text, name="regions (click a name)")
     return fig
 
 

@@ -424,7 +424,8 @@ def figures(run) -> list:
     return [fig]
 
 
-def add_region_labels(fig, regions: pd.DataFrame, chart_text=str) -> None:
+def add_region_labels(fig, regions: pd.DataFrame, chart_text=str, *,
+                      name: str = "regions") -> None:
     """Each region's name at its centre, as one text trace (``customdata``: the region id, so a
     click on a name can select the region)."""
     import plotly.graph_objects as go
@@ -435,7 +436,7 @@ def add_region_labels(fig, regions: pd.DataFrame, chart_text=str) -> None:
              for r, w, n, s, t in zip(regions["region"], regions["top_words"], regions["rows"],
                                       removed, regions["top_label"], strict=True)]
     fig.add_trace(go.Scatter(
-        x=regions["x"], y=regions["y"], mode="markers+text", name="regions (click a name)",
+        x=regions["x"], y=regions["y"], mode="markers+text", name=name,
         text=[f"<b>{chart_text(name, 40)}</b>" for name in regions["name"]],
         textposition="top center",
         textfont={"size": 12, "color": "#111111", "shadow": "1px 1px 2px white"},
