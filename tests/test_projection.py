@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.measures import umap_layout
+from aflite_core import numba_cache
 from aflite_core.measures.projection import cache_key, fit_epochs, project, projection_info
 
 
@@ -95,14 +95,14 @@ def test_many_duplicate_rows_still_make_a_umap_map():
 def test_numba_cache_folder_is_the_user_cache_and_none_when_unwritable(tmp_path, monkeypatch):
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
-    assert umap_layout.numba_cache_dir() == tmp_path / "cache" / "numba"
+    assert numba_cache.numba_cache_dir() == tmp_path / "cache" / "numba"
     assert (tmp_path / "cache" / "numba").is_dir()
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(blocker / "cache"))
-    assert umap_layout.numba_cache_dir() is None  # numba then picks its own place, or memory
+    assert numba_cache.numba_cache_dir() is None  # numba then picks its own place, or memory
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "mine"))
-    assert umap_layout.numba_cache_dir() == tmp_path / "mine"
+    assert numba_cache.numba_cache_dir() == tmp_path / "mine"
 
 
 def test_a_new_process_loads_the_layout_kernel_from_the_disk_cache(tmp_path):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,10 @@ from ui import filters
 
 #: Largest decompressed input accepted from an upload (a gzip bomb stops reading here).
 MAX_DATASET_BYTES = 1 << 30
-#: Points drawn on the map before it is downsampled (the sampling is stated on the page).
-MAX_MAP_POINTS = 100_000
+#: Points drawn on the map before it is downsampled (the sampling is stated on the page; a
+#: box, a lasso or a region's name still selects from every row). ``AFLITE_MAP_MAX_POINTS``
+#: sets it, for a slow browser or a test of the sampled map.
+MAX_MAP_POINTS = int(os.environ.get("AFLITE_MAP_MAX_POINTS", "") or 100_000)
 
 
 def digest(data: bytes) -> str:
@@ -305,6 +308,30 @@ def region_row_ids(path: str | Path, region: int) -> list[str]:
     """
     path = Path(path)
     return _region_ids(str(path.resolve()), _stamp(path), int(region))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _shape_ids(path: str, stamp: float, shapes_json: str) -> list[str]:
+    from aflite_core.runs import map_selection  # loads numba: only once a shape is drawn
+
+    px, py, ids = map_selection.map_points(_open_run(path, stamp))
+    mask = map_selection.points_in_shapes(px, py, json.loads(shapes_json))
+    return [str(i) for i in ids[mask]]
+
+
+def rows_in_shapes(path: str | Path, shapes: Sequence[dict]) -> list[str]:
+    """Row ids (as strings) of every row of the run's map inside any of the drawn box or
+    lasso ``shapes`` (data coordinates), tested against all rows, not the drawn sample.
+
+    Raises
+    ------
+    ValueError
+        If the run has no map, or a shape is not a polygon (fewer than 3 points, NaN).
+    """
+    path = Path(path)
+    return _shape_ids(str(path.resolve()), _stamp(path),
+                      json.dumps([{"x": list(s.get("x") or []), "y": list(s.get("y") or [])}
+                                  for s in shapes]))
 
 
 def export_bytes(path: str | Path, what: str, *, row_ids: Sequence[Any] | None = None,

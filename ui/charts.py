@@ -245,6 +245,14 @@ def clicked_region(event: object) -> int | None:
     return None
 
 
+def selection_shapes(event: object) -> list[dict]:
+    """The boxes and lassos drawn on the map (``{"x": [...], "y": [...]}`` in data
+    coordinates), in the order drawn; [] for a click or no selection."""
+    selection = _selection(event)
+    return [dict(shape) for kind in ("box", "lasso")
+            for shape in (selection.get(kind) or []) if isinstance(shape, Mapping)]
+
+
 def _selection(event: object) -> Mapping:
     if not event:
         return {}

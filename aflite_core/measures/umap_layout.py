@@ -10,74 +10,28 @@ New rows are placed the way ``UMAP.transform`` places them.
 Why not call umap-learn: its layout kernel is compiled by numba in every new process (about
 5 s, plus 1.8 s to import it and pynndescent), which alone is more than the 10k-row map's
 budget. The one kernel here is compiled with ``cache=True`` into the user cache folder
-(:func:`numba_cache_dir`), so a new process loads it in a fraction of a second; when no cache
-folder is writable it is compiled in memory instead (the map is the same, only slower to
-start). The neighbours come from the caller (the exact blocked cosine search of
+(:func:`aflite_core.numba_cache.numba_cache_dir`), so a new process loads it in a fraction of
+a second; when no cache folder is writable it is compiled in memory instead (the map is the
+same, only slower to start). The neighbours come from the caller (the exact blocked cosine search of
 :mod:`aflite_core.measures.neighbors`), so no approximate index is built either.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from aflite_core.text import default_cache_dir
+from aflite_core.numba_cache import jit as _jit
 
-__all__ = ["find_ab", "fuzzy_graph", "layout", "numba_cache_dir", "place", "scaled_init"]
+__all__ = ["find_ab", "fuzzy_graph", "layout", "place", "scaled_init"]
 
 #: umap-learn's constants: smooth_knn_dist's tolerance and its floor on sigma.
 _SMOOTH_K_TOLERANCE = 1e-5
 _MIN_K_DIST_SCALE = 1e-3
 #: Gradient clip of the layout (umap-learn's ``clip``).
 _CLIP = 4.0
-
-
-def numba_cache_dir() -> Path | None:
-    """The folder numba's compiled code is cached in, made writable, or None.
-
-    ``$NUMBA_CACHE_DIR`` when the user set it; else ``numba/`` in the user cache folder
-    (:func:`aflite_core.text.default_cache_dir`). None when that folder cannot be written:
-    numba then uses its own places (beside the module, then its user-wide folder), and when
-    none of them is writable the kernel is compiled in memory.
-    """
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return Path(os.environ["NUMBA_CACHE_DIR"])
-    folder = default_cache_dir() / "numba"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
-            pass
-    except OSError:
-        return None
-    return folder
-
-
-def _configure_numba() -> None:
-    folder = numba_cache_dir()
-    if folder is None or os.environ.get("NUMBA_CACHE_DIR"):
-        return
-    os.environ["NUMBA_CACHE_DIR"] = str(folder)
-    if "numba" in sys.modules:  # imported already: its configuration was read then
-        sys.modules["numba"].config.CACHE_DIR = str(folder)
-
-
-_configure_numba()
-
-import numba  # noqa: E402  (after the cache folder is chosen)
-
-
-def _jit(function):
-    """``numba.njit(cache=True)``; in memory only when no cache folder is writable."""
-    try:
-        return numba.njit(cache=True, fastmath=True, nogil=True)(function)
-    except RuntimeError:  # "cannot cache function ...: no locator available"
-        return numba.njit(fastmath=True, nogil=True)(function)
 
 
 def _xorshift(state: np.ndarray) -> np.uint64:

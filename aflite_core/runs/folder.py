@@ -470,6 +470,21 @@ class AuditRun:
         """``projection.parquet``, or None when not computed."""
         return self._read_parquet(PROJECTION_FILE)
 
+    def rows_in_polygon(self, xs: Any, ys: Any) -> np.ndarray:
+        """Row ids of every row whose map point lies inside the polygon (``xs``, ``ys``, data
+        coordinates of ``projection.parquet``): even-odd rule, a point on a left or bottom
+        edge inside and on a right or top edge outside (:mod:`aflite_core.runs.map_selection`).
+
+        Raises
+        ------
+        ValueError
+            If the run has no map, or the polygon has fewer than 3 vertices or NaN ones.
+        """
+        # imported here: it loads numba (0.3 s), which opening a run does not need
+        from aflite_core.runs.map_selection import rows_in_polygon
+
+        return rows_in_polygon(self, xs, ys)
+
     @cached_property
     def baselines(self) -> dict | None:
         """``baselines.json``, or None when not computed."""

@@ -118,11 +118,22 @@ def map_panel(path: Path) -> list[str] | None:
     event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"),
                             key=state.key(PAGE, f"map:{version}"))
     region = charts.clicked_region(event)
+    shapes = charts.selection_shapes(event)
     if region is not None:
         ids = cache.region_row_ids(path, region)
         name = regions.loc[regions["region"] == region, "name"]
         chosen = (f"**Region {region}** ({components.md_escape(name.iloc[0]) if len(name) else ''}"
                   f"): **all {len(ids):,} of its rows selected**, from the whole map. ")
+    elif shapes:
+        try:
+            ids = cache.rows_in_shapes(path, shapes)
+        except ValueError as exc:
+            components.show_error(f"This selection cannot be used: {exc}",
+                                  hint="Draw the lasso again, or clear the map selection.")
+            ids = []
+        chosen = (f"**{len(ids):,} rows selected**: every row inside the "
+                  f"{'shapes' if len(shapes) > 1 else shapes_name(shapes[0])}, from the whole "
+                  "map (the table below shows them; *Clear map selection* to show all). ")
     else:
         ids = charts.selected_row_ids(event)
         chosen = (f"**{len(ids):,} rows selected** (the table below shows them; *Clear map "
@@ -131,13 +142,18 @@ def map_panel(path: Path) -> list[str] | None:
                   + (", or click a region's name to select all its rows. " if len(regions)
                      else ". "))
     if len(points) < total:
-        st.caption(chosen + f"Showing a uniform random sample of {len(points):,} of "
-                   f"{total:,} points (seed 0) to keep the page fast; a box or lasso picks "
-                   "from the sample, a region's name from every row.")
+        st.caption(chosen + f"Drawing a uniform random sample of {len(points):,} of "
+                   f"{total:,} points (seed 0) to keep the page fast; a box, a lasso or a "
+                   "region's name selects from every row.")
     else:
         st.caption(chosen + f"{total:,} points"
                    + (f", {len(regions)} named regions." if len(regions) else "."))
     return ids or None
+
+
+def shapes_name(shape: dict) -> str:
+    """``box`` or ``lasso``: what a selection shape was drawn with."""
+    return "box" if len(shape.get("x") or []) == 2 else "lasso"
 
 
 def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.RowFilter, str]:
