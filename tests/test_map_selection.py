@@ -111,3 +111,23 @@ def test_charts_read_the_shapes_of_a_selection_event():
         {"xref": "x", "yref": "y", "x": [0, 1], "y": [2, 3]},
         {"xref": "x", "yref": "y", "x": [0, 1, 2], "y": [0, 1, 0]}]
     assert charts.selection_shapes(None) == []
+
+
+def test_the_density_layer_counts_every_row_of_the_map():
+    from types import SimpleNamespace
+
+    from aflite_core.runs.views import map_density
+    from ui import charts
+
+    rng = np.random.default_rng(0)
+    projection = pd.DataFrame({"row_id": np.arange(50_000), "x": rng.normal(size=50_000),
+                               "y": rng.normal(size=50_000)})
+    counts, xs, ys = map_density(SimpleNamespace(projection=projection))
+    assert counts.sum() == 50_000 and counts.shape == (len(ys), len(xs))
+    assert len(xs) == 136 and len(ys) == 90  # about four rows a cell, 3:2
+    assert map_density(SimpleNamespace(projection=None)) is None
+    points = projection.head(100).assign(status="retained")
+    fig = charts.add_density(charts.projection_scatter(points, color="status"),
+                             (counts, xs, ys), total=50_000)
+    assert fig.data[0].type == "heatmap" and fig.data[0].name == "all 50,000 rows (density)"
+    assert np.isnan(fig.data[0].z[counts == 0]).all()  # empty cells stay transparent

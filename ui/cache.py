@@ -280,6 +280,18 @@ def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int 
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
+def _density(path: str, stamp: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    return views.map_density(_open_run(path, stamp))
+
+
+def map_density(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rows per cell of a grid over the whole map (:func:`aflite_core.runs.views.map_density`),
+    or None without a map."""
+    path = Path(path)
+    return _density(str(path.resolve()), _stamp(path))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
 def _regions(path: str, stamp: float) -> pd.DataFrame:
     table = _open_run(path, stamp).read_parquet(map_regions.FILE)
     return map_regions.empty_table() if table is None else table

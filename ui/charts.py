@@ -220,6 +220,24 @@ def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = F
     return _layout(fig, title=title, height=height)
 
 
+def add_density(fig: go.Figure, density: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
+                *, total: int) -> go.Figure:
+    """Every row of the map as a grey density image beneath the (sampled) points: log-scaled
+    rows per cell, empty cells transparent, not hoverable and never selected."""
+    if density is None:
+        return fig
+    counts, xs, ys = density
+    z = np.where(counts > 0, np.log1p(counts), np.nan)
+    fig.add_trace(go.Heatmap(
+        x=xs, y=ys, z=z, name=f"all {total:,} rows (density)", showscale=False,
+        colorscale=[[0.0, "rgba(60,60,60,0.10)"], [1.0, "rgba(20,20,20,0.75)"]],
+        hoverinfo="skip", showlegend=True, zsmooth=False))
+    fig.data = (fig.data[-1], *fig.data[:-1])  # beneath the points
+    fig.update_xaxes(showticklabels=False, ticks="")
+    fig.update_yaxes(showticklabels=False, ticks="")
+    return fig
+
+
 def add_regions(fig: go.Figure, regions: pd.DataFrame) -> go.Figure:
     """The map's named regions on a :func:`projection_scatter` chart: each name at its
     region's centre, clickable (a click selects the region: :func:`clicked_region`)."""

@@ -120,6 +120,30 @@ def map_points(run: AuditRun, *, max_points: int, seed: int = 0) -> tuple[pd.Dat
     return points.reset_index(drop=True), total
 
 
+def map_density(run: AuditRun, *, bins: tuple[int, int] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """How many rows of the map fall in each cell of a ``bins`` grid over its extent: the
+    density layer drawn beneath a sampled map, so that every row shows. By default about
+    four rows per cell on average, between 60 x 40 and 480 x 320 cells (3:2, as the map).
+
+    Returns
+    -------
+    (counts, x_centres, y_centres) or None
+        ``counts`` of shape (len(y_centres), len(x_centres)) (rows: y, as an image); None when
+        the run has no map.
+    """
+    projection = run.projection
+    if projection is None or projection.empty:
+        return None
+    x = projection["x"].to_numpy(dtype=np.float64)
+    y = projection["y"].to_numpy(dtype=np.float64)
+    if bins is None:
+        wide = int(np.clip(np.sqrt(len(x) / 4 * 1.5), 60, 480))
+        bins = (wide, max(1, wide * 2 // 3))
+    counts, x_edges, y_edges = np.histogram2d(x, y, bins=bins)
+    return (counts.T, (x_edges[:-1] + x_edges[1:]) / 2, (y_edges[:-1] + y_edges[1:]) / 2)
+
+
 def duplicate_counts(run: AuditRun) -> pd.DataFrame:
     """Exact and normalised duplicate counts before vs after AFLite (the loader's rules).
 

@@ -113,6 +113,8 @@ def map_panel(path: Path) -> list[str] | None:
         state.put(state.key(PAGE, "map_version"), version + 1)
         st.rerun()
     fig = charts.projection_scatter(points, color=color, continuous=color == "predictability")
+    if len(points) < total:  # the sample's points over a density image of every row
+        charts.add_density(fig, cache.map_density(path), total=total)
     regions = cache.map_regions_table(path)
     charts.add_regions(fig, regions)
     event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"),
@@ -143,8 +145,9 @@ def map_panel(path: Path) -> list[str] | None:
                      else ". "))
     if len(points) < total:
         st.caption(chosen + f"Drawing a uniform random sample of {len(points):,} of "
-                   f"{total:,} points (seed 0) to keep the page fast; a box, a lasso or a "
-                   "region's name selects from every row.")
+                   f"{total:,} points (seed 0) over a grey density image of every row, to "
+                   "keep the page fast; a box, a lasso or a region's name selects from every "
+                   "row.")
     else:
         st.caption(chosen + f"{total:,} points"
                    + (f", {len(regions)} named regions." if len(regions) else "."))
