@@ -214,7 +214,10 @@ def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = F
                 marker={"color": color_for(value, i), "size": 5, "opacity": 0.8},
                 hovertemplate=hover,
             ))
-    fig.update_layout(dragmode="select")  # box by default; lasso in the mode bar
+    # pan by default, so that a click selects the point under it (a region's diamond): the
+    # dashboard lets a click select only outside the box and lasso modes; box and lasso are
+    # in the mode bar
+    fig.update_layout(dragmode="pan")
     fig.update_xaxes(showticklabels=False, title=None)
     fig.update_yaxes(showticklabels=False, title=None)
     return _layout(fig, title=title, height=height)
@@ -242,7 +245,7 @@ def add_regions(fig: go.Figure, regions: pd.DataFrame) -> go.Figure:
     """The map's named regions on a :func:`projection_scatter` chart: each name at its
     region's centre, clickable (a click selects the region: :func:`clicked_region`)."""
     if regions is not None and not regions.empty:
-        projection.add_region_labels(fig, regions, chart_text, name="regions (click a name)")
+        projection.add_region_labels(fig, regions, chart_text, name="regions (click a ◇)")
     return fig
 
 

@@ -426,8 +426,10 @@ def figures(run) -> list:
 
 def add_region_labels(fig, regions: pd.DataFrame, chart_text=str, *,
                       name: str = "regions") -> None:
-    """Each region's name at its centre, as one text trace (``customdata``: the region id, so a
-    click on a name can select the region)."""
+    """Each region's name at its centre: a clickable diamond (one WebGL trace, ``customdata``
+    the region id, so a click can select the region) and the name above it as an annotation,
+    which stays readable on top of the WebGL points (a text trace would be drawn beneath
+    them)."""
     import plotly.graph_objects as go
 
     removed = pd.to_numeric(regions["share_removed"], errors="coerce")
@@ -435,16 +437,17 @@ def add_region_labels(fig, regions: pd.DataFrame, chart_text=str, *,
              f"{'' if pd.isna(s) else f'{s:.0%} removed, '}mostly {chart_text(t)}"
              for r, w, n, s, t in zip(regions["region"], regions["top_words"], regions["rows"],
                                       removed, regions["top_label"], strict=True)]
-    fig.add_trace(go.Scatter(
-        x=regions["x"], y=regions["y"], mode="markers+text", name=name,
-        text=[f"<b>{chart_text(name, 40)}</b>" for name in regions["name"]],
-        textposition="top center",
-        textfont={"size": 12, "color": "#111111", "shadow": "1px 1px 2px white"},
-        marker={"size": 9, "color": "white", "symbol": "diamond",
+    fig.add_trace(go.Scattergl(
+        x=regions["x"], y=regions["y"], mode="markers", name=name,
+        marker={"size": 11, "color": "white", "symbol": "diamond",
                 "line": {"width": 1.5, "color": "#111111"}},
         customdata=np.column_stack([[f"region:{int(r)}" for r in regions["region"]],
                                     regions["name"].astype(str)]),
         hovertext=hover, hoverinfo="text"))
+    for x, y, label in zip(regions["x"], regions["y"], regions["name"], strict=True):
+        fig.add_annotation(x=x, y=y, text=f"<b>{chart_text(label, 40)}</b>", showarrow=False,
+                           yshift=14, font={"size": 12, "color": "#111111"},
+                           bgcolor="rgba(255,255,255,0.72)", borderpad=1)
 
 
 def tables(run) -> dict[str, pd.DataFrame]:

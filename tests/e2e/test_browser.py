@@ -112,10 +112,12 @@ def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_p
     settle(page, 1200)
     shoot(page, artifacts_dir / "5-explore.png")
 
-    # a box drawn on the map filters the table to the selected rows (custom_data row ids)
+    # a box drawn on the map filters the table to the selected rows (every row inside it)
     drag = scatter.locator(".nsewdrag").first
     drag.scroll_into_view_if_needed()
     page.wait_for_timeout(500)
+    scatter.hover()
+    page.locator("[data-title='Box Select']").last.click()  # the map opens in pan mode
     box = drag.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.35, box["y"] + box["height"] * 0.35)
     page.mouse.down()

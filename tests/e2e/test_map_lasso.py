@@ -100,5 +100,30 @@ def test_a_lasso_on_a_sampled_map_selects_every_row_inside_it(sample_run, browse
         assert expected > 2 * from_sample > 0
         page.get_by_text(f"{expected:,} rows match").wait_for(timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(artifacts_dir / "map-lasso-every-row.png"))
+
+        # a click on a region's diamond selects every row of the region
+        page.get_by_role("button", name="Clear map selection").click()
+        page.get_by_text(re.compile(r"click a region's ◇")).wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.wait_for_timeout(1500)  # the chart is drawn again under a new key
+        scatter = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot").last
+        scatter.scroll_into_view_if_needed()
+        page.wait_for_timeout(800)
+        regions = pd.read_parquet(sample_run / "map_regions.parquet")
+        target = regions.iloc[0]
+        spot = scatter.evaluate(
+            """(gd, xy) => {
+                const l = gd._fullLayout, r = gd.getBoundingClientRect();
+                return [r.left + l.xaxis._offset + l.xaxis.d2p(xy[0]),
+                        r.top + l.yaxis._offset + l.yaxis.d2p(xy[1])];
+            }""", [float(target["x"]), float(target["y"])])
+        page.mouse.click(spot[0], spot[1])
+        picked = page.get_by_text(re.compile(r"Region \d+ .*all [\d,]+ of its rows selected"))
+        picked.wait_for(timeout=PAGE_TIMEOUT_MS)
+        text = picked.inner_text()
+        region = int(re.search(r"Region (\d+)", text).group(1))
+        count = int(re.search(r"all ([\d,]+) of its rows", text).group(1).replace(",", ""))
+        assert count == int((projection["region"] == region).sum()) > 0
+        page.get_by_text(f"{count:,} rows match").wait_for(timeout=PAGE_TIMEOUT_MS)
+        page.screenshot(path=str(artifacts_dir / "map-region-click.png"))
     finally:
         stop_server(process)

@@ -140,13 +140,15 @@ def map_panel(path: Path) -> list[str] | None:
         ids = charts.selected_row_ids(event)
         chosen = (f"**{len(ids):,} rows selected** (the table below shows them; *Clear map "
                   "selection* to show all). " if ids else
-                  "Draw a box or a lasso to filter the table below"
-                  + (", or click a region's name to select all its rows. " if len(regions)
+                  "Draw a box or a lasso (the tools at the top right of the map) to filter the "
+                  "table below"
+                  + (", or click a region's ◇ (under its name) to select all its rows. "
+                     if len(regions)
                      else ". "))
     if len(points) < total:
         st.caption(chosen + f"Drawing a uniform random sample of {len(points):,} of "
                    f"{total:,} points (seed 0) over a grey density image of every row, to "
-                   "keep the page fast; a box, a lasso or a region's name selects from every "
+                   "keep the page fast; a box, a lasso or a region's ◇ selects from every "
                    "row.")
     else:
         st.caption(chosen + f"{total:,} points"
