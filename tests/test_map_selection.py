@@ -131,3 +131,29 @@ def test_the_density_layer_counts_every_row_of_the_map():
                              (counts, xs, ys), total=50_000)
     assert fig.data[0].type == "heatmap" and fig.data[0].name == "all 50,000 rows (density)"
     assert np.isnan(fig.data[0].z[counts == 0]).all()  # empty cells stay transparent
+
+
+def test_a_zoomed_window_is_drawn_again_from_every_row_in_it():
+    from types import SimpleNamespace
+
+    from aflite_core.runs.views import map_density, map_points
+
+    rng = np.random.default_rng(1)
+    n = 20_000
+    projection = pd.DataFrame({"row_id": np.arange(n), "x": rng.uniform(0, 10, n),
+                               "y": rng.uniform(0, 10, n)})
+    scores = pd.DataFrame({"row_id": np.arange(n), "status": "retained",
+                           "predictability": 0.5, "label": "a"})
+    run = SimpleNamespace(projection=projection, scores=scores)
+    window = (2.0, 4.0, 5.0, 6.0)
+    inside = projection["x"].between(2, 4) & projection["y"].between(5, 6)
+    points, total = map_points(run, max_points=100_000, window=window)
+    assert total == inside.sum() and sorted(points["row_id"]) == sorted(
+        projection["row_id"][inside])
+    sampled, total_again = map_points(run, max_points=50, window=window)
+    assert total_again == total and len(sampled) == 50
+    assert sampled["x"].between(2, 4).all() and sampled["y"].between(5, 6).all()
+    counts, xs, ys = map_density(run, window=window)
+    assert counts.sum() == inside.sum() and xs.min() > 2 and xs.max() < 4
+    with pytest.raises(ValueError, match="window: expected finite"):
+        map_points(run, max_points=10, window=(4.0, 2.0, 0.0, 1.0))

@@ -259,36 +259,43 @@ def predictability_bins(path: str | Path, *, bins: int = 20, by_label: bool = Fa
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _map_points(path: str, stamp: float, max_points: int, seed: int
-                ) -> tuple[pd.DataFrame, int]:
-    return views.map_points(_open_run(path, stamp), max_points=max_points, seed=seed)
+def _map_points(path: str, stamp: float, max_points: int, seed: int,
+                window: tuple | None) -> tuple[pd.DataFrame, int]:
+    return views.map_points(_open_run(path, stamp), max_points=max_points, seed=seed,
+                            window=window)
 
 
-def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int = 0
+def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int = 0,
+               window: tuple[float, float, float, float] | None = None
                ) -> tuple[pd.DataFrame, int]:
-    """Projected points joined with status/label/predictability, downsampled if needed.
+    """Projected points joined with status/label/predictability, downsampled if needed
+    (:func:`aflite_core.runs.views.map_points`; ``window``: a zoomed view, from every row).
 
     Returns
     -------
     points : DataFrame
         ``row_id``, ``x``, ``y``, ``status``, ``predictability``, ``label``.
     total : int
-        Number of projected rows before downsampling (a uniform random sample, seeded).
+        Number of projected rows (in the window) before downsampling.
     """
     path = Path(path)
-    return _map_points(str(path.resolve()), _stamp(path), max_points, seed)
+    return _map_points(str(path.resolve()), _stamp(path), max_points, seed,
+                       None if window is None else tuple(float(v) for v in window))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def _density(path: str, stamp: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    return views.map_density(_open_run(path, stamp))
+def _density(path: str, stamp: float, window: tuple | None
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    return views.map_density(_open_run(path, stamp), window=window)
 
 
-def map_density(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Rows per cell of a grid over the whole map (:func:`aflite_core.runs.views.map_density`),
-    or None without a map."""
+def map_density(path: str | Path, *, window: tuple[float, float, float, float] | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rows per cell of a grid over the whole map or ``window``
+    (:func:`aflite_core.runs.views.map_density`), or None without a map."""
     path = Path(path)
-    return _density(str(path.resolve()), _stamp(path))
+    return _density(str(path.resolve()), _stamp(path),
+                    None if window is None else tuple(float(v) for v in window))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

@@ -96,22 +96,49 @@ def predictability_bins(run: AuditRun, *, bins: int = 20, by_label: bool = False
     return pd.DataFrame(rows, columns=[*keys, "left", "right", "count"])
 
 
-def map_points(run: AuditRun, *, max_points: int, seed: int = 0) -> tuple[pd.DataFrame, int]:
+#: A map window: (x0, x1, y0, y1) in the map's coordinates.
+Window = tuple[float, float, float, float]
+
+
+def in_window(x: np.ndarray, y: np.ndarray, window: Window | None) -> np.ndarray | None:
+    """Mask of the points inside ``window`` (edges included), or None for no window."""
+    if window is None:
+        return None
+    x0, x1, y0, y1 = (float(v) for v in window)
+    if not (x0 < x1 and y0 < y1) or not np.isfinite([x0, x1, y0, y1]).all():
+        raise ValueError(f"window: expected finite (x0, x1, y0, y1) with x0 < x1 and y0 < y1; "
+                         f"got {window!r}")
+    return (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1)
+
+
+def map_points(run: AuditRun, *, max_points: int, seed: int = 0,
+               window: Window | None = None) -> tuple[pd.DataFrame, int]:
     """Projected points joined with status/label/predictability, downsampled if needed.
+
+    Parameters
+    ----------
+    window : (x0, x1, y0, y1), optional
+        Only the rows whose map point is in this window (a zoomed view, drawn again from
+        every row), before downsampling.
 
     Returns
     -------
     points : DataFrame
         ``row_id``, ``x``, ``y``, ``status``, ``predictability``, ``label``.
     total : int
-        Number of projected rows before downsampling (a uniform random sample, seeded).
+        Number of projected rows (in the window) before downsampling (a uniform random
+        sample, seeded).
     """
     projection = run.projection
     if projection is None or projection.empty:
         return pd.DataFrame(columns=["row_id", "x", "y"]), 0
+    inside = in_window(projection["x"].to_numpy(), projection["y"].to_numpy(), window)
+    projection = projection[["row_id", "x", "y"]]
+    if inside is not None:
+        projection = projection[inside]
     scores = run.scores[["row_id", "status", "predictability", *(
         ["label"] if "label" in run.scores else [])]]
-    points = projection[["row_id", "x", "y"]].merge(scores, on="row_id", how="left")
+    points = projection.merge(scores, on="row_id", how="left")
     total = len(points)
     if total > max_points:
         rng = np.random.default_rng(seed)
@@ -120,11 +147,12 @@ def map_points(run: AuditRun, *, max_points: int, seed: int = 0) -> tuple[pd.Dat
     return points.reset_index(drop=True), total
 
 
-def map_density(run: AuditRun, *, bins: tuple[int, int] | None = None
+def map_density(run: AuditRun, *, bins: tuple[int, int] | None = None,
+                window: Window | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """How many rows of the map fall in each cell of a ``bins`` grid over its extent: the
-    density layer drawn beneath a sampled map, so that every row shows. By default about
-    four rows per cell on average, between 60 x 40 and 480 x 320 cells (3:2, as the map).
+    """How many rows of the map fall in each cell of a ``bins`` grid over its extent (or over
+    ``window``): the density layer drawn beneath a sampled map, so that every row shows. By
+    default about four rows per cell on average, between 60 x 40 and 480 x 320 cells (3:2).
 
     Returns
     -------
@@ -137,10 +165,14 @@ def map_density(run: AuditRun, *, bins: tuple[int, int] | None = None
         return None
     x = projection["x"].to_numpy(dtype=np.float64)
     y = projection["y"].to_numpy(dtype=np.float64)
+    inside = in_window(x, y, window)
+    if inside is not None:
+        x, y = x[inside], y[inside]
     if bins is None:
         wide = int(np.clip(np.sqrt(len(x) / 4 * 1.5), 60, 480))
         bins = (wide, max(1, wide * 2 // 3))
-    counts, x_edges, y_edges = np.histogram2d(x, y, bins=bins)
+    extent = None if window is None else [[window[0], window[1]], [window[2], window[3]]]
+    counts, x_edges, y_edges = np.histogram2d(x, y, bins=bins, range=extent)
     return (counts.T, (x_edges[:-1] + x_edges[1:]) / 2, (y_edges[:-1] + y_edges[1:]) / 2)
 
 

@@ -34,6 +34,21 @@ def inside(x: float, y: float, xs: list[float], ys: list[float]) -> bool:
     return result
 
 
+def settled_map(page):
+    """The map chart once the page has stopped drawing it again (a rerun replaces it)."""
+    for _ in range(20):
+        page.wait_for_timeout(700)
+        scatter = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot").last
+        try:
+            scatter.scroll_into_view_if_needed(timeout=2_000)
+            page.wait_for_timeout(500)
+            scatter.evaluate("gd => gd._fullLayout.xaxis._offset")
+            return scatter
+        except Exception:  # noqa: BLE001 - detached while the page reruns: look again
+            continue
+    raise AssertionError("the map was not drawn in time")
+
+
 @pytest.fixture(scope="module")
 def sample_run(tmp_path_factory) -> Path:
     """The bundled sample audited with the default map into a fresh runs root."""
@@ -101,13 +116,25 @@ def test_a_lasso_on_a_sampled_map_selects_every_row_inside_it(sample_run, browse
         page.get_by_text(f"{expected:,} rows match").wait_for(timeout=PAGE_TIMEOUT_MS)
         page.screenshot(path=str(artifacts_dir / "map-lasso-every-row.png"))
 
+        # zoom to the lasso: the map is drawn again from every row in its bounding box
+        page.get_by_role("button", name="Zoom to the selection").click()
+        zoomed = page.get_by_text(re.compile(r"Zoomed in: [\d,]+ rows in view"))
+        zoomed.wait_for(timeout=PAGE_TIMEOUT_MS)
+        in_view = int(re.search(r"([\d,]+) rows in view", zoomed.inner_text()).group(1)
+                      .replace(",", ""))
+        x, y = projection["x"], projection["y"]
+        assert in_view == int(((x >= min(xs)) & (x <= max(xs)) & (y >= min(ys))
+                               & (y <= max(ys))).sum()) >= expected
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(artifacts_dir / "map-zoomed.png"))
+        page.get_by_role("button", name="Whole map").click()
+        page.get_by_text(re.compile(r"Drawing a uniform random sample of 1,200 of 4,000")) \
+            .wait_for(timeout=PAGE_TIMEOUT_MS)
+
         # a click on a region's diamond selects every row of the region
         page.get_by_role("button", name="Clear map selection").click()
         page.get_by_text(re.compile(r"click a region's ◇")).wait_for(timeout=PAGE_TIMEOUT_MS)
-        page.wait_for_timeout(1500)  # the chart is drawn again under a new key
-        scatter = page.locator("[data-testid='stPlotlyChart'] .js-plotly-plot").last
-        scatter.scroll_into_view_if_needed()
-        page.wait_for_timeout(800)
+        scatter = settled_map(page)
         regions = pd.read_parquet(sample_run / "map_regions.parquet")
         target = regions.iloc[0]
         spot = scatter.evaluate(

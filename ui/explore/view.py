@@ -94,9 +94,12 @@ def charts_row(path: Path, run: Any) -> None:
 
 def map_panel(path: Path) -> list[str] | None:
     """The 2-D map coloured as chosen; return the row ids selected on it (or None)."""
-    points, total = cache.map_points(path)
+    window = state.get(state.key(PAGE, "map_window"))
+    if window is not None and state.get(state.key(PAGE, "map_window_run")) != str(path):
+        window = None  # a zoom belongs to the run it was made on
+    points, total = cache.map_points(path, window=window)
     st.markdown("**Map of the rows** (2-D projection of Φ)")
-    if total == 0:
+    if total == 0 and window is None:
         st.caption("This run has no 2-D projection (the *2-D map* measure was not computed). "
                    "Tick it on the Audit page to get one.")
         return None
@@ -114,8 +117,13 @@ def map_panel(path: Path) -> list[str] | None:
         st.rerun()
     fig = charts.projection_scatter(points, color=color, continuous=color == "predictability")
     if len(points) < total:  # the sample's points over a density image of every row
-        charts.add_density(fig, cache.map_density(path), total=total)
+        charts.add_density(fig, cache.map_density(path, window=window), total=total)
     regions = cache.map_regions_table(path)
+    if window is not None:
+        regions = regions[regions["x"].between(window[0], window[1])
+                          & regions["y"].between(window[2], window[3])]
+        fig.update_xaxes(range=[window[0], window[1]])
+        fig.update_yaxes(range=[window[2], window[3]])
     charts.add_regions(fig, regions)
     event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"),
                             key=state.key(PAGE, f"map:{version}"))
@@ -145,6 +153,7 @@ def map_panel(path: Path) -> list[str] | None:
                   + (", or click a region's ◇ (under its name) to select all its rows. "
                      if len(regions)
                      else ". "))
+    zoom_controls(path, shapes, window, total, version)
     if len(points) < total:
         st.caption(chosen + f"Drawing a uniform random sample of {len(points):,} of "
                    f"{total:,} points (seed 0) over a grey density image of every row, to "
@@ -154,6 +163,31 @@ def map_panel(path: Path) -> list[str] | None:
         st.caption(chosen + f"{total:,} points"
                    + (f", {len(regions)} named regions." if len(regions) else "."))
     return ids or None
+
+
+def zoom_controls(path: Path, shapes: list[dict], window: tuple | None, total: int,
+                  version: int) -> None:
+    """*Zoom to the selection* (the drawn shapes' bounding box, drawn again from every row
+    in it) and *Whole map*; a zoom is kept per session and run."""
+    if not shapes and window is None:
+        return
+    c1, c2, c3 = st.columns([1, 1, 2], vertical_alignment="center")
+    if shapes and c1.button("Zoom to the selection", key=state.key(PAGE, "map_zoom"),
+                            help="Draw the map again for the selection's bounding box, from "
+                                 "every row in it (a sample only above the point limit)."):
+        xs = [float(v) for s in shapes for v in (s.get("x") or [])]
+        ys = [float(v) for s in shapes for v in (s.get("y") or [])]
+        if xs and ys and min(xs) < max(xs) and min(ys) < max(ys):
+            state.put(state.key(PAGE, "map_window"), (min(xs), max(xs), min(ys), max(ys)))
+            state.put(state.key(PAGE, "map_window_run"), str(path))
+            state.put(state.key(PAGE, "map_version"), version + 1)
+            st.rerun()
+    if window is not None:
+        if c2.button("Whole map", key=state.key(PAGE, "map_unzoom")):
+            state.put(state.key(PAGE, "map_window"), None)
+            state.put(state.key(PAGE, "map_version"), version + 1)
+            st.rerun()
+        c3.caption(f"Zoomed in: {total:,} rows in view, drawn from every row in the window.")
 
 
 def shapes_name(shape: dict) -> str:
