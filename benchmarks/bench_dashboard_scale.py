@@ -258,6 +258,8 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False,
 # --------------------------------------------------------------------------- phases
 def phase_server(run_path: Path, meter: Meter) -> None:
     """The cached wrappers and one Explore rerun's work on the rows table, directly."""
+    import numpy as np
+
     with meter.step("import ui (streamlit, pandas, plotly)"):
         _quiet_streamlit()
         from ui import cache, charts, components, filters
@@ -316,7 +318,7 @@ def phase_server(run_path: Path, meter: Meter) -> None:
         info["statuses"] = len([s for s in ("retained", "removed", "warmup", "excluded")
                                 if s in found])
     with meter.step("rerun: filter_panel removal_round max") as info:
-        info["max_round"] = int(table["removal_round"].to_numpy().max())
+        info["max_round"] = int(np.nanmax(table["removal_round"].to_numpy(dtype=float)))
 
     def rows_panel(name: str, flt: Any) -> None:
         # What explore_view.rows_panel / _table / paged_table / export_filtered do per rerun.
@@ -395,9 +397,9 @@ def phase_apptest(run_path: Path, meter: Meter) -> None:
     shown = texts(at)
     assert len(page) == 50, f"expected a 50-row page, got {len(page)}"
     assert f"of {n:,}" in shown, "the 'Rows 1-50 of N' caption is missing"
-    sample_note = re.search(r"Showing a uniform random sample of [\d,]+ of [\d,]+ points",
+    sample_note = re.search(r"Drawing a uniform random sample of [\d,]+ of [\d,]+ points",
                             shown)
-    all_note = re.search(r"[\d,]+ points\. Draw a box", shown)
+    all_note = re.search(r"[\d,]+ points(, \d+ named regions)?\.", shown)
     caption = (sample_note or all_note).group(0) if (sample_note or all_note) else "NONE"
     print(f"  map caption: {caption}")
     first = meter.results["Explore first render (cold caches)"]
