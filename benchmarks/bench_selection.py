@@ -4,7 +4,9 @@ Writes a fake run of ``--rows`` rows (``bench_dashboard_scale.build_run``: SNLI 
 fake scores, a 2-D map) and times ``load_run(path).rows_in_polygon(xs, ys)``: the first call
 (numba's kernel loaded from the disk cache, the map read from ``projection.parquet``) and warm
 calls (median of 5) for a 100-vertex lasso over about a third of the map, a box over a tenth,
-and a lasso around the whole map (every row a candidate), each with the rows it selects.
+and a lasso around the whole map (every row a candidate), each with the rows it selects; then
+the zoom (*Zoom to the selection*): the points of a window over about a tenth of the rows,
+sampled to 100,000 at most, and its density image, both from every row (best of 3, uncached).
 
     .venv/bin/python benchmarks/bench_selection.py [--rows 1000000]
 """
@@ -66,6 +68,20 @@ def main() -> int:
                 times.append(time.perf_counter() - t0)
             print(f"{name:24s} {len(ids):>9,} rows  warm median {statistics.median(times):.3f} s"
                   f"  max {max(times):.3f} s")
+        from aflite_core.runs import views
+
+        window = (*np.quantile(x, [0.3, 0.6]), *np.quantile(y, [0.3, 0.6]))
+        for name, work in (("zoom: window points", lambda: views.map_points(
+                                run, max_points=100_000, window=window)),
+                           ("zoom: window density", lambda: views.map_density(
+                               run, window=window))):
+            times = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                out = work()
+                times.append(time.perf_counter() - t0)
+            extra = f"{out[1]:>9,} rows in view" if name.endswith("points") else " " * 22
+            print(f"{name:24s} {extra}  best {min(times):.3f} s")
     return 0
 
 
