@@ -870,6 +870,26 @@ def test_group_can_be_named_or_turned_off(snli_dir):
         load_dataset(snli_dir / "snli_dev.csv", group="captionID")
 
 
+def test_a_minority_of_shared_premises_is_still_grouped(snli_dir):
+    """The SNLI train sample: 2,881 of its 20,000 rows share a premise (1,371 premises, 18 %
+    of the rows with the shared hypotheses). A 20 % threshold once left it ungrouped, so the
+    folds of PVI and the baselines split those premises; any shared text now groups."""
+    ds = load_dataset(snli_dir / "snli_train_sample.csv")
+    assert ds.columns.group == LINKED_TEXT
+    groups, premises = ds.groups(), np.asarray(ds.premises())
+    shared = pd.Series(premises).duplicated(keep=False).to_numpy()
+    assert shared.sum() == 2881
+    for premise in np.unique(premises[shared])[:200]:
+        assert len(set(groups[premises == premise])) == 1
+    assert any("18% of the rows share" in n for n in ds.report.notes)
+    assert not any("no grouping is applied" in w for w in ds.report.warnings)
+    # turned off: the loader says what that risks
+    off = load_dataset(snli_dir / "snli_train_sample.csv", group="")
+    assert off.groups() is None
+    (warning,) = [w for w in off.report.warnings if "no grouping is applied" in w]
+    assert warning.startswith("3,") and "(18.2%)" in warning
+
+
 def test_unique_premises_are_not_grouped(tmp_path):
     path = tmp_path / "d.csv"
     pd.DataFrame({"premise": [f"p{i}" for i in range(40)],
