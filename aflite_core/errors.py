@@ -22,6 +22,7 @@ __all__ = [
     "DatasetSizeError",
     "DuplicateIdError",
     "EmbeddingFileError",
+    "MeasureSkipped",
     "NulSeen",
     "OptionalDependencyError",
     "RepresentationError",
@@ -114,3 +115,12 @@ class RunError(ValueError):
 
 class AuditCancelled(Exception):  # noqa: N818 - named for what happened, as asyncio does
     """The progress callback asked to stop; no run folder was written."""
+
+
+class MeasureSkipped(Exception):  # noqa: N818 - named for what happened, not an error
+    """A measure does not apply to this run; its message says why.
+
+    Raised by a measure's ``compute``: the run records the measure as ``skipped`` with the
+    reason (``summary.json["measures"][name]["reason"]``), writes none of its files, and the
+    Report page and the HTML report say why it is absent. Not a failure of the run.
+    """

@@ -35,7 +35,10 @@ from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's pub
     resolve_size,
     suggest_config,
 )
-from aflite_core.errors import AuditCancelled  # noqa: F401 - re-exported: its public home
+from aflite_core.errors import (
+    AuditCancelled,  # noqa: F401 - re-exported: its public home
+    MeasureSkipped,
+)
 from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.measures import registry
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
@@ -250,6 +253,11 @@ def _run_measure(measure: Measure, ctx: MeasureContext, writer: RunWriter) -> di
         artifacts = _write_result(writer, result)
     except AuditCancelled:
         raise
+    except MeasureSkipped as exc:  # does not apply to this run: say why, write nothing
+        for leftover in set(writer.files()) - present:
+            writer.file(leftover).unlink(missing_ok=True)
+        return {"status": "skipped", "reason": str(exc),
+                "seconds": round(time.perf_counter() - start, 3)}
     except Exception as exc:  # noqa: BLE001 - a measure must not sink the run
         for leftover in set(writer.files()) - present:  # no half-written artifact
             writer.file(leftover).unlink(missing_ok=True)
@@ -422,7 +430,7 @@ def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress
         if "seconds" in outcome:
             timings[measure.name] = outcome["seconds"]
         message = "done" if outcome["status"] == "ok" else f"{outcome['status']}: " + str(
-            outcome.get("error", "")
+            outcome.get("error", outcome.get("reason", ""))
         )
         progress.step(measure.name, message, span[1], status=outcome["status"])
     return measures

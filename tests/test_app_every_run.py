@@ -33,6 +33,23 @@ def test_every_page_renders_for_every_kind_of_run(kind, kinds, monkeypatch) -> N
         goto(at, "report")
         assert "planted failure of the KNN measure" in plain(
             "\n".join(e.value for e in at.error))
+    if kind == "zfilter":  # no held-out predictions, no data map: the Report says why
+        goto(at, "report")
+        shown = plain("\n".join(i.value for i in at.info))
+        assert "does not apply to this run" in shown and "trains no model" in shown
+
+
+def test_a_measure_that_does_not_apply_is_skipped_with_its_reason(kinds) -> None:
+    from aflite_core.runs.folder import load_run
+
+    run = load_run(kinds["zfilter"])
+    outcome = run.measures["datamap"]
+    assert outcome["status"] == "skipped" and "Z-filter" in outcome["reason"]
+    assert not run.has("datamap.parquet")  # no header-only file any more
+    assert run.measure_states()["datamap"] == "skipped"
+    html = (kinds["zfilter"] / "report.html").read_text(encoding="utf-8")
+    assert "skipped" in html and "trains no model" in html
+    assert load_run(kinds["heldout"]).measures["datamap"]["status"] == "ok"
 
 
 def test_the_report_shows_each_caveat_beside_the_headline(kinds, monkeypatch) -> None:

@@ -27,7 +27,13 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.measures.registry import (
+    Measure,
+    MeasureContext,
+    MeasureResult,
+    MeasureSkipped,
+    Option,
+)
 
 __all__ = ["FILE", "REGIONS", "THRESHOLDS", "assign_regions", "datamap_table",
            "region_counts", "sample_points"]
@@ -148,8 +154,11 @@ def thresholds_of(run) -> dict:
 
 def compute(ctx: MeasureContext) -> MeasureResult:
     """The data map of the filtered rows, from the AFLite run (no model is trained)."""
-    if ctx.datamap is None:
-        raise ValueError("this run's AFLite did not record a data map")
+    if ctx.datamap is None or not (np.asarray(ctx.datamap["n_heldout"]) > 0).any():
+        raise MeasureSkipped(
+            "this run's filter made no held-out predictions (the Z-filter tests features "
+            "against the labels and trains no model), and a data map is drawn from them; "
+            "AFLite's runs have one")
     thresholds = check_thresholds(**{k: v for k, v in ctx.params.items() if k in THRESHOLDS})
     scores = ctx.scores.set_index("row_id")
     row_ids = ctx.row_ids

@@ -29,10 +29,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aflite_core.errors import MeasureSkipped  # re-exported: what a measure raises to skip
+
 __all__ = [
     "Measure",
     "MeasureContext",
     "MeasureResult",
+    "MeasureSkipped",
     "Option",
     "default_names",
     "get",

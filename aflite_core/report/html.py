@@ -223,7 +223,7 @@ def _section_provenance(run: AuditRun) -> str:
             {
                 "measure": k,
                 "status": (v or {}).get("status", ""),
-                "detail": (v or {}).get("error", ""),
+                "detail": (v or {}).get("error", (v or {}).get("reason", "")),
             }
             for k, v in measures.items()
         ]

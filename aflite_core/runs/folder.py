@@ -342,7 +342,8 @@ class AuditRun:
         """State of every registered measure in this run, in run order.
 
         ``ok`` (recorded as done and every file it declares is present), ``error`` (it
-        failed; ``measures[name]["error"]`` says why), ``damaged`` (recorded as done but a
+        failed; ``measures[name]["error"]`` says why), ``skipped`` (it does not apply to this
+        run; ``measures[name]["reason"]`` says why), ``damaged`` (recorded as done but a
         declared file is missing), or ``not run`` (not chosen, or a run older than the
         measure). The Report page and ``list_runs`` read this instead of naming files.
         """
@@ -357,8 +358,8 @@ class AuditRun:
             written = outcome.get("artifacts") or measure.files
             if status == "ok":
                 states[measure.name] = ("ok" if set(written) <= present else "damaged")
-            elif status == "error":
-                states[measure.name] = "error"
+            elif status in ("error", "skipped"):
+                states[measure.name] = status
             else:
                 states[measure.name] = "not run"
         return states

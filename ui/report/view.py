@@ -310,11 +310,13 @@ def measure_section(run: Any, measure: Measure, state: str = "ok") -> None:
 
     ``state`` is the measure's entry in :meth:`AuditRun.measure_states`.
     """
-    if measure.tables is None and state != "error":  # nothing before/after (the 2-D map)
+    if measure.tables is None and state not in ("error", "skipped"):  # nothing to show
         return
     title = f"**{measure.label}**"
     if state == "error":
         title += " · could not be computed"
+    elif state == "skipped":
+        title += " · does not apply to this run"
     elif state == "damaged":
         title += " · some files missing"
     elif state == "not run":
@@ -334,6 +336,11 @@ def _measure_body(run: Any, measure: Measure, state: str) -> None:
         components.show_error(f"{measure.label} could not be computed in this run: {error}",
                               hint="The rest of the run is complete; rerun the audit with "
                                    "this measure to get it.")
+        return
+    if state == "skipped":
+        reason = (run.measures.get(measure.name) or {}).get("reason", "")
+        st.info(f"{measure.label} does not apply to this run: "
+                f"{components.md_escape(reason)}", icon=":material/info:")
         return
     if state == "damaged":
         st.warning(f"Some files of {measure.label.lower()} are missing from the run folder; "
