@@ -52,8 +52,8 @@ def test_umap_is_the_default_seeded_and_separates_clusters():
 
 
 def test_epochs_scale_with_the_fitted_rows():
-    assert fit_epochs(1_000) == 500 and fit_epochs(5_000) == 200
-    assert fit_epochs(10_000) == 100 and fit_epochs(20_000) == 100
+    assert fit_epochs(1_000) == 500 and fit_epochs(5_000) == 160
+    assert fit_epochs(10_000) == 80 and fit_epochs(20_000) == 80
 
 
 def test_fewer_rows_than_neighbours_lower_the_neighbour_count():
