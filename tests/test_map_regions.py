@@ -59,7 +59,7 @@ def test_two_planted_topics_land_in_two_regions_named_by_their_words(planted_map
         homes.append(home)
         # the region holding most of the topic's rows holds little else and is named by it
         held = topic[region == home]
-        assert (held == t).mean() >= 0.95
+        assert (held == t).mean() >= 0.9
         row = table.set_index("region").loc[home]
         # the two planted words lead (equally distinctive), the shared noise words follow
         assert set(row["top_words"].split(", ")[:2]) == set(words.split()), row["top_words"]
