@@ -366,14 +366,14 @@ def _frame(row_ids: np.ndarray, coords: np.ndarray, info: dict) -> pd.DataFrame:
 
 #: Expected seconds of a UMAP map (benchmarks/bench_projection.py, 2 cores): loading the
 #: cached kernel, fitting on the sample (at most SAMPLE_SIZE rows), placing the other rows;
-#: measured 1.9 s at 10k, 7.7 s at 100k, 26.7 s at 550k, 46.3 s at 1M.
+#: measured 1.5 s at 10k, 8.7 s at 100k, 32.5 s at 550k, 58.2 s at 1M (2026-11-26).
 UMAP_FIXED_SECONDS = 0.5
 UMAP_FIT_SECONDS_PER_10K = 1.5
 UMAP_TRANSFORM_SECONDS_PER_100K = 5.0
 #: PCA's seconds per 100,000 rows.
 PCA_SECONDS_PER_100K = 0.8
 #: Naming the regions (HDBSCAN of a 10k sample, the k-d tree, c-TF-IDF of at most 50k texts):
-#: measured 0.35 s at 10k, 0.75 s at 100k, 1.7 s at 1M.
+#: measured 0.65 s at 10k, 0.9 s at 100k, 2.5 s at 1M.
 REGIONS_SECONDS = 0.3
 REGIONS_SECONDS_PER_100K = 0.15
 #: Points of the map drawn in the HTML report and on the Report page (a seeded sample).
