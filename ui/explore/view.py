@@ -129,6 +129,8 @@ def map_panel(path: Path) -> list[str] | None:
                             key=state.key(PAGE, f"map:{version}"))
     region = charts.clicked_region(event)
     shapes = charts.selection_shapes(event)
+    if region is None and not shapes:
+        region = region_picker(regions, version)
     if region is not None:
         ids = cache.region_row_ids(path, region)
         name = regions.loc[regions["region"] == region, "name"]
@@ -163,6 +165,18 @@ def map_panel(path: Path) -> list[str] | None:
         st.caption(chosen + f"{total:,} points"
                    + (f", {len(regions)} named regions." if len(regions) else "."))
     return ids or None
+
+
+def region_picker(regions: pd.DataFrame, version: int) -> int | None:
+    """A named region chosen from a list (the keyboard's way to what a click on its diamond
+    does), or None."""
+    if regions is None or regions.empty:
+        return None
+    names = {int(r): f"{int(r)} · {n} ({int(k):,} rows)" for r, n, k in
+             zip(regions["region"], regions["name"], regions["rows"], strict=True)}
+    return st.selectbox("Select a region", list(names), index=None, format_func=names.get,
+                        placeholder="or pick a region by name: all its rows",
+                        key=state.key(PAGE, f"map_region:{version}"))
 
 
 def zoom_controls(path: Path, shapes: list[dict], window: tuple | None, total: int,
