@@ -503,6 +503,20 @@ def measure_figures(path: str | Path, name: str) -> list:
     return _measure_figures(str(path.resolve()), _stamp(path), name)
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _measure_tables(path: str, stamp: float, name: str) -> dict[str, pd.DataFrame]:
+    return registry.get(name).before_after(_open_run(path, stamp))
+
+
+def measure_tables(path: str | Path, name: str) -> dict[str, pd.DataFrame]:
+    """The before/after tables of measure ``name`` for the run (:meth:`Measure.before_after`),
+    computed once per run: some join several of the run's files (the slices' map regions read
+    every stored slice's rows), which an open Report section would otherwise redo on every
+    rerun."""
+    path = Path(path)
+    return _measure_tables(str(path.resolve()), _stamp(path), name)
+
+
 def table_view_bytes(rows: pd.DataFrame, columns: list[str]) -> bytes:
     """CSV of a table's rows in its order and column order (called lazily by a download
     button; :func:`aflite_core.runs.exports.table_view_bytes`)."""

@@ -345,7 +345,7 @@ def _measure_body(run: Any, measure: Measure, state: str) -> None:
     if state == "damaged":
         st.warning(f"Some files of {measure.label.lower()} are missing from the run folder; "
                    "what is left is shown.", icon=":material/warning:")
-    tables = measure.before_after(run)
+    tables = cache.measure_tables(run.path, measure.name)
     if not tables:
         if measure.name == "duplicates":
             duplicates_fallback(run)
