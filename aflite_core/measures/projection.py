@@ -190,7 +190,7 @@ def _umap(Xn: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int
         sample = np.sort(rng.choice(n, size=sample_size, replace=False))
     else:
         sample = np.arange(n)
-    reason = _degenerate(Xn, sample, n_neighbors)
+    reason = _degenerate(Xn, sample)
     if reason:
         return _pca(Xn, random_state), {"fallback": "pca", "reason": reason}
     Xn = _reduce(Xn, sample, pca_dims, random_state)
@@ -245,17 +245,22 @@ def _place_rest(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.n
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _degenerate(Xn: np.ndarray, sample: np.ndarray, n_neighbors: int) -> str | None:
-    """Why UMAP cannot make a map of these rows (then PCA does), or None."""
+def _degenerate(Xn: np.ndarray, sample: np.ndarray) -> str | None:
+    """Why UMAP cannot make a map of these rows (then PCA does), or None. Fewer rows than
+    neighbours is not a reason: the neighbour count is lowered to rows - 1."""
     Xs = Xn[sample]
     if len(sample) < 3:
         return f"only {len(sample)} rows: UMAP needs at least 3"
-    distinct = len(np.unique(Xs.round(6), axis=0))
+    # at most two distinct rows (a constant or rank-1 Φ, once normalised)? Two passes over
+    # the rows instead of sorting them all
+    off_first = (np.abs(Xs - Xs[0]) > 1e-6).any(axis=1)
+    distinct = 1
+    if off_first.any():
+        off_second = (np.abs(Xs - Xs[int(np.argmax(off_first))]) > 1e-6).any(axis=1)
+        distinct = 3 if (off_first & off_second).any() else 2
     if distinct <= 2:
         return (f"only {distinct} distinct rows in Φ: every row lies on {distinct} point(s), "
                 "a neighbour graph has no structure")
-    if len(sample) <= n_neighbors:
-        return None  # fewer rows than neighbours: k is lowered to rows - 1, UMAP still runs
     return None
 
 
