@@ -108,3 +108,30 @@ def rounds_figure(history: Any, *, step: str = "round") -> Any:
     fig.update_xaxes(tickformat="d", nticks=10 if many else None, dtick=None if many else 1)
     fig.update_xaxes(title=step, row=2 if has_size else 1, col=1)
     return fig
+
+
+def add_region_labels(fig: Any, regions: Any, *, name: str = "regions") -> None:
+    """Each region's name at its centre: a clickable diamond (one WebGL trace, ``customdata``
+    the region id, so a click can select the region) and the name above it as an annotation,
+    which stays readable on top of the WebGL points (a text trace would be drawn beneath
+    them)."""
+    import numpy as np
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    removed = pd.to_numeric(regions["share_removed"], errors="coerce")
+    hover = [f"region {int(r)}: {chart_text(w, 80)}<br>{int(n):,} rows, "
+             f"{'' if pd.isna(s) else f'{s:.0%} removed, '}mostly {chart_text(t)}"
+             for r, w, n, s, t in zip(regions["region"], regions["top_words"], regions["rows"],
+                                      removed, regions["top_label"], strict=True)]
+    fig.add_trace(go.Scattergl(
+        x=regions["x"], y=regions["y"], mode="markers", name=name,
+        marker={"size": 11, "color": "white", "symbol": "diamond",
+                "line": {"width": 1.5, "color": "#111111"}},
+        customdata=np.column_stack([[f"region:{int(r)}" for r in regions["region"]],
+                                    regions["name"].astype(str)]),
+        hovertext=hover, hoverinfo="text"))
+    for x, y, label in zip(regions["x"], regions["y"], regions["name"], strict=True):
+        fig.add_annotation(x=x, y=y, text=f"<b>{chart_text(label, 40)}</b>", showarrow=False,
+                           yshift=14, font={"size": 12, "color": "#111111"},
+                           bgcolor="rgba(255,255,255,0.72)", borderpad=1)

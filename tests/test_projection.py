@@ -112,9 +112,9 @@ def test_a_new_process_loads_the_layout_kernel_from_the_disk_cache(tmp_path):
 
     script = ("import numpy as np\n"
               "from aflite_core.measures.projection import project\n"
-              "from aflite_core.measures import umap_layout\n"
+              "from aflite_core.measures import _umap_layout\n"
               "project(np.random.default_rng(0).normal(size=(200, 8)))\n"
-              "s = umap_layout._sgd.stats\n"
+              "s = _umap_layout._sgd.stats\n"
               "print(sum(s.cache_hits.values()), sum(s.cache_misses.values()))\n")
     env = {**os.environ, "AFLITE_CACHE_DIR": str(tmp_path)}
     env.pop("NUMBA_CACHE_DIR", None)

@@ -21,10 +21,9 @@ from aflite_core.chart_style import (  # noqa: F401 - re-exported for the pages
     SET_COLORS,
     STATUS_COLORS,
     add_reference_lines,
-    chart_text,
+    add_region_labels,
     rounds_figure,
 )
-from aflite_core.measures import projection
 
 #: Plotly config of charts without interaction beyond hovering (no mode bar to draw).
 STATIC_CONFIG = {"displayModeBar": False}
@@ -245,7 +244,7 @@ def add_regions(fig: go.Figure, regions: pd.DataFrame) -> go.Figure:
     """The map's named regions on a :func:`projection_scatter` chart: each name at its
     region's centre, clickable (a click selects the region: :func:`clicked_region`)."""
     if regions is not None and not regions.empty:
-        projection.add_region_labels(fig, regions, chart_text, name="regions (click a ◇)")
+        add_region_labels(fig, regions, name="regions (click a ◇)")
     return fig
 
 

@@ -5,7 +5,7 @@ placed the way ``UMAP.transform`` does it. Rows are L2-normalised first (cosine 
 both methods; for UMAP they are then reduced to ``pca_dims`` principal components of the
 sample. Nearest neighbours for both steps come from the exact blocked cosine search of
 :mod:`aflite_core.measures.neighbors`; the graph and the layout are umap-learn's algorithm in
-:mod:`aflite_core.measures.umap_layout`, whose one numba kernel is cached on disk, so a new
+:mod:`aflite_core.measures._umap_layout`, whose one numba kernel is cached on disk, so a new
 process pays no compilation. The start is a PCA of the sample (umap-learn's ``init="pca"``),
 and the layout spends :func:`fit_epochs` epochs. ``benchmarks/bench_projection.py`` measures
 cost and quality (trustworthiness, neighbour recall) against umap-learn's defaults and PCA.
@@ -36,7 +36,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import check_choice, check_int, check_real, make_rng
-from aflite_core.measures import map_regions, umap_layout
+from aflite_core.measures import map_regions
 from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 
@@ -191,6 +191,10 @@ def _umap(Xn: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int
     else:
         sample = np.arange(n)
     reason = _degenerate(Xn, sample)
+    # imported here: it loads numba (0.5 s), which discovering the measures (the dashboard's
+    # start, every CLI command) does not need
+    from aflite_core.measures import _umap_layout
+
     if reason:
         return _pca(Xn, random_state), {"fallback": "pca", "reason": reason}
     Xn = _reduce(Xn, sample, pca_dims, random_state)
@@ -198,12 +202,12 @@ def _umap(Xn: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int
     Xs = np.ascontiguousarray(Xn[sample])
     _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
     idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
-    graph = umap_layout.fuzzy_graph(idx, dists)
-    a, b = umap_layout.find_ab(1.0, min_dist)
+    graph = _umap_layout.fuzzy_graph(idx, dists)
+    a, b = _umap_layout.find_ab(1.0, min_dist)
     epochs = fit_epochs(len(sample))
-    init = umap_layout.scaled_init(_pca_start(Xs), seed)
+    init = _umap_layout.scaled_init(_pca_start(Xs), seed)
     _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
-    fitted = umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b, random_state=seed)
+    fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b, random_state=seed)
     coords = np.empty((n, 2), dtype=np.float32)
     coords[sample] = fitted
     rest = np.setdiff1d(np.arange(n), sample, assume_unique=True)
@@ -225,10 +229,12 @@ def _place_rest(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.n
         return
     starts = list(range(0, len(rest), TRANSFORM_CHUNK))
 
+    from aflite_core.measures import _umap_layout  # loaded by _umap already
+
     def task(start: int) -> np.ndarray:
         rows = rest[start:start + TRANSFORM_CHUNK]
         near, near_d = _knn(np.ascontiguousarray(Xn[rows]), Xs, k)
-        return umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
+        return _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
                                  a=a, b=b, random_state=(seed + start) % 2**31)
 
     workers = min(len(starts), os.cpu_count() or 1)
@@ -428,7 +434,7 @@ def figures(run) -> list:
     region's name at its centre."""
     import plotly.graph_objects as go
 
-    from aflite_core.chart_style import STATUS_COLORS, chart_text
+    from aflite_core.chart_style import STATUS_COLORS, add_region_labels
 
     table = run.projection
     if table is None or table.empty:
@@ -447,7 +453,7 @@ def figures(run) -> list:
                                    hoverinfo="skip"))
     regions = run.read_parquet(map_regions.FILE)
     if regions is not None and not regions.empty:
-        add_region_labels(fig, regions, chart_text)
+        add_region_labels(fig, regions)
     method = str(table["method"].iloc[0]).upper()
     shown = f"{len(points):,} of {len(table):,} rows" if len(points) < len(table) else \
         f"{len(table):,} rows"
@@ -456,32 +462,6 @@ def figures(run) -> list:
     fig.update_xaxes(showticklabels=False, title=None)
     fig.update_yaxes(showticklabels=False, title=None)
     return [fig]
-
-
-def add_region_labels(fig, regions: pd.DataFrame, chart_text=str, *,
-                      name: str = "regions") -> None:
-    """Each region's name at its centre: a clickable diamond (one WebGL trace, ``customdata``
-    the region id, so a click can select the region) and the name above it as an annotation,
-    which stays readable on top of the WebGL points (a text trace would be drawn beneath
-    them)."""
-    import plotly.graph_objects as go
-
-    removed = pd.to_numeric(regions["share_removed"], errors="coerce")
-    hover = [f"region {int(r)}: {chart_text(w, 80)}<br>{int(n):,} rows, "
-             f"{'' if pd.isna(s) else f'{s:.0%} removed, '}mostly {chart_text(t)}"
-             for r, w, n, s, t in zip(regions["region"], regions["top_words"], regions["rows"],
-                                      removed, regions["top_label"], strict=True)]
-    fig.add_trace(go.Scattergl(
-        x=regions["x"], y=regions["y"], mode="markers", name=name,
-        marker={"size": 11, "color": "white", "symbol": "diamond",
-                "line": {"width": 1.5, "color": "#111111"}},
-        customdata=np.column_stack([[f"region:{int(r)}" for r in regions["region"]],
-                                    regions["name"].astype(str)]),
-        hovertext=hover, hoverinfo="text"))
-    for x, y, label in zip(regions["x"], regions["y"], regions["name"], strict=True):
-        fig.add_annotation(x=x, y=y, text=f"<b>{chart_text(label, 40)}</b>", showarrow=False,
-                           yshift=14, font={"size": 12, "color": "#111111"},
-                           bgcolor="rgba(255,255,255,0.72)", borderpad=1)
 
 
 def tables(run) -> dict[str, pd.DataFrame]:
