@@ -1,4 +1,5 @@
-"""Dataset-bias audit dashboard: ``streamlit run app.py``.
+"""Dataset-bias audit dashboard: the pages (``streamlit run serve.py`` starts them with the
+streaming download route of ``ui.downloads``; ``streamlit run app.py`` works too).
 
 The entry point only sets the page up, loads the bundled sample into a new session, shows
 where the session stands in the sidebar, and routes to the pages in ``app_pages/``.

@@ -1,6 +1,6 @@
 """First start as a new user sees it: the bundled sample's automatic audit, in a real browser.
 
-Starts ``streamlit run app.py`` exactly as the README does (default file watcher, autorun on)
+Starts ``streamlit run serve.py`` exactly as the README does (default file watcher, autorun on)
 on a free loopback port with a throw-away runs root, opens it in Debian's headless chromium,
 and prints:
 
@@ -42,7 +42,7 @@ def _start(runs_root: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, "AFLITE_RUNS_DIR": str(runs_root), "AFLITE_AUTORUN": "1"}
     log = open(log_path, "wb")  # noqa: SIM115 - closed by stop_server
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.headless", "true",
          "--server.port", str(port)],
         cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )

@@ -195,3 +195,36 @@ def test_download_writes_the_table_order_and_columns() -> None:
     assert out[0] == ["row_id", "label", "hypothesis", "status", "extra"]
     assert [r[0] for r in out[1:]] == ["7", "3", "5"]  # the table's order, not row-id order
     assert out[1][2] == "'=1+2"  # spreadsheet-safe
+
+
+def test_the_streamed_download_holds_exactly_the_rows_the_table_shows(
+        runs_root, shared_run, monkeypatch) -> None:
+    """With the streaming route mounted (``serve.py``), the download is a link whose file
+    holds the filtered rows in the table's order: its first rows are the page shown, its
+    length is the count shown, and its ids are those an independent filter of the run's
+    files gives, in the chosen sort."""
+    import csv
+    import io
+
+    from ui import downloads
+
+    monkeypatch.setattr(downloads, "_mounted", True)
+    at = _explore(shared_run)
+    at.segmented_control(key="explore:view").set_value("removed").run()
+    at.selectbox(key="explore:sort").set_value("predictability").run()
+    assert_clean(at)
+    links = [e for e in at.get("link_button") if "rows (CSV)" in e.proto.label]
+    assert len(links) == 1 and not [b for b in at.download_button if "rows (CSV)" in b.label]
+    url = links[0].proto.url
+    assert url.startswith("/_aflite/download/")
+    entry = downloads.lookup(url.rsplit("/", 1)[1])
+    data = b"".join(entry.producer()).decode("utf-8")
+    rows = list(csv.DictReader(io.StringIO(data, newline="")))
+    scores = pd.read_parquet(shared_run / "scores.parquet")
+    removed = scores[scores["status"] == "removed"].sort_values(
+        "predictability", ascending=False, kind="stable")
+    assert [r["row_id"] for r in rows] == removed["row_id"].astype(str).tolist()
+    page = _rows(at)
+    assert [r["row_id"] for r in rows[:len(page)]] == page["row_id"].astype(str).tolist()
+    assert f"**{len(rows):,} rows** match" in texts(at)
+    assert entry.file_name.endswith("-filtered.csv") and entry.mime == "text/csv"

@@ -29,7 +29,8 @@ def _module_name(path: Path) -> str:
 
 def _sources() -> dict[str, Path]:
     found = {}
-    for pattern in ("aflite_core/**/*.py", "ui/**/*.py", "app_pages/*.py", "app.py"):
+    for pattern in ("aflite_core/**/*.py", "ui/**/*.py", "app_pages/*.py", "app.py",
+                    "serve.py"):
         for path in REPO.glob(pattern):
             found[_module_name(path)] = path
     return found

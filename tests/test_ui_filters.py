@@ -75,3 +75,73 @@ def test_search_case_whole_word_and_unsupported_patterns():
         hits(search=r"(a)\1", regex=True)
     with pytest.raises(filters.SearchError, match="not a valid regular expression"):
         hits(search="(", regex=True)
+
+
+def _pandas_mask(table: pd.DataFrame, flt: filters.RowFilter) -> np.ndarray:
+    """The filter written directly in pandas, conversion by conversion (the reference the
+    decoded-column index must agree with)."""
+    mask = np.ones(len(table), dtype=bool)
+    if flt.statuses:
+        mask &= table["status"].astype(str).isin(list(flt.statuses)).to_numpy()
+    if flt.labels:
+        mask &= table[flt.label_column].astype(str).str.strip().isin(flt.labels).to_numpy()
+    if flt.predictability is not None:
+        pred = table["predictability"].to_numpy(dtype=float)
+        lo, hi = flt.predictability
+        mask &= np.isfinite(pred) & (pred >= lo) & (pred <= hi)
+    if flt.rounds is not None:
+        rounds = pd.to_numeric(table["removal_round"]).to_numpy(dtype=float)
+        mask &= (rounds >= flt.rounds[0]) & (rounds <= flt.rounds[1])
+    if flt.row_ids is not None:
+        mask &= table.index.astype(str).isin([str(i) for i in flt.row_ids])
+    for column, accepted in flt.values.items():
+        mask &= table[column].astype(str).isin(accepted).to_numpy()
+    if flt.search:
+        text = table["hypothesis"].astype(str)
+        mask &= (text.str.contains(flt.search, regex=True, case=flt.case) if flt.regex
+                 else text.str.lower().str.contains(flt.search.lower(), regex=False)
+                 ).to_numpy()
+    return mask
+
+
+@pytest.mark.parametrize("flt", [
+    filters.RowFilter(statuses=("removed",), labels=("neutral", "entailment"),
+                      label_column="label"),
+    filters.RowFilter(predictability=(0.2, 0.7), rounds=(1, 3)),
+    filters.RowFilter(search="DOG", search_columns=["hypothesis"]),
+    filters.RowFilter(search=r"cat 1\d\b", regex=True, case=True,
+                      search_columns=["hypothesis"], statuses=("retained",)),
+    filters.RowFilter(row_ids=[*(str(i) for i in range(1000, 1500, 3)), 1010, "no-such-row"],
+                      values={"label": [" neutral"]}),
+])
+def test_a_shared_index_gives_the_pandas_answer_every_time(table, flt):
+    """One RowIndex per run serves every session and interaction: its decoded columns and
+    kept search masks give what the conversions in pandas give, the first time and again."""
+    from aflite_core.runs.row_index import RowIndex
+
+    table = table.assign(label=" " + table["label"])  # labels are compared stripped
+    index = RowIndex(table)
+    expected = _pandas_mask(table, flt)
+    assert 0 < expected.sum() < len(table)
+    for _ in range(2):  # decoded (and searched) once, then reused
+        assert filters.mask_of(table, flt, index).tolist() == expected.tolist()
+    assert filters.mask_of(table, flt).tolist() == expected.tolist()
+
+
+def test_the_index_keeps_the_last_searches_and_orders(table):
+    from aflite_core.runs import row_index
+
+    index = row_index.RowIndex(table)
+    first = index.search(["hypothesis"], "dog", regex=False, ignore_case=True)
+    assert index.search(["hypothesis"], "dog", regex=False, ignore_case=True) is first
+    assert not first.flags.writeable  # shared by sessions: nobody may change it in place
+    for i in range(row_index.SEARCH_CACHE):
+        index.search(["hypothesis"], f"cat {i}", regex=False, ignore_case=True)
+    again = index.search(["hypothesis"], "dog", regex=False, ignore_case=True)
+    assert again is not first and again.tolist() == first.tolist()  # evicted, recomputed
+    order = index.order("predictability", ascending=False)
+    assert index.order("predictability", ascending=False) is order
+    assert index.max_number("removal_round") == float(table["removal_round"].max())
+    page = index.page(order, 10, 15, ["hypothesis"])
+    assert page.index.tolist() == table.index[order[10:15]].tolist()
+    assert list(page.columns) == ["hypothesis"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,8 @@ from aflite_core.report import html as report_html_module
 from aflite_core.runs import exports, views
 from aflite_core.runs import folder as runs
 from aflite_core.runs.folder import AuditRun
+from aflite_core.runs.row_index import RowIndex
 from aflite_core.runs.views import AUDIT_COLUMNS  # noqa: F401 - re-exported for the pages
-from ui import filters
 
 #: Largest decompressed input accepted from an upload (a gzip bomb stops reading here).
 MAX_DATASET_BYTES = 1 << 30
@@ -231,19 +231,26 @@ def rows_table(path: str | Path) -> pd.DataFrame:
     return _rows_table(str(path.resolve()), _stamp(path))
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
-def _sort_order(path: str, stamp: float, column: str, ascending: bool) -> np.ndarray:
-    return filters.sort_order(_rows_table(path, stamp), column, ascending=ascending)
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _row_index(path: str, stamp: float) -> RowIndex:
+    return RowIndex(_rows_table(path, stamp))
+
+
+def row_index(path: str | Path) -> RowIndex:
+    """The decoded columns of :func:`rows_table` (codes, numbers, Arrow texts, sort orders,
+    recent search masks), one per run shared by every session: Explore's filters, search
+    and sort are one vectorised pass over them (``ui.filters``)."""
+    path = Path(path)
+    return _row_index(str(path.resolve()), _stamp(path))
 
 
 def sort_order(path: str | Path, column: str, *, ascending: bool) -> np.ndarray:
     """Row positions of :func:`rows_table` sorted by ``column`` (stable, missing last).
 
-    Cached per run, column and direction, so paging and filtering a large run does not
-    sort it again on every rerun.
+    Kept per run, column and direction (:meth:`RowIndex.order`), so paging and filtering a
+    large run does not sort it again on every rerun. Read-only.
     """
-    path = Path(path)
-    return _sort_order(str(path.resolve()), _stamp(path), column, ascending)
+    return row_index(path).order(column, ascending=ascending)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -358,6 +365,27 @@ def export_bytes(path: str | Path, what: str, *, row_ids: Sequence[Any] | None =
     """Bytes of an export of the run (called lazily by a download button)."""
     return exports.export_bytes(str(path), what, format=fmt,
                                 row_ids=None if row_ids is None else list(row_ids))
+
+
+def stream_export(path: str | Path, what: str, *, row_ids: Sequence[Any] | None = None,
+                  fmt: str = "csv") -> Iterator[bytes]:
+    """An export of the run as byte chunks, written while they are sent (for
+    :func:`ui.downloads.download`): memory bounded whatever the run's size."""
+    return exports.stream_export(str(path), what, format=fmt,
+                                 row_ids=None if row_ids is None else list(row_ids))
+
+
+def stream_rows(path: str | Path, positions: np.ndarray, columns: list[str]
+                ) -> Iterator[bytes]:
+    """The CSV of the rows at ``positions`` of :func:`rows_table`, in that order, as a table
+    shows them (:func:`aflite_core.runs.exports.stream_view_csv`), streamed."""
+    return exports.stream_view_csv(rows_table(path), positions, columns)
+
+
+def run_signature(path: str | Path, *parts: object) -> str:
+    """Identifies a download's content: the run folder, its stamp, and ``parts``."""
+    path = Path(path)
+    return json.dumps([str(path.resolve()), _stamp(path), *map(str, parts)])
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

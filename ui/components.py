@@ -125,16 +125,30 @@ def paged_table(frame: pd.DataFrame, *, page_key: str, page_size: int = 50,
     object
         The ``st.dataframe`` return value (selection state when ``selectable``).
     """
-    n = len(frame)
+    start = pager(len(frame), page_key=page_key, page_size=page_size)
+    return show_page(frame.iloc[start:start + page_size], start=start, n=len(frame),
+                     height=height, selectable=selectable, header_sort=header_sort,
+                     table_key=table_key or state.key(page_key, "table"))
+
+
+def pager(n: int, *, page_key: str, page_size: int) -> int:
+    """The page chooser of a table of ``n`` rows (none for one page); return the position of
+    the chosen page's first row."""
     pages = max(1, math.ceil(n / page_size))
     current = st.session_state.get(page_key, 1)
     if not isinstance(current, int) or current > pages:
         st.session_state[page_key] = 1
-    start = 0
-    if pages > 1:
-        page = st.pagination(pages, key=page_key, max_visible_pages=7)
-        start = (int(page) - 1) * page_size
-    part = frame.iloc[start:start + page_size]
+    if pages == 1:
+        return 0
+    page = st.pagination(pages, key=page_key, max_visible_pages=7)
+    return (int(page) - 1) * page_size
+
+
+def show_page(part: pd.DataFrame, *, start: int, n: int, table_key: str,
+              height: int | None = None, selectable: bool = False,
+              header_sort: bool = False) -> object:
+    """One page of rows (``part``, rows ``start``... of ``n``) with its "rows a-b of n"
+    caption; the ``st.dataframe`` return value (see :func:`paged_table`)."""
     st.caption(f"Rows {start + 1 if n else 0:,}–{start + len(part):,} of {n:,}")
     kwargs: dict[str, object] = {"column_config": column_config(part), "hide_index": True,
                                  "height": height or "auto"}
@@ -142,7 +156,7 @@ def paged_table(frame: pd.DataFrame, *, page_key: str, page_size: int = 50,
         kwargs.update(on_select="rerun",
                       selection_mode=["single-row", "single-column"] if header_sort
                       else "single-row",
-                      key=table_key or state.key(page_key, "table"))
+                      key=table_key)
     return st.dataframe(part, **kwargs)
 
 

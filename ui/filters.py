@@ -1,4 +1,4 @@
-"""Row filters of the Explore page: vectorised pandas over the run's rows table.
+"""Row filters of the Explore page: vectorised passes over the run's decoded columns.
 
 Pure functions (no Streamlit) so that they are cheap to rerun on every widget change and easy
 to test. The table is the one :func:`ui.cache.rows_table` returns: ``status``,
@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from aflite_core.runs.row_index import RowIndex
 
 
 class SearchError(ValueError):
@@ -43,14 +45,16 @@ class RowFilter:
     values: dict[str, Sequence[str]] = field(default_factory=dict)
 
 
-def _search_mask(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
+def _search_mask(index: RowIndex, flt: RowFilter) -> np.ndarray:
     """Rows whose searched columns contain ``flt.search``.
 
     Matching runs in Arrow's RE2 engine: linear time in the text whatever the pattern (no
     catastrophic backtracking, so ``^(\\w+\\s?)+$`` cannot freeze the server) and outside
     the GIL, so other sessions keep being served. RE2 has no backreferences or lookaround; a
-    pattern using them is refused with a :class:`SearchError`.
+    pattern using them is refused with a :class:`SearchError`. The texts are converted to
+    Arrow once per run and the last masks are kept (:meth:`RowIndex.search`).
     """
+    table = index.table
     columns = [c for c in flt.search_columns if c in table.columns] or [
         c for c in table.columns if table[c].dtype == object or pd.api.types.is_string_dtype(
             table[c])
@@ -65,18 +69,12 @@ def _search_mask(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
                 f"(RE2 syntax: no backreferences or lookaround): {exc}") from exc
     if flt.whole_word:
         pattern = (r"\b" + (f"(?:{pattern})" if flt.regex else re.escape(pattern)) + r"\b")
-    use_regex = flt.regex or flt.whole_word
-    mask = np.zeros(len(table), dtype=bool)
-    for col in columns:
-        values = pa.array(table[col].astype("string").fillna("").to_numpy(dtype=object),
-                          type=pa.large_string())
-        match = pc.match_substring_regex if use_regex else pc.match_substring
-        hits = match(values, pattern, ignore_case=not flt.case)
-        mask |= hits.to_numpy(zero_copy_only=False).astype(bool)
-    return mask
+    return index.search(columns, pattern, regex=flt.regex or flt.whole_word,
+                        ignore_case=not flt.case)
 
 
-def apply(table: pd.DataFrame, flt: RowFilter) -> pd.DataFrame:
+def apply(table: pd.DataFrame, flt: RowFilter, index: RowIndex | None = None
+          ) -> pd.DataFrame:
     """Rows of ``table`` that pass every filter of ``flt``, in table order.
 
     Raises
@@ -84,7 +82,7 @@ def apply(table: pd.DataFrame, flt: RowFilter) -> pd.DataFrame:
     SearchError
         If ``flt.regex`` is set and ``flt.search`` does not compile.
     """
-    return table[mask_of(table, flt)]
+    return table[mask_of(table, flt, index)]
 
 
 def sorted_positions(order: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -92,56 +90,53 @@ def sorted_positions(order: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return order[mask[order]]
 
 
-def sort_order(table: pd.DataFrame, column: str | None, *, ascending: bool) -> np.ndarray:
-    """Positions of ``table``'s rows in :func:`sort_rows` order (computed once per run)."""
-    positions = pd.Series(np.arange(len(table)), index=table.index)
-    if not column or column not in table.columns and column != "row_id":
-        return positions.to_numpy()
-    keyed = table[[column]].assign(_pos=positions.to_numpy()) if column != "row_id" else None
-    if keyed is None:
-        return positions.sort_index(ascending=ascending, kind="stable").to_numpy()
-    return keyed.sort_values(column, ascending=ascending, kind="stable",
-                             na_position="last")["_pos"].to_numpy()
+def sort_order(table: pd.DataFrame, column: str | None, *, ascending: bool,
+               index: RowIndex | None = None) -> np.ndarray:
+    """Positions of ``table``'s rows in :func:`sort_rows` order (kept by ``index``)."""
+    return (index or RowIndex(table)).order(column, ascending=ascending)
 
 
-def mask_of(table: pd.DataFrame, flt: RowFilter) -> np.ndarray:
+def mask_of(table: pd.DataFrame, flt: RowFilter, index: RowIndex | None = None
+            ) -> np.ndarray:
     """Boolean mask of the rows of ``table`` that pass every filter of ``flt``.
+
+    ``index`` (the run's :class:`~aflite_core.runs.row_index.RowIndex` of ``table``, shared
+    by the dashboard's sessions) keeps the decoded columns between calls; without it they
+    are decoded for this call only. The result is the same.
 
     Raises
     ------
     SearchError
         If ``flt.regex`` is set and ``flt.search`` does not compile.
     """
+    index = index if index is not None else RowIndex(table)
     mask = np.ones(len(table), dtype=bool)
     if flt.statuses:
-        mask &= table["status"].astype(str).isin(list(flt.statuses)).to_numpy()
+        mask &= index.isin("status", flt.statuses)
     if flt.labels and flt.label_column and flt.label_column in table:
-        mask &= table[flt.label_column].astype(str).str.strip().isin(
-            [str(x) for x in flt.labels]).to_numpy()
+        mask &= index.isin(flt.label_column, flt.labels, strip=True)
     if flt.predictability is not None:
         lo, hi = flt.predictability
-        pred = table["predictability"].to_numpy(dtype=float)
         if (lo, hi) != (0.0, 1.0):
+            pred = index.numbers("predictability")
             mask &= np.isfinite(pred) & (pred >= lo) & (pred <= hi)
     if flt.rounds is not None:
         lo, hi = flt.rounds
-        rounds = pd.to_numeric(table["removal_round"], errors="coerce").to_numpy(
-            dtype=float, na_value=np.nan)  # kept rows have no round (NaN: never in range)
+        rounds = index.numbers("removal_round")  # kept rows have no round (NaN: never in range)
         mask &= (rounds >= lo) & (rounds <= hi)
     if flt.row_ids is not None:
-        wanted = [str(i) for i in flt.row_ids]
-        mask &= table.index.astype(str).isin(wanted)
+        mask &= index.id_mask(flt.row_ids)
     if flt.extra_mask is not None:
         mask &= np.asarray(flt.extra_mask, dtype=bool)
     for column, (lo, hi) in flt.ranges.items():
         if column in table:
-            values = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+            values = index.numbers(column)
             mask &= np.isfinite(values) & (values >= lo) & (values <= hi)
     for column, accepted in flt.values.items():
         if accepted and column in table:
-            mask &= table[column].astype(str).isin([str(v) for v in accepted]).to_numpy()
+            mask &= index.isin(column, accepted)
     if flt.search:
-        mask &= _search_mask(table, flt)
+        mask &= _search_mask(index, flt)
     return mask
 
 
@@ -152,7 +147,6 @@ def sort_rows(table: pd.DataFrame, column: str | None, *, ascending: bool) -> pd
     if column == "row_id":
         return table.sort_index(ascending=ascending, kind="stable")
     return table.sort_values(column, ascending=ascending, kind="stable", na_position="last")
-
 
 
 def to_dict(flt: RowFilter) -> dict:

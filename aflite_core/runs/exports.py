@@ -32,6 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from aflite_core.io.byte_stream import stream_bytes
 from aflite_core.io.tables import (  # noqa: F401 - re-exported for callers of the exports
     CSV_LINE_TERMINATOR,
     DEFAULT_CHUNK_ROWS,
@@ -237,6 +238,30 @@ def export_run(
     )
 
 
+def _view_order(table: pd.DataFrame, columns: Sequence[str]) -> tuple[list[str], str]:
+    unknown = [c for c in columns if c not in table.columns]
+    if unknown:
+        raise ValueError(f"columns: not in the rows: {unknown}")
+    order = [*columns, *(c for c in table.columns if c not in set(columns))]
+    return order, "row_id" if "row_id" not in order else "row_id (index)"
+
+
+def view_chunks(table: pd.DataFrame, positions: np.ndarray | None, columns: Sequence[str], *,
+                chunk_rows: int = DEFAULT_CHUNK_ROWS) -> Iterator[pd.DataFrame]:
+    """The rows of a table view, ``chunk_rows`` at a time, as :func:`table_view_bytes` writes
+    them: the rows at ``positions`` of ``table`` in that order (every row when None),
+    ``row_id`` (the index) first, then ``columns``, then the other columns of ``table``.
+
+    Only one chunk is copied at a time, and rows are taken by position: no id matching.
+    """
+    order, id_name = _view_order(table, columns)
+    n = len(table) if positions is None else len(positions)
+    for start in range(0, max(n, 1), chunk_rows):
+        part = (table.iloc[start:start + chunk_rows] if positions is None
+                else table.iloc[np.asarray(positions[start:start + chunk_rows])])
+        yield part[order].reset_index(names=id_name)
+
+
 def table_view_bytes(rows: pd.DataFrame, columns: Sequence[str], *,
                      sanitize: bool = True, chunk_rows: int = DEFAULT_CHUNK_ROWS) -> bytes:
     """A CSV of ``rows`` exactly as a table shows them: in their order, ``row_id`` (the
@@ -252,21 +277,28 @@ def table_view_bytes(rows: pd.DataFrame, columns: Sequence[str], *,
     sanitize : bool, default True
         Neutralise formula-like cells for spreadsheets.
     """
-    unknown = [c for c in columns if c not in rows.columns]
-    if unknown:
-        raise ValueError(f"columns: not in the rows: {unknown}")
-    order = [*columns, *(c for c in rows.columns if c not in set(columns))]
-    frame = rows[order]
-    id_name = "row_id" if "row_id" not in order else "row_id (index)"
     buffer = io.BytesIO()
-
-    def chunks() -> Iterator[pd.DataFrame]:
-        for start in range(0, max(len(frame), 1), chunk_rows):
-            part = frame.iloc[start:start + chunk_rows]
-            yield part.reset_index(names=id_name)
-
-    write_csv(chunks(), buffer, sanitize=sanitize)
+    write_csv(view_chunks(rows, None, columns, chunk_rows=chunk_rows), buffer,
+              sanitize=sanitize)
     return buffer.getvalue()
+
+
+def stream_view_csv(table: pd.DataFrame, positions: np.ndarray | None, columns: Sequence[str],
+                    *, sanitize: bool = True, chunk_rows: int = DEFAULT_CHUNK_ROWS
+                    ) -> Iterator[bytes]:
+    """:func:`table_view_bytes` of the rows at ``positions`` of ``table``, streamed: byte
+    chunks while they are written, one chunk of rows in memory at a time (the dashboard's
+    download of the rows a table shows, however many)."""
+    _view_order(table, columns)  # refuse unknown columns before streaming
+    return stream_bytes(lambda out: write_csv(
+        view_chunks(table, positions, columns, chunk_rows=chunk_rows), out, sanitize=sanitize))
+
+
+def stream_export(run: AuditRun | str | os.PathLike, what: str, **kwargs: Any
+                  ) -> Iterator[bytes]:
+    """:func:`export_run` streamed: its bytes in chunks while it writes them (a download of a
+    whole run's rows or tables with bounded memory, CSV or Parquet)."""
+    return stream_bytes(lambda out: export_run(run, what, out, **kwargs))
 
 
 def export_bytes(run: AuditRun | str | os.PathLike, what: str, **kwargs: Any) -> bytes:

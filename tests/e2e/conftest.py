@@ -1,4 +1,4 @@
-"""Fixtures of the real-browser tests: a `streamlit run app.py` server and Debian chromium.
+"""Fixtures of the real-browser tests: a `streamlit run serve.py` server and Debian chromium.
 
 The server runs on a free loopback port with its own runs root (a temporary folder), so the
 tests never touch the user's ``runs/``. Chromium is Debian's package driven through
@@ -67,13 +67,14 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0) -> 
 
 def start_server(runs_root: Path, log_path: Path, *, port: int | None = None
                  ) -> tuple[subprocess.Popen, str]:
-    """Start ``streamlit run app.py`` headless on 127.0.0.1; return the process and its URL."""
+    """Start ``streamlit run serve.py`` (the README's command) headless on 127.0.0.1; return the
+    process and its URL."""
     port = port or free_port()
     env = {**os.environ, "AFLITE_RUNS_DIR": str(runs_root), "AFLITE_AUTORUN": "0",
            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     log = open(log_path, "wb")  # noqa: SIM115 - closed with the process by the caller
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+        [sys.executable, "-m", "streamlit", "run", "serve.py", "--server.headless", "true",
          "--server.port", str(port), "--server.address", "127.0.0.1",
          "--server.fileWatcherType", "none", "--browser.gatherUsageStats", "false"],
         cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,

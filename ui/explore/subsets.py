@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.runs import subsets
-from ui import components, filters, state
+from ui import cache, components, filters, state
 from ui.explore import url_state
 
 PAGE = "explore"
@@ -54,13 +54,15 @@ def open_filter(run: Any, table: pd.DataFrame) -> np.ndarray | None:
         components.show_error(f"The subset {components.md_escape(choice)} cannot be read: "
                               f"{components.md_escape(exc)}")
         return None
-    return np.asarray(table.index.astype(str).isin(pd.Index(ids).astype(str)))
+    return cache.row_index(run.path).id_mask(ids)
 
 
-def save_panel(rows: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> None:
-    """A small form: name the rows shown and save them in the run folder."""
+def save_panel(index: Any, positions: np.ndarray, flt: filters.RowFilter, view: str,
+               run: Any) -> None:
+    """A small form: name the rows shown (``positions`` in the run's rows table, through its
+    :class:`~aflite_core.runs.row_index.RowIndex`) and save them in the run folder."""
     saved = subsets.list_subsets(run.path)
-    title = f"Save these {len(rows):,} rows as a named subset"
+    title = f"Save these {len(positions):,} rows as a named subset"
     with st.expander(title, icon=":material/bookmark_add:"):
         with st.form(state.key(PAGE, "subset_form"), border=False):
             c1, c2 = st.columns([3, 1], vertical_alignment="bottom")
@@ -70,7 +72,7 @@ def save_panel(rows: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) 
             c2.checkbox("Replace if it exists", key=OVERWRITE_KEY)
             submitted = st.form_submit_button("Save subset", icon=":material/save:")
         if submitted:
-            _save(rows, flt, view, run)
+            _save(index.table.index[positions], flt, view, run)
             saved = subsets.list_subsets(run.path)
         if saved:
             st.caption("Saved subsets of this run: " + ", ".join(
@@ -80,13 +82,13 @@ def save_panel(rows: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) 
                        "--what all --out FILE.csv`.")
 
 
-def _save(rows: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> None:
+def _save(row_ids: pd.Index, flt: filters.RowFilter, view: str, run: Any) -> None:
     name = str(state.get(NAME_KEY, "") or "").strip()
     if not name:
         components.show_error("Give the subset a name first.")
         return
     try:
-        subset = subsets.save_subset(run.path, name, rows.index,
+        subset = subsets.save_subset(run.path, name, row_ids,
                                      filter=description(flt, view),
                                      overwrite=bool(state.get(OVERWRITE_KEY, False)))
     except FileExistsError as exc:

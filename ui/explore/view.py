@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ import streamlit as st
 
 from aflite_core.runs import views
 from aflite_core.runs.layout import STATUS_NAMES, STATUSES
-from ui import cache, charts, components, filters, state
+from ui import cache, charts, components, downloads, filters, state
 from ui.explore import subsets as subsets_view
 from ui.explore import url_state
 from ui.report import breakdown as breakdown_view
@@ -307,13 +308,16 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
     descending = c2.toggle("Descending", value=True, key=state.key(PAGE, "desc"))
     page_size = c3.selectbox("Rows per page", [25, 50, 100, 200], index=1,
                              key=state.key(PAGE, "page_size"))
+    index = cache.row_index(run.path)
     try:
-        mask = filters.mask_of(table, flt)
+        mask = filters.mask_of(table, flt, index)
     except filters.SearchError as exc:
         components.show_error(str(exc), hint="Fix the pattern or turn Regex off.")
         return
-    order = cache.sort_order(run.path, sort_by, ascending=not descending)
-    rows = table.iloc[filters.sorted_positions(order, mask)]
+    if view in ("retained", "removed"):
+        mask = mask & index.isin("status", [view])
+    # Positions only: the rows themselves are read for the page shown (and the download).
+    positions = filters.sorted_positions(index.order(sort_by, ascending=not descending), mask)
     columns = shown_columns(table)
     text_cols = components.text_columns(
         [c for c in (run.columns.get("premise"), run.columns.get("hypothesis")) if c])
@@ -321,19 +325,17 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
         left, right = st.columns(2)
         for col, status in ((left, "retained"), (right, "removed")):
             with col:
-                part = rows[rows["status"] == status]
+                part = positions[index.isin("status", [status])[positions]]
                 st.markdown(f"**{status.capitalize()}** ({len(part):,} rows)")
                 st.caption(sort_caption(sort_by, descending, len(part)))
-                _table(part[columns], f"rows_{status}", page_size, text_cols)
+                _table(index, part, columns, f"rows_{status}", page_size, text_cols)
         return
-    if view in ("retained", "removed"):
-        rows = rows[rows["status"] == view]
-    st.markdown(f"**{len(rows):,} rows** match")
-    st.caption(sort_caption(sort_by, descending, len(rows))
+    st.markdown(f"**{len(positions):,} rows** match")
+    st.caption(sort_caption(sort_by, descending, len(positions))
                + " Tick a row to read its full text below the table.")
-    _table(rows[columns], "rows", page_size, text_cols)
-    export_filtered(rows, run, columns)
-    subsets_view.save_panel(rows, flt, view, run)
+    _table(index, positions, columns, "rows", page_size, text_cols)
+    export_filtered(index, positions, run, columns)
+    subsets_view.save_panel(index, positions, flt, view, run)
 
 
 def shown_columns(table: pd.DataFrame) -> list[str]:
@@ -381,25 +383,26 @@ def apply_header_sort(sortable: list[str]) -> None:
         st.session_state[state.key(PAGE, f"{name}_page")] = 1
 
 
-def _table(rows: pd.DataFrame, name: str, page_size: int, text_cols: list[str]) -> None:
-    shown = components.with_row_id(rows)
+def _table(index: Any, positions: np.ndarray, columns: list[str], name: str,
+           page_size: int, text_cols: list[str]) -> None:
+    """One page of the rows at ``positions`` (filtered and sorted), selectable."""
     version = int(state.get(TABLE_VERSION, 0))
-    event = components.paged_table(shown, page_key=state.key(PAGE, f"{name}_page"),
-                                   page_size=page_size, selectable=True, header_sort=True,
-                                   table_key=state.key(PAGE, f"{name}_table:{version}"))
+    page_key = state.key(PAGE, f"{name}_page")
+    start = components.pager(len(positions), page_key=page_key, page_size=page_size)
+    shown = components.with_row_id(index.page(positions, start, start + page_size, columns))
+    event = components.show_page(shown, start=start, n=len(positions), selectable=True,
+                                 header_sort=True,
+                                 table_key=state.key(PAGE, f"{name}_table:{version}"))
     clicked = _selected_column(event)
     if clicked is not None:
         state.put(SORT_REQUEST, "row_id" if clicked == shown.columns[0] else clicked)
         state.put(TABLE_VERSION, version + 1)
         _rerun_rows()
     selected = _selected_position(event)
-    if selected is not None:
-        page = int(state.get(state.key(PAGE, f"{name}_page"), 1) or 1)
-        position = (page - 1) * page_size + selected
-        if position < len(shown):
-            with st.container(border=True):
-                st.caption(f"Full text of row {components.md_escape(shown.iloc[position, 0])}")
-                components.full_text(shown.iloc[position], text_cols)
+    if selected is not None and selected < len(shown):
+        with st.container(border=True):
+            st.caption(f"Full text of row {components.md_escape(shown.iloc[selected, 0])}")
+            components.full_text(shown.iloc[selected], text_cols)
 
 
 def _rerun_rows() -> None:
@@ -429,15 +432,16 @@ def _selected_position(event: Any) -> int | None:
     return int(picked[0]) if picked else None
 
 
-def export_filtered(rows: pd.DataFrame, run: Any, columns: list[str]) -> None:
+def export_filtered(index: Any, positions: np.ndarray, run: Any, columns: list[str]) -> None:
     """Download exactly the rows shown (CSV, spreadsheet-safe): in the table's order, with
-    the table's columns in its order, then the columns it hides."""
-    if rows.empty:
+    the table's columns in its order, then the columns it hides. Streamed: the rows are
+    taken by position, a chunk at a time, when the link is clicked."""
+    if not len(positions):
         return
-    st.download_button(
-        f"Download these {len(rows):,} rows (CSV)",
-        data=lambda: cache.table_view_bytes(rows, columns),
+    digest = hashlib.blake2b(np.ascontiguousarray(positions).tobytes(), digest_size=16)
+    downloads.download(
+        f"Download these {len(positions):,} rows (CSV)",
+        lambda: cache.stream_rows(run.path, positions, columns),
         file_name=f"{run.name}-filtered.csv", mime="text/csv",
-        key=state.key(PAGE, "download_filtered"), icon=":material/download:",
-        on_click="ignore",
-    )
+        key=state.key(PAGE, "download_filtered"),
+        signature=cache.run_signature(run.path, digest.hexdigest(), columns))

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from aflite_core.measures import datamap, pvi
-from ui import cache, charts, components, state
+from ui import cache, charts, components, downloads, state
 
 PAGE = "explore"
 #: Points drawn on the data map (a seeded uniform sample above it; counts stay exact).
@@ -128,11 +128,13 @@ def _counts_and_export(frame: pd.DataFrame, run: Any) -> None:
         return
     region = right.selectbox("Export a region", present, key=state.key(PAGE, "dm_region"))
     ids = frame.loc[(frame["region"] == region).to_numpy(), "row_id"].tolist()
-    right.download_button(
-        f"Download its {len(ids):,} rows (CSV)",
-        data=lambda: cache.export_bytes(run.path, "all", row_ids=ids),
-        file_name=f"{run.name}-datamap-{region}.csv", mime="text/csv",
-        key=state.key(PAGE, "dm_download"), icon=":material/download:", on_click="ignore")
+    with right:
+        downloads.download(
+            f"Download its {len(ids):,} rows (CSV)",
+            lambda: cache.stream_export(run.path, "all", row_ids=ids),
+            file_name=f"{run.name}-datamap-{region}.csv", mime="text/csv",
+            key=state.key(PAGE, "dm_download"),
+            signature=cache.run_signature(run.path, "datamap", region))
 
 
 def measure_filters(table: pd.DataFrame) -> tuple[dict, dict]:

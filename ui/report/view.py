@@ -12,6 +12,7 @@ from aflite_core.measures.baselines import format_figure as baseline_fmt
 from aflite_core.measures.registry import Measure
 from aflite_core.runs import views
 from ui import cache, charts, components, state
+from ui import downloads as streamed
 from ui.report import datamap as datamap_view
 from ui.report import slices as slices_view
 
@@ -375,16 +376,14 @@ def downloads(run: Any) -> None:
     items = [("retained", "Retained CSV", "retained"),
              ("removed", "Removed CSV", "removed"),
              ("scores", "Scores CSV", "scores")]
-    for col, (what, label, stem) in zip(cols, items, strict=False):
-        col.download_button(
-            label, data=lambda what=what: cache.export_bytes(run.path, what),
-            file_name=f"{run.name}-{stem}.csv", mime="text/csv", on_click="ignore",
-            icon=":material/download:", key=state.key(PAGE, f"dl_{what}"))
     if run.cues is not None:
-        cols[3].download_button(
-            "Cue table CSV", data=lambda: cache.export_bytes(run.path, "cues"),
-            file_name=f"{run.name}-cues.csv", mime="text/csv", on_click="ignore",
-            icon=":material/download:", key=state.key(PAGE, "dl_cues"))
+        items.append(("cues", "Cue table CSV", "cues"))
+    for col, (what, label, stem) in zip(cols, items, strict=False):
+        with col:  # streamed from the run's files while the browser saves them
+            streamed.download(label, lambda what=what: cache.stream_export(run.path, what),
+                               file_name=f"{run.name}-{stem}.csv", mime="text/csv",
+                               key=state.key(PAGE, f"dl_{what}"),
+                               signature=cache.run_signature(run.path, what))
     cols[4].download_button(
         "HTML report", data=lambda: cache.report_html(run.path).encode("utf-8"),
         file_name=f"{run.name}-report.html", mime="text/html", on_click="ignore",
