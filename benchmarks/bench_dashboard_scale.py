@@ -1,49 +1,51 @@
-"""Dashboard at SNLI scale: a 550,000-row run open in Explore and Report.
+"""Dashboard at scale: a 550,000- or 1,000,000-row run open in Explore and Report.
 
-Builds a run folder of ``--rows`` rows (default 550,000) *without* running AFLite: the rows of
-``../shared/data/snli/snli_train_sample.csv`` (``split, id, premise, hypothesis, label``)
-repeated with unique ids, fake but plausible scores (about a third removed, removed rows more
-predictable, removal rounds of at most 5,000 rows, most predictable first) and a 2-D
-projection (``projection.parquet``), written with :func:`aflite_core.runs.writer.write_run`.
-Then, each phase in a fresh Python process (``AFLITE_RUNS_DIR`` = the runs root,
-``AFLITE_AUTORUN=0``) so that memory figures do not leak from one phase into the next:
+Builds a run folder of ``--rows`` rows (default 550,000), by default with the **real CLI
+audit** (``python -m aflite_core run``, default parameters) of a seeded SNLI-like input
+(``bench_cues.build``: the rows of ``../shared/data/snli/snli_train_sample.csv`` with light
+seeded perturbation, as bench_pipeline.py builds its sizes), and reports the CLI's wall time
+and peak RSS. ``--build fake`` writes plausible fake scores and a map directly instead
+(seconds; needed by the ``compare`` phase, whose twin run must share the input). Then each
+phase in a fresh Python process (``AFLITE_RUNS_DIR`` = the runs root, ``AFLITE_AUTORUN=0``)
+so that memory figures do not leak from one phase into the next:
 
 ``server``
-    The cached wrappers of :mod:`ui.cache` called directly (cold, then cached):
-    ``open_run``, ``rows_table``, ``predictability_bins``, ``map_points`` (points returned,
-    total, whether it sampled), the map figure at 100k and 25k points with what
-    ``st.plotly_chart`` does to it on every rerun (validation, JSON), and every piece of
-    work one Explore rerun does on the rows table (facets of the filter widgets,
-    ``filters.apply``, ``filters.sort_rows``, ``components.with_row_id``, the page slice, the
-    ids kept for the filtered download), with no filter and with a typical filter; next to
-    them the cheaper alternatives proposed (``unique()``, cached sort positions); and
-    ``cache.duplicate_counts``, which the Report page computes when a run has no
-    duplicates measure.
+    The cached wrappers of :mod:`ui.cache` called directly, cold then cached: ``open_run``,
+    ``rows_table``, the histogram bins, ``map_points`` and the map figure with what
+    ``st.plotly_chart`` does to it on every rerun; the run's ``RowIndex`` and every Explore
+    interaction as ``ui/explore/view.py`` does it (the filter's mask over the decoded
+    columns, the sort's positions, the 50-row page) for no filter, a view, label and status
+    filters, a predictability range, searches (substring, whole-word regex), a sort on a
+    text column and a map selection of 100,000 ids; the removal-rate breakdown; and
+    ``cache.duplicate_counts``, which the Report computes when a run has no duplicates
+    measure.
 ``apptest``
-    ``streamlit.testing.v1.AppTest`` on ``app.py``: the Explore page with the run opened
-    (``app:run_path`` in the session, as ``tests/apptest_support.open_run`` does), first
-    render, cached reruns, a search and the *Removed* view; then the Report page. Asserts no
-    exception, a 50-row page with its "of N" caption, and (above ``MAX_MAP_POINTS``) that
-    the map states its sample.
+    ``streamlit.testing.v1.AppTest`` on ``app.py``: the Explore page with the run opened,
+    first render, cached reruns, a search and the *Removed* view; then the Report page.
+``browser``
+    The README's ``streamlit run serve.py`` on a loopback port and Debian's headless
+    Chromium (Playwright): a first session on the home page (the server "already
+    running"), then sessions opening the run by its link (``/explore?run=NAME``), each timed
+    to the rows table's caption (the page's last element) and to the map drawn; page
+    switches; a search, a narrower search, the *Removed* view and a cleared search typed
+    into the page (time until the count shown changes); the server's RSS (its process tree)
+    with one and three sessions; and the first session's download of every row through the
+    streaming route, read over HTTP while the server's RSS is sampled.
+``export``
+    The downloads as the route streams them, drained in this process: the Report's
+    *Retained CSV* (``cache.stream_export``), Explore's *Download these N rows* for the
+    retained view (every retained row, by position) and for a 5,000-row filter.
 ``compare``
     The Compare page (``app_pages/compare.py``) on the run and a second fake run of the same
-    input written as a Z-filter run (other seed, about a tenth removed, a label-shift table
-    and Z-filter statistics in its summary): the first render (the comparison computed and
-    cached), cached reruns (median, the figure held against the 3 s budget), and a new
-    session's first render with the data cached.
-``export-memory`` / ``export-filtered`` / ``export-stream``
-    The Report page's *Retained CSV* download (``ui.cache.export_bytes``, built in memory);
-    the Explore page's *Download these N rows* (``export_bytes`` with ``row_ids``) for 200
-    and 800 ids, extrapolated to every id (matching ids is O(rows x ids) today, so the
-    real no-filter case would run for most of an hour), the id matching alone, and the
-    same download without ``row_ids``; and, for comparison, the retained export streamed
-    to a file with ``aflite_core.runs.exports.export_run``. Each in its own process.
+    input written as a Z-filter run: first render, cached reruns, a new session
+    (``--build fake`` only).
 
 Every measured step prints its wall time, the resident memory before it, the peak during it
 (``VmHWM`` reset through ``/proc/self/clear_refs`` before the step) and the growth.
 
-Run: ``.venv/bin/python benchmarks/bench_dashboard_scale.py [--rows 550000]
-[--runs-root DIR] [--keep]``. Takes about 1.5-3 minutes on 2 cores; timings depend on the
+Run: ``.venv/bin/python benchmarks/bench_dashboard_scale.py [--rows 1000000] [--build
+audit|fake] [--runs-root DIR --reuse] [--phases server,browser,...]``. At 1,000,000 rows the
+audit takes about 9 minutes on 2 cores and the phases about 3 more; timings depend on the
 machine's load, say so when reporting.
 """
 
@@ -64,7 +66,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -79,7 +83,7 @@ COMPARE_BUDGET_S = 3.0
 COLUMNS = ["split", "id", "premise", "hypothesis", "label"]
 #: Rows removed per fake AFLite round (the issue's k).
 ROUND_SIZE = 5000
-PHASES = ("server", "apptest", "compare", "export-memory", "export-filtered", "export-stream")
+PHASES = ("server", "apptest", "browser", "export", "compare")
 
 sys.path.insert(0, str(REPO_ROOT))
 
@@ -255,10 +259,45 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False,
                      overwrite=True)
 
 
+def audit_run(root: Path, n_rows: int, *, seed: int = 0) -> tuple[Path, dict[str, Any]]:
+    """Audit a seeded SNLI-like input of ``n_rows`` rows with the real CLI (default
+    parameters) into ``root``/:data:`RUN_NAME`; return the run folder and the CLI's wall time
+    and peak RSS.
+
+    The input is ``bench_cues.build`` (the SNLI train sample's rows with light seeded
+    perturbation, the builder bench_pipeline.py uses), written as CSV next to the runs root.
+    """
+    sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
+    from bench_cues import build
+
+    root.mkdir(parents=True, exist_ok=True)
+    data = root.parent / f"snli_like_{n_rows}_seed{seed}.csv"
+    start = time.perf_counter()
+    build(n_rows, seed=seed).to_csv(data, index=False)
+    built = time.perf_counter() - start
+    out = root / RUN_NAME
+    shutil.rmtree(out, ignore_errors=True)
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
+                             str(out)], cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    tail: list[str] = []
+    for line in proc.stderr:  # progress lines; the last ones say what failed, if anything
+        tail = [*tail[-4:], line.rstrip()]
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"the CLI audit failed: {' | '.join(tail)}")
+    info = {"input_csv_s": round(built, 1), "cli_wall_s": round(wall, 1),
+            "cli_peak_rss_mb": round(usage.ru_maxrss / 1024), "input_mb": round(
+                data.stat().st_size / 2**20, 1)}
+    print(f"  CLI audit of {n_rows:,} rows: {info}", flush=True)
+    return out, info
+
+
 # --------------------------------------------------------------------------- phases
 def phase_server(run_path: Path, meter: Meter) -> None:
     """The cached wrappers and one Explore rerun's work on the rows table, directly."""
-    import numpy as np
 
     with meter.step("import ui (streamlit, pandas, plotly)"):
         _quiet_streamlit()
@@ -303,61 +342,56 @@ def phase_server(run_path: Path, meter: Meter) -> None:
 
     label_col = run.columns.get("label")
     text = [c for c in (run.columns.get("premise"), run.columns.get("hypothesis")) if c]
-    # What explore_view.filter_panel computes on every rerun.
-    with meter.step("rerun: filter_panel label values (strip+unique)") as info:
-        labels = sorted(table[label_col].astype(str).str.strip().unique().tolist())
-        info["labels"] = len(labels)
-    with meter.step("rerun: filter_panel statuses present") as info:
-        # As explore_view.filter_panel writes it: set(table["status"]) inside the
-        # comprehension's condition, so the 550k-element set is built once per status.
-        present = [s for s in ("retained", "removed", "warmup", "excluded")
-                   if s in set(table["status"])]
-        info["statuses"] = len(present)
-    with meter.step("proposed: statuses via .unique() once") as info:
-        found = set(table["status"].unique().tolist())
-        info["statuses"] = len([s for s in ("retained", "removed", "warmup", "excluded")
-                                if s in found])
-    with meter.step("rerun: filter_panel removal_round max") as info:
-        info["max_round"] = int(np.nanmax(table["removal_round"].to_numpy(dtype=float)))
+    # One Explore interaction as ui/explore/view.py does it: the filter's mask over the run's
+    # decoded columns (ui.filters.mask_of with the shared RowIndex), the chosen sort's
+    # positions, the 50-row page. Each timed cold (first time for this run) and again.
+    with meter.step("row_index: build (cold)"):
+        index = cache.row_index(run_path)
+    with meter.step("facets: labels, statuses, max round (cold)") as info:
+        info["labels"] = len(index.categories(label_col, strip=True)) if label_col else 0
+        info["statuses"] = len(index.categories("status"))
+        info["max_round"] = index.max_number("removal_round")
 
-    def rows_panel(name: str, flt: Any) -> None:
-        # What explore_view.rows_panel / _table / paged_table / export_filtered do per rerun.
-        with meter.step(f"rerun {name}: filters.apply") as info:
-            rows = filters.apply(table, flt)
-            info["rows"] = len(rows)
-        with meter.step(f"rerun {name}: filters.sort_rows(predictability)"):
-            rows = filters.sort_rows(rows, "predictability", ascending=False)
-        with meter.step(f"rerun {name}: components.with_row_id (whole)"):
-            shown = components.with_row_id(rows)
-        with meter.step(f"rerun {name}: page slice iloc[0:50]") as info:
-            part = shown.iloc[0:50]
-            info["page_rows"] = len(part)
-        with meter.step(f"rerun {name}: export_filtered ids tolist"):
-            ids = rows.index.tolist()
-        del rows, shown, part, ids
+    def interaction(name: str, flt: Any, sort_by: str = "predictability",
+                    view: str = "all") -> None:
+        with meter.step(f"interaction: {name}") as info:
+            mask = filters.mask_of(table, flt, index)
+            if view != "all":
+                mask = mask & index.isin("status", [view])
+            positions = filters.sorted_positions(index.order(sort_by, ascending=False), mask)
+            page = components.with_row_id(index.page(positions, 0, 50))
+            info.update(rows=len(positions), page_rows=len(page))
 
-    rows_panel("no filter", filters.RowFilter(predictability=(0.0, 1.0), label_column=label_col,
-                                              search_columns=text))
-    rows_panel("filtered", filters.RowFilter(
-        statuses=["removed"], labels=["entailment"], label_column=label_col,
-        predictability=(0.5, 1.0), search="dog", search_columns=text))
-    with meter.step("rerun regex search only (\\bdogs?\\b)") as info:
-        info["rows"] = len(filters.apply(table, filters.RowFilter(
-            search=r"\bdogs?\b", regex=True, search_columns=text)))
-    with meter.step("rerun view 'removed' (sort + status mask)") as info:
-        rows = filters.sort_rows(table, "predictability", ascending=False)
-        info["rows"] = len(rows[rows["status"] == "removed"])
-    import numpy as np
+    base = {"predictability": (0.0, 1.0), "label_column": label_col, "search_columns": text}
+    interaction("no filter (cold sort)", filters.RowFilter(**base))
+    interaction("no filter", filters.RowFilter(**base))
+    interaction("view removed", filters.RowFilter(**base), view="removed")
+    interaction("status removed + label (cold codes)", filters.RowFilter(
+        **{**base, "statuses": ["removed"], "labels": ["entailment"]}))
+    interaction("predictability 0.5-1", filters.RowFilter(
+        **{**base, "predictability": (0.5, 1.0)}))
+    interaction("search 'dog' (cold text)", filters.RowFilter(**base, search="dog"))
+    interaction("search 'dog' again (page/sort)", filters.RowFilter(**base, search="dog"))
+    interaction("search 'cat'", filters.RowFilter(**base, search="cat"))
+    interaction("regex \\bdogs?\\b whole word", filters.RowFilter(
+        **base, search=r"dogs?", regex=True, whole_word=True))
+    interaction("everything + search 'man'", filters.RowFilter(
+        **{**base, "statuses": ["removed"], "labels": ["entailment"],
+           "predictability": (0.5, 1.0)}, search="man"))
+    interaction("sort by hypothesis (cold)", filters.RowFilter(**base), sort_by="hypothesis")
+    interaction("sort by hypothesis", filters.RowFilter(**base), sort_by="hypothesis")
+    ids = index.row_ids()[::10].tolist()
+    interaction(f"map selection of {len(ids):,} ids", filters.RowFilter(**base, row_ids=ids))
+    from ui.report import breakdown as breakdown_view
 
-    # The fix proposed for rows_panel: sort positions once per (run, column), cached; per
-    # rerun only a boolean mask over them and the one page taken from the table.
-    with meter.step("proposed: argsort once per (run, column)"):
-        order = np.argsort(-table["predictability"].to_numpy(dtype=float), kind="stable")
-    with meter.step("proposed: per rerun mask[order] + page") as info:
-        mask = table["status"].to_numpy(dtype=object) == "removed"
-        positions = order[mask[order]]
-        info["page_rows"] = len(table.iloc[positions[:50]])
-        info["rows"] = len(positions)
+    with meter.step("breakdown columns (cold)") as info:
+        offered = breakdown_view.columns(run, run_path)
+        info["columns"] = offered
+    for column in offered[:2]:
+        with meter.step(f"breakdown by {column} (cold)") as info:
+            info["values"] = len(breakdown_view.table(run_path, column))
+        with meter.step(f"breakdown by {column} (cached)"):
+            breakdown_view.table(run_path, column)
     with meter.step("Report: duplicate_counts (no duplicates measure)") as info:
         info["rows"] = int(cache.duplicate_counts(run_path).shape[0])
 
@@ -474,55 +508,217 @@ def phase_compare(run_path: Path, meter: Meter) -> None:
         assert_clean(fresh)
 
 
-def phase_export(run_path: Path, meter: Meter, how: str) -> None:
-    """One download as the dashboard builds it (in memory) or streamed to disk."""
+def _drain(chunks: Iterator[bytes], meter_info: dict[str, Any]) -> None:
+    """Consume a streamed download as the server sends it (to nowhere), counting bytes."""
+    size = 0
+    for chunk in chunks:
+        size += len(chunk)
+    meter_info["bytes_mb"] = round(size / 2**20, 1)
+
+
+def phase_export(run_path: Path, meter: Meter) -> None:
+    """The dashboard's downloads, streamed as the download route sends them."""
     _quiet_streamlit()
+    import numpy as np
+
     from aflite_core.runs import exports  # noqa: F401 - imported before the measured step
     from ui import cache
 
-    cache.core("runs").load_run(run_path).summary  # noqa: B018 - warm the imports
-    if how == "memory":
-        with meter.step("Report 'Retained CSV': cache.export_bytes") as info:
-            data = cache.export_bytes(run_path, "retained")
-            info["bytes_mb"] = round(len(data) / 2**20, 1)
-    elif how == "filtered":
-        # Explore's "Download these N rows" passes the filtered ids (all of them when nothing
-        # is filtered). exports.iter_row_chunks matches them with np.isin on object arrays,
-        # which numpy does with one full-array comparison per wanted id: O(N x M). Measured
-        # on small M and extrapolated; the full 550k would run for hours.
-        import numpy as np
-        import pandas as pd
+    cache.open_run(run_path).summary  # noqa: B018 - warm the imports
+    with meter.step("Report 'Retained CSV' streamed (stream_export)") as info:
+        _drain(cache.stream_export(run_path, "retained"), info)
+    table = cache.rows_table(run_path)
+    index = cache.row_index(run_path)
+    columns = list(table.columns)
+    retained = index.isin("status", ["retained"])
+    order = index.order("predictability", ascending=False)
+    positions = order[retained[order]]
+    with meter.step("Explore 'Download these N rows', retained view") as info:
+        _drain(cache.stream_rows(run_path, positions, columns), info)
+        info["rows"] = len(positions)
+    few = positions[:: max(1, len(positions) // 5_000)]
+    with meter.step("Explore download, a 5,000-row filter") as info:
+        _drain(cache.stream_rows(run_path, np.sort(few), columns), info)
+        info["rows"] = len(few)
 
-        ids = pd.read_parquet(run_path / "scores.parquet", columns=["row_id"])["row_id"]
-        every = ids.tolist()
-        per_id = []
-        for m in (200, 800):
-            wanted = every[:: max(1, len(every) // m)][:m]
-            with meter.step(f"Explore download, {m} filtered ids") as info:
-                data = cache.export_bytes(run_path, "all", row_ids=wanted)
-                info.update(rows=m, bytes_mb=round(len(data) / 2**20, 2))
-            per_id.append(meter.results[f"Explore download, {m} filtered ids"]["seconds"])
-        slope = (per_id[1] - per_id[0]) / 600
-        estimate = {"seconds_per_id": round(slope, 5),
-                    "extrapolated_all_ids_s": round(per_id[0] + slope * (len(every) - 200))}
-        meter.results["Explore download, extrapolated to every id"] = estimate
-        print(f"  {'Explore download, extrapolated to all ids':<44} {estimate}")
-        scores_ids = ids.to_numpy(dtype=object)
-        with meter.step(f"np.isin({len(every):,} object ids, 800 ids) (now)"):
-            np.isin(scores_ids, np.array(every[:800], dtype=object))
-        with meter.step("proposed: Series.isin(all ids) (hash)") as info:
-            info["kept"] = int(ids.isin(every).sum())
-        with meter.step("Explore download, no filter, if fixed") as info:
-            data = cache.export_bytes(run_path, "all")
-            info.update(rows=len(every), bytes_mb=round(len(data) / 2**20, 1))
-    else:
-        from aflite_core.runs.exports import export_run
 
-        with tempfile.TemporaryDirectory(prefix="bench-export-") as tmp:
-            out = Path(tmp) / "retained.csv"
-            with meter.step("retained CSV streamed: exports.export_run") as info:
-                result = export_run(run_path, "retained", out)
-                info.update(rows=result.n_rows, bytes_mb=round(out.stat().st_size / 2**20, 1))
+def _tree_rss_mb(pid: int) -> float:
+    """Resident memory of a process and its descendants, MiB."""
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        match = re.search(r"^VmRSS:\s+(\d+)\s+kB", status, flags=re.MULTILINE)
+        total += int(match.group(1)) / 1024 if match else 0.0
+        todo.extend(int(c) for c in children)
+    return total
+
+
+def _rows_match(page: Any) -> str:
+    """The Explore table's "N rows match" line as the page shows it now ('' if none)."""
+    found = page.get_by_text(re.compile(r"^[\d,]+ rows match$"))
+    try:
+        return found.first.inner_text(timeout=200) if found.count() else ""
+    except Exception:  # noqa: BLE001 - the page is redrawing: nothing to read yet
+        return ""
+
+
+def _wait_change(page: Any, before: str, timeout_s: float = 60.0) -> str:
+    """Poll until the "N rows match" line differs from ``before``; return it."""
+    end = time.perf_counter() + timeout_s
+    while time.perf_counter() < end:
+        now = _rows_match(page)
+        if now and now != before:
+            return now
+        page.wait_for_timeout(25)
+    raise AssertionError(f"the rows count did not change from {before!r}")
+
+
+def phase_browser(run_path: Path, meter: Meter) -> None:
+    """The dashboard as a user meets it: ``streamlit run serve.py`` on this machine, the run
+    opened by link in headless Chromium (Debian's), sessions one after the other, page
+    switches, filters typed into the page, and the server's memory (its process tree)."""
+    import statistics as stats
+
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.e2e.conftest import start_server, stop_server, wait_healthy
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        raise RuntimeError("Debian's chromium is not installed (apt-get install chromium)")
+    log = Path(tempfile.mkdtemp(prefix="bench-browser-")) / "streamlit.log"
+    process, url = start_server(run_path.parent, log)
+    link = f"{url}/explore?run={run_path.name}"
+    timeout = 300_000
+    try:
+        with meter.step("server start (healthy)") as info:
+            info["healthy_s"] = round(wait_healthy(url, process, timeout=120), 2)
+        meter.results["server RSS idle"] = {"rss_mb": round(_tree_rss_mb(process.pid), 1)}
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=chromium, args=[
+                "--headless", "--no-sandbox", "--disable-gpu",
+                "--disable-background-networking"])
+            pages = []
+
+            def open_session(name: str) -> Any:
+                """A new browser context opens the run by its link. Interactive: the rows
+                table's caption is drawn (the page's last element: every widget above it is
+                usable); the map is timed too, scrolled into view (Plotly draws there)."""
+                page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+                page.set_default_timeout(timeout)
+                start = time.perf_counter()
+                page.goto(link)
+                page.get_by_text(re.compile(r"^Rows 1–50 of [\d,]+$")).first.wait_for()
+                seconds = time.perf_counter() - start
+                charts = page.locator("[data-testid='stPlotlyChart']")
+                charts.nth(2).scroll_into_view_if_needed()
+                charts.nth(2).locator(".js-plotly-plot").wait_for()
+                map_s = time.perf_counter() - start
+                record = {"seconds": round(seconds, 2), "map_drawn_s": round(map_s, 2),
+                          "server_rss_mb": round(_tree_rss_mb(process.pid), 1)}
+                meter.results[f"Explore interactive, {name}"] = record
+                print(f"  {'Explore interactive, ' + name:<44} {seconds:8.2f} s (map drawn "
+                      f"{map_s:.2f} s), server RSS {record['server_rss_mb']} MiB", flush=True)
+                pages.append(page)
+                return page
+
+            # The server is already running and has served a session (the issue's setting):
+            # its imports and the bundled sample are loaded; this run is not opened yet.
+            warm = browser.new_context().new_page()
+            warm.set_default_timeout(timeout)
+            start = time.perf_counter()
+            warm.goto(url)
+            warm.get_by_text("The bundled sample is loaded.").wait_for()
+            meter.results["server warm-up: a first session on the home page"] = {
+                "seconds": round(time.perf_counter() - start, 2)}
+            warm.context.close()
+            meter.results["server RSS before the run is opened"] = {
+                "rss_mb": round(_tree_rss_mb(process.pid), 1)}
+            first = open_session("first session (cold)")
+            shots = Path(os.environ.get("BENCH_SCREENSHOTS", tempfile.gettempdir()))
+            first.screenshot(path=str(shots / "bench-scale-explore.png"), full_page=False)
+            page = open_session("second session")
+            switches = []
+            for target, ready in (("Report", "Downloads"), ("Explore", None),
+                                  ("Cues", None), ("Explore", None)):
+                start = time.perf_counter()
+                page.get_by_test_id("stSidebarNav").get_by_text(target, exact=True).click()
+                if ready:
+                    page.get_by_role("heading", name=ready).wait_for()
+                elif target == "Explore":
+                    page.get_by_text(re.compile(r"^Rows 1–50 of [\d,]+$")).first.wait_for()
+                else:
+                    page.get_by_role("heading", name=target, exact=True).wait_for()
+                switches.append(time.perf_counter() - start)
+                print(f"  page switch to {target:<30} {switches[-1]:8.2f} s", flush=True)
+            meter.results["page switch median"] = {"seconds": round(stats.median(switches), 2),
+                                                   "each_s": [round(v, 2) for v in switches]}
+            # interactions typed into the page: the time until the count shown changes
+            page.wait_for_timeout(1500)
+            search = page.get_by_label("Search the text")
+            for name, action in (
+                    ("search 'dog'", lambda: (search.fill("dog"), search.press("Enter"))),
+                    ("search 'dog man'", lambda: (search.fill("dog man"),
+                                                  search.press("Enter"))),
+                    ("view Removed", lambda: page.get_by_test_id("stButtonGroup").filter(
+                        has_text="side by side").get_by_text("Removed", exact=True).click()),
+                    ("search cleared", lambda: (search.fill(""), search.press("Enter")))):
+                before = _rows_match(page)
+                start = time.perf_counter()
+                action()
+                after = _wait_change(page, before)
+                seconds = time.perf_counter() - start
+                meter.results[f"browser: {name}"] = {"seconds": round(seconds, 3),
+                                                     "shown": after}
+                print(f"  browser: {name:<35} {seconds:8.3f} s  ({before} -> {after})",
+                      flush=True)
+            open_session("third session")
+            meter.results["server RSS, three sessions open"] = {
+                "rss_mb": round(_tree_rss_mb(process.pid), 1)}
+            print(f"  server RSS, three sessions open: "
+                  f"{meter.results['server RSS, three sessions open']['rss_mb']} MiB")
+            # the streamed download of the first session's table (every row), over HTTP
+            href = first.get_by_role("link", name=re.compile(r"^Download these")).first \
+                .get_attribute("href")
+            peak = {"rss": 0.0}
+            done = threading.Event()
+
+            def sample() -> None:
+                while not done.is_set():
+                    peak["rss"] = max(peak["rss"], _tree_rss_mb(process.pid))
+                    time.sleep(0.1)
+
+            before_rss = _tree_rss_mb(process.pid)
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            start = time.perf_counter()
+            size = 0
+            with urllib.request.urlopen(url + href, timeout=600) as response:
+                header = response.readline()
+                size += len(header)
+                lines = 0
+                while chunk := response.read(1 << 20):
+                    size += len(chunk)
+                    lines += chunk.count(b"\r\n")
+            seconds = time.perf_counter() - start
+            done.set()
+            sampler.join()
+            meter.results["download every row of the table (HTTP, streamed)"] = {
+                "seconds": round(seconds, 2), "bytes_mb": round(size / 2**20, 1),
+                "server_rss_before_mb": round(before_rss, 1),
+                "server_peak_growth_mb": round(peak["rss"] - before_rss, 1),
+                "header": header.decode("utf-8", "replace").strip()[:80]}
+            print(f"  download every row over HTTP: {seconds:.1f} s, {size / 2**20:.0f} MiB, "
+                  f"server RSS +{peak['rss'] - before_rss:.0f} MiB at peak", flush=True)
+            browser.close()
+    finally:
+        stop_server(process)
 
 
 def run_phase(phase: str, run_path: Path) -> dict[str, Any]:
@@ -535,8 +731,10 @@ def run_phase(phase: str, run_path: Path) -> dict[str, Any]:
         phase_apptest(run_path, meter)
     elif phase == "compare":
         phase_compare(run_path, meter)
+    elif phase == "export":
+        phase_export(run_path, meter)
     else:
-        phase_export(run_path, meter, phase.split("-", 1)[1])
+        phase_browser(run_path, meter)
     return {"steps": meter.results, "phase_seconds": round(time.perf_counter() - started, 2),
             "process_peak_rss_mb": round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
@@ -571,7 +769,7 @@ def _findings(results: dict[str, Any]) -> list[str]:
                 out.append(f"SLOW (>2 s) {phase}: {name} {rec['seconds']} s")
             if rec.get("peak_growth_mb", 0) > 500:
                 out.append(f"MEMORY {phase}: {name} +{rec['peak_growth_mb']} MiB peak")
-            if "bytes_mb" in rec and ("export_bytes" in name or "download" in name):
+            if "bytes_mb" in rec and "export_bytes" in name:
                 out.append(f"IN MEMORY {phase}: {name} holds {rec.get('bytes_mb')} MiB of CSV "
                            f"(peak +{rec.get('peak_growth_mb')} MiB)")
     return out
@@ -580,7 +778,10 @@ def _findings(results: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Build the run (unless given), run every phase in a child process, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=550_000, help="rows of the fake run")
+    parser.add_argument("--rows", type=int, default=550_000, help="rows of the run")
+    parser.add_argument("--build", choices=("audit", "fake"), default="audit",
+                        help="audit: the real CLI audit of a seeded SNLI-like input (default); "
+                             "fake: plausible fake scores and map written directly (seconds)")
     parser.add_argument("--runs-root", type=Path, default=None,
                         help="write the run here (default: a temporary folder, removed)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary runs root")
@@ -621,11 +822,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.reuse and (run_path / "summary.json").is_file():
             print(f"reusing {run_path}")
         else:
-            print(f"building a {args.rows:,}-row run in {root} ...", flush=True)
+            print(f"building a {args.rows:,}-row run ({args.build}) in {root} ...", flush=True)
             start = time.perf_counter()
-            run_path = build_run(root, args.rows, row_csvs=args.row_csvs)
+            if args.build == "audit":
+                run_path, results["cli_audit"] = audit_run(root, args.rows)
+            else:
+                run_path = build_run(root, args.rows, row_csvs=args.row_csvs)
             results["build_run_s"] = round(time.perf_counter() - start, 2)
             print(f"  built in {results['build_run_s']} s")
+        if "compare" in phases and args.build == "audit":
+            print("  compare: needs a twin of the same input; run it with --build fake")
+            phases = [p for p in phases if p != "compare"]
         if "compare" in phases and not (args.reuse and (
                 root / COMPARE_RUN_NAME / "summary.json").is_file()):
             start = time.perf_counter()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,13 @@ from aflite_core.runs.views import AUDIT_COLUMNS  # noqa: F401 - re-exported for
 
 #: Largest decompressed input accepted from an upload (a gzip bomb stops reading here).
 MAX_DATASET_BYTES = 1 << 30
-#: Points drawn on the map before it is downsampled (the sampling is stated on the page; a
-#: box, a lasso or a region's name still selects from every row). ``AFLITE_MAP_MAX_POINTS``
-#: sets it, for a slow browser or a test of the sampled map.
-MAX_MAP_POINTS = int(os.environ.get("AFLITE_MAP_MAX_POINTS", "") or 100_000)
+#: Points drawn on the map before it is downsampled (the sampling is stated on the page, a
+#: density image of every row lies beneath, and a box, a lasso or a region's name still
+#: selects from every row). 30,000: at 100,000 building and sending the figure took 0.85 s
+#: of every rerun and the browser's drawing several seconds more at 1M rows
+#: (benchmarks/bench_dashboard_scale.py). ``AFLITE_MAP_MAX_POINTS`` sets it, for a fast or
+#: slow browser or a test of the sampled map.
+MAX_MAP_POINTS = int(os.environ.get("AFLITE_MAP_MAX_POINTS", "") or 30_000)
 
 
 def digest(data: bytes) -> str:
@@ -233,7 +237,13 @@ def rows_table(path: str | Path) -> pd.DataFrame:
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _row_index(path: str, stamp: float) -> RowIndex:
-    return RowIndex(_rows_table(path, stamp))
+    index = RowIndex(_rows_table(path, stamp))
+    label = _open_run(path, stamp).columns.get("label")
+    # What the first filters ask for, decoded while the first page draws the charts.
+    threading.Thread(target=index.warm, name="row-index-warm", daemon=True, kwargs={
+        "codes": [("status", False), *([(label, True)] if label else [])],
+        "orders": [("predictability", False)]}).start()
+    return index
 
 
 def row_index(path: str | Path) -> RowIndex:
@@ -242,15 +252,6 @@ def row_index(path: str | Path) -> RowIndex:
     and sort are one vectorised pass over them (``ui.filters``)."""
     path = Path(path)
     return _row_index(str(path.resolve()), _stamp(path))
-
-
-def sort_order(path: str | Path, column: str, *, ascending: bool) -> np.ndarray:
-    """Row positions of :func:`rows_table` sorted by ``column`` (stable, missing last).
-
-    Kept per run, column and direction (:meth:`RowIndex.order`), so paging and filtering a
-    large run does not sort it again on every rerun. Read-only.
-    """
-    return row_index(path).order(column, ascending=ascending)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

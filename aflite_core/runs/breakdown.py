@@ -34,6 +34,28 @@ def _filtered(table: pd.DataFrame) -> pd.DataFrame:
     return table[table["status"].astype(str).isin(["retained", "removed"])]
 
 
+def _n_text_values(values: pd.Series, max_values: int) -> int:
+    """``values.astype(str).nunique(dropna=False)``, or any number above ``max_values`` when
+    that one is, without converting a million values to text when the raw values settle it.
+
+    Converting integers, booleans or (non-object) strings to text neither merges nor splits
+    values, so their distinct raw values are converted alone. Numbers never merge as text
+    (they may split: ``-0.0`` and ``0.0``), so more than ``max_values`` distinct numbers are
+    more as text too. Anything else (floats with few values, mixed objects such as ``1``,
+    ``1.0`` and ``"1"``) is converted whole.
+    """
+    n_raw = int(values.nunique(dropna=False))
+    plain = (pd.api.types.is_integer_dtype(values) or pd.api.types.is_bool_dtype(values)
+             or (pd.api.types.is_string_dtype(values)
+                 and not pd.api.types.is_object_dtype(values)))
+    if n_raw <= max_values and plain:
+        return int(pd.Series(values.drop_duplicates().to_numpy(dtype=object)).astype(str)
+                   .nunique(dropna=False))
+    if n_raw > max_values and (plain or pd.api.types.is_numeric_dtype(values)):
+        return n_raw
+    return int(values.astype(str).nunique(dropna=False))
+
+
 def breakdown_columns(table: pd.DataFrame, *, max_values: int = MAX_VALUES,
                       exclude: Iterable[str] = ()) -> list[str]:
     """Columns worth a breakdown: 2 to ``max_values`` distinct values among filtered rows.
@@ -58,7 +80,7 @@ def breakdown_columns(table: pd.DataFrame, *, max_values: int = MAX_VALUES,
     for column in table.columns:
         if column in skip:
             continue
-        n_values = rows[column].astype(str).nunique(dropna=False)
+        n_values = _n_text_values(rows[column], max_values)
         if 2 <= n_values <= max_values:
             out.append(str(column))
     return out

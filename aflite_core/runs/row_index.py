@@ -56,6 +56,21 @@ class RowIndex:
         self._searches: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._ids: pd.Index | None = None
 
+    def warm(self, *, codes: Sequence[tuple[str, bool]] = (),
+             orders: Sequence[tuple[str, bool]] = (), ids: bool = True) -> None:
+        """Decode ahead what the first interactions will ask for: ``codes`` as (column,
+        strip), sort ``orders`` as (column, ascending), and the row ids' lookup table (its
+        first use costs about 0.4 s per million rows). Columns not in the table are
+        skipped. Meant for a background thread while the first page is drawn."""
+        for column, strip in codes:
+            if column in self.table:
+                self.codes(column, strip=strip)
+        for column, ascending in orders:
+            self.order(column, ascending=ascending)
+        if ids and self.n_rows:
+            found = self.row_ids()
+            found.get_indexer(found[:1])  # builds the hash table
+
     # ------------------------------------------------------------------ decoded columns
     def codes(self, column: str, *, strip: bool = False) -> tuple[np.ndarray, list[str]]:
         """``column`` as text (``astype(str)``, stripped with ``strip``) factorised: int32
@@ -90,13 +105,11 @@ class RowIndex:
                 self._numbers[column] = values.to_numpy(dtype=np.float64, na_value=np.nan)
             return self._numbers[column]
 
-    def text(self, column: str) -> pa.Array:
+    def text(self, column: str) -> pa.Array | pa.ChunkedArray:
         """``column`` as an Arrow ``large_string`` array (missing values are empty)."""
         with self._lock:
             if column not in self._texts:
-                values = self.table[column].astype("string").fillna("")
-                self._texts[column] = pa.array(values.to_numpy(dtype=object),
-                                               type=pa.large_string())
+                self._texts[column] = _as_arrow_text(self.table[column])
             return self._texts[column]
 
     def row_ids(self) -> pd.Index:
@@ -171,3 +184,18 @@ class RowIndex:
         """The rows at ``positions[start:stop]`` (one page of a filtered, sorted view)."""
         part = self.table.iloc[np.asarray(positions[start:stop])]
         return part if columns is None else part[list(columns)]
+
+
+def _as_arrow_text(values: pd.Series) -> pa.Array | pa.ChunkedArray:
+    """A text column as Arrow ``large_string``, missing values empty. pandas' Arrow-backed
+    strings (the default ``str`` dtype of pandas 3 with pyarrow) are taken without a copy;
+    anything else is converted value by value (0.4-0.5 s per million rows)."""
+    if isinstance(values.dtype, pd.StringDtype) and hasattr(values.array, "__arrow_array__"):
+        try:
+            arrow = pa.array(values.array)
+            if pa.types.is_string(arrow.type) or pa.types.is_large_string(arrow.type):
+                return pc.fill_null(arrow.cast(pa.large_string()), "")
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            pass
+    text = values.astype("string").fillna("")
+    return pa.array(text.to_numpy(dtype=object), type=pa.large_string())

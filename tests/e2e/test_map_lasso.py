@@ -1,7 +1,7 @@
 """A lasso on a sampled map selects every row inside it, not only the drawn sample.
 
 The server draws at most 1,200 points (``AFLITE_MAP_MAX_POINTS``) of a 4,000-row run, the way
-it draws 100,000 of a larger one. A lasso drawn in Chromium must filter the table to every row
+it draws 30,000 of a larger one. A lasso drawn in Chromium must filter the table to every row
 whose map point is inside the lasso: the count the page shows is compared with the count of
 rows of ``projection.parquet`` inside the lasso's path (read back from the Plotly figure),
 computed here with a ray-casting test of the test's own.

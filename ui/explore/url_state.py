@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from aflite_core.runs.row_index import RowIndex
 from ui import state
 
 PAGE = "explore"
@@ -193,19 +194,20 @@ def decode(params: Mapping[str, list[str]], *, bounds: Mapping[str, tuple] | Non
     return out
 
 
-def bounds_of(table: pd.DataFrame) -> dict[str, tuple]:
+def bounds_of(table: pd.DataFrame, index: RowIndex | None = None) -> dict[str, tuple]:
     """The slider ranges of the Explore page for ``table`` (rounds, PVI), as its widgets
-    compute them."""
+    compute them (from ``index``, the run's decoded columns, when given)."""
+    index = index if index is not None else RowIndex(table)
     out: dict[str, tuple] = {"pred": (0.0, 1.0)}
     if "removal_round" in table and len(table):
-        top = pd.to_numeric(table["removal_round"], errors="coerce").max()
-        max_round = int(top) if pd.notna(top) else 0
+        top = index.max_number("removal_round")
+        max_round = int(top) if top is not None else 0
         if max_round >= 1:
             out["rounds"] = (1, max(max_round, 2))
     from aflite_core.measures import pvi
 
     if pvi.COLUMN in table:
-        column = pd.to_numeric(table[pvi.COLUMN], errors="coerce").to_numpy(dtype=float)
+        column = index.numbers(pvi.COLUMN)
         finite = column[np.isfinite(column)]
         if len(finite):
             out["pvi"] = (float(np.floor(finite.min())), float(np.ceil(finite.max())))
@@ -220,7 +222,7 @@ def _current() -> dict[str, list[str]]:
     return {name: list(params.get_all(name)) for name in params if name in NAMES}
 
 
-def restore_explore(table: pd.DataFrame) -> bool:
+def restore_explore(table: pd.DataFrame, index: RowIndex | None = None) -> bool:
     """Set the Explore widgets from the URL (before they are drawn); once per link.
 
     Returns
@@ -231,16 +233,17 @@ def restore_explore(table: pd.DataFrame) -> bool:
     current = _current()
     if not current or current == state.get(_APPLIED):
         return False
-    for key, value in decode(current, bounds=bounds_of(table)).items():
+    for key, value in decode(current, bounds=bounds_of(table, index)).items():
         st.session_state[key] = value
     state.put(_APPLIED, current)
     return True
 
 
-def sync_explore(table: pd.DataFrame, run_path: Any) -> dict[str, list[str]]:
+def sync_explore(table: pd.DataFrame, run_path: Any, index: RowIndex | None = None
+                 ) -> dict[str, list[str]]:
     """Write the Explore widgets' state (and the open run) to the URL; return it."""
     values = {k: v for k, v in st.session_state.items() if str(k).startswith(f"{PAGE}:")}
-    wanted = encode(values, defaults=bounds_of(table))
+    wanted = encode(values, defaults=bounds_of(table, index))
     run_name = run_param(run_path)
     if run_name:
         wanted = {RUN_PARAM: [run_name], **wanted}

@@ -224,21 +224,22 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
     whole_word = c4.toggle("Whole word", key=state.key(PAGE, "whole_word"),
                            help="'dog' finds 'a dog.' but not 'dogs' or 'hotdog'.")
     c1, c2, c3, c4 = st.columns(4)
+    index = cache.row_index(path)  # the run's decoded columns: no pass over the rows here
     labels: list[str] = []
     if label_col and label_col in table:
-        values = sorted(table[label_col].astype(str).str.strip().unique().tolist())
+        values = index.categories(label_col, strip=True)
         if len(values) <= 200:
             labels = c1.multiselect("Labels", values, key=state.key(PAGE, "labels"))
     statuses = []
     if view == "all":
-        found = set(table["status"].unique().tolist())
+        found = set(index.categories("status"))
         present = [s for s in STATUSES if s in found]
         statuses = c2.multiselect("Status", present, key=state.key(PAGE, "status"),
                                   format_func=STATUS_NAMES.get)
     pred = c3.slider("Predictability", 0.0, 1.0, (0.0, 1.0), 0.05,
                      key=state.key(PAGE, "pred"))
-    top = pd.to_numeric(table["removal_round"], errors="coerce").max() if len(table) else None
-    max_round = int(top) if top is not None and pd.notna(top) else 0
+    top = index.max_number("removal_round") if len(table) else None
+    max_round = int(top) if top is not None else 0
     round_range = None
     if max_round >= 1:
         chosen = c4.slider("Removal round", 1, max(max_round, 2), (1, max(max_round, 2)),
@@ -256,7 +257,7 @@ def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.Row
                                          subsets_view.open_filter(run, table))
     flt.extra_mask = slices_view.combine(
         flt.extra_mask, slices_view.explore_filter(run, path, len(table)))
-    flt.ranges, flt.values = datamap_view.measure_filters(table)
+    flt.ranges, flt.values = datamap_view.measure_filters(table, index)
     flt.values = {**flt.values, **breakdown_view.explore_filter(run, path)}
     return flt, view
 
@@ -287,7 +288,7 @@ def table_section(table: pd.DataFrame, run: Any, path: Any, selected: list | Non
     """Filters and the paged tables, as a fragment.
 
     Searching, filtering, sorting and paging rerun only this part of the page, not the
-    charts and the (up to 100,000-point) map above it.
+    charts and the (up to 30,000-point) map above it.
     """
     flt, view = filter_panel(table, run, path)
     if selected is not None:
@@ -295,7 +296,7 @@ def table_section(table: pd.DataFrame, run: Any, path: Any, selected: list | Non
         st.info(f"Showing only the {len(selected):,} rows selected on the map.",
                 icon=":material/select:")
     rows_panel(table, flt, view, run)
-    url_state.sync_explore(table, path)
+    url_state.sync_explore(table, path, cache.row_index(path))
 
 
 def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any) -> None:

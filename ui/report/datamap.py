@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from aflite_core.measures import datamap, pvi
+from aflite_core.runs.row_index import RowIndex
 from ui import cache, charts, components, downloads, state
 
 PAGE = "explore"
@@ -137,11 +138,13 @@ def _counts_and_export(frame: pd.DataFrame, run: Any) -> None:
             signature=cache.run_signature(run.path, "datamap", region))
 
 
-def measure_filters(table: pd.DataFrame) -> tuple[dict, dict]:
-    """Explore filters on the measures' row columns: a PVI range and data-map regions.
+def measure_filters(table: pd.DataFrame, index: Any = None) -> tuple[dict, dict]:
+    """Explore filters on the measures' row columns: a PVI range and data-map regions
+    (their bounds and values from ``index``, the run's decoded columns, when given).
 
     Returns ``(ranges, values)`` for :class:`ui.filters.RowFilter`.
     """
+    index = index if index is not None else RowIndex(table)
     ranges: dict[str, tuple[float, float]] = {}
     values: dict[str, list[str]] = {}
     has_pvi = pvi.COLUMN in table
@@ -150,7 +153,7 @@ def measure_filters(table: pd.DataFrame) -> tuple[dict, dict]:
         return ranges, values
     c1, c2 = st.columns(2)
     if has_pvi:
-        column = pd.to_numeric(table[pvi.COLUMN], errors="coerce").to_numpy(dtype=float)
+        column = index.numbers(pvi.COLUMN)
         finite = column[np.isfinite(column)]
         if len(finite):
             lo, hi = float(np.floor(finite.min())), float(np.ceil(finite.max()))
@@ -161,8 +164,8 @@ def measure_filters(table: pd.DataFrame) -> tuple[dict, dict]:
             if chosen != (lo, hi):
                 ranges[pvi.COLUMN] = chosen
     if has_region:
-        regions = [r for r in datamap.REGIONS
-                   if (table[REGION_COLUMN].astype(str) == r).any()]
+        found = set(index.categories(REGION_COLUMN))
+        regions = [r for r in datamap.REGIONS if r in found]
         values[REGION_COLUMN] = c2.multiselect(
             "Data-map region (the run's thresholds)", regions,
             key=state.key(PAGE, "dm_regions"))
