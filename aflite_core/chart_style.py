@@ -111,10 +111,11 @@ def rounds_figure(history: Any, *, step: str = "round") -> Any:
 
 
 def add_region_labels(fig: Any, regions: Any, *, name: str = "regions") -> None:
-    """Each region's name at its centre: a clickable diamond (one WebGL trace, ``customdata``
-    the region id, so a click can select the region) and the name above it as an annotation,
+    """Each region's name at its centre: a clickable diamond (one trace, ``customdata`` the
+    region id, so a click can select the region) and the name above it as an annotation,
     which stays readable on top of the WebGL points (a text trace would be drawn beneath
-    them)."""
+    them). The diamonds are WebGL only when the map's points are (an SVG trace would lie
+    beneath them); on an SVG map they are SVG too, so the page creates no WebGL context."""
     import numpy as np
     import pandas as pd
     import plotly.graph_objects as go
@@ -124,7 +125,8 @@ def add_region_labels(fig: Any, regions: Any, *, name: str = "regions") -> None:
              f"{'' if pd.isna(s) else f'{s:.0%} removed, '}mostly {chart_text(t)}"
              for r, w, n, s, t in zip(regions["region"], regions["top_words"], regions["rows"],
                                       removed, regions["top_label"], strict=True)]
-    fig.add_trace(go.Scattergl(
+    webgl = any(getattr(trace, "type", "") == "scattergl" for trace in fig.data)
+    fig.add_trace((go.Scattergl if webgl else go.Scatter)(
         x=regions["x"], y=regions["y"], mode="markers", name=name,
         marker={"size": 11, "color": "white", "symbol": "diamond",
                 "line": {"width": 1.5, "color": "#111111"}},

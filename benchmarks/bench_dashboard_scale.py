@@ -534,11 +534,11 @@ def phase_export(run_path: Path, meter: Meter) -> None:
     order = index.order("predictability", ascending=False)
     positions = order[retained[order]]
     with meter.step("Explore 'Download these N rows', retained view") as info:
-        _drain(cache.stream_rows(run_path, positions, columns), info)
+        _drain(cache.stream_rows(table, positions, columns), info)
         info["rows"] = len(positions)
     few = positions[:: max(1, len(positions) // 5_000)]
     with meter.step("Explore download, a 5,000-row filter") as info:
-        _drain(cache.stream_rows(run_path, np.sort(few), columns), info)
+        _drain(cache.stream_rows(table, np.sort(few), columns), info)
         info["rows"] = len(few)
 
 

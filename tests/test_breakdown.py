@@ -58,3 +58,32 @@ def test_offered_columns_have_few_values_and_missing_values_form_a_group(planted
         removal_breakdown(planted, "nope")
     with pytest.raises(ValueError, match="status"):
         removal_breakdown(planted.drop(columns="status"), "genre")
+
+
+def test_offered_columns_are_those_of_the_text_values_whatever_the_dtype():
+    """The columns offered are counted on the values as text (``astype(str)``), also when a
+    shortcut decides from the raw values: numbers that differ only as text (-0.0 and 0.0),
+    mixed objects that merge as text (1 and "1"), many integers, missing values."""
+    n = 600
+    rng = np.random.default_rng(3)
+    table = pd.DataFrame({
+        "status": rng.choice(["retained", "removed"], n),
+        "signed_zero": rng.choice([-0.0, 0.0], n),            # 1 raw value, 2 as text
+        "merging": rng.choice(np.array([1, "1"], dtype=object), n),  # 2 raw, 1 as text
+        "many_ints": np.arange(n),                             # too many
+        "few_ints": rng.integers(0, 4, n),
+        "strings": pd.array(rng.choice(["a", "b", None], n), dtype="string"),
+        "floats_many": rng.random(n),
+        "objects_many": np.array([i % 60 if i % 2 else str(i % 60) for i in range(n)],
+                                 dtype=object),                # 60 raw + text merge to 60
+    })
+
+    def reference(frame: pd.DataFrame, max_values: int) -> list[str]:
+        rows = frame[frame["status"].isin(["retained", "removed"])]
+        return [c for c in frame.columns if c != "status"
+                and 2 <= rows[c].astype(str).nunique(dropna=False) <= max_values]
+
+    for max_values in (2, 3, 50, 70):
+        assert breakdown_columns(table, max_values=max_values) == reference(table, max_values)
+    assert "signed_zero" in breakdown_columns(table) and "merging" not in breakdown_columns(
+        table)

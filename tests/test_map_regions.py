@@ -235,3 +235,21 @@ def test_a_click_on_a_region_name_selects_the_region_and_a_drawn_box_does_not():
     assert charts.clicked_region(None) is None
     assert charts.clicked_region({"selection": {"points": [{"customdata": ["r1", "a"]}]}}) \
         is None
+
+
+def test_region_diamonds_use_webgl_only_on_a_webgl_map():
+    """A small map is SVG; its diamonds must be SVG too, or the page would start a WebGL
+    context for a handful of points. On a WebGL map they are WebGL, or they would lie beneath
+    the points."""
+    from ui import charts
+
+    regions = pd.DataFrame({"region": [0, 1], "name": ["dog · park", "guitar · music"],
+                            "x": [0.0, 1.0], "y": [0.0, 1.0], "rows": [10, 12],
+                            "share_removed": [0.5, 0.1], "top_label": ["a", "b"],
+                            "top_words": ["dog park", "guitar music"]})
+    for n, expected in ((50, "scatter"), (charts.SVG_MAX_POINTS + 1, "scattergl")):
+        points = pd.DataFrame({"row_id": range(n), "x": np.linspace(0, 1, n),
+                               "y": np.linspace(1, 0, n), "status": "retained"})
+        fig = charts.add_regions(charts.projection_scatter(points, color="status"), regions)
+        assert [t.type for t in fig.data] == [expected, expected]
+        assert list(fig.data[-1].customdata[:, 0]) == ["region:0", "region:1"]

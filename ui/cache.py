@@ -376,11 +376,13 @@ def stream_export(path: str | Path, what: str, *, row_ids: Sequence[Any] | None 
                                  row_ids=None if row_ids is None else list(row_ids))
 
 
-def stream_rows(path: str | Path, positions: np.ndarray, columns: list[str]
+def stream_rows(table: pd.DataFrame, positions: np.ndarray, columns: list[str]
                 ) -> Iterator[bytes]:
-    """The CSV of the rows at ``positions`` of :func:`rows_table`, in that order, as a table
-    shows them (:func:`aflite_core.runs.exports.stream_view_csv`), streamed."""
-    return exports.stream_view_csv(rows_table(path), positions, columns)
+    """The CSV of the rows at ``positions`` of ``table`` (a :func:`rows_table`), in that
+    order, as a table shows them (:func:`aflite_core.runs.exports.stream_view_csv`),
+    streamed. The caller passes the table its positions were computed on, so a run folder
+    replaced in the meantime cannot shift them onto other rows."""
+    return exports.stream_view_csv(table, positions, columns)
 
 
 def run_signature(path: str | Path, *parts: object) -> str:

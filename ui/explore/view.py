@@ -442,7 +442,7 @@ def export_filtered(index: Any, positions: np.ndarray, run: Any, columns: list[s
     digest = hashlib.blake2b(np.ascontiguousarray(positions).tobytes(), digest_size=16)
     downloads.download(
         f"Download these {len(positions):,} rows (CSV)",
-        lambda: cache.stream_rows(run.path, positions, columns),
+        lambda table=index.table: cache.stream_rows(table, positions, columns),
         file_name=f"{run.name}-filtered.csv", mime="text/csv",
         key=state.key(PAGE, "download_filtered"),
         signature=cache.run_signature(run.path, digest.hexdigest(), columns))
