@@ -228,3 +228,39 @@ def test_the_streamed_download_holds_exactly_the_rows_the_table_shows(
     assert [r["row_id"] for r in rows[:len(page)]] == page["row_id"].astype(str).tolist()
     assert f"**{len(rows):,} rows** match" in texts(at)
     assert entry.file_name.endswith("-filtered.csv") and entry.mime == "text/csv"
+
+
+def test_a_run_folder_replaced_while_open_is_read_again(runs_root, shared_run, tmp_path
+                                                        ) -> None:
+    """The caches are keyed by the run's path and the time stamp of its summary: a folder
+    replaced under an open page (an audit written again to the same --out) is read again on
+    the next rerun, its new rows in the counts, the filters and the table."""
+    import json
+    import os
+    import shutil
+
+    run = tmp_path / shared_run.name
+    shutil.copytree(shared_run, run)
+    at = new_app().run()
+    open_run(at, run)
+    goto(at, "explore")
+    at.segmented_control(key="explore:view").set_value("removed").run()
+    assert_clean(at)
+    scores = pd.read_parquet(run / "scores.parquet")
+    before = int((scores["status"] == "removed").sum())
+    assert f"**{before:,} rows** match" in texts(at)
+
+    flipped = scores.index[scores["status"] == "retained"][:10]
+    scores.loc[flipped, "status"] = "removed"
+    scores.to_parquet(run / "scores.parquet", index=False)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["sizes"]["removed"] += 10
+    summary["sizes"]["retained"] -= 10
+    (run / "summary.json").write_text(json.dumps(summary))
+    stamp = (run / "summary.json").stat().st_mtime + 5
+    os.utime(run / "summary.json", (stamp, stamp))
+
+    at.run()
+    assert_clean(at)
+    assert f"**{before + 10:,} rows** match" in texts(at)
+    assert {m.label: m.value for m in at.metric}["Removed"] == f"{before + 10:,}"

@@ -27,6 +27,9 @@ from aflite_core.chart_style import (  # noqa: F401 - re-exported for the pages
 
 #: Plotly config of charts without interaction beyond hovering (no mode bar to draw).
 STATIC_CONFIG = {"displayModeBar": False}
+#: Statuses in the order the map draws them: later ones on top, so that the kept-but-not-
+#: filtered rows (often most rows of a run) do not hide the retained and removed ones.
+MAP_DRAW_ORDER = ("unfiltered", "warmup", "excluded", "retained", "removed")
 #: Up to this many points the map is drawn as SVG, above it with WebGL.
 SVG_MAX_POINTS = 5_000
 #: Continuous scale for predictability (perceptually uniform, readable on both themes).
@@ -202,7 +205,9 @@ def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = F
         ))
     else:
         categories = points[color].astype(str)
-        order = [s for s in STATUS_COLORS if s in set(categories)] or sorted(set(categories))
+        # rows that were not filtered first, beneath; the removed rows last, on top
+        present = set(categories)
+        order = [s for s in MAP_DRAW_ORDER if s in present] or sorted(present)
         order += sorted(set(categories) - set(order))
         for i, value in enumerate(order):
             part = points[categories == value]
