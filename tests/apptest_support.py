@@ -129,7 +129,8 @@ def _shared_run(folder: str) -> Path:
     dataset = load_dataset(SAMPLE)
     config = AuditConfig(
         target_size=2000, n_partitions=8, slice_size=500, random_state=0,
-        measures=("cues", "knn", "projection", "baselines", "duplicates", "inoculation"),
+        measures=("cues", "knn", "projection", "baselines", "duplicates", "inoculation",
+                  "label_issues"),
         measure_params={"projection": {"method": "pca"},
                         "baselines": {"n_random_draws": 1, "n_splits": 2},
                         "inoculation": {"n_repeats": 1}},

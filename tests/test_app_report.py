@@ -7,6 +7,7 @@ import csv
 import io
 import json
 
+import pandas as pd
 from apptest_support import (  # noqa: F401 - fixtures are imported by name
     SAMPLE,
     assert_clean,
@@ -75,7 +76,7 @@ def test_before_vs_after_and_downloads(runs_root, shared_run) -> None:
     assert metrics["Outcome"] == inoculation["outcome_label"]
     labels = [b.label for b in at.download_button]
     assert labels == ["Retained CSV", "Removed CSV", "Scores CSV", "Cue table CSV",
-                      "HTML report"]
+                      "HTML report", "Retained without label issues", "Flagged label issues"]
 
 
 def test_download_payloads(runs_root, shared_run) -> None:
@@ -167,3 +168,27 @@ def test_sections_are_drawn_when_opened_and_stay_open(runs_root, shared_run) -> 
     goto(at, "explore")
     goto(at, "report", open_sections=False)
     assert [s for s in at.selectbox if s.label == "Column"]  # remembered
+
+
+def test_label_issues_section_opens_explore_on_the_flagged_rows(runs_root, shared_run) -> None:
+    """The Report's label issues: counts per status and label pair, and a button to Explore
+    filtered to the flagged rows, lowest label quality first, the suggested label shown."""
+    issues = pd.read_parquet(shared_run / "label_issues.parquet")
+    flagged = int(issues["is_label_issue"].sum())
+    assert flagged > 0
+    at = new_app().run()
+    open_run(at, shared_run)
+    goto(at, "report")
+    assert_clean(at)
+    per_status = next(df.value for df in at.dataframe if "share flagged" in df.value.columns)
+    assert per_status.set_index("rows").loc["all", "label issues"] == flagged
+    button = next(b for b in at.button if b.label.startswith("Show the"))
+    assert button.label == f"Show the {flagged:,} flagged rows in Explore"
+    button.click().run()
+    assert_clean(at)
+    assert f"**{flagged:,} rows** match" in texts(at)
+    page = at.dataframe[-1].value
+    assert set(page["label issue"]) == {"flagged"}
+    quality = page["label quality"].to_numpy()
+    assert (quality[:-1] <= quality[1:]).all()  # lowest label quality first
+    assert "suggested label" in page.columns

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite_core.runs.exports import FORMATS, ROW_EXPORTS, TABLE_EXPORTS
+from aflite_core.runs.exports import FORMATS, LABEL_ISSUE_EXPORTS, ROW_EXPORTS, TABLE_EXPORTS
 
 
 def register(subparsers: Any) -> None:
@@ -30,7 +30,8 @@ def register(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder")
-    p.add_argument("--what", required=True, choices=[*ROW_EXPORTS, *TABLE_EXPORTS])
+    p.add_argument("--what", required=True,
+                   choices=[*ROW_EXPORTS, *LABEL_ISSUE_EXPORTS, *TABLE_EXPORTS])
     p.add_argument("--format", choices=FORMATS, default=None,
                    help="csv or parquet (default: from the --out suffix, else csv)")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write")

@@ -64,6 +64,30 @@ from aflite_core.runs.rows import (  # noqa: F401 - re-exported
 
 #: Row exports and the statuses each one contains.
 ROW_EXPORTS = {**{s: (s,) for s in STATUSES}, "all": STATUSES}
+#: Row exports by the label-issues measure (``label_issues.parquet``): the statuses, and
+#: whether the flagged rows are the ones kept (True) or the ones left out (False).
+#: ``retained_clean``: the retained rows without the flagged label issues (a harder *and*
+#: cleaner set; rows the measure did not score stay); ``flagged``: the flagged rows, every
+#: status, for relabelling (their suggested labels: ``--what label_issues``).
+LABEL_ISSUE_EXPORTS = {"retained_clean": (("retained",), False), "flagged": (STATUSES, True)}
+LABEL_ISSUES_FILE = "label_issues.parquet"
+
+
+def _label_issue_rows(run: AuditRun, what: str, row_ids: Iterable[Any] | None
+                      ) -> tuple[tuple[str, ...], list[Any]]:
+    """The statuses and row ids of a :data:`LABEL_ISSUE_EXPORTS` export."""
+    statuses, flagged_wanted = LABEL_ISSUE_EXPORTS[what]
+    issues = run.read_parquet(LABEL_ISSUES_FILE) if run.has(LABEL_ISSUES_FILE) else None
+    if issues is None:
+        raise ValueError(f"what: {what!r} needs the label issues of the run "
+                         f"({LABEL_ISSUES_FILE}); this run has none (audit it with the "
+                         "label_issues measure)")
+    flagged = set(issues.loc[issues["is_label_issue"].astype(bool), "row_id"].astype(str))
+    ids = run.scores["row_id"]
+    keep = ids.astype(str).isin(flagged).to_numpy() == flagged_wanted
+    if row_ids is not None:
+        keep &= ids.astype(str).isin({str(i) for i in row_ids}).to_numpy()
+    return statuses, ids[keep].tolist()
 
 
 def table_exports() -> dict[str, str]:
@@ -188,10 +212,11 @@ def export_run(
     ----------
     run : AuditRun or path
         The run (folder).
-    what : {"retained", "removed", "warmup", "excluded", "all", "scores", "cues", "knn", \
-"projection"}
+    what : {"retained", "removed", "warmup", "excluded", "all", "retained_clean", "flagged", \
+"scores", "cues", "knn", "projection", ...}
         Rows by status (original columns plus ``row_id``, ``status``, ``predictability``,
-        ``removal_round``), or one of the run's tables.
+        ``removal_round``), the retained rows without the flagged label issues or the flagged
+        rows (:data:`LABEL_ISSUE_EXPORTS`), or one of the run's tables.
     out : path or binary file object
         Target file; written through a temporary file and renamed at the end.
     format : {"csv", "parquet"}, optional
@@ -220,12 +245,16 @@ def export_run(
         chunks = iter_row_chunks(
             run, ROW_EXPORTS[what], columns=columns, row_ids=row_ids, chunk_rows=chunk_rows
         )
+    elif what in LABEL_ISSUE_EXPORTS:
+        statuses, wanted = _label_issue_rows(run, what, row_ids)
+        chunks = iter_row_chunks(run, statuses, columns=columns, row_ids=wanted,
+                                 chunk_rows=chunk_rows)
     elif what in table_exports():
         chunks = iter_table_chunks(
             run, what, columns=columns, row_ids=row_ids, chunk_rows=chunk_rows
         )
     else:
-        choices = sorted([*ROW_EXPORTS, *table_exports()])
+        choices = sorted([*ROW_EXPORTS, *LABEL_ISSUE_EXPORTS, *table_exports()])
         raise ValueError(f"what: expected one of {choices}, got {what!r}")
     if fmt == "csv":
         n = write_csv(chunks, out, sanitize=sanitize, overwrite=overwrite,

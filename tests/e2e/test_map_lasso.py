@@ -139,10 +139,18 @@ def test_a_lasso_on_a_sampled_map_selects_every_row_inside_it(sample_run, browse
         settled_map(page)
         regions = pd.read_parquet(sample_run / "map_regions.parquet")
         target = regions.iloc[0]
-        page.locator("[data-testid='stSelectbox']").filter(has_text="Select a region") \
-            .first.click()
-        page.get_by_role("option", name=re.compile(
-            rf"^{int(target['region'])} · ")).first.click()
+        option = page.get_by_role("option", name=re.compile(rf"^{int(target['region'])} · "))
+        for attempt in range(4):  # a rerun still drawing may replace the list as it opens
+            page.locator("[data-testid='stSelectbox']").filter(has_text="Select a region") \
+                .first.click()
+            try:
+                option.first.click(timeout=10_000)
+                break
+            except Exception:  # noqa: BLE001 - the list closed under a rerun: open it again
+                if attempt == 3:
+                    raise
+                page.keyboard.press("Escape")
+                page.wait_for_timeout(1_000)
         picked = page.get_by_text(re.compile(r"Region \d+ .*all [\d,]+ of its rows selected"))
         picked.wait_for(timeout=PAGE_TIMEOUT_MS)
         text = picked.inner_text()

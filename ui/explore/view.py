@@ -17,6 +17,7 @@ from ui.explore import subsets as subsets_view
 from ui.explore import url_state
 from ui.report import breakdown as breakdown_view
 from ui.report import datamap as datamap_view
+from ui.report import label_issues as label_issues_view
 from ui.report import slices as slices_view
 
 PAGE = "explore"
@@ -213,6 +214,7 @@ def shapes_name(shape: dict) -> str:
 def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.RowFilter, str]:
     """Filter widgets; return the filter and the chosen view."""
     label_col = run.columns.get("label")
+    label_issues_view.apply_request()  # the Report's "show the flagged rows", before widgets
     view = st.segmented_control("Show", list(VIEWS), format_func=VIEWS.get, default="all",
                                 required=True, key=state.key(PAGE, "view"))
     c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")

@@ -14,6 +14,7 @@ from aflite_core.runs import views
 from ui import cache, charts, components, state
 from ui import downloads as streamed
 from ui.report import datamap as datamap_view
+from ui.report import label_issues as label_issues_view
 from ui.report import slices as slices_view
 
 PAGE = "report"
@@ -266,7 +267,8 @@ def generic(run: Any, tables: dict[str, pd.DataFrame], name: str | None = None) 
 #: Measures with a panel of their own; every other measure is drawn by :func:`generic`.
 PANELS = {"cues": cues, "knn": knn, "baselines": baselines, "duplicates": duplicates,
           "inoculation": inoculation, "datamap": datamap_view.report_panel,
-          "pvi": datamap_view.pvi_report_panel, "slices": slices_view.report_panel}
+          "pvi": datamap_view.pvi_report_panel, "slices": slices_view.report_panel,
+          "label_issues": label_issues_view.report_panel}
 #: Shown when a measure was not part of the run.
 ABSENT = {
     "duplicates": None,  # counted with the loader's rules instead, see duplicates_fallback
@@ -388,3 +390,17 @@ def downloads(run: Any) -> None:
         "HTML report", data=lambda: cache.report_html(run.path).encode("utf-8"),
         file_name=f"{run.name}-report.html", mime="text/html", on_click="ignore",
         icon=":material/description:", key=state.key(PAGE, "dl_report"))
+    if run.has("label_issues.parquet"):
+        issues = (run.summary.get("measures") or {}).get("label_issues") or {}
+        st.caption(f"Label issues: {issues.get('n_label_issues', 0):,} flagged rows (the "
+                   "Report's *Label issues* section says how many were retained). A harder "
+                   "and cleaner set: the retained rows without them; the flagged rows alone "
+                   "for relabelling (their suggested labels: the label issues table).")
+        left, right, _ = st.columns([1, 1, 3])
+        for col, what, label in ((left, "retained_clean", "Retained without label issues"),
+                                 (right, "flagged", "Flagged label issues")):
+            with col:
+                streamed.download(label, lambda what=what: cache.stream_export(run.path, what),
+                                  file_name=f"{run.name}-{what.replace('_', '-')}.csv",
+                                  mime="text/csv", key=state.key(PAGE, f"dl_{what}"),
+                                  signature=cache.run_signature(run.path, what))

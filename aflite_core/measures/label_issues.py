@@ -1,0 +1,339 @@
+"""Label issues: rows whose given label is probably wrong, by confident learning.
+
+AFLite answers "which rows are too easy"; a curator also asks "which rows are mislabelled".
+Confident learning (Northcutt, Jiang & Chuang, JAIR 2021; the ``cleanlab`` library) answers
+it from out-of-sample predicted probabilities: a row whose given label gets a low probability,
+while another label clears that label's own confidence threshold, is a probable label issue.
+
+**Which predictions.** Two models score each row out of sample:
+
+- one cross-validated pass of the full-input text model
+  (:func:`aflite_core.represent.text_models.text_model` ``("full_input")``: TF-IDF of the
+  premise and the hypothesis with their overlap, logistic regression; the text alone on data
+  without premises), ``n_splits`` folds (default 2) grouped like every other measure
+  (:func:`aflite_core.splits.cv_folds`: a row is never scored by a model that saw a row of its
+  group), vectorised once and warm-started across folds
+  (:mod:`aflite_core.represent.fold_fits`): its probability vectors give the flags and the
+  suggested labels;
+- AFLite's own held-out linear models on Φ, which the audit already ran: their mean
+  probability of the given label (the data map's confidence) is averaged with the full-input
+  model's into ``label_quality`` (:func:`blend_given`).
+
+The full-input pass is the one fit beyond what the rest of the default audit makes, on
+purpose: measured on planted flips (``benchmarks/bench_label_issues.py``), the audit's own
+predictions alone rank the flips below the standard recipe (5-fold grouped logistic
+regression on TF-IDF of premise and of hypothesis) on most sets (AFLite's confidence: AUROC
+0.63 against 0.75 on SNLI dev with 10 % random flips, 0.25 against 0.33 on FEVER-Symmetric),
+the full-input pass alone falls below it on SICK with one label pair swapped (0.84 against
+0.92), and their mean is at or above it on every set (SNLI 0.78 / 0.76, SICK 0.89 / 0.92,
+FEVER 0.54, random / pair flips) at a quarter to a third of its time.
+
+**Which rows.** Every filtered row (retained and removed) up to ``max_rows``; above it a
+seeded sample of whole groups of that many rows (the others get no score, and the summary
+says how many were scored).
+
+**The outputs.** ``label_issues.parquet``: ``row_id``, ``status``, ``given_label``,
+``suggested_label`` (the full-input model's most probable label), ``label_quality`` (the
+probability of the given label, averaged over the two models; where AFLite did not score a
+row, the full-input model's alone, as ``cleanlab.rank.get_label_quality_scores(method=
+"self_confidence")`` gives it: lower = more likely wrong), ``is_label_issue``
+(``cleanlab.filter.find_label_issues`` with ``filter_by="both"``: flagged by the confident
+joint's class and noise-rate pruning together, the fewest flags of cleanlab's rules at the
+same precision on planted flips). The flag is
+only as good as the model: ``model_accuracy`` in the summary is its out-of-fold accuracy, and
+below :data:`WEAK_MODEL_ACCURACY` a warning says to read ``label_quality`` as a ranking (on
+SNLI dev with 10 % of labels flipped the model agrees with 58 % of the labels and flags 31 %
+of the rows, 70 % of the flips among them; the flips are found among the lowest label
+qualities all the same).
+
+The summary gives the flagged rows among the retained and the removed rows: AFLite keeps
+mislabelled rows (they are unpredictable), so a "harder" retained set is also a noisier one
+unless the flagged rows are dropped (``export --what retained_clean``; the flagged rows alone,
+for relabelling: ``--what flagged``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from aflite_core._validation import check_callback, check_int
+from aflite_core.errors import MeasureSkipped
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent.fold_fits import evaluator
+from aflite_core.represent.text_models import pair_texts, text_model
+from aflite_core.splits import cv_folds, group_codes
+
+__all__ = ["FILE", "MAX_ROWS", "find_label_issues", "issue_summary", "label_pairs"]
+
+#: The run-folder file: one row per scored row.
+FILE = "label_issues.parquet"
+#: Rows scored at most (a seeded sample of whole groups above).
+MAX_ROWS = 200_000
+#: Below this out-of-fold accuracy of the scoring model, the flags are a ranking more than a
+#: verdict, and the summary says so.
+WEAK_MODEL_ACCURACY = 0.8
+#: Explore's per-row columns.
+QUALITY_COLUMN = "label quality"
+ISSUE_COLUMN = "label issue"
+SUGGESTED_COLUMN = "suggested label"
+
+
+def out_of_fold_probabilities(texts: Sequence[str], labels, *, n_splits: int = 2,
+                              groups: Sequence | None = None, random_state: int | None = 0,
+                              callback: Callable[[dict], object] | None = None
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-validated probabilities of the full-input text model for every row.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        :func:`~aflite_core.represent.text_models.pair_texts` of the rows.
+    labels : array-like of shape (n_rows,)
+    n_splits : int >= 2, default 2
+    groups : sequence, optional
+        A group's rows share a test fold.
+    random_state : int or None, default 0
+        Seeds the folds.
+    callback : callable, optional
+        ``callback({"stage": "label_issues", "fraction": f, "message": m})`` after each fold.
+
+    Returns
+    -------
+    classes : ndarray of str
+        The labels, sorted: the columns of ``proba``.
+    proba : ndarray of shape (n_rows, n_classes)
+        Each row's probabilities from the model of the fold that held it out.
+    """
+    y = np.asarray(labels, dtype=object).astype(str)
+    n_splits = check_int("n_splits", n_splits, minimum=2)
+    callback = check_callback(callback)
+    classes = np.unique(y)
+    model = evaluator(text_model("full_input", random_state=random_state), list(texts), y)
+    folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
+                     random_state=random_state)
+    proba = np.zeros((len(y), len(classes)))
+    for f, (train, test) in enumerate(folds):
+        fitted, p = model.fit_predict_proba(train, test)
+        proba[np.ix_(test, np.searchsorted(classes, fitted))] = p
+        if callback is not None:
+            callback({"stage": "label_issues", "fraction": (f + 1) / len(folds),
+                      "message": f"full-input model, fold {f + 1} of {len(folds)}"})
+    return classes, proba
+
+
+def blend_given(proba: np.ndarray, codes: np.ndarray, confidence: np.ndarray) -> np.ndarray:
+    """Average the probability of each row's given label with a second model's, where it
+    has one (``confidence`` finite): the given label gets the mean of the two, and the other
+    labels share the rest in the proportions of ``proba``.
+
+    The second model is AFLite's: its held-out linear models on Φ give the probability of
+    the given label only (the data map's confidence), so its other labels are taken to be
+    spread like the full-input model's.
+    """
+    proba = np.array(proba, dtype=np.float64)
+    rows = np.flatnonzero(np.isfinite(confidence))
+    if not len(rows):
+        return proba
+    given = proba[rows, codes[rows]]
+    mixed = (given + np.clip(confidence[rows], 0.0, 1.0)) / 2
+    rest = 1.0 - given
+    scale = np.divide(1.0 - mixed, rest, out=np.zeros_like(rest), where=rest > 1e-12)
+    block = proba[rows] * scale[:, None]
+    even = rest <= 1e-12  # the full-input model gave the label all of its mass
+    if even.any():
+        k = proba.shape[1]
+        block[even] = ((1.0 - mixed[even]) / max(k - 1, 1))[:, None]
+    block[np.arange(len(rows)), codes[rows]] = mixed
+    proba[rows] = block
+    return proba
+
+
+def find_label_issues(labels, classes: np.ndarray, proba: np.ndarray, *,
+                      quality: np.ndarray | None = None) -> pd.DataFrame:
+    """Confident learning on out-of-sample probabilities (cleanlab).
+
+    Parameters
+    ----------
+    labels : array-like of shape (n_rows,)
+        The given labels (values of ``classes``).
+    classes : ndarray of shape (n_classes,)
+        The columns of ``proba``.
+    proba : ndarray of shape (n_rows, n_classes)
+        Out-of-sample probabilities (rows sum to 1): the flags and the suggested labels.
+    quality : ndarray of shape (n_rows,), optional
+        The label quality to report instead of ``proba``'s self-confidence (the measure
+        passes the mean with AFLite's held-out probability, see :func:`blend_given`).
+
+    Returns
+    -------
+    DataFrame
+        ``given_label``, ``suggested_label``, ``label_quality``, ``is_label_issue``.
+    """
+    from cleanlab.filter import find_label_issues as cleanlab_issues
+    from cleanlab.rank import get_label_quality_scores
+
+    y = np.asarray(labels, dtype=object).astype(str)
+    codes = np.searchsorted(classes, y)
+    if len(y) != len(proba) or not np.array_equal(classes[codes], y):
+        raise ValueError("labels: expected one label per row, each one of classes")
+    proba = np.clip(proba, 0.0, 1.0)
+    proba = proba / np.maximum(proba.sum(axis=1, keepdims=True), 1e-12)
+    if quality is None:
+        quality = get_label_quality_scores(codes, proba, method="self_confidence")
+    elif len(quality) != len(y):
+        raise ValueError(f"quality: expected {len(y)} values, got {len(quality)}")
+    flagged = cleanlab_issues(codes, proba, filter_by="both", n_jobs=1)
+    return pd.DataFrame({
+        "given_label": pd.array(y, dtype="string"),
+        "suggested_label": pd.array(classes[proba.argmax(axis=1)].astype(str), dtype="string"),
+        "label_quality": np.asarray(quality, dtype=np.float64),
+        "is_label_issue": np.asarray(flagged, dtype=bool),
+    })
+
+
+def issue_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Flagged rows per status (retained, removed) and over all scored rows, with how often
+    the scoring model's most probable label is the given one (its out-of-fold accuracy: the
+    flags are only as good as this)."""
+    rows = []
+    for status, part in [*table.groupby("status", sort=True, observed=True), ("all", table)]:
+        flagged = int(part["is_label_issue"].sum())
+        right = part["suggested_label"].astype(str) == part["given_label"].astype(str)
+        rows.append({"rows": str(status), "scored": len(part), "label issues": flagged,
+                     "share flagged": flagged / len(part) if len(part) else float("nan"),
+                     "mean label quality": float(part["label_quality"].mean()),
+                     "model agrees with the label": float(right.mean()) if len(part)
+                     else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def label_pairs(table: pd.DataFrame) -> pd.DataFrame:
+    """Flagged rows per (given label, suggested label), most frequent first."""
+    flagged = table[table["is_label_issue"]]
+    if flagged.empty:
+        return pd.DataFrame(columns=["given label", "suggested label", "label issues",
+                                     "retained", "removed"])
+    counts = (flagged.groupby(["given_label", "suggested_label", "status"], observed=True)
+              .size().unstack("status", fill_value=0))
+    for status in ("retained", "removed"):
+        if status not in counts:
+            counts[status] = 0
+    counts["label issues"] = counts.sum(axis=1)
+    out = counts.reset_index().rename(columns={"given_label": "given label",
+                                               "suggested_label": "suggested label"})
+    out = out[["given label", "suggested label", "label issues", "retained", "removed"]]
+    return out.sort_values("label issues", ascending=False, kind="stable").reset_index(
+        drop=True)
+
+
+# --------------------------------------------------------------------------- registry entry
+
+
+def _sample(n: int, max_rows: int, groups, random_state: int | None) -> np.ndarray:
+    from aflite_core.measures.baselines import sample_rows
+
+    return sample_rows(n, max_rows, groups=groups, random_state=random_state)
+
+
+def compute(ctx: MeasureContext) -> MeasureResult:
+    """Label issues of the filtered rows (see the module docstring)."""
+    hypotheses, premises = ctx.texts()
+    params = {"n_splits": 2, "max_rows": MAX_ROWS, **ctx.params}
+    n_splits = check_int("n_splits", params["n_splits"], minimum=2)
+    y = np.asarray(ctx.y, dtype=object).astype(str)
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) < 2:
+        raise MeasureSkipped(f"the filtered rows have a single label ({classes[0]!r}); label "
+                             "issues need at least two")
+    if counts.min() < n_splits:
+        raise MeasureSkipped(f"the label {classes[counts.argmin()]!r} has {counts.min()} "
+                             f"row(s), fewer than the {n_splits} cross-validation folds")
+    rows = _sample(len(y), int(params["max_rows"]), ctx.groups, ctx.random_state)
+    if len(rows) < len(y):
+        ctx.progress(0.0, f"label issues on a seeded sample of {len(rows):,} of {len(y):,} rows")
+    texts = pair_texts(None if premises is None else [premises[i] for i in rows],
+                       [hypotheses[i] for i in rows])
+    groups = None if ctx.groups is None else np.asarray(ctx.groups)[rows]
+    classes, proba = out_of_fold_probabilities(texts, y[rows], n_splits=n_splits, groups=groups,
+                                               random_state=ctx.random_state,
+                                               callback=ctx.callback())
+    confidence, quality = None, None
+    if ctx.datamap is not None:  # AFLite's held-out probability of the given label
+        dm = ctx.datamap
+        held = np.asarray(dm["n_heldout"], dtype=float)[rows] > 0
+        confidence = np.where(held, np.asarray(dm["confidence"], dtype=float)[rows], np.nan)
+        codes = np.searchsorted(classes, y[rows])
+        quality = blend_given(proba, codes, confidence)[np.arange(len(rows)), codes]
+    table = find_label_issues(y[rows], classes, proba, quality=quality)
+    scores = ctx.scores.set_index("row_id")
+    ids = np.asarray(ctx.row_ids, dtype=object)[rows]
+    status = scores["status"].reindex(pd.Index(ids, dtype=scores.index.dtype))
+    table.insert(0, "row_id", ids)
+    table.insert(1, "status", pd.array(status.to_numpy(dtype=object).astype(str),
+                                       dtype="string"))
+    summary = issue_summary(table).set_index("rows")
+    accuracy = float(np.mean(classes[proba.argmax(axis=1)] == y[rows]))
+    warnings = []
+    if accuracy < WEAK_MODEL_ACCURACY:
+        warnings.append(
+            f"the model that scores the labels is right on {accuracy:.0%} of the rows out of "
+            f"fold: with a model this weak many flagged rows are its own errors, not label "
+            f"errors; read label quality as a ranking and check the lowest first")
+    return MeasureResult(tables={FILE: table}, info={
+        "model_accuracy": accuracy, "warnings": warnings,
+        "params": {"n_splits": n_splits, "max_rows": int(params["max_rows"])},
+        "model": "full_input" if premises is not None else "text (no premises)",
+        "aflite_blended": int(np.isfinite(confidence).sum()) if confidence is not None else 0,
+        "grouped": ctx.groups is not None, "n_rows_scored": int(len(rows)),
+        "n_rows_total": int(len(y)), "n_label_issues": int(table["is_label_issue"].sum()),
+        "share_flagged": {str(k): float(v) for k, v in summary["share flagged"].items()}})
+
+
+def tables(run) -> dict[str, pd.DataFrame]:
+    """Flagged rows per status, and per (given, suggested) label pair."""
+    table = run.read_parquet(FILE)
+    if table is None or table.empty:
+        return {}
+    return {"Label issues among the retained and the removed rows": issue_summary(table),
+            "Label issues per label pair (given → suggested)": label_pairs(table)}
+
+
+def row_columns(run) -> pd.DataFrame:
+    """Explore's per-row columns: the label quality, whether the row is flagged and the
+    suggested label (so Explore, filtered to the flagged rows and sorted by label quality,
+    is the label-issues view: given vs suggested label beside the texts)."""
+    table = run.read_parquet(FILE).set_index("row_id")
+    return pd.DataFrame({QUALITY_COLUMN: table["label_quality"].round(4),
+                         ISSUE_COLUMN: np.where(table["is_label_issue"], "flagged", "no"),
+                         SUGGESTED_COLUMN: table["suggested_label"].astype(str)},
+                        index=table.index)
+
+
+MEASURE = Measure(
+    name="label_issues",
+    label="Label issues",
+    description="Rows whose given label is probably wrong: confident learning (cleanlab) on "
+                "cross-validated, group-aware probabilities of the full-input text model; "
+                "how many of them AFLite retained and removed.",
+    compute=compute,
+    files=(FILE,),
+    tables=tables,
+    exports={"label_issues": FILE},
+    order=42,
+    # seconds per 100k rows: two warm-started fits of the full-input model (1.4 s at 10k)
+    cost=lambda n: 14.0 if n <= 100_000 else 14.0 * min(n, MAX_ROWS) / n + 2.0,
+    row_columns=row_columns,
+    options=(
+        Option("n_splits", "Label issues: folds", 2, minimum=2, maximum=10,
+               help="Cross-validation folds of the full-input model whose out-of-fold "
+                    "probabilities score each row (more folds: each model trains on more "
+                    "rows, at more cost)."),
+        Option("max_rows", "Label issues: rows scored at most", MAX_ROWS, minimum=1_000,
+               maximum=10_000_000,
+               help="Above this many filtered rows, a seeded sample of whole groups of this "
+                    "many rows is scored."),
+    ),
+)

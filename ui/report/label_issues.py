@@ -1,0 +1,56 @@
+"""The label-issues section of the Report, and its way into Explore.
+
+Explore is the label-issues view: filtered to the flagged rows (the *label issue* column) and
+sorted by *label quality*, lowest first, it shows the given label beside the *suggested
+label* and the texts, and *Download these N rows* exports them. The Report's button asks
+Explore for that view (:data:`REQUEST`, consumed before Explore draws its widgets).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from aflite_core.measures import label_issues
+from ui import components, state
+from ui.explore import url_state
+
+#: Session key (not a widget's): Explore should open on the flagged rows.
+REQUEST = "explore:label_issues_request"
+
+
+def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
+    """The flagged rows per status and per label pair, the scoring model's caveat, and a
+    button to the flagged rows in Explore."""
+    info = (run.summary.get("measures") or {}).get("label_issues") or {}
+    for warning in info.get("warnings") or []:
+        st.warning(components.md_escape(warning), icon=":material/warning:")
+    if info.get("n_rows_scored") and info.get("n_rows_total", 0) > info["n_rows_scored"]:
+        st.caption(f"Scored {info['n_rows_scored']:,} of {info['n_rows_total']:,} filtered "
+                   "rows (a seeded sample of whole groups; option *Label issues: rows scored "
+                   "at most*).")
+    for title, table in tables.items():
+        st.markdown(f"**{components.md_escape(title)}**")
+        st.dataframe(table, hide_index=True)
+    n_flagged = int(info.get("n_label_issues") or 0)
+    if n_flagged and st.button(
+            f"Show the {n_flagged:,} flagged rows in Explore",
+            key=state.key("report", "label_issues_explore"), icon=":material/manage_search:",
+            help="Explore filtered to the flagged rows, lowest label quality first: given and "
+                 "suggested label beside the texts, and their download."):
+        state.put(REQUEST, True)
+        st.switch_page("app_pages/explore.py")
+
+
+def apply_request() -> None:
+    """On Explore, before its widgets: turn a Report request into the label-issues view
+    (breakdown filter *label issue* = flagged, sorted by label quality, ascending)."""
+    if not st.session_state.pop(REQUEST, None):
+        return
+    st.session_state[state.key("explore", "breakdown_column")] = label_issues.ISSUE_COLUMN
+    st.session_state[url_state.breakdown_values_key(label_issues.ISSUE_COLUMN)] = ["flagged"]
+    st.session_state[state.key("explore", "sort")] = label_issues.QUALITY_COLUMN
+    st.session_state[state.key("explore", "desc")] = False
+    st.session_state[state.key("explore", "view")] = "all"
