@@ -211,7 +211,8 @@ def issue_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def label_pairs(table: pd.DataFrame) -> pd.DataFrame:
-    """Flagged rows per (given label, suggested label), most frequent first."""
+    """Flagged rows per (given label, suggested label), most frequent first, with their
+    count per status (retained, removed, then any other status present)."""
     flagged = table[table["is_label_issue"]]
     if flagged.empty:
         return pd.DataFrame(columns=["given label", "suggested label", "label issues",
@@ -221,10 +222,13 @@ def label_pairs(table: pd.DataFrame) -> pd.DataFrame:
     for status in ("retained", "removed"):
         if status not in counts:
             counts[status] = 0
+    statuses = ["retained", "removed", *sorted(c for c in counts.columns
+                                                if c not in ("retained", "removed"))]
     counts["label issues"] = counts.sum(axis=1)
     out = counts.reset_index().rename(columns={"given_label": "given label",
                                                "suggested_label": "suggested label"})
-    out = out[["given label", "suggested label", "label issues", "retained", "removed"]]
+    out = out[["given label", "suggested label", "label issues", *statuses]]
+    out.columns.name = None
     return out.sort_values("label issues", ascending=False, kind="stable").reset_index(
         drop=True)
 
@@ -316,8 +320,9 @@ MEASURE = Measure(
     name="label_issues",
     label="Label issues",
     description="Rows whose given label is probably wrong: confident learning (cleanlab) on "
-                "cross-validated, group-aware probabilities of the full-input text model; "
-                "how many of them AFLite retained and removed.",
+                "cross-validated, group-aware probabilities of the full-input text model, "
+                "the label quality averaged with AFLite's own held-out probability; how "
+                "many of them AFLite retained and removed.",
     compute=compute,
     files=(FILE,),
     tables=tables,

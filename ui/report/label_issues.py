@@ -31,9 +31,11 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
         st.caption(f"Scored {info['n_rows_scored']:,} of {info['n_rows_total']:,} filtered "
                    "rows (a seeded sample of whole groups; option *Label issues: rows scored "
                    "at most*).")
+    percent = {c: st.column_config.NumberColumn(format="percent")
+               for c in ("share flagged", "model agrees with the label")}
     for title, table in tables.items():
         st.markdown(f"**{components.md_escape(title)}**")
-        st.dataframe(table, hide_index=True)
+        st.dataframe(table, hide_index=True, column_config=percent)
     n_flagged = int(info.get("n_label_issues") or 0)
     if n_flagged and st.button(
             f"Show the {n_flagged:,} flagged rows in Explore",
@@ -53,4 +55,4 @@ def apply_request() -> None:
     st.session_state[url_state.breakdown_values_key(label_issues.ISSUE_COLUMN)] = ["flagged"]
     st.session_state[state.key("explore", "sort")] = label_issues.QUALITY_COLUMN
     st.session_state[state.key("explore", "desc")] = False
-    st.session_state[state.key("explore", "view")] = "all"
+    st.session_state.pop(state.key("explore", "view"), None)  # back to its default: all rows

@@ -396,7 +396,7 @@ def downloads(run: Any) -> None:
                    "Report's *Label issues* section says how many were retained). A harder "
                    "and cleaner set: the retained rows without them; the flagged rows alone "
                    "for relabelling (their suggested labels: the label issues table).")
-        left, right, _ = st.columns([1, 1, 3])
+        left, right, _ = st.columns([2, 2, 3])
         for col, what, label in ((left, "retained_clean", "Retained without label issues"),
                                  (right, "flagged", "Flagged label issues")):
             with col:
