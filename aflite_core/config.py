@@ -181,6 +181,10 @@ class AuditConfig:
                 f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "
                 f"with backend={self.backend!r}"
             )
+        if self.scheduler is not None:
+            from aflite_core.filter.backends import _check_scheduler
+
+            _check_scheduler(self.scheduler, self.backend)  # local:N bounded, addresses
         check_value(_PARAMETER["random_state"], self.random_state)
         known = registry.names()
         if self.measures is None:

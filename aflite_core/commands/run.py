@@ -260,6 +260,10 @@ def _run(args: argparse.Namespace) -> int:
 
     root, name = _target(args.out, args.overwrite)
     audit_config(args, 10_000)  # options are checked before the data is read
+    if args.scheduler:  # and the scheduler answers as one, before minutes of reading
+        from aflite_core.filter.backends import probe_scheduler
+
+        probe_scheduler(args.scheduler)
     if not Path(args.data).exists():
         raise FileNotFoundError(f"DATA: no such file: {args.data}")
     _exit_cleanly_on_sigterm()

@@ -50,10 +50,95 @@ def _check_scheduler(scheduler: Any, backend: str) -> None:
     if scheduler.startswith("local:"):
         count = scheduler[len("local:") :]
         if count.isdigit() and int(count) >= 1:
+            cores = os.cpu_count() or 1
+            if int(count) > MAX_LOCAL_WORKERS_PER_CORE * cores:
+                raise ValueError(
+                    f"scheduler: {scheduler!r} asks for {int(count):,} local workers; at most "
+                    f"{MAX_LOCAL_WORKERS_PER_CORE} per core ({MAX_LOCAL_WORKERS_PER_CORE * cores}"
+                    f" on this machine's {cores} cores): more processes than that only slow "
+                    "one machine down. For more workers give the address of a cluster's "
+                    "scheduler (tcp://HOST:PORT)")
             return
     elif "://" in scheduler:
         return
     raise ValueError(f"scheduler: expected {what}, got {scheduler!r}")
+
+
+#: ``local:N`` may start at most this many worker processes per core.
+MAX_LOCAL_WORKERS_PER_CORE = 4
+#: Seconds a scheduler address has to accept a connection and to start Dask's handshake.
+PROBE_TIMEOUT_S = 5.0
+#: A Dask handshake's first frame is a few hundred bytes; anything announcing more than this
+#: is not Dask talking.
+_MAX_HANDSHAKE_BYTES = 16 << 20
+
+
+def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
+    """Check that ``tcp://HOST:PORT`` is a Dask scheduler before a client connects to it.
+
+    A Dask scheduler writes its handshake as soon as a connection is accepted: eight bytes of
+    frame length, then a small message. A client connecting to anything else waits (a web
+    server says nothing until asked) or reads a garbage length (and once tried to allocate
+    3 EiB). This opens a plain TCP connection, reads those eight bytes with ``timeout`` and
+    checks the length is plausible. Other schemes (``tls://``, ``inproc://``) are left to
+    the client, which is given a connection timeout.
+
+    Raises
+    ------
+    ConnectionError
+        Nothing listens there, or the host cannot be reached within ``timeout``.
+    ValueError
+        Something answers there but it is not a Dask scheduler.
+    """
+    import socket
+    import struct
+    from urllib.parse import urlsplit
+
+    if not address.startswith("tcp://"):
+        return
+    parts = urlsplit(address)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:
+        raise ValueError(f"scheduler: {address!r} is not an address tcp://HOST:PORT ({exc})") \
+            from exc
+    if not host or port is None:
+        raise ValueError(f"scheduler: {address!r} is not an address tcp://HOST:PORT (the "
+                         "port is missing)")
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except TimeoutError as exc:
+        raise ConnectionError(f"scheduler: {host}:{port} could not be reached within "
+                              f"{timeout:g} s; is the address right and the scheduler "
+                              "running?") from exc
+    except OSError as exc:
+        raise ConnectionError(f"scheduler: nothing answers at {host}:{port} "
+                              f"({exc.strerror or exc}); start the Dask scheduler there or "
+                              "give its address") from exc
+    with sock:
+        sock.settimeout(timeout)
+        head = b""
+        try:
+            while len(head) < 8:
+                chunk = sock.recv(8 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+        except TimeoutError:
+            raise ValueError(
+                f"scheduler: {host}:{port} accepted the connection but sent no Dask handshake "
+                f"within {timeout:g} s: it is not a Dask scheduler (a web server, or another "
+                "service on that port?)") from None
+        except OSError as exc:
+            raise ConnectionError(f"scheduler: {host}:{port} dropped the connection "
+                                  f"({exc.strerror or exc})") from exc
+    if len(head) < 8:
+        raise ValueError(f"scheduler: {host}:{port} closed the connection without a Dask "
+                         "handshake: it is not a Dask scheduler")
+    (length,) = struct.unpack("<Q", head)
+    if not 0 < length <= _MAX_HANDSHAKE_BYTES:
+        raise ValueError(f"scheduler: {host}:{port} answered, but not as a Dask scheduler "
+                         f"(its first message claims {length:,} bytes)")
 
 
 def _resolve_workers(n_jobs: Any, backend: str) -> int:
@@ -358,7 +443,8 @@ def _connect(scheduler: Any, n_jobs: int):
             cluster.close()
             raise
         return client, [cluster, client]
-    client = Client(scheduler)
+    probe_scheduler(scheduler)
+    client = Client(scheduler, timeout=2 * PROBE_TIMEOUT_S)
     return client, [client]
 
 
