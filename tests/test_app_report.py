@@ -84,7 +84,7 @@ def test_download_payloads(runs_root, shared_run) -> None:
     summary = json.loads((shared_run / "summary.json").read_text())
     for what in ("retained", "removed"):
         rows = list(csv.DictReader(io.StringIO(
-            cache.export_bytes(shared_run, what).decode("utf-8"))))
+            b"".join(cache.stream_export(shared_run, what)).decode("utf-8"))))
         assert len(rows) == summary["sizes"][what]
         assert {r["status"] for r in rows} == {what}
     html = cache.report_html(shared_run)

@@ -385,10 +385,10 @@ def test_exports_are_spreadsheet_safe_and_the_report_escapes(
     exact_cells = {c for row in read_csv_rows(exact)[1:] for c in row}
     assert set(FORMULAS) <= exact_cells
 
-    # the dashboard's download button (ui.cache.export_bytes) is spreadsheet-safe too
+    # the dashboard's streamed download (ui.cache.stream_export) is spreadsheet-safe too
     from ui import cache
 
-    downloaded = cache.export_bytes(run_dir, "all").decode("utf-8")
+    downloaded = b"".join(cache.stream_export(run_dir, "all")).decode("utf-8")
     assert "'=HYPERLINK" in downloaded and "\n=HYPERLINK" not in downloaded
 
     # the HTML report shows the hostile text escaped, never as markup

@@ -172,10 +172,8 @@ def test_labels_that_cannot_be_cross_validated_skip_the_measure(labels, reason):
         label_issues.compute(Context())
 
 
-def test_blending_averages_the_given_label_and_keeps_the_rest_in_proportion():
+def test_label_quality_averages_the_given_label_with_aflites_where_it_has_one():
     proba = np.array([[0.6, 0.3, 0.1], [1.0, 0.0, 0.0], [0.2, 0.5, 0.3]])
-    out = label_issues.blend_given(proba, np.array([0, 0, 2]), np.array([0.2, 0.4, np.nan]))
-    np.testing.assert_allclose(out.sum(axis=1), 1.0)
-    np.testing.assert_allclose(out[0], [0.4, 0.45, 0.15])   # given: (0.6 + 0.2) / 2
-    np.testing.assert_allclose(out[1], [0.7, 0.15, 0.15])   # no rest to scale: shared evenly
-    np.testing.assert_allclose(out[2], proba[2])            # no AFLite score: unchanged
+    out = label_issues.blended_quality(proba, np.array([0, 0, 2]),
+                                       np.array([0.2, 0.4, np.nan]))
+    np.testing.assert_allclose(out, [0.4, 0.7, 0.3])  # (0.6 + 0.2) / 2, (1 + 0.4) / 2, alone

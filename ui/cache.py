@@ -361,13 +361,6 @@ def rows_in_shapes(path: str | Path, shapes: Sequence[dict]) -> list[str]:
                                   for s in shapes]))
 
 
-def export_bytes(path: str | Path, what: str, *, row_ids: Sequence[Any] | None = None,
-                 fmt: str = "csv") -> bytes:
-    """Bytes of an export of the run (called lazily by a download button)."""
-    return exports.export_bytes(str(path), what, format=fmt,
-                                row_ids=None if row_ids is None else list(row_ids))
-
-
 def stream_export(path: str | Path, what: str, *, row_ids: Sequence[Any] | None = None,
                   fmt: str = "csv") -> Iterator[bytes]:
     """An export of the run as byte chunks, written while they are sent (for
@@ -546,9 +539,3 @@ def measure_tables(path: str | Path, name: str) -> dict[str, pd.DataFrame]:
     rerun."""
     path = Path(path)
     return _measure_tables(str(path.resolve()), _stamp(path), name)
-
-
-def table_view_bytes(rows: pd.DataFrame, columns: list[str]) -> bytes:
-    """CSV of a table's rows in its order and column order (called lazily by a download
-    button; :func:`aflite_core.runs.exports.table_view_bytes`)."""
-    return exports.table_view_bytes(rows, columns)

@@ -17,7 +17,7 @@ while another label clears that label's own confidence threshold, is a probable 
   suggested labels;
 - AFLite's own held-out linear models on Φ, which the audit already ran: their mean
   probability of the given label (the data map's confidence) is averaged with the full-input
-  model's into ``label_quality`` (:func:`blend_given`).
+  model's into ``label_quality`` (:func:`blended_quality`).
 
 The full-input pass is the one fit beyond what the rest of the default audit makes, on
 purpose: measured on planted flips (``benchmarks/bench_label_issues.py``), the audit's own
@@ -61,6 +61,7 @@ import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
 from aflite_core.errors import MeasureSkipped
+from aflite_core.measures.baselines import sample_rows
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.fold_fits import evaluator
 from aflite_core.represent.text_models import pair_texts, text_model
@@ -125,31 +126,14 @@ def out_of_fold_probabilities(texts: Sequence[str], labels, *, n_splits: int = 2
     return classes, proba
 
 
-def blend_given(proba: np.ndarray, codes: np.ndarray, confidence: np.ndarray) -> np.ndarray:
-    """Average the probability of each row's given label with a second model's, where it
-    has one (``confidence`` finite): the given label gets the mean of the two, and the other
-    labels share the rest in the proportions of ``proba``.
-
-    The second model is AFLite's: its held-out linear models on Φ give the probability of
-    the given label only (the data map's confidence), so its other labels are taken to be
-    spread like the full-input model's.
-    """
-    proba = np.array(proba, dtype=np.float64)
-    rows = np.flatnonzero(np.isfinite(confidence))
-    if not len(rows):
-        return proba
-    given = proba[rows, codes[rows]]
-    mixed = (given + np.clip(confidence[rows], 0.0, 1.0)) / 2
-    rest = 1.0 - given
-    scale = np.divide(1.0 - mixed, rest, out=np.zeros_like(rest), where=rest > 1e-12)
-    block = proba[rows] * scale[:, None]
-    even = rest <= 1e-12  # the full-input model gave the label all of its mass
-    if even.any():
-        k = proba.shape[1]
-        block[even] = ((1.0 - mixed[even]) / max(k - 1, 1))[:, None]
-    block[np.arange(len(rows)), codes[rows]] = mixed
-    proba[rows] = block
-    return proba
+def blended_quality(proba: np.ndarray, codes: np.ndarray, confidence: np.ndarray
+                    ) -> np.ndarray:
+    """Each row's label quality: the full-input model's probability of its given label
+    (``proba[row, codes[row]]``), averaged with AFLite's held-out one (``confidence``, the
+    data map's) where that is finite."""
+    given = np.asarray(proba, dtype=np.float64)[np.arange(len(codes)), codes]
+    second = np.clip(confidence, 0.0, 1.0)
+    return np.where(np.isfinite(confidence), (given + second) / 2, given)
 
 
 def find_label_issues(labels, classes: np.ndarray, proba: np.ndarray, *,
@@ -166,7 +150,7 @@ def find_label_issues(labels, classes: np.ndarray, proba: np.ndarray, *,
         Out-of-sample probabilities (rows sum to 1): the flags and the suggested labels.
     quality : ndarray of shape (n_rows,), optional
         The label quality to report instead of ``proba``'s self-confidence (the measure
-        passes the mean with AFLite's held-out probability, see :func:`blend_given`).
+        passes the mean with AFLite's held-out probability, see :func:`blended_quality`).
 
     Returns
     -------
@@ -237,12 +221,6 @@ def label_pairs(table: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- registry entry
 
 
-def _sample(n: int, max_rows: int, groups, random_state: int | None) -> np.ndarray:
-    from aflite_core.measures.baselines import sample_rows
-
-    return sample_rows(n, max_rows, groups=groups, random_state=random_state)
-
-
 def compute(ctx: MeasureContext) -> MeasureResult:
     """Label issues of the filtered rows (see the module docstring)."""
     hypotheses, premises = ctx.texts()
@@ -256,7 +234,8 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     if counts.min() < n_splits:
         raise MeasureSkipped(f"the label {classes[counts.argmin()]!r} has {counts.min()} "
                              f"row(s), fewer than the {n_splits} cross-validation folds")
-    rows = _sample(len(y), int(params["max_rows"]), ctx.groups, ctx.random_state)
+    rows = sample_rows(len(y), int(params["max_rows"]), groups=ctx.groups,
+                       random_state=ctx.random_state)
     if len(rows) < len(y):
         ctx.progress(0.0, f"label issues on a seeded sample of {len(rows):,} of {len(y):,} rows")
     texts = pair_texts(None if premises is None else [premises[i] for i in rows],
@@ -271,7 +250,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         held = np.asarray(dm["n_heldout"], dtype=float)[rows] > 0
         confidence = np.where(held, np.asarray(dm["confidence"], dtype=float)[rows], np.nan)
         codes = np.searchsorted(classes, y[rows])
-        quality = blend_given(proba, codes, confidence)[np.arange(len(rows)), codes]
+        quality = blended_quality(proba, codes, confidence)
     table = find_label_issues(y[rows], classes, proba, quality=quality)
     scores = ctx.scores.set_index("row_id")
     ids = np.asarray(ctx.row_ids, dtype=object)[rows]
