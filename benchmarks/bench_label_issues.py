@@ -14,7 +14,9 @@ measure, as the CLI and the dashboard run it), and the flips are scored by
 - ``standard``: the standard recipe computed here: 5-fold out-of-fold logistic regression on
   TF-IDF of the premise and of the hypothesis (two vectorisers, stacked), folds grouped by
   premise, self-confidence of the given label;
-- ``data map``: AFLite's held-out confidence alone (``datamap.parquet``), for reference;
+- ``data map``: AFLite's held-out confidence alone (``datamap.parquet``), for reference,
+  and its calibrated regions (default shares): each region's share of the rows and the flips'
+  share in it against the base rate;
 
 with the AUROC of "flipped" against 1 - score (printed to 4 decimals) and the precision at k
 (k = the number of flips: the share of flips among the k rows ranked least trustworthy).
@@ -105,6 +107,28 @@ def ranking(flipped: np.ndarray, score: np.ndarray) -> tuple[float, float]:
 
 
 
+def region_line(name: str, kind: str, dm: pd.DataFrame, run) -> str:
+    """Each data-map region's share of the rows and the flips' share in it (x the base
+    rate), with the run's calibrated thresholds (the defaults)."""
+    from aflite_core.measures.datamap import REGIONS
+
+    base = dm["flipped"].mean()
+    parts = []
+    for region in REGIONS:
+        inside = (dm["region"] == region).to_numpy()
+        if inside.any():
+            share = dm["flipped"].to_numpy()[inside].mean()
+            parts.append(f"{region} {inside.mean():.0%} of rows, flips {share:.3f} "
+                         f"({share / base:.1f}x)")
+    both = dm["region"].isin(["hard", "ambiguous"]).to_numpy()
+    share = dm["flipped"].to_numpy()[both].mean() if both.any() else float("nan")
+    t = run.summary["measures"]["datamap"]["thresholds"]
+    return (f"{name:5s} {kind:6s} regions  " + "; ".join(parts)
+            + f"; hard+ambiguous {both.mean():.0%}, flips {share:.3f} ({share / base:.1f}x)"
+            + f"  [hard <= {t['hard_confidence']:.3f}, easy >= {t['easy_confidence']:.3f}, "
+              f"ambiguous >= {t['ambiguous_variability']:.3f}]")
+
+
 def one(name: str, kind: str, work: Path) -> list[str]:
     from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
@@ -141,6 +165,7 @@ def one(name: str, kind: str, work: Path) -> list[str]:
         auroc, prec = ranking(dm["flipped"].to_numpy(), dm["confidence"].to_numpy())
         lines.append(f"{name:5s} {kind:6s} data map      AUROC {auroc:.3f}  precision@k "
                      f"{prec:.3f}  (AFLite's held-out confidence alone, {len(dm):,} rows)")
+        lines.append(region_line(name, kind, dm, run))
     flagged = issues["is_label_issue"].to_numpy()
     hit = issues["flipped"].to_numpy()
     lines.append(f"{name:5s} {kind:6s} flagged {flagged.mean():.1%} of rows: precision "

@@ -53,12 +53,16 @@ def test_explore_draws_the_data_map_and_filters_by_pvi_and_region(runs_root, dat
     rows = at.dataframe[-1].value
     assert {pvi.COLUMN, "confidence", "variability", "data-map region"} <= set(rows.columns)
 
-    # the region counts follow the thresholds typed in
-    at.number_input(key="explore:dm_ambiguous").set_value(0.5).run()
+    # the region counts follow the shares typed in: the thresholds are recalibrated
+    at.number_input(key="explore:dm_ambiguous_share").set_value(0.0).run()
+    at.number_input(key="explore:dm_hard_share").set_value(0.2).run()
     assert_clean(at)
     counts = next(d.value for d in at.dataframe if "share easy" in d.value.columns)
-    assert "ambiguous" not in counts.columns  # variability never reaches 0.5
-    assert counts.set_index("status").loc["all", "total"] == len(table)
+    assert "ambiguous" not in counts.columns  # no share of the rows is ambiguous
+    all_rows = counts.set_index("status").loc["all"]
+    assert all_rows["total"] == len(table)
+    assert 0.1 < all_rows["share hard"] <= 0.2
+    assert "else hard if confidence ≤" in texts(at)
 
     # the PVI filter keeps rows whose hypothesis gives the label away
     at.slider(key="explore:pvi").set_value((1.0, at.slider(key="explore:pvi").max)).run()

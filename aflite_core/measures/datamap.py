@@ -9,14 +9,22 @@ gold-label probabilities of those predictions at almost no cost (see
 :mod:`aflite_core.filter.datamap` for the definitions). Each row's values come from the round
 that decided it, the round of its ``predictability`` (= ``correctness`` here).
 
-Regions (a partition of the scored rows; the thresholds are options, stored in the file):
+Regions (a partition of the scored rows), calibrated to the data: each threshold is a share of
+the observed distribution, bounded by chance ``1/K`` (:func:`calibrated_thresholds`); fixed
+cut-offs do not travel between datasets (with 0.5 and 0.2, *hard* held 85-93 % of every NLI
+set and *ambiguous* none). With the thresholds resolved (:func:`assign_regions`):
 
-* ``ambiguous``: ``variability >= ambiguous_variability`` (default 0.2: the gold probability
-  swings by about ±0.2 between training partitions);
-* ``easy``: otherwise, ``confidence >= easy_confidence`` (default 0.5: the gold label is more
-  likely than all others together, consistently);
-* ``hard``: otherwise, ``confidence <= hard_confidence`` (default 0.5);
-* ``medium``: otherwise (only when ``hard_confidence < easy_confidence``).
+* ``ambiguous``: ``variability >= ambiguous_variability`` (default: its 90th percentile, and at
+  least :data:`MIN_AMBIGUOUS_VARIABILITY`);
+* ``hard``: otherwise, ``confidence <= hard_confidence`` (default: ``min(1/K, its 10th
+  percentile)``: at most a tenth of the rows, given their label less than chance);
+* ``easy``: otherwise, ``confidence >= easy_confidence`` (default: ``max(1/K, its 67th
+  percentile)``);
+* ``medium``: otherwise.
+
+The shares (``hard_share``, ``ambiguous_share``, ``easy_share``) are the measure's options;
+absolute thresholds passed in ``measure_params`` override the calibrated ones. The summary
+stores the shares, chance and the resolved thresholds.
 
 Rows AFLite never held out (a warm-up row, an excluded row) are not in the file.
 """
@@ -35,15 +43,23 @@ from aflite_core.measures.registry import (
     Option,
 )
 
-__all__ = ["FILE", "REGIONS", "THRESHOLDS", "assign_regions", "datamap_table",
-           "region_counts", "sample_points"]
+__all__ = ["FILE", "REGIONS", "SHARES", "THRESHOLDS", "assign_regions",
+           "calibrated_thresholds", "datamap_table", "region_counts", "sample_points"]
 
 #: The run-folder file: one row per scored row.
 FILE = "datamap.parquet"
 #: Region names, in display order.
 REGIONS = ("easy", "ambiguous", "hard", "medium")
-#: Default region thresholds (see the module docstring).
+#: The absolute thresholds' names, with the values :func:`assign_regions` falls back to when
+#: given none (Dataset Cartography's fixed cut-offs; the measure calibrates them instead).
 THRESHOLDS = {"ambiguous_variability": 0.2, "easy_confidence": 0.5, "hard_confidence": 0.5}
+#: Default shares of the rows the calibrated regions hold (at most, for hard and easy).
+SHARES = {"hard_share": 0.10, "ambiguous_share": 0.10, "easy_share": 0.33}
+#: Below this variability no row is ambiguous, whatever its quantile: a gold probability that
+#: swings by less than ±0.05 between training partitions is not a disagreement.
+MIN_AMBIGUOUS_VARIABILITY = 0.05
+#: Labels of multiple-choice rows (their confidence is the right choice's share).
+CHOICE_LABELS = frozenset({"right", "wrong"})
 #: Columns of :data:`FILE`.
 COLUMNS = ("row_id", "status", "label", "confidence", "variability", "correctness",
            "n_heldout", "region")
@@ -96,6 +112,93 @@ def assign_regions(confidence, variability, **thresholds) -> np.ndarray:
                      default="").astype(object)
 
 
+def check_shares(hard_share: float = SHARES["hard_share"],
+                 ambiguous_share: float = SHARES["ambiguous_share"],
+                 easy_share: float = SHARES["easy_share"]) -> dict:
+    """Validated region shares as a dict (each in [0, 1]; ``hard_share + easy_share <= 1``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming the share.
+    """
+    out = {name: check_fraction(name, value, closed=True) for name, value in
+           (("hard_share", hard_share), ("ambiguous_share", ambiguous_share),
+            ("easy_share", easy_share))}
+    if out["hard_share"] + out["easy_share"] > 1:
+        raise ValueError(f"easy_share: expected at most 1 - hard_share = "
+                         f"{1 - out['hard_share']:g}, got {out['easy_share']}")
+    return out
+
+
+def calibrated_thresholds(confidence, variability, *, n_classes: int, **shares) -> dict:
+    """Absolute region thresholds from shares of the observed values, bounded by chance.
+
+    Parameters
+    ----------
+    confidence, variability : array-like of float
+        The scored rows' values (NaN ignored).
+    n_classes : int >= 2
+        Labels (choices per question for multiple-choice data): chance is ``1 / n_classes``.
+    **shares
+        ``hard_share``, ``ambiguous_share``, ``easy_share`` (defaults :data:`SHARES`).
+
+    Returns
+    -------
+    dict
+        ``ambiguous_variability`` (the ``1 - ambiguous_share`` quantile of variability, at
+        least :data:`MIN_AMBIGUOUS_VARIABILITY`), ``hard_confidence`` (``min(1/K,`` the
+        ``hard_share`` quantile of confidence), ``easy_confidence`` (``max(1/K,`` the
+        ``1 - easy_share`` quantile); each selects at most its share of the rows (tied values
+        are never split); the keys :func:`assign_regions` takes.
+    """
+    s = check_shares(**shares)
+    if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) \
+            or n_classes < 2:
+        raise ValueError(f"n_classes: expected an int of at least 2, got {n_classes!r}")
+    chance = 1.0 / int(n_classes)
+    c = np.asarray(confidence, dtype=float)
+    v = np.asarray(variability, dtype=float)
+    c, v = c[np.isfinite(c)], v[np.isfinite(v)]
+    if not len(c) or not len(v):
+        return {"ambiguous_variability": 0.5, "hard_confidence": 0.0, "easy_confidence": 1.0}
+    hard = min(chance, _cut(c, s["hard_share"], top=False))
+    easy = max(chance, _cut(c, s["easy_share"], top=True))
+    ambiguous = max(MIN_AMBIGUOUS_VARIABILITY, _cut(v, s["ambiguous_share"], top=True))
+    return check_thresholds(ambiguous_variability=min(ambiguous, 1.0),
+                            easy_confidence=easy, hard_confidence=min(hard, easy))
+
+
+def _cut(values: np.ndarray, share: float, *, top: bool) -> float:
+    """The threshold that selects at most ``share`` of ``values`` (the lowest with
+    ``<= cut``, the highest with ``>= cut`` when ``top``), ties never splitting: the
+    share's quantile, moved inside where tied values straddle it."""
+    s = np.sort(values)
+    if top:
+        s = -s[::-1]
+    k = int(np.floor(share * len(s) + 1e-9))
+    if k == 0:
+        cut = -np.inf
+    else:
+        cut = s[k - 1]
+        if k < len(s) and s[k] == cut:  # ties across the boundary: stop before them
+            first = int(np.searchsorted(s, cut, side="left"))
+            cut = s[first - 1] if first > 0 else -np.inf
+    if top:
+        return 1.0 if not np.isfinite(cut) else float(-cut)
+    return 0.0 if not np.isfinite(cut) else float(cut)
+
+
+def n_classes_of(labels, groups=None) -> int:
+    """K for chance ``1/K``: the number of labels, or for multiple-choice rows (labelled
+    ``right`` / ``wrong``, grouped by question) the median number of choices per question."""
+    values = pd.unique(np.asarray(labels, dtype=object).astype(str))
+    if groups is not None and set(values) <= CHOICE_LABELS:
+        sizes = pd.Series(np.asarray(groups)).value_counts().to_numpy()
+        return max(int(np.median(sizes)), 2)
+    return max(len(values), 2)
+
+
 def datamap_table(row_ids, status, labels, confidence, variability, correctness, n_heldout,
                   **thresholds) -> pd.DataFrame:
     """The :data:`FILE` table of the scored rows (``n_heldout > 0``), input order kept."""
@@ -142,11 +245,29 @@ def sample_points(table: pd.DataFrame, *, max_points: int, seed: int = 0
     return table.reset_index(drop=True), total
 
 
-def thresholds_of(run) -> dict:
-    """The thresholds a run's data map was computed with (defaults when not recorded)."""
+def _info(run) -> dict:
     info = (run.measures.get("datamap") or {}) if hasattr(run, "measures") else {}
-    stored = info.get("thresholds") if isinstance(info, dict) else None
-    return {**THRESHOLDS, **(stored or {})}
+    return info if isinstance(info, dict) else {}
+
+
+def thresholds_of(run) -> dict:
+    """The absolute thresholds a run's data map was computed with (the fixed defaults when
+    not recorded)."""
+    return {**THRESHOLDS, **(_info(run).get("thresholds") or {})}
+
+
+def shares_of(run) -> dict:
+    """The region shares a run's data map was calibrated with (:data:`SHARES` for a run from
+    before calibration)."""
+    return {**SHARES, **(_info(run).get("shares") or {})}
+
+
+def chance_of(run, table: pd.DataFrame | None = None) -> int:
+    """K of a run's data map (its ``n_classes``; else the labels of ``table``)."""
+    stored = _info(run).get("n_classes")
+    if stored:
+        return int(stored)
+    return n_classes_of(table["label"]) if table is not None and len(table) else 2
 
 
 # --------------------------------------------------------------------------- registry entry
@@ -159,18 +280,28 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             "this run's filter made no held-out predictions (the Z-filter tests features "
             "against the labels and trains no model), and a data map is drawn from them; "
             "AFLite's runs have one")
-    thresholds = check_thresholds(**{k: v for k, v in ctx.params.items() if k in THRESHOLDS})
+    shares = check_shares(**{k: v for k, v in ctx.params.items() if k in SHARES})
     scores = ctx.scores.set_index("row_id")
     row_ids = ctx.row_ids
     own = scores.reindex(pd.Index(row_ids, dtype=scores.index.dtype))
     dm = ctx.datamap
+    scored = np.asarray(dm["n_heldout"]) > 0
+    n_classes = n_classes_of(np.asarray(ctx.y)[scored],
+                             None if ctx.groups is None else np.asarray(ctx.groups)[scored])
+    thresholds = calibrated_thresholds(dm["confidence"].to_numpy()[scored],
+                                       dm["variability"].to_numpy()[scored],
+                                       n_classes=n_classes, **shares)
+    fixed = {k: v for k, v in ctx.params.items() if k in THRESHOLDS}
+    thresholds = check_thresholds(**{**thresholds, **fixed})
     table = datamap_table(row_ids, own["status"].to_numpy(dtype=object), ctx.y,
                           dm["confidence"].to_numpy(), dm["variability"].to_numpy(),
                           own["predictability"].to_numpy(dtype=float),
                           dm["n_heldout"].to_numpy(), **thresholds)
     counts = table["region"].value_counts()
     return MeasureResult(tables={FILE: table},
-                         info={"thresholds": thresholds, "n_rows": int(len(table)),
+                         info={"thresholds": thresholds, "shares": shares,
+                               "n_classes": n_classes, "chance": 1.0 / n_classes,
+                               "fixed_thresholds": sorted(fixed), "n_rows": int(len(table)),
                                "regions": {r: int(counts.get(r, 0)) for r in REGIONS}})
 
 
@@ -179,25 +310,57 @@ def tables(run) -> dict[str, pd.DataFrame]:
     table = run.read_parquet(FILE)
     if table is None or table.empty:
         return {}
-    t = thresholds_of(run)
     means = table.groupby(["status", "region"], observed=True, sort=True)[
         ["confidence", "variability", "correctness"]].mean().reset_index()
     return {
         "Rows per data-map region, by status (exact counts)": region_counts(table, "status"),
         "Rows per data-map region, by label (exact counts)": region_counts(table, "label"),
         "Mean confidence, variability and correctness per status and region": means,
-        "Region thresholds": pd.DataFrame({"threshold": list(t), "value": list(t.values())}),
+        "Region thresholds": threshold_table(run),
     }
+
+
+def threshold_table(run) -> pd.DataFrame:
+    """The resolved thresholds with the rule each came from (share of rows, chance, or a
+    fixed value)."""
+    t, s, info = thresholds_of(run), shares_of(run), _info(run)
+    fixed = set(info.get("fixed_thresholds") or [])
+    k = info.get("n_classes")
+    chance = f"chance 1/{k} = {1 / k:.3f}" if k else "chance"
+    if "shares" not in info:
+        rules = dict.fromkeys(t, "fixed (a run from before calibrated regions)")
+    else:
+        rules = {
+            "ambiguous_variability": f"{s['ambiguous_share']:.0%} of rows vary most "
+                                     f"(at least {MIN_AMBIGUOUS_VARIABILITY})",
+            "hard_confidence": f"lowest {s['hard_share']:.0%} of confidence, at most {chance}",
+            "easy_confidence": f"highest {s['easy_share']:.0%} of confidence, at least "
+                               f"{chance}",
+        }
+    return pd.DataFrame({"threshold": list(t), "value": [float(v) for v in t.values()],
+                         "rule": ["fixed (given)" if name in fixed else rules.get(name, "")
+                                  for name in t]})
 
 
 #: Points the static data map draws at most (a seeded uniform sample; counts stay exact).
 FIGURE_POINTS = 4000
 
 
-def add_region_lines(fig, thresholds: dict, *, labels: bool = True):
+def variability_axis_max(variability) -> float:
+    """The variability axis' upper end: a little past the largest value (so the points fill
+    the figure; SNLI's stay below 0.2), at least 0.1 and at most 0.5 (a probability's
+    largest standard deviation)."""
+    v = np.asarray(variability, dtype=float)
+    v = v[np.isfinite(v)]
+    top = float(v.max()) if len(v) else 0.5
+    return float(min(max(0.1, round(top * 1.1 + 0.005, 2)), 0.5))
+
+
+def add_region_lines(fig, thresholds: dict, *, labels: bool = True, x_max: float = 0.5):
     """The region thresholds on a confidence × variability figure: ambiguous (variability,
-    dashed), easy (confidence, dashed) and hard (confidence, dotted), and the axes' ranges.
-    The HTML report's map and the dashboard's interactive one both use it."""
+    dashed), easy (confidence, dashed) and hard (confidence, dotted), and the axes' ranges
+    (variability up to ``x_max``, see :func:`variability_axis_max`). The HTML report's map
+    and the dashboard's interactive one both use it."""
     from aflite_core.chart_style import REFERENCE_COLOR
 
     def text(s: str) -> dict:
@@ -210,7 +373,8 @@ def add_region_lines(fig, thresholds: dict, *, labels: bool = True):
     if thresholds["hard_confidence"] < thresholds["easy_confidence"]:
         fig.add_hline(y=thresholds["hard_confidence"], line_dash="dot",
                       line_color=REFERENCE_COLOR, **text("hard ↓"))
-    fig.update_xaxes(title="variability", range=[0, 0.5])
+    fig.update_xaxes(title="variability", range=[0, max(x_max, 1.05 * thresholds[
+        "ambiguous_variability"])])
     fig.update_yaxes(title="confidence", range=[0, 1.02])
     return fig
 
@@ -232,7 +396,8 @@ def figures(run) -> list:
         chart.add_trace(go.Scattergl(
             x=part["variability"], y=part["confidence"], mode="markers", name=status,
             marker={"color": STATUS_COLORS[status], "size": 4, "opacity": 0.6}))
-    add_region_lines(chart, thresholds_of(run))
+    add_region_lines(chart, thresholds_of(run),
+                     x_max=variability_axis_max(table["variability"]))
     drawn = f" ({len(points):,} of {total:,} rows drawn)" if len(points) < total else ""
     chart.update_layout(title="Data map: confidence × variability of the held-out "
                               f"predictions{drawn}", height=460)
@@ -252,8 +417,8 @@ MEASURE = Measure(
     description="Each filtered row placed by the confidence (mean gold-label probability) and "
                 "variability (its standard deviation) of the AFLite models that held it out, "
                 "in the round that decided it; regions easy-to-learn, ambiguous and "
-                "hard-to-learn as in Dataset Cartography (Swayamdipta et al., 2020). Costs no "
-                "extra training.",
+                "hard-to-learn as in Dataset Cartography (Swayamdipta et al., 2020), each a "
+                "share of the rows bounded by chance. Costs no extra training.",
     compute=compute,
     files=(FILE,),
     tables=tables,
@@ -263,16 +428,17 @@ MEASURE = Measure(
     cost=0.1,  # seconds per 100k rows (bench_pipeline.py)
     row_columns=row_columns,
     options=(
-        Option("ambiguous_variability", "Ambiguous: variability at least",
-               THRESHOLDS["ambiguous_variability"], minimum=0.0, maximum=0.5,
-               help="Rows whose gold probability varies at least this much across the "
-                    "partitions holding them out are ambiguous."),
-        Option("easy_confidence", "Easy: confidence at least", THRESHOLDS["easy_confidence"],
-               minimum=0.0, maximum=1.0,
-               help="Among the other rows: easy-to-learn from this mean gold probability."),
-        Option("hard_confidence", "Hard: confidence at most", THRESHOLDS["hard_confidence"],
-               minimum=0.0, maximum=1.0,
-               help="Among the other rows: hard-to-learn up to this mean gold probability "
-                    "(below easy's threshold leaves a 'medium' band between)."),
+        Option("hard_share", "Hard: share of rows at most", SHARES["hard_share"],
+               minimum=0.0, maximum=0.5,
+               help="Hard-to-learn: the rows of lowest confidence, at most this share of "
+                    "them and only below chance (1/K)."),
+        Option("ambiguous_share", "Ambiguous: share of rows", SHARES["ambiguous_share"],
+               minimum=0.0, maximum=0.5,
+               help="Ambiguous: this share of the rows whose gold probability varies most "
+                    "across the partitions holding them out (variability at least 0.05)."),
+        Option("easy_share", "Easy: share of rows at most", SHARES["easy_share"],
+               minimum=0.0, maximum=0.9,
+               help="Easy-to-learn: the rows of highest confidence, at most this share of "
+                    "them and only above chance (1/K)."),
     ),
 )

@@ -30,43 +30,55 @@ REGION_COLUMN = "data-map region"
 CAPTION = (
     "Each scored row at the **confidence** (mean probability of its label) and **variability** "
     "(standard deviation) of the AFLite models that held it out, in the round that decided it "
-    "(Swayamdipta et al., 2020, *Dataset Cartography*). Easy-to-learn: high confidence, low "
-    "variability; hard-to-learn: low confidence, low variability (often mislabelled); "
-    "ambiguous: high variability."
+    "(Swayamdipta et al., 2020, *Dataset Cartography*). Regions are shares of this run's "
+    "rows, bounded by chance: ambiguous, the rows whose probability swings most; hard-to-learn, "
+    "the lowest confidence below chance (where mislabelled rows gather); easy-to-learn, the "
+    "highest above chance; medium, neither."
 )
 
 
-def scatter(points: pd.DataFrame, *, color: str, thresholds: dict, height: int = 480
-            ) -> go.Figure:
+def scatter(points: pd.DataFrame, *, color: str, thresholds: dict, height: int = 480,
+            x_max: float = 0.5) -> go.Figure:
     """The data map drawn with :func:`ui.charts.projection_scatter` (row ids as customdata),
     with labelled axes and the region thresholds as dashed lines."""
     drawn = points.assign(x=points["variability"], y=points["confidence"])
     fig = charts.projection_scatter(drawn, color=color, height=height)
     fig.update_xaxes(showticklabels=True)
     fig.update_yaxes(showticklabels=True)
-    return datamap.add_region_lines(fig, thresholds, labels=False)
+    return datamap.add_region_lines(fig, thresholds, labels=False, x_max=x_max)
 
 
-def _threshold_inputs(run: Any) -> dict:
-    """Number inputs for the region thresholds, starting at the run's; validated."""
-    stored = datamap.thresholds_of(run)
+def _threshold_inputs(run: Any, table: pd.DataFrame) -> dict:
+    """Number inputs for the region shares, starting at the run's; the thresholds they give
+    on this run's values (the core calibrates them), shown in a caption."""
+    stored = datamap.shares_of(run)
     c1, c2, c3 = st.columns(3)
     chosen = {
-        "ambiguous_variability": c1.number_input(
-            "Ambiguous: variability ≥", 0.0, 0.5, float(stored["ambiguous_variability"]),
-            0.01, key=state.key(PAGE, "dm_ambiguous")),
-        "easy_confidence": c2.number_input(
-            "Easy: confidence ≥", 0.0, 1.0, float(stored["easy_confidence"]), 0.05,
-            key=state.key(PAGE, "dm_easy")),
-        "hard_confidence": c3.number_input(
-            "Hard: confidence ≤", 0.0, 1.0, float(stored["hard_confidence"]), 0.05,
-            key=state.key(PAGE, "dm_hard")),
+        "hard_share": c1.number_input(
+            "Hard: share of rows at most", 0.0, 0.5, float(stored["hard_share"]), 0.05,
+            key=state.key(PAGE, "dm_hard_share"),
+            help="The rows of lowest confidence, and only those below chance (1/K)."),
+        "ambiguous_share": c2.number_input(
+            "Ambiguous: share of rows", 0.0, 0.5, float(stored["ambiguous_share"]), 0.05,
+            key=state.key(PAGE, "dm_ambiguous_share"),
+            help="The rows whose gold probability varies most across partitions."),
+        "easy_share": c3.number_input(
+            "Easy: share of rows at most", 0.0, 0.9, float(stored["easy_share"]), 0.05,
+            key=state.key(PAGE, "dm_easy_share"),
+            help="The rows of highest confidence, and only those above chance (1/K)."),
     }
+    k = datamap.chance_of(run, table)
     try:
-        return datamap.check_thresholds(**chosen)
+        thresholds = datamap.calibrated_thresholds(table["confidence"], table["variability"],
+                                                   n_classes=k, **chosen)
     except ValueError as exc:
         components.show_error(str(exc), hint="The run's thresholds are used instead.")
-        return stored
+        return datamap.thresholds_of(run)
+    st.caption(f"Thresholds on this run: ambiguous if variability ≥ "
+               f"{thresholds['ambiguous_variability']:.3f}; else hard if confidence ≤ "
+               f"{thresholds['hard_confidence']:.3f}; else easy if confidence ≥ "
+               f"{thresholds['easy_confidence']:.3f} (chance 1/{k} = {1 / k:.3f}).")
+    return thresholds
 
 
 def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] | None:
@@ -88,7 +100,7 @@ def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] 
                    "it on the Audit page to get one.")
         return selected
     st.caption(CAPTION)
-    thresholds = _threshold_inputs(run)
+    thresholds = _threshold_inputs(run, table)
     frame = table.assign(region=datamap.assign_regions(table["confidence"],
                                                        table["variability"], **thresholds))
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
@@ -99,7 +111,9 @@ def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] 
         state.put(state.key(PAGE, "dm_version"), version + 1)
         st.rerun()
     points, total = datamap.sample_points(frame, max_points=MAX_POINTS, seed=0)
-    event = st.plotly_chart(scatter(points, color=COLOURS[color], thresholds=thresholds),
+    x_max = datamap.variability_axis_max(frame["variability"])
+    event = st.plotly_chart(scatter(points, color=COLOURS[color], thresholds=thresholds,
+                                    x_max=x_max),
                             on_select="rerun", selection_mode=("box", "lasso"),
                             key=state.key(PAGE, f"dm_map:{version}"))
     sampled = (f"Showing a uniform random sample of {len(points):,} of {total:,} rows (seed "
@@ -179,7 +193,8 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     if not table.empty:
         points, total = datamap.sample_points(table, max_points=5_000, seed=0)
         st.plotly_chart(scatter(points, color="status", thresholds=datamap.thresholds_of(run),
-                                height=420),
+                                height=420,
+                                x_max=datamap.variability_axis_max(table["variability"])),
                         key=state.key("report", "datamap_chart"), config=charts.STATIC_CONFIG)
         if len(points) < total:
             st.caption(f"A uniform random sample of {len(points):,} of {total:,} rows; the "
