@@ -341,6 +341,7 @@ def run_audit(
         progress.step("report", "writing summary", progress.span("report")[0])
         summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
                            measures)
+        summary["engines"] = stage_engines(config, filtered, measures)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
         if config.report:
@@ -352,6 +353,21 @@ def run_audit(
             writer.write_summary(summary)
         progress.step("write", "run complete", 1.0)
     return writer.path
+
+
+def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict) -> dict[str, str]:
+    """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"`` (this process
+    and its threads). Only AFLite's partitions run on Dask so far, and only row-level AFLite
+    (multiple-choice AFLite and the Z-filter run locally)."""
+    on_dask = (config.backend == "dask" and config.filter == "aflite"
+               and filtered.plan.questions is None)
+    engines = {"read": "local", "representation": "local",
+               "aflite": "dask" if on_dask else "local", "write": "local"}
+    engines.update({name: "local" for name, outcome in measures.items()
+                    if outcome.get("status") == "ok"})
+    if config.report:
+        engines["report"] = "local"
+    return engines
 
 
 def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,

@@ -85,3 +85,32 @@ def test_importing_aflite_core_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=root)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_a_run_says_where_each_stage_ran(cluster, tmp_path):
+    """summary.json's engines: AFLite on the scheduler, the other stages here (so far)."""
+    import json
+
+    import pandas as pd
+
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    rng = np.random.default_rng(0)
+    words = np.array(["red", "blue", "cat", "dog", "sun", "rain", "big", "old"])
+    labels = rng.choice(["yes", "no"], 600)
+    frame = pd.DataFrame({"hypothesis": [f"{lab}cue " + " ".join(rng.choice(words, 4))
+                                         for lab in labels], "label": labels})
+    dataset = load_dataset(frame, name="engines")
+    fast = {"representation_params": {"n_components": 8}, "n_partitions": 8,
+            "target_size": 0.8, "measures": ("label_shift",), "report": False}
+    cluster_obj, _ = cluster
+    on_dask = run_audit(dataset, AuditConfig(**fast, backend="dask",
+                                             scheduler=cluster_obj.scheduler_address),
+                        runs_root=tmp_path / "dask")
+    here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
+    engines = json.loads((on_dask / "summary.json").read_text())["engines"]
+    assert engines == {"read": "local", "representation": "local", "aflite": "dask",
+                       "write": "local", "label_shift": "local"}
+    local = json.loads((here / "summary.json").read_text())["engines"]
+    assert local == {**engines, "aflite": "local"}
