@@ -19,7 +19,7 @@ components.explainer(
 )
 
 SOURCES = {"sample": "Bundled SNLI sample", "upload": "Upload a file",
-           "synthetic": "Synthetic demo (biased circles)"}
+           "path": "A path on this server", "synthetic": "Synthetic demo (biased circles)"}
 source = st.segmented_control(
     "Source", list(SOURCES), format_func=SOURCES.get, required=True,
     default=state.get(state.DATASET_ORIGIN) or "sample", key=state.key(PAGE, "source"),
@@ -29,6 +29,8 @@ if source == "sample":
     data_view.sample_panel(session.load_sample)
 elif source == "upload":
     data_view.upload_panel(PAGE)
+elif source == "path":
+    data_view.path_panel(PAGE)
 else:
     data_view.synthetic_panel(PAGE)
 

@@ -784,8 +784,10 @@ API_TYPE_CASES = [
 #: Things the CLI refuses about paths: (id, argv after ``run``, fragments).
 PATH_CASES = [
     ("data-missing", ["{dir}/nope.csv", "--out", "{dir}/runs/r"], ("no such file", "nope.csv")),
-    ("data-is-folder", ["{dir}", "--out", "{dir}/runs/r"],
-     ("is a folder", "expected a dataset file")),
+    # a folder is read as shards or a datasets folder (test_sharded_inputs.py); one holding
+    # neither is refused, saying what was expected
+    ("data-is-folder-without-data", ["{empty}", "--out", "{dir}/runs/r"],
+     ("holds no dataset", "expected shard files", "Hugging Face datasets folder")),
     ("data-fifo", ["{fifo}", "--out", "{dir}/runs/r"],
      ("DATA:", "pipe.csv", "is a FIFO (named pipe), not a regular file")),
     ("data-char-device", ["/dev/zero", "--out", "{dir}/runs/r"],

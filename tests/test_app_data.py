@@ -205,3 +205,27 @@ def test_synthetic_demo_is_one_click_away(runs_root) -> None:
     assert_clean(at)
     rep = [s for s in at.selectbox if str(s.key).startswith("audit:representation:")][0]
     assert rep.value == "precomputed"
+
+
+def test_a_folder_of_shards_on_the_server_loads_with_the_same_mapping(
+        runs_root, tmp_path, monkeypatch) -> None:
+    rows = pd.read_csv(SAMPLE, dtype=str, keep_default_na=False)
+    folder = tmp_path / "snli_parts"
+    folder.mkdir()
+    for i in range(2):
+        rows.iloc[i::2].to_parquet(folder / f"part-{i}.parquet", index=False)
+    at = new_app().run()
+    at.segmented_control(key="data:source").set_value("path").run()
+    at.text_input(key="data:server_path").set_value(str(folder / "nothing-*.parquet")).run()
+    assert not at.exception
+    assert any("no such file, folder or matching shard" in e for e in errors(at))
+    at.text_input(key="data:server_path").set_value(str(folder)).run()
+    assert_clean(at)
+    dataset = at.session_state["app:dataset"]
+    assert dataset.name == "snli_parts" and dataset.report.n_included == len(rows)
+    assert sorted(dataset.hypotheses()) == sorted(rows["hypothesis"])
+    assert "read 2 shards" in texts(at)
+    # AFLITE_DATA_ROOTS limits what the page may read
+    monkeypatch.setenv("AFLITE_DATA_ROOTS", str(tmp_path / "elsewhere"))
+    at.text_input(key="data:server_path").set_value(str(folder / "part-0.parquet")).run()
+    assert any("outside the folders this server reads data from" in e for e in errors(at))

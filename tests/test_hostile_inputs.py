@@ -294,9 +294,13 @@ def test_cli_paths(argv, fragments, good_data: Path, tmp_path: Path,
     fifo = folder / "pipe.csv"
     if any("{fifo}" in a for a in argv):
         os.mkfifo(fifo)  # never opened: opening a FIFO blocks until a writer comes
+    empty = folder / "no_data"
+    if any("{empty}" in a for a in argv):
+        empty.mkdir()
+        (empty / "notes.txt").write_text("not a dataset")
     before = sorted(p.name for p in tmp_path.rglob("*"))
     args = [a.replace("{dir}", str(folder)).replace("{data}", str(good_data))
-            .replace("{fifo}", str(fifo)) for a in argv]
+            .replace("{fifo}", str(fifo)).replace("{empty}", str(empty)) for a in argv]
     code, out, err = cli(capsys, ["run", *args, *FAST])
     assert code == 2 and out == ""
     assert_fragments(error_line(err), fragments)

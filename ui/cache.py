@@ -24,7 +24,7 @@ import streamlit as st
 
 from aflite_core.cues import linguistic
 from aflite_core.filter import synthetic
-from aflite_core.io import datasets
+from aflite_core.io import datasets, shards
 from aflite_core.io.datasets import AuditDataset
 from aflite_core.measures import map_regions, registry
 from aflite_core.report import html as report_html_module
@@ -85,6 +85,40 @@ def load_path(path: str | Path, **options: Any) -> Any:
     stat = path.stat()
     return _load_path(str(path), (stat.st_mtime_ns, stat.st_size),
                       json.dumps(options, sort_keys=True))
+
+
+#: Bytes a path on the server may hold (the CLI's default limit).
+MAX_PATH_BYTES = 1 << 30
+
+
+def path_stamp(path: str) -> str:
+    """What identifies a server path's content for the caches (its files' names, sizes and
+    modification times); raises when the path is not allowed or names no data."""
+    return shards.source_stamp(path, roots=shards.allowed_roots())
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _read_path(path: str, stamp: str) -> Any:
+    return datasets.read_table(path, max_bytes=MAX_PATH_BYTES)
+
+
+def read_path_columns(path: str, stamp: str) -> tuple[list[str], pd.DataFrame]:
+    """The columns and first 20 rows of a path on the server (:func:`path_stamp`)."""
+    frame = _read_path(path, stamp).frame
+    return [str(c) for c in frame.columns], frame.head(20)
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def _load_server_path(path: str, stamp: str, options: str) -> Any:
+    return datasets.load_dataset(path, max_bytes=MAX_PATH_BYTES, **json.loads(options))
+
+
+def load_server_path(path: str, stamp: str, **options: Any) -> Any:
+    """Load a path on the server with a column mapping (options as :func:`load_upload`)."""
+    explicit_none = ("premise", "split", "group")
+    clean = {k: v for k, v in options.items()
+             if v not in (None, [], ()) and (v != "" or k in explicit_none)}
+    return _load_server_path(path, stamp, json.dumps(clean, sort_keys=True))
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)

@@ -106,7 +106,7 @@ def sidebar() -> None:
             st.markdown(":material/database: No dataset loaded")
         else:
             report = dataset.report
-            origin = {"sample": "bundled sample", "upload": "upload",
+            origin = {"sample": "bundled sample", "upload": "upload", "path": "server path",
                       "synthetic": "synthetic demo"}.get(state.get(state.DATASET_ORIGIN), "")
             st.markdown(":material/database: **Dataset**")
             st.text(f"{dataset.name}\n{report.n_included:,} of {report.n_read:,} rows included"

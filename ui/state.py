@@ -36,7 +36,7 @@ AUTORUN_ENV = "AFLITE_AUTORUN"
 
 # Session-level keys (namespace "app"): shared by every page of ONE session.
 DATASET = "app:dataset"  # the AuditDataset being audited
-DATASET_ORIGIN = "app:dataset_origin"  # "sample" | "upload" | "synthetic"
+DATASET_ORIGIN = "app:dataset_origin"  # "sample" | "upload" | "path" | "synthetic"
 EMBEDDINGS = "app:embeddings"  # path of precomputed features tied to the dataset, or None
 RUN_PATH = "app:run_path"  # str path of the run folder opened in Explore/Cues/Report
 AUTOLOAD_DONE = "app:autoload_done"  # True once the bundled sample was offered

@@ -112,8 +112,10 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
 
     Raises
     ------
-    FileNotFoundError, IsADirectoryError
-        If ``path`` is not a file (the message names ``what``, e.g. ``DATA``).
+    FileNotFoundError
+        If ``path`` is neither a file, a folder nor a glob matching files (the message names
+        ``what``, e.g. ``DATA``). A folder or glob is read as shards, or as a Hugging Face
+        ``datasets`` folder (:mod:`aflite_core.io.shards`).
     DatasetError
         If ``path`` is a FIFO, a device or a socket (named as such), never opened.
     DatasetError
@@ -121,10 +123,10 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
     """
     from aflite_core.io.datasets import DatasetError, load_dataset
     from aflite_core.io.readers import special_file_kind
+    from aflite_core.io.shards import looks_like_glob
 
-    if Path(path).is_dir():
-        raise IsADirectoryError(f"{what}: {path} is a folder; expected a dataset file")
-    if not Path(path).is_file():
+    sharded = Path(path).is_dir() or looks_like_glob(path)
+    if not sharded and not Path(path).is_file():
         try:
             mode = Path(path).stat().st_mode  # never opened: a FIFO would block
         except OSError:

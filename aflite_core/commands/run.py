@@ -264,7 +264,9 @@ def _run(args: argparse.Namespace) -> int:
         from aflite_core.filter.backends import probe_scheduler
 
         probe_scheduler(args.scheduler)
-    if not Path(args.data).exists():
+    from aflite_core.io.shards import looks_like_glob
+
+    if not Path(args.data).exists() and not looks_like_glob(args.data):
         raise FileNotFoundError(f"DATA: no such file: {args.data}")
     _exit_cleanly_on_sigterm()
     printer = _Printer(args.quiet)

@@ -66,9 +66,9 @@ from aflite_core.io.readers import (
     DatasetSizeError,
     DuplicateIdError,
     RawTable,
-    read_table,
     short_repr,
 )
+from aflite_core.io.shards import read_source as read_table
 from aflite_core.io.text_columns import (
     blank_mask,
     conflicting_groups,
@@ -402,6 +402,7 @@ def load_dataset(
     raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes,
                      max_line_bytes=max_line_bytes)
     roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
+    _refuse_dropped(raw, *roles.values(), id, answer, group, question, *(choices or ()))
     _require_named_columns(raw, {**roles, "id": id, "answer": answer, "group": group})
     suggested_id = _suggest_id(raw.frame, _column_names(raw)) if id is None else None
     if choices is not None and question:
@@ -497,11 +498,22 @@ def _map_columns(
             f"{raw.name}: answer=/answer_base= only apply to multiple-choice data; "
             "pass choices=[...] with the columns holding the choices"
         )
-    mapping = _guess_mapping(raw, _column_names(raw), premise, hypothesis, label, split)
+    names = _column_names(raw)
+    mapping = _guess_mapping(raw, [*names, *(c for c in raw.dropped if c not in names)],
+                             premise, hypothesis, label, split)
+    _refuse_dropped(raw, *asdict(mapping).values())
     _check_scalar_columns(raw, asdict(mapping))
     frame = raw.frame.copy(deep=False)
     frame.index = _row_index(raw, id_column)
     return frame, replace(mapping, id=id_column)
+
+
+def _refuse_dropped(raw: RawTable, *columns: str | None) -> None:
+    """Refuse a role naming a column the reader left out (binary that is not UTF-8, nested
+    values), with the reader's reason; unused, such a column only costs a warning."""
+    for column in columns:
+        if column is not None and column in raw.dropped:
+            raise DatasetFormatError(raw.dropped[column])
 
 
 def linked_text_groups(premises: Sequence[str] | None, hypotheses: Sequence[str]) -> np.ndarray:

@@ -121,6 +121,14 @@ class RawTable:
         Text encoding used (None for Parquet).
     warnings : list of str
         Things the reader noticed but tolerated (blank lines skipped, ...).
+    column_types : dict
+        Arrow type of each column, for typed formats (Parquet, Arrow).
+    dropped : dict
+        Columns left out because the audit cannot hold their values (binary data that is
+        not UTF-8, nested values), each with the message to give if a role names it.
+    shards, shard_of, shard_rows, shard_unit
+        For a table read from several files (:mod:`aflite_core.io.shards`): the shards'
+        names, each row's shard, its line or record number there, and which of the two.
     """
 
     frame: pd.DataFrame
@@ -131,9 +139,17 @@ class RawTable:
     encoding: str | None = None
     warnings: list[str] = field(default_factory=list)
     column_types: dict[str, str] = field(default_factory=dict)
+    dropped: dict[str, str] = field(default_factory=dict)
+    shards: list[str] | None = None
+    shard_of: np.ndarray | None = None
+    shard_rows: np.ndarray | None = None
+    shard_unit: str = "record"
 
     def where(self, position: int) -> str:
         """Human-readable location of the row at 0-based ``position``."""
+        if self.shards is not None and self.shard_of is not None:
+            shard = self.shards[int(self.shard_of[position])]
+            return f"{shard}, {self.shard_unit} {int(self.shard_rows[position])}"
         if self.lines is not None:
             return f"line {int(self.lines[position])}"
         return f"record {position + 1}"
@@ -255,8 +271,9 @@ def _decode_error(
 
 def read_parquet(
     data: bytes, name: str, max_bytes: int | None
-) -> tuple[pd.DataFrame, dict, list[str]]:
-    """Read a Parquet file, keeping column types; returns ``(frame, arrow types, warnings)``.
+) -> tuple[pd.DataFrame, dict, list[str], dict[str, str]]:
+    """Read a Parquet file, keeping column types; returns ``(frame, arrow types, warnings,
+    dropped columns)``.
 
     ``max_bytes`` bounds the decoded data, not only the footer's ``total_byte_size`` (which
     counts a dictionary-encoded column at its encoded size: a 1 MB dictionary page can
@@ -264,13 +281,15 @@ def read_parquet(
     batch, and each batch's decoded size is added to a running budget *before* it is
     decoded; the file is refused as soon as the budget passes ``max_bytes``.
 
-    Binary columns (``bytes`` cells) are decoded as UTF-8 text with a warning, or refused
-    naming the column and record when they are not UTF-8.
+    Binary columns (``bytes`` cells) are decoded as UTF-8 text with a warning; one that is not
+    UTF-8 (an image, audio) is dropped with a warning, and refused, naming the column and
+    record, only if a role names it (:func:`drop_unheld_columns`).
     """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     warnings: list[str] = []
+    dropped: dict[str, str] = {}
     try:
         pfile = pq.ParquetFile(io.BytesIO(data))
         meta = pfile.metadata
@@ -295,7 +314,7 @@ def read_parquet(
             cols = ", ".join(map(short_repr, schema.names[:8]))
             raise DatasetFormatError(f"{name}: the Parquet file has columns ({cols}) but no rows")
         table = _read_parquet_budgeted(data, schema, name, max_bytes)
-        table = _decode_binary_columns(table, name, warnings)
+        table = drop_unheld_columns(table, name, warnings, dropped)
         frame = table.to_pandas()
     except DatasetError:
         raise
@@ -305,7 +324,7 @@ def read_parquet(
         frame = frame.reset_index()
     frame.index = pd.RangeIndex(len(frame))
     types = {str(f.name): str(f.type) for f in table.schema}
-    return frame, types, warnings
+    return frame, types, warnings, dropped
 
 
 _PARQUET_BATCH = 65_536
@@ -361,35 +380,54 @@ def _read_parquet_budgeted(data: bytes, schema: Any, name: str, max_bytes: int |
     return pa.Table.from_batches(batches, schema=schema)
 
 
-def _decode_binary_columns(table: Any, name: str, warnings: list[str]) -> Any:
-    """Binary columns as UTF-8 text (a warning), or an error naming the column and record."""
+def drop_unheld_columns(table: Any, name: str, warnings: list[str], dropped: dict[str, str],
+                        *, nested: bool = False) -> Any:
+    """Binary columns decoded as UTF-8 text (a warning); the columns the audit cannot hold
+    left out, each named in a warning and in ``dropped`` with the refusal a role naming it
+    gets: binary data that is not UTF-8 (an image, audio) and, with ``nested``, lists,
+    structs and maps (a ``datasets`` Image or Audio feature)."""
     import pyarrow as pa
 
+    keep = []
     for i, field_ in enumerate(table.schema):
-        if not (pa.types.is_binary(field_.type) or pa.types.is_large_binary(field_.type)):
+        typ = field_.type
+        label = short_repr(field_.name)
+        if nested and pa.types.is_nested(typ):
+            warnings.append(f"column {label} holds nested values ({typ}); dropped (the "
+                            "audit reads text and label columns)")
+            dropped[field_.name] = (f"{name}: column {label} holds nested values ({typ}), "
+                                    "not text; map a text column to this role")
             continue
-        target = pa.string() if pa.types.is_binary(field_.type) else pa.large_string()
-        try:
-            column = table.column(i).cast(target)
-        except pa.ArrowInvalid:
-            position = 0
-            for value in table.column(i).to_pylist():
-                position += 1
-                if value is not None:
-                    try:
-                        value.decode("utf-8")
-                    except UnicodeDecodeError:
-                        break
-            raise DatasetFormatError(
-                f"{name}: column {short_repr(field_.name)} holds binary data that is not UTF-8 "
-                f"text (record {position}); store text columns as UTF-8 strings, or drop the "
-                "column"
-            ) from None
-        table = table.set_column(i, field_.with_type(target), column)
-        warnings.append(
-            f"column {short_repr(field_.name)} is stored as binary; decoded as UTF-8 text"
-        )
-    return table
+        if pa.types.is_binary(typ) or pa.types.is_large_binary(typ):
+            target = pa.string() if pa.types.is_binary(typ) else pa.large_string()
+            try:
+                column = table.column(i).cast(target)
+            except pa.ArrowInvalid:
+                warnings.append(f"column {label} holds binary data that is not UTF-8 text "
+                                "(an image or audio?); dropped (the audit reads text and "
+                                "label columns)")
+                dropped[field_.name] = (
+                    f"{name}: column {label} holds binary data that is not UTF-8 text "
+                    f"(record {_first_not_utf8(table.column(i))}); store text columns as "
+                    "UTF-8 strings, or drop the column")
+                continue
+            table = table.set_column(i, field_.with_type(target), column)
+            warnings.append(f"column {label} is stored as binary; decoded as UTF-8 text")
+        keep.append(field_.name)
+    return table.select(keep)
+
+
+def _first_not_utf8(column: Any) -> int:
+    """1-based record of the first value of ``column`` that is not UTF-8."""
+    position = 0
+    for value in column.to_pylist():
+        position += 1
+        if value is not None:
+            try:
+                value.decode("utf-8")
+            except UnicodeDecodeError:
+                return position
+    return position
 
 
 # ---------------------------------------------------------------------------- all
@@ -429,7 +467,8 @@ def read_table(
 
     ``max_line_bytes`` (default :data:`MAX_LINE_BYTES`, None for no limit): a text table
     with a longer line, or a CSV cell of more characters, is refused where it is met, while
-    the file is read or decompressed.
+    the file is read or decompressed. One file; folders, globs and ``datasets`` objects:
+    :func:`aflite_core.io.shards.read_source` (``load_dataset``'s reader).
     """
     if max_bytes is not None:
         check_int("max_bytes", max_bytes, minimum=1)
@@ -457,9 +496,9 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
         fmt = "parquet"
     if fmt == "parquet":
         data = inflow.read_all()
-        frame, types, warnings = read_parquet(data, label, max_bytes)
+        frame, types, warnings, dropped = read_parquet(data, label, max_bytes)
         return RawTable(frame, label, fmt, inflow.hexdigest(), warnings=warnings,
-                        column_types=types)
+                        column_types=types, dropped=dropped)
     codec = text_codec(head, encoding)
     sniffed = fmt or sniff_format(head, head.decode(codec, errors="ignore"))
     guard = (LineGuard(label, max_line_bytes)

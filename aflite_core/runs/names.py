@@ -192,6 +192,8 @@ def default_run_name(
     """
     created = created or _dt.datetime.now(_dt.timezone.utc)
     stem = Path(str(data_name)).name
+    if any(c in stem for c in "*?["):  # a glob of shards: named by their folder
+        stem = Path(str(data_name)).parent.name
     for suffix in (".gz", ".csv", ".tsv", ".jsonl", ".json", ".parquet", ".txt"):
         if stem.lower().endswith(suffix):
             stem = stem[: -len(suffix)]

@@ -113,8 +113,42 @@ def upload_panel(page: str) -> None:
         components.show_error(str(exc), hint=hint)
         return
     file_key = sha[:12] + (encoding or "")
+    mapping_form(page, uploaded.name, columns, preview, file_key, encoding=encoding,
+                 load=lambda mapping: cache.load_upload(data, uploaded.name, key=sha,
+                                                        **mapping),
+                 origin="upload")
+
+
+def path_panel(page: str) -> None:
+    """A path on this server (a file, a folder of shards, a glob, a ``datasets`` folder),
+    the same column mapping, and the Load button: for data too big to upload."""
+    st.caption("A dataset file, a folder of Parquet / CSV / JSON Lines shards, a glob such as "
+               "`data/train-*.parquet`, or a Hugging Face `datasets` folder (`save_to_disk`; "
+               "a DatasetDict's keys become the split column), read by this server "
+               f"(up to {cache.MAX_PATH_BYTES >> 30} GB).")
+    path = st.text_input("Path on this server", key=state.key(page, "server_path"),
+                         placeholder="/data/snli/train.parquet").strip()
+    if not path:
+        return
+    try:
+        stamp = cache.path_stamp(path)
+        columns, preview = cache.read_path_columns(path, stamp)
+    except (ValueError, OSError) as exc:
+        components.show_error(str(exc), hint="Check the path: it is read on the machine that "
+                                             "runs the dashboard.")
+        return
+    mapping_form(page, path, columns, preview, stamp[:12], encoding=None,
+                 load=lambda mapping: cache.load_server_path(path, stamp, **mapping),
+                 origin="path")
+
+
+def mapping_form(page: str, label: str, columns: list[str], preview: pd.DataFrame,
+                 file_key: str, *, encoding: str | None, load: Callable[[dict], object],
+                 origin: str) -> None:
+    """The column mapping of a read table (roles guessed from the names) and the Load
+    button; ``load(mapping)`` returns the dataset, which becomes the session's."""
     guess = cache.guess_roles(columns)
-    with st.expander(f"Columns of {components.md_escape(uploaded.name)} (first rows)",
+    with st.expander(f"Columns of {components.md_escape(label)} (first rows)",
                      expanded=False):
         st.dataframe(preview, hide_index=True, column_config=components.column_config(preview))
 
@@ -183,11 +217,11 @@ def upload_panel(page: str) -> None:
         }.get(layout, "the text column and the label column."))
         return
     try:
-        dataset = cache.load_upload(data, uploaded.name, key=sha, **mapping)
+        dataset = load(mapping)
     except (ValueError, OSError) as exc:
         components.show_error(str(exc))
         return
-    current.use_dataset(dataset, origin="upload")
+    current.use_dataset(dataset, origin=origin)
     st.rerun()
 
 

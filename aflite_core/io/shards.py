@@ -1,0 +1,410 @@
+"""Datasets stored as many files: folders or globs of shards, and Hugging Face ``datasets``
+folders.
+
+:func:`read_table` (``aflite_core.io.readers``) hands a folder or a glob here:
+
+* **A Hugging Face ``datasets`` folder**, as ``Dataset.save_to_disk`` writes it
+  (``state.json``, ``dataset_info.json``, ``data-0000i-of-0000n.arrow``): the Arrow files are
+  read as streams of record batches with pyarrow (the ``datasets`` package is not needed;
+  with it, a ``Dataset`` or ``DatasetDict`` object is read in memory: :func:`read_hf_object`).
+  ``ClassLabel`` columns become their names (``-1``, "no label", becomes empty, so the row is
+  excluded as unlabelled). A ``DatasetDict`` folder (``dataset_dict.json``) gives one table
+  with its keys in a ``split`` column (``hf_split`` when the data has a ``split`` column).
+* **A folder of shards** (Parquet, CSV, TSV or JSON Lines files, optionally gzipped, directly
+  inside; hidden files and names starting with ``_``, such as Spark's ``_SUCCESS``, are
+  skipped) or **a glob** (``data/train-*.parquet``): every shard is read with the single-file
+  reader, in name order, and the rows concatenated.
+
+Every shard must have the same columns (a shard that differs is refused, naming it and the
+difference) and one format. Columns the audit cannot hold as values (nested lists or structs,
+binary data that is not UTF-8 text: images, audio) are dropped with a notice, never a reason
+to refuse the data. ``max_bytes`` bounds the shards' total size on disk and each shard's
+decoded size. Row locations in messages name the shard (``train-00001.parquet, record 7``).
+"""
+
+from __future__ import annotations
+
+import glob as globbing
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core.io.readers import (
+    MAX_LINE_BYTES,
+    DatasetFormatError,
+    DatasetSizeError,
+    RawTable,
+    drop_unheld_columns,
+    format_from_name,
+    read_table,
+    short_repr,
+)
+
+__all__ = ["GLOB_CHARS", "ROOTS_VARIABLE", "allowed_roots", "is_hf_object", "looks_like_glob",
+           "read_hf_object", "read_sharded", "read_source", "source_stamp"]
+
+#: Characters that make a path a glob pattern.
+GLOB_CHARS = frozenset("*?[")
+#: Name of the split column a DatasetDict's keys fill (``hf_split`` if the data has one).
+SPLIT_COLUMN = "split"
+#: Files of a Hugging Face ``datasets`` folder.
+HF_STATE, HF_INFO, HF_DICT = "state.json", "dataset_info.json", "dataset_dict.json"
+
+
+def read_source(source: Any, *, name: str | None = None, format: str | None = None,
+                encoding: str | None = None, max_bytes: int | None = None,
+                max_line_bytes: int | None = MAX_LINE_BYTES) -> RawTable:
+    """Any input ``load_dataset`` takes as a :class:`RawTable`: a folder or a glob of shards
+    or a ``datasets`` folder (:func:`read_sharded`), a ``datasets`` object
+    (:func:`read_hf_object`), else one file, bytes or a DataFrame
+    (:func:`aflite_core.io.readers.read_table`, same options)."""
+    if is_hf_object(source):
+        return read_hf_object(source, name or "datasets")
+    folder = isinstance(source, (str, os.PathLike)) and Path(source).is_dir()
+    if not (folder or looks_like_glob(source)):
+        return read_table(source, name=name, format=format, encoding=encoding,
+                          max_bytes=max_bytes, max_line_bytes=max_line_bytes)
+    if not name:  # a folder by its name; a glob with its folder: "train/*.parquet"
+        pattern = Path(source)
+        name = pattern.name if folder else f"{pattern.parent.name}/{pattern.name}"
+
+    def one(path: Path, limit: int | None) -> RawTable:
+        return read_table(path, format=format, encoding=encoding, max_bytes=limit,
+                          max_line_bytes=max_line_bytes)
+
+    return read_sharded(source, name=name, reader=one, max_bytes=max_bytes)
+
+
+def looks_like_glob(source: Any) -> bool:
+    """Whether ``source`` is a path string with glob characters that names no file."""
+    if not isinstance(source, str) or not GLOB_CHARS & set(source):
+        return False
+    return not Path(source).exists()
+
+
+#: Environment variable that limits the dashboard's "path on this server" to folders
+#: (``os.pathsep``-separated); unset, any path the server can read is allowed.
+ROOTS_VARIABLE = "AFLITE_DATA_ROOTS"
+
+
+def allowed_roots() -> list[Path] | None:
+    """The folders :data:`ROOTS_VARIABLE` allows, resolved; None when it is unset."""
+    value = os.environ.get(ROOTS_VARIABLE, "").strip()
+    if not value:
+        return None
+    return [Path(p).expanduser().resolve() for p in value.split(os.pathsep) if p.strip()]
+
+
+def source_stamp(source: str, *, roots: list[Path] | None = None) -> str:
+    """A digest of what ``source`` (a file, a folder or a glob) holds: every data file's
+    path, size and modification time, so a cache keyed by it sees a changed or added shard.
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``source`` (a glob matching no file).
+    PermissionError
+        ``source`` lies outside ``roots`` (when given).
+    """
+    path = Path(source).expanduser()
+    if roots is not None:
+        base = path.parent if looks_like_glob(source) else path
+        resolved = base.resolve()
+        if not any(resolved == root or root in resolved.parents for root in roots):
+            allowed = ", ".join(str(r) for r in roots)
+            raise PermissionError(f"{source}: outside the folders this server reads data "
+                                  f"from ({ROOTS_VARIABLE}: {allowed})")
+    if path.is_file():
+        files = [path]
+    elif path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+    elif looks_like_glob(source):
+        files = sorted(Path(p) for p in globbing.glob(str(path), recursive=True)
+                       if Path(p).is_file())
+    else:
+        files = []
+    if not files:
+        raise FileNotFoundError(f"{source}: no such file, folder or matching shard")
+    digest = hashlib.sha256()
+    for file in files:
+        info = file.stat()
+        digest.update(f"{file}\x1f{info.st_size}\x1f{info.st_mtime_ns}\x1e".encode())
+    return digest.hexdigest()
+
+
+def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None) -> RawTable:
+    """Read a folder or a glob of shards, or a ``datasets`` folder, as one table.
+
+    Parameters
+    ----------
+    source : str or Path
+        A folder, or a glob pattern.
+    name : str
+        Name used in messages.
+    reader : callable
+        ``reader(path, max_bytes) -> RawTable`` for one shard file (the single-file reader
+        with the caller's format and encoding options).
+    max_bytes : int or None
+        Bound on the shards' total size on disk and on each shard's decoded size.
+
+    Raises
+    ------
+    DatasetFormatError
+        A folder that holds neither shards nor a ``datasets`` folder, a glob that matches
+        nothing, shards of several formats, or a shard whose columns differ (named).
+    DatasetSizeError
+        Shards larger than ``max_bytes`` together.
+    """
+    path = Path(source)
+    if path.is_dir() and (path / HF_DICT).is_file():
+        return _read_hf_dict(path, name)
+    if path.is_dir() and (path / HF_STATE).is_file():
+        return _read_hf_dataset(path, name)
+    files = _shard_files(source, name)
+    _check_total_size(files, name, max_bytes)
+    tables = [reader(f, max_bytes) for f in files]
+    return _concatenate(tables, [_relative(f, source) for f in files], name)
+
+
+# ----------------------------------------------------------------------------- shards
+
+
+def _shard_files(source: str | Path, name: str) -> list[Path]:
+    """The shard files of a folder or glob, in name order, one format (refused otherwise)."""
+    path = Path(source)
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.is_file() and _is_data_name(p.name))
+        if not found:
+            subfolders = sorted(p.name for p in path.iterdir() if p.is_dir())
+            more = (f"; it has subfolders ({', '.join(map(short_repr, subfolders[:5]))}): "
+                    f"pass a glob such as '{path}/*/*.parquet'" if subfolders else "")
+            raise DatasetFormatError(
+                f"{name}: the folder holds no dataset: expected shard files (.parquet, .csv, "
+                ".tsv, .jsonl, optionally .gz) directly inside, or a Hugging Face datasets "
+                f"folder (save_to_disk: {HF_STATE} or {HF_DICT}){more}")
+    else:
+        found = sorted(Path(p) for p in globbing.glob(str(source), recursive=True)
+                       if Path(p).is_file() and _is_data_name(Path(p).name))
+        if not found:
+            raise DatasetFormatError(f"{name}: the pattern {str(source)!r} matches no data "
+                                     "file (.parquet, .csv, .tsv, .jsonl, optionally .gz)")
+    formats = {format_from_name(p.name) for p in found}
+    if len(formats) > 1:
+        by_format = {fmt: next(p.name for p in found if format_from_name(p.name) == fmt)
+                     for fmt in sorted(formats, key=str)}
+        listing = ", ".join(f"{fmt} ({short_repr(example)})"
+                            for fmt, example in by_format.items())
+        raise DatasetFormatError(f"{name}: the shards mix formats: {listing}; expected one "
+                                 "format for every shard")
+    return found
+
+
+def _is_data_name(file_name: str) -> bool:
+    return (not file_name.startswith((".", "_"))
+            and format_from_name(file_name) in ("parquet", "csv", "tsv", "jsonl"))
+
+
+def _relative(path: Path, source: str | Path) -> str:
+    base = Path(source) if Path(source).is_dir() else Path(str(source)).parent
+    try:
+        return str(path.relative_to(base))
+    except ValueError:
+        return path.name
+
+
+def _check_total_size(files: list[Path], name: str, max_bytes: int | None) -> None:
+    if max_bytes is None:
+        return
+    total = sum(f.stat().st_size for f in files)
+    if total > max_bytes:
+        raise DatasetSizeError(
+            f"{name}: the {len(files)} shards hold {total:,} bytes on disk, over the limit of "
+            f"{max_bytes:,} (max_bytes={max_bytes}); not read")
+
+
+def _listing(shards: list[str], total: int, unit: str) -> str:
+    if len(shards) == total and total > 1:
+        return f"all {total} {unit}"
+    return ", ".join(shards[:3]) + (f" and {len(shards) - 3} more" if len(shards) > 3 else "")
+
+
+def _concatenate(tables: list[RawTable], names: list[str], name: str,
+                 unit: str = "shards") -> RawTable:
+    """One table of the shards' rows, in order; every shard with the first one's columns."""
+    first = list(tables[0].frame.columns)
+    for table, shard in zip(tables[1:], names[1:], strict=True):
+        columns = list(table.frame.columns)
+        if set(columns) != set(first):
+            missing = [c for c in first if c not in columns]
+            extra = [c for c in columns if c not in first]
+            parts = ([f"missing {', '.join(map(short_repr, missing))}"] if missing else []) \
+                + ([f"extra {', '.join(map(short_repr, extra))}"] if extra else [])
+            raise DatasetFormatError(
+                f"{name}: shard {short_repr(shard)} has other columns than "
+                f"{short_repr(names[0])} ({'; '.join(parts)}); every shard must have the "
+                "same columns")
+    frame = pd.concat([t.frame[first] for t in tables], ignore_index=True)
+    shard_of = np.repeat(np.arange(len(tables), dtype=np.int32),
+                         [len(t.frame) for t in tables])
+    within = np.concatenate([t.lines if t.lines is not None
+                             else np.arange(1, len(t.frame) + 1) for t in tables])
+    digest = hashlib.sha256()
+    for table, shard in zip(tables, names, strict=True):
+        digest.update(f"{shard}\x1f{table.content_hash}\x1e".encode())
+    where: dict[str, list[str]] = {}
+    for table, shard in zip(tables, names, strict=True):
+        for warning in table.warnings:
+            where.setdefault(warning, []).append(shard)
+    warnings = [f"{_listing(shards, len(names), unit)}: {w}" for w, shards in where.items()]
+    warnings.insert(0, f"read {len(tables)} {unit} ({len(frame):,} rows), in "
+                       + ("name order" if unit == "shards" else "the DatasetDict's order"))
+    dropped = {k: v for t in tables for k, v in t.dropped.items()}
+    return RawTable(frame, name, tables[0].format, digest.hexdigest(), None,
+                    tables[0].encoding, warnings, dict(tables[0].column_types), dropped,
+                    shards=names, shard_of=shard_of, shard_rows=within,
+                    shard_unit="line" if all(t.lines is not None for t in tables)
+                    else "record")
+
+
+# -------------------------------------------------------------- Hugging Face datasets
+
+
+def _read_hf_dict(path: Path, name: str) -> RawTable:
+    """A ``DatasetDict`` folder: each split's Dataset, its key in the split column."""
+    try:
+        splits = json.loads((path / HF_DICT).read_text(encoding="utf-8"))["splits"]
+        splits = [str(s) for s in splits]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DatasetFormatError(f"{name}: {HF_DICT} is not a datasets DatasetDict index "
+                                 f"({exc}); expected {{\"splits\": [...]}}") from None
+    if not splits:
+        raise DatasetFormatError(f"{name}: {HF_DICT} lists no split")
+    tables = []
+    for split in splits:
+        folder = path / split
+        if not (folder / HF_STATE).is_file():
+            raise DatasetFormatError(f"{name}: split {split!r} of {HF_DICT} has no folder "
+                                     f"{str(folder)!r} with a {HF_STATE}")
+        tables.append(_read_hf_dataset(folder, f"{name}/{split}"))
+    columns = list(tables[0].frame.columns)
+    column = SPLIT_COLUMN if SPLIT_COLUMN not in columns else "hf_split"
+    for table, split in zip(tables, splits, strict=True):
+        table.frame[column] = pd.array([split] * len(table.frame), dtype="string")
+    out = _concatenate(tables, splits, name, unit="splits")
+    out.warnings.insert(1, f"a datasets DatasetDict: its keys ({', '.join(splits)}) fill "
+                           f"the column {column!r}")
+    return out
+
+
+def _read_hf_dataset(path: Path, name: str) -> RawTable:
+    """A ``Dataset`` folder: its Arrow stream files, in ``state.json``'s order."""
+    import pyarrow as pa
+
+    try:
+        state = json.loads((path / HF_STATE).read_text(encoding="utf-8"))
+        files = [path / entry["filename"] for entry in state["_data_files"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DatasetFormatError(f"{name}: {HF_STATE} is not a datasets state file ({exc}); "
+                                 "expected the folder Dataset.save_to_disk writes") from None
+    features = _features(path / HF_INFO)
+    batches, schema = [], None
+    digest = hashlib.sha256()
+    for file in files:
+        try:
+            with pa.memory_map(str(file), "r") as source:
+                try:
+                    stream = pa.ipc.open_stream(source)
+                except pa.ArrowInvalid:  # an Arrow IPC file rather than a stream
+                    source.seek(0)
+                    stream = pa.ipc.open_file(source)
+                    parts = [stream.get_batch(i) for i in range(stream.num_record_batches)]
+                else:
+                    parts = list(stream)
+                schema = schema or stream.schema
+        except FileNotFoundError:
+            raise DatasetFormatError(f"{name}: {HF_STATE} lists {file.name!r}, which is "
+                                     "missing") from None
+        except (pa.ArrowException, OSError) as exc:
+            raise DatasetFormatError(f"{name}: {file.name} is not an Arrow file: "
+                                     f"{exc}") from None
+        batches.extend(parts)
+        digest.update(file.read_bytes() if file.stat().st_size < (64 << 20)
+                      else f"{file.name}:{file.stat().st_size}:{state.get('_fingerprint')}"
+                      .encode())
+    table = pa.Table.from_batches(batches, schema=schema)
+    return _arrow_raw(table, features, name, digest.hexdigest())
+
+
+def _arrow_raw(table: Any, class_labels: dict[str, list[str]], name: str,
+               content_hash: str) -> RawTable:
+    """A ``datasets`` table as a RawTable: unheld columns dropped, ClassLabels named."""
+    warnings: list[str] = []
+    dropped: dict[str, str] = {}
+    table = drop_unheld_columns(table, name, warnings, dropped, nested=True)
+    frame = table.to_pandas()
+    for column, names in class_labels.items():
+        if column in frame:
+            frame[column] = _class_names(frame[column], names)
+            warnings.append(f"column {short_repr(column)} is a ClassLabel: its values are "
+                            f"read as their names ({', '.join(names[:6])})")
+    frame.index = pd.RangeIndex(len(frame))
+    types = {str(f.name): str(f.type) for f in table.schema}
+    return RawTable(frame, name, "arrow", content_hash, None, None, warnings, types,
+                    dropped)
+
+
+def is_hf_object(source: Any) -> bool:
+    """Whether ``source`` is a ``datasets.Dataset`` or ``DatasetDict`` (duck-typed: the
+    package is imported only if the caller passes one)."""
+    module = type(source).__module__ or ""
+    return module.split(".")[0] == "datasets" and type(source).__name__ in (
+        "Dataset", "DatasetDict")
+
+
+def read_hf_object(source: Any, name: str) -> RawTable:
+    """A ``datasets.Dataset`` in memory (or a ``DatasetDict``: its keys in the split
+    column), read from its Arrow table without a copy to disk."""
+    if type(source).__name__ == "DatasetDict":
+        splits = [str(k) for k in source]
+        if not splits:
+            raise DatasetFormatError(f"{name}: the DatasetDict holds no split")
+        tables = [read_hf_object(source[k], f"{name}/{k}") for k in source]
+        columns = list(tables[0].frame.columns)
+        column = SPLIT_COLUMN if SPLIT_COLUMN not in columns else "hf_split"
+        for table, split in zip(tables, splits, strict=True):
+            table.frame[column] = pd.array([split] * len(table.frame), dtype="string")
+        out = _concatenate(tables, splits, name, unit="splits")
+        out.warnings.insert(1, f"a datasets DatasetDict: its keys ({', '.join(splits)}) "
+                               f"fill the column {column!r}")
+        return out
+    table = source.with_format("arrow")[:]
+    labels = {str(k): [str(n) for n in v.names] for k, v in source.features.items()
+              if type(v).__name__ == "ClassLabel"}
+    fingerprint = getattr(source, "_fingerprint", None) or str(len(table))
+    digest = hashlib.sha256(f"datasets:{fingerprint}:{table.num_rows}".encode()).hexdigest()
+    return _arrow_raw(table, labels, name, digest)
+
+
+def _features(info_path: Path) -> dict[str, list[str]]:
+    """ClassLabel columns of a ``dataset_info.json`` and their names ({} when unknown)."""
+    try:
+        features = json.loads(info_path.read_text(encoding="utf-8")).get("features") or {}
+    except (OSError, ValueError):
+        return {}
+    return {str(k): [str(n) for n in v["names"]] for k, v in features.items()
+            if isinstance(v, dict) and v.get("_type") == "ClassLabel" and v.get("names")}
+
+
+def _class_names(values: pd.Series, names: list[str]) -> pd.Series:
+    """ClassLabel ints as their names; -1 (no label) and other out-of-range values empty."""
+    codes = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float)
+    lookup = np.asarray(names, dtype=object)
+    valid = np.isfinite(codes) & (codes >= 0) & (codes < len(names))
+    out = np.full(len(codes), "", dtype=object)
+    out[valid] = lookup[codes[valid].astype(np.int64)]
+    return pd.Series(pd.array(out, dtype="string"), index=values.index)
