@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -68,6 +69,9 @@ def _check_scheduler(scheduler: Any, backend: str) -> None:
 MAX_LOCAL_WORKERS_PER_CORE = 4
 #: Seconds a scheduler address has to accept a connection and to start Dask's handshake.
 PROBE_TIMEOUT_S = 5.0
+#: Times workers may leave the cluster during one AFLite fit before it gives up (each time,
+#: the row groups they held are rebuilt on the workers that remain; see _DaskBackend).
+MAX_WORKER_LOSSES = 3
 #: A Dask handshake's first frame is a few hundred bytes; anything announcing more than this
 #: is not Dask talking.
 _MAX_HANDSHAKE_BYTES = 16 << 20
@@ -335,36 +339,99 @@ class _DaskBackend:
     packed train masks (``m * rows / 8`` bytes in all) and the stacked model (``d * m *
     (C - 1)`` floats, broadcast once per round), and returns the group's per-partition class
     sums (``m * C * d`` float64) and per-row correct counts (int32).
+
+    **A lost worker.** Scattered data cannot be recomputed by Dask, so when a worker holding
+    a group's working copies leaves (killed, out of memory, its machine gone), the round's
+    results for that group fail. The backend then rebuilds those groups from ``X`` (which the
+    driver holds) with their current rows on the workers that remain, and runs the step
+    again: the rebuilt copies equal the lost ones (a compaction only drops rows), so the
+    results stay bit-identical. After :data:`MAX_WORKER_LOSSES` such losses, or with no
+    worker left, it fails with a message that says so.
     """
 
     def __init__(self, X, shift, blocks: _Blocks, scheduler, n_jobs: int) -> None:
         self._client, self._owned = _connect(scheduler, n_jobs)
         self._groups = blocks.groups
         self._X, self._shift, self._rows = X, shift, blocks.rows
+        self._starts, self._stops = blocks.starts, blocks.stops
         self._wc: list = []
+        self._holders: list[str] = []
+        self.worker_losses = 0
         try:
-            self._scatter(X, shift, blocks)
+            self._scatter()
         except BaseException:
             self.close()
             raise
 
-    def _scatter(self, X, shift, blocks: _Blocks) -> None:
+    def _workers(self) -> list[str]:
+        workers = sorted(self._client.scheduler_info()["workers"])
+        if not workers:
+            raise RuntimeError("AFLite on Dask: the cluster has no worker left; start "
+                               "workers (or use backend='local') and run again")
+        return workers
+
+    def _build(self, i: int, worker: str):
+        """Group ``i``'s working copies, built on ``worker`` from X's current rows."""
+        g = self._groups[i]
+        start, stop = self._starts[g[0]], self._stops[g[-1]]
+        raw = self._client.scatter(np.ascontiguousarray(self._X[start:stop]),
+                                   workers=[worker])
+        _release_pages(self._X, start, stop)
+        local_rows = [self._rows[b] - start for b in g]
+        return self._client.submit(_dask_build, raw, local_rows, self._shift,
+                                   workers=[worker], pure=False)
+
+    def _scatter(self) -> None:
         from distributed import wait
 
-        client = self._client
-        workers = sorted(client.scheduler_info()["workers"])
-        if not workers:
-            raise RuntimeError("the Dask cluster has no workers")
-        for i, g in enumerate(self._groups):
-            start, stop = blocks.starts[g[0]], blocks.stops[g[-1]]
-            worker = [workers[i % len(workers)]]
-            raw = client.scatter(np.ascontiguousarray(X[start:stop]), workers=worker)
-            _release_pages(X, start, stop)
-            local_rows = [blocks.rows[b] - start for b in g]
-            self._wc.append(client.submit(_dask_build, raw, local_rows, shift, workers=worker,
-                                          pure=False))
-            del raw
+        workers = self._workers()
+        for i in range(len(self._groups)):
+            worker = workers[i % len(workers)]
+            self._wc.append(self._build(i, worker))
+            self._holders.append(worker)
         wait(self._wc)
+
+    def _lost_groups(self) -> list[int]:
+        """Groups whose worker has left; the scheduler may learn of a death a moment after
+        the client does, so an empty answer is asked again for up to 2 s."""
+        import time
+
+        deadline = time.monotonic() + 2.0
+        while True:
+            alive = set(self._client.scheduler_info()["workers"])
+            lost = [i for i, w in enumerate(self._holders) if w not in alive]
+            if lost or time.monotonic() > deadline:
+                return lost
+            time.sleep(0.1)
+
+    def _recover(self, error: BaseException) -> None:
+        """Rebuild the groups whose worker left, or re-raise ``error`` if none did."""
+        lost = self._lost_groups()
+        if not lost:
+            raise error
+        self.worker_losses += 1
+        if self.worker_losses > MAX_WORKER_LOSSES:
+            raise RuntimeError(
+                f"AFLite on Dask: workers left the cluster {self.worker_losses} times during "
+                f"the run (last: {len(lost)} of {len(self._groups)} row groups lost); check "
+                "the workers' memory limit and logs, or run with backend='local'") from error
+        workers = self._workers()
+        for k, i in enumerate(lost):
+            worker = workers[k % len(workers)]
+            try:
+                self._wc[i] = self._build(i, worker)
+                self._holders[i] = worker
+            except Exception:  # noqa: BLE001 - that worker left too: the next try sees it
+                self._holders[i] = ""
+
+    def _gather(self, make: Callable[[], list]) -> list:
+        """``client.gather(make())``, rebuilding lost groups and trying again."""
+        while True:
+            try:
+                return self._client.gather(make())
+            except Exception as exc:  # noqa: BLE001 - _recover re-raises what it can't mend
+                error = exc
+            self._recover(error)
 
     def submit(self, fn, *args):
         """``fn(*args)``, at once on the driver."""
@@ -375,25 +442,31 @@ class _DaskBackend:
         rows = np.concatenate([r[p] for r, p in zip(self._rows, positions, strict=True)])
         return _gather(self._X, rows, self._shift)
 
-    def _per_group(self, fn, bounds, train_w, *extra):
-        futures = [
-            self._client.submit(
-                fn, self._wc[i], [bounds[b] for b in g],
-                [np.packbits(train_w[b], axis=1) for b in g], *extra, pure=False,
-            )
-            for i, g in enumerate(self._groups)
-        ]
-        return self._client.gather(futures)
+    def _per_group(self, fn, bounds, train_w, *extra, model=None):
+        """``fn`` on every group; ``model`` (if given) broadcast to the workers first and
+        passed before ``extra``, again on each try."""
+        packed = [[np.packbits(train_w[b], axis=1) for b in g] for g in self._groups]
+
+        def make() -> list:
+            head = ()
+            if model is not None:
+                head = tuple(self._client.scatter([model], broadcast=True))
+            return [self._client.submit(fn, self._wc[i], [bounds[b] for b in g], packed[i],
+                                        *head, *extra, pure=False)
+                    for i, g in enumerate(self._groups)]
+
+        return self._gather(make)
 
     def group_row_stats(self):
-        return self._client.gather([self._client.submit(_group_row_stats, f) for f in self._wc])
+        return self._gather(lambda: [self._client.submit(_group_row_stats, f)
+                                     for f in self._wc])
 
     def group_class_sums(self, bounds, train_w):
         return self._per_group(_dask_class_sums, bounds, train_w)
 
     def count_correct(self, bounds, train_w, model, datamap: bool = False):
-        [model_f] = self._client.scatter([model], broadcast=True)
-        per_group = self._per_group(_dask_count_correct, bounds, train_w, model_f, datamap)
+        per_group = self._per_group(_dask_count_correct, bounds, train_w, datamap,
+                                    model=model)
         return [counts for group in per_group for counts in group]
 
     def compact(self, keeps: dict[int, np.ndarray]) -> None:

@@ -1,0 +1,104 @@
+"""A worker killed in the middle of AFLite on Dask (issue 27, item 6): the rows it held are
+rebuilt on the workers that remain and the fit ends with the local result, bit for bit; a
+cluster that keeps losing workers ends the run with a message, and no run folder is left."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import aflite_core.filter.backends as backends_module
+from aflite_core.filter.aflite import AFLite
+from aflite_core.filter.synthetic import make_planted
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture
+def process_cluster():
+    """Two worker processes (with nannies, which restart a killed worker)."""
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client:
+        yield cluster, client
+
+
+def _kill_a_worker_after(client, round_no: int):
+    """A round callback that SIGKILLs one worker process when round ``round_no`` ends."""
+    pid = next(iter(client.run(os.getpid).values()))
+    killed = []
+
+    def callback(info: dict) -> bool:
+        if info.get("round") == round_no and not killed:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        return False
+
+    return callback, killed
+
+
+def test_a_killed_worker_does_not_change_the_result(process_cluster, monkeypatch):
+    monkeypatch.setattr(backends_module, "_GROUP_BLOCKS", 1)  # a group per block: both
+    X, y, _ = make_planted(12_000, 32, random_state=0)       # workers hold rows
+    params = {"target_size": 0.5, "n_partitions": 16, "slice_size": 400, "tau": 0.5,
+              "random_state": 0}
+    local = AFLite(**params).fit(X, y)
+    cluster, client = process_cluster
+    callback, killed = _kill_a_worker_after(client, 2)
+    recover = backends_module._DaskBackend._recover
+    recoveries = []
+
+    def counted(self, error):
+        recoveries.append(type(error).__name__)
+        return recover(self, error)
+
+    monkeypatch.setattr(backends_module._DaskBackend, "_recover", counted)
+    dask = AFLite(**params, backend="dask", scheduler=cluster.scheduler_address,
+                  callback=callback).fit(X, y)
+    assert killed and local.n_rounds_ > 3
+    assert recoveries  # the killed worker's rows were rebuilt elsewhere
+    np.testing.assert_array_equal(dask.keep_mask_, local.keep_mask_)
+    np.testing.assert_array_equal(dask.predictability_, local.predictability_)
+    np.testing.assert_array_equal(dask.removal_round_, local.removal_round_)
+
+
+def test_a_cluster_that_keeps_losing_workers_fails_clearly_and_leaves_no_run(
+        process_cluster, monkeypatch, tmp_path):
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    monkeypatch.setattr(backends_module, "MAX_WORKER_LOSSES", 0)
+    monkeypatch.setattr(backends_module, "_GROUP_BLOCKS", 1)
+    cluster, client = process_cluster
+    rng = np.random.default_rng(0)
+    words = np.array(["red", "blue", "cat", "dog", "sun", "rain", "big", "old", "car"])
+    labels = rng.choice(["yes", "no", "maybe"], 9000)
+    frame = pd.DataFrame({"hypothesis": [f"{lab}cue " + " ".join(rng.choice(words, 5))
+                                         if rng.random() < 0.5 else " ".join(rng.choice(
+                                             words, 6)) for lab in labels],
+                          "label": labels})
+    pid = next(iter(client.run(os.getpid).values()))
+    real_count_correct = backends_module._DaskBackend.count_correct
+    calls = []
+
+    def kill_then_count(self, *args, **kwargs):  # a worker dies during the second round
+        calls.append(1)
+        if len(calls) == 2:
+            os.kill(pid, signal.SIGKILL)
+        return real_count_correct(self, *args, **kwargs)
+
+    monkeypatch.setattr(backends_module._DaskBackend, "count_correct", kill_then_count)
+    config = AuditConfig(representation_params={"n_components": 8}, n_partitions=8,
+                         target_size=0.5, slice_size=300, measures=("label_shift",),
+                         report=False, backend="dask", scheduler=cluster.scheduler_address)
+    root = tmp_path / "runs"
+    with pytest.raises(RuntimeError, match="workers left the cluster 1 times during the "
+                                           "run .* check the workers' memory limit"):
+        run_audit(load_dataset(frame, name="faults"), config, runs_root=root)
+    assert len(calls) >= 2
+    assert not root.exists() or not any(root.iterdir())
