@@ -114,3 +114,29 @@ def test_a_run_says_where_each_stage_ran(cluster, tmp_path):
                        "write": "local", "label_shift": "local"}
     local = json.loads((here / "summary.json").read_text())["engines"]
     assert local == {**engines, "aflite": "local"}
+
+
+def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path):
+    """Issue 27 item 3: 20,000 SNLI rows audited with --scheduler local:2 (a LocalCluster of
+    two worker processes) and without: the same statuses, predictabilities and cue table."""
+    import json
+
+    import pandas as pd
+
+    from aflite_core.cli import main
+
+    data = snli_dir / "snli_train_sample.csv"
+    runs = {}
+    for name, extra in (("local", []), ("dask", ["--scheduler", "local:2"])):
+        out = tmp_path / name
+        assert main(["run", str(data), "--out", str(out), "--quiet", "--measures", "cues",
+                     "--no-report", *extra]) == 0
+        runs[name] = out
+    engines = json.loads((runs["dask"] / "summary.json").read_text())["engines"]
+    assert engines["aflite"] == "dask" and engines["cues"] == "local"
+    a, b = (pd.read_parquet(runs[k] / "scores.parquet") for k in ("local", "dask"))
+    assert len(a) == 20_000
+    assert a["status"].tolist() == b["status"].tolist()
+    np.testing.assert_allclose(a["predictability"], b["predictability"], atol=1e-6)
+    cues_a, cues_b = (pd.read_parquet(runs[k] / "cues.parquet") for k in ("local", "dask"))
+    pd.testing.assert_frame_equal(cues_a, cues_b)
