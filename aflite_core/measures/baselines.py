@@ -27,8 +27,8 @@ one group, e.g. the pairs of one premise, never straddle a training and a test f
 are plain dicts of JSON types (the run writer stores them as ``baselines.json``). See
 ``docs/measures.md``.
 
-Cost. A text model is vectorised once and its folds are warm-started
-(:mod:`aflite_core.represent.fold_fits`). Above :data:`MAX_ROWS` audited rows (option
+Cost. A text model is vectorised once for all its folds
+(:mod:`aflite_core.represent.fold_fits`; each fold's classifier starts from zero). Above :data:`MAX_ROWS` audited rows (option
 ``max_rows``) the measure runs on a seeded sample of that many rows (whole groups): every
 result then carries ``sample`` (rows used, of how many, and the binomial standard error of the
 retained accuracy in percentage points), shown beside the figures, so a 550k-row audit is not
@@ -85,7 +85,7 @@ def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
     ----------
     model : scikit-learn estimator (cloned per fold)
         A :func:`~aflite_core.represent.text_models.text_model` pipeline is vectorised once
-        and warm-started across folds (:mod:`aflite_core.represent.fold_fits`).
+        for all folds (:mod:`aflite_core.represent.fold_fits`).
     data : list of str or array of shape (n_rows, n_features)
     labels : array of shape (n_rows,)
     n_splits : int, default 5

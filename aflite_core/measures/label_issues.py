@@ -12,7 +12,7 @@ while another label clears that label's own confidence threshold, is a probable 
   premise and the hypothesis with their overlap, logistic regression; the text alone on data
   without premises), ``n_splits`` folds (default 2) grouped like every other measure
   (:func:`aflite_core.splits.cv_folds`: a row is never scored by a model that saw a row of its
-  group), vectorised once and warm-started across folds
+  group), vectorised once for all folds
   (:mod:`aflite_core.represent.fold_fits`): its probability vectors give the flags and the
   suggested labels;
 - AFLite's own held-out linear models on Φ, which the audit already ran: their mean

@@ -86,7 +86,7 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
         raise ValueError(f"labels: expected at least 2 distinct labels, got {len(classes)}")
     codes = np.searchsorted(classes, y)
     texts = pair_texts(None, list(hypotheses))
-    # vectorised once, warm-started across folds (aflite_core.represent.fold_fits)
+    # vectorised once for all folds, each fold fitted from zero (represent.fold_fits)
     folds_model = evaluator(text_model("hypothesis_only", C=C, random_state=random_state),
                             texts, y)
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
