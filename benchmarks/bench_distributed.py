@@ -1,0 +1,203 @@
+"""The default audit on a Dask LocalCluster against the local run (issue 27, item 5).
+
+For each size, a seeded SNLI-like input (``bench_cues.build``, written as Parquet shards) is
+audited twice by the CLI with the default parameters, in a fresh process each time:
+
+- ``local``: ``python -m aflite_core run DATA --out ...``;
+- ``dask``: the same with ``--scheduler tcp://...`` of a LocalCluster this benchmark starts
+  (``--workers`` worker processes, one thread each, ``--memory-limit`` per worker).
+
+Printed per run: wall time; the driver's (the CLI process's) peak RSS; each worker's peak RSS
+(polled every 0.5 s through the workers' own ``psutil``); the bytes that crossed the loopback
+interface during the run (everything driver <-> scheduler <-> workers sends; nothing else on
+this machine talks over loopback meanwhile), and ``summary.json``'s ``engines`` (which stages
+ran on Dask). Then whether the two runs agree: statuses equal, largest predictability
+difference.
+
+``--kill-after-round K`` SIGKILLs one worker when the Dask run's progress reports AFLite round
+K: the run must finish with the same statuses (AFLite rebuilds the lost rows elsewhere,
+``docs/scaling.md``), or fail with a message and leave no run folder; the outcome is printed.
+
+What it shows today: only AFLite's rounds run on Dask; the driver still reads the data and
+builds Φ, and every measure runs on it, so the driver's peak is the local run's.
+
+    .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
+        [--memory-limit 4GB] [--kill-after-round 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_cues import build  # noqa: E402 - the seeded SNLI-like builder
+
+#: The environment the CLI runs get: this process's as it started. Creating a LocalCluster
+#: sets OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS = 1 in os.environ (for its
+#: workers), and a child inheriting that builds Φ with one BLAS thread instead of all cores:
+#: its floats differ in the last bits and a near-tie prediction can flip (measured: 5 of
+#: 30,000 predictabilities off by 1/31), which would be charged to Dask.
+BASE_ENV = dict(os.environ)
+
+
+def _loopback_bytes() -> int:
+    import psutil
+
+    counters = psutil.net_io_counters(pernic=True).get("lo")
+    return int(counters.bytes_sent) if counters else 0
+
+
+def _rss_of(pid: int) -> int:
+    import psutil
+
+    try:
+        return int(psutil.Process(pid).memory_info().rss)
+    except psutil.Error:
+        return 0
+
+
+class _WorkerPeaks:
+    """The peak RSS of every worker process, polled every 0.5 s."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.peaks: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                for worker, pid in self.client.run(os.getpid).items():
+                    self.peaks[worker] = max(self.peaks.get(worker, 0), _rss_of(pid))
+            except Exception:  # noqa: BLE001 - a worker being restarted
+                continue
+
+    def stop(self) -> dict[str, int]:
+        self._stop.set()
+        self._thread.join()
+        return self.peaks
+
+
+def _run(data: Path, out: Path, extra: list[str], on_line=None) -> dict:
+    """The CLI audit in a fresh process: wall time, driver peak RSS, exit code, last line."""
+    env = {**BASE_ENV, "PYTHONPATH": str(REPO)}
+    cmd = [sys.executable, "-m", "aflite_core", "run", str(data), "--out", str(out), *extra]
+    start = time.perf_counter()
+    sent = _loopback_bytes()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True,
+                            stdout=subprocess.DEVNULL)
+    peak = 0
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append(line.rstrip())
+            if on_line is not None:
+                on_line(line)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while proc.poll() is None:
+        peak = max(peak, _rss_of(proc.pid))
+        time.sleep(0.25)
+    reader.join()
+    return {"seconds": time.perf_counter() - start, "driver_peak": peak,
+            "code": proc.returncode, "last": lines[-1] if lines else "",
+            "loopback_bytes": _loopback_bytes() - sent}
+
+
+def _compare(a: Path, b: Path) -> str:
+    left = pd.read_parquet(a / "scores.parquet")
+    right = pd.read_parquet(b / "scores.parquet")
+    same = left["status"].tolist() == right["status"].tolist()
+    diff = np.abs(left["predictability"].to_numpy(dtype=float)
+                  - right["predictability"].to_numpy(dtype=float))
+    gap = np.nanmax(diff)
+    where = left.loc[diff > 1e-6, "status"].value_counts().to_dict()
+    return (f"statuses {'equal' if same else 'DIFFER'}, largest predictability gap {gap:.2e}"
+            + (f" (rows differing by status: {where})" if where else ""))
+
+
+def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
+        work: Path) -> None:
+    from distributed import Client, LocalCluster
+
+    data = work / f"snli_like_{n_rows}"
+    data.mkdir()
+    frame = build(n_rows)
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), 8)):
+        frame.iloc[part].to_parquet(data / f"part-{i:02d}.parquet", index=False)
+    del frame
+    print(f"\n{n_rows:,} rows, 8 Parquet shards; LocalCluster of {workers} workers x 1 "
+          f"thread, memory limit {memory_limit} each", flush=True)
+    local = _run(data, work / "local", ["--quiet"])
+    print(f"  local: {local['seconds']:.1f} s, driver peak {local['driver_peak'] / 2**30:.2f} "
+          f"GB, exit {local['code']}", flush=True)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      memory_limit=memory_limit, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        peaks = _WorkerPeaks(client)
+        killed: list[int] = []
+
+        def on_line(line: str) -> None:
+            match = re.search(r"AFLite round (\d+)", line)
+            if kill_after and match and int(match.group(1)) >= kill_after and not killed:
+                pid = next(iter(client.run(os.getpid).values()))
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+
+        dask = _run(data, work / "dask", ["--scheduler", cluster.scheduler_address],
+                    on_line=on_line)
+        worker_peaks = peaks.stop()
+    print(f"  dask:  {dask['seconds']:.1f} s, driver peak {dask['driver_peak'] / 2**30:.2f} "
+          f"GB, workers' peaks "
+          f"{', '.join(f'{v / 2**30:.2f}' for v in worker_peaks.values())} GB, "
+          f"{dask['loopback_bytes'] / 2**20:,.0f} MB over loopback, exit {dask['code']}",
+          flush=True)
+    if killed:
+        print(f"  a worker was SIGKILLed at AFLite round {kill_after}: "
+              + ("the run completed" if dask["code"] == 0 else
+                 f"the run failed: {dask['last']}; run folder left: "
+                 f"{(work / 'dask').exists()}"), flush=True)
+    if local["code"] == 0 and dask["code"] == 0:
+        engines = json.loads((work / "dask" / "summary.json").read_text())["engines"]
+        on_dask = sorted(k for k, v in engines.items() if v == "dask")
+        print(f"  engines: on Dask {on_dask}, the other {len(engines) - len(on_dask)} stages "
+              "local", flush=True)
+        print(f"  {_compare(work / 'local', work / 'dask')}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", default="1000000",
+                        help="comma-separated sizes (the issue asks 1M and 5M)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--memory-limit", default="4GB")
+    parser.add_argument("--kill-after-round", type=int, default=None)
+    args = parser.parse_args(argv)
+    for n in (int(s) for s in args.rows.split(",")):
+        with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
+            one(n, args.workers, args.memory_limit, args.kill_after_round, Path(tmp))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
