@@ -291,6 +291,12 @@ def _read_hf_dict(path: Path, name: str) -> RawTable:
             raise DatasetFormatError(f"{name}: split {split!r} of {HF_DICT} has no folder "
                                      f"{str(folder)!r} with a {HF_STATE}")
         tables.append(_read_hf_dataset(folder, f"{name}/{split}"))
+    return _join_splits(tables, splits, name)
+
+
+def _join_splits(tables: list[RawTable], splits: list[str], name: str) -> RawTable:
+    """A DatasetDict's splits as one table, each split's key in the split column
+    (``hf_split`` when the data has a ``split`` column of its own)."""
     columns = list(tables[0].frame.columns)
     column = SPLIT_COLUMN if SPLIT_COLUMN not in columns else "hf_split"
     for table, split in zip(tables, splits, strict=True):
@@ -374,14 +380,7 @@ def read_hf_object(source: Any, name: str) -> RawTable:
         if not splits:
             raise DatasetFormatError(f"{name}: the DatasetDict holds no split")
         tables = [read_hf_object(source[k], f"{name}/{k}") for k in source]
-        columns = list(tables[0].frame.columns)
-        column = SPLIT_COLUMN if SPLIT_COLUMN not in columns else "hf_split"
-        for table, split in zip(tables, splits, strict=True):
-            table.frame[column] = pd.array([split] * len(table.frame), dtype="string")
-        out = _concatenate(tables, splits, name, unit="splits")
-        out.warnings.insert(1, f"a datasets DatasetDict: its keys ({', '.join(splits)}) "
-                               f"fill the column {column!r}")
-        return out
+        return _join_splits(tables, splits, name)
     table = source.with_format("arrow")[:]
     labels = {str(k): [str(n) for n in v.names] for k, v in source.features.items()
               if type(v).__name__ == "ClassLabel"}
