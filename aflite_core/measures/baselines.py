@@ -29,11 +29,11 @@ are plain dicts of JSON types (the run writer stores them as ``baselines.json``)
 
 Cost. A text model is vectorised once for all its folds
 (:mod:`aflite_core.represent.fold_fits`; each fold's classifier starts from zero). Above
-:data:`MAX_ROWS` audited rows (option ``max_rows``) the measure runs on a seeded sample of
-that many rows (whole groups): every result then carries ``sample`` (rows used, of how many, and the binomial standard error of the
-retained accuracy in percentage points), shown beside the figures, so a 550k-row audit is not
-silently slow. At 100k rows the sampling error of an accuracy near 0.6 on 40k retained rows is
-about 0.25 pp, below the spread over random draws.
+:data:`MAX_ROWS` audited rows (option ``max_rows``) the measure runs on a seeded sample of that
+many rows (whole groups): every result then carries ``sample`` (rows used, of how many, and the
+binomial standard error of the retained accuracy in percentage points), shown beside the
+figures, so a 550k-row audit is not silently slow. At 100k rows the sampling error of an
+accuracy near 0.6 on 40k retained rows is about 0.25 pp, below the spread over random draws.
 """
 
 from __future__ import annotations
