@@ -68,6 +68,10 @@ def test_a_datasets_folder_reads_labels_by_name_and_drops_image_bytes(snli, tmp_
     # a role naming a dropped column gets the reason, not "no such column"
     with pytest.raises(DatasetError, match="'image' holds binary data that is not UTF-8"):
         load_dataset(str(tmp_path / "snli_hf"), hypothesis="image")
+    # max_bytes bounds the Arrow files as for any input
+    with pytest.raises(DatasetError, match=r"the 1 data files hold [\d,]+ bytes on disk, "
+                                           r"over the limit of 1,000"):
+        load_dataset(str(tmp_path / "snli_hf"), max_bytes=1000)
 
 
 def test_a_dataset_dict_folder_becomes_one_table_with_its_keys_as_the_split(snli, tmp_path):

@@ -18,8 +18,9 @@ folders.
 Every shard must have the same columns (a shard that differs is refused, naming it and the
 difference) and one format. Columns the audit cannot hold as values (nested lists or structs,
 binary data that is not UTF-8 text: images, audio) are dropped with a notice, never a reason
-to refuse the data. ``max_bytes`` bounds the shards' total size on disk and each shard's
-decoded size. Row locations in messages name the shard (``train-00001.parquet, record 7``).
+to refuse the data. ``max_bytes`` bounds the shards' (or a ``datasets`` folder's Arrow
+files') total size on disk and each shard's decoded size. Row locations in messages name
+the shard (``train-00001.parquet, record 7``).
 """
 
 from __future__ import annotations
@@ -161,9 +162,11 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
         Shards larger than ``max_bytes`` together.
     """
     path = Path(source)
-    if path.is_dir() and (path / HF_DICT).is_file():
-        return _read_hf_dict(path, name)
-    if path.is_dir() and (path / HF_STATE).is_file():
+    if path.is_dir() and ((path / HF_DICT).is_file() or (path / HF_STATE).is_file()):
+        # Arrow files hold the values as they are in memory: their size is what is read
+        _check_total_size(sorted(path.rglob("*.arrow")), name, max_bytes)
+        if (path / HF_DICT).is_file():
+            return _read_hf_dict(path, name)
         return _read_hf_dataset(path, name)
     files = _shard_files(source, name)
     _check_total_size(files, name, max_bytes)
@@ -223,8 +226,8 @@ def _check_total_size(files: list[Path], name: str, max_bytes: int | None) -> No
     total = sum(f.stat().st_size for f in files)
     if total > max_bytes:
         raise DatasetSizeError(
-            f"{name}: the {len(files)} shards hold {total:,} bytes on disk, over the limit of "
-            f"{max_bytes:,} (max_bytes={max_bytes}); not read")
+            f"{name}: the {len(files)} data files hold {total:,} bytes on disk, over the limit "
+            f"of {max_bytes:,} (max_bytes={max_bytes}); not read")
 
 
 def _listing(shards: list[str], total: int, unit: str) -> str:
