@@ -98,8 +98,8 @@ from aflite_core.measures.registry import (
     MeasureResult,
     stored_summary,
 )
-from aflite_core.represent.text_models import PAIR_SEPARATOR
-from aflite_core.represent.text_models import pair_texts as pair_texts  # re-exported
+from aflite_core.represent.pair_inputs import PAIR_SEPARATOR
+from aflite_core.represent.pair_inputs import pair_texts as pair_texts  # re-exported
 from aflite_core.splits import group_codes, holdout_mask
 
 #: Challenge-set sizes of Liu et al. (2019).

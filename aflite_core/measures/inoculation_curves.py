@@ -11,12 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-from scipy.optimize import minimize
 from scipy.special import logsumexp
-from sklearn.base import clone
 
-from aflite_core.represent.text_models import pair_texts as pair_texts  # re-exported
-from aflite_core.represent.text_models import single_blas_thread, text_model
+from aflite_core.represent.pair_inputs import pair_texts as pair_texts  # re-exported
 
 # --------------------------------------------------------------------------------------------
 # model: text_models features + multinomial logistic regression with explicit weights
@@ -30,6 +27,8 @@ class _LinearModel:
     """
 
     def __init__(self, kind: str, C: float, random_state: int | None, classes: np.ndarray):
+        from aflite_core.represent.text_models import text_model  # scikit-learn, on use
+
         pipeline = text_model(kind, C=C, random_state=random_state)
         self.features = pipeline.named_steps["features"]
         self.classifier = pipeline.named_steps["model"]
@@ -43,6 +42,10 @@ class _LinearModel:
         return self.features.transform(data)
 
     def fit_weights(self, F, y, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
+        from sklearn.base import clone
+
+        from aflite_core.represent.text_models import single_blas_thread
+
         with single_blas_thread():
             lr = clone(self.classifier).fit(F, y, sample_weight=sample_weight)
         W, b = lr.coef_, lr.intercept_
@@ -89,6 +92,8 @@ def _finetune(F, codes: np.ndarray, W0: np.ndarray, b0: np.ndarray,
         G = np.exp(Z - lse[:, None]) - Y
         grad = np.asarray(Fa.T @ G).T.ravel() + anchor * delta
         return loss + 0.5 * anchor * float(delta @ delta), grad
+
+    from scipy.optimize import minimize  # on use: 0.16 s to import
 
     res = minimize(objective, np.zeros(n_classes * len(cols)), jac=True, method="L-BFGS-B",
                    options={"maxiter": 500, "gtol": 1e-5})

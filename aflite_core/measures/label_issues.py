@@ -63,8 +63,8 @@ from aflite_core._validation import check_callback, check_int
 from aflite_core.errors import MeasureSkipped
 from aflite_core.measures.baselines import sample_rows
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_fits import evaluator
-from aflite_core.represent.text_models import pair_texts, text_model
+from aflite_core.represent.on_use import evaluator, text_model
+from aflite_core.represent.pair_inputs import pair_texts
 from aflite_core.splits import cv_folds, group_codes
 
 __all__ = ["FILE", "MAX_ROWS", "find_label_issues", "issue_summary", "label_pairs"]

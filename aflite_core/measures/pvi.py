@@ -30,8 +30,8 @@ import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_fits import evaluator
-from aflite_core.represent.text_models import pair_texts, text_model
+from aflite_core.represent.on_use import evaluator, text_model
+from aflite_core.represent.pair_inputs import pair_texts
 from aflite_core.splits import cv_folds, group_codes
 
 __all__ = ["FILE", "PROB_FLOOR", "hypothesis_only_pvi", "pvi_summary"]

@@ -61,6 +61,12 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from aflite_core._validation import check_choice, check_int, check_real, check_seed
+from aflite_core.represent.pair_inputs import (  # noqa: F401 - re-exported
+    PAIR_SEPARATOR,
+    pair_text,
+    pair_texts,
+    split_pairs,
+)
 from aflite_core.text import word_tokens
 
 __all__ = [
@@ -78,62 +84,12 @@ __all__ = [
 
 #: Kinds of model :func:`text_model` builds.
 KINDS = ("hypothesis_only", "full_input", "probe")
-#: Joins premise and hypothesis in a model input text (the ASCII unit separator).
-PAIR_SEPARATOR = "\x1f"
 #: Minimum number of training rows a word (n-gram) must occur in to become a feature.
 MIN_DF = 2
 #: Word n-grams of the TF-IDF features.
 NGRAM_RANGE = (1, 2)
 #: Number of overlap statistics of the full-input features.
 N_OVERLAP_STATS = 5
-
-
-# --------------------------------------------------------------------------------------
-# model input
-
-
-def _clean(text: Any) -> str:
-    return "" if text is None else str(text).replace(PAIR_SEPARATOR, " ")
-
-
-def pair_text(premise: str | None, hypothesis: str) -> str:
-    """The model input of one example: ``premise + PAIR_SEPARATOR + hypothesis``.
-
-    ``premise=None`` (single-text data) gives the hypothesis alone. None texts read as "".
-
-    Examples
-    --------
-    >>> split_pairs([pair_text("A dog runs.", "An animal moves.")])
-    (['A dog runs.'], ['An animal moves.'])
-    """
-    if premise is None:
-        return _clean(hypothesis)
-    return _clean(premise) + PAIR_SEPARATOR + _clean(hypothesis)
-
-
-def pair_texts(premises: Sequence[str] | None, hypotheses: Sequence[str]) -> list[str]:
-    """:func:`pair_text` of every example; ``premises=None`` gives the hypotheses alone."""
-    if premises is None:
-        return [_clean(h) for h in hypotheses]
-    if len(premises) != len(hypotheses):
-        raise ValueError(f"premises: expected {len(hypotheses)} entries (one per hypothesis), "
-                         f"got {len(premises)}")
-    return [pair_text(p, h) for p, h in zip(premises, hypotheses, strict=True)]
-
-
-def split_pairs(texts: Sequence[str]) -> tuple[list[str], list[str]]:
-    """Premises ("" where absent) and hypotheses of model input texts (see :func:`pair_text`)."""
-    if isinstance(texts, str):
-        raise TypeError("texts: expected a sequence of texts, got a single str")
-    premises, hypotheses = [], []
-    for text in texts:
-        premise, sep, hypothesis = ("" if text is None else str(text)).partition(
-            PAIR_SEPARATOR)
-        if not sep:
-            premise, hypothesis = "", premise
-        premises.append(premise)
-        hypotheses.append(hypothesis)
-    return premises, hypotheses
 
 
 # --------------------------------------------------------------------------------------
