@@ -191,4 +191,7 @@ def test_label_issues_section_opens_explore_on_the_flagged_rows(runs_root, share
     assert set(page["label issue"]) == {"flagged"}
     quality = page["label quality"].to_numpy()
     assert (quality[:-1] <= quality[1:]).all()  # lowest label quality first
-    assert "suggested label" in page.columns
+    # given label, suggested label and label quality side by side, before the wide texts
+    columns = [c for c in page.columns if c != "row_id"]
+    assert columns[:3] == ["label", "suggested label", "label quality"]
+    assert columns.index("hypothesis") > 2

@@ -214,7 +214,8 @@ def shapes_name(shape: dict) -> str:
 def filter_panel(table: pd.DataFrame, run: Any, path: Path) -> tuple[filters.RowFilter, str]:
     """Filter widgets; return the filter and the chosen view."""
     label_col = run.columns.get("label")
-    label_issues_view.apply_request()  # the Report's "show the flagged rows", before widgets
+    # the Report's "show the flagged rows", before the widgets
+    label_issues_view.apply_request(label_col)
     view = st.segmented_control("Show", list(VIEWS), format_func=VIEWS.get, default="all",
                                 required=True, key=state.key(PAGE, "view"))
     c1, c2, c3, c4 = st.columns([3, 1, 1, 1], vertical_alignment="bottom")
@@ -307,8 +308,15 @@ def rows_panel(table: pd.DataFrame, flt: filters.RowFilter, view: str, run: Any)
     sortable = ["row_id", "predictability", "removal_round", "status", *[
         c for c in table.columns if c not in cache.AUDIT_COLUMNS]]
     apply_header_sort(sortable)
-    sort_by = c1.selectbox("Sort by", sortable, index=1, key=state.key(PAGE, "sort"))
-    descending = c2.toggle("Descending", value=True, key=state.key(PAGE, "desc"))
+    # a value another page or a header click put in the session wins; no default beside it
+    # (Streamlit warns when a widget gets both)
+    sort_key, desc_key = state.key(PAGE, "sort"), state.key(PAGE, "desc")
+    if st.session_state.get(sort_key) not in sortable:
+        st.session_state.pop(sort_key, None)
+    sort_by = c1.selectbox("Sort by", sortable, key=sort_key,
+                           index=None if sort_key in st.session_state else 1) or sortable[1]
+    descending = c2.toggle("Descending", key=desc_key,
+                           **({} if desc_key in st.session_state else {"value": True}))
     page_size = c3.selectbox("Rows per page", [25, 50, 100, 200], index=1,
                              key=state.key(PAGE, "page_size"))
     index = cache.row_index(run.path)
@@ -345,9 +353,18 @@ def shown_columns(table: pd.DataFrame) -> list[str]:
     """The columns the rows tables show, in the chosen order (default: every column of the
     rows table: texts and label, the audit's columns, the measures', the other inputs')."""
     every = list(table.columns)
+    key = state.key(PAGE, "columns")
+    first = [c for c in st.session_state.pop(state.EXPLORE_COLUMNS_FIRST, None) or []
+             if c in every]
+    if first:  # another page asked for these first, before the wide texts (the label-issues
+        # view: given label, suggested label and label quality side by side)
+        lead = [c for c in ("row_id",) if c in every and c not in first]
+        st.session_state[key] = lead + first + [c for c in every
+                                                if c not in first and c not in lead]
     with st.expander("Columns shown"):
         chosen = st.multiselect(
-            "Columns, in this order", every, default=every, key=state.key(PAGE, "columns"),
+            "Columns, in this order", every, default=None if key in st.session_state
+            else every, key=key,
             help="Remove a column to hide it; add it back to put it at the end. The download "
                  "below follows this order (hidden input columns come after).")
     return [c for c in chosen if c in table.columns] or every

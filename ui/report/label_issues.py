@@ -46,13 +46,18 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
         st.switch_page("app_pages/explore.py")
 
 
-def apply_request() -> None:
+def apply_request(label_column: str | None = "label") -> None:
     """On Explore, before its widgets: turn a Report request into the label-issues view
-    (breakdown filter *label issue* = flagged, sorted by label quality, ascending)."""
+    (breakdown filter *label issue* = flagged, sorted by label quality, ascending; the given
+    label, the suggested label and the label quality side by side, first)."""
     if not st.session_state.pop(REQUEST, None):
         return
     st.session_state[state.key("explore", "breakdown_column")] = label_issues.ISSUE_COLUMN
     st.session_state[url_state.breakdown_values_key(label_issues.ISSUE_COLUMN)] = ["flagged"]
     st.session_state[state.key("explore", "sort")] = label_issues.QUALITY_COLUMN
     st.session_state[state.key("explore", "desc")] = False
+    # given label, suggested label and label quality side by side, before the texts
+    st.session_state[state.EXPLORE_COLUMNS_FIRST] = [
+        c for c in (label_column, label_issues.SUGGESTED_COLUMN, label_issues.QUALITY_COLUMN)
+        if c]
     st.session_state.pop(state.key("explore", "view"), None)  # back to its default: all rows
