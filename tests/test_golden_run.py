@@ -9,7 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from golden_run import GOLDEN, mc_result, planted_result, sample_result, zfilter_result
+from golden_run import (
+    GOLDEN,
+    mc_result,
+    models_result,
+    planted_result,
+    sample_result,
+    zfilter_result,
+)
 
 
 def test_planted_workload_masks_and_scores_are_unchanged():
@@ -54,3 +61,35 @@ def test_bundled_sample_audit_is_unchanged(sample, name):
                                   rtol=rtol, atol=0)
     if name == "scores":
         assert set(got["status"]) == {"retained", "removed"}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    return models_result(tmp_path_factory.mktemp("golden_models"))
+
+
+def test_fold_fitted_figures_stay_within_their_spread(models):
+    """Issue 30, item 3: a cheaper way to the baselines, PVI and label issues may move their
+    figures by float noise, never by more than the spread they report. Baselines: each
+    accuracy within its own spread over folds/draws (at least 0.5 pp); PVI: per label within
+    0.02 bits, rows correlated >= 0.99; label quality within 0.01 on average, the flagged
+    rows the same (Jaccard >= 0.9)."""
+    expected = pd.read_parquet(GOLDEN / "models_baselines.parquet").set_index(
+        ["baseline", "subset"])
+    got = models["baselines"].set_index(["baseline", "subset"])
+    assert list(got.index) == list(expected.index)
+    allowed = np.maximum(expected["accuracy_std"].to_numpy(), 0.005)
+    gap = np.abs(got["accuracy"].to_numpy() - expected["accuracy"].to_numpy())
+    assert (gap <= allowed).all(), pd.DataFrame({"gap": gap, "allowed": allowed},
+                                                index=expected.index)
+    pvi = models["pvi"].merge(pd.read_parquet(GOLDEN / "models_pvi.parquet"), on="row_id",
+                              suffixes=("", "_expected"))
+    assert len(pvi) == len(models["pvi"]) == 4000
+    per_label = pvi.groupby("label")[["pvi", "pvi_expected"]].mean()
+    assert (per_label["pvi"] - per_label["pvi_expected"]).abs().max() <= 0.02, per_label
+    assert np.corrcoef(pvi["pvi"], pvi["pvi_expected"])[0, 1] >= 0.99
+    issues = models["label_issues"].merge(pd.read_parquet(
+        GOLDEN / "models_label_issues.parquet"), on="row_id", suffixes=("", "_expected"))
+    assert (issues["label_quality"] - issues["label_quality_expected"]).abs().mean() <= 0.01
+    flagged, before = issues["is_label_issue"], issues["is_label_issue_expected"]
+    assert (flagged & before).sum() / max((flagged | before).sum(), 1) >= 0.9
