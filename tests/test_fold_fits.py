@@ -87,3 +87,28 @@ def test_other_models_are_refitted_on_every_fold(snli):
     res = cross_validated_accuracy(DummyClassifier(strategy="most_frequent"),
                                    np.zeros((len(y), 1)), y, n_splits=3)
     assert res["accuracy"] == pytest.approx(res["majority_accuracy"])
+
+
+def test_equal_hypotheses_share_one_count_matrix(snli):
+    """The baselines, PVI and the label issues count the same hypotheses: the second gets
+    the first's matrix, which equals a fresh count (and other texts get their own)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from aflite_core.represent.fold_fits import hypothesis_counts
+    from aflite_core.represent.text_models import NGRAM_RANGE
+    from aflite_core.text import word_tokens
+
+    hyps = snli["hypothesis"].tolist()
+    first = SharedTextFeatures(pair_texts(None, hyps))
+    paired = SharedTextFeatures(pair_texts(snli["premise"].tolist(), hyps), pair=True)
+    assert paired.counts_ is first.counts_
+    fresh = CountVectorizer(tokenizer=word_tokens, lowercase=False, token_pattern=None,
+                            ngram_range=NGRAM_RANGE).fit_transform(hyps)
+    assert (first.counts_ != fresh).nnz == 0
+    other = hypothesis_counts(hyps[:100])
+    assert other is not first.counts_ and other.shape[0] == 100
+    # folds read the shared matrix without changing it
+    before = first.counts_.copy()
+    rows = np.arange(len(hyps))
+    first.split(rows[: len(rows) // 2], rows[len(rows) // 2:])
+    assert (first.counts_ != before).nnz == 0
