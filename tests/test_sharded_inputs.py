@@ -184,5 +184,10 @@ def test_server_paths_can_be_limited_to_folders(snli, tmp_path, monkeypatch):
     assert source_stamp(str(inside / "*.parquet"), roots=allowed_roots())
     with pytest.raises(PermissionError, match="outside the folders this server reads"):
         source_stamp(str(tmp_path), roots=allowed_roots())
+    outside = tmp_path / "secret.parquet"
+    outside.write_bytes((inside / "a.parquet").read_bytes())
+    (inside / "link.parquet").symlink_to(outside)  # a link leading out is refused too
+    with pytest.raises(PermissionError, match="outside the folders this server reads"):
+        source_stamp(str(inside / "*.parquet"), roots=allowed_roots())
     with pytest.raises(FileNotFoundError, match="no such file, folder or matching shard"):
         source_stamp(str(inside / "missing-*.csv"))

@@ -109,15 +109,22 @@ def read_path_columns(path: str, stamp: str) -> tuple[list[str], pd.DataFrame]:
 
 @st.cache_resource(max_entries=2, show_spinner=False)
 def _load_server_path(path: str, stamp: str, options: str) -> Any:
-    return datasets.load_dataset(path, max_bytes=MAX_PATH_BYTES, **json.loads(options))
+    # the table read for the column preview, not the files again (data too big to upload)
+    return datasets.load_dataset(_read_path(path, stamp), **json.loads(options))
 
 
 def load_server_path(path: str, stamp: str, **options: Any) -> Any:
     """Load a path on the server with a column mapping (options as :func:`load_upload`)."""
+    return _load_server_path(path, stamp, _mapping_key(options))
+
+
+def _mapping_key(options: dict[str, Any]) -> str:
+    """The Data page's mapping as a cache key: unset options left out; ``""`` for
+    ``premise``, ``split`` or ``group`` kept (the page's "(none)": none, do not guess)."""
     explicit_none = ("premise", "split", "group")
-    clean = {k: v for k, v in options.items()
-             if v not in (None, [], ()) and (v != "" or k in explicit_none)}
-    return _load_server_path(path, stamp, json.dumps(clean, sort_keys=True))
+    return json.dumps({k: v for k, v in options.items()
+                       if v not in (None, [], ()) and (v != "" or k in explicit_none)},
+                      sort_keys=True)
 
 
 @st.cache_resource(max_entries=2, show_spinner=False)
@@ -180,10 +187,7 @@ def load_upload(data: bytes, name: str, *, key: str | None = None, **options: An
         ``""`` for ``premise``, ``split`` or ``group`` is kept: it means "none, do not
         guess" (the Data page's "(none)").
     """
-    explicit_none = ("premise", "split", "group")
-    clean = {k: v for k, v in options.items()
-             if v not in (None, [], ()) and (v != "" or k in explicit_none)}
-    return _load_bytes(key or digest(data), name, json.dumps(clean, sort_keys=True), data)
+    return _load_bytes(key or digest(data), name, _mapping_key(options), data)
 
 
 def unavailable_fix() -> str:
@@ -497,6 +501,23 @@ def datamap_table(path: str | Path) -> pd.DataFrame:
     """The run's ``datamap.parquet`` (every scored row; empty when the run has none)."""
     path = Path(path)
     return _datamap_table(str(path.resolve()), _stamp(path))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _datamap_thresholds(path: str, stamp: float, n_classes: int, shares: str) -> dict:
+    from aflite_core.measures import datamap
+
+    table = _datamap_table(path, stamp)
+    return datamap.calibrated_thresholds(table["confidence"], table["variability"],
+                                         n_classes=n_classes, **json.loads(shares))
+
+
+def datamap_thresholds(path: str | Path, *, n_classes: int, **shares: float) -> dict:
+    """:func:`aflite_core.measures.datamap.calibrated_thresholds` on the run's data map, for
+    the shares typed on Explore (cached: it sorts every scored row's values)."""
+    path = Path(path)
+    return _datamap_thresholds(str(path.resolve()), _stamp(path), int(n_classes),
+                               json.dumps(shares, sort_keys=True))
 
 
 # --------------------------------------------------------------------------- compare

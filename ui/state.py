@@ -44,7 +44,7 @@ SESSION_DIR = "app:session_dir"  # private temporary folder of this session
 NOTICE = "app:notice"  # one-shot message shown after the next rerun
 JOB = "audit:job"  # the background AuditJob of this session (ui.jobs)
 EXPLORE_SELECTION = "explore:selected_row_ids"  # row ids picked on the map
-# columns Explore's next rows table should show first after the texts (a one-shot request)
+# columns Explore's next rows table should show first, before the texts (a one-shot request)
 EXPLORE_COLUMNS_FIRST = "explore:columns_first"
 
 

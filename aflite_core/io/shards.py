@@ -63,7 +63,10 @@ def read_source(source: Any, *, name: str | None = None, format: str | None = No
     """Any input ``load_dataset`` takes as a :class:`RawTable`: a folder or a glob of shards
     or a ``datasets`` folder (:func:`read_sharded`), a ``datasets`` object
     (:func:`read_hf_object`), else one file, bytes or a DataFrame
-    (:func:`aflite_core.io.readers.read_table`, same options)."""
+    (:func:`aflite_core.io.readers.read_table`, same options). A :class:`RawTable` already
+    read (the dashboard's column preview) is taken as it is."""
+    if isinstance(source, RawTable):
+        return source
     if is_hf_object(source):
         return read_hf_object(source, name or "datasets")
     folder = isinstance(source, (str, os.PathLike)) and Path(source).is_dir()
@@ -114,12 +117,7 @@ def source_stamp(source: str, *, roots: list[Path] | None = None) -> str:
     """
     path = Path(source).expanduser()
     if roots is not None:
-        base = path.parent if looks_like_glob(source) else path
-        resolved = base.resolve()
-        if not any(resolved == root or root in resolved.parents for root in roots):
-            allowed = ", ".join(str(r) for r in roots)
-            raise PermissionError(f"{source}: outside the folders this server reads data "
-                                  f"from ({ROOTS_VARIABLE}: {allowed})")
+        _check_inside(path.parent if looks_like_glob(source) else path, source, roots)
     if path.is_file():
         files = [path]
     elif path.is_dir():
@@ -131,11 +129,22 @@ def source_stamp(source: str, *, roots: list[Path] | None = None) -> str:
         files = []
     if not files:
         raise FileNotFoundError(f"{source}: no such file, folder or matching shard")
+    if roots is not None:  # what a glob matched, or a symbolic link leads to, stays inside
+        for file in files:
+            _check_inside(file, source, roots)
     digest = hashlib.sha256()
     for file in files:
         info = file.stat()
         digest.update(f"{file}\x1f{info.st_size}\x1f{info.st_mtime_ns}\x1e".encode())
     return digest.hexdigest()
+
+
+def _check_inside(path: Path, source: str, roots: list[Path]) -> None:
+    resolved = path.resolve()
+    if not any(resolved == root or root in resolved.parents for root in roots):
+        allowed = ", ".join(str(r) for r in roots)
+        raise PermissionError(f"{source}: outside the folders this server reads data from "
+                              f"({ROOTS_VARIABLE}: {allowed})")
 
 
 def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None) -> RawTable:

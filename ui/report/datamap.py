@@ -69,8 +69,7 @@ def _threshold_inputs(run: Any, table: pd.DataFrame) -> dict:
     }
     k = datamap.chance_of(run, table)
     try:
-        thresholds = datamap.calibrated_thresholds(table["confidence"], table["variability"],
-                                                   n_classes=k, **chosen)
+        thresholds = cache.datamap_thresholds(run.path, n_classes=k, **chosen)
     except ValueError as exc:
         components.show_error(str(exc), hint="The run's thresholds are used instead.")
         return datamap.thresholds_of(run)
