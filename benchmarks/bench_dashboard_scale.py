@@ -27,10 +27,11 @@ so that memory figures do not leak from one phase into the next:
     Chromium (Playwright): a first session on the home page (the server "already
     running"), then sessions opening the run by its link (``/explore?run=NAME``), each timed
     to the rows table's caption (the page's last element) and to the map drawn; page
-    switches; a search, a narrower search, the *Removed* view and a cleared search typed
-    into the page (time until the count shown changes); the server's RSS (its process tree)
-    with one and three sessions; and the first session's download of every row through the
-    streaming route, read over HTTP while the server's RSS is sampled.
+    switches (each from a page left idle for ``SETTLE_MS``); a search, a narrower search,
+    the *Removed* view and a cleared search typed into the page (time until the count shown
+    changes); the server's RSS (its process tree) with one and three sessions; and the first
+    session's download of every row through the streaming route, read over HTTP while the
+    server's RSS is sampled.
 ``export``
     The downloads as the route streams them, drained in this process: the Report's
     *Retained CSV* (``cache.stream_export``), Explore's *Download these N rows* for the
@@ -78,6 +79,8 @@ SNLI_SAMPLE = REPO_ROOT.parent / "shared" / "data" / "snli" / "snli_train_sample
 RUN_NAME = "snli-scale-bench"
 #: The second run of the ``compare`` phase (a fake Z-filter run of the same input).
 COMPARE_RUN_NAME = "snli-scale-bench-z"
+#: Idle time before each timed page switch (the page before it has finished drawing).
+SETTLE_MS = 1500
 #: Budget of a cached Compare render of two 550k-row runs (issue 14), seconds.
 COMPARE_BUDGET_S = 3.0
 COLUMNS = ["split", "id", "premise", "hypothesis", "label"]
@@ -647,6 +650,10 @@ def phase_browser(run_path: Path, meter: Meter) -> None:
             switches = []
             for target, ready in (("Report", "Downloads"), ("Explore", None),
                                   ("Cues", None), ("Explore", None)):
+                # from a settled page: the last page's sections and charts finish drawing
+                # after its first heading (the Report's lazy sections, the map's WebGL),
+                # and a reader does not click within milliseconds of it
+                page.wait_for_timeout(SETTLE_MS)
                 start = time.perf_counter()
                 page.get_by_test_id("stSidebarNav").get_by_text(target, exact=True).click()
                 if ready:

@@ -3,6 +3,8 @@
 # ruff: noqa: F811 - the fixtures come from apptest_support (imported by name)
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 from apptest_support import (  # noqa: F401 - fixtures are imported by name
     SAMPLE,
@@ -77,6 +79,10 @@ def test_drill_down_shows_examples_with_the_cue(runs_root, shared_run) -> None:
     assert len(examples) > 0
     assert examples["hypothesis"].str.lower().str.contains(token, regex=False).all()
     assert "Before vs after AFLite" in texts(at)
+    found = re.search(r"Rows with the cue\*\* \(([\d,]+) in the run; first 200 shown\)",
+                      texts(at))
+    assert found, "the count of rows with the cue is missing"
+    assert len(examples) == min(int(found.group(1).replace(",", "")), 200)
 
 
 def test_cue_table_computed_on_the_dataset(runs_root) -> None:

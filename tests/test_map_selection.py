@@ -129,8 +129,59 @@ def test_the_density_layer_counts_every_row_of_the_map():
     points = projection.head(100).assign(status="retained")
     fig = charts.add_density(charts.projection_scatter(points, color="status"),
                              (counts, xs, ys), total=50_000)
-    assert fig.data[0].type == "heatmap" and fig.data[0].name == "all 50,000 rows (density)"
-    assert np.isnan(fig.data[0].z[counts == 0]).all()  # empty cells stay transparent
+    # one legend entry names it; the image itself is a layout image beneath the points
+    assert fig.data[0].name == "all 50,000 rows (density)" and fig.data[0].hoverinfo == "skip"
+    (image,) = fig.layout.images
+    assert image.layer == "below" and (image.xref, image.yref) == ("x", "y")
+    dx, dy = xs[1] - xs[0], ys[1] - ys[0]
+    assert image.x == pytest.approx(xs[0] - dx / 2) and image.sizex == pytest.approx(dx * 136)
+    assert image.y == pytest.approx(ys[-1] + dy / 2) and image.sizey == pytest.approx(dy * 90)
+    rgba = _decoded(image.source)
+    assert rgba.shape == (90, 136, 4)
+    alpha = rgba[::-1, :, 3]  # image rows run top-down; counts' rows bottom-up
+    assert (alpha[counts == 0] == 0).all() and (alpha[counts > 0] > 0).all()
+    # more rows, darker and more opaque: alpha never decreases with the count
+    order = np.argsort(counts[counts > 0], kind="stable")
+    assert (np.diff(alpha[counts > 0][order].astype(int)) >= 0).all()
+    assert alpha.max() == round(255 * 0.75) and alpha[counts > 0].min() == round(255 * 0.10)
+
+
+def _decoded(uri: str) -> np.ndarray:
+    import base64
+    import io
+
+    from PIL import Image
+
+    head, _, data = uri.partition(",")
+    assert head == "data:image/png;base64"
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGBA"))
+
+
+@pytest.mark.parametrize("row_ids", [np.arange(100, 140), [f"r{i}" for i in range(40)]])
+def test_map_points_carry_their_row_ids_compactly_and_selections_read_them(row_ids):
+    from ui import charts
+
+    rng = np.random.default_rng(2)
+    points = pd.DataFrame({"row_id": row_ids, "x": rng.normal(size=40),
+                           "y": rng.normal(size=40), "predictability": rng.uniform(size=40),
+                           "status": ["retained", "removed"] * 20})
+    fig = charts.projection_scatter(points, color="status")
+    by_name = {trace.name: trace for trace in fig.data}
+    assert list(by_name["removed"].customdata) == list(points["row_id"][1::2])
+    assert "%{fullData.name}" in by_name["removed"].hovertemplate
+    payload = fig.to_json()
+    integer = isinstance(row_ids, np.ndarray)
+    # integer ids travel as one typed array per trace, not a JSON string per point
+    assert ('"customdata":{"dtype":"i' in payload) == integer
+    # what a box selection sends back: the points' customdata, as Plotly gives it
+    picked = [{"customdata": (int(v) if integer else v)} for v in row_ids[:3]]
+    assert charts.selected_row_ids({"selection": {"points": picked}}) == [
+        str(v) for v in row_ids[:3]]
+    continuous = charts.projection_scatter(points, color="predictability", continuous=True)
+    (trace,) = continuous.data
+    assert list(trace.customdata) == list(points["row_id"])
+    assert np.allclose(trace.marker.color, points["predictability"], atol=1e-6)
+    assert "%{marker.color:.3f}" in trace.hovertemplate
 
 
 def test_a_zoomed_window_is_drawn_again_from_every_row_in_it():

@@ -145,3 +145,33 @@ def test_the_index_keeps_the_last_searches_and_orders(table):
     page = index.page(order, 10, 15, ["hypothesis"])
     assert page.index.tolist() == table.index[order[10:15]].tolist()
     assert list(page.columns) == ["hypothesis"]
+
+
+def test_a_page_of_chunked_arrow_columns_is_the_rows_iloc_gives():
+    """RowIndex.page takes Arrow columns of several chunks chunk by chunk (a 1M-row run's
+    texts come in several chunks); the page must be exactly ``iloc``'s, in any order."""
+    import pyarrow as pa
+
+    from aflite_core.runs.row_index import RowIndex
+
+    rng = np.random.default_rng(3)
+    n = 1_000
+    texts = [f"text {i}" if i % 11 else None for i in range(n)]
+    chunked = pa.chunked_array([texts[:300], texts[300:310], texts[310:]],
+                               type=pa.large_string())
+    labels = rng.choice(["a", "b"], n).tolist()
+    table = pd.DataFrame({
+        "hypothesis": pd.ArrowDtype(pa.large_string()).__from_arrow__(chunked),
+        "label": pd.StringDtype("pyarrow").__from_arrow__(
+            pa.chunked_array([labels[:500], labels[500:]])),
+        "predictability": rng.random(n),
+    }, index=pd.Index(rng.permutation(n) + 7, name="row_id"))
+    index = RowIndex(table)
+    assert index._chunked("hypothesis", table["hypothesis"]).num_chunks == 3
+    positions = rng.permutation(n)
+    for start, stop, columns in ((0, 50, None), (40, 340, ["label", "hypothesis"]),
+                                 (990, 1_050, None), (2_000, 2_050, None)):
+        expected = table.iloc[positions[start:stop]]
+        if columns is not None:
+            expected = expected[columns]
+        pd.testing.assert_frame_equal(index.page(positions, start, stop, columns), expected)

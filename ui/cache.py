@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import streamlit as st
 
 from aflite_core.cues import linguistic
@@ -32,16 +33,19 @@ from aflite_core.runs import folder as runs
 from aflite_core.runs.folder import AuditRun
 from aflite_core.runs.row_index import RowIndex
 from aflite_core.runs.views import AUDIT_COLUMNS  # noqa: F401 - re-exported for the pages
+from ui import charts
 
 #: Largest decompressed input accepted from an upload (a gzip bomb stops reading here).
 MAX_DATASET_BYTES = 1 << 30
 #: Points drawn on the map before it is downsampled (the sampling is stated on the page, a
 #: density image of every row lies beneath, and a box, a lasso or a region's name still
-#: selects from every row). 30,000: at 100,000 building and sending the figure took 0.85 s
-#: of every rerun and the browser's drawing several seconds more at 1M rows
-#: (benchmarks/bench_dashboard_scale.py). ``AFLITE_MAP_MAX_POINTS`` sets it, for a fast or
-#: slow browser or a test of the sampled map.
-MAX_MAP_POINTS = int(os.environ.get("AFLITE_MAP_MAX_POINTS", "") or 30_000)
+#: selects from every row). 12,000: in a browser without a GPU, WebGL is drawn in software
+#: and the page waits for it; measured on a 1M-row run (/tmp/exp-style switches Report ->
+#: Explore, headless Chromium on the 2-core machine, docs/dashboard.md), a page switch to
+#: Explore took 1.04-1.06 s (median of 6) with 30,000 points and 0.87-0.88 s with 12,000;
+#: the density image carries every row either way. ``AFLITE_MAP_MAX_POINTS`` sets it, for
+#: a fast browser or a test of the sampled map.
+MAX_MAP_POINTS = int(os.environ.get("AFLITE_MAP_MAX_POINTS", "") or 12_000)
 
 
 def digest(data: bytes) -> str:
@@ -303,7 +307,7 @@ def predictability_bins(path: str | Path, *, bins: int = 20, by_label: bool = Fa
     return _bins(str(path.resolve()), _stamp(path), bins, by_label)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def _map_points(path: str, stamp: float, max_points: int, seed: int,
                 window: tuple | None) -> tuple[pd.DataFrame, int]:
     return views.map_points(_open_run(path, stamp), max_points=max_points, seed=seed,
@@ -315,6 +319,7 @@ def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int 
                ) -> tuple[pd.DataFrame, int]:
     """Projected points joined with status/label/predictability, downsampled if needed
     (:func:`aflite_core.runs.views.map_points`; ``window``: a zoomed view, from every row).
+    Shared by every session (no copy per rerun): callers must not modify it.
 
     Returns
     -------
@@ -325,7 +330,11 @@ def map_points(path: str | Path, *, max_points: int = MAX_MAP_POINTS, seed: int 
     """
     path = Path(path)
     return _map_points(str(path.resolve()), _stamp(path), max_points, seed,
-                       None if window is None else tuple(float(v) for v in window))
+                       _window_key(window))
+
+
+def _window_key(window: Sequence[float] | None) -> tuple | None:
+    return None if window is None else tuple(float(v) for v in window)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -339,8 +348,64 @@ def map_density(path: str | Path, *, window: tuple[float, float, float, float] |
     """Rows per cell of a grid over the whole map or ``window``
     (:func:`aflite_core.runs.views.map_density`), or None without a map."""
     path = Path(path)
-    return _density(str(path.resolve()), _stamp(path),
-                    None if window is None else tuple(float(v) for v in window))
+    return _density(str(path.resolve()), _stamp(path), _window_key(window))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _map_figure(path: str, stamp: float, color: str, window: tuple | None,
+                max_points: int) -> go.Figure:
+    points, total = _map_points(path, stamp, max_points, 0, window)
+    fig = charts.projection_scatter(points, color=color, continuous=color == "predictability")
+    if len(points) < total:  # the sample's points over a density image of every row
+        charts.add_density(fig, _density(path, stamp, window), total=total)
+    regions = _regions(path, stamp)
+    if window is not None:
+        regions = charts.regions_in(regions, window)
+        fig.update_xaxes(range=[window[0], window[1]])
+        fig.update_yaxes(range=[window[2], window[3]])
+    return charts.add_regions(fig, regions)
+
+
+def map_figure(path: str | Path, *, color: str,
+               window: tuple[float, float, float, float] | None = None,
+               max_points: int = MAX_MAP_POINTS) -> go.Figure:
+    """The Explore map of a run (:func:`map_points` coloured by ``color`` over the density
+    image of every row, with its named regions; ``window``: a zoomed view), built once per
+    run, colour and window and shared by every session: callers must not modify it (a map
+    of 12,000-30,000 points costs 0.04-0.1 s to build, on every rerun otherwise)."""
+    path = Path(path)
+    return _map_figure(str(path.resolve()), _stamp(path), color, _window_key(window),
+                       max_points)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _histogram_figure(path: str, stamp: float, by_label: bool) -> go.Figure | None:
+    binned = _bins(path, stamp, 20, by_label)
+    return None if binned.empty else charts.predictability_histogram(
+        binned, facet="label" if by_label else None)
+
+
+def histogram_figure(path: str | Path, *, by_label: bool = False) -> go.Figure | None:
+    """The predictability histogram of retained vs removed rows (one panel per label with
+    ``by_label``), None without scores; shared by every session: do not modify it."""
+    path = Path(path)
+    return _histogram_figure(str(path.resolve()), _stamp(path), by_label)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _rounds_figure(path: str, stamp: float) -> go.Figure | None:
+    run = _open_run(path, stamp)
+    history = run.history
+    if history.empty or "removed" not in history:
+        return None
+    return charts.removal_per_round(history, step=views.round_name(run))
+
+
+def rounds_figure(path: str | Path) -> go.Figure | None:
+    """Rows removed per round (or step) and the set size, None without a per-round history;
+    shared by every session: do not modify it."""
+    path = Path(path)
+    return _rounds_figure(str(path.resolve()), _stamp(path))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)

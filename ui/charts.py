@@ -9,7 +9,9 @@ reach Plotly, whose text rendering understands a subset of HTML.
 
 from __future__ import annotations
 
+import base64
 import html
+import io
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -190,33 +192,33 @@ def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = F
         Use a continuous colour scale (numeric column) instead of categories.
     """
     fig = go.Figure()
-    hover = "row %{customdata[0]}<br>" + safe(color) + ": %{customdata[1]}<extra></extra>"
+    ids = _row_id_data(points["row_id"])
     # SVG draws a few thousand points faster than WebGL starts (and WebGL may be software-
     # rendered); above that, WebGL.
     trace = go.Scatter if len(points) <= SVG_MAX_POINTS else go.Scattergl
     if continuous:
-        values = pd.to_numeric(points[color], errors="coerce")
+        values = pd.to_numeric(points[color], errors="coerce").to_numpy(dtype=np.float32)
         fig.add_trace(trace(
-            x=points["x"], y=points["y"], mode="markers", name=safe(color),
-            customdata=np.column_stack([points["row_id"].astype(str), values.round(3)]),
+            x=points["x"], y=points["y"], mode="markers", name=safe(color), customdata=ids,
             marker={"color": values, "colorscale": CONTINUOUS_SCALE, "size": 5,
                     "cmin": 0, "cmax": 1, "colorbar": {"title": safe(color)}},
-            hovertemplate=hover,
+            hovertemplate="row %{customdata}<br>" + safe(color)
+            + ": %{marker.color:.3f}<extra></extra>",
         ))
     else:
         categories = points[color].astype(str)
         # rows that were not filtered first, beneath; the removed rows last, on top
-        present = set(categories)
+        present = set(categories.unique())
         order = [s for s in MAP_DRAW_ORDER if s in present] or sorted(present)
-        order += sorted(set(categories) - set(order))
+        order += sorted(present - set(order))
         for i, value in enumerate(order):
-            part = points[categories == value]
+            part = (categories == value).to_numpy()
             fig.add_trace(trace(
-                x=part["x"], y=part["y"], mode="markers", name=safe(value),
-                customdata=np.column_stack([part["row_id"].astype(str),
-                                            [safe(value)] * len(part)]),
+                x=points["x"][part], y=points["y"][part], mode="markers", name=safe(value),
+                customdata=ids[part],
                 marker={"color": color_for(value, i), "size": 5, "opacity": 0.8},
-                hovertemplate=hover,
+                hovertemplate="row %{customdata}<br>" + safe(color)
+                + ": %{fullData.name}<extra></extra>",
             ))
     # pan by default, so that a click selects the point under it (a region's diamond): the
     # dashboard lets a click select only outside the box and lasso modes; box and lasso are
@@ -227,22 +229,64 @@ def projection_scatter(points: pd.DataFrame, *, color: str, continuous: bool = F
     return _layout(fig, title=title, height=height)
 
 
+def density_image(counts: np.ndarray) -> str:
+    """``counts`` (rows: y ascending, as :func:`aflite_core.runs.views.map_density` gives
+    them) as a PNG data URI: grey, darker and more opaque where more rows fall (log-scaled,
+    from 10 % to 75 % opacity), empty cells transparent."""
+    from PIL import Image  # noqa: PLC0415 - Streamlit's dependency, needed by this chart only
+
+    z = np.log1p(np.asarray(counts, dtype=np.float64))[::-1]  # image rows run top-down
+    filled = z > 0
+    low, high = (z[filled].min(), z[filled].max()) if filled.any() else (0.0, 1.0)
+    t = np.clip((z - low) / (high - low), 0, 1) if high > low else np.ones_like(z)
+    rgba = np.zeros((*z.shape, 4), dtype=np.uint8)
+    rgba[..., :3] = np.round(60 - 40 * t)[..., None]
+    rgba[..., 3] = np.where(filled, np.round(255 * (0.10 + 0.65 * t)), 0)
+    buffer = io.BytesIO()
+    Image.fromarray(rgba, mode="RGBA").save(buffer, format="PNG", optimize=False)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _row_id_data(row_ids: pd.Series) -> np.ndarray:
+    """Row ids as a point's ``customdata``: integers as an integer array (sent as a compact
+    typed array, not one JSON string per point), anything else as strings."""
+    values = row_ids.to_numpy()
+    if values.dtype.kind in "iu":
+        return values
+    return values.astype(str).astype(object)
+
+
 def add_density(fig: go.Figure, density: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
                 *, total: int) -> go.Figure:
     """Every row of the map as a grey density image beneath the (sampled) points: log-scaled
-    rows per cell, empty cells transparent, not hoverable and never selected."""
+    rows per cell, empty cells transparent, not hoverable and never selected.
+
+    The image is a layout image (one PNG the browser scales), not a heatmap trace: Plotly
+    builds a heatmap cell by cell in the page, which cost more than the points on a page
+    switch; a legend entry names it."""
     if density is None:
         return fig
     counts, xs, ys = density
-    z = np.where(counts > 0, np.log1p(counts), np.nan)
-    fig.add_trace(go.Heatmap(
-        x=xs, y=ys, z=z, name=f"all {total:,} rows (density)", showscale=False,
-        colorscale=[[0.0, "rgba(60,60,60,0.10)"], [1.0, "rgba(20,20,20,0.75)"]],
-        hoverinfo="skip", showlegend=True, zsmooth=False))
-    fig.data = (fig.data[-1], *fig.data[:-1])  # beneath the points
+    dx = float(xs[1] - xs[0]) if len(xs) > 1 else 1.0
+    dy = float(ys[1] - ys[0]) if len(ys) > 1 else 1.0
+    fig.add_layout_image(
+        source=density_image(counts), xref="x", yref="y", x=float(xs[0]) - dx / 2,
+        y=float(ys[-1]) + dy / 2, sizex=dx * len(xs), sizey=dy * len(ys),
+        sizing="stretch", layer="below", name="density")
+    fig.add_trace(go.Scatter(
+        x=[None], y=[None], mode="markers", name=f"all {total:,} rows (density)",
+        marker={"symbol": "square", "size": 10, "color": "rgba(40,40,40,0.45)"},
+        hoverinfo="skip", showlegend=True))
+    fig.data = (fig.data[-1], *fig.data[:-1])  # first in the legend
     fig.update_xaxes(showticklabels=False, ticks="")
     fig.update_yaxes(showticklabels=False, ticks="")
     return fig
+
+
+def regions_in(regions: pd.DataFrame, window: Sequence[float]) -> pd.DataFrame:
+    """The named regions whose centre lies in ``window`` = (x0, x1, y0, y1)."""
+    return regions[regions["x"].between(window[0], window[1])
+                   & regions["y"].between(window[2], window[3])]
 
 
 def add_regions(fig: go.Figure, regions: pd.DataFrame) -> go.Figure:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -13,6 +14,8 @@ from aflite_core.cues import statistics as cue_statistics
 from ui import cache, charts, components, state
 
 PAGE = "cues"
+#: Cues offered in the drill-down's list (the table's order: the strongest first).
+MAX_CUE_CHOICES = 2_000
 
 SUMMARY = (
     "A **cue** is a feature of the text (a word, a negation, the tense, the sentiment, ...) "
@@ -189,8 +192,10 @@ def drill_down(table: pd.DataFrame, labels: list[str], run: Any, scope_tables: d
     if table.empty:
         st.caption("No cue to show.")
         return
-    options = [f"{t}:{f}" for t, f in zip(table["feature_type"], table["feature"], strict=True)]
-    choice = st.selectbox("Cue", options[:2000], key=state.key(PAGE, "drill"))
+    listed = table.head(MAX_CUE_CHOICES)
+    options = [f"{t}:{f}" for t, f in zip(listed["feature_type"], listed["feature"],
+                                          strict=True)]
+    choice = st.selectbox("Cue", options, key=state.key(PAGE, "drill"))
     if not choice:
         return
     feature_type, _, feature = choice.partition(":")
@@ -234,14 +239,15 @@ def drill_down(table: pd.DataFrame, labels: list[str], run: Any, scope_tables: d
 def _examples(run: Any, feature_type: str, feature: str) -> None:
     try:
         mask = cache.feature_mask(run.path, feature_type, feature)
-        rows = cache.rows_table(run.path)
+        index = cache.row_index(run.path)
     except (ValueError, LookupError, OSError) as exc:
         st.caption(f"Examples are not available: {components.md_escape(exc)}")
         return
-    hits = rows[mask]
-    st.markdown(f"**Rows with the cue** ({len(hits):,} in the run; first 200 shown)")
-    st.dataframe(components.with_row_id(hits.head(200)), hide_index=True,
-                 column_config=components.column_config(hits))
+    positions = np.flatnonzero(mask)  # the first 200 taken by position, not every hit copied
+    shown = index.page(positions, 0, 200)
+    st.markdown(f"**Rows with the cue** ({len(positions):,} in the run; first 200 shown)")
+    st.dataframe(components.with_row_id(shown), hide_index=True,
+                 column_config=components.column_config(shown))
 
 
 # --------------------------------------------------------------------------- probing

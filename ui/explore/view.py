@@ -76,22 +76,20 @@ def charts_row(path: Path, run: Any) -> None:
     with left:
         st.markdown("**Predictability, retained vs removed**")
         per_label = st.toggle("One panel per label", key=state.key(PAGE, "hist_by_label"))
-        binned = cache.predictability_bins(path, by_label=per_label)
-        if binned.empty:
+        figure = cache.histogram_figure(path, by_label=per_label)
+        if figure is None:
             st.caption("No predictability scores in this run.")
         else:
-            st.plotly_chart(
-                charts.predictability_histogram(binned, facet="label" if per_label else None),
-                key=state.key(PAGE, "hist_chart"), config=charts.STATIC_CONFIG)
+            st.plotly_chart(figure, key=state.key(PAGE, "hist_chart"),
+                            config=charts.STATIC_CONFIG)
     with right:
-        step = views.round_name(run)
-        st.markdown(f"**Rows removed per {step}**")
-        history = run.history
-        if history.empty or "removed" not in history:
+        st.markdown(f"**Rows removed per {views.round_name(run)}**")
+        figure = cache.rounds_figure(path)
+        if figure is None:
             st.caption("No per-round history in this run.")
         else:
-            st.plotly_chart(charts.removal_per_round(history, step=step),
-                            key=state.key(PAGE, "rounds_chart"), config=charts.STATIC_CONFIG)
+            st.plotly_chart(figure, key=state.key(PAGE, "rounds_chart"),
+                            config=charts.STATIC_CONFIG)
 
 
 def map_panel(path: Path) -> list[str] | None:
@@ -117,16 +115,10 @@ def map_panel(path: Path) -> list[str] | None:
     if c2.button("Clear map selection", key=state.key(PAGE, "map_clear")):
         state.put(state.key(PAGE, "map_version"), version + 1)
         st.rerun()
-    fig = charts.projection_scatter(points, color=color, continuous=color == "predictability")
-    if len(points) < total:  # the sample's points over a density image of every row
-        charts.add_density(fig, cache.map_density(path, window=window), total=total)
+    fig = cache.map_figure(path, color=color, window=window)
     regions = cache.map_regions_table(path)
     if window is not None:
-        regions = regions[regions["x"].between(window[0], window[1])
-                          & regions["y"].between(window[2], window[3])]
-        fig.update_xaxes(range=[window[0], window[1]])
-        fig.update_yaxes(range=[window[2], window[3]])
-    charts.add_regions(fig, regions)
+        regions = charts.regions_in(regions, window)
     event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"),
                             key=state.key(PAGE, f"map:{version}"))
     region = charts.clicked_region(event)
@@ -291,7 +283,7 @@ def table_section(table: pd.DataFrame, run: Any, path: Any, selected: list | Non
     """Filters and the paged tables, as a fragment.
 
     Searching, filtering, sorting and paging rerun only this part of the page, not the
-    charts and the (up to 30,000-point) map above it.
+    charts and the (up to 12,000-point) map above it.
     """
     flt, view = filter_panel(table, run, path)
     if selected is not None:
