@@ -323,22 +323,24 @@ def phase_server(run_path: Path, meter: Meter) -> None:
         points, total = cache.map_points(run_path)
         info.update(points=len(points), total=total, sampled=len(points) < total,
                     max_points=cache.MAX_MAP_POINTS)
-    with meter.step("map_points (cached: cache_data unpickles)"):
+    with meter.step("map_points (cached, shared)"):
         points, total = cache.map_points(run_path)
-    for n_points in (len(points), min(len(points), 25_000)):
-        # Per rerun: explore_view.map_panel builds the figure, then st.plotly_chart validates
-        # it again (plotly.tools.return_figure_from_figure_or_data(validate_figure=True)) and
-        # serialises it (plotly.io.to_json) into the message sent to the browser.
-        sample = points.iloc[:n_points]
-        with meter.step(f"map {n_points:,} pts: projection_scatter") as info:
-            fig = charts.projection_scatter(sample, color="status")
-            info["traces"] = len(fig.data)
-        with meter.step(f"map {n_points:,} pts: st.plotly_chart validate+to_json") as info:
-            import plotly.io
-            import plotly.tools
+    # Per rerun, explore_view.map_panel takes the map's figure from cache.map_figure (built
+    # once per run, colour and window: the points, the density image of every row, the
+    # regions), then st.plotly_chart validates it again (plotly.tools.
+    # return_figure_from_figure_or_data(validate_figure=True)) and serialises it
+    # (plotly.io.to_json) into the message sent to the browser.
+    with meter.step("map figure (cold: points, density image, regions)") as info:
+        fig = cache.map_figure(run_path, color="status")
+        info.update(traces=len(fig.data), images=len(fig.layout.images))
+    with meter.step("map figure (cached, shared)"):
+        fig = cache.map_figure(run_path, color="status")
+    with meter.step("map: st.plotly_chart validate+to_json") as info:
+        import plotly.io
+        import plotly.tools
 
-            checked = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
-            info["json_mb"] = round(len(plotly.io.to_json(checked, validate=False)) / 2**20, 2)
+        checked = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
+        info["json_mb"] = round(len(plotly.io.to_json(checked, validate=False)) / 2**20, 2)
     with meter.step("histogram figure + to_json") as info:
         hist = charts.predictability_histogram(cache.predictability_bins(run_path))
         info["json_kb"] = round(len(hist.to_json()) / 1024, 1)

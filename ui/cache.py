@@ -40,11 +40,10 @@ MAX_DATASET_BYTES = 1 << 30
 #: Points drawn on the map before it is downsampled (the sampling is stated on the page, a
 #: density image of every row lies beneath, and a box, a lasso or a region's name still
 #: selects from every row). 12,000: in a browser without a GPU, WebGL is drawn in software
-#: and the page waits for it; measured on a 1M-row run (/tmp/exp-style switches Report ->
-#: Explore, headless Chromium on the 2-core machine, docs/dashboard.md), a page switch to
-#: Explore took 1.04-1.06 s (median of 6) with 30,000 points and 0.87-0.88 s with 12,000;
-#: the density image carries every row either way. ``AFLITE_MAP_MAX_POINTS`` sets it, for
-#: a fast browser or a test of the sampled map.
+#: and the page waits for it; on a 1M-row run a page switch to Explore took 1.04-1.06 s
+#: (median of six) with 30,000 points and 0.87-0.88 s with 12,000 (docs/dashboard.md,
+#: "Every row at a million rows"); the density image carries every row either way.
+#: ``AFLITE_MAP_MAX_POINTS`` sets it, for a fast browser or a test of the sampled map.
 MAX_MAP_POINTS = int(os.environ.get("AFLITE_MAP_MAX_POINTS", "") or 12_000)
 
 

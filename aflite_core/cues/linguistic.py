@@ -529,9 +529,17 @@ class _Annotations:
         self.sides = sides
         self.cache_dir = cache_dir
         self.n_jobs = n_jobs
-        self.ner_method = ner_method()
+        self._ner_method: str | None = None
         self._lexicons: dict[str, _Lexicon] = {}
         self._tagged: dict[str, dict[str, np.ndarray]] = {}
+
+    @property
+    def ner_method(self) -> str:
+        """How named entities are found (:func:`ner_method`), asked on first use: it imports
+        NLTK (0.3 s), which the word, negation and overlap families do not need."""
+        if self._ner_method is None:
+            self._ner_method = ner_method()
+        return self._ner_method
 
     def lexicon(self, side: str) -> _Lexicon:
         """Token counts of one side's texts."""

@@ -24,7 +24,6 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.special import rel_entr
-from scipy.stats import norm
 
 from aflite_core.cues.linguistic import FAMILIES, FeatureMatrix, extract_features
 from aflite_core.splits import TEST_VALUES as TEST_VALUES  # re-exported
@@ -305,6 +304,8 @@ def z_threshold(n_tests: int, *, alpha: float = 0.01) -> float:
     """Bonferroni-corrected one-sided threshold for z (``FORMULAS['z_threshold']``)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha: expected a probability in (0, 1), got {alpha!r}")
+    from scipy.stats import norm  # noqa: PLC0415 - scipy.stats costs 0.3 s to import; only here
+
     return float(norm.isf(alpha / max(int(n_tests), 1)))
 
 
