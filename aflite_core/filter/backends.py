@@ -72,6 +72,11 @@ PROBE_TIMEOUT_S = 5.0
 #: Times workers may leave the cluster during one AFLite fit before it gives up (each time,
 #: the row groups they held are rebuilt on the workers that remain; see _DaskBackend).
 MAX_WORKER_LOSSES = 3
+#: Seconds a broadcast of a round's model may take before it counts as a failure (then
+#: handled like a lost worker: its groups rebuilt, or a clear error). A model is a few MB;
+#: without a limit, a broadcast that targeted a worker killed a moment before waited
+#: forever (seen once in the fault test: the run hung instead of failing).
+SCATTER_TIMEOUT_S = 30.0
 #: A Dask handshake's first frame is a few hundred bytes; anything announcing more than this
 #: is not Dask talking.
 _MAX_HANDSHAKE_BYTES = 16 << 20
@@ -450,7 +455,8 @@ class _DaskBackend:
         def make() -> list:
             head = ()
             if model is not None:
-                head = tuple(self._client.scatter([model], broadcast=True))
+                head = tuple(self._client.scatter([model], broadcast=True,
+                                                  timeout=SCATTER_TIMEOUT_S))
             return [self._client.submit(fn, self._wc[i], [bounds[b] for b in g], packed[i],
                                         *head, *extra, pure=False)
                     for i, g in enumerate(self._groups)]
