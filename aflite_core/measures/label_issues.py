@@ -72,7 +72,7 @@ __all__ = ["FILE", "MAX_ROWS", "find_label_issues", "issue_summary", "label_pair
 #: The run-folder file: one row per scored row.
 FILE = "label_issues.parquet"
 #: Rows scored at most (a seeded sample of whole groups above), as for the baselines: the
-#: full-input pass costs 1.0 s at 10k rows and 16.4 s at 100k (bench_pipeline.py).
+#: full-input pass costs 0.8 s at 10k rows and 8.2 s at 100k (bench_pipeline.py).
 MAX_ROWS = 100_000
 #: Below this out-of-fold accuracy of the scoring model, the flags are a ranking more than a
 #: verdict, and the summary says so.
@@ -308,10 +308,10 @@ MEASURE = Measure(
     tables=tables,
     exports={"label_issues": FILE},
     order=42,
-    # seconds per 100k rows (bench_pipeline.py, 2026-11-26): 1.0 s at 10k, 16.4 s at 100k
-    # rows; above max_rows only the sample is scored
-    cost=lambda n: (10.0 + 6.4 * n / 100_000 if n <= MAX_ROWS
-                    else 16.4 * MAX_ROWS / n + 0.5),
+    # seconds per 100k rows (bench_pipeline.py, 2026-11-26 09:20 UTC, Newton-CG): 0.8 s at
+    # 10k, 8.2 s at 100k rows; above max_rows only the sample is scored
+    cost=lambda n: (7.34 + 0.77 * n / 100_000 if n <= MAX_ROWS
+                    else 8.2 * MAX_ROWS / n + 0.5),
     row_columns=row_columns,
     options=(
         Option("n_splits", "Label issues: folds", 2, minimum=2, maximum=10,

@@ -192,10 +192,10 @@ MEASURE = Measure(
     tables=tables,
     exports={"pvi": FILE},
     order=45,
-    # seconds per 100k rows, every fold fitted from zero (bench_pipeline.py, 2026-11-26):
-    # 7.9 at 10k, 18.6 at 100k (5 folds; the solver needs more iterations on more rows),
-    # 12.8 at 200k (3 folds, /tmp timing of hypothesis_only_pvi)
-    cost=lambda n: 6.7 + 11.9 * n / 100_000 if n <= 100_000 else 12.8,
+    # seconds per 100k rows, every fold fitted from zero by Newton-CG (bench_pipeline.py,
+    # 2026-11-26 09:20 UTC): 1.8 at 10k, 3.6 at 100k (5 folds); above 100k 3 folds, the
+    # ratio to 100k the L-BFGS fits had (12.8 against 18.6)
+    cost=lambda n: 1.64 + 1.96 * n / 100_000 if n <= 100_000 else 2.5,
     row_columns=row_columns,
     options=(
         Option("n_splits", "PVI folds", lambda n: 5 if n <= 100_000 else 3,
