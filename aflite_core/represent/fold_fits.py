@@ -90,6 +90,11 @@ def hypothesis_counts(hypotheses: Sequence[str]) -> sp.csr_matrix:
     return counts
 
 
+def _as_tokens(tokens: list[str]) -> list[str]:
+    """The analyzer of already tokenised texts."""
+    return tokens
+
+
 class SharedTextFeatures:
     """The features of :class:`TextFeatures` for any training rows of one set of texts.
 
@@ -115,11 +120,15 @@ class SharedTextFeatures:
         self.counts_ = hypothesis_counts(hypotheses)
         self.n_columns_ = self.counts_.shape[1]
         if pair:
-            words = CountVectorizer(tokenizer=word_tokens, lowercase=False, token_pattern=None,
-                                    binary=True, dtype=np.float64).fit(hypotheses)
-            self.hyp_words_ = words.transform(hypotheses).tocsr()
-            self.shared_words_ = self.hyp_words_.multiply(words.transform(premises)).tocsr()
-            self.stats_ = _overlap_stats(premises, hypotheses)
+            # each text tokenised once for the shared words and the overlap statistics (the
+            # vectoriser's analyzer of a tokenizer and unigrams is that token list; the same
+            # columns, bit for bit: tests/test_fold_fits.py)
+            hyp_tokens = [word_tokens(text) for text in hypotheses]
+            prem_tokens = [word_tokens(text) for text in premises]
+            words = CountVectorizer(analyzer=_as_tokens, binary=True, dtype=np.float64)
+            self.hyp_words_ = words.fit_transform(hyp_tokens).tocsr()
+            self.shared_words_ = self.hyp_words_.multiply(words.transform(prem_tokens)).tocsr()
+            self.stats_ = _overlap_stats(prem_tokens, hyp_tokens, tokenized=True)
             self.n_columns_ += self.hyp_words_.shape[1] + self.stats_.shape[1]
 
     def split(self, train: np.ndarray, test: np.ndarray

@@ -118,11 +118,14 @@ def _binary() -> CountVectorizer:
                            binary=True, min_df=MIN_DF, dtype=np.float64)
 
 
-def _overlap_stats(premises: list[str], hypotheses: list[str]) -> np.ndarray:
-    """The five overlap statistics of the full-input features, over every word."""
+def _overlap_stats(premises: list[str], hypotheses: list[str], *,
+                   tokenized: bool = False) -> np.ndarray:
+    """The five overlap statistics of the full-input features, over every word
+    (``tokenized``: the texts are already :func:`word_tokens` lists)."""
     stats = np.empty((len(hypotheses), N_OVERLAP_STATS), dtype=np.float64)
     for i, (p, h) in enumerate(zip(premises, hypotheses, strict=True)):
-        hyp, prem = set(word_tokens(h)), set(word_tokens(p))
+        hyp, prem = (set(h), set(p)) if tokenized else (set(word_tokens(h)),
+                                                           set(word_tokens(p)))
         n_hyp, n_shared = len(hyp), len(hyp & prem)
         stats[i] = (n_shared / max(n_hyp, 1), np.log1p(n_hyp - n_shared), np.log1p(n_hyp),
                     np.log1p(len(prem)), float(n_hyp == n_shared))
