@@ -304,7 +304,7 @@ def phase_server(run_path: Path, meter: Meter) -> None:
 
     with meter.step("import ui (streamlit, pandas, plotly)"):
         _quiet_streamlit()
-        from ui import cache, charts, components, filters
+        from ui import cache, components, filters
     with meter.step("open_run (cold)"):
         run = cache.open_run(run_path)
     with meter.step("rows_table (cold: reads dataset+scores)") as info:
@@ -341,8 +341,8 @@ def phase_server(run_path: Path, meter: Meter) -> None:
 
         checked = plotly.tools.return_figure_from_figure_or_data(fig, validate_figure=True)
         info["json_mb"] = round(len(plotly.io.to_json(checked, validate=False)) / 2**20, 2)
-    with meter.step("histogram figure + to_json") as info:
-        hist = charts.predictability_histogram(cache.predictability_bins(run_path))
+    with meter.step("histogram figure (cold) + to_json") as info:
+        hist = cache.histogram_figure(run_path)
         info["json_kb"] = round(len(hist.to_json()) / 1024, 1)
 
     label_col = run.columns.get("label")

@@ -45,6 +45,8 @@ MAX_DATASET_BYTES = 1 << 30
 #: "Every row at a million rows"); the density image carries every row either way.
 #: ``AFLITE_MAP_MAX_POINTS`` sets it, for a fast browser or a test of the sampled map.
 MAX_MAP_POINTS = int(os.environ.get("AFLITE_MAP_MAX_POINTS", "") or 12_000)
+#: Bins of the predictability histograms.
+HISTOGRAM_BINS = 20
 
 
 def digest(data: bytes) -> str:
@@ -299,7 +301,7 @@ def _bins(path: str, stamp: float, bins: int, by_label: bool) -> pd.DataFrame:
     return views.predictability_bins(_open_run(path, stamp), bins=bins, by_label=by_label)
 
 
-def predictability_bins(path: str | Path, *, bins: int = 20, by_label: bool = False
+def predictability_bins(path: str | Path, *, bins: int = HISTOGRAM_BINS, by_label: bool = False
                         ) -> pd.DataFrame:
     """Binned predictability counts of retained and removed rows (for the histograms)."""
     path = Path(path)
@@ -339,15 +341,9 @@ def _window_key(window: Sequence[float] | None) -> tuple | None:
 @st.cache_data(max_entries=8, show_spinner=False)
 def _density(path: str, stamp: float, window: tuple | None
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Rows per cell of the map or its ``window`` (:func:`views.map_density`), once per
+    window for the map's three colourings."""
     return views.map_density(_open_run(path, stamp), window=window)
-
-
-def map_density(path: str | Path, *, window: tuple[float, float, float, float] | None = None
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Rows per cell of a grid over the whole map or ``window``
-    (:func:`aflite_core.runs.views.map_density`), or None without a map."""
-    path = Path(path)
-    return _density(str(path.resolve()), _stamp(path), _window_key(window))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -379,7 +375,7 @@ def map_figure(path: str | Path, *, color: str,
 
 @st.cache_resource(max_entries=16, show_spinner=False)
 def _histogram_figure(path: str, stamp: float, by_label: bool) -> go.Figure | None:
-    binned = _bins(path, stamp, 20, by_label)
+    binned = _bins(path, stamp, HISTOGRAM_BINS, by_label)
     return None if binned.empty else charts.predictability_histogram(
         binned, facet="label" if by_label else None)
 
