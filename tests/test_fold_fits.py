@@ -37,7 +37,7 @@ def test_shared_features_are_the_features_fitted_on_the_training_rows(snli, kind
 
 
 def _cold_accuracy(model, data, y, rows, n_splits):
-    return _cv_accuracy(_Evaluator(model, data, y), rows, y, codes=None, n_splits=n_splits,
+    return _cv_accuracy(_Evaluator(model, data, y), rows, codes=None, n_splits=n_splits,
                         random_state=0)
 
 
@@ -55,7 +55,7 @@ def test_the_fast_folds_are_the_cold_fits_exactly(snli, kind):
     assert type(ev) is not _Evaluator, "a text_model pipeline takes the fast path"
     rng = np.random.default_rng(3)
     for rows in (np.arange(len(y)), np.sort(rng.choice(len(y), 1500, replace=False))):
-        fast = _cv_accuracy(ev, rows, y, codes=None, n_splits=4, random_state=0)
+        fast = _cv_accuracy(ev, rows, codes=None, n_splits=4, random_state=0)
         cold = _cold_accuracy(model, data, y, rows, 4)
         assert fast["n_rows"] == cold["n_rows"] == len(rows)
         assert fast["fold_accuracies"] == cold["fold_accuracies"]

@@ -63,6 +63,7 @@ from aflite_core._validation import check_callback, check_int
 from aflite_core.errors import MeasureSkipped
 from aflite_core.measures.baselines import sample_rows
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent.fold_pool import map_folds
 from aflite_core.represent.on_use import evaluator, text_model
 from aflite_core.represent.pair_inputs import pair_texts
 from aflite_core.splits import cv_folds, group_codes
@@ -116,13 +117,18 @@ def out_of_fold_probabilities(texts: Sequence[str], labels, *, n_splits: int = 2
     model = evaluator(text_model("full_input", random_state=random_state), list(texts), y)
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
                      random_state=random_state)
+    folds = list(folds)
     proba = np.zeros((len(y), len(classes)))
-    for f, (train, test) in enumerate(folds):
-        fitted, p = model.fit_predict_proba(train, test)
-        proba[np.ix_(test, np.searchsorted(classes, fitted))] = p
+
+    def done(f: int, fitted: tuple[np.ndarray, np.ndarray]) -> None:
+        test = folds[f][1]
+        proba[np.ix_(test, np.searchsorted(classes, fitted[0]))] = fitted[1]
         if callback is not None:
             callback({"stage": "label_issues", "fraction": (f + 1) / len(folds),
                       "message": f"full-input model, fold {f + 1} of {len(folds)}"})
+
+    # the folds side by side (represent.fold_pool)
+    map_folds(lambda fold: model.fit_predict_proba(*fold), folds, on_done=done)
     return classes, proba
 
 

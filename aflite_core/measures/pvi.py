@@ -30,6 +30,7 @@ import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent.fold_pool import map_folds
 from aflite_core.represent.on_use import evaluator, text_model
 from aflite_core.represent.pair_inputs import pair_texts
 from aflite_core.splits import cv_folds, group_codes
@@ -95,21 +96,30 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     p_prior = np.full(len(y), np.nan)
     predicted = np.empty(len(y), dtype=object)
     fold_of = np.full(len(y), -1, dtype=np.int64)
-    for f, (train, test) in enumerate(folds):
+    folds = list(folds)
+
+    def fit(fold: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        train, test = fold
         prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
         proba = np.tile(prior, (len(test), 1))
         if len(np.unique(codes[train])) >= 2:
             fitted_classes, fitted_proba = folds_model.fit_predict_proba(train, test)
             proba = np.zeros((len(test), len(classes)))
             proba[:, np.searchsorted(classes, fitted_classes)] = fitted_proba
-        rows = np.arange(len(test))
-        p_label[test] = proba[rows, codes[test]]
+        return proba
+
+    def done(f: int, proba: np.ndarray) -> None:
+        train, test = folds[f]
+        prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
+        p_label[test] = proba[np.arange(len(test)), codes[test]]
         p_prior[test] = prior[codes[test]]
         predicted[test] = classes[proba.argmax(axis=1)]
         fold_of[test] = f
         if callback is not None:
             callback({"stage": "pvi", "fraction": (f + 1) / len(folds),
                       "message": f"hypothesis-only model, fold {f + 1} of {len(folds)}"})
+
+    map_folds(fit, folds, on_done=done)  # the folds side by side (represent.fold_pool)
     pvi = np.log2(np.maximum(p_label, PROB_FLOOR)) - np.log2(np.maximum(p_prior, PROB_FLOOR))
     return pd.DataFrame({"pvi": pvi, "p_label": p_label, "p_prior": p_prior,
                          "predicted": predicted.astype(str), "correct": predicted == y,

@@ -191,23 +191,32 @@ class _FoldLogistic:
 
 
 class _Evaluator:
-    """Fits and predicts one fold: ``fit_predict(train, test)`` over row positions."""
+    """Fits and predicts one fold: ``fit_predict(train, test)`` over row positions.
+
+    The labels are coded as integers once (``classes_[codes_]`` are the labels): every fit
+    then takes integer targets, and scikit-learn's checks of them (``np.unique`` of the
+    training labels, several times a fit) no longer sort strings: 2.3 s of the 100k-row
+    baselines' 11 s of CPU. The same fits: a classifier encodes string labels in the same
+    sorted order."""
 
     def __init__(self, model, data, labels):
-        self.model, self.data, self.labels = model, data, np.asarray(labels)
+        self.model, self.data = model, data
+        self.classes_, codes = np.unique(np.asarray(labels), return_inverse=True)
+        self.codes_ = codes.astype(np.intp).reshape(-1)
+
+    def _fit(self, train: np.ndarray):
+        with single_blas_thread():
+            return clone(self.model).fit(_take(self.data, train), self.codes_[train])
 
     def fit_predict(self, train: np.ndarray, test: np.ndarray) -> np.ndarray:
         """Fit on the rows ``train``; the predicted labels of the rows ``test``."""
-        with single_blas_thread():
-            fitted = clone(self.model).fit(_take(self.data, train), self.labels[train])
-        return fitted.predict(_take(self.data, test))
+        return self.classes_[self._fit(train).predict(_take(self.data, test))]
 
     def fit_predict_proba(self, train: np.ndarray, test: np.ndarray
                           ) -> tuple[np.ndarray, np.ndarray]:
         """Fit on the rows ``train``; the classes and the probabilities of the rows ``test``."""
-        with single_blas_thread():
-            fitted = clone(self.model).fit(_take(self.data, train), self.labels[train])
-        return fitted.classes_, fitted.predict_proba(_take(self.data, test))
+        fitted = self._fit(train)
+        return self.classes_[fitted.classes_], fitted.predict_proba(_take(self.data, test))
 
 
 class _FoldEvaluator(_Evaluator):
@@ -224,8 +233,8 @@ class _SharedTextEvaluator(_FoldEvaluator):
 
     def fit_predict_proba(self, train, test):
         X_train, X_test, _ = self.features.split(train, test)
-        clf = self.logistic.fit(X_train, self.labels[train])
-        return clf.classes_, clf.predict_proba(X_test)
+        clf = self.logistic.fit(X_train, self.codes_[train])
+        return self.classes_[clf.classes_], clf.predict_proba(X_test)
 
 
 class _ProbeEvaluator(_FoldEvaluator):
@@ -235,8 +244,8 @@ class _ProbeEvaluator(_FoldEvaluator):
 
     def fit_predict_proba(self, train, test):
         scaler = clone(self.model.named_steps["features"]).fit(self.data[train])
-        clf = self.logistic.fit(scaler.transform(self.data[train]), self.labels[train])
-        return clf.classes_, clf.predict_proba(scaler.transform(self.data[test]))
+        clf = self.logistic.fit(scaler.transform(self.data[train]), self.codes_[train])
+        return self.classes_[clf.classes_], clf.predict_proba(scaler.transform(self.data[test]))
 
 
 def _text_model_parts(model: Any) -> tuple[Any, Any] | None:
