@@ -13,6 +13,7 @@ import io
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -295,3 +296,39 @@ def test_knn_spread_over_aflite_seeds(snli_600, tmp_path):
     assert (seeds["mean_distance"].to_numpy() != own.to_numpy()).any()
     wide = registry.get("knn").before_after(run)
     assert "after_seeds" in next(iter(wide.values())).columns
+
+
+# --- the measures' view of Φ: no copy of every row, and never writable
+
+
+def _phi_ctx(filterable: np.ndarray) -> tuple:
+    from aflite_core.measures.registry import MeasureContext
+
+    X = np.arange(24, dtype=np.float32).reshape(6, 4)
+    rep = SimpleNamespace(X=X, row_ids=np.arange(6))
+    ctx = MeasureContext(dataset=None, representation=rep, filterable=filterable,
+                         labels=np.array(list("abcabc"), dtype=object),
+                         keep=np.ones(int(filterable.sum()), dtype=bool), scores=pd.DataFrame(),
+                         retained_ids=np.empty(0), random_state=0)
+    return ctx, X
+
+
+def test_every_row_filterable_gives_phi_itself_read_only():
+    ctx, X = _phi_ctx(np.ones(6, dtype=bool))
+    view = ctx.X
+    assert np.shares_memory(view, X) and view.shape == X.shape  # 1 GB at 1M rows: no copy
+    np.testing.assert_array_equal(view, X)
+    with pytest.raises(ValueError, match="read-only"):
+        view[0, 0] = -1.0  # a measure cannot change Φ for the measures after it
+    assert X.flags.writeable and X[0, 0] == 0.0
+
+
+def test_warm_up_rows_are_left_out_of_a_read_only_copy():
+    keep = np.array([False, True, True, False, True, True])
+    ctx, X = _phi_ctx(keep)
+    part = ctx.X
+    np.testing.assert_array_equal(part, X[keep])
+    assert not np.shares_memory(part, X)
+    with pytest.raises(ValueError, match="read-only"):
+        part[0, 0] = -1.0
+    np.testing.assert_array_equal(ctx.y, np.array(list("bcbc"), dtype=object))

@@ -66,15 +66,30 @@ def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     return out
 
 
-def l2_normalize(X: np.ndarray) -> np.ndarray:
-    """Return a float32 copy of ``X`` with unit-length rows (all-zero rows stay zero).
+#: Rows normalised per step: the temporaries of a step (its squares, its norms) stay small
+#: (64 MB at 256 float32 columns) where one step over 1M rows held 1 GB beside the result.
+NORMALIZE_CHUNK = 65_536
+
+
+def l2_normalize(X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """Return a float32 copy of ``X`` (or of ``X[rows]``) with unit-length rows (all-zero rows
+    stay zero), :data:`NORMALIZE_CHUNK` rows at a time: every row is computed as a whole-array
+    normalisation computes it (bit for bit), without the whole-array temporaries, and
+    ``rows`` are gathered chunk by chunk, never as a copy of ``X[rows]``.
 
     A zero row has cosine similarity 0, i.e. cosine distance 1, to every other row.
     """
-    X = np.asarray(X, dtype=np.float32)
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return np.ascontiguousarray(X / norms, dtype=np.float32)
+    X = np.asarray(X)
+    n = X.shape[0] if rows is None else len(rows)
+    out = np.empty((n,) + X.shape[1:], dtype=np.float32)
+    for start in range(0, n, NORMALIZE_CHUNK):
+        stop = min(n, start + NORMALIZE_CHUNK)
+        part = X[start:stop] if rows is None else X[rows[start:stop]]
+        part = np.asarray(part, dtype=np.float32)
+        norms = np.linalg.norm(part, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        np.divide(part, norms, out=out[start:stop])
+    return out
 
 
 def _block_rows(n_reference: int, block_size: int | None) -> int:

@@ -146,24 +146,26 @@ def _pca_start(Xs: np.ndarray) -> np.ndarray:
     return (Xs.astype(np.float64) - mean) @ axes.T
 
 
-def _reduce(Xn: np.ndarray, sample: np.ndarray, n_dims: int | None,
+def _reduce(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
             random_state: int | None) -> np.ndarray:
-    """Project unit rows on the top ``n_dims`` principal directions of the sample, re-normalised."""
-    if not n_dims or Xn.shape[1] <= n_dims or len(sample) <= n_dims:
-        return Xn
-    if Xn.shape[1] > MAX_COVARIANCE_DIMS:  # a d x d covariance would be too large
+    """Project the unit rows of ``X`` on the top ``n_dims`` principal directions of ``Xs``
+    (the sample's unit rows), re-normalised. ``X``'s rows are normalised a chunk at a time
+    as they are projected (the same rows, bit for bit, as normalising all of them first)."""
+    if not n_dims or X.shape[1] <= n_dims or len(Xs) <= n_dims:
+        return l2_normalize(X)
+    if X.shape[1] > MAX_COVARIANCE_DIMS:  # a d x d covariance would be too large
         from sklearn.decomposition import PCA
 
         pca = PCA(n_components=n_dims, svd_solver="randomized", random_state=random_state)
-        pca.fit(Xn[sample])
+        pca.fit(Xs)
         mean, axes = pca.mean_, pca.components_
     else:
-        mean, axes = _principal_axes(Xn[sample], n_dims)
+        mean, axes = _principal_axes(Xs, n_dims)
     mean = mean.astype(np.float32)
     axes_t = np.ascontiguousarray(axes.T, dtype=np.float32)
-    Z = np.empty((Xn.shape[0], n_dims), dtype=np.float32)
-    for start in range(0, Xn.shape[0], 65536):  # bounded temporary memory
-        Z[start:start + 65536] = (Xn[start:start + 65536] - mean) @ axes_t
+    Z = np.empty((X.shape[0], n_dims), dtype=np.float32)
+    for start in range(0, X.shape[0], 65536):  # bounded temporary memory
+        Z[start:start + 65536] = (l2_normalize(X[start:start + 65536]) - mean) @ axes_t
     return l2_normalize(Z)
 
 
@@ -175,29 +177,31 @@ def fit_epochs(n_fit: int) -> int:
     return int(max(MIN_EPOCHS, min(MAX_EPOCHS, WORK_PER_FIT // max(1, n_fit))))
 
 
-def _umap(Xn: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
+def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
           pca_dims: int | None, random_state: int | None,
           callback: ProgressCallback | None) -> tuple[np.ndarray, dict]:
-    """UMAP of unit rows: fitted on a seeded sample, the other rows placed as transform does.
+    """UMAP of the rows of ``X`` once normalised (cosine geometry): fitted on a seeded sample,
+    the other rows placed as transform does.
 
     Returns the coordinates and what was done (``fitted_rows``, ``epochs``, ``init`` and,
     when the map fell back to PCA, ``fallback``).
     """
-    n = Xn.shape[0]
+    n = X.shape[0]
     rng = make_rng(random_state)
     seed = int(rng.integers(0, 2**31 - 1)) if random_state is None else int(random_state)
     if n > sample_size:
         sample = np.sort(rng.choice(n, size=sample_size, replace=False))
     else:
         sample = np.arange(n)
-    reason = _degenerate(Xn, sample)
+    unit_sample = l2_normalize(X, rows=sample)
+    reason = _degenerate(unit_sample)
     # imported here: it loads numba (0.5 s), which discovering the measures (the dashboard's
     # start, every CLI command) does not need
     from aflite_core.measures import _umap_layout
 
     if reason:
-        return _pca(Xn, random_state), {"fallback": "pca", "reason": reason}
-    Xn = _reduce(Xn, sample, pca_dims, random_state)
+        return _pca(l2_normalize(X), random_state), {"fallback": "pca", "reason": reason}
+    Xn = _reduce(X, unit_sample, pca_dims, random_state)
     k = min(int(n_neighbors), len(sample) - 1)
     Xs = np.ascontiguousarray(Xn[sample])
     _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
@@ -251,12 +255,11 @@ def _place_rest(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.n
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _degenerate(Xn: np.ndarray, sample: np.ndarray) -> str | None:
-    """Why UMAP cannot make a map of these rows (then PCA does), or None. Fewer rows than
-    neighbours is not a reason: the neighbour count is lowered to rows - 1."""
-    Xs = Xn[sample]
-    if len(sample) < 3:
-        return f"only {len(sample)} rows: UMAP needs at least 3"
+def _degenerate(Xs: np.ndarray) -> str | None:
+    """Why UMAP cannot make a map of the sample's unit rows ``Xs`` (then PCA does), or None.
+    Fewer rows than neighbours is not a reason: the neighbour count is lowered to rows - 1."""
+    if len(Xs) < 3:
+        return f"only {len(Xs)} rows: UMAP needs at least 3"
     # at most two distinct rows (a constant or rank-1 Φ, once normalised)? Two passes over
     # the rows instead of sorting them all
     off_first = (np.abs(Xs - Xs[0]) > 1e-6).any(axis=1)
@@ -346,12 +349,11 @@ def _project(X: np.ndarray, params: dict, row_ids: np.ndarray,
             _emit(callback, 1.0, "loaded from cache")
             return _frame(row_ids, *cached), cached[1]
     _emit(callback, 0.0, "normalising rows")
-    Xn = l2_normalize(X)
     info: dict = {"method": params["method"]}
     if params["method"] == "pca":
-        coords = _pca(Xn, params["random_state"])
-    else:
-        coords, done = _umap(Xn, n_neighbors=params["n_neighbors"],
+        coords = _pca(l2_normalize(X), params["random_state"])
+    else:  # UMAP normalises the rows as it reduces them: no unit copy of all of Φ
+        coords, done = _umap(X, n_neighbors=params["n_neighbors"],
                              min_dist=params["min_dist"], sample_size=params["sample_size"],
                              pca_dims=params["pca_dims"], random_state=params["random_state"],
                              callback=callback)
