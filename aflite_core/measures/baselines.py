@@ -716,9 +716,9 @@ MEASURE = Measure(
     compute=_baselines,
     files=("baselines.json",),
     order=40,
-    # seconds per 100k rows (bench_pipeline.py, 2026-11-26, the text models fitted by
-    # Newton-CG): 7.6 at 10k rows, 9.6 at 100k; above MAX_ROWS it samples: 15.9 s at 1M
-    cost=lambda n: ((7.4 + 2.2 * n / MAX_ROWS) if n <= MAX_ROWS else 15.5 * MAX_ROWS / n),
+    # seconds per 100k rows (bench_pipeline.py, 2026-11-26 12:00 UTC, the folds side by side
+    # on the fold pool): 7.7 at 10k rows, 5.5 at 100k; above MAX_ROWS it samples: 9.1 s at 1M
+    cost=lambda n: ((7.94 - 2.44 * n / MAX_ROWS) if n <= MAX_ROWS else 9.1 * MAX_ROWS / n),
     tables=_baseline_tables,
     figures=_baseline_figures,
     options=(

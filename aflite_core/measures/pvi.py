@@ -202,10 +202,10 @@ MEASURE = Measure(
     tables=tables,
     exports={"pvi": FILE},
     order=45,
-    # seconds per 100k rows, every fold fitted from zero by Newton-CG (bench_pipeline.py,
-    # 2026-11-26): 1.8 at 10k, 3.6 at 100k (5 folds), 4.85 at 1M (3 folds of all rows:
-    # 48.5 s; Newton-CG needs more iterations on more rows)
-    cost=lambda n: 1.64 + 1.96 * n / 100_000 if n <= 100_000 else 4.8,
+    # seconds per 100k rows, every fold fitted from zero by Newton-CG, the folds side by side
+    # (bench_pipeline.py, 2026-11-26 12:00 UTC): 0.24 s at 10k, 2.4 s at 100k (5 folds),
+    # 37.1 s at 1M (3 folds of all rows; Newton-CG needs more iterations on more rows)
+    cost=lambda n: 2.4 if n <= 100_000 else 3.7,
     row_columns=row_columns,
     options=(
         Option("n_splits", "PVI folds", lambda n: 5 if n <= 100_000 else 3,
