@@ -179,3 +179,34 @@ def test_validation():
         project(X, n_neighbors=2.5)
     with pytest.raises(ValueError, match=r"min_dist: expected a number in \[0, 1\], got 2"):
         project(X, method="pca", min_dist=2)
+
+
+def test_the_map_is_the_same_whoever_searches_the_neighbours_and_on_any_thread_count(
+        monkeypatch):
+    """The other rows' neighbours are searched during the layout when a core is free, or by
+    the placement pool: the chunks, their neighbours and the map are the same bit for bit,
+    with every search done early, none done early, and one placement thread."""
+    from concurrent.futures import Future
+
+    from aflite_core.measures import projection
+
+    X, labels = _clusters(3000, seed=4)
+    monkeypatch.setattr(projection, "TRANSFORM_CHUNK", 300)  # 7 chunks of the 2,000 others
+    params = {"sample_size": 1000, "random_state": 0}
+    default = project(X, **params)
+
+    class Late(projection.ThreadPoolExecutor):  # the searcher starts nothing
+        def submit(self, fn, *args, **kwargs):
+            if self._thread_name_prefix == "umap-search":
+                return Future()  # never started: the placement pool searches itself
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(projection, "ThreadPoolExecutor", Late)
+    late = project(X, **params)
+    monkeypatch.setattr(projection.os, "cpu_count", lambda: 1)
+    one_thread = project(X, **params)
+    pd.testing.assert_frame_equal(default, late)
+    pd.testing.assert_frame_equal(default, one_thread)
+    rng = np.random.default_rng(0)
+    fitted = np.sort(rng.choice(3000, size=1000, replace=False))
+    assert _separation(default, labels, fitted) > 0.95

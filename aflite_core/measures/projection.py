@@ -211,33 +211,51 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     epochs = fit_epochs(len(sample))
     init = _umap_layout.scaled_init(_pca_start(Xs), seed)
     _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
-    fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b, random_state=seed)
     coords = np.empty((n, 2), dtype=np.float32)
-    coords[sample] = fitted
     rest = np.setdiff1d(np.arange(n), sample, assume_unique=True)
-    _place_rest(coords, Xn, Xs, fitted, rest, k=k, a=a, b=b, seed=seed, callback=callback)
+    starts = list(range(0, len(rest), TRANSFORM_CHUNK))
+
+    def search(start: int) -> tuple[np.ndarray, np.ndarray]:
+        """The fitted neighbours of one chunk of the other rows."""
+        return _knn(np.ascontiguousarray(Xn[rest[start:start + TRANSFORM_CHUNK]]), Xs, k)
+
+    # The layout runs on one core (one numba kernel, without the GIL); meanwhile the other
+    # core searches the other rows' neighbours, which do not depend on the layout: the same
+    # searches, done earlier (one BLAS thread each, as the placement pool runs them).
+    searcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="umap-search")
+    try:
+        with threadpool_limits(limits=1, user_api="blas"):
+            searches = {start: searcher.submit(search, start) for start in starts}
+            fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
+                                         random_state=seed)
+        coords[sample] = fitted
+        _place_rest(coords, search, searches, fitted, rest, starts, k=k, a=a, b=b, seed=seed,
+                    callback=callback)
+    finally:
+        searcher.shutdown(wait=True, cancel_futures=True)
     return coords, {"fitted_rows": int(len(sample)), "epochs": epochs, "init": "pca",
                     "n_neighbors": k}
 
 
-def _place_rest(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.ndarray,
-                rest: np.ndarray, *, k: int, a: float, b: float, seed: int,
+def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np.ndarray,
+                rest: np.ndarray, starts: list[int], *, k: int, a: float, b: float, seed: int,
                 callback: ProgressCallback | None) -> None:
     """Place the rows of ``rest`` in the fitted map, TRANSFORM_CHUNK rows a task on every core.
 
-    A chunk's neighbours and layout depend only on the fitted rows and the chunk's own seed
-    (its offset), so the map is the same whatever the number of threads; BLAS is held to one
-    thread per task meanwhile. Progress is reported from the calling thread.
+    A chunk's neighbours (``search(start)``, or its future in ``searches`` when the search
+    already started during the layout) and layout depend only on the fitted rows and the
+    chunk's own seed (its offset), so the map is the same whatever the number of threads;
+    BLAS is held to one thread per task meanwhile. Progress is reported from the calling
+    thread.
     """
     if not len(rest):
         return
-    starts = list(range(0, len(rest), TRANSFORM_CHUNK))
 
     from aflite_core.measures import _umap_layout  # loaded by _umap already
 
     def task(start: int) -> np.ndarray:
-        rows = rest[start:start + TRANSFORM_CHUNK]
-        near, near_d = _knn(np.ascontiguousarray(Xn[rows]), Xs, k)
+        early = searches[start]
+        near, near_d = search(start) if early.cancel() else early.result()
         return _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
                                  a=a, b=b, random_state=(seed + start) % 2**31)
 
