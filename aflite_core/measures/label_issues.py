@@ -117,7 +117,6 @@ def out_of_fold_probabilities(texts: Sequence[str], labels, *, n_splits: int = 2
     model = evaluator(text_model("full_input", random_state=random_state), list(texts), y)
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
                      random_state=random_state)
-    folds = list(folds)
     proba = np.zeros((len(y), len(classes)))
 
     def done(f: int, fitted: tuple[np.ndarray, np.ndarray]) -> None:

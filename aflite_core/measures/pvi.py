@@ -96,9 +96,9 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     p_prior = np.full(len(y), np.nan)
     predicted = np.empty(len(y), dtype=object)
     fold_of = np.full(len(y), -1, dtype=np.int64)
-    folds = list(folds)
 
-    def fit(fold: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    def fit(fold: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """The fold's prior p(y) and its test rows' probabilities."""
         train, test = fold
         prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
         proba = np.tile(prior, (len(test), 1))
@@ -106,11 +106,11 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
             fitted_classes, fitted_proba = folds_model.fit_predict_proba(train, test)
             proba = np.zeros((len(test), len(classes)))
             proba[:, np.searchsorted(classes, fitted_classes)] = fitted_proba
-        return proba
+        return prior, proba
 
-    def done(f: int, proba: np.ndarray) -> None:
-        train, test = folds[f]
-        prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
+    def done(f: int, fitted: tuple[np.ndarray, np.ndarray]) -> None:
+        test = folds[f][1]
+        prior, proba = fitted
         p_label[test] = proba[np.arange(len(test)), codes[test]]
         p_prior[test] = prior[codes[test]]
         predicted[test] = classes[proba.argmax(axis=1)]
