@@ -177,3 +177,34 @@ def test_label_quality_averages_the_given_label_with_aflites_where_it_has_one():
     out = label_issues.blended_quality(proba, np.array([0, 0, 2]),
                                        np.array([0.2, 0.4, np.nan]))
     np.testing.assert_allclose(out, [0.4, 0.7, 0.3])  # (0.6 + 0.2) / 2, (1 + 0.4) / 2, alone
+
+
+def test_cleanlab_loads_without_its_datalab_and_datalab_still_works_afterwards():
+    """The measure imports cleanlab without the Datalab its package loads eagerly (it pulls
+    Hugging Face datasets: 0.25-0.3 s of every audit); a later use of Datalab in the same
+    process still gets cleanlab's real class (or cleanlab's own placeholder when its extra
+    dependencies are missing), as with a plain ``import cleanlab``."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, importlib.util\n"
+        "from aflite_core.measures.label_issues import _cleanlab\n"
+        "issues, quality = _cleanlab()\n"
+        "import numpy as np\n"
+        "p = np.array([[0.9, 0.1], [0.2, 0.8], [0.9, 0.1], [0.1, 0.9]] * 5)\n"
+        "y = np.array([0, 1, 1, 1] * 5)\n"
+        "print(int(issues(y, p).sum()), bool(quality(y, p)[2] < quality(y, p)[0]))\n"
+        "print('cleanlab.datalab.datalab' in sys.modules, 'datasets' in sys.modules)\n"
+        "import cleanlab\n"
+        "expected = cleanlab._datalab_import_factory()\n"
+        "print(cleanlab.Datalab is expected or type(cleanlab.Datalab) is type(expected))\n"
+        "print(isinstance(cleanlab.Datalab, type) == (importlib.util.find_spec('datasets')"
+        " is not None))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "5 True"  # the flipped rows are flagged and ranked low
+    assert out[1] == "False False"  # neither Datalab nor datasets loaded by the measure
+    assert out[2] == "True"  # then cleanlab.Datalab resolves as cleanlab itself resolves it
+    assert out[3] == "True"

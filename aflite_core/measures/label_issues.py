@@ -54,6 +54,7 @@ for relabelling: ``--what flagged``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -78,6 +79,8 @@ MAX_ROWS = 100_000
 #: Below this out-of-fold accuracy of the scoring model, the flags are a ranking more than a
 #: verdict, and the summary says so.
 WEAK_MODEL_ACCURACY = 0.8
+#: cleanlab's Datalab, which its package import loads eagerly and the measure never uses.
+_DATALAB = "cleanlab.datalab.datalab"
 #: Explore's per-row columns.
 QUALITY_COLUMN = "label quality"
 ISSUE_COLUMN = "label issue"
@@ -162,9 +165,7 @@ def find_label_issues(labels, classes: np.ndarray, proba: np.ndarray, *,
     DataFrame
         ``given_label``, ``suggested_label``, ``label_quality``, ``is_label_issue``.
     """
-    from cleanlab.filter import find_label_issues as cleanlab_issues
-    from cleanlab.rank import get_label_quality_scores
-
+    cleanlab_issues, get_label_quality_scores = _cleanlab()
     y = np.asarray(labels, dtype=object).astype(str)
     codes = np.searchsorted(classes, y)
     if len(y) != len(proba) or not np.array_equal(classes[codes], y):
@@ -182,6 +183,51 @@ def find_label_issues(labels, classes: np.ndarray, proba: np.ndarray, *,
         "label_quality": np.asarray(quality, dtype=np.float64),
         "is_label_issue": np.asarray(flagged, dtype=bool),
     })
+
+
+def _cleanlab() -> tuple[Callable, Callable]:
+    """``cleanlab.filter.find_label_issues`` and ``cleanlab.rank.get_label_quality_scores``,
+    imported without cleanlab's Datalab.
+
+    ``import cleanlab`` loads its Datalab eagerly, and Datalab imports Hugging Face
+    ``datasets`` when that is installed: 0.25-0.3 s of every audit for a class this measure
+    never uses. While cleanlab's package loads, the import of that one module is refused (cleanlab
+    expects that: it then keeps a placeholder); afterwards the refusal is lifted and
+    ``cleanlab.Datalab`` / ``cleanlab.IssueManager`` are resolved on first access by cleanlab's
+    own factories, so code in the same process that uses them gets the real classes.
+    """
+    if "cleanlab" not in sys.modules and _DATALAB not in sys.modules:
+        sys.modules[_DATALAB] = None  # type: ignore[assignment]
+        try:
+            import cleanlab
+        except ImportError:  # a cleanlab that cannot do without its Datalab
+            cleanlab = None
+        finally:
+            if sys.modules.get(_DATALAB, False) is None:
+                del sys.modules[_DATALAB]
+        if cleanlab is None:  # load it whole, as a plain import would
+            for name in [m for m in sys.modules if m == "cleanlab" or m.startswith("cleanlab.")]:
+                del sys.modules[name]
+            import cleanlab
+        lazy = {name: factory for name, factory in (
+            ("Datalab", getattr(cleanlab, "_datalab_import_factory", None)),
+            ("IssueManager", getattr(cleanlab, "_issue_manager_import_factory", None)))
+            if factory is not None and _DATALAB not in sys.modules}
+        for name in lazy:
+            cleanlab.__dict__.pop(name, None)
+
+        def __getattr__(name: str):  # PEP 562: called for attributes the module lacks
+            if name in lazy:
+                value = lazy[name]()
+                setattr(cleanlab, name, value)
+                return value
+            raise AttributeError(f"module 'cleanlab' has no attribute {name!r}")
+
+        cleanlab.__getattr__ = __getattr__
+    from cleanlab.filter import find_label_issues as cleanlab_issues
+    from cleanlab.rank import get_label_quality_scores
+
+    return cleanlab_issues, get_label_quality_scores
 
 
 def issue_summary(table: pd.DataFrame) -> pd.DataFrame:
