@@ -37,11 +37,11 @@ from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's pub
 )
 from aflite_core.errors import (
     AuditCancelled,  # noqa: F401 - re-exported: its public home
-    MeasureSkipped,
-)
+    )
 from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
+from aflite_core.measure_runs import Progress as _Progress
+from aflite_core.measure_runs import run_measures
 from aflite_core.measures import registry
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.runs.folder import (
     REPORT_FILE,
     STATUSES,
@@ -116,45 +116,6 @@ def check_labels(dataset) -> None:
 # --------------------------------------------------------------------------- progress
 
 
-class _Progress:
-    """Emit monotone progress events and turn a ``True`` reply into a cancellation."""
-
-    def __init__(self, callback: EventCallback | None,
-                 spans: dict[str, tuple[float, float]] | None = None) -> None:
-        self.callback = callback
-        self.fraction = 0.0
-        self.cancelled = False
-        self.spans = spans or {}
-
-    def span(self, stage: str) -> tuple[float, float]:
-        """The part of the bar ``stage`` fills (see :mod:`aflite_core.progress_plan`)."""
-        return self.spans.get(stage, (self.fraction, self.fraction))
-
-    def emit(self, stage: str, message: str, fraction: float, **extra: Any) -> bool:
-        self.fraction = max(self.fraction, min(1.0, float(fraction)))
-        if self.callback is None:
-            return False
-        event = {"stage": stage, "message": message, "fraction": self.fraction, **extra}
-        if self.callback(event) is True:
-            self.cancelled = True
-        return self.cancelled
-
-    def step(self, stage: str, message: str, fraction: float, **extra: Any) -> None:
-        """Emit and raise :class:`AuditCancelled` if the callback asked to stop."""
-        if self.emit(stage, message, fraction, **extra):
-            raise AuditCancelled(f"audit cancelled during {stage}")
-
-    def sub(self, stage: str, span: tuple[float, float]) -> Callable[[dict], None]:
-        """A callback for a measure module mapping its 0..1 fraction into ``span``."""
-
-        def callback(info: dict) -> None:
-            inner = float(info.get("fraction", 0.0) or 0.0)
-            message = str(info.get("message", stage))
-            self.step(stage, message, span[0] + (span[1] - span[0]) * min(max(inner, 0.0), 1.0))
-
-        return callback
-
-
 # --------------------------------------------------------------------------- helpers
 
 
@@ -224,50 +185,6 @@ def _build_scores(dataset, rep, filtered: _Filtered,
 MEASURES = registry.names()
 #: The measures of a default audit.
 DEFAULT_MEASURES = registry.default_names()
-
-
-def _context(state: dict, measure: Measure, config: AuditConfig, progress: _Progress,
-             span: tuple[float, float]) -> MeasureContext:
-    def report(fraction: float, message: str) -> None:
-        progress.step(measure.name, message or measure.label,
-                      span[0] + (span[1] - span[0]) * fraction)
-
-    return MeasureContext(random_state=config.random_state,
-                          params=dict(config.measure_params.get(measure.name, {})),
-                          progress=report, **state)
-
-
-def _write_result(writer: RunWriter, result: MeasureResult) -> list[str]:
-    for filename, table in result.tables.items():
-        writer.write_parquet(filename, table)
-    for filename, document in result.documents.items():
-        writer.write_json(filename, document)
-    return [*result.tables, *result.documents]
-
-
-def _run_measure(measure: Measure, ctx: MeasureContext, writer: RunWriter) -> dict:
-    start = time.perf_counter()
-    present = set(writer.files())
-    try:
-        result = measure.compute(ctx)
-        artifacts = _write_result(writer, result)
-    except AuditCancelled:
-        raise
-    except MeasureSkipped as exc:  # does not apply to this run: say why, write nothing
-        for leftover in set(writer.files()) - present:
-            writer.file(leftover).unlink(missing_ok=True)
-        return {"status": "skipped", "reason": str(exc),
-                "seconds": round(time.perf_counter() - start, 3)}
-    except Exception as exc:  # noqa: BLE001 - a measure must not sink the run
-        for leftover in set(writer.files()) - present:  # no half-written artifact
-            writer.file(leftover).unlink(missing_ok=True)
-        return {
-            "status": "error",
-            "error": f"{type(exc).__name__}: {exc}",
-            "seconds": round(time.perf_counter() - start, 3),
-        }
-    return {"status": "ok", "seconds": round(time.perf_counter() - start, 3),
-            "artifacts": artifacts, **result.info}
 
 
 # --------------------------------------------------------------------------- main entry
@@ -426,30 +343,30 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     stages = [("representation", per_100k["representation"] * factor),
               ("aflite", per_100k["aflite"]), ("write", per_100k["write"])]
     n_rows = len(dataset.labels())
+    chosen = [m for m in registry.measures() if m.name in config.measures]
+    # the measures run beside the others fill the last span: their progress adds to the bar
+    # (aflite_core.measure_runs), and it is theirs alone once the others are done
     stages += [(m.name, m.expected_cost(n_rows, config.measure_params.get(m.name)))
-               for m in registry.measures() if m.name in config.measures]
+               for m in sorted(chosen, key=lambda m: m.beside)]
     if config.report:
         stages.append(("report", per_100k["report"]))
-    return progress_plan.stage_spans(progress_plan.expected_seconds(stages, n_rows))
+    seconds = progress_plan.expected_seconds(stages, n_rows)
+    beside = [m.name for m in chosen if m.beside]
+    if beside:  # their span is the time they add, not the time they take
+        own = sum(seconds[name] for name in beside)
+        others = sum(seconds[m.name] for m in chosen if not m.beside)
+        scale = progress_plan.beside_seconds(own, others) / own if own > 0 else 1.0
+        seconds.update({name: seconds[name] * scale for name in beside})
+    return progress_plan.stage_spans(seconds)
 
 
 def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress: _Progress,
                   timings: dict) -> dict[str, dict]:
-    """Each chosen measure in registry order, its progress span weighted by its cost."""
-    measures: dict[str, dict] = {}
+    """Each chosen measure, its progress span weighted by its cost; those declared ``beside``
+    on a thread of their own beside the others (:func:`aflite_core.measure_runs.run_measures`)."""
     chosen = [m for m in registry.measures() if m.name in config.measures]
-    for measure in chosen:
-        span = progress.span(measure.name)
-        progress.step(measure.name, f"computing {measure.label}", span[0])
-        ctx = _context(shared, measure, config, progress, span)
-        outcome = measures[measure.name] = _run_measure(measure, ctx, writer)
-        if "seconds" in outcome:
-            timings[measure.name] = outcome["seconds"]
-        message = "done" if outcome["status"] == "ok" else f"{outcome['status']}: " + str(
-            outcome.get("error", outcome.get("reason", ""))
-        )
-        progress.step(measure.name, message, span[1], status=outcome["status"])
-    return measures
+    return run_measures(chosen, writer, shared, random_state=config.random_state,
+                        params=config.measure_params, progress=progress, timings=timings)
 
 
 def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None):

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["FIXED_SECONDS", "SECONDS_PER_100K", "expected_seconds", "stage_spans"]
+__all__ = ["BESIDE_SHARE", "FIXED_SECONDS", "SECONDS_PER_100K", "beside_seconds",
+           "expected_seconds", "stage_spans"]
 
 #: Seconds per 100,000 audited rows of the stages outside the measures (two cores).
 SECONDS_PER_100K: dict[str, float] = {
@@ -59,6 +60,27 @@ def expected_seconds(stages: Iterable[tuple[str, float]], n_rows: int) -> dict[s
     scale = max(int(n_rows), 0) / 100_000
     return {name: STAGE_FIXED_SECONDS.get(name, FIXED_SECONDS) + max(float(per_100k), 0.0)
             * scale for name, per_100k in stages}
+
+
+#: The share of a measure's own time that it adds to the audit when it runs beside the others
+#: (:mod:`aflite_core.measure_runs`) while they last: the two sides share the cores, so the
+#: others slow down by about this much of it (``bench_pipeline.py``, 2026-11-26: the map beside
+#: the other measures added 0.57 s of its 2.15 s at 10k rows and 3.2 s of its 6.7 s at 100k).
+BESIDE_SHARE: float = 0.45
+
+
+def beside_seconds(beside: float, others: float) -> float:
+    """The seconds that measures taking ``beside`` seconds add to an audit when they run
+    beside measures taking ``others``: :data:`BESIDE_SHARE` of the part that overlaps them, all
+    of the part that outlasts them.
+
+    Examples
+    --------
+    >>> round(beside_seconds(2.0, 10.0), 6), beside_seconds(2.0, 0.0)
+    (0.9, 2.0)
+    """
+    overlap = min(max(beside, 0.0), max(others, 0.0))
+    return BESIDE_SHARE * overlap + max(beside, 0.0) - overlap
 
 
 def stage_spans(seconds: dict[str, float]) -> dict[str, tuple[float, float]]:

@@ -505,6 +505,9 @@ MEASURE = Measure(
     tables=tables,
     figures=figures,
     exports={"projection": "projection.parquet", "map_regions": map_regions.FILE},
+    # the layout is one numba kernel on one core without the GIL: the other measures use the
+    # other core meanwhile (SNLI dev 7.0 -> 6.1 s, 100k rows 35.6 -> 33.7 s)
+    beside=True,
     options=(
         Option(
             "method",

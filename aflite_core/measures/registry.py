@@ -252,6 +252,11 @@ class Measure:
         stored files; the HTML report and the dashboard's Report page both show what
         :meth:`draw` returns (in :mod:`aflite_core.chart_style`'s look), so a measure with a
         chart is its module and its test.
+    beside : bool
+        Runs on a thread of its own beside the other measures instead of in turn
+        (:mod:`aflite_core.measure_runs`): for a measure whose long part keeps one core busy
+        without the GIL (the map's layout), so the other core is not idle meanwhile. Its
+        results must not depend on the other measures, as no measure's may.
     """
 
     name: str
@@ -268,6 +273,7 @@ class Measure:
     inputs: tuple[str, ...] = ()
     row_columns: Callable[[Any], pd.DataFrame] | None = None
     figures: Callable[[Any], list[Any]] | None = None
+    beside: bool = False
 
     def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None) -> float:
         """Expected seconds per 100,000 rows of this measure on ``n_rows`` rows with the

@@ -1,0 +1,184 @@
+"""Measures declared ``beside`` (the map) run on a thread of their own beside the others:
+same tables bit for bit, really side by side, a bar that still counts, cancelling and failing
+as in order (aflite_core.measure_runs)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.io.datasets import load_dataset
+from aflite_core.measures import registry
+from aflite_core.measures.registry import Measure, MeasureResult
+from aflite_core.pipeline import AuditCancelled, AuditConfig, _stage_spans, run_audit
+from aflite_core.runs.folder import load_run
+
+MEASURES = ("cues", "knn", "projection", "baselines", "label_issues")
+CONFIG = {"representation_params": {"n_components": 32}, "n_partitions": 8,
+          "measures": MEASURES}
+
+
+@pytest.fixture(scope="module")
+def snli_1500(snli_dir, tmp_path_factory) -> Path:
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:1500]
+    path = tmp_path_factory.mktemp("beside") / "snli_1500.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _outputs(path: Path) -> dict[str, object]:
+    """Every table and document of a run folder, without times and names."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items()
+                    if k not in ("timings", "seconds", "created", "name", "engines")}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    out: dict[str, object] = {}
+    for file in sorted(path.iterdir()):
+        if file.suffix == ".parquet":
+            out[file.name] = pd.read_parquet(file)
+        elif file.suffix == ".json":
+            out[file.name] = strip(json.loads(file.read_text(encoding="utf-8")))
+    return out
+
+
+def test_the_map_beside_the_others_gives_the_same_tables_bit_for_bit(snli_1500, tmp_path,
+                                                                     monkeypatch):
+    assert registry.get("projection").beside  # the default audit's map runs beside
+    beside_events: list[dict] = []
+    beside = run_audit(load_dataset(snli_1500), AuditConfig(**CONFIG),
+                       runs_root=tmp_path / "beside", callback=beside_events.append)
+
+    in_turn = dataclasses.replace(registry.get("projection"), beside=False)
+    monkeypatch.setattr(registry, "_EXTRA", {"projection": in_turn})
+    in_order = run_audit(load_dataset(snli_1500), AuditConfig(**CONFIG),
+                         runs_root=tmp_path / "in_order")
+
+    a, b = _outputs(beside), _outputs(in_order)
+    assert sorted(a) == sorted(b) and "projection.parquet" in a and "knn.parquet" in a
+    for name in a:
+        if isinstance(a[name], pd.DataFrame):
+            pd.testing.assert_frame_equal(a[name], b[name], check_exact=True, obj=name)
+        else:
+            assert a[name] == b[name], name
+    run = load_run(beside)
+    assert all(run.measures[m]["status"] == "ok" for m in MEASURES)
+    assert [m for m in run.measures if m in MEASURES] == list(MEASURES)  # registry order
+
+    # the bar: monotone, ends at 1, and the map's events came while the others ran
+    fractions = [e["fraction"] for e in beside_events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    stages = [e["stage"] for e in beside_events]
+    first_map, last_map = stages.index("projection"), len(stages) - 1 - stages[::-1].index(
+        "projection")
+    assert "knn" in stages[first_map:last_map] or "baselines" in stages[first_map:last_map]
+
+
+def test_the_beside_span_is_the_last_before_the_report(snli_1500):
+    spans = _stage_spans(load_dataset(snli_1500), AuditConfig(**CONFIG))
+    order = list(spans)
+    assert order[-2:] == ["projection", "report"]
+    assert spans["projection"][0] == pytest.approx(spans["label_issues"][1])
+
+
+def _planted(name: str, compute, *, beside: bool, order: int) -> Measure:
+    return Measure(name=name, label=name, compute=compute, files=(f"{name}.parquet",),
+                   default=False, order=order, beside=beside)
+
+
+def test_a_beside_measure_really_runs_while_the_others_run(snli_1500, tmp_path, monkeypatch):
+    """The beside measure waits for an in-order measure that comes after it in the registry:
+    in order this would time out; beside, both finish and see each other."""
+    started, released = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def slow(ctx):
+        started.set()
+        seen["released"] = released.wait(timeout=20)
+        seen["thread"] = threading.current_thread().name
+        for k in range(1, 5):
+            ctx.progress(k / 4, f"step {k}")
+        return MeasureResult(tables={"slow.parquet": pd.DataFrame({"n": [int(ctx.keep.sum())]})})
+
+    def quick(ctx):
+        seen["started"] = started.wait(timeout=20)
+        released.set()
+        return MeasureResult(tables={"quick.parquet": pd.DataFrame({"n": [len(ctx.labels)]})})
+
+    monkeypatch.setattr(registry, "_EXTRA", {
+        "slow": _planted("slow", slow, beside=True, order=1),
+        "quick": _planted("quick", quick, beside=False, order=2)})
+    config = AuditConfig(representation_params={"n_components": 16}, n_partitions=8,
+                         measures=("slow", "quick"))
+    run = load_run(run_audit(load_dataset(snli_1500), config, runs_root=tmp_path))
+    assert seen["released"] and seen["started"]
+    assert str(seen["thread"]).startswith("measure-beside")
+    assert run.measures["slow"]["status"] == run.measures["quick"]["status"] == "ok"
+    assert run.read_parquet("slow.parquet")["n"].tolist() == [int((run.scores["status"]
+                                                                  == "retained").sum())]
+
+
+def test_cancelling_during_a_beside_measure_leaves_nothing(snli_1500, tmp_path, monkeypatch):
+    def slow(ctx):
+        for k in range(200):
+            ctx.progress(k / 200, f"step {k}")
+            threading.Event().wait(0.01)
+        return MeasureResult(tables={"slow.parquet": pd.DataFrame({"n": [1]})})
+
+    monkeypatch.setattr(registry, "_EXTRA", {"slow": _planted("slow", slow, beside=True,
+                                                              order=1)})
+    config = AuditConfig(representation_params={"n_components": 16}, n_partitions=8,
+                         measures=("slow", "cues"))
+    root = tmp_path / "runs"
+
+    def cancel(event):
+        return event["stage"] == "slow" and event["message"] == "step 20"
+
+    with pytest.raises(AuditCancelled, match="slow"):
+        run_audit(load_dataset(snli_1500), config, runs_root=root, callback=cancel)
+    assert not root.exists()
+
+
+def test_a_failing_beside_measure_removes_only_its_own_files(snli_1500, tmp_path,
+                                                             monkeypatch):
+    """The failing measure wrote one file and then failed writing the next: that file goes,
+    the other measure's file written meanwhile stays."""
+    from aflite_core.runs.writer import RunWriter
+
+    other_written = threading.Event()
+    write_parquet = RunWriter.write_parquet
+
+    def noting(self, filename, frame):
+        path = write_parquet(self, filename, frame)
+        if filename == "other.parquet":
+            other_written.set()
+        return path
+
+    monkeypatch.setattr(RunWriter, "write_parquet", noting)
+
+    def failing(ctx):  # fails after the other measure wrote its file
+        assert other_written.wait(timeout=20)
+        return MeasureResult(tables={"failing.parquet": pd.DataFrame({"n": [1]}),
+                                     "failing_b.parquet": "not a table"})
+
+    def other(ctx):
+        return MeasureResult(tables={"other.parquet": pd.DataFrame({"x": np.arange(3)})})
+
+    monkeypatch.setattr(registry, "_EXTRA", {
+        "failing": _planted("failing", failing, beside=True, order=1),
+        "other": _planted("other", other, beside=False, order=2)})
+    config = AuditConfig(representation_params={"n_components": 16}, n_partitions=8,
+                         measures=("failing", "other"))
+    run = load_run(run_audit(load_dataset(snli_1500), config, runs_root=tmp_path))
+    assert run.measures["failing"]["status"] == "error"
+    assert not run.has("failing.parquet") and run.has("other.parquet")
+    assert run.measures["other"]["status"] == "ok"
