@@ -2,7 +2,8 @@
 
 :func:`run_measures` runs the chosen measures in registry order, except those declared
 ``Measure.beside``: they start first, one after another on a thread of their own, while the
-others run in order on the calling thread, and the audit waits for them before its summary.
+others run in order on the calling thread, and the audit waits for them before its summary
+(up to :data:`BESIDE_MAX_ROWS` audited rows; above, every measure runs in turn).
 The map is such a measure: its layout is one numba kernel on one core without the GIL, so on a
 two-core machine the other core would otherwise idle through it (a default audit of SNLI dev
 7.0 -> 6.1 s, of 100,000 rows 35.6 -> 33.7 s, ``benchmarks/bench_pipeline.py``).
@@ -36,9 +37,21 @@ from aflite_core.errors import AuditCancelled, MeasureSkipped
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.runs.writer import RunWriter
 
-__all__ = ["Progress", "run_measure", "run_measures"]
+__all__ = ["BESIDE_MAX_ROWS", "Progress", "beside_measures", "run_measure", "run_measures"]
 
 EventCallback = Callable[[dict], Any]
+
+#: Audited rows up to which the measures declared beside run beside the others (in turn
+#: above). At 1M rows the map beside KNN raised the audit's peak from 3.43 to 4.12 GB, past
+#: the 4 GB budget, for no gain in time (214.9 s against 211.6-225.2 s in turn: each side's
+#: products on one BLAS thread, KNN 28.7 -> 62.8 s; ``bench_pipeline.py --sizes 1000000``).
+BESIDE_MAX_ROWS = 250_000
+
+
+def beside_measures(measures: Sequence[Measure], n_rows: int) -> list[Measure]:
+    """The measures of ``measures`` that run beside the others in an audit of ``n_rows``
+    rows: those declared ``beside``, up to :data:`BESIDE_MAX_ROWS` rows."""
+    return [m for m in measures if m.beside] if n_rows <= BESIDE_MAX_ROWS else []
 
 
 class Progress:
@@ -163,14 +176,15 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
     """Run ``measures`` (registry order) and return their outcomes in that order.
 
     Those declared ``beside`` run on a thread of their own from the start, the others in
-    order on this one (see the module docstring); each outcome's seconds go into
-    ``timings``.
+    order on this one (see the module docstring; in turn above :data:`BESIDE_MAX_ROWS`
+    rows of ``state["labels"]``); each outcome's seconds go into ``timings``.
     """
     outcomes: dict[str, dict] = {}
-    side = [m for m in measures if m.beside]
+    side = beside_measures(measures, len(state["labels"]))
+    on_side = {m.name for m in side}
     with _Side(side, writer, state, random_state, params, progress) as beside:
         for measure in measures:
-            if measure.beside:
+            if measure.name in on_side:
                 continue
             beside.release_blas_if_done()
             span = progress.span(measure.name)

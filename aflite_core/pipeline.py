@@ -40,7 +40,7 @@ from aflite_core.errors import (
     )
 from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.measure_runs import Progress as _Progress
-from aflite_core.measure_runs import run_measures
+from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
 from aflite_core.runs.folder import (
     REPORT_FILE,
@@ -344,17 +344,17 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
               ("aflite", per_100k["aflite"]), ("write", per_100k["write"])]
     n_rows = len(dataset.labels())
     chosen = [m for m in registry.measures() if m.name in config.measures]
+    beside = [m.name for m in beside_measures(chosen, n_rows)]
     # the measures run beside the others fill the last span: their progress adds to the bar
     # (aflite_core.measure_runs), and it is theirs alone once the others are done
     stages += [(m.name, m.expected_cost(n_rows, config.measure_params.get(m.name)))
-               for m in sorted(chosen, key=lambda m: m.beside)]
+               for m in sorted(chosen, key=lambda m: m.name in beside)]
     if config.report:
         stages.append(("report", per_100k["report"]))
     seconds = progress_plan.expected_seconds(stages, n_rows)
-    beside = [m.name for m in chosen if m.beside]
     if beside:  # their span is the time they add, not the time they take
         own = sum(seconds[name] for name in beside)
-        others = sum(seconds[m.name] for m in chosen if not m.beside)
+        others = sum(seconds[m.name] for m in chosen if m.name not in beside)
         scale = progress_plan.beside_seconds(own, others) / own if own > 0 else 1.0
         seconds.update({name: seconds[name] * scale for name in beside})
     return progress_plan.stage_spans(seconds)

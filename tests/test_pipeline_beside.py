@@ -83,11 +83,20 @@ def test_the_map_beside_the_others_gives_the_same_tables_bit_for_bit(snli_1500, 
     assert "knn" in stages[first_map:last_map] or "baselines" in stages[first_map:last_map]
 
 
-def test_the_beside_span_is_the_last_before_the_report(snli_1500):
-    spans = _stage_spans(load_dataset(snli_1500), AuditConfig(**CONFIG))
+def test_the_beside_span_is_the_last_before_the_report(snli_1500, monkeypatch):
+    from aflite_core import measure_runs
+
+    dataset = load_dataset(snli_1500)
+    spans = _stage_spans(dataset, AuditConfig(**CONFIG))
     order = list(spans)
     assert order[-2:] == ["projection", "report"]
     assert spans["projection"][0] == pytest.approx(spans["label_issues"][1])
+    # above BESIDE_MAX_ROWS the map runs in turn, in its registry place, with its whole time
+    monkeypatch.setattr(measure_runs, "BESIDE_MAX_ROWS", len(dataset.labels()) - 1)
+    in_turn = _stage_spans(dataset, AuditConfig(**CONFIG))
+    assert list(in_turn) == ["representation", "aflite", "write", *MEASURES, "report"]
+    width = {name: hi - lo for name, (lo, hi) in in_turn.items()}
+    assert width["projection"] > (spans["projection"][1] - spans["projection"][0]) * 1.2
 
 
 def _planted(name: str, compute, *, beside: bool, order: int) -> Measure:
