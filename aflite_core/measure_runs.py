@@ -35,6 +35,7 @@ from typing import Any
 
 from aflite_core.errors import AuditCancelled, MeasureSkipped
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.represent.fold_pool import on_dask
 from aflite_core.runs.writer import RunWriter
 
 __all__ = ["BESIDE_MAX_ROWS", "Progress", "beside_measures", "run_measure", "run_measures"]
@@ -172,12 +173,15 @@ def _remove(writer: RunWriter, filenames: list[str]) -> None:
 
 def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
                  random_state: int, params: dict[str, dict], progress: Progress,
-                 timings: dict) -> dict[str, dict]:
+                 timings: dict, client: Any = None) -> dict[str, dict]:
     """Run ``measures`` (registry order) and return their outcomes in that order.
 
     Those declared ``beside`` run on a thread of their own from the start, the others in
     order on this one (see the module docstring; in turn above :data:`BESIDE_MAX_ROWS`
-    rows of ``state["labels"]``); each outcome's seconds go into ``timings``.
+    rows of ``state["labels"]``); each outcome's seconds go into ``timings``. With a Dask
+    ``client``, the fold fits of the measures run in order are tasks on its workers
+    (:func:`aflite_core.represent.fold_pool.on_dask`), and the outcome of a measure that sent
+    any says ``"engine": "dask"``.
     """
     outcomes: dict[str, dict] = {}
     side = beside_measures(measures, len(state["labels"]))
@@ -197,7 +201,10 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
 
             ctx = measure_context(state, measure, random_state,
                                   params.get(measure.name, {}), report)
-            outcomes[measure.name] = run_measure(measure, ctx, writer)
+            with on_dask(client) as folds:
+                outcomes[measure.name] = run_measure(measure, ctx, writer)
+            if folds is not None and folds.tasks and outcomes[measure.name]["status"] == "ok":
+                outcomes[measure.name]["engine"] = "dask"
             _finished(measure, outcomes[measure.name], progress, timings, span[1])
         outcomes.update(beside.wait())
     for measure in side:

@@ -13,12 +13,13 @@ of the whole run, never decreasing); AFLite rounds add the round keys of
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,16 +246,18 @@ def run_audit(
     timings: dict[str, float] = {}
     start_all = time.perf_counter()
     with RunWriter(runs_root, name, overwrite=overwrite and not generated,
-                   unique=generated) as writer:
+                   unique=generated) as writer, _audit_client(config) as client:
         # the first event names the temporary folder: a supervisor whose worker process is
         # killed removes it (a worker that stops normally removes it itself)
         progress.step("representation", f"building the {config.representation} "
                       "representation", progress.span("representation")[0],
                       temp_folder=str(writer.tmp))
-        rep, filtered, target, shared = _represent_and_filter(dataset, config, progress,
+        # AFLite and the measures' fold fits share the audit's one client (and its cluster)
+        on_client = config if client is None else dataclasses.replace(config, scheduler=client)
+        rep, filtered, target, shared = _represent_and_filter(dataset, on_client, progress,
                                                               timings)
         _write_rows(writer, dataset, shared["scores"], progress, timings)
-        measures = _run_measures(writer, shared, config, progress, timings)
+        measures = _run_measures(writer, shared, config, progress, timings, client)
         progress.step("report", "writing summary", progress.span("report")[0])
         summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
                            measures)
@@ -274,13 +277,14 @@ def run_audit(
 
 def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict) -> dict[str, str]:
     """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"`` (this process
-    and its threads). Only AFLite's partitions run on Dask so far, and only row-level AFLite
-    (multiple-choice AFLite and the Z-filter run locally)."""
+    and its threads). On Dask so far: row-level AFLite's partitions (multiple-choice AFLite
+    and the Z-filter run locally) and the fold fits of the measures that fit folds (baselines,
+    PVI, label issues: their outcome says ``"engine": "dask"``)."""
     on_dask = (config.backend == "dask" and config.filter == "aflite"
                and filtered.plan.questions is None)
     engines = {"read": "local", "representation": "local",
                "aflite": "dask" if on_dask else "local", "write": "local"}
-    engines.update({name: "local" for name, outcome in measures.items()
+    engines.update({name: outcome.get("engine", "local") for name, outcome in measures.items()
                     if outcome.get("status") == "ok"})
     if config.report:
         engines["report"] = "local"
@@ -361,12 +365,31 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
 
 
 def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress: _Progress,
-                  timings: dict) -> dict[str, dict]:
+                  timings: dict, client: Any = None) -> dict[str, dict]:
     """Each chosen measure, its progress span weighted by its cost; those declared ``beside``
-    on a thread of their own beside the others (:func:`aflite_core.measure_runs.run_measures`)."""
+    on a thread of their own beside the others (:func:`aflite_core.measure_runs.run_measures`);
+    with a Dask ``client``, the fold fits of the others as tasks on its workers."""
     chosen = [m for m in registry.measures() if m.name in config.measures]
     return run_measures(chosen, writer, shared, random_state=config.random_state,
-                        params=config.measure_params, progress=progress, timings=timings)
+                        params=config.measure_params, progress=progress, timings=timings,
+                        client=client)
+
+
+@contextlib.contextmanager
+def _audit_client(config: AuditConfig) -> Iterator[Any]:
+    """The audit's one Dask client when it runs with a scheduler (``backend="dask"``), else
+    None; a cluster it started (``local:N``) is closed at the end."""
+    if config.backend != "dask":
+        yield None
+        return
+    from aflite_core.filter.backends import connect
+
+    client, owned = connect(config.scheduler, os.cpu_count() or 1)
+    try:
+        yield client
+    finally:
+        for obj in reversed(owned):
+            obj.close()
 
 
 def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None):

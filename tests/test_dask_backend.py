@@ -140,3 +140,58 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path):
     np.testing.assert_allclose(a["predictability"], b["predictability"], atol=1e-6)
     cues_a, cues_b = (pd.read_parquet(runs[k] / "cues.parquet") for k in ("local", "dask"))
     pd.testing.assert_frame_equal(cues_a, cues_b)
+
+
+def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluster, snli_dir,
+                                                                         tmp_path):
+    """Issue 27 item 2 (baselines and PVI: folds as tasks): with a scheduler, the fold fits of
+    the baselines, PVI and the label issues are tasks on the cluster's workers, and every
+    figure is the one of the local run, bit for bit; summary.json says where each ran."""
+    import json
+
+    import pandas as pd
+
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:3000]
+    dataset = load_dataset(frame, name="folds")
+    fast = {"representation_params": {"n_components": 16}, "n_partitions": 8,
+            "measures": ("baselines", "label_issues", "pvi", "label_shift"), "report": False}
+    cluster_obj, client = cluster
+    sent = []
+    submit = distributed.Client.submit
+
+    def counting(self, fn, *args, **kwargs):
+        sent.append(getattr(fn, "__name__", ""))
+        return submit(self, fn, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(distributed.Client, "submit", counting)
+        on_dask = run_audit(dataset, AuditConfig(**fast, backend="dask",
+                                                 scheduler=cluster_obj.scheduler_address),
+                            runs_root=tmp_path / "dask")
+    here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
+    summary = json.loads((on_dask / "summary.json").read_text())
+    assert summary["engines"] == {"read": "local", "representation": "local", "aflite": "dask",
+                                  "write": "local", "baselines": "dask", "label_issues": "dask",
+                                  "pvi": "dask", "label_shift": "local"}
+    assert sent.count("_fit_task") >= 2 + 2 + 2 * 3  # PVI's, the label issues', baselines'
+    for name in ("scores.parquet", "pvi.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(on_dask / name),
+                                      pd.read_parquet(here / name), check_exact=True)
+    # label_quality averages the fold models' probability (the same bits) with AFLite's
+    # float32 data-map confidence, which two workers' block groups can round in the last bit
+    issues = [pd.read_parquet(path / "label_issues.parquet") for path in (on_dask, here)]
+    pd.testing.assert_frame_equal(issues[0].drop(columns="label_quality"),
+                                  issues[1].drop(columns="label_quality"), check_exact=True)
+    np.testing.assert_allclose(issues[0]["label_quality"], issues[1]["label_quality"],
+                               rtol=0, atol=1e-6)
+
+    def figures(path: Path) -> dict:
+        doc = json.loads((path / "baselines.json").read_text())
+        doc.pop("seconds", None)
+        return doc
+
+    assert figures(on_dask) == figures(here)
+    assert json.loads((here / "summary.json").read_text())["engines"]["baselines"] == "local"

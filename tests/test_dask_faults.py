@@ -104,3 +104,29 @@ def test_a_cluster_that_keeps_losing_workers_fails_clearly_and_leaves_no_run(
         run_audit(load_dataset(frame, name="faults"), config, runs_root=root)
     assert len(calls) >= 2
     assert not root.exists() or not any(root.iterdir())
+
+
+def test_a_broadcast_that_hangs_is_given_up_as_a_timeout():
+    """Dask's scatter timeout bounds the scheduler's wait for workers, not the transfer: a
+    broadcast aimed at a just-killed worker once hung for minutes. _broadcast gives up."""
+    import threading
+    import time as clock
+
+    release = threading.Event()
+
+    class Stuck:
+        def scatter(self, data, **kwargs):
+            release.wait(30)
+            return ["late"]
+
+    start = clock.monotonic()
+    with pytest.raises(TimeoutError, match="more than 0 s"):
+        backends_module._broadcast(Stuck(), object(), 0.2)
+    assert clock.monotonic() - start < 5
+    release.set()
+
+    class Quick:
+        def scatter(self, data, **kwargs):
+            return [("future", data[0], kwargs["broadcast"])]
+
+    assert backends_module._broadcast(Quick(), "model", 5.0) == [("future", "model", True)]

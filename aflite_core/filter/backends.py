@@ -355,7 +355,7 @@ class _DaskBackend:
     """
 
     def __init__(self, X, shift, blocks: _Blocks, scheduler, n_jobs: int) -> None:
-        self._client, self._owned = _connect(scheduler, n_jobs)
+        self._client, self._owned = connect(scheduler, n_jobs)
         self._groups = blocks.groups
         self._X, self._shift, self._rows = X, shift, blocks.rows
         self._starts, self._stops = blocks.starts, blocks.stops
@@ -455,8 +455,7 @@ class _DaskBackend:
         def make() -> list:
             head = ()
             if model is not None:
-                head = tuple(self._client.scatter([model], broadcast=True,
-                                                  timeout=SCATTER_TIMEOUT_S))
+                head = tuple(_broadcast(self._client, model, SCATTER_TIMEOUT_S))
             return [self._client.submit(fn, self._wc[i], [bounds[b] for b in g], packed[i],
                                         *head, *extra, pure=False)
                     for i, g in enumerate(self._groups)]
@@ -491,8 +490,53 @@ class _DaskBackend:
                 obj.close()
 
 
-def _connect(scheduler: Any, n_jobs: int):
-    """A dask.distributed Client for ``scheduler`` and the objects this run must close."""
+def _broadcast(client: Any, obj: Any, timeout: float) -> list:
+    """``client.scatter([obj], broadcast=True)``, given up after ``timeout`` seconds.
+
+    Dask's own ``timeout`` bounds the scheduler's wait for workers, not the transfer: a
+    broadcast aimed at a worker killed a moment before still hung for minutes once in the
+    full test suite (a loaded machine). Here the call runs on a helper thread and a
+    :class:`TimeoutError` is raised when it outlasts ``timeout`` (the caller counts it as a lost
+    worker); the helper ends when the client answers or closes.
+    """
+    import threading
+    from concurrent.futures import Future as Box
+
+    box: Box = Box()
+
+    def run() -> None:
+        try:
+            box.set_result(client.scatter([obj], broadcast=True, timeout=timeout))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            box.set_exception(exc)
+
+    threading.Thread(target=run, name="aflite-broadcast", daemon=True).start()
+    try:
+        return box.result(timeout=timeout + 1.0)
+    except TimeoutError:
+        raise TimeoutError(f"AFLite on Dask: broadcasting a round's model took more than "
+                           f"{timeout:.0f} s") from None
+
+
+def connect(scheduler: Any, n_jobs: int) -> tuple[Any, list]:
+    """A ``dask.distributed.Client`` for ``scheduler`` and the objects the caller must close.
+
+    Parameters
+    ----------
+    scheduler : str, Client or None
+        A client (used as it is, nothing to close), ``"local:N"`` (a LocalCluster of N
+        single-threaded worker processes on loopback, closed with the client), an address
+        (probed first: a clear error within seconds when nothing or no Dask scheduler answers)
+        or None (the current default client, else a LocalCluster of ``n_jobs`` workers).
+    n_jobs : int
+        Workers of the LocalCluster started for ``scheduler=None``.
+
+    Returns
+    -------
+    client : dask.distributed.Client
+    owned : list
+        What to ``close()``, last first, when done.
+    """
     try:
         from distributed import Client, LocalCluster
     except ImportError as exc:  # pragma: no cover - dask is a runtime requirement

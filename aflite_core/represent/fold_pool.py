@@ -16,16 +16,27 @@ fits never oversubscribe the cores.
 ``AFLITE_FOLD_THREADS`` sets the pool size (``1`` runs the folds one after the other in the
 calling thread); the default is the number of cores this process may use, at most
 :data:`MAX_THREADS`.
+
+**On Dask.** Inside :func:`on_dask` (the audit's measures when it runs with a scheduler),
+:func:`map_folds` sends the fits to the client's workers instead, as joblib's
+``parallel_backend`` context sends scikit-learn's: the fit function, with the features it
+closes over, is scattered once (the workers pass it on among themselves), and each fold is
+one task holding only its row indices. A task fits on one BLAS thread as the local pool
+does, so the results are the same bit for bit (``tests/test_dask_backend.py``); they come
+back, and progress is reported, in submission order.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
-__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "fold_threads", "map_folds"]
+__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "fold_threads", "map_folds",
+           "on_dask"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -66,6 +77,76 @@ def fold_threads() -> int:
     return value
 
 
+class DaskFolds:
+    """Where :func:`map_folds` sends its fits inside :func:`on_dask`, and how many it sent.
+
+    Attributes
+    ----------
+    client : dask.distributed.Client
+    tasks : int
+        Fits sent to the workers so far in this context.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.tasks = 0
+
+
+_ON_DASK: ContextVar[DaskFolds | None] = ContextVar("aflite_fold_client", default=None)
+
+
+@contextlib.contextmanager
+def on_dask(client: Any) -> Iterator[DaskFolds | None]:
+    """Within this context (this thread's), :func:`map_folds` fits on ``client``'s workers.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client or None
+        None leaves the folds on the local thread pool.
+
+    Yields
+    ------
+    DaskFolds or None
+        Its ``tasks`` counts the fits sent (0: the code inside fitted no folds).
+    """
+    record = None if client is None else DaskFolds(client)
+    token = _ON_DASK.set(record)
+    try:
+        yield record
+    finally:
+        _ON_DASK.reset(token)
+
+
+def _fit_task(fit: Callable[[T], R], task: T) -> R:
+    """One fold fit on a worker, on one BLAS thread as on the local pool."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fit(task)
+
+
+def _map_on_dask(record: DaskFolds, fit: Callable[[T], R], tasks: list[T],
+                 on_done: Callable[[int, R], object] | None) -> list[R]:
+    client = record.client
+    # to one worker; the others fetch it from there for their first task (a broadcast waits
+    # on every worker, a dying one included)
+    [shared] = client.scatter([fit], hash=False)
+    futures = [client.submit(_fit_task, shared, task, pure=False) for task in tasks]
+    record.tasks += len(futures)
+    results: list[R] = []
+    try:
+        for i, future in enumerate(futures):
+            results.append(future.result())
+            if on_done is not None:
+                on_done(i, results[-1])
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        client.cancel([shared])
+    return results
+
+
 def map_folds(fit: Callable[[T], R], tasks: Sequence[T], *,
               on_done: Callable[[int, R], object] | None = None,
               threads: int | None = None) -> list[R]:
@@ -84,6 +165,8 @@ def map_folds(fit: Callable[[T], R], tasks: Sequence[T], *,
         running ones finish, and the exception propagates.
     threads : int, optional
         Pool size (default :func:`fold_threads`); 1 runs the fits in the calling thread.
+        Inside :func:`on_dask`, the fits are tasks on the client's workers instead (``fit``
+        must then pickle: a function of module level or a closure over picklable values).
 
     Returns
     -------
@@ -93,6 +176,9 @@ def map_folds(fit: Callable[[T], R], tasks: Sequence[T], *,
     from threadpoolctl import threadpool_limits
 
     tasks = list(tasks)
+    record = _ON_DASK.get()
+    if record is not None and tasks:
+        return _map_on_dask(record, fit, tasks, on_done)
     threads = fold_threads() if threads is None else int(threads)
     results: list[R] = []
     with threadpool_limits(limits=1, user_api="blas"):
