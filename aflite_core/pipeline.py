@@ -278,8 +278,8 @@ def run_audit(
 def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict) -> dict[str, str]:
     """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"`` (this process
     and its threads). On Dask so far: row-level AFLite's partitions (multiple-choice AFLite
-    and the Z-filter run locally) and the fold fits of the measures that fit folds (baselines,
-    PVI, label issues: their outcome says ``"engine": "dask"``)."""
+    and the Z-filter run locally), the fold fits of the measures that fit folds (baselines,
+    PVI, label issues) and KNN's exact search: their outcome says ``"engine": "dask"``."""
     on_dask = (config.backend == "dask" and config.filter == "aflite"
                and filtered.plan.questions is None)
     engines = {"read": "local", "representation": "local",

@@ -144,9 +144,10 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path):
 
 def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluster, snli_dir,
                                                                          tmp_path):
-    """Issue 27 item 2 (baselines and PVI: folds as tasks): with a scheduler, the fold fits of
-    the baselines, PVI and the label issues are tasks on the cluster's workers, and every
-    figure is the one of the local run, bit for bit; summary.json says where each ran."""
+    """Issue 27 item 2 (baselines and PVI: folds as tasks; KNN: query x training blocks): with
+    a scheduler, the fold fits of the baselines, PVI and the label issues and KNN's searches
+    are tasks on the cluster's workers, and every figure is the one of the local run (bit for
+    bit but for float32 roundings); summary.json says where each ran."""
     import json
 
     import pandas as pd
@@ -157,7 +158,8 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:3000]
     dataset = load_dataset(frame, name="folds")
     fast = {"representation_params": {"n_components": 16}, "n_partitions": 8,
-            "measures": ("baselines", "label_issues", "pvi", "label_shift"), "report": False}
+            "measures": ("knn", "baselines", "label_issues", "pvi", "label_shift"),
+            "report": False}
     cluster_obj, client = cluster
     sent = []
     submit = distributed.Client.submit
@@ -174,12 +176,18 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
     summary = json.loads((on_dask / "summary.json").read_text())
     assert summary["engines"] == {"read": "local", "representation": "local", "aflite": "dask",
-                                  "write": "local", "baselines": "dask", "label_issues": "dask",
-                                  "pvi": "dask", "label_shift": "local"}
-    assert sent.count("_fit_task") >= 2 + 2 + 2 * 3  # PVI's, the label issues', baselines'
+                                  "write": "local", "knn": "dask", "baselines": "dask",
+                                  "label_issues": "dask", "pvi": "dask", "label_shift": "local"}
+    # PVI's and the label issues' folds, the baselines' (2 sets at least), KNN's sets
+    assert sent.count("_fit_task") >= 2 + 2 + 2 * 2 + 3
     for name in ("scores.parquet", "pvi.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(on_dask / name),
                                       pd.read_parquet(here / name), check_exact=True)
+    # KNN's float32 similarity products round in the last bit with the arrays' alignment
+    # after pickling and the BLAS thread count: the same within 1e-6
+    pd.testing.assert_frame_equal(pd.read_parquet(on_dask / "knn.parquet"),
+                                  pd.read_parquet(here / "knn.parquet"), check_exact=False,
+                                  rtol=1e-6, atol=1e-6)
     # label_quality averages the fold models' probability (the same bits) with AFLite's
     # float32 data-map confidence, which two workers' block groups can round in the last bit
     issues = [pd.read_parquet(path / "label_issues.parquet") for path in (on_dask, here)]

@@ -37,6 +37,7 @@ from aflite_core.measures.neighbors import (  # noqa: F401 - nearest_neighbors: 
     nearest_neighbors,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent.fold_pool import dask_folds, map_folds
 from aflite_core.splits import TEST_VALUES, holdout_mask, split_masks
 
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
@@ -348,6 +349,19 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
 
     _emit(callback, 0.0, "nearest-neighbour search")
     sims_per_set, top1 = [], []
+    if method != "approximate" and dask_folds() is not None:
+        # on a cluster: one task per reference set, the same search as below
+        def search(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            return _exact_topk(Qn, Rn[rows], K, block_rows, nearest_only=True)
+
+        def found_in(g: int, found: tuple[np.ndarray, np.ndarray]) -> None:
+            rows = references[g][2]
+            on_block(nq, len(rows))
+            sims_per_set.append(found[0])
+            top1.append((found[0][:, 0], rows[found[1][:, 0]]))
+
+        map_folds(search, [rows for _c, _member, rows in references], on_done=found_in)
+        return sims_per_set, top1
     for _c, _member, rows in references:
         if method == "approximate":
             sims, idx = _approx_topk(Qn, Rn[rows], K, random_state)

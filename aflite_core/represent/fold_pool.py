@@ -35,8 +35,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "fold_threads", "map_folds",
-           "on_dask"]
+__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "dask_folds", "fold_threads",
+           "map_folds", "on_dask"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -115,6 +115,12 @@ def on_dask(client: Any) -> Iterator[DaskFolds | None]:
         yield record
     finally:
         _ON_DASK.reset(token)
+
+
+def dask_folds() -> DaskFolds | None:
+    """The :func:`on_dask` context this code runs in, or None (local): for a measure whose
+    tasks are coarser on a cluster than on the local pool."""
+    return _ON_DASK.get()
 
 
 def _fit_task(fit: Callable[[T], R], task: T) -> R:
