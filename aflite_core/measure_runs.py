@@ -186,7 +186,7 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
     outcomes: dict[str, dict] = {}
     side = beside_measures(measures, len(state["labels"]))
     on_side = {m.name for m in side}
-    with _Side(side, writer, state, random_state, params, progress) as beside:
+    with _Side(side, writer, state, random_state, params, progress, client) as beside:
         for measure in measures:
             if measure.name in on_side:
                 continue
@@ -201,16 +201,21 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
 
             ctx = measure_context(state, measure, random_state,
                                   params.get(measure.name, {}), report)
-            with on_dask(client) as folds:
+            with on_dask(client) as tasks:
                 outcomes[measure.name] = run_measure(measure, ctx, writer)
-            if folds is not None and folds.tasks and outcomes[measure.name]["status"] == "ok":
-                outcomes[measure.name]["engine"] = "dask"
+            _mark_engine(outcomes[measure.name], tasks)
             _finished(measure, outcomes[measure.name], progress, timings, span[1])
         outcomes.update(beside.wait())
     for measure in side:
         _finished(measure, outcomes[measure.name], progress, timings,
                   progress.span(measure.name)[1])
     return {m.name: outcomes[m.name] for m in measures}
+
+
+def _mark_engine(outcome: dict, tasks: Any) -> None:
+    """``"engine": "dask"`` in the outcome of a measure that sent tasks to the cluster."""
+    if tasks is not None and tasks.tasks and outcome["status"] == "ok":
+        outcome["engine"] = "dask"
 
 
 def _finished(measure: Measure, outcome: dict, progress: Progress, timings: dict,
@@ -228,9 +233,11 @@ class _Side:
     while they run."""
 
     def __init__(self, measures: list[Measure], writer: RunWriter, state: dict,
-                 random_state: int, params: dict[str, dict], progress: Progress) -> None:
+                 random_state: int, params: dict[str, dict], progress: Progress,
+                 client: Any = None) -> None:
         self.measures, self.writer, self.state = measures, writer, state
         self.random_state, self.params, self.progress = random_state, params, progress
+        self.client = client
         self._pool: ThreadPoolExecutor | None = None
         self._future: Future | None = None
         self._blas: Any = None
@@ -258,7 +265,9 @@ class _Side:
             report(0.0, f"computing {measure.label} (beside the other measures)")
             ctx = measure_context(self.state, measure, self.random_state,
                                   self.params.get(measure.name, {}), report)
-            outcomes[measure.name] = run_measure(measure, ctx, self.writer)
+            with on_dask(self.client) as tasks:
+                outcomes[measure.name] = run_measure(measure, ctx, self.writer)
+            _mark_engine(outcomes[measure.name], tasks)
             base += hi - lo
         return outcomes
 

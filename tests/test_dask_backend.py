@@ -158,8 +158,10 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:3000]
     dataset = load_dataset(frame, name="folds")
     fast = {"representation_params": {"n_components": 16}, "n_partitions": 8,
-            "measures": ("knn", "baselines", "label_issues", "pvi", "label_shift"),
-            "report": False}
+            "measures": ("knn", "projection", "baselines", "label_issues", "pvi",
+                         "label_shift"), "report": False,
+            # the map fitted on 1,000 rows: the other 2,000 are placed (on the workers)
+            "measure_params": {"projection": {"sample_size": 1000}}}
     cluster_obj, client = cluster
     sent = []
     submit = distributed.Client.submit
@@ -176,10 +178,12 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
     summary = json.loads((on_dask / "summary.json").read_text())
     assert summary["engines"] == {"read": "local", "representation": "local", "aflite": "dask",
-                                  "write": "local", "knn": "dask", "baselines": "dask",
-                                  "label_issues": "dask", "pvi": "dask", "label_shift": "local"}
-    # PVI's and the label issues' folds, the baselines' (2 sets at least), KNN's sets
-    assert sent.count("_fit_task") >= 2 + 2 + 2 * 2 + 3
+                                  "write": "local", "knn": "dask", "projection": "dask",
+                                  "baselines": "dask", "label_issues": "dask", "pvi": "dask",
+                                  "label_shift": "local"}
+    # PVI's and the label issues' folds, the baselines' (2 sets at least), KNN's sets, a chunk
+    # of the map's placed rows
+    assert sent.count("_fit_task") >= 2 + 2 + 2 * 2 + 3 + 1
     for name in ("scores.parquet", "pvi.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(on_dask / name),
                                       pd.read_parquet(here / name), check_exact=True)
@@ -195,6 +199,12 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
                                   issues[1].drop(columns="label_quality"), check_exact=True)
     np.testing.assert_allclose(issues[0]["label_quality"], issues[1]["label_quality"],
                                rtol=0, atol=1e-6)
+
+    # the map's placed rows: their neighbours' float32 similarities may round differently
+    # on a worker (a near tie then picks another neighbour); here every row lands the same
+    maps = [pd.read_parquet(path / "projection.parquet") for path in (on_dask, here)]
+    same = (maps[0][["x", "y"]].to_numpy() == maps[1][["x", "y"]].to_numpy()).all(axis=1)
+    assert same.mean() >= 0.99 and (maps[0]["region"] == maps[1]["region"]).mean() >= 0.99
 
     def figures(path: Path) -> dict:
         doc = json.loads((path / "baselines.json").read_text())

@@ -39,6 +39,7 @@ from aflite_core._validation import check_choice, check_int, check_real, make_rn
 from aflite_core.measures import map_regions
 from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent.fold_pool import dask_folds, map_folds
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.
 SAMPLE_SIZE: int = 20_000
@@ -222,15 +223,23 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     # The layout runs on one core (one numba kernel, without the GIL); meanwhile the other
     # core searches the other rows' neighbours, which do not depend on the layout: the same
     # searches, done earlier (one BLAS thread each, as the placement pool runs them).
+    # on a cluster (the audit's scheduler) the other rows are placed there instead, a chunk a
+    # task, after the layout
+    on_cluster = dask_folds() is not None
     searcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="umap-search")
     try:
         with threadpool_limits(limits=1, user_api="blas"):
-            searches = {start: searcher.submit(search, start) for start in starts}
+            searches = {} if on_cluster else {start: searcher.submit(search, start)
+                                              for start in starts}
             fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
                                          random_state=seed)
         coords[sample] = fitted
-        _place_rest(coords, search, searches, fitted, rest, starts, k=k, a=a, b=b, seed=seed,
-                    callback=callback)
+        if on_cluster:
+            _place_on_cluster(coords, Xn, Xs, fitted, rest, starts, k=k, a=a, b=b, seed=seed,
+                              callback=callback)
+        else:
+            _place_rest(coords, search, searches, fitted, rest, starts, k=k, a=a, b=b,
+                        seed=seed, callback=callback)
     finally:
         searcher.shutdown(wait=True, cancel_futures=True)
     return coords, {"fitted_rows": int(len(sample)), "epochs": epochs, "init": "pca",
@@ -271,6 +280,36 @@ def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np
                       f"{len(rest):,} rows")
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _place_on_cluster(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.ndarray,
+                      rest: np.ndarray, starts: list[int], *, k: int, a: float, b: float,
+                      seed: int, callback: ProgressCallback | None) -> None:
+    """:func:`_place_rest` as tasks on the audit's Dask workers (the map's transform per
+    partition): the fitted rows and their layout are scattered once, each task carries its
+    chunk's reduced rows, searches their fitted neighbours and places them with the chunk's
+    own seed, as locally (the neighbours' float32 similarities may round differently on a
+    worker, so a near tie can pick another neighbour: the map agrees, not bit for bit)."""
+    if not len(rest):
+        return
+
+    def place(chunk: tuple[int, np.ndarray]) -> np.ndarray:
+        from aflite_core.measures import _umap_layout
+
+        start, rows = chunk
+        near, near_d = _knn(rows, Xs, k)
+        return _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
+                                 a=a, b=b, random_state=(seed + start) % 2**31)
+
+    def placed(i: int, chunk_coords: np.ndarray) -> None:
+        start = starts[i]
+        coords[rest[start:start + TRANSFORM_CHUNK]] = chunk_coords
+        _emit(callback, 0.4 + 0.6 * (i + 1) / len(starts),
+              f"placed {min(len(rest), start + TRANSFORM_CHUNK):,} of {len(rest):,} rows")
+
+    chunks = [(start, np.ascontiguousarray(Xn[rest[start:start + TRANSFORM_CHUNK]]))
+              for start in starts]
+    map_folds(place, chunks, on_done=placed)
 
 
 def _degenerate(Xs: np.ndarray) -> str | None:
