@@ -360,7 +360,7 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     if beside:  # their span is the time they add, not the time they take
         own = sum(seconds[name] for name in beside)
         others = sum(seconds[m.name] for m in chosen if m.name not in beside)
-        scale = progress_plan.beside_seconds(own, others) / own if own > 0 else 1.0
+        scale = progress_plan.beside_seconds(own, others, n_rows) / own if own > 0 else 1.0
         seconds.update({name: seconds[name] * scale for name in beside})
     return progress_plan.stage_spans(seconds)
 

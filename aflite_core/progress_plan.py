@@ -63,24 +63,31 @@ def expected_seconds(stages: Iterable[tuple[str, float]], n_rows: int) -> dict[s
 
 
 #: The share of a measure's own time that it adds to the audit when it runs beside the others
-#: (:mod:`aflite_core.measure_runs`) while they last: the two sides share the cores, so the
-#: others slow down by about this much of it (``bench_pipeline.py``, 2026-11-26: the map beside
-#: the other measures added 0.57 s of its 2.15 s at 10k rows and 3.2 s of its 6.7 s at 100k).
-BESIDE_SHARE: float = 0.45
+#: (:mod:`aflite_core.measure_runs`) while they last, at 10,000 rows and below / at 100,000 and
+#: above (linear in between): the two sides share the cores, and the others slow down by
+#: about this much of it. Small audits' other measures are mostly one thread of Python, which
+#: leaves the map a core; large ones fit folds on both cores (``bench_pipeline.py``,
+#: 2026-11-26: the map beside the others added 0.57 s of its 2.15 s at 10k rows, 3.2 s of its
+#: 6.7 s at 100k).
+BESIDE_SHARE: tuple[float, float] = (0.25, 0.5)
 
 
-def beside_seconds(beside: float, others: float) -> float:
-    """The seconds that measures taking ``beside`` seconds add to an audit when they run
-    beside measures taking ``others``: :data:`BESIDE_SHARE` of the part that overlaps them, all
-    of the part that outlasts them.
+def beside_seconds(beside: float, others: float, n_rows: int = 100_000) -> float:
+    """The seconds that measures taking ``beside`` seconds add to an audit of ``n_rows`` rows
+    when they run beside measures taking ``others``: a share (:data:`BESIDE_SHARE`) of the
+    part that overlaps them, all of the part that outlasts them.
 
     Examples
     --------
     >>> round(beside_seconds(2.0, 10.0), 6), beside_seconds(2.0, 0.0)
-    (0.9, 2.0)
+    (1.0, 2.0)
+    >>> round(beside_seconds(2.0, 10.0, n_rows=10_000), 6)
+    0.5
     """
+    small, large = BESIDE_SHARE
+    t = min(max((int(n_rows) - 10_000) / 90_000, 0.0), 1.0)
     overlap = min(max(beside, 0.0), max(others, 0.0))
-    return BESIDE_SHARE * overlap + max(beside, 0.0) - overlap
+    return (small + (large - small) * t) * overlap + max(beside, 0.0) - overlap
 
 
 def stage_spans(seconds: dict[str, float]) -> dict[str, tuple[float, float]]:
