@@ -104,6 +104,17 @@ def _planted(name: str, compute, *, beside: bool, order: int) -> Measure:
                    default=False, order=order, beside=beside)
 
 
+def _audit_beside(monkeypatch, data: Path, root: Path, beside: tuple, in_order: tuple):
+    """The audit of ``data`` with two planted measures, ``(name, compute)`` each: the first
+    declared beside, the second in order after it."""
+    monkeypatch.setattr(registry, "_EXTRA", {
+        beside[0]: _planted(beside[0], beside[1], beside=True, order=1),
+        in_order[0]: _planted(in_order[0], in_order[1], beside=False, order=2)})
+    config = AuditConfig(representation_params={"n_components": 16}, n_partitions=8,
+                         measures=(beside[0], in_order[0]))
+    return load_run(run_audit(load_dataset(data), config, runs_root=root))
+
+
 def test_a_beside_measure_really_runs_while_the_others_run(snli_1500, tmp_path, monkeypatch):
     """The beside measure waits for an in-order measure that comes after it in the registry:
     in order this would time out; beside, both finish and see each other."""
@@ -123,12 +134,7 @@ def test_a_beside_measure_really_runs_while_the_others_run(snli_1500, tmp_path, 
         released.set()
         return MeasureResult(tables={"quick.parquet": pd.DataFrame({"n": [len(ctx.labels)]})})
 
-    monkeypatch.setattr(registry, "_EXTRA", {
-        "slow": _planted("slow", slow, beside=True, order=1),
-        "quick": _planted("quick", quick, beside=False, order=2)})
-    config = AuditConfig(representation_params={"n_components": 16}, n_partitions=8,
-                         measures=("slow", "quick"))
-    run = load_run(run_audit(load_dataset(snli_1500), config, runs_root=tmp_path))
+    run = _audit_beside(monkeypatch, snli_1500, tmp_path, ("slow", slow), ("quick", quick))
     assert seen["released"] and seen["started"]
     assert str(seen["thread"]).startswith("measure-beside")
     assert run.measures["slow"]["status"] == run.measures["quick"]["status"] == "ok"
@@ -182,12 +188,8 @@ def test_a_failing_beside_measure_removes_only_its_own_files(snli_1500, tmp_path
     def other(ctx):
         return MeasureResult(tables={"other.parquet": pd.DataFrame({"x": np.arange(3)})})
 
-    monkeypatch.setattr(registry, "_EXTRA", {
-        "failing": _planted("failing", failing, beside=True, order=1),
-        "other": _planted("other", other, beside=False, order=2)})
-    config = AuditConfig(representation_params={"n_components": 16}, n_partitions=8,
-                         measures=("failing", "other"))
-    run = load_run(run_audit(load_dataset(snli_1500), config, runs_root=tmp_path))
+    run = _audit_beside(monkeypatch, snli_1500, tmp_path, ("failing", failing),
+                        ("other", other))
     assert run.measures["failing"]["status"] == "error"
     assert not run.has("failing.parquet") and run.has("other.parquet")
     assert run.measures["other"]["status"] == "ok"
