@@ -46,7 +46,7 @@ from aflite_core.represent.text_models import (
     single_blas_thread,
     split_pairs,
 )
-from aflite_core.text import word_tokens
+from aflite_core.text import OncePerText, word_tokens
 
 __all__ = ["SharedTextFeatures", "evaluator", "hypothesis_counts"]
 
@@ -124,7 +124,8 @@ class SharedTextFeatures:
             # vectoriser's analyzer of a tokenizer and unigrams is that token list; the same
             # columns, bit for bit: tests/test_fold_fits.py)
             hyp_tokens = [word_tokens(text) for text in hypotheses]
-            prem_tokens = [word_tokens(text) for text in premises]
+            premise_tokens = OncePerText(word_tokens)  # premises repeat: each tokenised once
+            prem_tokens = [premise_tokens(text) for text in premises]
             words = CountVectorizer(analyzer=_as_tokens, binary=True, dtype=np.float64)
             self.hyp_words_ = words.fit_transform(hyp_tokens).tocsr()
             self.shared_words_ = self.hyp_words_.multiply(words.transform(prem_tokens)).tocsr()
