@@ -245,8 +245,9 @@ def run_audit(
         name = unique_run_name(runs_root, default_run_name(dataset.name, config.to_dict()))
     timings: dict[str, float] = {}
     start_all = time.perf_counter()
-    with RunWriter(runs_root, name, overwrite=overwrite and not generated,
-                   unique=generated) as writer, _audit_client(config) as client:
+    with _fewer_collections(), RunWriter(runs_root, name, overwrite=overwrite and not generated,
+                                         unique=generated) as writer, \
+            _audit_client(config) as client:
         # the first event names the temporary folder: a supervisor whose worker process is
         # killed removes it (a worker that stops normally removes it itself)
         progress.step("representation", f"building the {config.representation} "
@@ -374,6 +375,29 @@ def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress
     return run_measures(chosen, writer, shared, random_state=config.random_state,
                         params=config.measure_params, progress=progress, timings=timings,
                         client=client)
+
+
+#: The collector's thresholds during an audit (CPython's default: 700, 10, 10). An audit
+#: allocates millions of short-lived lists (token lists, pandas' and scikit-learn's
+#: internals) while it holds many live ones: with the defaults the cyclic collector ran 830
+#: young and 6 full passes in a 10k-row audit, 0.55 s of its 6.5 s (1.25 s at 100k rows);
+#: with these, 10 young passes and no full one, 0.13 s (0.52 s at 100k), and the audit took
+#: 5.9-6.3 s against 6.6-6.9 s. Nothing the audit computes depends on when garbage is
+#: collected; cyclic garbage waits longer for its pass.
+GC_THRESHOLDS = (50_000, 20, 100)
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """:data:`GC_THRESHOLDS` while the audit runs, the caller's thresholds again after."""
+    import gc
+
+    before = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 @contextlib.contextmanager

@@ -193,3 +193,33 @@ def test_a_failing_beside_measure_removes_only_its_own_files(snli_1500, tmp_path
     assert run.measures["failing"]["status"] == "error"
     assert not run.has("failing.parquet") and run.has("other.parquet")
     assert run.measures["other"]["status"] == "ok"
+
+
+def test_the_audit_collects_garbage_less_often_and_restores_the_callers_thresholds(
+        snli_1500, tmp_path, monkeypatch):
+    """GC_THRESHOLDS while the audit runs (its measures included), the caller's after, also
+    when the audit stops with an error."""
+    import gc
+
+    from aflite_core import pipeline
+
+    seen = []
+
+    def probe(ctx):
+        seen.append(gc.get_threshold())
+        return MeasureResult(tables={"probe.parquet": pd.DataFrame({"n": [1]})})
+
+    monkeypatch.setattr(registry, "_EXTRA", {"probe": _planted("probe", probe, beside=False,
+                                                               order=1)})
+    before = gc.get_threshold()
+    config = AuditConfig(representation_params={"n_components": 16}, n_partitions=8,
+                         measures=("probe",))
+    run_audit(load_dataset(snli_1500), config, runs_root=tmp_path / "ok")
+    assert seen == [pipeline.GC_THRESHOLDS] and gc.get_threshold() == before
+
+    def cancel(event):
+        return event["stage"] == "probe"
+
+    with pytest.raises(AuditCancelled):
+        run_audit(load_dataset(snli_1500), config, runs_root=tmp_path / "stop", callback=cancel)
+    assert gc.get_threshold() == before
