@@ -223,3 +223,7 @@ def test_the_audit_collects_garbage_less_often_and_restores_the_callers_threshol
     with pytest.raises(AuditCancelled):
         run_audit(load_dataset(snli_1500), config, runs_root=tmp_path / "stop", callback=cancel)
     assert gc.get_threshold() == before
+    # above GC_MAX_ROWS the caller's thresholds stay (lingering garbage raised the 1M peak)
+    monkeypatch.setattr(pipeline, "GC_MAX_ROWS", 1499)
+    run_audit(load_dataset(snli_1500), config, runs_root=tmp_path / "big")
+    assert seen[-1] == before
