@@ -58,9 +58,10 @@ class OncePerText(Generic[T]):
     (the same object: it must not be modified).
 
     Premises repeat (SNLI and MNLI pair each with about three hypotheses: SNLI dev has 3,319
-    distinct premises in 9,842 rows), and tokenising is the single-threaded part of the
-    vectorisers. Keep an instance for one pass over the texts: it holds every distinct
-    text's result until dropped.
+    distinct premises in 9,842 rows), and tokenising is single-threaded Python. Keep an
+    instance for one pass over texts that repeat: it holds every distinct text's result until
+    dropped (on texts that do not repeat, that only costs memory and longer garbage-collector
+    passes).
 
     Examples
     --------
