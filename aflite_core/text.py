@@ -11,14 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Generic, TypeVar
 
-T = TypeVar("T")
-
-__all__ = ["TOKEN_PATTERN", "WORD_RE", "OncePerText", "default_cache_dir", "hash_texts",
-           "tokenize", "word_tokens"]
+__all__ = ["TOKEN_PATTERN", "WORD_RE", "default_cache_dir", "hash_texts", "tokenize", "word_tokens"]
 
 _LET = r"[^\W\d_]"  # a Unicode letter
 #: The tokenizer: ``n't`` split off its stem, clitics ('s 're 've 'll 'd 'm) split off,
@@ -51,36 +47,6 @@ def tokenize(text: str) -> list[str]:
 def word_tokens(text: str) -> list[str]:
     """Return the lower-cased word tokens of ``text`` (punctuation dropped)."""
     return WORD_RE.findall(text.lower().replace("\u2019", "'"))
-
-
-class OncePerText(Generic[T]):
-    """``fn`` called once per distinct text; a repeated text gets the first call's result
-    (the same object: it must not be modified).
-
-    Premises repeat (SNLI and MNLI pair each with about three hypotheses: SNLI dev has 3,319
-    distinct premises in 9,842 rows), and tokenising is single-threaded Python. Keep an
-    instance for one pass over texts that repeat: it holds every distinct text's result until
-    dropped (on texts that do not repeat, that only costs memory and longer garbage-collector
-    passes).
-
-    Examples
-    --------
-    >>> calls = []
-    >>> once = OncePerText(lambda text: calls.append(text) or text.split())
-    >>> [once(t) for t in ["a b", "c", "a b"]], calls
-    ([['a', 'b'], ['c'], ['a', 'b']], ['a b', 'c'])
-    """
-
-    def __init__(self, fn: Callable[[str], T]) -> None:
-        self.fn = fn
-        self._seen: dict[str, T] = {}
-
-    def __call__(self, text: str) -> T:
-        try:
-            return self._seen[text]
-        except KeyError:
-            result = self._seen[text] = self.fn(text)
-            return result
 
 
 def default_cache_dir() -> Path:

@@ -260,26 +260,37 @@ def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np
     if not len(rest):
         return
 
-    from aflite_core.measures import _umap_layout  # loaded by _umap already
-
     def task(start: int) -> np.ndarray:
         early = searches[start]
         near, near_d = search(start) if early.cancel() else early.result()
-        return _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
-                                 a=a, b=b, random_state=(seed + start) % 2**31)
+        return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
 
     workers = min(len(starts), os.cpu_count() or 1)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="umap-place")
     try:
         with threadpool_limits(limits=1, user_api="blas"):
-            for done, (start, placed) in enumerate(zip(starts, pool.map(task, starts),
-                                                       strict=True)):
-                coords[rest[start:start + TRANSFORM_CHUNK]] = placed
-                _emit(callback, 0.4 + 0.6 * (done + 1) / len(starts),
-                      f"placed {min(len(rest), start + TRANSFORM_CHUNK):,} of "
-                      f"{len(rest):,} rows")
+            for done, placed in enumerate(pool.map(task, starts)):
+                _chunk_placed(coords, placed, done, rest, starts, callback)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _place_chunk(near: np.ndarray, near_d: np.ndarray, fitted: np.ndarray, start: int, *,
+                 k: int, a: float, b: float, seed: int) -> np.ndarray:
+    """The coordinates of the chunk of placed rows starting at ``start`` (its own seed)."""
+    from aflite_core.measures import _umap_layout  # loaded by _umap already
+
+    return _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
+                             a=a, b=b, random_state=(seed + start) % 2**31)
+
+
+def _chunk_placed(coords: np.ndarray, placed: np.ndarray, i: int, rest: np.ndarray,
+                  starts: list[int], callback: ProgressCallback | None) -> None:
+    """Store chunk ``i``'s coordinates and report the rows placed so far."""
+    start = starts[i]
+    coords[rest[start:start + TRANSFORM_CHUNK]] = placed
+    _emit(callback, 0.4 + 0.6 * (i + 1) / len(starts),
+          f"placed {min(len(rest), start + TRANSFORM_CHUNK):,} of {len(rest):,} rows")
 
 
 def _place_on_cluster(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.ndarray,
@@ -294,22 +305,14 @@ def _place_on_cluster(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted
         return
 
     def place(chunk: tuple[int, np.ndarray]) -> np.ndarray:
-        from aflite_core.measures import _umap_layout
-
         start, rows = chunk
         near, near_d = _knn(rows, Xs, k)
-        return _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
-                                 a=a, b=b, random_state=(seed + start) % 2**31)
-
-    def placed(i: int, chunk_coords: np.ndarray) -> None:
-        start = starts[i]
-        coords[rest[start:start + TRANSFORM_CHUNK]] = chunk_coords
-        _emit(callback, 0.4 + 0.6 * (i + 1) / len(starts),
-              f"placed {min(len(rest), start + TRANSFORM_CHUNK):,} of {len(rest):,} rows")
+        return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
 
     chunks = [(start, np.ascontiguousarray(Xn[rest[start:start + TRANSFORM_CHUNK]]))
               for start in starts]
-    map_folds(place, chunks, on_done=placed)
+    map_folds(place, chunks, on_done=lambda i, placed: _chunk_placed(
+        coords, placed, i, rest, starts, callback))
 
 
 def _degenerate(Xs: np.ndarray) -> str | None:

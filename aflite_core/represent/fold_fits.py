@@ -24,6 +24,7 @@ cloned and fitted from scratch on each fold, as before.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import threading
 from collections import OrderedDict
@@ -46,7 +47,7 @@ from aflite_core.represent.text_models import (
     single_blas_thread,
     split_pairs,
 )
-from aflite_core.text import OncePerText, word_tokens
+from aflite_core.text import word_tokens
 
 __all__ = ["SharedTextFeatures", "evaluator", "hypothesis_counts"]
 
@@ -124,7 +125,9 @@ class SharedTextFeatures:
             # vectoriser's analyzer of a tokenizer and unigrams is that token list; the same
             # columns, bit for bit: tests/test_fold_fits.py)
             hyp_tokens = [word_tokens(text) for text in hypotheses]
-            premise_tokens = OncePerText(word_tokens)  # premises repeat: each tokenised once
+            # premises repeat (SNLI: about three hypotheses each): each distinct one tokenised
+            # once, its token list shared (read only); the cache goes with this call
+            premise_tokens = functools.cache(word_tokens)
             prem_tokens = [premise_tokens(text) for text in premises]
             words = CountVectorizer(analyzer=_as_tokens, binary=True, dtype=np.float64)
             self.hyp_words_ = words.fit_transform(hyp_tokens).tocsr()
