@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -838,6 +839,29 @@ def test_snli_rows_are_grouped_by_linked_texts_with_a_note(snli_dir):
     assert any("shared premise or hypothesis" in n and "group=''" in n
                for n in ds.report.notes)
     assert ds.columns.to_dict()["group"] == LINKED_TEXT
+
+
+def test_linked_groups_are_computed_once_per_frame_and_text_columns(snli_dir, monkeypatch):
+    """An audit asks for the groups about ten times: the components are kept, and recomputed
+    when the frame or the text columns change."""
+    import aflite_core.io.datasets as datasets
+
+    ds = load_dataset(snli_dir / "snli_dev.csv")
+    calls = []
+    real = datasets.linked_components
+    monkeypatch.setattr(datasets, "linked_components",
+                        lambda *a: calls.append(1) or real(*a))
+    first = ds.groups()
+    assert np.array_equal(ds.groups(), first) and ds.count_groups() == len(set(first))
+    assert not calls  # computed once, by the loader for its report
+    ds.groups()[:] = "changed"  # a caller's copy: the kept components are not touched
+    assert np.array_equal(ds.groups(), first)
+    # another frame (same content): computed again, same groups
+    ds.frame = ds.frame.copy()
+    assert np.array_equal(ds.groups(), first) and len(calls) == 1
+    # hypotheses alone: premises no longer link rows, so there are more groups
+    ds.columns = replace(ds.columns, premise=None)
+    assert len(set(ds.groups())) > len(set(first)) and len(calls) == 2
 
 
 def test_fever_symmetric_groups_link_claims_and_evidence(real_data):

@@ -196,6 +196,10 @@ class AuditDataset:
     name: str
     content_hash: str
     report: ValidationReport
+    #: The linked-text components, computed once per frame and text columns (an audit asks
+    #: for the groups about ten times: 0.1 s each at 100k rows); see :meth:`_linked_components`.
+    _components: tuple[pd.DataFrame, tuple, np.ndarray] | None = field(
+        default=None, init=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -248,11 +252,20 @@ class AuditDataset:
         return self._select(_label_array(self.frame[self.columns.group]), included_only)
 
     def _linked_components(self) -> np.ndarray:
-        """Component of each row in the graph of rows linked by a shared text."""
+        """Component of each row in the graph of rows linked by a shared text (read only:
+        the array is kept for the next call on the same frame and columns)."""
         premise = self.columns.premise
+        key = (premise, self.columns.hypothesis)
+        if self._components is not None:
+            frame, columns, components = self._components
+            if frame is self.frame and columns == key:
+                return components
         prem = None if premise is None else equal_codes(text_hashes(self.frame[premise]))
         hyp = equal_codes(text_hashes(self.frame[self.columns.hypothesis]))
-        return linked_components(prem, hyp)
+        components = linked_components(prem, hyp)
+        components.flags.writeable = False
+        self._components = (self.frame, key, components)
+        return components
 
     def count_groups(self) -> int:
         """Distinct groups among the included rows (0 without a group column)."""
