@@ -359,11 +359,12 @@ MEASURE = Measure(
     tables=tables,
     exports={"label_issues": FILE},
     order=42,
-    # seconds per 100k rows (bench_pipeline.py, 2026-11-26 12:00 UTC, both folds side by
-    # side): 0.69 s at 10k, 5.3 s at 100k rows; above max_rows only the sample is scored
-    # (10.8 s at 1M: the sample's 5.3 s and 0.55 s per 100k of every row's bookkeeping)
-    cost=lambda n: (7.08 - 1.78 * n / 100_000 if n <= MAX_ROWS
-                    else 5.3 * MAX_ROWS / n + 0.55),
+    # seconds per 100k rows (bench_pipeline.py, 2026-11-26 15:10 UTC, both folds side by
+    # side, the pair features from the shared counts): 0.64 s at 10k, 3.6 s at 100k rows;
+    # above max_rows only the sample is scored (the sample's seconds and 0.55 s per 100k of
+    # every row's bookkeeping, 10.8 s at 1M before the shared pair features)
+    cost=lambda n: (6.71 - 3.11 * n / 100_000 if n <= MAX_ROWS
+                    else 3.6 * MAX_ROWS / n + 0.55),
     row_columns=row_columns,
     options=(
         Option("n_splits", "Label issues: folds", 2, minimum=2, maximum=10,

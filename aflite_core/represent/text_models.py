@@ -118,18 +118,26 @@ def _binary() -> CountVectorizer:
                            binary=True, min_df=MIN_DF, dtype=np.float64)
 
 
-def _overlap_stats(premises: list[str], hypotheses: list[str], *,
-                   tokenized: bool = False) -> np.ndarray:
-    """The five overlap statistics of the full-input features, over every word
-    (``tokenized``: the texts are already :func:`word_tokens` lists)."""
-    stats = np.empty((len(hypotheses), N_OVERLAP_STATS), dtype=np.float64)
+def _overlap_stats(premises: list[str], hypotheses: list[str]) -> np.ndarray:
+    """The five overlap statistics of the full-input features, over every word."""
+    n = len(hypotheses)
+    n_hyp, n_shared, n_prem = (np.empty(n, dtype=np.int64) for _ in range(3))
     for i, (p, h) in enumerate(zip(premises, hypotheses, strict=True)):
-        hyp, prem = (set(h), set(p)) if tokenized else (set(word_tokens(h)),
-                                                           set(word_tokens(p)))
-        n_hyp, n_shared = len(hyp), len(hyp & prem)
-        stats[i] = (n_shared / max(n_hyp, 1), np.log1p(n_hyp - n_shared), np.log1p(n_hyp),
-                    np.log1p(len(prem)), float(n_hyp == n_shared))
-    return stats
+        hyp, prem = set(word_tokens(h)), set(word_tokens(p))
+        n_hyp[i], n_shared[i], n_prem[i] = len(hyp), len(hyp & prem), len(prem)
+    return overlap_statistics(n_hyp, n_shared, n_prem)
+
+
+def overlap_statistics(n_hyp: np.ndarray, n_shared: np.ndarray,
+                       n_prem: np.ndarray) -> np.ndarray:
+    """The five overlap statistics from each row's distinct hypothesis words, those also in
+    its premise, and distinct premise words: the shared share, log1p of the hypothesis'
+    own, of its and of the premise's word counts, and whether every hypothesis word is
+    shared. Shape (n_rows, :data:`N_OVERLAP_STATS`), float64."""
+    n_hyp, n_shared, n_prem = (np.asarray(a, dtype=np.int64) for a in (n_hyp, n_shared, n_prem))
+    return np.column_stack([n_shared / np.maximum(n_hyp, 1), np.log1p(n_hyp - n_shared),
+                            np.log1p(n_hyp), np.log1p(n_prem),
+                            (n_hyp == n_shared).astype(np.float64)])
 
 
 class TextFeatures(TransformerMixin, BaseEstimator):
