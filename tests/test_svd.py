@@ -84,3 +84,39 @@ def test_dense_input_small_shapes_and_errors():
         truncated_svd(dense, 6)
     with pytest.raises(ValueError, match="n_iter"):
         truncated_svd(dense, 2, n_iter=-1)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_the_products_on_several_threads_are_bit_for_bit_those_on_one(tfidf, monkeypatch,
+                                                                      threads):
+    """Φ must not depend on the core count: the split products sum every output entry in
+    the order the single product does (rows of M for M @ D, columns for Mᵀ @ Y)."""
+    from aflite_core.represent import svd
+
+    keep_rows, keep_cols = np.ones(tfidf.shape[0]), np.ones(tfidf.shape[1])
+    keep_rows[100:120], keep_cols[7] = 0, 0  # empty rows and an empty column
+    M = (sp.diags(keep_rows) @ tfidf @ sp.diags(keep_cols)).astype(np.float32).tocsr()
+    M.eliminate_zeros()
+    monkeypatch.setattr(svd, "SPLIT_MIN_NNZ", 1_000_000_000)
+    one, ratio_one = truncated_svd(M, 32, n_iter=3, random_state=0)
+    with svd._SplitProducts(M) as single:
+        assert single.n_threads == 1
+    monkeypatch.setattr(svd, "SPLIT_MIN_NNZ", 1)
+    monkeypatch.setattr(svd, "_threads", lambda: threads)
+    with svd._SplitProducts(M) as split:
+        assert split.n_threads == threads and len(split.col_blocks) == threads
+        D = np.random.default_rng(0).standard_normal((M.shape[1], 9)).astype(np.float32)
+        assert split.rows(D).tobytes() == np.asarray(M @ D).tobytes()
+        assert split.gram(D).tobytes() == (M.T @ (M @ D)).tobytes()
+    many, ratio_many = truncated_svd(M, 32, n_iter=3, random_state=0)
+    assert many.tobytes() == one.tobytes() and ratio_many == ratio_one
+
+
+def test_balanced_cuts_cover_every_item_once():
+    from aflite_core.represent.svd import _balanced_cuts
+
+    cuts = _balanced_cuts(np.array([5, 0, 0, 1, 1, 1, 1, 1]), 2)
+    assert cuts.tolist() == [0, 3, 8]  # weight 5 on each side
+    assert _balanced_cuts(np.zeros(0, dtype=int), 3).tolist() == [0, 0, 0, 0]
+    cuts = _balanced_cuts(np.ones(10), 4)
+    assert cuts[0] == 0 and cuts[-1] == 10 and np.all(np.diff(cuts) >= 0)

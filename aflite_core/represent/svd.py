@@ -26,7 +26,9 @@ checks the agreement on real text.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
@@ -88,20 +90,20 @@ def truncated_svd(
     random_state = check_seed(random_state)
     dtype = np.float32 if M.dtype == np.float32 else np.float64
     M = sp.csr_matrix(M, dtype=dtype) if sp.issparse(M) else np.asarray(M, dtype=dtype)
-    Mt = M.T  # CSC view of the transpose: Mᵀ @ dense is as fast as M @ dense
     width = min(k + n_oversamples, n_rows, n_features)
     rng = np.random.default_rng(random_state)
-    Z = Mt @ (M @ rng.standard_normal((n_features, width), dtype=dtype))
-    steps = n_iter + 2  # the sketch, each power iteration, the final projection
-    for i in range(n_iter):
+    with _SplitProducts(M) as products:
+        Z = products.gram(rng.standard_normal((n_features, width), dtype=dtype))
+        steps = n_iter + 2  # the sketch, each power iteration, the final projection
+        for i in range(n_iter):
+            if callback is not None:
+                callback((i + 1) / steps)
+            Z, _ = linalg.lu(Z, permute_l=True, check_finite=False)
+            Z = products.gram(Z)
         if callback is not None:
-            callback((i + 1) / steps)
-        Z, _ = linalg.lu(Z, permute_l=True, check_finite=False)
-        Z = Mt @ (M @ Z)
-    if callback is not None:
-        callback((n_iter + 1) / steps)
-    Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
-    B = np.asarray(M @ Q)  # n x l
+            callback((n_iter + 1) / steps)
+        Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
+        B = products.rows(Q)  # n x l
     eigenvalues, W = linalg.eigh(_gram64(B), check_finite=False)
     order = np.argsort(eigenvalues)[::-1][:k]
     W = W[:, order]
@@ -110,6 +112,101 @@ def truncated_svd(
     signs[signs == 0] = 1.0
     X = B @ (W * signs).astype(dtype)
     return X, _explained_variance_ratio(M, X)
+
+
+#: Stored entries of M from which its products run on several threads (below, one thread:
+#: the threads' start costs more than they save).
+SPLIT_MIN_NNZ = 200_000
+
+
+class _SplitProducts:
+    """``M @ D`` and ``Mᵀ @ (M @ D)`` of a sparse M on every core, bit for bit as on one.
+
+    scipy's sparse-dense products run on one thread (without the GIL). ``M @ D`` is split by
+    rows of M (views of its arrays, no copy): each output row is the same sum in the same
+    order. ``Mᵀ @ Y`` is split by *columns* of M, so each thread owns a range of output rows
+    and adds, as the whole product does, every row of M's contribution in row order (one
+    copy of M's entries, grouped by column range). Splitting by rows of M instead would sum
+    partial products in another order and move Φ's last bits. 100k SNLI rows: the SVD's
+    sparse products 2.1 -> 1.1 s on two cores.
+    """
+
+    def __init__(self, M) -> None:
+        self.M = M
+        self.n_threads = _threads() if sp.issparse(M) and M.nnz >= SPLIT_MIN_NNZ else 1
+        self._pool: ThreadPoolExecutor | None = None
+        if self.n_threads == 1:
+            return
+        M = sp.csr_matrix(M)
+        row_cuts = _balanced_cuts(np.diff(M.indptr), self.n_threads)
+        self.row_blocks = [(lo, hi, _row_view(M, lo, hi))
+                           for lo, hi in zip(row_cuts[:-1], row_cuts[1:], strict=True)]
+        col_cuts = _balanced_cuts(np.bincount(M.indices, minlength=M.shape[1]),
+                                  self.n_threads)
+        self.col_blocks = [(lo, hi, M[:, lo:hi].T)
+                           for lo, hi in zip(col_cuts[:-1], col_cuts[1:], strict=True)]
+
+    def __enter__(self) -> _SplitProducts:
+        if self.n_threads > 1:
+            self._pool = ThreadPoolExecutor(max_workers=self.n_threads,
+                                            thread_name_prefix="svd-products")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def rows(self, D: np.ndarray) -> np.ndarray:
+        """``M @ D`` as a dense array."""
+        if self._pool is None:
+            return np.asarray(self.M @ D)
+        out = np.empty((self.M.shape[0], D.shape[1]), dtype=np.result_type(self.M.dtype, D))
+
+        def part(block: tuple) -> None:
+            lo, hi, rows = block
+            out[lo:hi] = rows @ D
+
+        list(self._pool.map(part, self.row_blocks))
+        return out
+
+    def gram(self, D: np.ndarray) -> np.ndarray:
+        """``Mᵀ @ (M @ D)``."""
+        if self._pool is None:
+            return self.M.T @ (self.M @ D)
+        Y = self.rows(D)
+        out = np.empty((self.M.shape[1], Y.shape[1]), dtype=Y.dtype)
+
+        def part(block: tuple) -> None:
+            lo, hi, columns_t = block
+            out[lo:hi] = columns_t @ Y
+
+        list(self._pool.map(part, self.col_blocks))
+        return out
+
+
+def _threads() -> int:
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        available = os.cpu_count() or 1
+    return max(1, min(4, available))
+
+
+def _balanced_cuts(weights: np.ndarray, parts: int) -> np.ndarray:
+    """``parts + 1`` increasing cut points over ``len(weights)`` items with about equal
+    weight between consecutive cuts (first 0, last the length; empty ranges allowed)."""
+    total = np.cumsum(weights, dtype=np.float64)
+    targets = total[-1] * np.arange(1, parts) / parts if len(total) else np.zeros(parts - 1)
+    inner = np.searchsorted(total, targets, side="right")
+    return np.concatenate([[0], inner, [len(weights)]]).astype(np.int64)
+
+
+def _row_view(M: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
+    """Rows ``lo:hi`` of ``M`` sharing its data and indices (``M[lo:hi]`` copies them)."""
+    start, stop = M.indptr[lo], M.indptr[hi]
+    return sp.csr_matrix((M.data[start:stop], M.indices[start:stop],
+                          M.indptr[lo:hi + 1] - start), shape=(hi - lo, M.shape[1]), copy=False)
 
 
 def _gram64(B: np.ndarray, chunk_rows: int = 16_384) -> np.ndarray:
