@@ -89,30 +89,6 @@ def test_other_models_are_refitted_on_every_fold(snli):
     assert res["accuracy"] == pytest.approx(res["majority_accuracy"])
 
 
-def test_ngram_counts_are_scikit_learns_bit_for_bit(snli):
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    from aflite_core.represent.fold_fits import ngram_counts
-    from aflite_core.represent.text_models import NGRAM_RANGE
-    from aflite_core.text import word_tokens
-
-    tricky = ["", "...", "Don\u2019t stop, don't STOP!", "a a a a", "naïve café café naïve",
-              "t-shirt o'clock 10:30 5pm", "x"]
-    for texts in (snli["hypothesis"].tolist() + tricky, ["one"], tricky):
-        vectorizer = CountVectorizer(tokenizer=word_tokens, lowercase=False, token_pattern=None,
-                                     ngram_range=NGRAM_RANGE, dtype=np.float64)
-        expected = vectorizer.fit_transform(texts).tocsr()
-        expected.sort_indices()
-        counts, terms = ngram_counts(texts)
-        assert counts.shape == expected.shape and counts.dtype == expected.dtype
-        assert counts.has_sorted_indices
-        for part in ("indptr", "indices", "data"):
-            assert np.array_equal(getattr(counts, part), getattr(expected, part)), part
-        assert terms.tolist() == vectorizer.get_feature_names_out().tolist()
-    with pytest.raises(ValueError, match="empty vocabulary"):
-        ngram_counts(["", "?!"])
-
-
 def test_equal_hypotheses_share_one_count_matrix(snli):
     """The baselines, PVI and the label issues count the same hypotheses: the second gets
     the first's matrix, which equals a fresh count (and other texts get their own)."""

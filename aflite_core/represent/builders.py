@@ -113,19 +113,15 @@ def _finish(X: np.ndarray) -> np.ndarray:
 
 
 def _vectorize(texts: list[str], max_features: int, min_df: int) -> sp.csr_matrix | None:
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    """scikit-learn's ``TfidfVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w+\\b",
+    sublinear_tf=True, min_df, max_features, dtype=float32)``, bit for bit, each distinct
+    text tokenised once (:func:`~aflite_core.represent.term_counts.tfidf_matrix`: 100k SNLI
+    premises, a third of them distinct, 0.65 -> 0.3 s); None when no word is found."""
+    from aflite_core.represent.term_counts import tfidf_matrix
 
     for df in dict.fromkeys((min_df, 1)):
-        vec = TfidfVectorizer(
-            lowercase=True,
-            token_pattern=r"(?u)\b\w+\b",
-            sublinear_tf=True,
-            min_df=df,
-            max_features=max_features,
-            dtype=np.float32,
-        )
         try:
-            return vec.fit_transform(texts).tocsr()
+            return tfidf_matrix(texts, min_df=df, max_features=max_features)
         except ValueError:  # empty vocabulary (e.g. every text empty or punctuation only)
             continue
     return None

@@ -25,7 +25,6 @@ cloned and fitted from scratch on each fold, as before.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -40,9 +39,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
+from aflite_core.represent.term_counts import ngram_counts
 from aflite_core.represent.text_models import (
     MIN_DF,
-    NGRAM_RANGE,
     TextFeatures,
     overlap_statistics,
     single_blas_thread,
@@ -50,7 +49,7 @@ from aflite_core.represent.text_models import (
 )
 from aflite_core.text import word_tokens
 
-__all__ = ["SharedTextFeatures", "evaluator", "hypothesis_counts", "ngram_counts"]
+__all__ = ["SharedTextFeatures", "evaluator", "hypothesis_counts"]
 
 
 def _take(data, idx: np.ndarray):
@@ -93,53 +92,6 @@ def _counts_and_terms(hypotheses: Sequence[str]) -> tuple[sp.csr_matrix, np.ndar
         while len(_COUNTS) > _COUNTS_SIZE:
             _COUNTS.popitem(last=False)
     return entry
-
-
-def ngram_counts(texts: Sequence[str]) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Counts of every word uni- and bigram of ``texts`` and the n-gram of each column.
-
-    The matrix of scikit-learn's ``CountVectorizer(tokenizer=word_tokens, lowercase=False,
-    ngram_range=(1, 2), dtype=np.float64)`` with sorted indices, and its
-    ``get_feature_names_out()``, bit for bit (``tests/test_fold_fits.py``), in half the time:
-    each word gets an integer once, the bigrams are pairs of integers made unique by numpy,
-    and only the distinct n-grams become strings, sorted as scikit-learn sorts them (100k
-    SNLI hypotheses 1.44-1.56 -> 0.81-0.84 s).
-
-    Raises
-    ------
-    ValueError
-        If no text holds a word (scikit-learn's "empty vocabulary").
-    """
-    if NGRAM_RANGE != (1, 2):  # pragma: no cover - the construction below makes bigrams
-        raise NotImplementedError(f"ngram_counts makes uni- and bigrams, not {NGRAM_RANGE}")
-    vocabulary: dict[str, int] = {}
-    ids = [[vocabulary.setdefault(token, len(vocabulary)) for token in word_tokens(text)]
-           for text in texts]
-    if not vocabulary:
-        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
-    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64,
-                       count=int(lengths.sum()))
-    rows = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
-    follows = rows[:-1] == rows[1:]  # the next token is in the same text: a bigram
-    n_words = len(vocabulary)
-    bigrams, bigram_of = np.unique(flat[:-1][follows] * n_words + flat[1:][follows],
-                                   return_inverse=True)
-    words = list(vocabulary)
-    first, second = np.divmod(bigrams, n_words)
-    terms = words + [f"{words[a]} {words[b]}" for a, b in zip(first.tolist(), second.tolist(),
-                                                                strict=True)]
-    order = np.asarray(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
-    column = np.empty(len(terms), dtype=np.int64)
-    column[order] = np.arange(len(terms))
-    counts = sp.csr_matrix(
-        (np.ones(len(flat) + len(bigram_of)),
-         (np.concatenate([rows, rows[:-1][follows]]),
-          np.concatenate([column[flat], column[n_words + bigram_of.reshape(-1)]]))),
-        shape=(len(ids), len(terms)))
-    counts.sum_duplicates()
-    counts.sort_indices()
-    return counts, np.asarray([terms[i] for i in order], dtype=object)
 
 
 def _as_tokens(tokens: list[str]) -> list[str]:
