@@ -1,8 +1,6 @@
 """Entry point for ``python -m aflite_core``."""
 
-import sys
-
-from aflite_core.cli import main
+from aflite_core.cli import console
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

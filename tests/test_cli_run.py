@@ -296,3 +296,29 @@ def test_running_out_of_memory_is_a_message_not_an_unexpected_error(monkeypatch,
         assert main(["run", "data.csv", "--out", "r"]) == 2
         err = capsys.readouterr().err
         assert "out of memory" in err and "unexpected" not in err
+
+
+@pytest.mark.parametrize("other_thread", [False, True])
+def test_the_command_runs_exit_handlers_and_keeps_its_exit_code(tmp_path, other_thread):
+    """The command leaves without the interpreter's teardown, but only after the exit
+    handlers ran and the streams were flushed; with another thread still running, it exits
+    normally so that the thread finishes."""
+    code = "\n".join([
+        "import atexit, sys, threading, time",
+        "atexit.register(lambda: print('handler ran'))",
+        "if sys.argv[3] == '1':",
+        "    threading.Thread(target=lambda: (time.sleep(0.5), print('thread done'))).start()",
+        "sys.argv = ['aflite_core', 'run', sys.argv[1], '--out', sys.argv[2]]",
+        "from aflite_core.cli import console",
+        "print('x' * 100_000)",  # more than a pipe's buffer: flushed before the exit
+        "console()",
+    ])
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "missing.csv"),
+                           str(tmp_path / "out"), "1" if other_thread else "0"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no such file" in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "x" * 100_000 and "handler ran" in lines
+    assert ("thread done" in lines) is other_thread
+    assert not (tmp_path / "out").exists()
