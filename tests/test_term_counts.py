@@ -26,20 +26,26 @@ def _same(ours, theirs) -> None:
         assert np.array_equal(getattr(ours, part), getattr(theirs, part)), part
 
 
-def test_ngram_counts_are_scikit_learns_bit_for_bit(snli):
-    tricky = ["", "...", "Don\u2019t stop, don't STOP!", "a a a a", "naïve café café naïve",
-              "t-shirt o'clock 10:30 5pm", "x"]
-    for texts in (snli["hypothesis"].tolist() + tricky, ["one"], tricky):
+def test_ngram_counts_are_scikit_learns_bit_for_bit(snli, monkeypatch):
+    """Also when the assembly runs in several chunks, one of them holding only empty texts,
+    and with words that are prefixes of others (the order a space gives: "a", "a b", "ab")."""
+    from aflite_core.represent import term_counts
+
+    monkeypatch.setattr(term_counts, "CHUNK_TEXTS", 3)
+    prefixes = ["a b", "ab", "a", "ab a", "a ab", "a-b a", "a'b"]
+    for texts in (snli["hypothesis"].tolist() + TRICKY, ["one"], TRICKY, prefixes,
+                  ["x y", "", "", "", "y x"]):
         vectorizer = CountVectorizer(tokenizer=word_tokens, lowercase=False, token_pattern=None,
                                      ngram_range=NGRAM_RANGE, dtype=np.float64)
         expected = vectorizer.fit_transform(texts).tocsr()
         expected.sort_indices()
-        counts, terms = ngram_counts(texts)
-        assert counts.shape == expected.shape and counts.dtype == expected.dtype
-        assert counts.has_sorted_indices
-        for part in ("indptr", "indices", "data"):
-            assert np.array_equal(getattr(counts, part), getattr(expected, part)), part
-        assert terms.tolist() == vectorizer.get_feature_names_out().tolist()
+        ngrams = ngram_counts(texts)
+        _same(ngrams.counts, expected)
+        assert ngrams.counts.has_sorted_indices
+        assert ngrams.terms() == vectorizer.get_feature_names_out().tolist()
+        words = ngrams.second < 0
+        assert ngrams.words.tolist() == sorted(ngrams.words.tolist())
+        assert ngrams.first[words].tolist() == list(range(len(ngrams.words)))
     with pytest.raises(ValueError, match="empty vocabulary"):
         ngram_counts(["", "?!"])
 

@@ -39,7 +39,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
-from aflite_core.represent.term_counts import ngram_counts
+from aflite_core.represent.term_counts import NgramCounts, ngram_counts
 from aflite_core.represent.text_models import (
     MIN_DF,
     TextFeatures,
@@ -62,7 +62,7 @@ def _take(data, idx: np.ndarray):
 #: label issues of one audit count the same hypotheses (the same rows up to 100k), so the
 #: second and third get the first's matrix (1.2 s each at 100k rows). Two entries: a 100k-row
 #: sample and all rows; the matrices are read-only.
-_COUNTS: OrderedDict[str, tuple[sp.csr_matrix, np.ndarray]] = OrderedDict()
+_COUNTS: OrderedDict[str, NgramCounts] = OrderedDict()
 _COUNTS_SIZE = 2
 _COUNTS_LOCK = threading.Lock()
 
@@ -71,12 +71,11 @@ def hypothesis_counts(hypotheses: Sequence[str]) -> sp.csr_matrix:
     """Counts of every word uni- and bigram of ``hypotheses`` (sorted vocabulary and sorted
     indices, as scikit-learn's ``CountVectorizer``), shared by equal inputs (see
     :data:`_COUNTS`); the result must not be modified."""
-    return _counts_and_terms(hypotheses)[0]
+    return _ngrams(hypotheses).counts
 
 
-def _counts_and_terms(hypotheses: Sequence[str]) -> tuple[sp.csr_matrix, np.ndarray]:
-    """:func:`hypothesis_counts` and the n-gram of each column (sorted; a bigram holds a
-    space, a word never does)."""
+def _ngrams(hypotheses: Sequence[str]) -> NgramCounts:
+    """:func:`hypothesis_counts` with its columns' words (shared like the counts)."""
     digest = hashlib.sha256()
     for text in hypotheses:
         digest.update(text.encode("utf-8", "surrogatepass"))
@@ -121,13 +120,14 @@ class SharedTextFeatures:
     def __init__(self, texts: Sequence[str], *, pair: bool = False):
         premises, hypotheses = split_pairs(texts)
         self.pair = pair
-        self.counts_, terms = _counts_and_terms(hypotheses)
+        ngrams = _ngrams(hypotheses)
+        self.counts_ = ngrams.counts
         self.n_columns_ = self.counts_.shape[1]
         if pair:
-            self._pair_features(premises, terms)
+            self._pair_features(premises, ngrams)
             self.n_columns_ += self.hyp_words_.shape[1] + self.stats_.shape[1]
 
-    def _pair_features(self, premises: list[str], terms: np.ndarray) -> None:
+    def _pair_features(self, premises: list[str], ngrams: NgramCounts) -> None:
         """The shared words and the overlap statistics, from the hypothesis counts and each
         distinct premise's words (SNLI: about three hypotheses a premise).
 
@@ -138,14 +138,14 @@ class SharedTextFeatures:
         and the statistics are those counts (at 100k rows 1.9 -> 0.6 s: no hypothesis is
         tokenised again, no premise twice).
         """
-        unigrams = np.flatnonzero([" " not in term for term in terms])
+        unigrams = np.flatnonzero(ngrams.second < 0)  # the words' columns, in word order
         hyp_words = self.counts_[:, unigrams].tocsr()
         hyp_words.data[:] = 1.0
         self.hyp_words_ = hyp_words
         codes, distinct = pd.factorize(np.asarray(premises, dtype=object))
         distinct_tokens = [word_tokens(text) for text in distinct]
         words = CountVectorizer(analyzer=_as_tokens, binary=True, dtype=np.float64,
-                                vocabulary={term: j for j, term in enumerate(terms[unigrams])})
+                                vocabulary={word: j for j, word in enumerate(ngrams.words)})
         premise_words = words.transform(distinct_tokens).tocsr()[codes]
         self.shared_words_ = hyp_words.multiply(premise_words).tocsr()
         n_hyp = np.diff(hyp_words.indptr)

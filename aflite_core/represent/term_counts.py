@@ -10,9 +10,10 @@ matrices (values, index order, dtype) and the terms against scikit-learn's.
 
 from __future__ import annotations
 
-import itertools
 import re
+from array import array
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -20,22 +21,52 @@ import scipy.sparse as sp
 
 from aflite_core.text import word_tokens
 
-__all__ = ["ngram_counts", "tfidf_matrix", "word_counts"]
+__all__ = ["NgramCounts", "ngram_counts", "tfidf_matrix", "word_counts"]
 
 #: scikit-learn's default token pattern (words of one or more characters), on lower-cased text.
 DEFAULT_TOKEN_RE = re.compile(r"(?u)\b\w+\b")
 
 
-def ngram_counts(texts: Sequence[str]) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Counts of every word uni- and bigram of ``texts`` and the n-gram of each column.
+class NgramCounts(NamedTuple):
+    """What :func:`ngram_counts` returns.
 
-    The matrix of scikit-learn's ``CountVectorizer(tokenizer=word_tokens, lowercase=False,
-    ngram_range=(1, 2), dtype=np.float64)`` (the text models' ``NGRAM_RANGE``) with sorted
-    indices, and its
-    ``get_feature_names_out()``, bit for bit (``tests/test_fold_fits.py``), in half the time:
-    each word gets an integer once, the bigrams are pairs of integers made unique by numpy,
-    and only the distinct n-grams become strings, sorted as scikit-learn sorts them (100k
-    SNLI hypotheses 1.44-1.56 -> 0.81-0.84 s).
+    Attributes
+    ----------
+    counts : scipy.sparse.csr_matrix of shape (n_texts, n_ngrams)
+        float64 counts, sorted indices; the columns are the n-grams in scikit-learn's order.
+    words : numpy.ndarray of str
+        The distinct words, sorted; the word columns are theirs, in this order.
+    first, second : numpy.ndarray of int32, shape (n_ngrams,)
+        Each column's first and second word (positions in ``words``); ``second`` is -1 for a
+        word's own column.
+    """
+
+    counts: sp.csr_matrix
+    words: np.ndarray
+    first: np.ndarray
+    second: np.ndarray
+
+    def terms(self) -> list[str]:
+        """Each column's n-gram as scikit-learn names it (``"a"``, ``"a b"``)."""
+        return [self.words[a] if b < 0 else f"{self.words[a]} {self.words[b]}"
+                for a, b in zip(self.first.tolist(), self.second.tolist(), strict=True)]
+
+
+#: Texts per step of the counts' assembly (bounds its temporary arrays).
+CHUNK_TEXTS = 65_536
+
+
+def ngram_counts(texts: Sequence[str]) -> NgramCounts:
+    """Counts of every word uni- and bigram of ``texts`` (:func:`~aflite_core.text.word_tokens`).
+
+    Bit for bit the matrix of scikit-learn's ``CountVectorizer(tokenizer=word_tokens,
+    lowercase=False, ngram_range=(1, 2), dtype=np.float64)`` (the text models' n-grams) with
+    sorted indices; its ``get_feature_names_out()`` is :meth:`NgramCounts.terms`. Each word
+    gets an integer once and no bigram becomes a string: scikit-learn sorts the n-grams as
+    strings, and since a space sorts before any character of a word, that order is the
+    words' order, a word before the bigrams it starts, those by their second word. 100k SNLI
+    hypotheses 1.44-1.56 -> 0.8 s; at 1M the assembly a chunk of texts at a time keeps the
+    temporary memory near the matrix's own size.
 
     Raises
     ------
@@ -43,33 +74,82 @@ def ngram_counts(texts: Sequence[str]) -> tuple[sp.csr_matrix, np.ndarray]:
         If no text holds a word (scikit-learn's "empty vocabulary").
     """
     vocabulary: dict[str, int] = {}
-    ids = [[vocabulary.setdefault(token, len(vocabulary)) for token in word_tokens(text)]
-           for text in texts]
+    setdefault = vocabulary.setdefault
+    flat, lengths = array("i"), array("q")
+    for text in texts:
+        ids = [setdefault(token, len(vocabulary)) for token in word_tokens(text)]
+        flat.extend(ids)
+        lengths.append(len(ids))
     if not vocabulary:
         raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
-    lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-    flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int64,
-                       count=int(lengths.sum()))
-    rows = np.repeat(np.arange(len(ids), dtype=np.int64), lengths)
-    follows = rows[:-1] == rows[1:]  # the next token is in the same text: a bigram
     n_words = len(vocabulary)
-    bigrams, bigram_of = np.unique(flat[:-1][follows] * n_words + flat[1:][follows],
+    unsorted = list(vocabulary)
+    del vocabulary
+    order = sorted(range(n_words), key=unsorted.__getitem__)
+    words = np.asarray([unsorted[i] for i in order], dtype=object)
+    rank = np.empty(n_words, dtype=np.int32)
+    rank[np.asarray(order, dtype=np.int64)] = np.arange(n_words, dtype=np.int32)
+    tokens = rank[np.frombuffer(flat, dtype=np.int32)]  # each occurrence's word, by rank
+    del flat, unsorted, order
+    lengths = np.frombuffer(lengths, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    # a bigram starts at every token but a text's last
+    starts = np.ones(len(tokens), dtype=bool)
+    starts[ends[lengths > 0] - 1] = False
+    at = np.flatnonzero(starts)
+    del starts
+    bigrams, bigram_of = np.unique(tokens[at].astype(np.int64) * n_words + tokens[at + 1],
                                    return_inverse=True)
-    words = list(vocabulary)
-    first, second = np.divmod(bigrams, n_words)
-    terms = words + [f"{words[a]} {words[b]}" for a, b in zip(first.tolist(), second.tolist(),
-                                                                strict=True)]
-    order = np.asarray(sorted(range(len(terms)), key=terms.__getitem__), dtype=np.int64)
-    column = np.empty(len(terms), dtype=np.int64)
-    column[order] = np.arange(len(terms))
-    counts = sp.csr_matrix(
-        (np.ones(len(flat) + len(bigram_of)),
-         (np.concatenate([rows, rows[:-1][follows]]),
-          np.concatenate([column[flat], column[n_words + bigram_of.reshape(-1)]]))),
-        shape=(len(ids), len(terms)))
-    counts.sum_duplicates()
-    counts.sort_indices()
-    return counts, np.asarray([terms[i] for i in order], dtype=object)
+    bigram_of = bigram_of.reshape(-1).astype(np.int32)
+    first_b = (bigrams // n_words).astype(np.int32)
+    second_b = (bigrams % n_words).astype(np.int32)
+    del bigrams
+    # a word's column: its rank plus the bigrams of lower-ranked first words; a bigram's:
+    # its own rank among bigrams plus the words up to its first word
+    word_col = (np.arange(n_words, dtype=np.int64)
+                + np.searchsorted(first_b, np.arange(n_words), side="left"))
+    bigram_col = np.arange(len(first_b), dtype=np.int64) + first_b + 1
+    n_cols = n_words + len(first_b)
+    first = np.empty(n_cols, dtype=np.int32)
+    second = np.empty(n_cols, dtype=np.int32)
+    first[word_col], second[word_col] = np.arange(n_words, dtype=np.int32), -1
+    first[bigram_col], second[bigram_col] = first_b, second_b
+    counts = _assemble(tokens, word_col, at, bigram_of, bigram_col, lengths, ends, n_cols)
+    return NgramCounts(counts, words, first, second)
+
+
+def _assemble(tokens: np.ndarray, word_col: np.ndarray, at: np.ndarray, bigram_of: np.ndarray,
+              bigram_col: np.ndarray, lengths: np.ndarray, ends: np.ndarray,
+              n_cols: int) -> sp.csr_matrix:
+    """The counts matrix, :data:`CHUNK_TEXTS` texts at a time, written into arrays sized
+    for every occurrence and trimmed to the distinct entries at the end."""
+    n = len(lengths)
+    bound = len(tokens) + len(at)
+    index_dtype = np.int32 if max(n_cols, bound) < 2**31 else np.int64
+    indices = np.empty(bound, dtype=index_dtype)
+    data = np.empty(bound, dtype=np.float64)
+    indptr = np.zeros(n + 1, dtype=index_dtype)
+    begins = ends - lengths
+    filled = 0
+    for lo in range(0, n, CHUNK_TEXTS):
+        hi = min(n, lo + CHUNK_TEXTS)
+        t0, t1 = int(begins[lo]), int(ends[hi - 1])
+        b0, b1 = np.searchsorted(at, [t0, t1])
+        rows = np.repeat(np.arange(hi - lo, dtype=np.int32), lengths[lo:hi])
+        part = sp.csr_matrix(
+            (np.ones(t1 - t0 + b1 - b0),
+             (np.concatenate([rows, rows[at[b0:b1] - t0]]),
+              np.concatenate([word_col[tokens[t0:t1]], bigram_col[bigram_of[b0:b1]]]))),
+            shape=(hi - lo, n_cols))
+        part.sum_duplicates()
+        part.sort_indices()
+        indices[filled:filled + part.nnz] = part.indices
+        data[filled:filled + part.nnz] = part.data
+        indptr[lo + 1:hi + 1] = filled + part.indptr[1:]
+        filled += part.nnz
+    indices.resize(filled, refcheck=False)
+    data.resize(filled, refcheck=False)
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n_cols), copy=False)
 
 
 def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | None = None,
@@ -90,15 +170,17 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
     """
     codes, distinct = pd.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
     vocabulary: dict[str, int] = {}
-    findall = DEFAULT_TOKEN_RE.findall
-    occurrences = [[vocabulary.setdefault(token, len(vocabulary))
-                    for token in findall(str(text).lower())] for text in distinct]
+    setdefault, findall = vocabulary.setdefault, DEFAULT_TOKEN_RE.findall
+    flat, lengths = array("i"), array("q")
+    for text in distinct:
+        ids = [setdefault(token, len(vocabulary)) for token in findall(str(text).lower())]
+        flat.extend(ids)
+        lengths.append(len(ids))
     if not vocabulary:
         raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
-    lengths = np.fromiter(map(len, occurrences), dtype=np.int64, count=len(occurrences))
-    flat = np.fromiter(itertools.chain.from_iterable(occurrences), dtype=np.int64,
-                       count=int(lengths.sum()))
-    rows = np.repeat(np.arange(len(occurrences), dtype=np.int64), lengths)
+    flat = np.frombuffer(flat, dtype=np.int32)
+    rows = np.repeat(np.arange(len(distinct), dtype=np.int32),
+                     np.frombuffer(lengths, dtype=np.int64))
     per_text = sp.csr_matrix((np.ones(len(flat), dtype=dtype), (rows, flat)),
                              shape=(len(distinct), len(vocabulary)))
     per_text.sum_duplicates()
