@@ -8,15 +8,13 @@ non-zero exit code; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
-import atexit
-import contextlib
 import importlib
-import os
 import sys
-import threading
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
+
+from aflite_core.process_exit import exit_now
 
 #: Command modules under ``aflite_core.commands``, in the order shown by ``--help``.
 COMMANDS = ("run", "cues", "resources", "export", "report", "compare", "inoculate", "ood",
@@ -42,23 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def console() -> NoReturn:
-    """The ``aflite-audit`` command and ``python -m aflite_core``: :func:`main`, then exit.
-
-    Once the command is done and only this thread is left, the exit handlers run
-    (``atexit``: logging, temporary folders, child processes) and the process leaves without
-    the interpreter's teardown of every imported module, which takes 0.4 s after an audit
-    (scikit-learn, cleanlab, nltk, numba: 0.52 s from the audit's return to the process's
-    end, 0.11 s without; every file is closed before, every stream flushed). :func:`main`
-    itself returns, for callers in-process.
-    """
-    code = main()
-    if threading.active_count() > 1:  # someone else's thread: let the interpreter join it
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
-            stream.flush()
-    os._exit(code)
+    """The ``aflite-audit`` command and ``python -m aflite_core``: :func:`main`, then
+    :func:`~aflite_core.process_exit.exit_now` (the exit handlers run, the interpreter's 0.4 s
+    teardown of every imported module does not). :func:`main` itself returns, for callers
+    in-process."""
+    exit_now(main())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

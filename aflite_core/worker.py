@@ -37,6 +37,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from aflite_core.process_exit import exit_now
 from aflite_core.runs.folder import to_jsonable
 
 #: Files of a job folder.
@@ -203,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # the dashboard shows the run once this process has left: not after 0.4 s of teardown
+    exit_now(main())
 
 
 __all__ = ["write_job", "read_job", "run_job", "main", "JOB_FILE", "FRAME_FILE",

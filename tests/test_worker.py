@@ -67,6 +67,7 @@ def test_a_worker_run_equals_an_in_process_run(dataset, tmp_path):
                            job_dir=tmp_path / "session")
     assert job.join(300), "the worker did not finish"
     assert job.state == jobs.DONE, job.error
+    assert job.exit_code == 0  # the worker leaves through process_exit.exit_now
     a = pd.read_parquet(local / "scores.parquet")
     b = pd.read_parquet(job.result / "scores.parquet")
     pd.testing.assert_frame_equal(a, b)
