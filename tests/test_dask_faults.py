@@ -130,3 +130,43 @@ def test_a_broadcast_that_hangs_is_given_up_as_a_timeout():
             return [("future", data[0], kwargs["broadcast"])]
 
     assert backends_module._broadcast(Quick(), "model", 5.0) == [("future", "model", True)]
+
+
+def test_fold_fits_survive_the_death_of_the_worker_holding_their_fit(tmp_path):
+    """The measures' fold fits on Dask share one scattered fit function, which Dask cannot
+    recompute. One worker (its nanny restarts it): the first fit kills it, and the fit
+    function with it; the fits are sent again and every result is the local one."""
+    from aflite_core.represent.fold_pool import map_folds, on_dask
+
+    marker = str(tmp_path / "killed")
+
+    def fit(task: int) -> int:  # nested: Dask's cloudpickle sends it by value
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the worker process dies mid-task
+        return task * task
+
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client, on_dask(client) as record:
+        done = []
+        results = map_folds(fit, list(range(6)), on_done=lambda i, r: done.append(i))
+    assert results == [i * i for i in range(6)]
+    assert os.path.exists(marker) and record.tasks > 6  # sent again after the death
+    assert done == list(range(6))  # each result reported once, in order
+
+
+def test_a_fit_that_fails_on_its_own_is_not_sent_again(tmp_path):
+    from aflite_core.represent.fold_pool import map_folds, on_dask
+
+    def fit(task: int) -> int:
+        raise ValueError(f"bad fold {task}")
+
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client, on_dask(client) as record, \
+            pytest.raises(ValueError, match="bad fold 0"):
+        map_folds(fit, [0, 1, 2])
+    assert record.tasks == 3

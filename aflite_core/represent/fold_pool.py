@@ -131,26 +131,67 @@ def _fit_task(fit: Callable[[T], R], task: T) -> R:
         return fit(task)
 
 
+#: Times the fits of one map are sent again after the worker holding their scattered fit
+#: function left the cluster (Dask retries a task whose worker died, but cannot recompute
+#: scattered data: every task that needs it is cancelled).
+RESEND_LIMIT = 2
+#: Seconds to wait for a worker to hold the fit function again (a nanny restarts a killed
+#: worker in about a second).
+RESEND_WAIT_S = 30.0
+
+
 def _map_on_dask(record: DaskFolds, fit: Callable[[T], R], tasks: list[T],
                  on_done: Callable[[int, R], object] | None) -> list[R]:
+    """The fits as tasks on ``record.client``'s workers, results in task order; sent again,
+    from the first missing result, when the worker holding the fit function left."""
     client = record.client
-    # to one worker; the others fetch it from there for their first task (a broadcast waits
-    # on every worker, a dying one included)
-    [shared] = client.scatter([fit], hash=False)
-    futures = [client.submit(_fit_task, shared, task, pure=False) for task in tasks]
-    record.tasks += len(futures)
     results: list[R] = []
-    try:
-        for i, future in enumerate(futures):
-            results.append(future.result())
-            if on_done is not None:
-                on_done(i, results[-1])
-    except BaseException:
-        client.cancel(futures)
-        raise
-    finally:
-        client.cancel([shared])
-    return results
+    resent = 0
+    while True:
+        # to one worker; the others fetch it from there for their first task (a broadcast
+        # waits on every worker, a dying one included)
+        [shared] = client.scatter([fit], hash=False)
+        holders = set(client.who_has([shared]).get(shared.key, ()))
+        futures = [client.submit(_fit_task, shared, task, pure=False)
+                   for task in tasks[len(results):]]
+        record.tasks += len(futures)
+        try:
+            for future in futures:
+                results.append(future.result())
+                if on_done is not None:
+                    on_done(len(results) - 1, results[-1])
+            return results
+        except Exception as exc:
+            client.cancel(futures)
+            if not _left(client, holders):
+                raise  # the fit's own error (or the cluster's, with its holder alive)
+            resent += 1
+            if resent > RESEND_LIMIT:
+                raise RuntimeError(
+                    f"fold fits on Dask: the worker holding the fit function left the cluster "
+                    f"{resent} times; check the workers' memory limit and logs, or run without "
+                    "a scheduler") from exc
+            client.wait_for_workers(1, timeout=RESEND_WAIT_S)
+        except BaseException:
+            client.cancel(futures)
+            raise
+        finally:
+            client.cancel([shared])
+
+
+def _left(client: Any, holders: set[str]) -> bool:
+    """Whether every worker in ``holders`` has left; the scheduler may learn of a death a
+    moment after a task fails, so a "no" is asked again for up to 2 s."""
+    import time
+
+    deadline = time.monotonic() + 2.0
+    while True:
+        alive = set(client.scheduler_info()["workers"])
+        if holders and not holders & alive:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
 
 
 def map_folds(fit: Callable[[T], R], tasks: Sequence[T], *,
