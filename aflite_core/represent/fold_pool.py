@@ -156,27 +156,40 @@ def _map_on_dask(record: DaskFolds, fit: Callable[[T], R], tasks: list[T],
                    for task in tasks[len(results):]]
         record.tasks += len(futures)
         try:
-            for future in futures:
-                results.append(future.result())
-                if on_done is not None:
-                    on_done(len(results) - 1, results[-1])
-            return results
-        except Exception as exc:
-            client.cancel(futures)
-            if not _left(client, holders):
-                raise  # the fit's own error (or the cluster's, with its holder alive)
-            resent += 1
-            if resent > RESEND_LIMIT:
-                raise RuntimeError(
-                    f"fold fits on Dask: the worker holding the fit function left the cluster "
-                    f"{resent} times; check the workers' memory limit and logs, or run without "
-                    "a scheduler") from exc
-            client.wait_for_workers(1, timeout=RESEND_WAIT_S)
+            lost = _collect(futures, results, on_done, client, holders)
         except BaseException:
             client.cancel(futures)
             raise
         finally:
             client.cancel([shared])
+        if lost is None:
+            return results
+        resent += 1
+        if resent > RESEND_LIMIT:
+            raise RuntimeError(
+                f"fold fits on Dask: the worker holding the fit function left the cluster "
+                f"{resent} times; check the workers' memory limit and logs, or run without a "
+                "scheduler") from lost
+        client.wait_for_workers(1, timeout=RESEND_WAIT_S)
+
+
+def _collect(futures: list, results: list, on_done: Callable[[int, R], object] | None,
+             client: Any, holders: set[str]) -> BaseException | None:
+    """Append the futures' results in order (reporting each); the error that ended it when
+    the fit function's holder left (the rest is to be sent again), else None. A fit's own
+    error, and any error of ``on_done`` (a cancellation), is raised."""
+    for future in futures:
+        try:
+            result = future.result()
+        except Exception as exc:
+            client.cancel(futures)
+            if not _left(client, holders):
+                raise  # the fit's own error (or the cluster's, with its holder alive)
+            return exc
+        results.append(result)
+        if on_done is not None:
+            on_done(len(results) - 1, result)
+    return None
 
 
 def _left(client: Any, holders: set[str]) -> bool:
