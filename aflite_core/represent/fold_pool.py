@@ -183,13 +183,22 @@ def _collect(futures: list, results: list, on_done: Callable[[int, R], object] |
             result = future.result()
         except Exception as exc:
             client.cancel(futures)
-            if not _left(client, holders):
+            if not _lost_data(exc) or not _left(client, holders):
                 raise  # the fit's own error (or the cluster's, with its holder alive)
             return exc
         results.append(result)
         if on_done is not None:
             on_done(len(results) - 1, result)
     return None
+
+
+def _lost_data(error: BaseException) -> bool:
+    """Whether ``error`` is how Dask reports a task it gave up (cancelled for lost data, a
+    worker killed, a closed connection), not an error raised by the fit itself."""
+    from concurrent.futures import CancelledError
+
+    # FutureCancelledError is a CancelledError, CommClosedError an OSError
+    return isinstance(error, CancelledError | OSError) or type(error).__name__ == "KilledWorker"
 
 
 def _left(client: Any, holders: set[str]) -> bool:
