@@ -397,17 +397,12 @@ class _DaskBackend:
         wait(self._wc)
 
     def _lost_groups(self) -> list[int]:
-        """Groups whose worker has left; the scheduler may learn of a death a moment after
-        the client does, so an empty answer is asked again for up to 2 s."""
-        import time
+        """Groups whose worker has left (asked again for up to 2 s: the scheduler may learn
+        of a death a moment after the client does)."""
+        from aflite_core.represent.fold_pool import departed_workers
 
-        deadline = time.monotonic() + 2.0
-        while True:
-            alive = set(self._client.scheduler_info()["workers"])
-            lost = [i for i, w in enumerate(self._holders) if w not in alive]
-            if lost or time.monotonic() > deadline:
-                return lost
-            time.sleep(0.1)
+        gone = departed_workers(self._client, self._holders)
+        return [i for i, w in enumerate(self._holders) if w in gone]
 
     def _recover(self, error: BaseException) -> None:
         """Rebuild the groups whose worker left, or re-raise ``error`` if none did."""

@@ -30,13 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "dask_folds", "fold_threads",
-           "map_folds", "on_dask"]
+__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "available_cores", "dask_folds",
+           "departed_workers", "fold_threads", "map_folds", "on_dask"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,7 +48,8 @@ FOLD_THREADS_ENV = "AFLITE_FOLD_THREADS"
 MAX_THREADS = 4
 
 
-def _cores() -> int:
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one)."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -66,7 +67,7 @@ def fold_threads() -> int:
     """
     raw = os.environ.get(FOLD_THREADS_ENV, "").strip()
     if not raw:
-        return max(1, min(MAX_THREADS, _cores()))
+        return max(1, min(MAX_THREADS, available_cores()))
     try:
         value = int(raw)
     except ValueError:
@@ -202,17 +203,23 @@ def _lost_data(error: BaseException) -> bool:
 
 
 def _left(client: Any, holders: set[str]) -> bool:
-    """Whether every worker in ``holders`` has left; the scheduler may learn of a death a
-    moment after a task fails, so a "no" is asked again for up to 2 s."""
+    """Whether every worker in ``holders`` has left (see :func:`departed_workers`)."""
+    return bool(holders) and departed_workers(client, holders) == holders
+
+
+def departed_workers(client: Any, addresses: Iterable[str], *,
+                     wait_s: float = 2.0) -> set[str]:
+    """The workers among ``addresses`` no longer in ``client``'s cluster. The scheduler may
+    learn of a death a moment after a task of the client failed, so an empty answer is asked
+    again for up to ``wait_s`` seconds."""
     import time
 
-    deadline = time.monotonic() + 2.0
+    addresses = set(addresses)
+    deadline = time.monotonic() + wait_s
     while True:
-        alive = set(client.scheduler_info()["workers"])
-        if holders and not holders & alive:
-            return True
-        if time.monotonic() > deadline:
-            return False
+        gone = addresses - set(client.scheduler_info()["workers"])
+        if gone or time.monotonic() > deadline:
+            return gone
         time.sleep(0.1)
 
 
