@@ -115,8 +115,9 @@ def _finish(X: np.ndarray) -> np.ndarray:
 def _vectorize(texts: list[str], max_features: int, min_df: int) -> sp.csr_matrix | None:
     """scikit-learn's ``TfidfVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w+\\b",
     sublinear_tf=True, min_df, max_features, dtype=float32)``, bit for bit, each distinct
-    text tokenised once (:func:`~aflite_core.represent.term_counts.tfidf_matrix`: 100k SNLI
-    premises, a third of them distinct, 0.65 -> 0.3 s); None when no word is found."""
+    text tokenised once (:func:`~aflite_core.represent.term_counts.tfidf_matrix`; both blocks
+    of 100k SNLI-like rows with 68.5k distinct premises 1.30-1.34 -> 1.18-1.26 s, of 1M rows
+    12.8 -> 8.9 s); None when no word is found."""
     from aflite_core.represent.term_counts import tfidf_matrix
 
     for df in dict.fromkeys((min_df, 1)):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -56,6 +56,40 @@ class NgramCounts(NamedTuple):
 CHUNK_TEXTS = 65_536
 
 
+def _word_ids(texts: Sequence[str], tokenize: Callable[[str], list[str]]
+              ) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Each text's words as integers, numbered by first appearance as scikit-learn's first
+    pass numbers them: every occurrence's number (int32, all texts in a row), each text's
+    number of words (int64), and the words in number order. The numbers go into C arrays,
+    not one Python list per text.
+
+    Raises
+    ------
+    ValueError
+        If no text holds a word (scikit-learn's "empty vocabulary").
+    """
+    vocabulary: dict[str, int] = {}
+    setdefault = vocabulary.setdefault
+    flat, lengths = array("i"), array("q")
+    for text in texts:
+        ids = [setdefault(token, len(vocabulary)) for token in tokenize(text)]
+        flat.extend(ids)
+        lengths.append(len(ids))
+    if not vocabulary:
+        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
+    return (np.frombuffer(flat, dtype=np.int32), np.frombuffer(lengths, dtype=np.int64),
+            list(vocabulary))
+
+
+def _word_order(words: list[str], dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The words' sorted order (the number of the k-th word, int64) and each number's rank
+    in it (``dtype``): scikit-learn's column of each word."""
+    order = np.asarray(sorted(range(len(words)), key=words.__getitem__), dtype=np.int64)
+    rank = np.empty(len(words), dtype=dtype)
+    rank[order] = np.arange(len(words), dtype=dtype)
+    return order, rank
+
+
 def ngram_counts(texts: Sequence[str]) -> NgramCounts:
     """Counts of every word uni- and bigram of ``texts`` (:func:`~aflite_core.text.word_tokens`).
 
@@ -73,25 +107,12 @@ def ngram_counts(texts: Sequence[str]) -> NgramCounts:
     ValueError
         If no text holds a word (scikit-learn's "empty vocabulary").
     """
-    vocabulary: dict[str, int] = {}
-    setdefault = vocabulary.setdefault
-    flat, lengths = array("i"), array("q")
-    for text in texts:
-        ids = [setdefault(token, len(vocabulary)) for token in word_tokens(text)]
-        flat.extend(ids)
-        lengths.append(len(ids))
-    if not vocabulary:
-        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
-    n_words = len(vocabulary)
-    unsorted = list(vocabulary)
-    del vocabulary
-    order = sorted(range(n_words), key=unsorted.__getitem__)
+    flat, lengths, unsorted = _word_ids(texts, word_tokens)
+    n_words = len(unsorted)
+    order, rank = _word_order(unsorted, np.int32)
     words = np.asarray([unsorted[i] for i in order], dtype=object)
-    rank = np.empty(n_words, dtype=np.int32)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(n_words, dtype=np.int32)
-    tokens = rank[np.frombuffer(flat, dtype=np.int32)]  # each occurrence's word, by rank
+    tokens = rank[flat]  # each occurrence's word, by rank
     del flat, unsorted, order
-    lengths = np.frombuffer(lengths, dtype=np.int64)
     ends = np.cumsum(lengths)
     # a bigram starts at every token but a text's last
     starts = np.ones(len(tokens), dtype=bool)
@@ -169,29 +190,16 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
         As scikit-learn: no word in any text ("empty vocabulary"), or none left after pruning.
     """
     codes, distinct = pd.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
-    vocabulary: dict[str, int] = {}
-    setdefault, findall = vocabulary.setdefault, DEFAULT_TOKEN_RE.findall
-    flat, lengths = array("i"), array("q")
-    for text in distinct:
-        ids = [setdefault(token, len(vocabulary)) for token in findall(str(text).lower())]
-        flat.extend(ids)
-        lengths.append(len(ids))
-    if not vocabulary:
-        raise ValueError("empty vocabulary; perhaps the documents only contain stop words")
-    flat = np.frombuffer(flat, dtype=np.int32)
-    rows = np.repeat(np.arange(len(distinct), dtype=np.int32),
-                     np.frombuffer(lengths, dtype=np.int64))
+    findall = DEFAULT_TOKEN_RE.findall
+    flat, lengths, words = _word_ids(distinct, lambda text: findall(str(text).lower()))
+    rows = np.repeat(np.arange(len(distinct), dtype=np.int32), lengths)
     per_text = sp.csr_matrix((np.ones(len(flat), dtype=dtype), (rows, flat)),
-                             shape=(len(distinct), len(vocabulary)))
+                             shape=(len(distinct), len(words)))
     per_text.sum_duplicates()
     per_text.sort_indices()  # by first appearance, as scikit-learn's first pass
     X = per_text[codes]
     # scikit-learn's _sort_features: columns renumbered in word order, each row's order kept
-    words = list(vocabulary)
-    order = np.asarray(sorted(range(len(words)), key=words.__getitem__), dtype=np.int64)
-    renumber = np.empty(len(words), dtype=X.indices.dtype)
-    renumber[order] = np.arange(len(words), dtype=X.indices.dtype)
-    X.indices = renumber.take(X.indices)
+    X.indices = _word_order(words, X.indices.dtype)[1].take(X.indices)
     X.has_sorted_indices = False
     # scikit-learn's _limit_features (max_df=1.0 keeps every word)
     dfs = np.bincount(X.indices, minlength=X.shape[1])
