@@ -14,7 +14,10 @@ Floors:
 - aflite: per AFLite round, over that round's set S (sizes from the run's history), the two
   products every round needs: the class sums of each partition's training rows (an
   (m x |S|) @ (|S| x d) product) and one prediction pass of the m partition models
-  (|S| x d) @ (d x m labels);
+  (|S| x d) @ (d x m labels); and, when the run scored rows AFLite did not filter (the
+  ``train_only`` policy: dev/test scored by models trained on the retained rows, part of the
+  stage), the same two products once more: class sums over the retained rows and one
+  prediction pass of the scored rows;
 - cues: a binary bag of words of the hypotheses;
 - knn: the similarity products of one exact nearest-neighbour pass of the queried held-out
   rows (at most ``knn.MAX_QUERIES``) over the training rows;
@@ -27,6 +30,13 @@ Floors:
 - slices: a binary bag of words of the hypotheses (the cue features it slices on);
 - write: one Parquet write of the frame plus one CSV write of its rows (the run folder holds
   the input as Parquet and the retained/removed rows as CSV, which together hold every row).
+
+**Stages run beside the others.** Up to ``BESIDE_MAX_ROWS`` audited rows (250,000) the map
+runs on a thread of its own beside the other measures, which makes the audit shorter, but its
+wall time then counts the time the other measures held the cores. For such sizes the audit is
+run a second time with every measure in turn (``measure_runs.BESIDE_MAX_ROWS = 0``, the same
+results), and a stage that ran beside is judged by its time in turn (column "in turn"); the
+whole-run time, peak and ETA are the default run's. ``--no-in-turn`` skips the second run.
 
 It also checks the ETA: the CLI prints the overall fraction at every stage change; at each
 line with fraction f >= 10 % (the ETA is judged from the first tenth of the run on) after
@@ -103,10 +113,16 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
 
     member = (rng.random((m, n)) < 0.5).astype(np.float32)  # partition membership
 
+    sizes_row = summary.get("sizes") or {}
+    scored, retained = int(sizes_row.get("unfiltered", 0)), int(sizes_row.get("retained", 0))
+
     def aflite() -> None:
         for size in sizes:
             member[:, :size] @ X[:size]
             X[:size] @ W
+        if scored and retained:  # the rows AFLite did not filter, scored after the rounds
+            member[:, :retained] @ X[:retained]
+            X[:scored] @ W
 
     def write() -> None:
         folder = Path(tempfile.mkdtemp())
@@ -137,12 +153,20 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     return out
 
 
-def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] | None = None
+#: ``python -c`` program: the CLI's ``run`` with every measure in turn (none beside).
+IN_TURN = ("import runpy, sys; import aflite_core.measure_runs as m; m.BESIDE_MAX_ROWS = 0; "
+           "sys.argv[0] = 'aflite_core'; runpy.run_module('aflite_core', run_name='__main__')")
+
+
+def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] | None = None,
+           in_turn: bool = False
            ) -> tuple[int, float, float, list[tuple[float, float, str]], str]:
-    """Run the CLI audit; return its exit code, wall seconds, peak RSS (MB), the (seconds,
-    fraction) of each progress line, and the tail of stderr."""
+    """Run the CLI audit (with ``in_turn``, every measure in turn); return its exit code,
+    wall seconds, peak RSS (MB), the (seconds, fraction) of each progress line, and the tail
+    of stderr."""
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
+    command = ["-c", IN_TURN] if in_turn else ["-m", "aflite_core"]
+    proc = subprocess.Popen([sys.executable, *command, "run", str(data), "--out",
                              str(out), *(extra or [])], cwd=repo, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     lines: list[tuple[float, str]] = []
@@ -187,8 +211,19 @@ def eta_factor(progress: list[tuple[float, float, str]], wall: float
     return worst, where
 
 
+def _beside(repo: Path, n: int) -> list[str]:
+    """The stages that ran beside the others in an audit of ``n`` rows by ``repo``'s code."""
+    program = ("import json; from aflite_core.measures import registry; "
+               "from aflite_core.measure_runs import BESIDE_MAX_ROWS as top; "
+               f"print(json.dumps([m.name for m in registry.measures() if m.beside] "
+               f"if {n} <= top else []))")
+    done = subprocess.run([sys.executable, "-c", program], cwd=repo, capture_output=True,
+                          text=True, check=False)
+    return json.loads(done.stdout) if done.returncode == 0 else []
+
+
 def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
-             extra: list[str] | None = None) -> None:
+             extra: list[str] | None = None, in_turn: bool = True) -> None:
     if n <= 9_842:
         frame = pd.read_csv(shared / "snli" / "snli_dev.csv", keep_default_na=False).iloc[:n]
     else:
@@ -203,6 +238,17 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
         return
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     timings = summary["timings"]
+    beside = [stage for stage in _beside(repo, n) if stage in timings] if in_turn else []
+    turn: dict[str, float] = {}
+    if beside:
+        code_t, wall_t, _, _, tail_t = _audit(repo, data, work / f"turn_{n}", timeout, extra,
+                                              in_turn=True)
+        if code_t == 0:
+            turn = json.loads((work / f"turn_{n}" / "summary.json").read_text(
+                encoding="utf-8"))["timings"]
+            turn["wall"] = wall_t
+        else:
+            print(f"  (the audit in turn did not finish: {tail_t[-300:]})")
     floor = floors(frame, summary)
     eta, eta_where = eta_factor(progress, wall)
     print(f"\n{n:,} rows ({repo.name}): wall {wall:.1f} s, peak RSS {peak:.0f} MB; stop "
@@ -211,14 +257,19 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
           f"{'-' if eta is None else f'{eta:.2f}'} over {len(progress)} progress lines")
     if eta_where:
         print(f"  worst ETA {eta_where}")
-    print(f"  {'stage':16s} {'seconds':>9s} {'floor s':>9s} {'ratio':>7s}")
+    if turn:
+        print(f"  beside the others: {', '.join(beside)}; the audit in turn took "
+              f"{turn['wall']:.1f} s (ratio of those stages: in turn)")
+    print(f"  {'stage':16s} {'seconds':>9s} {'in turn':>9s} {'floor s':>9s} {'ratio':>7s}")
     for stage, seconds in timings.items():
         if stage == "total":
             continue
         f = floor.get(stage)
-        ratio = f"{seconds / f:7.1f}" if f else "      -"
-        print(f"  {stage:16s} {seconds:9.2f} {f if f is not None else float('nan'):9.2f} "
-              f"{ratio}")
+        judged = turn.get(stage, seconds) if stage in beside else seconds
+        ratio = f"{judged / f:7.1f}" if f else "      -"
+        in_turn_s = f"{turn[stage]:9.2f}" if stage in beside and stage in turn else " " * 9
+        print(f"  {stage:16s} {seconds:9.2f} {in_turn_s} "
+              f"{f if f is not None else float('nan'):9.2f} {ratio}")
     print(f"  {'total':16s} {timings['total']:9.2f}")
 
 
@@ -228,6 +279,8 @@ def main() -> int:
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--repo", type=Path, default=REPO, help="checkout to measure")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per size")
+    parser.add_argument("--no-in-turn", action="store_true", help="skip the second audit "
+                        "with every measure in turn (see the module docstring)")
     parser.add_argument("--extra", default="", help="more run flags, e.g. "
                         "'--projection-method umap' (one string, split on spaces)")
     args = parser.parse_args()
@@ -236,7 +289,8 @@ def main() -> int:
         print(f"run flags: {' '.join(extra)}")
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
-            one_size(n, args.shared, Path(tmp), args.repo.resolve(), args.timeout, extra)
+            one_size(n, args.shared, Path(tmp), args.repo.resolve(), args.timeout, extra,
+                     in_turn=not args.no_in_turn)
     return 0
 
 
