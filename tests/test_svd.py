@@ -112,6 +112,22 @@ def test_the_products_on_several_threads_are_bit_for_bit_those_on_one(tfidf, mon
     assert many.tobytes() == one.tobytes() and ratio_many == ratio_one
 
 
+def test_phi_does_not_depend_on_the_blas_threads_the_caller_allows(tfidf):
+    """OpenBLAS's multi-threaded LU, QR and GEMM round differently from its single-threaded
+    ones; the dense steps run on one BLAS thread whatever the caller allows, so Φ is the same
+    on a laptop and on a many-core driver (before, 1 and 2 threads differed in the last bits
+    on this 6,000-row matrix)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    if not any(pool["internal_api"] == "openblas" for pool in threadpool_info()):
+        pytest.skip("the rounding difference is OpenBLAS's")
+    with threadpool_limits(limits=1, user_api="blas"):
+        one, ratio_one = truncated_svd(tfidf, 128, n_iter=2, random_state=0)
+    with threadpool_limits(limits=4, user_api="blas"):
+        many, ratio_many = truncated_svd(tfidf, 128, n_iter=2, random_state=0)
+    assert many.tobytes() == one.tobytes() and ratio_many == ratio_one
+
+
 def test_balanced_cuts_cover_every_item_once():
     from aflite_core.represent.svd import _balanced_cuts
 

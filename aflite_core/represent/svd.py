@@ -22,6 +22,14 @@ same share of the TF-IDF's squared norm as scikit-learn's (0.3622 vs 0.3623), a 
 close to scikit-learn's (mean squared cosine of the principal angles 0.911) as scikit-learn's
 own under another seed (0.916), in 2.9-3.2 s instead of 5.5-6.2 s. ``tests/test_svd.py``
 checks the agreement on real text.
+
+The dense steps (LU, QR, the Gram matrix, its eigen-decomposition and ``X = B W``) run on one
+BLAS thread. OpenBLAS's multi-threaded LAPACK and GEMM round differently from its
+single-threaded ones, so Φ (and every figure after it) depended on the machine's cores from
+about 100k rows on (1 and 2 threads differed in the last bits of each of those steps); and
+between two such steps the BLAS threads kept spinning on the cores the sparse products (the
+split products' threads) needed. One thread: the same Φ on any machine, and the 100k SVD
+1.97-2.86 -> 1.81-2.32 s on this 2-core machine.
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
+from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import check_int, check_seed
 from aflite_core.represent.fold_pool import MAX_THREADS, available_cores
@@ -92,7 +101,7 @@ def truncated_svd(
     M = sp.csr_matrix(M, dtype=dtype) if sp.issparse(M) else np.asarray(M, dtype=dtype)
     width = min(k + n_oversamples, n_rows, n_features)
     rng = np.random.default_rng(random_state)
-    with _SplitProducts(M) as products:
+    with threadpool_limits(limits=1, user_api="blas"), _SplitProducts(M) as products:
         Z = products.gram(rng.standard_normal((n_features, width), dtype=dtype))
         steps = n_iter + 2  # the sketch, each power iteration, the final projection
         for i in range(n_iter):
@@ -104,13 +113,13 @@ def truncated_svd(
             callback((n_iter + 1) / steps)
         Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
         B = products.rows(Q, out=products.row_buffer(Q))  # n x l
-    eigenvalues, W = linalg.eigh(_gram64(B), check_finite=False)
-    order = np.argsort(eigenvalues)[::-1][:k]
-    W = W[:, order]
-    components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
-    signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
-    signs[signs == 0] = 1.0
-    X = B @ (W * signs).astype(dtype)
+        eigenvalues, W = linalg.eigh(_gram64(B), check_finite=False)
+        order = np.argsort(eigenvalues)[::-1][:k]
+        W = W[:, order]
+        components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
+        signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
+        signs[signs == 0] = 1.0
+        X = B @ (W * signs).astype(dtype)
     return X, _explained_variance_ratio(M, X)
 
 
