@@ -98,10 +98,12 @@ class Progress:
 
     def side_step(self, stage: str, message: str, done: float) -> None:
         """A beside measure did ``done`` of the bar in all (its fraction times its span's
-        width); raise :class:`AuditCancelled` if the audit was cancelled."""
+        width); raise :class:`AuditCancelled` if the audit was cancelled. The event says
+        ``"beside": True``, so that a display can keep naming the stage run in order (the
+        two threads' events interleave)."""
         with self._lock:
             self._side = max(self._side, float(done))
-            if self._emit(stage, message):
+            if self._emit(stage, message, beside=True):
                 raise AuditCancelled(f"audit cancelled during {stage}")
 
     def side_done(self) -> None:

@@ -18,6 +18,7 @@ from aflite_core.measures import registry
 from aflite_core.measures.registry import Measure, MeasureResult
 from aflite_core.pipeline import AuditCancelled, AuditConfig, _stage_spans, run_audit
 from aflite_core.runs.folder import load_run
+from ui import jobs
 
 MEASURES = ("cues", "knn", "projection", "baselines", "label_issues")
 CONFIG = {"representation_params": {"n_components": 32}, "n_partitions": 8,
@@ -81,6 +82,24 @@ def test_the_map_beside_the_others_gives_the_same_tables_bit_for_bit(snli_1500, 
     first_map, last_map = stages.index("projection"), len(stages) - 1 - stages[::-1].index(
         "projection")
     assert "knn" in stages[first_map:last_map] or "baselines" in stages[first_map:last_map]
+    assert {e["stage"] for e in beside_events if e.get("beside")} == {"projection"}
+
+    # the dashboard's progress names the stage run in order, the map beside it: the stage
+    # shown moves forward only (before, it alternated between the map and the others)
+    job = jobs.AuditJob(lambda *a, **k: None, None, None, runs_root=tmp_path)
+    shown, alongside = [], set()
+    for event in beside_events:
+        job._callback(event)
+        snap = job.snapshot()
+        shown.append(snap["stage"])
+        if snap.get("beside"):
+            assert snap["beside"]["stage"] == "projection" and snap["beside"]["message"]
+            alongside.add(snap["stage"])
+    measures = [s for s in shown if s in MEASURES]  # ("write" comes twice: scores, then rows)
+    stretches = [s for i, s in enumerate(measures) if i == 0 or s != measures[i - 1]]
+    assert len(stretches) == len(set(stretches)), " > ".join(stretches)
+    assert alongside & {"knn", "baselines", "pvi", "label_issues"}
+    assert "beside" not in job.snapshot()  # the map finished
 
 
 def test_the_beside_span_is_the_last_before_the_report(snli_1500, monkeypatch):

@@ -119,6 +119,7 @@ class AuditJob:
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._last: dict[str, Any] = {"stage": "start", "message": "Starting", "fraction": 0.0}
+        self._beside: dict[str, str] | None = None  # the measure running beside, if any
         self._aflite: dict[str, Any] = {}
         self._first_event: float | None = None
         self._thread = threading.Thread(target=self._work, name=f"audit-{self.id}", daemon=True)
@@ -158,13 +159,21 @@ class AuditJob:
         dict
             ``stage``, ``message``, ``fraction`` (0..1), the latest AFLite round keys
             (``round``, ``size``, ``removed_total``, ``target_size``) when known, ``state``,
-            ``elapsed`` and ``eta`` (``None`` until it can be estimated).
+            ``elapsed`` and ``eta`` (``None`` until it can be estimated). ``stage`` and
+            ``message`` are those of the stage run in order; while a measure runs beside
+            it, ``beside`` holds that measure's ``stage`` and ``message``.
         """
         with self._lock:
             # the filter's round counters belong to its stage: during the measures the
             # snapshot names the measure, not the last round
             rounds = self._aflite if self._last.get("stage") == "aflite" else {}
             info = {**rounds, **self._last}
+            side = dict(self._beside) if self._beside else None
+        if side is not None:
+            if side["stage"] == info.get("stage"):  # waiting for it: its news is the news
+                info["message"] = side["message"]
+            else:
+                info["beside"] = side
         end = self.finished if self.finished is not None else time.monotonic()
         elapsed = end - self.started
         fraction = float(info.get("fraction") or 0.0)
@@ -181,6 +190,14 @@ class AuditJob:
         if self._first_event is None:
             self._first_event = time.monotonic()
         with self._lock:
+            if event.get("beside"):  # a measure beside the others: the bar moves, the stage stays
+                self._beside = {"stage": event.get("stage", ""),
+                                "message": event.get("message", "")}
+                self._last["fraction"] = event.get("fraction", self._last.get("fraction"))
+                return self._cancel.is_set()
+            if self._beside and event.get("stage") == self._beside["stage"] \
+                    and "status" in event:  # it finished
+                self._beside = None
             self._last = dict(event)
             if event.get("stage") == "aflite" and "round" in event:
                 self._aflite = {

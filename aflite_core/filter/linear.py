@@ -535,7 +535,8 @@ def fit_lda_partitions(
         n_classes = int(codes.max()) + 1
     shift = X.mean(axis=0, dtype=np.float64).astype(np.float32)
     order = np.argsort(codes, kind="stable")
-    Xs = X[order] - shift
+    Xs = X[order]  # the gather is a new array: centred in place, without a second copy
+    Xs -= shift
     bounds = np.searchsorted(codes[order], np.arange(n_classes + 1))
     tr = train[:, order]
     stats = ScatterStats.zeros(X.shape[1])

@@ -420,6 +420,10 @@ def live_progress() -> None:
             ("Elapsed", components.fmt_seconds(snap["elapsed"]), None),
         ])
         st.caption(components.md_escape(snap.get("message", "")))
+        if snap.get("beside"):
+            side = snap["beside"]
+            st.caption(f"Beside it: {stage_label(side['stage'])}, "
+                       f"{components.md_escape(side['message'])}")
         if job.cancel_requested:
             st.caption("Cancelling at the next checkpoint…")
         st.button("Cancel", icon=":material/cancel:", on_click=job.cancel,
