@@ -12,17 +12,22 @@ Floors:
 - representation: TF-IDF of premise + hypothesis (fit_transform) plus one pass of a rank-k
   sketch of it (``M @ Ω`` and ``M.T @ (M @ Ω)``, k = Φ's width + 10): the least any rank-k
   reduction of M reads (the randomized SVD does this once per power iteration, plus QRs);
-- aflite: per AFLite round, over that round's set S (sizes from the run's history), the two
-  products every round needs: the class sums of each partition's training rows (an
-  (m x |S|) @ (|S| x d) product) and one prediction pass of the m partition models
-  (|S| x d) @ (d x m labels); then the element-wise work without which the scores are not
-  the stage's numbers: whether each model's prediction is the row's label (C - 1 maxima and
-  one comparison per row and model, the correct counts summed over models), the only way to
-  a predictability, and the gold label's softmax probability the data map averages (C - 1
-  exponentials, their sum and a reciprocal per row and model, summed over models); and, when
-  the run scored rows AFLite did not filter (the ``train_only`` policy: dev/test scored by
-  models trained on the retained rows, part of the stage), the same once more: class sums over
-  the retained rows and one prediction pass of the scored rows;
+- aflite: what AFLite's numbers cannot be had without, each in the cheapest way measured.
+  Once, the covariance of the first round's set (X^T X; AFLite's models share it and update
+  it as rows leave). Per round, over that round's set S (sizes and train sizes t from the
+  run's history): the randomness of the partitions' draws (m x min(t, |S| - t) random
+  integers, not the draw itself); one Cholesky factor and solve for the m x C class means
+  (what makes class sums linear discriminants); the class sums of each partition's training
+  rows (an (m x |S|) @ (|S| x d) product); one prediction pass of the m models; and the
+  element-wise work that turns scores into the stage's numbers: whether each model's
+  prediction is the row's label (C - 1 maxima and one comparison per row and model, summed
+  over models), the only way to a predictability, and the gold label's softmax probability
+  that the data map averages (C - 1 exponentials, their sum and a reciprocal per row and
+  model, summed over models). When the run scored rows AFLite did not filter (the
+  ``train_only`` policy: dev/test scored by models trained on the retained rows, part of the
+  stage), the same once more for the retained rows and the scored ones. The products run as
+  AFLite runs them, one BLAS thread a core on cache-sized chunks (two BLAS threads on whole
+  arrays were slower once the element-wise work came after them);
 - cues: a binary bag of words of the hypotheses;
 - knn: the similarity products of one exact nearest-neighbour pass of the queried held-out
   rows (at most ``knn.MAX_QUERIES``) over the training rows;
@@ -32,7 +37,9 @@ Floors:
 - baselines: one fit of the hypothesis-only model on all rows plus one fit of the linear
   probe (logistic regression on standardised Φ-sized features);
 - pvi: one fit of the hypothesis-only model on all rows;
-- slices: a binary bag of words of the hypotheses (the cue features it slices on);
+- slices: a binary bag of words of the hypotheses (the cue features it slices on) and the
+  least its Φ clusters need, every row's nearest of the k centres (an (n x d) @ (d x k)
+  product and an argmax);
 - write: one Parquet write of the frame plus one CSV write of its rows (the run folder holds
   the input as Parquet and the retained/removed rows as CSV, which together hold every row).
 
@@ -74,6 +81,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import linalg
 from threadpoolctl import ThreadpoolController
 
 REPO = Path(__file__).resolve().parent.parent
@@ -156,15 +164,35 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
         sum(pool.map(lambda lo: member[:, lo:min(rows, lo + 8192)] @ X[lo:min(rows, lo + 8192)],
                      range(0, rows, 8192)))
 
+    trains = [int(r.get("train_size") or 0) for r in summary.get("history") or []] or [n // 2]
+    draws = np.random.default_rng(1)
+    rhs = rng.normal(size=(d, m * n_classes))
+
+    def fit_models(size: int, train: int) -> None:
+        """The least that turns class sums into m linear discriminants: the partitions'
+        random training rows (m x t random draws among ``size``: the randomness itself), and
+        one Cholesky factor of the shared covariance with a solve for the m x C class means.
+        """
+        draws.integers(0, size, size=(m, max(1, min(train, size - train))))  # the smaller side
+        cov = np.cov(X[:512].T) + np.eye(d)  # a d x d SPD stand-in (its cost is the solve's)
+        linalg.cho_solve(linalg.cho_factor(cov), rhs)
+
     def aflite() -> None:
         # every product on one BLAS thread a core, as AFLite runs them: a multi-threaded BLAS
         # call between the pool's tasks left its threads spinning on the cores the tasks need
         # (the prediction passes took 0.75 s instead of 0.40 s at 100k rows)
         with blas.limit(limits=1, user_api="blas"):  # the controller's scan is done once
-            for size in sizes:
+            sum(pool.map(lambda lo: X[lo:lo + 8192].T @ X[lo:lo + 8192],
+                         range(0, sizes[0], 8192)))  # the covariance of S, once
+            for size, train in zip(sizes, trains + trains[-1:] * len(sizes), strict=False):
+                fit_models(size, train)
                 class_sums(size)
                 predict(size)
             if scored and retained:  # the rows AFLite did not filter, scored after the rounds
+                draws.integers(0, retained, size=(m, max(1, trains[-1])))
+                sum(pool.map(lambda lo: X[lo:lo + 8192].T @ X[lo:lo + 8192],
+                             range(0, retained, 8192)))  # the retained rows' covariance
+                fit_models(retained, 0)
                 class_sums(retained)
                 predict(scored)
 
@@ -193,7 +221,10 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
         probe_fit = _timed(lambda: text_model("probe").fit(X, labels))
     out["baselines"] = hyp_fit + probe_fit
     out["pvi"] = hyp_fit
-    out["slices"] = out["cues"]
+    k = int(((summary["parameters"].get("measure_params") or {}).get("slices") or {})
+            .get("n_clusters", 50))
+    centres = rng.normal(size=(d, k)).astype(np.float32)
+    out["slices"] = out["cues"] + _timed(lambda: (X @ centres).argmax(axis=1))
     return out
 
 
