@@ -250,8 +250,11 @@ def _explained_variance_ratio(M, X: np.ndarray) -> float:
     else:
         total = float(np.var(np.asarray(M, dtype=np.float64), axis=0).sum())
     col_sum, col_sq = np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    for lo in range(0, n, 16_384):  # no float64 copy of all of X
-        part = X[lo:lo + 16_384].astype(np.float64)
+    # no float64 copy of all of X; 4,096-row chunks (8 MB at 256 columns) stay below the
+    # allocator's mmap threshold and reuse one buffer, where 16,384-row ones were each mapped
+    # and faulted in afresh (0.09-0.26 -> 0.06 s at 100k rows; the ratio moves in the 16th digit)
+    for lo in range(0, n, 4_096):
+        part = X[lo:lo + 4_096].astype(np.float64)
         col_sum += part.sum(axis=0)
         col_sq += np.einsum("ij,ij->j", part, part)
     explained = float(np.sum(col_sq / n - (col_sum / n) ** 2)) if n else 0.0
