@@ -113,13 +113,13 @@ def truncated_svd(
             callback((n_iter + 1) / steps)
         Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
         B = products.rows(Q, out=products.row_buffer(Q))  # n x l
-        eigenvalues, W = linalg.eigh(_gram64(B), check_finite=False)
+        eigenvalues, W = linalg.eigh(_gram64(B, pool=products.pool), check_finite=False)
         order = np.argsort(eigenvalues)[::-1][:k]
         W = W[:, order]
         components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
         signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
         signs[signs == 0] = 1.0
-        X = B @ (W * signs).astype(dtype)
+        X = _rows_times(B, (W * signs).astype(dtype), products.pool, products.n_threads)
     return X, _explained_variance_ratio(M, X)
 
 
@@ -156,6 +156,11 @@ class _SplitProducts:
                                   self.n_threads)
         self.col_blocks = [(lo, hi, M[:, lo:hi].T)
                            for lo, hi in zip(col_cuts[:-1], col_cuts[1:], strict=True)]
+
+    @property
+    def pool(self) -> ThreadPoolExecutor | None:
+        """The products' threads (None on one thread), for the SVD's other row-wise work."""
+        return self._pool
 
     def __enter__(self) -> _SplitProducts:
         if self.n_threads > 1:
@@ -231,13 +236,39 @@ def _row_view(M: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
                           M.indptr[lo:hi + 1] - start), shape=(hi - lo, M.shape[1]), copy=False)
 
 
-def _gram64(B: np.ndarray, chunk_rows: int = 16_384) -> np.ndarray:
-    """``BᵀB`` accumulated in float64 over row chunks (no float64 copy of all of ``B``)."""
+def _gram64(B: np.ndarray, chunk_rows: int = 16_384,
+            pool: ThreadPoolExecutor | None = None) -> np.ndarray:
+    """``BᵀB`` accumulated in float64 over row chunks (no float64 copy of all of ``B``).
+
+    With ``pool``, the chunks' products run on its threads and are added in chunk order: the
+    same sums as one thread (each chunk's product is computed alike on one BLAS thread).
+    """
+    def part(lo: int) -> np.ndarray:
+        chunk = B[lo:lo + chunk_rows].astype(np.float64)
+        return chunk.T @ chunk
+
     G = np.zeros((B.shape[1], B.shape[1]))
-    for lo in range(0, B.shape[0], chunk_rows):
-        part = B[lo:lo + chunk_rows].astype(np.float64)
-        G += part.T @ part
+    starts = range(0, B.shape[0], chunk_rows)
+    for product in (pool.map(part, starts) if pool is not None else map(part, starts)):
+        G += product
     return G
+
+
+def _rows_times(B: np.ndarray, W: np.ndarray, pool: ThreadPoolExecutor | None,
+                threads: int) -> np.ndarray:
+    """``B @ W``, with ``pool`` in row blocks on its threads (every output row the same dot
+    products on one BLAS thread; no block of a single row, which BLAS would take as a
+    matrix-vector product and sum in another order)."""
+    if pool is None or len(B) < 4 * threads:
+        return B @ W
+    out = np.empty((B.shape[0], W.shape[1]), dtype=np.result_type(B, W))
+    cuts = np.linspace(0, len(B), 2 * threads + 1).astype(np.int64)
+
+    def block(i: int) -> None:
+        np.matmul(B[cuts[i]:cuts[i + 1]], W, out=out[cuts[i]:cuts[i + 1]])
+
+    list(pool.map(block, range(len(cuts) - 1)))
+    return out
 
 
 def _explained_variance_ratio(M, X: np.ndarray) -> float:
