@@ -272,6 +272,7 @@ def audit_run(root: Path, n_rows: int, *, seed: int = 0) -> tuple[Path, dict[str
     """
     sys.path.insert(0, str(REPO_ROOT / "benchmarks"))
     from bench_cues import build
+    from bench_pipeline import watch_peak  # the audit's own peak, not ru_maxrss
 
     root.mkdir(parents=True, exist_ok=True)
     data = root.parent / f"snli_like_{n_rows}_seed{seed}.csv"
@@ -284,15 +285,19 @@ def audit_run(root: Path, n_rows: int, *, seed: int = 0) -> tuple[Path, dict[str
     proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
                              str(out)], cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
+    peak = [0.0]  # the audit's own peak (VmHWM): ru_maxrss would carry this process's memory
+    watcher = threading.Thread(target=watch_peak, args=(proc.pid, peak), daemon=True)
+    watcher.start()
     tail: list[str] = []
     for line in proc.stderr:  # progress lines; the last ones say what failed, if anything
         tail = [*tail[-4:], line.rstrip()]
     _, status, usage = os.wait4(proc.pid, 0)
+    watcher.join(5)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"the CLI audit failed: {' | '.join(tail)}")
     info = {"input_csv_s": round(built, 1), "cli_wall_s": round(wall, 1),
-            "cli_peak_rss_mb": round(usage.ru_maxrss / 1024), "input_mb": round(
+            "cli_peak_rss_mb": round(peak[0] or usage.ru_maxrss / 1024), "input_mb": round(
                 data.stat().st_size / 2**20, 1)}
     print(f"  CLI audit of {n_rows:,} rows: {info}", flush=True)
     return out, info

@@ -6,7 +6,7 @@ audit (``python -m aflite_core run DATA --out ...``, the same defaults as the da
 fresh process and prints, per stage, its seconds from ``summary.json``, and the floor
 measured in this run on the same data: the cheapest operation the stage cannot avoid, with
 the ratio stage / floor. The whole-run wall time and peak RSS come from the child process
-(its ``VmHWM``, see ``_watch_peak``).
+(its ``VmHWM``, see ``watch_peak``).
 
 Floors:
 - representation: TF-IDF of premise + hypothesis (fit_transform) plus one pass of a rank-k
@@ -256,7 +256,7 @@ def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] |
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     hwm = [0.0]
-    watcher = threading.Thread(target=_watch_peak, args=(proc.pid, hwm), daemon=True)
+    watcher = threading.Thread(target=watch_peak, args=(proc.pid, hwm), daemon=True)
     watcher.start()
     timer = threading.Timer(timeout, proc.kill)
     timer.start()
@@ -272,7 +272,7 @@ def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] |
     return proc.returncode, wall, hwm[0] or usage.ru_maxrss / 1024, progress, tail
 
 
-def _watch_peak(pid: int, peak: list[float]) -> None:
+def watch_peak(pid: int, peak: list[float]) -> None:
     """The child's own peak RSS (MB): its ``VmHWM``, read every 0.1 s until it exits.
 
     Not ``ru_maxrss``: Linux counts in a child's maximum the resident size of the process
