@@ -170,3 +170,37 @@ def test_a_fit_that_fails_on_its_own_is_not_sent_again(tmp_path):
             pytest.raises(ValueError, match="bad fold 0"):
         map_folds(fit, [0, 1, 2])
     assert record.tasks == 3
+
+
+class _TruncatingClient:
+    """A client of the distributed releases (2025.1-2026.6) whose ``scheduler_info()`` lists
+    five workers unless asked for all with ``n_workers=-1``."""
+
+    def __init__(self, workers: list[str]) -> None:
+        self.workers = workers
+
+    def scheduler_info(self, n_workers: int = 5) -> dict:
+        shown = self.workers if n_workers == -1 else self.workers[:n_workers]
+        return {"workers": {w: {} for w in shown}}
+
+
+class _OldClient(_TruncatingClient):
+    """A client of the releases before the argument (every worker, no ``n_workers``)."""
+
+    def scheduler_info(self) -> dict:  # noqa: D102 - the old signature
+        return {"workers": {w: {} for w in self.workers}}
+
+
+@pytest.mark.parametrize("client_type", [_TruncatingClient, _OldClient])
+def test_a_cluster_of_more_than_five_workers_is_seen_whole(client_type):
+    """On a release whose scheduler_info() shows five workers, the sixth to eighth were taken
+    for departed (AFLite would rebuild their groups, the fold fits be sent again) and AFLite
+    placed its block groups on five workers only."""
+    from aflite_core.represent.fold_pool import cluster_workers, departed_workers
+
+    workers = [f"tcp://10.0.0.{i}:4000" for i in range(8)]
+    client = client_type(workers)
+    assert cluster_workers(client) == set(workers)
+    assert departed_workers(client, workers, wait_s=0) == set()
+    assert departed_workers(client, [*workers, "tcp://10.0.0.99:4000"], wait_s=0) == {
+        "tcp://10.0.0.99:4000"}

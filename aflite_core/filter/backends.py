@@ -369,7 +369,9 @@ class _DaskBackend:
             raise
 
     def _workers(self) -> list[str]:
-        workers = sorted(self._client.scheduler_info()["workers"])
+        from aflite_core.represent.fold_pool import cluster_workers
+
+        workers = sorted(cluster_workers(self._client))
         if not workers:
             raise RuntimeError("AFLite on Dask: the cluster has no worker left; start "
                                "workers (or use backend='local') and run again")
