@@ -119,7 +119,9 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     X = rng.normal(size=(n, d)).astype(np.float32)
     m = int(summary["parameters"]["n_partitions"])
     held = max(1, min(n // 10, 10_000))
-    sizes = [int(r["size"]) for r in summary.get("history") or []] or [n]
+    # each AFLite round's set size and train size
+    rounds = [(int(r["size"]), int(r.get("train_size") or 0))
+              for r in summary.get("history") or []] or [(n, n // 2)]
 
     def representation() -> None:
         M = TfidfVectorizer().fit_transform([p + " " + h for p, h in
@@ -159,12 +161,16 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
         element-wise work)."""
         list(pool.map(lambda lo: predict_chunk(lo, rows), range(0, rows, 4096)))
 
+    def covariance(rows: int) -> None:
+        """X^T X over ``rows`` rows, 8,192-row chunks summed."""
+        sum(pool.map(lambda lo: X[lo:min(rows, lo + 8192)].T @ X[lo:min(rows, lo + 8192)],
+                     range(0, rows, 8192)))
+
     def class_sums(rows: int) -> None:
         """The partitions' class sums over ``rows`` rows, 8,192-row chunks summed."""
         sum(pool.map(lambda lo: member[:, lo:min(rows, lo + 8192)] @ X[lo:min(rows, lo + 8192)],
                      range(0, rows, 8192)))
 
-    trains = [int(r.get("train_size") or 0) for r in summary.get("history") or []] or [n // 2]
     draws = np.random.default_rng(1)
     rhs = rng.normal(size=(d, m * n_classes))
 
@@ -182,17 +188,14 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
         # call between the pool's tasks left its threads spinning on the cores the tasks need
         # (the prediction passes took 0.75 s instead of 0.40 s at 100k rows)
         with blas.limit(limits=1, user_api="blas"):  # the controller's scan is done once
-            sum(pool.map(lambda lo: X[lo:lo + 8192].T @ X[lo:lo + 8192],
-                         range(0, sizes[0], 8192)))  # the covariance of S, once
-            for size, train in zip(sizes, trains + trains[-1:] * len(sizes), strict=False):
+            covariance(rounds[0][0])  # of the first round's S, once
+            for size, train in rounds:
                 fit_models(size, train)
                 class_sums(size)
                 predict(size)
             if scored and retained:  # the rows AFLite did not filter, scored after the rounds
-                draws.integers(0, retained, size=(m, max(1, trains[-1])))
-                sum(pool.map(lambda lo: X[lo:lo + 8192].T @ X[lo:lo + 8192],
-                             range(0, retained, 8192)))  # the retained rows' covariance
-                fit_models(retained, 0)
+                covariance(retained)
+                fit_models(retained, rounds[-1][1])
                 class_sums(retained)
                 predict(scored)
 

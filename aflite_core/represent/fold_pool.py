@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -197,8 +198,6 @@ def _collect(futures: list, results: list, on_done: Callable[[int, R], object] |
 def _lost_data(error: BaseException) -> bool:
     """Whether ``error`` is how Dask reports a task it gave up (cancelled for lost data, a
     worker killed, a closed connection), not an error raised by the fit itself."""
-    from concurrent.futures import CancelledError
-
     # FutureCancelledError is a CancelledError, CommClosedError an OSError
     return isinstance(error, CancelledError | OSError) or type(error).__name__ == "KilledWorker"
 
@@ -229,8 +228,6 @@ def departed_workers(client: Any, addresses: Iterable[str], *,
     """The workers among ``addresses`` no longer in ``client``'s cluster. The scheduler may
     learn of a death a moment after a task of the client failed, so an empty answer is asked
     again for up to ``wait_s`` seconds."""
-    import time
-
     addresses = set(addresses)
     deadline = time.monotonic() + wait_s
     while True:

@@ -34,7 +34,7 @@ split products' threads) needed. One thread: the same Φ on any machine, and the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -113,13 +113,13 @@ def truncated_svd(
             callback((n_iter + 1) / steps)
         Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
         B = products.rows(Q, out=products.row_buffer(Q))  # n x l
-        eigenvalues, W = linalg.eigh(_gram64(B, pool=products.pool), check_finite=False)
+        eigenvalues, W = linalg.eigh(_gram64(B, mapper=products.map), check_finite=False)
         order = np.argsort(eigenvalues)[::-1][:k]
         W = W[:, order]
         components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
         signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
         signs[signs == 0] = 1.0
-        X = _rows_times(B, (W * signs).astype(dtype), products.pool, products.n_threads)
+        X = _rows_times(B, (W * signs).astype(dtype), products)
     return X, _explained_variance_ratio(M, X)
 
 
@@ -157,10 +157,12 @@ class _SplitProducts:
         self.col_blocks = [(lo, hi, M[:, lo:hi].T)
                            for lo, hi in zip(col_cuts[:-1], col_cuts[1:], strict=True)]
 
-    @property
-    def pool(self) -> ThreadPoolExecutor | None:
-        """The products' threads (None on one thread), for the SVD's other row-wise work."""
-        return self._pool
+    def map(self, fn: Callable, items: Iterable) -> list:
+        """``[fn(item) for item in items]`` in order, on the products' threads when there
+        are several (the SVD's row-wise work besides the products uses them too)."""
+        if self._pool is None:
+            return [fn(item) for item in items]
+        return list(self._pool.map(fn, items))
 
     def __enter__(self) -> _SplitProducts:
         if self.n_threads > 1:
@@ -187,7 +189,7 @@ class _SplitProducts:
             lo, hi, rows = block
             out[lo:hi] = rows @ D
 
-        list(self._pool.map(part, self.row_blocks))
+        self.map(part, self.row_blocks)
         return out
 
     def row_buffer(self, D: np.ndarray) -> np.ndarray:
@@ -210,7 +212,7 @@ class _SplitProducts:
             lo, hi, columns_t = block
             out[lo:hi] = columns_t @ Y
 
-        list(self._pool.map(part, self.col_blocks))
+        self.map(part, self.col_blocks)
         return out
 
 
@@ -237,29 +239,29 @@ def _row_view(M: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
 
 
 def _gram64(B: np.ndarray, chunk_rows: int = 16_384,
-            pool: ThreadPoolExecutor | None = None) -> np.ndarray:
+            mapper: Callable[[Callable, Iterable], Iterable] | None = None) -> np.ndarray:
     """``BᵀB`` accumulated in float64 over row chunks (no float64 copy of all of ``B``).
 
-    With ``pool``, the chunks' products run on its threads and are added in chunk order: the
-    same sums as one thread (each chunk's product is computed alike on one BLAS thread).
+    ``mapper`` (:meth:`_SplitProducts.map`) may compute the chunks' products on several
+    threads; they are added in chunk order, the same sums as on one (each chunk's product is
+    computed alike on one BLAS thread).
     """
     def part(lo: int) -> np.ndarray:
         chunk = B[lo:lo + chunk_rows].astype(np.float64)
         return chunk.T @ chunk
 
     G = np.zeros((B.shape[1], B.shape[1]))
-    starts = range(0, B.shape[0], chunk_rows)
-    for product in (pool.map(part, starts) if pool is not None else map(part, starts)):
+    for product in (mapper or map)(part, range(0, B.shape[0], chunk_rows)):
         G += product
     return G
 
 
-def _rows_times(B: np.ndarray, W: np.ndarray, pool: ThreadPoolExecutor | None,
-                threads: int) -> np.ndarray:
-    """``B @ W``, with ``pool`` in row blocks on its threads (every output row the same dot
-    products on one BLAS thread; no block of a single row, which BLAS would take as a
-    matrix-vector product and sum in another order)."""
-    if pool is None or len(B) < 4 * threads:
+def _rows_times(B: np.ndarray, W: np.ndarray, products: _SplitProducts) -> np.ndarray:
+    """``B @ W``, in row blocks on the products' threads when there are several (every output
+    row the same dot products on one BLAS thread; no block of a single row, which BLAS would
+    take as a matrix-vector product and sum in another order)."""
+    threads = products.n_threads
+    if threads == 1 or len(B) < 4 * threads:
         return B @ W
     out = np.empty((B.shape[0], W.shape[1]), dtype=np.result_type(B, W))
     cuts = np.linspace(0, len(B), 2 * threads + 1).astype(np.int64)
@@ -267,7 +269,7 @@ def _rows_times(B: np.ndarray, W: np.ndarray, pool: ThreadPoolExecutor | None,
     def block(i: int) -> None:
         np.matmul(B[cuts[i]:cuts[i + 1]], W, out=out[cuts[i]:cuts[i + 1]])
 
-    list(pool.map(block, range(len(cuts) - 1)))
+    products.map(block, range(len(cuts) - 1))
     return out
 
 
