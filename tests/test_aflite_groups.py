@@ -42,6 +42,25 @@ def test_no_partition_splits_a_group():
         assert 150 <= in_train.sum() <= 200  # whole groups up to t
 
 
+def test_a_large_group_does_not_end_a_draw_short_of_t():
+    """One group of 150 rows among 300 pairs, t = 200: a partition that meets the large group
+    after it has taken some pairs passes over it and fills up with pairs (before, it stopped
+    there: training sizes down to a few rows)."""
+    groups = np.r_[np.zeros(150, dtype=np.int64), np.repeat(np.arange(1, 301), 2)]
+    y = np.random.default_rng(1).integers(0, 2, len(groups))
+    blocks = _Blocks(y.astype(np.int64), 2, 10_000)
+    drawn = _draw_round(np.random.default_rng(0), blocks, np.ones(len(y), dtype=bool),
+                        {"m": 32, "train": 200}, groups)
+    train = np.concatenate(drawn["train_w"], axis=1)
+    rows = np.concatenate(blocks.rows)
+    sizes = train.sum(axis=1)
+    assert sizes.min() >= 199 and sizes.max() <= 200, sizes
+    with_large = [bool(train[j][np.isin(rows, np.arange(150))].any()) for j in range(32)]
+    assert 0 < sum(with_large) < 32  # the large group trains some partitions, not all
+    for j in range(32):  # and stays whole
+        assert len(set(train[j][np.isin(rows, np.arange(150))])) == 1
+
+
 def test_grouped_partitions_do_not_score_a_row_by_its_twin():
     X, y, groups = _twins()
     params = {"target_size": 300, "n_partitions": 16, "train_size": 300, "slice_size": 30,
@@ -61,3 +80,16 @@ def test_groups_must_match_the_rows():
     X, y, groups = _twins(20)
     with pytest.raises(ValueError, match="groups: expected 40 values"):
         AFLite(target_size=20, n_partitions=4).fit(X, y, groups=groups[:-1])
+
+
+def test_the_second_pass_takes_the_fitting_groups_in_order_until_one_does_not_fit():
+    from aflite_core.filter.aflite_rounds import _fitting
+
+    sizes = np.array([5, 1, 4, 2, 1, 1])
+    rest = np.arange(6)
+    # room 3: groups of at most 3 rows in order are 1 (1 row), 3 (2), 4 (1): the first two
+    # fill it exactly
+    assert _fitting(rest, sizes, 3).tolist() == [1, 3]
+    assert _fitting(rest, sizes, 2, chunk=2).tolist() == [1, 4]  # 3 would overflow the room
+    assert _fitting(rest, sizes, 9).tolist() == [0, 1]  # 5 + 1 fit, the 4 after would not
+    assert _fitting(rest[:0], sizes, 3).tolist() == []

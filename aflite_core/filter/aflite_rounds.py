@@ -268,14 +268,53 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
 
 def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.ndarray,
                   s_groups: np.ndarray, t: int) -> None:
-    """Fill each partition's training columns with whole groups of S (see _draw_round)."""
+    """Fill each partition's training columns with whole groups of S (see _draw_round).
+
+    The groups come in a seeded random order (as far as needed) and are taken while they fit
+    in t; then, in the same order, the groups after the first one that did not fit and no
+    larger than the room it left are taken while they fit, so one large group does not end the
+    draw short of t (with a group of 14 % of the rows and t = 40 %, a partition stopped as low
+    as 26 %).
+    """
     _, inverse, sizes = np.unique(s_groups, return_inverse=True, return_counts=True)
+    n_groups = len(sizes)
+    # the order is needed only as far as it fills t: draw that many groups (a tenth more, as
+    # group sizes vary) without replacement, 4-5x cheaper than a permutation of every group;
+    # when they fall short of t, the partition takes a permutation of all of them
+    enough = min(n_groups, int(np.ceil(1.1 * t * n_groups / max(len(s_groups), 1))) + 32)
+    # S's columns are often one run (nothing compacted away yet): a slice is written 50x faster
+    contiguous = len(s_cols) > 0 and bool(np.all(np.diff(s_cols) == 1))
+    columns = slice(int(s_cols[0]), int(s_cols[-1]) + 1) if contiguous else s_cols
+    chosen = np.zeros(len(sizes), dtype=bool)
     for j in range(train_all.shape[0]):
-        order = rng.permutation(len(sizes))
-        taken = max(1, int(np.searchsorted(np.cumsum(sizes[order]), t, side="right")))
-        chosen = np.zeros(len(sizes), dtype=bool)
+        order = rng.choice(n_groups, size=enough, replace=False)
+        total = np.cumsum(sizes[order])
+        if enough < n_groups and total[-1] < t:
+            order = rng.permutation(n_groups)
+            total = np.cumsum(sizes[order])
+        taken = max(1, int(np.searchsorted(total, t, side="right")))
+        chosen[:] = False
         chosen[order[:taken]] = True
-        train_all[j, s_cols[chosen[inverse]]] = True
+        room = t - int(total[taken - 1])
+        if room > 0:
+            chosen[_fitting(order[taken:], sizes, room)] = True
+        train_all[j, columns] = chosen[inverse]
+
+
+def _fitting(rest: np.ndarray, sizes: np.ndarray, room: int, chunk: int = 4096) -> np.ndarray:
+    """The groups of ``rest``, in order, no larger than the room left, taken until one does
+    not fit (read in chunks: the room is a few rows, so the first chunk usually ends it)."""
+    out = []
+    for lo in range(0, len(rest), chunk):
+        part = rest[lo : lo + chunk]
+        candidates = part[sizes[part] <= room]
+        total = np.cumsum(sizes[candidates])
+        k = int(np.searchsorted(total, room, side="right"))
+        out.append(candidates[:k])
+        if k < len(candidates) or (k and total[k - 1] == room):
+            break
+        room -= int(total[k - 1]) if k else 0
+    return np.concatenate(out) if out else rest[:0]
 
 
 def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitConfig,
