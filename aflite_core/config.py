@@ -99,10 +99,14 @@ class AuditConfig:
         training rows and others, else every row jointly.
     instance : {"auto", "row", "question"}, default "auto"
         ``auto``: a question for multiple-choice data (kept or removed whole), else a row.
-    group_partitions : bool, default False
-        AFLite's partitions train on whole groups of the dataset (``dataset.groups()``), so
-        a row is never scored by a model that saw its group (e.g. another hypothesis of its
-        premise). Off by default: the paper draws rows.
+    group_partitions : {"auto", "on", "off"}, default "auto"
+        ``"on"``: AFLite's partitions train on whole groups of the dataset
+        (``dataset.groups()``), so a row is never scored by a model that saw its group (e.g.
+        the same claim with the other label, another hypothesis of its premise). ``"off"``:
+        the paper's draws of rows. ``"auto"``: on for row-level AFLite on data with groups
+        none of which holds more than 25 % of the filtered rows
+        (:func:`aflite_core.pipeline.partition_groups`). ``True`` / ``False`` are read as
+        ``"on"`` / ``"off"``.
     scheduler : str or None
         With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
         ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
@@ -133,7 +137,7 @@ class AuditConfig:
     scheduler: str | None = None
     split_policy: str = "auto"
     instance: str = "auto"
-    group_partitions: bool = False
+    group_partitions: str = "auto"
     filter: str = "aflite"
     filter_params: dict = field(default_factory=dict)
 
@@ -174,8 +178,9 @@ class AuditConfig:
         check_choice("backend", self.backend, ("local", "dask"))
         check_choice("split_policy", self.split_policy, SPLIT_POLICIES)
         check_choice("instance", self.instance, INSTANCES)
-        if not isinstance(self.group_partitions, bool):
-            raise TypeError(f"group_partitions: expected a bool, got {self.group_partitions!r}")
+        if isinstance(self.group_partitions, bool):  # the switch of earlier versions
+            self.group_partitions = "on" if self.group_partitions else "off"
+        check_value(_PARAMETER["group_partitions"], self.group_partitions)
         if self.scheduler is not None and self.backend != "dask":
             raise ValueError(
                 f"scheduler: only used with backend='dask', got scheduler={self.scheduler!r} "
@@ -222,9 +227,9 @@ class AuditConfig:
             return
         if self.backend != "local":
             raise ValueError("backend: the Z-filter runs locally; use backend='local'")
-        if self.group_partitions:
+        if self.group_partitions in ("on", True):
             raise ValueError("group_partitions: AFLite's partitions only; the Z-filter has "
-                             "none (use filter='aflite' or group_partitions=False)")
+                             "none (use filter='aflite' or group_partitions='off')")
         params = self.filter_params
         for name in ("alpha", "min_count", "until"):
             if name in params:

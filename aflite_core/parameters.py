@@ -27,6 +27,8 @@ SCALED = "scaled to the data"
 REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "static", "sentence_transformers")
 #: AFLite's strategies (greedy: one row per round, the slice size is 1).
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
+#: Whether AFLite's partitions train on whole groups (see :data:`AuditConfig.group_partitions`).
+GROUP_PARTITIONS = ("auto", "on", "off")
 #: Filters an audit can run: AFLite, or the Z-filter (:mod:`aflite_core.filter.zfilter`).
 FILTERS = ("aflite", "z")
 #: How an encoder makes one row of Φ from the premise u and the hypothesis v.
@@ -133,9 +135,11 @@ PARAMETERS: tuple[Parameter, ...] = (
               "slice sampling draws k by predictability; greedy removes one row per round.",
               "choice", "greedy_slicing", choices=STRATEGIES),
     Parameter("group_partitions", "--group-partitions", "AFLite's partitions keep groups "
-              "together", "Each partition trains on whole groups (a premise's hypotheses, "
-              "linked texts, the --group column), so no row is scored by a model that saw "
-              "its group.", "bool", False),
+              "together", "on: each partition trains on whole groups (a premise's "
+              "hypotheses, linked texts, the --group column), so no row is scored by a model "
+              "that saw its group; off: rows, as in the paper; auto: on when the data has "
+              "groups and none holds more than 25% of the filtered rows.", "choice", "auto",
+              choices=GROUP_PARTITIONS),
     Parameter("random_state", "--seed", "Seed", "Seed of every random choice; same data + "
               "parameters + seed = same result.", "int", 0, minimum=0, maximum=2**32 - 1,
               section="audit"),

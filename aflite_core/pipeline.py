@@ -40,6 +40,7 @@ from aflite_core.errors import (
     AuditCancelled,  # noqa: F401 - re-exported: its public home
     )
 from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
+from aflite_core.io.datasets import LINKED_TEXT
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
@@ -313,11 +314,10 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     plan = plan_filter(dataset, ~filt, split_policy=config.split_policy,
                        instance=config.instance)
     t0 = time.perf_counter()
-    groups = dataset.groups() if config.group_partitions else None
-    if config.group_partitions and groups is None:
-        raise ValueError("group_partitions: the dataset has no groups (load it with group=COL)")
+    groups, grouping = partition_groups(dataset, config, filt, plan)
     features = rep.X if config.filter == "aflite" else _word_features(dataset)
     filtered = _filter(features, y, filt, plan, config, progress, groups)
+    filtered.grouping = grouping
     timings["aflite"] = round(time.perf_counter() - t0, 3)
 
     scores, retained_ids = _build_scores(dataset, rep, filtered, dataset.labels(False))
@@ -328,7 +328,9 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
 
     shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
               "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids,
-              "refit": refit, "datamap": filtered.datamap}
+              "refit": refit, "datamap": filtered.datamap,
+              "datamap_grouped": bool(groups is not None or plan.questions is not None
+                                      or dataset.groups() is None)}
     return rep, filtered, filtered.target, shared
 
 
@@ -455,6 +457,53 @@ class _Filtered:
     #: Over the filterable rows: kept without being filtered (the plan's scored-only rows,
     #: e.g. dev/test when AFLite filters the training split only); None when there are none.
     unfiltered: np.ndarray | None = None
+    #: What AFLite's partitions drew: whole groups (and which) or rows, and why.
+    grouping: str = ""
+
+
+#: ``group_partitions="auto"`` draws whole groups only while no group holds more than this
+#: share of the filtered rows (the loader's own bound for linked texts,
+#: ``io.datasets.MAX_LINKED_GROUP_SHARE``): a group that large trains a partition whole or not
+#: at all, which leaves few ways to draw; a partition still fills up to t rows around it.
+AUTO_GROUP_MAX_SHARE = 0.25
+
+
+def partition_groups(dataset, config: AuditConfig, filterable: np.ndarray, plan: FilterPlan
+                     ) -> tuple[np.ndarray | None, str]:
+    """The groups AFLite's partitions draw whole (None: rows), and what they draw, in words
+    (empty for the Z-filter, which has no partitions).
+
+    ``config.group_partitions``: ``"on"`` uses ``dataset.groups()`` (an error without
+    groups), ``"off"`` draws rows (the paper), ``"auto"`` is ``"on"`` for row-level AFLite
+    on data with groups none of which holds more than :data:`AUTO_GROUP_MAX_SHARE` of the
+    filtered rows. Without it, a held-out row whose group-mate trained the partition (the
+    same claim with the other label, the same hypothesis) is scored by memorisation: on
+    FEVER-Symmetric the held-out models then rank 10 % planted label flips at AUROC 0.25,
+    grouped 0.58 (``benchmarks/bench_label_issues.py``).
+    """
+    choice = {True: "on", False: "off"}.get(config.group_partitions, config.group_partitions)
+    groups = dataset.groups()
+    if choice == "on" and groups is None:
+        raise ValueError("group_partitions: the dataset has no groups (load it with group=COL)")
+    if config.filter != "aflite":
+        return None, ""  # the Z-filter has no partitions
+    if plan.questions is not None:  # multiple-choice AFLite draws questions whatever the choice
+        return groups, "whole questions (a question is kept or removed whole)"
+    if choice == "off":
+        return None, "rows (group_partitions='off')"
+    if choice == "auto":
+        if groups is None:
+            return None, "rows (the data has no groups)"
+        _, sizes = np.unique(np.asarray(groups)[filterable], return_counts=True)
+        largest = sizes.max() / max(sizes.sum(), 1) if len(sizes) else 0.0
+        if largest > AUTO_GROUP_MAX_SHARE:
+            return None, (f"rows (the largest group holds {largest:.0%} of the filtered "
+                          f"rows, more than {AUTO_GROUP_MAX_SHARE:.0%}; "
+                          "group_partitions='on' draws whole groups anyway)")
+    column = dataset.columns.group
+    named = ("rows linked by a shared premise or hypothesis" if column == LINKED_TEXT
+             else f"the {column!r} column")
+    return groups, f"whole groups ({named})"
 
 
 def _scaled(value: int | float | None, part: int, whole: int) -> int | float | None:
@@ -661,6 +710,8 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
                             filtered.plan.description.replace("AFLite", "The Z-filter")),
             "blocks": filtered.blocks,
             "chance": (float(np.mean(model.chance_)) if hasattr(model, "chance_") else None),
+            "grouped_partitions": filtered.grouping.startswith("whole groups"),
+            "partition_groups": filtered.grouping,
             **({"zfilter": _zfilter_summary(model)} if config.filter == "z" else {}),
         },
         "splits": _split_sizes(dataset, status),

@@ -237,7 +237,11 @@ def test_run_folder_round_trip(snli_run):
     assert list(table.columns) == list(datamap.COLUMNS)
     scores = run.scores.set_index("row_id")
     filtered = scores[scores["status"].isin(["retained", "removed"])]
-    assert len(table) == len(filtered)
+    # a row whose decisive round trained every partition on it (or its group) has no held-out
+    # prediction (predictability NaN) and no data-map row: rare (16 partitions, t/|S| ~ 0.47:
+    # one row of this run)
+    scored = filtered[filtered["predictability"].notna()]
+    assert len(table) == len(scored) >= 0.99 * len(filtered)
     own = scores.loc[table["row_id"]]
     np.testing.assert_array_equal(table["correctness"].to_numpy(),
                                   own["predictability"].to_numpy())

@@ -93,7 +93,8 @@ def test_arct_questions_are_kept_or_removed_whole_through_the_pipeline(real_data
 def test_group_partitions_through_the_pipeline(real_data, tmp_path):
     snli = load_dataset(real_data / "snli" / "snli_test.csv")  # 2,000 rows, linked groups
     run = _audit(snli, tmp_path / "grouped", group_partitions=True, measures=())
-    assert run.parameters["group_partitions"] is True
+    assert run.parameters["group_partitions"] == "on"  # the switch of earlier versions
+    assert run.summary["aflite"]["grouped_partitions"] is True
     assert 0 < run.sizes["removed"] < run.sizes["filtered"]
     plain = load_dataset(real_data / "snli" / "snli_test.csv", group="")
     with pytest.raises(ValueError, match="group_partitions: the dataset has no groups"):

@@ -42,6 +42,8 @@ def add_parameter_flags(parser: argparse.ArgumentParser,
             kwargs.update(action="store_const", const=True)
         elif p.kind == "choice":
             kwargs.update(choices=p.choices)
+            if "on" in p.choices:  # a bare flag is "on", as when it was a switch
+                kwargs.update(nargs="?", const="on")
         elif p.kind == "size":
             kwargs.update(type=types["size"], metavar="N|FRAC")
         else:

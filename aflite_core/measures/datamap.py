@@ -50,6 +50,13 @@ __all__ = ["FILE", "REGIONS", "SHARES", "THRESHOLDS", "assign_regions",
 FILE = "datamap.parquet"
 #: Region names, in display order.
 REGIONS = ("easy", "ambiguous", "hard", "medium")
+#: Said when AFLite's partitions drew rows of grouped data (``MeasureContext.datamap_grouped``).
+UNGROUPED = (
+    "AFLite's partitions drew rows of grouped data (group_partitions='off', or a group too "
+    "large for 'auto'), so a row may be scored by a model that trained on its group (the "
+    "same claim with the other label, its premise's other hypotheses): confidence and the "
+    "regions then mix memorisation into difficulty. Run with group_partitions='on' for a "
+    "grouped data map.")
 #: The absolute thresholds' names, with the values :func:`assign_regions` falls back to when
 #: given none (Dataset Cartography's fixed cut-offs; the measure calibrates them instead).
 THRESHOLDS = {"ambiguous_variability": 0.2, "easy_confidence": 0.5, "hard_confidence": 0.5}
@@ -298,8 +305,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                           own["predictability"].to_numpy(dtype=float),
                           dm["n_heldout"].to_numpy(), **thresholds)
     counts = table["region"].value_counts()
+    warnings = [] if ctx.datamap_grouped else [UNGROUPED]
     return MeasureResult(tables={FILE: table},
                          info={"thresholds": thresholds, "shares": shares,
+                               "grouped": bool(ctx.datamap_grouped), "warnings": warnings,
                                "n_classes": n_classes, "chance": 1.0 / n_classes,
                                "fixed_thresholds": sorted(fixed), "n_rows": int(len(table)),
                                "regions": {r: int(counts.get(r, 0)) for r in REGIONS}})

@@ -112,6 +112,11 @@ class MeasureContext:
         Over the filterable rows: ``confidence``, ``variability`` and ``n_heldout`` of
         AFLite's held-out predictions, in the round of ``predictability`` (see
         :mod:`aflite_core.filter.datamap`); None when the run did not record them.
+    datamap_grouped : bool, default True
+        The held-out models behind ``datamap`` never trained on a row's group: AFLite's
+        partitions drew whole groups, a question is the unit, or the data has no groups.
+        False when they drew rows of grouped data (``group_partitions="off"``, or a group
+        too large for ``"auto"``): a row may then be scored by memorising a group-mate.
     """
 
     dataset: Any
@@ -126,6 +131,7 @@ class MeasureContext:
     progress: Callable[[float, str], None] = lambda fraction, message: None
     refit: Callable[[int], np.ndarray] | None = None
     datamap: pd.DataFrame | None = None
+    datamap_grouped: bool = True
 
     # -- views over the filterable rows
     @property

@@ -522,6 +522,9 @@ def _section_datamap(run: AuditRun, fig: _Figures) -> str:
         return _absent("The data map was not computed in this run.")
     note = f"<p>{esc(measure.description)} The map draws a seeded sample of at most " \
            f"{FIGURE_POINTS:,} rows; the counts below are exact.</p>"
+    info = (run.summary.get("measures") or {}).get("datamap") or {}
+    note += "".join(f"<p><strong>Warning:</strong> {esc(w)}</p>"
+                    for w in info.get("warnings") or [])
     return (note + "".join(fig(chart, height=chart.layout.height or 460) for chart in charts)
             + _tables_html(_measure_tables(run, "datamap")))
 

@@ -341,5 +341,10 @@ def round_name(run: Any) -> str:
 
 
 def filter_description(run: Any) -> str | None:
-    """What AFLite filtered (split policy, instance), as recorded by the run."""
-    return (run.summary.get("aflite") or {}).get("description")
+    """What AFLite filtered (split policy, instance) and what its partitions drew (whole
+    groups or rows), as recorded by the run."""
+    aflite = run.summary.get("aflite") or {}
+    what, drawn = aflite.get("description"), aflite.get("partition_groups")
+    if not drawn:
+        return what
+    return f"{what or ''} Each partition trained on {drawn}.".strip()

@@ -59,4 +59,6 @@ NAMES = {
     "strategy": {"greedy_slicing": "greedy slicing (the paper)",
                  "slice_sampling": "slice sampling", "greedy": "greedy (one row per round)"},
     "until": {"threshold": "no word over the threshold", "target_size": "the target size"},
+    "group_partitions": {"auto": "automatic (whole groups when none is large)",
+                         "on": "whole groups", "off": "rows (the paper)"},
 }
