@@ -330,7 +330,7 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
               "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids,
               "refit": refit, "datamap": filtered.datamap,
               "datamap_grouped": bool(groups is not None or plan.questions is not None
-                                      or dataset.groups() is None)}
+                                      or dataset.columns.group is None)}
     return rep, filtered, filtered.target, shared
 
 
@@ -473,7 +473,7 @@ def partition_groups(dataset, config: AuditConfig, filterable: np.ndarray, plan:
     """The groups AFLite's partitions draw whole (None: rows), and what they draw, in words
     (empty for the Z-filter, which has no partitions).
 
-    ``config.group_partitions``: ``"on"`` uses ``dataset.groups()`` (an error without
+    ``config.group_partitions``: ``"on"`` uses ``dataset.group_codes()`` (an error without
     groups), ``"off"`` draws rows (the paper), ``"auto"`` is ``"on"`` for row-level AFLite
     on data with groups none of which holds more than :data:`AUTO_GROUP_MAX_SHARE` of the
     filtered rows. Without it, a held-out row whose group-mate trained the partition (the
@@ -482,7 +482,7 @@ def partition_groups(dataset, config: AuditConfig, filterable: np.ndarray, plan:
     grouped 0.58 (``benchmarks/bench_label_issues.py``).
     """
     choice = {True: "on", False: "off"}.get(config.group_partitions, config.group_partitions)
-    groups = dataset.groups()
+    groups = dataset.group_codes()
     if choice == "on" and groups is None:
         raise ValueError("group_partitions: the dataset has no groups (load it with group=COL)")
     if config.filter != "aflite":
@@ -494,7 +494,7 @@ def partition_groups(dataset, config: AuditConfig, filterable: np.ndarray, plan:
     if choice == "auto":
         if groups is None:
             return None, "rows (the data has no groups)"
-        _, sizes = np.unique(np.asarray(groups)[filterable], return_counts=True)
+        sizes = np.bincount(groups[filterable])
         largest = sizes.max() / max(sizes.sum(), 1) if len(sizes) else 0.0
         if largest > AUTO_GROUP_MAX_SHARE:
             return None, (f"rows (the largest group holds {largest:.0%} of the filtered "

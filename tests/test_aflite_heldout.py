@@ -152,3 +152,37 @@ def test_bad_new_rows_are_named(data):
     bad[3, 4] = np.inf
     with pytest.raises(ValueError, match="row 3, column 4"):
         est.score_heldout(bad, yn, X=X, y=y)
+
+
+@pytest.mark.parametrize("n_classes", [3, 20])
+def test_pieces_on_threads_score_as_one_block_bit_for_bit(monkeypatch, n_classes):
+    """The new rows are scored in pieces of whole prediction chunks on the estimator's
+    threads; every score and data-map value equals scoring each block whole on one thread
+    (20 classes: the logit path, whose blocks are not cut)."""
+    import aflite_core.filter.aflite as aflite_module
+
+    X, y, _ = make_planted(12_000, 32, classes=n_classes, biased=0.4, random_state=1)
+    X_fit, y_fit, X_new, y_new = X[:4000], y[:4000], X[4000:], y[4000:]
+    results = {}
+    for name, piece, n_jobs in (("whole", 1 << 30, 1), ("pieces", 2048, 2)):
+        monkeypatch.setattr(aflite_module, "_HELDOUT_PIECE_ROWS", piece)
+        model = AFLite(target_size=2000, n_partitions=16, random_state=0,
+                       n_jobs=n_jobs).fit(X_fit, y_fit)
+        results[name] = model.score_heldout(X_new, y_new, X=X_fit, y=y_fit,
+                                            return_datamap=True)
+    np.testing.assert_array_equal(results["pieces"].to_numpy(), results["whole"].to_numpy())
+    assert results["whole"]["n_heldout"].gt(0).all()
+
+
+def test_fitting_on_rows_of_x_gives_the_model_of_the_gathered_rows():
+    """``fit_lda_partitions(X, ..., rows=r)`` (one gather, the mean summed in chunks) gives
+    the very model of ``fit_lda_partitions(X[r], ...)``, bit for bit, over several chunks."""
+    rng = np.random.default_rng(3)
+    X = (rng.standard_normal((20_000, 24)) * rng.random(24) * 10 + 3).astype(np.float32)
+    rows = np.sort(rng.choice(20_000, 13_001, replace=False))
+    codes = rng.integers(0, 3, len(rows))
+    train = rng.random((8, len(rows))) < 0.5
+    gathered = fit_lda_partitions(X[rows], codes, train, 3)
+    direct = fit_lda_partitions(X, codes, train, 3, rows=rows)
+    for name in ("coef", "intercept", "shift"):
+        np.testing.assert_array_equal(getattr(direct, name), getattr(gathered, name), name)

@@ -151,3 +151,20 @@ def test_what_the_partitions_drew_is_said_with_the_filter_description(twins, tmp
                            runs_root=tmp_path / "z"))
     assert z.summary["aflite"]["partition_groups"] == ""
     assert "partition" not in (filter_description(z) or "")
+
+
+def test_group_codes_name_the_same_groups_as_groups(twins, tmp_path):
+    """``group_codes`` (what the partitions count) and ``groups`` (the strings every split
+    reads) put the same rows together, for linked texts and for a group column whose values
+    mix 1 and "1" (one group, as the labels' rule makes it)."""
+    frame = pd.DataFrame({"premise": ["a b", "c d", "e f", "g h"],
+                          "hypothesis": ["x", "y", "z", "w"], "label": ["p", "q", "p", "q"],
+                          "topic": [1, "1", 2.5, None]})
+    column = load_dataset(frame, name="topics", group="topic")
+    for dataset in (twins, column):
+        codes, names = dataset.group_codes(), dataset.groups()
+        assert codes.dtype == np.int64 and len(codes) == len(names)
+        pairs = set(zip(codes.tolist(), names.tolist(), strict=True))
+        assert len(pairs) == len(set(codes.tolist())) == len(set(names.tolist()))
+    assert column.group_codes()[0] == column.group_codes()[1]
+    assert load_dataset(frame, name="none", group="").group_codes() is None

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from aflite_core._validation import (
     check_choice,
     check_int,
     make_rng,
+    resolve_n_jobs,
 )
 from aflite_core.filter.aflite_rounds import (
     _MAX_MODEL_ELEMENTS,
@@ -52,6 +54,8 @@ from aflite_core.filter.backends import (
 )
 from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import (
+    MAX_CLASSES_MARGINS,
+    PREDICT_CHUNK_ROWS,
     count_correct,
     fit_lda_partitions,
     heldout_stats,
@@ -71,6 +75,11 @@ from aflite_core.filter.rounds import (
 __all__ = ["AFLite", "STRATEGIES", "CLASSIFIERS", "BACKENDS"]
 CLASSIFIERS = ("lda",)
 
+
+#: Rows of one piece of the new rows :meth:`AFLite.score_heldout` scores on a thread: whole
+#: prediction chunks (so the products are those of the block scored whole), 32 MB of margins
+#: at m = 64 and three classes.
+_HELDOUT_PIECE_ROWS = 32 * PREDICT_CHUNK_ROWS
 
 class AFLite(BaseEstimator):
     """Adversarial filtering of dataset biases (AFLite), a scikit-learn estimator.
@@ -365,18 +374,16 @@ class AFLite(BaseEstimator):
         for j in range(m):
             train[j, rng.choice(n_r, size=t, replace=False, shuffle=False)] = True
         codes_r = codes[retained]
-        model = fit_lda_partitions(np.asarray(X[retained]), codes_r, train, n_classes)
+        model = fit_lda_partitions(X, codes_r, train, n_classes, rows=retained)
 
         new_codes = pd.Index(self.classes_).get_indexer(pd.Index(y_new))
         predictable = np.bincount(codes_r, minlength=n_classes) > 0
         seen = np.flatnonzero((new_codes >= 0) & predictable[np.maximum(new_codes, 0)])
         scores = np.full(len(y_new), np.nan)
         prob_sum, prob_m2 = np.zeros(len(y_new)), np.zeros(len(y_new))
-        step = _MAX_BLOCK_ROWS * 16
-        for lo in range(0, len(seen), step):
-            rows = seen[lo : lo + step]
-            order = np.argsort(new_codes[rows], kind="stable")
-            rows = rows[order]
+
+        def score(rows: np.ndarray) -> None:
+            """Score class-sorted ``rows`` (one piece) into the shared outputs."""
             block = np.ascontiguousarray(X_new[rows], dtype=np.float32) - model.shift
             bounds = np.searchsorted(new_codes[rows], np.arange(n_classes + 1))
             heldout = np.ones((m, len(rows)), dtype=bool)
@@ -386,6 +393,21 @@ class AFLite(BaseEstimator):
             else:
                 correct = count_correct(block, bounds, heldout, model)
             scores[rows] = correct / m
+
+        # class-sorted blocks of 65,536 rows, each cut into pieces of whole prediction chunks
+        # scored side by side on the estimator's threads: every row's margins are the same
+        # products in the same 2,048-row chunks as when a block was scored whole (the same
+        # scores, bit for bit), and a block's (C - 1) x m x rows margins are never held at once
+        pieces = []
+        step = _MAX_BLOCK_ROWS * 16
+        # above MAX_CLASSES_MARGINS classes the kernel chunks its logits otherwise: whole blocks
+        piece = _HELDOUT_PIECE_ROWS if n_classes <= MAX_CLASSES_MARGINS else step
+        for lo in range(0, len(seen), step):
+            rows = seen[lo : lo + step]
+            rows = rows[np.argsort(new_codes[rows], kind="stable")]
+            pieces += np.split(rows, range(piece, len(rows), piece))
+        with ThreadPoolExecutor(max(1, min(resolve_n_jobs(self.n_jobs), len(pieces)))) as pool:
+            list(pool.map(score, pieces))
         if not datamap:
             return scores
         held = np.zeros(len(y_new), dtype=np.int64)
@@ -483,7 +505,10 @@ def _group_codes(groups: Any, n: int) -> np.ndarray | None:
     """Integer group codes of ``groups`` (one per row), or None."""
     if groups is None:
         return None
-    values = np.asarray(groups, dtype=object).ravel()
+    values = np.asarray(groups)
+    if values.dtype.kind not in "iu":  # integers are factorised as they are (the same codes)
+        values = np.asarray(groups, dtype=object)
+    values = values.ravel()
     if len(values) != n:
         raise ValueError(f"groups: expected {n} values (one per row of X), got {len(values)}")
-    return pd.factorize(pd.Series(values), use_na_sentinel=False)[0].astype(np.int64)
+    return pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)

@@ -50,7 +50,7 @@ MAX_CLASSES_WITHIN_CORRECTION = 64
 #: the prediction pass); above it full logits are computed in row chunks and arg-maxed.
 MAX_CLASSES_MARGINS = 16
 _LOGIT_CHUNK_ELEMENTS = 1 << 22
-_PREDICT_CHUNK_ROWS = 2048
+PREDICT_CHUNK_ROWS = 2048
 
 
 @dataclass
@@ -430,8 +430,8 @@ def _heldout_kernel(Xb, class_bounds, heldout, model, *, gold_prob: bool):
         # 8 % faster than transposing the product: no temporary, no strided copy).
         margins = np.empty((mcoef.shape[1], n_rows), dtype=np.float32)
         mcoef_t = mcoef.T
-        for lo in range(0, n_rows, _PREDICT_CHUNK_ROWS):
-            hi = min(n_rows, lo + _PREDICT_CHUNK_ROWS)
+        for lo in range(0, n_rows, PREDICT_CHUNK_ROWS):
+            hi = min(n_rows, lo + PREDICT_CHUNK_ROWS)
             chunk = margins[:, lo:hi]
             np.matmul(mcoef_t, Xb[lo:hi].T, out=chunk)
             np.add(chunk, mint[:, None], out=chunk)
@@ -499,6 +499,21 @@ def _gold_prob_margins(seg: np.ndarray, c: int) -> np.ndarray:
         return np.reciprocal(denom, out=denom)
 
 
+def _mean_of_rows(X: np.ndarray, rows: np.ndarray, chunk: int = 4096) -> np.ndarray:
+    """``X[rows].mean(axis=0, dtype=float64)`` of float32 ``X`` without gathering every row
+    at once: NumPy sums an axis-0 reduction row after row, so each chunk is summed after the
+    running total (its first row), the same additions in the same order."""
+    total = None
+    for lo in range(0, len(rows), chunk):
+        part = np.asarray(X[rows[lo : lo + chunk]], dtype=np.float32).astype(np.float64)
+        if total is not None:
+            part = np.concatenate([total[None], part])
+        total = np.add.reduce(part, axis=0)
+    if total is None:
+        return np.full(X.shape[1], np.nan)
+    return total / len(rows)
+
+
 def fit_lda_partitions(
     X: np.ndarray,
     codes: np.ndarray,
@@ -507,6 +522,7 @@ def fit_lda_partitions(
     *,
     reg: float = 1e-3,
     within_class: bool = True,
+    rows: np.ndarray | None = None,
 ) -> PartitionLDA:
     """Fit one LDA per partition on a whole in-memory matrix (a convenience over the kernels).
 
@@ -523,19 +539,29 @@ def fit_lda_partitions(
         Defaults to ``codes.max() + 1``.
     reg, within_class
         See :func:`fit_partition_lda`.
+    rows : ndarray of int, optional
+        Fit on ``X[rows]`` (``codes`` and ``train`` are then per row of ``X[rows]``) without
+        materialising it in its own order: the rows are gathered once, in class order, and
+        their mean is summed chunk by chunk in the given order, the same sums as
+        ``X[rows].mean(axis=0)`` (the same model, bit for bit; one copy of the rows fewer).
 
     Returns
     -------
     PartitionLDA
     """
-    X = np.asarray(X, dtype=np.float32)
     codes = np.asarray(codes)
     train = np.asarray(train, dtype=bool)
     if n_classes is None:
         n_classes = int(codes.max()) + 1
-    shift = X.mean(axis=0, dtype=np.float64).astype(np.float32)
     order = np.argsort(codes, kind="stable")
-    Xs = X[order]  # the gather is a new array: centred in place, without a second copy
+    if rows is None:
+        X = np.asarray(X, dtype=np.float32)
+        shift = X.mean(axis=0, dtype=np.float64).astype(np.float32)
+        Xs = X[order]  # the gather is a new array: centred in place, without a second copy
+    else:
+        rows = np.asarray(rows)
+        shift = _mean_of_rows(X, rows).astype(np.float32)
+        Xs = np.asarray(X[rows[order]], dtype=np.float32)  # a new array, as above
     Xs -= shift
     bounds = np.searchsorted(codes[order], np.arange(n_classes + 1))
     tr = train[:, order]

@@ -251,6 +251,17 @@ class AuditDataset:
             return self._select(groups, included_only)
         return self._select(_label_array(self.frame[self.columns.group]), included_only)
 
+    def group_codes(self, included_only: bool = True) -> np.ndarray | None:
+        """The groups of :meth:`groups` as int64 codes (equal codes = the same group), or
+        None: what AFLite's partitions and the size checks count, without building a string
+        per row (at 1M rows the strings cost 0.2 s a call and sorting them 0.5 s)."""
+        if self.columns.group is None:
+            return None
+        if self.columns.group == LINKED_TEXT:
+            return self._select(self._linked_components().astype(np.int64), included_only)
+        codes = label_factors(self.frame[self.columns.group])[0]  # the ids of groups()' names
+        return self._select(np.asarray(codes, dtype=np.int64), included_only)
+
     def _linked_components(self) -> np.ndarray:
         """Component of each row in the graph of rows linked by a shared text (read only:
         the array is kept for the next call on the same frame and columns)."""
