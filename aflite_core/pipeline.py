@@ -710,7 +710,7 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
                             filtered.plan.description.replace("AFLite", "The Z-filter")),
             "blocks": filtered.blocks,
             "chance": (float(np.mean(model.chance_)) if hasattr(model, "chance_") else None),
-            "grouped_partitions": filtered.grouping.startswith("whole groups"),
+            "grouped_partitions": filtered.grouping.startswith("whole"),
             "partition_groups": filtered.grouping,
             **({"zfilter": _zfilter_summary(model)} if config.filter == "z" else {}),
         },

@@ -79,6 +79,8 @@ def test_arct_questions_are_kept_or_removed_whole_through_the_pipeline(real_data
                  measure_params={"baselines": {"n_random_draws": 2, "n_splits": 3}})
     assert run.summary["aflite"]["instance"] == "question"
     assert run.summary["aflite"]["chance"] == pytest.approx(0.5)
+    assert run.summary["aflite"]["grouped_partitions"] is True  # a question is drawn whole
+    assert run.summary["aflite"]["partition_groups"].startswith("whole questions")
     frame = run.frame
     status = pd.Series(run.scores["status"].to_numpy(), index=frame.index)
     per_question = status.groupby(frame["question_id"].to_numpy()).nunique()
