@@ -151,6 +151,8 @@ class AuditConfig:
         """
         from aflite_core.measures import registry
 
+        if isinstance(self.group_partitions, bool):  # the switch of earlier versions
+            self.group_partitions = "on" if self.group_partitions else "off"
         check_choice("representation", self.representation, REPRESENTATIONS)
         if not isinstance(self.representation_params, Mapping):
             raise TypeError(
@@ -178,8 +180,6 @@ class AuditConfig:
         check_choice("backend", self.backend, ("local", "dask"))
         check_choice("split_policy", self.split_policy, SPLIT_POLICIES)
         check_choice("instance", self.instance, INSTANCES)
-        if isinstance(self.group_partitions, bool):  # the switch of earlier versions
-            self.group_partitions = "on" if self.group_partitions else "off"
         check_value(_PARAMETER["group_partitions"], self.group_partitions)
         if self.scheduler is not None and self.backend != "dask":
             raise ValueError(
@@ -227,7 +227,7 @@ class AuditConfig:
             return
         if self.backend != "local":
             raise ValueError("backend: the Z-filter runs locally; use backend='local'")
-        if self.group_partitions in ("on", True):
+        if self.group_partitions == "on":
             raise ValueError("group_partitions: AFLite's partitions only; the Z-filter has "
                              "none (use filter='aflite' or group_partitions='off')")
         params = self.filter_params

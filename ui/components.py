@@ -66,6 +66,13 @@ def md_escape(text: object) -> str:
     return _MD_SPECIAL.sub(r"\\\1", str(text))
 
 
+def measure_warnings(run: object, measure: str) -> None:
+    """The warnings ``measure`` recorded in the run's ``summary.json``, one box each."""
+    info = (run.summary.get("measures") or {}).get(measure) or {}
+    for warning in info.get("warnings") or []:
+        st.warning(md_escape(warning), icon=":material/warning:")
+
+
 def show_error(message: str, *, hint: str | None = None) -> None:
     """Show one clear error (what is wrong, where, what to do); never a traceback.
 

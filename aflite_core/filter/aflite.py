@@ -81,6 +81,7 @@ CLASSIFIERS = ("lda",)
 #: at m = 64 and three classes.
 _HELDOUT_PIECE_ROWS = 32 * PREDICT_CHUNK_ROWS
 
+
 class AFLite(BaseEstimator):
     """Adversarial filtering of dataset biases (AFLite), a scikit-learn estimator.
 
@@ -505,10 +506,9 @@ def _group_codes(groups: Any, n: int) -> np.ndarray | None:
     """Integer group codes of ``groups`` (one per row), or None."""
     if groups is None:
         return None
-    values = np.asarray(groups)
-    if values.dtype.kind not in "iu":  # integers are factorised as they are (the same codes)
-        values = np.asarray(groups, dtype=object)
-    values = values.ravel()
+    integers = isinstance(groups, np.ndarray) and groups.dtype.kind in "iu"
+    # integer codes are factorised as they are (the same codes, without a Python int a row)
+    values = (groups if integers else np.asarray(groups, dtype=object)).ravel()
     if len(values) != n:
         raise ValueError(f"groups: expected {n} values (one per row of X), got {len(values)}")
     return pd.factorize(values, use_na_sentinel=False)[0].astype(np.int64)

@@ -98,7 +98,7 @@ def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] 
         st.caption("This run has no data map (the *Data map* measure was not computed). Tick "
                    "it on the Audit page to get one.")
         return selected
-    _warnings(run)
+    components.measure_warnings(run, "datamap")
     st.caption(CAPTION)
     thresholds = _threshold_inputs(run, table)
     frame = table.assign(region=datamap.assign_regions(table["confidence"],
@@ -187,16 +187,9 @@ def measure_filters(table: pd.DataFrame, index: Any = None) -> tuple[dict, dict]
 
 
 # --------------------------------------------------------------------------- Report page
-def _warnings(run: Any) -> None:
-    """The data map measure's warnings (e.g. drawn from ungrouped partitions)."""
-    info = (run.summary.get("measures") or {}).get("datamap") or {}
-    for warning in info.get("warnings") or []:
-        st.warning(components.md_escape(warning), icon=":material/warning:")
-
-
 def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Report: the data map coloured by status, and the region tables."""
-    _warnings(run)
+    components.measure_warnings(run, "datamap")
     table = cache.datamap_table(run.path)
     if not table.empty:
         points, total = datamap.sample_points(table, max_points=5_000, seed=0)
