@@ -282,8 +282,8 @@ def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict) -> d
     """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"`` (this process
     and its threads). On Dask so far: row-level AFLite's partitions (multiple-choice AFLite
     and the Z-filter run locally), the fold fits of the measures that fit folds (baselines,
-    PVI, label issues), KNN's exact search and the map's placed rows: their outcome says
-    ``"engine": "dask"``."""
+    PVI, label issues), KNN's exact search, the map's placed rows and the cue table's
+    map-reduce: their outcome says ``"engine": "dask"``."""
     on_dask = (config.backend == "dask" and config.filter == "aflite"
                and filtered.plan.questions is None)
     engines = {"read": "local", "representation": "local",

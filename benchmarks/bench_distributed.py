@@ -19,9 +19,9 @@ K: the run must finish with the same statuses (AFLite rebuilds the lost rows els
 ``docs/scaling.md``), or fail with a message and leave no run folder; the outcome is printed.
 
 What it shows today: AFLite's rounds, the measures' fold fits (baselines, PVI, label
-issues), KNN's search and the map's placed rows run on Dask; the driver still reads the data,
-builds Φ and the measures' features, and runs cues, slices and the map's layout, so the
-driver's peak stays close to the local run's.
+issues), KNN's search, the map's placed rows and the cue table's map-reduce run on Dask; the
+driver still reads the data, builds Φ and the measures' features, and runs slices and the
+map's layout, so the driver's peak stays close to the local run's.
 
     .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
         [--memory-limit 4GB] [--kill-after-round 3]

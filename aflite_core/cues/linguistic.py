@@ -28,6 +28,7 @@ cached on disk (``.npz``, never pickle) keyed by a hash of the texts and
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -425,7 +426,39 @@ def extract_features(
     -------
     FeatureMatrix
         One row per example, in input order.
+
+    Notes
+    -----
+    One extraction at a time per process (:data:`_EXTRACT_LOCK`): NLTK's corpus readers are
+    not thread-safe (two threads reading the bundled opinion lexicon's zip at once end in
+    ``AttributeError: 'NoneType' object has no attribute 'close'`` inside ``nltk.data``), as
+    when the cue map-reduce's chunks run on the threads of one Dask worker. The extraction is
+    pure Python (the GIL), so threads would not run it side by side anyway.
     """
+    return _extract_with_annotations(
+        hypotheses, premises, features=features, text=text, min_count=min_count, lemma=lemma,
+        sentiment_lexicon=sentiment_lexicon, cache=cache, cache_dir=cache_dir, n_jobs=n_jobs,
+        on_missing=on_missing)[0]
+
+
+def _extract_with_annotations(hypotheses: Sequence[str], premises: Sequence[str] | None,
+                              **options) -> tuple[FeatureMatrix, dict[str, dict]]:
+    """:func:`extract_features`, and the tagging annotations it made, per side
+    (``{side: {"tense": ..., "ner": ..., "typo": ...}}``, one value per example; empty when
+    no tagged family ran)."""
+    with _EXTRACT_LOCK:
+        return _extract_features(hypotheses, premises, **options)
+
+
+#: Held by :func:`extract_features` (see its notes).
+_EXTRACT_LOCK = threading.Lock()
+
+
+def _extract_features(hypotheses: Sequence[str], premises: Sequence[str] | None, *,
+                      features: Iterable[str], text: str, min_count: int, lemma: bool,
+                      sentiment_lexicon: str, cache: bool,
+                      cache_dir: str | os.PathLike | None, n_jobs: int | None,
+                      on_missing: str) -> tuple[FeatureMatrix, dict[str, dict]]:
     hyps = _check_texts("hypotheses", hypotheses, None)
     assert hyps is not None
     prems = _check_texts("premises", premises, len(hyps))
@@ -473,7 +506,7 @@ def extract_features(
         text=text,
         methods=methods,
         unavailable=unavailable,
-    )
+    ), dict(annotations.tagged_sides)
 
 
 def _cache_folder(cache: bool, cache_dir: str | os.PathLike | None) -> Path | None:
@@ -551,6 +584,11 @@ class _Annotations:
         """Token counts of the sides the families read."""
         return [self.lexicon(side) for side in self.sides]
 
+    @property
+    def tagged_sides(self) -> dict[str, dict[str, np.ndarray]]:
+        """The tagging annotations made so far, per side."""
+        return self._tagged
+
     def tagged(self, key: str) -> list[np.ndarray]:
         """One tagging annotation (``tense``, ``ner`` or ``typo``) of each side read."""
         return [self._tagged_side(side)[key] for side in self.sides]
@@ -571,11 +609,13 @@ _FamilyBlock = tuple[sp.csr_matrix, list[str], str]
 def _word_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
     block, values = _word_family(annotations.lexicons(), min_count=options.min_count,
                                  lemma=options.lemma)
-    method = (
-        f"lower-cased regex tokens{' -> WordNet lemma' if options.lemma else ''}, present in "
-        f">= {options.min_count} examples"
-    )
-    return block, values, method
+    return block, values, word_method(min_count=options.min_count, lemma=options.lemma)
+
+
+def word_method(*, min_count: int, lemma: bool) -> str:
+    """How the ``word`` family is computed (``FeatureMatrix.methods['word']``)."""
+    return (f"lower-cased regex tokens{' -> WordNet lemma' if lemma else ''}, present in "
+            f">= {min_count} examples")
 
 
 def _sentiment_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:

@@ -17,7 +17,7 @@ for existing callers).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -378,23 +378,89 @@ def cue_statistics(
     _check_cue_arguments(features, labels, split, min_count=min_count,
                          pmi_smoothing=pmi_smoothing, sort_by=sort_by)
     codes, order = _label_codes(labels, label_order)
-    n_labels = len(order)
-    train_counts, test_counts = split_label_counts(features.X, codes, n_labels, split)
+    train_counts, test_counts = split_label_counts(features.X, codes, len(order), split)
+    counts = CueCounts(train_counts, test_counts, features.feature_type, features.feature,
+                       features.text, dict(features.methods), dict(features.unavailable))
+    return statistics_from_counts(
+        counts, np.bincount(codes[split.train], minlength=len(order)), split, labels=order,
+        min_count=min_count, pmi_smoothing=pmi_smoothing, alpha=alpha, sort_by=sort_by,
+        also=also)
+
+
+@dataclass
+class CueCounts:
+    """Per-feature label counts on the training and the test rows: all the cue statistics
+    read of a :class:`~aflite_core.cues.linguistic.FeatureMatrix` and its rows' labels.
+
+    Attributes
+    ----------
+    train, test : np.ndarray of int64, shape (n_features, n_labels)
+        Rows having the feature, per label, among the training / test rows.
+    feature_type, feature : np.ndarray of str, shape (n_features,)
+        Family and value of each feature.
+    text, methods, unavailable
+        As in ``FeatureMatrix``: the text read, how each family was computed, why a family
+        could not be.
+    """
+
+    train: np.ndarray
+    test: np.ndarray
+    feature_type: np.ndarray
+    feature: np.ndarray
+    text: str = "hypothesis"
+    methods: dict[str, str] | None = None
+    unavailable: dict[str, str] | None = None
+
+
+def statistics_from_counts(
+    counts: CueCounts,
+    label_totals: np.ndarray,
+    split: Split,
+    *,
+    labels: Sequence,
+    min_count: int = 5,
+    pmi_smoothing: float = 100.0,
+    alpha: float = 0.01,
+    sort_by: str = DEFAULT_SORT,
+    also: np.ndarray | None = None,
+) -> pd.DataFrame:
+    """The cue table of per-feature count tables (what :func:`cue_statistics` computes once
+    it has counted; the map-reduce of :mod:`aflite_core.cues.count_tables` sums the counts
+    of row chunks instead).
+
+    Parameters
+    ----------
+    counts : CueCounts
+    label_totals : np.ndarray of int, shape (n_labels,)
+        Training rows per label.
+    split : Split
+        The rows the counts were taken on (its sizes and description go into ``attrs``).
+    labels : sequence
+        The labels of the count columns, in order.
+    min_count, pmi_smoothing, alpha, sort_by, also
+        As in :func:`cue_statistics`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        As :func:`cue_statistics`.
+    """
+    n_labels = len(labels)
+    train_counts, test_counts = counts.train, counts.test
     n_train = train_counts.sum(axis=1)
     n_test = test_counts.sum(axis=1)
     supported = (n_train >= min_count) & (n_test >= min_count)
     keep = supported if also is None else supported | np.asarray(also, dtype=bool)
-    names = [str(lab) for lab in order]
+    names = [str(lab) for lab in labels]
     table: dict[str, object] = {
-        "feature_type": features.feature_type[keep].astype(str).astype(object),
-        "feature": features.feature[keep].astype(str).astype(object),
+        "feature_type": counts.feature_type[keep].astype(str).astype(object),
+        "feature": counts.feature[keep].astype(str).astype(object),
         "n_train": n_train[keep],
         "n_test": n_test[keep],
     }
     n_tests = int(supported.sum()) * n_labels
     threshold = z_threshold(n_tests, alpha=alpha)
-    table.update(_cue_columns(train_counts[keep], test_counts[keep],
-                              np.bincount(codes[split.train], minlength=n_labels), names,
+    table.update(_cue_columns(train_counts[keep], test_counts[keep], label_totals, names,
                               pmi_smoothing=pmi_smoothing, z_cut=threshold))
     frame = pd.DataFrame(table)
     if also is not None:
@@ -425,28 +491,33 @@ def cue_statistics(
         "alpha": float(alpha),
         "z_threshold": threshold,
         "n_tests": n_tests,
-        "n_features_extracted": int(features.n_features),
-        "text": features.text,
-        "methods": dict(features.methods),
-        "unavailable": dict(features.unavailable),
+        "n_features_extracted": int(len(counts.feature_type)),
+        "text": counts.text,
+        "methods": dict(counts.methods or {}),
+        "unavailable": dict(counts.unavailable or {}),
     })
     return frame
 
 
 def _check_cue_arguments(features: FeatureMatrix, labels: Sequence, split: Split, *,
                          min_count: int, pmi_smoothing: float, sort_by: str) -> None:
-    if not isinstance(min_count, (int, np.integer)) or min_count < 1:
-        raise ValueError(f"min_count: expected an integer >= 1, got {min_count!r}")
-    if pmi_smoothing < 0:
-        raise ValueError(f"pmi_smoothing: expected k >= 0, got {pmi_smoothing!r}")
-    if sort_by not in SORT_KEYS:
-        raise ValueError(f"sort_by: expected one of {list(SORT_KEYS)}, got {sort_by!r}")
+    check_cue_options(min_count=min_count, pmi_smoothing=pmi_smoothing, sort_by=sort_by)
     n = features.n_examples
     if len(labels) != n or len(split.train) != n or len(split.test) != n:
         raise ValueError(
             f"labels/split: expected {n} entries (one per feature row), got labels="
             f"{len(labels)}, train={len(split.train)}, test={len(split.test)}"
         )
+
+
+def check_cue_options(*, min_count: int, pmi_smoothing: float, sort_by: str) -> None:
+    """Raise ValueError when an option of the cue statistics is out of range."""
+    if not isinstance(min_count, (int, np.integer)) or min_count < 1:
+        raise ValueError(f"min_count: expected an integer >= 1, got {min_count!r}")
+    if pmi_smoothing < 0:
+        raise ValueError(f"pmi_smoothing: expected k >= 0, got {pmi_smoothing!r}")
+    if sort_by not in SORT_KEYS:
+        raise ValueError(f"sort_by: expected one of {list(SORT_KEYS)}, got {sort_by!r}")
 
 
 def _cue_columns(tr: np.ndarray, te: np.ndarray, label_totals: np.ndarray, names: list[str],
@@ -645,16 +716,10 @@ def cue_table(
         annotations = annotations.rows(keep)
         split = split.restrict(keep)
         labels = labels[keep]
-    listed = None
-    if also is not None:
-        wanted_pairs = set(map(tuple, also))
-        listed = np.fromiter(((str(t), str(f)) in wanted_pairs for t, f in zip(
-            annotations.feature_type, annotations.feature, strict=True)), dtype=bool,
-            count=len(annotations.feature))
     table = cue_statistics(
         annotations, labels, split, min_count=min_count, pmi_smoothing=pmi_smoothing,
         alpha=alpha, sort_by=sort_by, label_order=sorted(pd.unique(inputs.labels), key=str),
-        also=listed,
+        also=listed_features(annotations.feature_type, annotations.feature, also),
     )
     table.attrs["dataset"] = str(getattr(dataset, "name", ""))
     return table
@@ -683,15 +748,37 @@ def cue_tables(dataset, scopes: Mapping[str, Sequence | None], **kwargs) -> pd.D
             cache=kwargs.get("cache", True), cache_dir=kwargs.get("cache_dir"),
             n_jobs=kwargs.get("n_jobs"), on_missing=kwargs.get("on_missing", "report"),
         )
+    return stack_scopes(scopes, lambda _name, ids, also: cue_table(
+        dataset, row_ids=ids, annotations=annotations, also=also, **kwargs))
+
+
+def listed_features(feature_type: np.ndarray, feature: np.ndarray,
+                    also: Sequence[tuple[str, str]] | None) -> np.ndarray | None:
+    """Which features are among the ``(feature_type, feature)`` pairs of ``also`` (None when
+    ``also`` is None): the ``also`` mask of :func:`cue_statistics`."""
+    if also is None:
+        return None
+    wanted = set(map(tuple, also))
+    return np.fromiter(((str(t), str(f)) in wanted for t, f in zip(
+        feature_type, feature, strict=True)), dtype=bool, count=len(feature))
+
+
+def stack_scopes(scopes: Mapping[str, Sequence | None],
+                 table_of: Callable[[str, Sequence | None, list | None], pd.DataFrame]
+                 ) -> pd.DataFrame:
+    """The cue tables of ``scopes`` stacked with a leading ``scope`` column.
+
+    ``table_of(name, row_ids, also)`` gives one scope's table; later scopes also list the first
+    scope's cues (``also``) below the minimum support, with their counts, so "after" says
+    "below minimum support (n = 4)", not nothing.
+    """
     frames = []
     attrs: dict = {}
     first = None
     for name, ids in scopes.items():
-        # later scopes also list the first scope's cues below the minimum support (with
-        # their counts), so "after" says "below minimum support (n = 4)", not nothing
         also = None if first is None else list(zip(first["feature_type"], first["feature"],
                                                    strict=True))
-        frame = cue_table(dataset, row_ids=ids, annotations=annotations, also=also, **kwargs)
+        frame = table_of(name, ids, also)
         first = frame if first is None else first
         attrs.setdefault("scopes", {})[name] = {
             "split": frame.attrs["split"], "n_train_examples": frame.attrs["n_train_examples"],

@@ -360,10 +360,7 @@ def _tagged_annotations(
 
     Distinct texts are annotated once, then spread back to every example.
     """
-    import nltk
-    from spellchecker import __version__ as spell_version
-
-    key = _cache_key("tagged", texts_hash, ner_method, nltk.__version__, spell_version)
+    key = tagged_cache_key(texts_hash, ner_method, *tagger_versions())
     cached = _cache_load(cache_dir, key)
     if cached is not None:
         return cached
@@ -372,6 +369,20 @@ def _tagged_annotations(
     arrays = {k: v[codes] for k, v in arrays.items()}
     _cache_save(cache_dir, key, arrays)
     return arrays
+
+
+def tagger_versions() -> tuple[str, str]:
+    """The versions of NLTK and pyspellchecker: part of the tagging annotations' cache key."""
+    import nltk
+    from spellchecker import __version__ as spell_version
+
+    return nltk.__version__, spell_version
+
+
+def tagged_cache_key(texts_hash: str, ner_method: str, nltk_version: str,
+                     spell_version: str) -> str:
+    """The annotation-cache key of a text column's tagging annotations."""
+    return _cache_key("tagged", texts_hash, ner_method, nltk_version, spell_version)
 
 
 def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, np.ndarray]:

@@ -15,14 +15,30 @@ FILE = "cues.parquet"
 
 
 def compute(ctx: MeasureContext) -> MeasureResult:
-    """Cue tables of the full (filterable + warm-up) data and of the retained rows."""
-    from aflite_core.cues import statistics
+    """Cue tables of the full (filterable + warm-up) data and of the retained rows.
+
+    On a Dask cluster the tables come from a map-reduce over row chunks on the workers
+    (:mod:`aflite_core.cues.count_tables`, the same table); here, from all rows at once.
+    """
+    from aflite_core.represent.fold_pool import dask_folds
 
     ctx.progress(0.0, "cue statistics of the full and the retained data")
-    table = statistics.cue_tables(
-        ctx.dataset, {"full": None, "retained": ctx.retained_ids},
-        groups=ctx.dataset.groups(), random_state=ctx.random_state, **ctx.params,
-    )
+    scopes = {"full": None, "retained": ctx.retained_ids}
+    cluster = dask_folds()
+    if cluster is not None:
+        from aflite_core.cues import count_tables
+        from aflite_core.represent.fold_pool import cluster_workers
+
+        chunk_rows = count_tables.chunk_rows_for(len(ctx.dataset),
+                                                 len(cluster_workers(cluster.client)))
+        table = count_tables.cue_tables(
+            ctx.dataset, scopes, groups=ctx.dataset.groups(), random_state=ctx.random_state,
+            chunk_rows=chunk_rows, progress=ctx.progress, **ctx.params)
+    else:
+        from aflite_core.cues import statistics
+
+        table = statistics.cue_tables(ctx.dataset, scopes, groups=ctx.dataset.groups(),
+                                      random_state=ctx.random_state, **ctx.params)
     return MeasureResult(tables={FILE: table},
                          info={"n_rows": int(len(table)), "attrs": dict(table.attrs)})
 

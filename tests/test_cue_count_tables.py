@@ -1,0 +1,148 @@
+"""The cue tables by map-reduce over row chunks equal the tables of all rows at once.
+
+The Dask path of the cue measure (``aflite_core.cues.count_tables``) extracts features chunk
+by chunk and sums per-feature counts; these tests run it on local threads with small chunks
+(so words straddle chunks, and some words reach ``min_count`` only summed over chunks) and
+compare with :func:`aflite_core.cues.statistics.cue_tables` on real SNLI rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.cues import count_tables
+from aflite_core.cues.statistics import cue_tables
+from aflite_core.io.datasets import load_dataset
+from aflite_core.represent.fold_pool import map_folds
+
+
+@pytest.fixture(scope="module")
+def dev(snli_dir):
+    data = load_dataset(snli_dir / "snli_dev.csv")
+    return data.subset(data.row_ids()[:2400])
+
+
+def _both(dataset, scopes, tmp_path, **options):
+    local = cue_tables(dataset, scopes, cache_dir=tmp_path, **options)
+    chunked = count_tables.cue_tables(dataset, scopes, chunk_rows=700, **options)
+    return local, chunked
+
+
+def _assert_same(local: pd.DataFrame, chunked: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(local, chunked, check_exact=True)
+    assert local.attrs == chunked.attrs
+
+
+def test_chunked_counts_give_the_table_of_all_rows(dev, tmp_path):
+    """Every family, the full and the retained scope, the seeded grouped hold-out."""
+    premises = np.asarray(dev.premises(), dtype=object)
+    scopes = {"full": None, "retained": dev.row_ids()[::3]}
+    local, chunked = _both(dev, scopes, tmp_path, groups=premises, random_state=0)
+    _assert_same(local, chunked)
+    # the comparison has teeth: both scopes, several families, rows below support listed
+    assert set(local["scope"]) == {"full", "retained"}
+    assert {"word", "negation", "tense", "overlap"} <= set(local["feature_type"])
+    assert (~local.loc[local["scope"] == "retained", "supported"].astype(bool)).any()
+
+
+def test_a_word_rare_in_every_chunk_is_kept_when_the_sum_reaches_min_count(dev, tmp_path):
+    """min_count applies to the summed presence, not per chunk: with 700-row chunks, words
+    present in fewer than 5 rows of each chunk still qualify when the whole data has them
+    in 5 or more (the local extraction's rule)."""
+    scopes = {"full": None}
+    local, chunked = _both(dev, scopes, tmp_path, features=["word"], min_count=5)
+    _assert_same(local, chunked)
+    hyps = pd.Series(list(dev.hypotheses())).str.lower()
+    chunk_of = np.arange(len(hyps)) // 700
+    spread = [w for w in local["feature"].head(400)
+              if max(hyps[chunk_of == c].str.contains(rf"\b{w}\b", regex=True).sum()
+                     for c in np.unique(chunk_of)) < 5]
+    assert spread, "no qualifying word was rare in every chunk: the test would not bite"
+
+
+def test_text_both_and_lemmas(dev, tmp_path):
+    local, chunked = _both(dev, {"full": None, "retained": dev.row_ids()[:1500]}, tmp_path,
+                           features=["word", "sentiment", "negation"], text="both",
+                           lemma=True, random_state=3)
+    _assert_same(local, chunked)
+
+
+def test_the_map_runs_through_the_mapper_it_is_given(dev):
+    seen = []
+
+    def mapper(fn, tasks, on_done=None):
+        seen.append(len(tasks))
+        return map_folds(fn, tasks, on_done=on_done, threads=1)
+
+    messages = []
+    count_tables.cue_tables(dev, {"full": None}, features=["negation"], chunk_rows=1000,
+                            mapper=mapper, progress=lambda f, m: messages.append((f, m)))
+    assert seen == [3]
+    assert messages[-1][0] == 1.0 and "chunk 3 of 3" in messages[-1][1]
+
+
+def test_workers_that_extract_differently_are_refused():
+    part = count_tables._ChunkCounts(
+        np.asarray(["ner"], dtype=object), np.asarray(["entity"], dtype=object),
+        np.ones((1, 6), dtype=np.int64), np.ones(1, dtype=np.int64), "hypothesis",
+        {"ner": "ne_chunk"}, {}, {}, None)
+    other = count_tables._ChunkCounts(
+        part.feature_type, part.feature, part.counts, part.present, "hypothesis",
+        {"ner": "heuristic"}, {}, {}, None)
+    with pytest.raises(RuntimeError, match="extracted the features differently"):
+        count_tables._reduce([part, other], min_count=1)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"chunk_rows": 0}, "chunk_rows"), ({"min_count": 0}, "min_count"),
+    ({"sort_by": "nope"}, "sort_by"),
+])
+def test_bad_options_are_named(dev, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        count_tables.cue_tables(dev, {"full": None}, **kwargs)
+
+
+def test_a_second_audit_reads_the_chunks_annotations_from_the_cache(dev, tmp_path,
+                                                                    monkeypatch):
+    """Each task caches its chunk's annotations where it runs ($AFLITE_CACHE_DIR): the second
+    run of the same chunks tags nothing (the tagger is never called) and gives the same
+    table."""
+    from aflite_core.cues import tagging
+
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path))
+    first = count_tables.cue_tables(dev, {"full": None}, chunk_rows=1200)
+    # one per chunk, and the whole column's for the driver's own extraction
+    assert len(list(tmp_path.glob("tagged-*.npz"))) == 3
+
+    def no_tagging(*args, **kwargs):
+        raise AssertionError("tagged again")
+
+    monkeypatch.setattr(tagging, "_tag_unique", no_tagging)
+    again = count_tables.cue_tables(dev, {"full": None}, chunk_rows=1200)
+    _assert_same(first, again)
+    with pytest.raises(AssertionError, match="tagged again"):
+        count_tables.cue_tables(dev, {"full": None}, chunk_rows=1200, cache=False)
+
+
+def test_the_driver_cache_gets_the_whole_columns_tags(dev, tmp_path, monkeypatch):
+    """The chunks' tags, joined in row order, are stored where the driver's own extraction of
+    all rows (the slices measure's) looks for them: it then tags nothing and gets the
+    features it computes without any cache."""
+    from aflite_core.cues import tagging
+    from aflite_core.cues.linguistic import extract_features
+
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path))
+    count_tables.cue_tables(dev, {"full": None}, chunk_rows=1000, text="both")
+    hyps, prems = list(dev.hypotheses()), list(dev.premises())
+    fresh = extract_features(hyps, prems, text="both", min_count=5, cache=False)
+
+    def no_tagging(*args, **kwargs):
+        raise AssertionError("tagged again")
+
+    monkeypatch.setattr(tagging, "_tag_unique", no_tagging)
+    seeded = extract_features(hyps, prems, text="both", min_count=5)
+    assert (fresh.X != seeded.X).nnz == 0
+    assert fresh.feature.tolist() == seeded.feature.tolist()
+    assert {"tense", "ner", "typo"} <= set(seeded.feature_type)
