@@ -12,7 +12,7 @@ Printed per run: wall time; the driver's (the CLI process's) peak RSS; each work
 interface during the run (everything driver <-> scheduler <-> workers sends; nothing else on
 this machine talks over loopback meanwhile), and ``summary.json``'s ``engines`` (which stages
 ran on Dask). Then whether the two runs agree: statuses equal, largest predictability
-difference.
+difference; and each stage's seconds in both runs.
 
 ``--kill-after-round K`` SIGKILLs one worker when the Dask run's progress reports AFLite round
 K: the run must finish with the same statuses (AFLite rebuilds the lost rows elsewhere,
@@ -108,6 +108,7 @@ def _run(data: Path, out: Path, extra: list[str], on_line=None) -> dict:
                             stdout=subprocess.DEVNULL)
     peak = 0
     lines: list[str] = []
+    by_stage: dict[str, int] = {}
 
     def read() -> None:
         for line in proc.stderr:
@@ -118,12 +119,27 @@ def _run(data: Path, out: Path, extra: list[str], on_line=None) -> dict:
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     while proc.poll() is None:
-        peak = max(peak, _rss_of(proc.pid))
+        rss = _rss_of(proc.pid)
+        peak = max(peak, rss)
+        stage = _stage_of(lines[-1]) if lines else "start"
+        by_stage[stage] = max(by_stage.get(stage, 0), rss)
         time.sleep(0.25)
     reader.join()
     return {"seconds": time.perf_counter() - start, "driver_peak": peak,
             "code": proc.returncode, "last": lines[-1] if lines else "",
-            "loopback_bytes": _loopback_bytes() - sent}
+            "loopback_bytes": _loopback_bytes() - sent, "peak_by_stage": by_stage}
+
+
+def _stage_of(line: str) -> str:
+    """The stage a CLI progress line names (``[ 42%] knn: ...`` -> ``knn``)."""
+    match = re.match(r"\s*\[\s*\d+%\]\s*([\w ]+?):", line)
+    return match.group(1) if match else "other"
+
+
+def _stage_peaks(run: dict) -> str:
+    """The driver's peak RSS while each stage reported last, the largest first."""
+    ranked = sorted(run["peak_by_stage"].items(), key=lambda kv: -kv[1])[:6]
+    return ", ".join(f"{stage} {rss / 2**30:.2f}" for stage, rss in ranked)
 
 
 def _compare(a: Path, b: Path) -> str:
@@ -138,6 +154,14 @@ def _compare(a: Path, b: Path) -> str:
             + (f" (rows differing by status: {where})" if where else ""))
 
 
+def _stage_seconds(a: Path, b: Path) -> str:
+    """Each stage's seconds, local / dask (``summary.json``'s ``timings``)."""
+    local, dask = (json.loads((p / "summary.json").read_text())["timings"] for p in (a, b))
+    return "seconds local / dask: " + ", ".join(
+        f"{stage} {local[stage]:.1f} / {dask.get(stage, float('nan')):.1f}"
+        for stage in local if stage != "total")
+
+
 def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
         work: Path) -> None:
     from distributed import Client, LocalCluster
@@ -150,9 +174,9 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
     del frame
     print(f"\n{n_rows:,} rows, 8 Parquet shards; LocalCluster of {workers} workers x 1 "
           f"thread, memory limit {memory_limit} each", flush=True)
-    local = _run(data, work / "local", ["--quiet"])
+    local = _run(data, work / "local", [])
     print(f"  local: {local['seconds']:.1f} s, driver peak {local['driver_peak'] / 2**30:.2f} "
-          f"GB, exit {local['code']}", flush=True)
+          f"GB, exit {local['code']}; peak GB while: {_stage_peaks(local)}", flush=True)
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       memory_limit=memory_limit, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:
@@ -172,8 +196,8 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
     print(f"  dask:  {dask['seconds']:.1f} s, driver peak {dask['driver_peak'] / 2**30:.2f} "
           f"GB, workers' peaks "
           f"{', '.join(f'{v / 2**30:.2f}' for v in worker_peaks.values())} GB, "
-          f"{dask['loopback_bytes'] / 2**20:,.0f} MB over loopback, exit {dask['code']}",
-          flush=True)
+          f"{dask['loopback_bytes'] / 2**20:,.0f} MB over loopback, exit {dask['code']}; "
+          f"peak GB while: {_stage_peaks(dask)}", flush=True)
     if killed:
         print(f"  a worker was SIGKILLed at AFLite round {kill_after}: "
               + ("the run completed" if dask["code"] == 0 else
@@ -185,6 +209,7 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
         print(f"  engines: on Dask {on_dask}, the other {len(engines) - len(on_dask)} stages "
               "local", flush=True)
         print(f"  {_compare(work / 'local', work / 'dask')}", flush=True)
+        print(f"  {_stage_seconds(work / 'local', work / 'dask')}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

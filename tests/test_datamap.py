@@ -242,6 +242,12 @@ def test_run_folder_round_trip(snli_run):
     # one row of this run)
     scored = filtered[filtered["predictability"].notna()]
     assert len(table) == len(scored) >= 0.99 * len(filtered)
+    # and the measure says so, on the page and in the report, with the count
+    info = run.measures["datamap"]
+    n_unscored = len(filtered) - len(scored)
+    assert info["n_unscored"] == n_unscored
+    assert (datamap.unscored_warning(n_unscored, len(filtered)) in info["warnings"]) \
+        == (n_unscored > 0)
     own = scores.loc[table["row_id"]]
     np.testing.assert_array_equal(table["correctness"].to_numpy(),
                                   own["predictability"].to_numpy())

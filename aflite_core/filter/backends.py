@@ -89,8 +89,10 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     frame length, then a small message. A client connecting to anything else waits (a web
     server says nothing until asked) or reads a garbage length (and once tried to allocate
     3 EiB). This opens a plain TCP connection, reads those eight bytes with ``timeout`` and
-    checks the length is plausible. Other schemes (``tls://``, ``inproc://``) are left to
-    the client, which is given a connection timeout.
+    checks the length is plausible. A ``tls://HOST:PORT`` address is checked for a listener
+    (a TLS scheduler waits for the client to speak first, so there is no handshake to read)
+    and for a client certificate in Dask's configuration (:func:`_check_tls_client`). Other
+    schemes (``inproc://``, ...) are left to the client, which is given a connection timeout.
 
     Raises
     ------
@@ -103,17 +105,20 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     import struct
     from urllib.parse import urlsplit
 
-    if not address.startswith("tcp://"):
+    scheme = address.split("://", 1)[0]
+    if scheme not in ("tcp", "tls"):
         return
     parts = urlsplit(address)
     try:
         host, port = parts.hostname, parts.port
     except ValueError as exc:
-        raise ValueError(f"scheduler: {address!r} is not an address tcp://HOST:PORT ({exc})") \
-            from exc
+        raise ValueError(f"scheduler: {address!r} is not an address {scheme}://HOST:PORT "
+                         f"({exc})") from exc
     if not host or port is None:
-        raise ValueError(f"scheduler: {address!r} is not an address tcp://HOST:PORT (the "
+        raise ValueError(f"scheduler: {address!r} is not an address {scheme}://HOST:PORT (the "
                          "port is missing)")
+    if scheme == "tls":
+        _check_tls_client(address)
     try:
         sock = socket.create_connection((host, port), timeout=timeout)
     except TimeoutError as exc:
@@ -124,6 +129,9 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
         raise ConnectionError(f"scheduler: nothing answers at {host}:{port} "
                               f"({exc.strerror or exc}); start the Dask scheduler there or "
                               "give its address") from exc
+    if scheme == "tls":
+        sock.close()
+        return
     with sock:
         sock.settimeout(timeout)
         head = b""
@@ -136,8 +144,10 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
         except TimeoutError:
             raise ValueError(
                 f"scheduler: {host}:{port} accepted the connection but sent no Dask handshake "
-                f"within {timeout:g} s: it is not a Dask scheduler (a web server, or another "
-                "service on that port?)") from None
+                f"within {timeout:g} s: it is not a Dask scheduler speaking plain TCP (a web "
+                "server, another service on that port, or a scheduler that requires TLS: give "
+                f"that one as tls://{host}:{port}, with the client's certificate in Dask's "
+                "configuration, docs/scaling.md)") from None
         except OSError as exc:
             raise ConnectionError(f"scheduler: {host}:{port} dropped the connection "
                                   f"({exc.strerror or exc})") from exc
@@ -148,6 +158,33 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     if not 0 < length <= _MAX_HANDSHAKE_BYTES:
         raise ValueError(f"scheduler: {host}:{port} answered, but not as a Dask scheduler "
                          f"(its first message claims {length:,} bytes)")
+
+
+#: Dask's configuration keys of a client's TLS certificate (docs/scaling.md says how to set
+#: them); the environment variables are DASK_ + the key upper-cased, dots as double
+#: underscores and dashes as underscores.
+TLS_CLIENT_KEYS = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert",
+                   "distributed.comm.tls.client.key")
+
+
+def _check_tls_client(address: str) -> None:
+    """Refuse a ``tls://`` scheduler when Dask's configuration gives this process no CA file
+    or no client certificate: the client would fail later with a TypeError about an
+    ``ssl_context``."""
+    import dask
+
+    ca_file = dask.config.get(TLS_CLIENT_KEYS[0], default=None)
+    cert = dask.config.get(TLS_CLIENT_KEYS[1], default=None)
+    if ca_file and cert:
+        return
+    missing = [key for key, value in zip(TLS_CLIENT_KEYS[:2], (ca_file, cert), strict=True)
+               if not value]
+    raise ValueError(
+        f"scheduler: {address} is a TLS address, and Dask's configuration gives this process "
+        f"no {' and no '.join(missing)}: set {', '.join(TLS_CLIENT_KEYS)} (PEM files; the key "
+        "may be inside the certificate file) in a Dask config file or as the environment "
+        "variables DASK_DISTRIBUTED__COMM__TLS__CA_FILE, DASK_DISTRIBUTED__COMM__TLS__CLIENT__"
+        "CERT and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY (docs/scaling.md)")
 
 
 def _resolve_workers(n_jobs: Any, backend: str) -> int:

@@ -57,6 +57,16 @@ UNGROUPED = (
     "same claim with the other label, its premise's other hypotheses): confidence and the "
     "regions then mix memorisation into difficulty. Run with group_partitions='on' for a "
     "grouped data map.")
+
+
+def unscored_warning(n_unscored: int, n_rows: int) -> str:
+    """Said when some filtered rows were never held out in the round that decided them."""
+    return (f"{n_unscored:,} of the {n_rows:,} filtered rows are not on the map: no partition "
+            "held them out in the round that decided them (their group, or the row, trained "
+            "every partition: about t^m of the rows with m partitions each training a share t, "
+            "more in large groups), so they have no held-out prediction to place them by.")
+
+
 #: The absolute thresholds' names, with the values :func:`assign_regions` falls back to when
 #: given none (Dataset Cartography's fixed cut-offs; the measure calibrates them instead).
 THRESHOLDS = {"ambiguous_variability": 0.2, "easy_confidence": 0.5, "hard_confidence": 0.5}
@@ -306,8 +316,12 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                           dm["n_heldout"].to_numpy(), **thresholds)
     counts = table["region"].value_counts()
     warnings = [] if ctx.datamap_grouped else [UNGROUPED]
+    n_unscored = int((~scored).sum())
+    if n_unscored:
+        warnings.append(unscored_warning(n_unscored, len(scored)))
     return MeasureResult(tables={FILE: table},
                          info={"thresholds": thresholds, "shares": shares,
+                               "n_unscored": n_unscored,
                                "grouped": bool(ctx.datamap_grouped), "warnings": warnings,
                                "n_classes": n_classes, "chance": 1.0 / n_classes,
                                "fixed_thresholds": sorted(fixed), "n_rows": int(len(table)),
