@@ -15,7 +15,13 @@ Three profiles, each timed end to end (feature extraction + the cue table):
 
 Goals (issue 3): word <= 15 s, all7 <= 120 s, cached <= 5 s on the 2-core machine.
 
-    NLTK_DATA=../shared/nltk_data .venv/bin/python benchmarks/bench_cues.py
+``--dask-workers N`` then times the cue measure's two scopes (full, every other row retained)
+as the audit computes them: from all rows at once (``statistics.cue_tables``; cold, then
+cached) and by map-reduce over row chunks on a LocalCluster of N single-threaded workers
+(``count_tables.cue_tables``, the audit's path with ``--scheduler``; the workers' caches cold,
+then warm), and checks that the tables are equal (issue 27).
+
+    NLTK_DATA=../shared/nltk_data .venv/bin/python benchmarks/bench_cues.py [--dask-workers 2]
 """
 
 from __future__ import annotations
@@ -84,6 +90,8 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=550_000)
     parser.add_argument("--jobs", type=int, default=None, help="tagging processes (all cores)")
     parser.add_argument("--cache-dir", help="cache folder (default: a fresh temporary one)")
+    parser.add_argument("--dask-workers", type=int, default=0,
+                        help="also time the cue measure's map-reduce on a LocalCluster")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
@@ -117,7 +125,43 @@ def main() -> int:
     for name, seconds in results.items():
         verdict = "ok" if seconds <= goals[name] else "OVER"
         print(f"goal {name:<12} <= {goals[name]:5.0f} s: {seconds:7.2f} s {verdict}")
+    if args.dask_workers:
+        measure_on_dask(data, args.dask_workers)
     return 0
+
+
+def measure_on_dask(data: pd.DataFrame, workers: int) -> None:
+    """The cue measure's tables locally and by map-reduce on a LocalCluster, cold and warm."""
+    from distributed import Client, LocalCluster
+
+    from aflite_core.cues import count_tables, statistics
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.represent.fold_pool import on_dask
+
+    dataset = load_dataset(data, name="bench")
+    scopes = {"full": None, "retained": dataset.row_ids()[::2]}
+    groups = dataset.groups()
+    with tempfile.TemporaryDirectory(prefix="aflite-bench-cache-") as cache:
+        for state in ("cold", "cached"):
+            start = time.perf_counter()
+            local = statistics.cue_tables(dataset, scopes, groups=groups, cache_dir=cache)
+            print(f"measure, all rows at once, {state}: {time.perf_counter() - start:7.2f} s",
+                  flush=True)
+    os.environ["AFLITE_CACHE_DIR"] = tempfile.mkdtemp(prefix="aflite-bench-workers-")
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                      host="127.0.0.1", dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        chunk_rows = count_tables.chunk_rows_for(len(dataset), workers)
+        for state in ("cold", "warm"):
+            start = time.perf_counter()
+            with on_dask(client) as sent:
+                chunked = count_tables.cue_tables(dataset, scopes, groups=groups,
+                                                  chunk_rows=chunk_rows)
+            print(f"measure, map-reduce on {workers} workers, {state}: "
+                  f"{time.perf_counter() - start:7.2f} s ({sent.tasks} chunks of at most "
+                  f"{chunk_rows:,} rows)", flush=True)
+    same = local.equals(chunked) and local.attrs == chunked.attrs
+    print(f"tables equal: {same} ({len(local):,} rows)")
 
 
 if __name__ == "__main__":
