@@ -285,7 +285,6 @@ def cue_tables(
     return stack_scopes(scopes, table_of)
 
 
-
 def _seed_driver_cache(inputs, parts: list[_ChunkCounts]) -> None:
     """Store the chunks' tagging annotations, joined in row order, in this process's
     annotation cache under the key the local extraction of the whole column reads: the
