@@ -204,3 +204,36 @@ def test_a_cluster_of_more_than_five_workers_is_seen_whole(client_type):
     assert departed_workers(client, workers, wait_s=0) == set()
     assert departed_workers(client, [*workers, "tcp://10.0.0.99:4000"], wait_s=0) == {
         "tcp://10.0.0.99:4000"}
+
+
+def test_the_cue_map_reduce_survives_a_worker_killed_mid_chunk(tmp_path, snli_dir):
+    """The cue table's map tasks carry their chunk's rows (Dask retries a task whose worker
+    died) and share one scattered extraction function (sent again when its holder died): a
+    worker killed in the middle of the first chunk leaves the table of all rows at once."""
+    from aflite_core.cues import count_tables
+    from aflite_core.cues.statistics import cue_tables
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.represent.fold_pool import map_folds, on_dask
+
+    data = load_dataset(snli_dir / "snli_dev.csv")
+    data = data.subset(data.row_ids()[:3000])
+    scopes = {"full": None, "retained": data.row_ids()[::2]}
+    marker = str(tmp_path / "killed")
+
+    def mapper(fn, tasks, on_done=None):
+        def dying_once(task):  # nested: Dask's cloudpickle sends it by value
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                os._exit(1)  # the worker process dies mid-chunk
+            return fn(task)
+
+        return map_folds(dying_once, tasks, on_done=on_done)
+
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client, on_dask(client) as record:
+        chunked = count_tables.cue_tables(data, scopes, chunk_rows=1000, mapper=mapper)
+    assert os.path.exists(marker) and record.tasks >= 3
+    local = cue_tables(data, scopes, cache_dir=tmp_path / "cache")
+    pd.testing.assert_frame_equal(local, chunked, check_exact=True)
