@@ -41,6 +41,10 @@ if breakdown.open:
 states = run.measure_states()
 for measure in registry.measures():
     report_view.measure_section(run, measure, states[measure.name])
+stages = report_view.lazy_section("stages", "**Stages: time, and where each ran**")
+if stages.open:
+    with stages:
+        report_view.stages(run)
 failed = {k: v for k, v in run.measures.items() if isinstance(v, dict)
           and v.get("status") not in (None, "ok") and k not in states}
 if failed:

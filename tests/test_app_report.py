@@ -195,3 +195,26 @@ def test_label_issues_section_opens_explore_on_the_flagged_rows(runs_root, share
     columns = [c for c in page.columns if c != "row_id"]
     assert columns[:3] == ["label", "suggested label", "label quality"]
     assert columns.index("hypothesis") > 2
+
+
+def test_the_stages_section_says_each_stages_time_and_where_it_ran(runs_root,
+                                                                   shared_run) -> None:
+    """Closed, it draws nothing; opened, one row per stage the run timed, where it ran (a run
+    without a scheduler: every stage on this machine), the wall total last."""
+    from aflite_core.runs.folder import load_run
+
+    run = load_run(shared_run)
+    at = new_app().run()
+    open_run(at, shared_run)
+    goto(at, "report", open_sections=False)
+    assert "**Stages: time, and where each ran**" in [e.label for e in at.expander]
+    at.session_state["report:section:stages"] = True
+    at.run()
+    assert_clean(at)
+    shown = next(d.value for d in at.dataframe if list(d.value.columns) ==
+                 ["stage", "seconds", "ran on"])
+    timings = run.summary["timings"]
+    assert shown["stage"].tolist() == [s for s in timings if s != "total"] + ["total (wall)"]
+    assert set(shown["ran on"].iloc[:-1]) == {"local"}
+    assert shown["seconds"].iloc[-1] == timings["total"]
+    assert "Every stage ran on the machine that ran the audit" in texts(at)

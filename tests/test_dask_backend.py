@@ -88,7 +88,8 @@ def test_importing_aflite_core_does_not_import_dask():
 
 
 def test_a_run_says_where_each_stage_ran(cluster, tmp_path):
-    """summary.json's engines: AFLite on the scheduler, the other stages here (so far)."""
+    """summary.json's engines: AFLite on the scheduler, the other stages here (so far); the
+    stage tables of the Report page and the HTML report say where each ran."""
     import json
 
     import pandas as pd
@@ -114,6 +115,18 @@ def test_a_run_says_where_each_stage_ran(cluster, tmp_path):
                        "write": "local", "label_shift": "local"}
     local = json.loads((here / "summary.json").read_text())["engines"]
     assert local == {**engines, "aflite": "local"}
+    # the Report page's and the HTML report's stage table say it too
+    from aflite_core.report.html import _section_provenance
+    from aflite_core.runs.folder import load_run
+    from aflite_core.runs.views import stage_table
+
+    table = stage_table(load_run(on_dask)).set_index("stage")["ran on"]
+    assert table["aflite"] == "dask" and table["label_shift"] == "local"
+    assert table["total (wall)"] == ""
+    html = _section_provenance(load_run(on_dask))
+    assert "Stages: seconds, and where each ran" in html
+    assert '<td class="text">aflite</td><td class="num">' in html
+    assert '<td class="text">dask</td>' in html
 
 
 def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path):

@@ -214,9 +214,12 @@ def _section_provenance(run: AuditRun) -> str:
             }
         ),
     ]
-    timings = summary.get("timings") or {}
-    if timings:
-        parts += ["<h3>Timings (seconds)</h3>", _kv_table(timings)]
+    from aflite_core.runs.views import stage_table
+
+    stages = stage_table(run)
+    if stages is not None:
+        parts += ["<h3>Stages: seconds, and where each ran</h3>",
+                  html_table(stages, text_columns=("stage", "ran on"))]
     measures = run.measures
     if measures:
         rows = [

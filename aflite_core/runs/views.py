@@ -348,3 +348,19 @@ def filter_description(run: Any) -> str | None:
     if not drawn:
         return what
     return f"{what or ''} Each partition trained on {drawn}.".strip()
+
+
+def stage_table(run: Any) -> pd.DataFrame | None:
+    """Each stage's seconds and where it ran (``dask``: tasks on the audit's scheduler, or
+    ``local``), in the run's stage order, with the total last; None for a run that recorded
+    no timings. Runs from before ``engines`` existed say ``–`` for where."""
+    timings = dict(run.summary.get("timings") or {})
+    if not timings:
+        return None
+    engines = run.summary.get("engines") or {}
+    total = timings.pop("total", None)
+    rows = [{"stage": stage, "seconds": float(seconds), "ran on": engines.get(stage, "–")}
+            for stage, seconds in timings.items()]
+    if total is not None:
+        rows.append({"stage": "total (wall)", "seconds": float(total), "ran on": ""})
+    return pd.DataFrame(rows, columns=["stage", "seconds", "ran on"])

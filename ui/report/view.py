@@ -284,6 +284,20 @@ OPEN_SECTIONS = "report:open_sections"
 DEFAULT_OPEN = frozenset({"baselines"})
 
 
+def stages(run: Any) -> None:
+    """Each stage's seconds and where it ran (this machine, or the audit's Dask cluster)."""
+    table = views.stage_table(run)
+    if table is None:
+        st.caption("This run recorded no timings.")
+        return
+    on_dask = table.loc[table["ran on"] == "dask", "stage"].tolist()
+    st.caption("On the audit's Dask cluster: " + ", ".join(on_dask) + "; every other stage "
+               "on the machine that ran the audit." if on_dask else
+               "Every stage ran on the machine that ran the audit (no Dask scheduler).")
+    st.dataframe(table, hide_index=True,
+                 column_config={"seconds": st.column_config.NumberColumn(format="%.2f")})
+
+
 def lazy_section(name: str, title: str) -> Any:
     """An expander titled ``title`` that draws its content only while it is open.
 
