@@ -353,14 +353,18 @@ def filter_description(run: Any) -> str | None:
 def stage_table(run: Any) -> pd.DataFrame | None:
     """Each stage's seconds and where it ran (``dask``: tasks on the audit's scheduler, or
     ``local``), in the run's stage order, with the total last; None for a run that recorded
-    no timings. Runs from before ``engines`` existed say ``–`` for where."""
+    no timings. Runs from before ``engines`` existed say ``–`` for where; a stage the run
+    places but does not time (reading, which the caller does; the report, which is written
+    before its own time is known) has no seconds."""
     timings = dict(run.summary.get("timings") or {})
     if not timings:
         return None
     engines = run.summary.get("engines") or {}
     total = timings.pop("total", None)
-    rows = [{"stage": stage, "seconds": float(seconds), "ran on": engines.get(stage, "–")}
-            for stage, seconds in timings.items()]
+    order = [s for s in engines if s == "read" and s not in timings] + list(timings) + [
+        s for s in engines if s != "read" and s not in timings]
+    rows = [{"stage": stage, "seconds": float(timings[stage]) if stage in timings else None,
+             "ran on": engines.get(stage, "–")} for stage in order]
     if total is not None:
         rows.append({"stage": "total (wall)", "seconds": float(total), "ran on": ""})
     return pd.DataFrame(rows, columns=["stage", "seconds", "ran on"])
