@@ -294,8 +294,9 @@ def stages(run: Any) -> None:
     st.caption("On the audit's Dask cluster: " + ", ".join(on_dask) + "; every other stage "
                "on the machine that ran the audit." if on_dask else
                "Every stage ran on the machine that ran the audit (no Dask scheduler).")
-    st.dataframe(table, hide_index=True,
-                 column_config={"seconds": st.column_config.NumberColumn(format="%.2f")})
+    shown = table.assign(seconds=[f"{v:,.2f}" if pd.notna(v) else "– (not timed)"
+                                  for v in table["seconds"]])
+    st.dataframe(shown, hide_index=True)
 
 
 def lazy_section(name: str, title: str) -> Any:
