@@ -168,10 +168,9 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
 
     data = work / f"snli_like_{n_rows}"
     data.mkdir()
-    frame = build(n_rows)
-    for i, part in enumerate(np.array_split(np.arange(len(frame)), 8)):
-        frame.iloc[part].to_parquet(data / f"part-{i:02d}.parquet", index=False)
-    del frame
+    # in a child process: the built frame (several GB at 5M rows) is not kept by this one
+    subprocess.run([sys.executable, __file__, "--write-shards", str(n_rows), str(data)],
+                   check=True, env={**BASE_ENV, "PYTHONPATH": str(REPO)})
     print(f"\n{n_rows:,} rows, 8 Parquet shards; LocalCluster of {workers} workers x 1 "
           f"thread, memory limit {memory_limit} each", flush=True)
     local = _run(data, work / "local", [])
@@ -212,7 +211,18 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
         print(f"  {_stage_seconds(work / 'local', work / 'dask')}", flush=True)
 
 
+def write_shards(n_rows: int, folder: Path) -> None:
+    """The seeded SNLI-like input in 8 Parquet shards."""
+    frame = build(n_rows)
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), 8)):
+        frame.iloc[part].to_parquet(folder / f"part-{i:02d}.parquet", index=False)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--write-shards"]:
+        write_shards(int(argv[1]), Path(argv[2]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", default="1000000",
                         help="comma-separated sizes (the issue asks 1M and 5M)")
