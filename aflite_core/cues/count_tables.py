@@ -142,9 +142,9 @@ def _reduce(parts: Iterable[_ChunkCounts], *, min_count: int, lemma: bool = Fals
                 f"({first.methods} / {first.unavailable} vs {part.methods} / "
                 f"{part.unavailable}); install the same aflite_core and NLTK data on every "
                 "worker, or run without a scheduler")
-    keys = [pd.Series(part.feature_type, dtype=object).str.cat(
-        pd.Series(part.feature, dtype=object), sep="\x1f") for part in parts]
-    codes, uniques = pd.factorize(pd.concat(keys, ignore_index=True), sort=False)
+    codes, uniques = pd.MultiIndex.from_arrays([
+        np.concatenate([part.feature_type for part in parts]).astype(object),
+        np.concatenate([part.feature for part in parts]).astype(object)]).factorize()
     total = np.zeros((len(uniques), first.counts.shape[1]), dtype=np.int64)
     present = np.zeros(len(uniques), dtype=np.int64)
     start = 0
@@ -153,9 +153,8 @@ def _reduce(parts: Iterable[_ChunkCounts], *, min_count: int, lemma: bool = Fals
         start += len(part.feature)
         total[at] += part.counts  # a chunk lists each feature once
         present[at] += part.present
-    pairs = pd.Series(uniques, dtype=object).str.split("\x1f", n=1, expand=True)
-    feature_type = pairs[0].to_numpy(dtype=object) if len(uniques) else np.empty(0, object)
-    feature = pairs[1].to_numpy(dtype=object) if len(uniques) else np.empty(0, object)
+    feature_type = uniques.get_level_values(0).to_numpy(dtype=object)
+    feature = uniques.get_level_values(1).to_numpy(dtype=object)
     keep = (feature_type != "word") | (present >= min_count)
     empty = np.zeros((int(keep.sum()), 0), dtype=np.int64)
     methods = dict(first.methods)

@@ -20,14 +20,13 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     On a Dask cluster the tables come from a map-reduce over row chunks on the workers
     (:mod:`aflite_core.cues.count_tables`, the same table); here, from all rows at once.
     """
-    from aflite_core.represent.fold_pool import dask_folds
+    from aflite_core.represent.fold_pool import cluster_workers, dask_folds
 
     ctx.progress(0.0, "cue statistics of the full and the retained data")
     scopes = {"full": None, "retained": ctx.retained_ids}
     cluster = dask_folds()
     if cluster is not None:
         from aflite_core.cues import count_tables
-        from aflite_core.represent.fold_pool import cluster_workers
 
         chunk_rows = count_tables.chunk_rows_for(len(ctx.dataset),
                                                  len(cluster_workers(cluster.client)))
