@@ -38,7 +38,8 @@ from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.represent.fold_pool import on_dask
 from aflite_core.runs.writer import RunWriter
 
-__all__ = ["BESIDE_MAX_ROWS", "Progress", "beside_measures", "run_measure", "run_measures"]
+__all__ = ["BESIDE_MAX_ROWS", "EarlierTables", "Progress", "beside_measures", "run_measure",
+           "run_measures"]
 
 EventCallback = Callable[[dict], Any]
 
@@ -47,6 +48,19 @@ EventCallback = Callable[[dict], Any]
 #: the 4 GB budget, for no gain in time (214.9 s against 211.6-225.2 s in turn: each side's
 #: products on one BLAS thread, KNN 28.7 -> 62.8 s; ``bench_pipeline.py --sizes 1000000``).
 BESIDE_MAX_ROWS = 250_000
+
+
+class EarlierTables(dict):
+    """The tables of succeeded measures that later ones read (``MeasureContext.earlier``):
+    one dict shared by an audit's contexts, holding only the files some measure ``reads``."""
+
+    def __init__(self, wanted: Any = ()) -> None:
+        super().__init__()
+        self.wanted = frozenset(wanted)
+
+    def keep(self, tables: dict) -> None:
+        """Hold the tables of ``tables`` (run file -> DataFrame) that a measure reads."""
+        self.update({name: table for name, table in tables.items() if name in self.wanted})
 
 
 def beside_measures(measures: Sequence[Measure], n_rows: int) -> list[Measure]:
@@ -142,6 +156,8 @@ def run_measure(measure: Measure, ctx: MeasureContext, writer: RunWriter) -> dic
     try:
         result = measure.compute(ctx)
         _write_result(writer, result, written)
+        if isinstance(ctx.earlier, EarlierTables):
+            ctx.earlier.keep(result.tables)
     except AuditCancelled:
         raise
     except MeasureSkipped as exc:  # does not apply to this run: say why, write nothing
@@ -186,6 +202,7 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
     any says ``"engine": "dask"``.
     """
     outcomes: dict[str, dict] = {}
+    state = {**state, "earlier": EarlierTables(f for m in measures for f in m.reads)}
     side = beside_measures(measures, len(state["labels"]))
     on_side = {m.name for m in side}
     with _Side(side, writer, state, random_state, params, progress, client) as beside:

@@ -15,8 +15,8 @@ measure, as the CLI and the dashboard run it), and the flips are scored by
   TF-IDF of the premise and of the hypothesis (two vectorisers, stacked), folds grouped by
   premise, self-confidence of the given label;
 - ``data map``: AFLite's held-out confidence alone (``datamap.parquet``), for reference,
-  and its calibrated regions (default shares): each region's share of the rows and the flips'
-  share in it against the base rate;
+  and its calibrated regions (default shares, drawn on ``label_quality``): each region's share
+  of the rows and the flips' share in it against the base rate;
 
 with the AUROC of "flipped" against 1 - score (printed to 4 decimals) and the precision at k
 (k = the number of flips: the share of flips among the k rows ranked least trustworthy).
@@ -122,11 +122,13 @@ def region_line(name: str, kind: str, dm: pd.DataFrame, run) -> str:
                          f"({share / base:.1f}x)")
     both = dm["region"].isin(["hard", "ambiguous"]).to_numpy()
     share = dm["flipped"].to_numpy()[both].mean() if both.any() else float("nan")
-    t = run.summary["measures"]["datamap"]["thresholds"]
+    info = run.summary["measures"]["datamap"]
+    t = info["thresholds"]
     return (f"{name:5s} {kind:6s} regions  " + "; ".join(parts)
             + f"; hard+ambiguous {both.mean():.0%}, flips {share:.3f} ({share / base:.1f}x)"
-            + f"  [hard <= {t['hard_confidence']:.3f}, easy >= {t['easy_confidence']:.3f}, "
-              f"ambiguous >= {t['ambiguous_variability']:.3f}]")
+            + f"  [on {info.get('axis', 'confidence')}: band <= {t['hard_confidence']:.3f}, "
+              f"in it ambiguous if variability >= {t['ambiguous_variability']:.3f}; easy >= "
+              f"{t['easy_confidence']:.3f}; swing >= {t.get('swing_variability', 1):.2f}]")
 
 
 def one(name: str, kind: str, work: Path) -> list[str]:

@@ -17,7 +17,7 @@ from apptest_support import (  # noqa: F401 - fixtures are imported by name
     texts,
 )
 
-from aflite_core.measures import pvi
+from aflite_core.measures import datamap, pvi
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +58,13 @@ def test_explore_draws_the_data_map_and_filters_by_pvi_and_region(runs_root, dat
     at.number_input(key="explore:dm_hard_share").set_value(0.2).run()
     assert_clean(at)
     counts = next(d.value for d in at.dataframe if "share easy" in d.value.columns)
-    assert "ambiguous" not in counts.columns  # no share of the rows is ambiguous
     all_rows = counts.set_index("status").loc["all"]
+    # no share of the band is ambiguous: only rows that swing past the fixed bound anywhere
+    swinging = int((table["variability"] >= datamap.SWING_VARIABILITY).sum())
+    assert all_rows.get("ambiguous", 0) == swinging
     assert all_rows["total"] == len(table)
     assert 0.1 < all_rows["share hard"] <= 0.2
-    assert "else hard if confidence ≤" in texts(at)
+    assert "in it ambiguous if variability ≥" in texts(at)
 
     # the PVI filter keeps rows whose hypothesis gives the label away
     at.slider(key="explore:pvi").set_value((1.0, at.slider(key="explore:pvi").max)).run()

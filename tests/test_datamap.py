@@ -208,13 +208,15 @@ def test_multiple_choice_confidence_is_the_right_choices_softmax():
 
 # -- the measure and the run folder ------------------------------------------------------
 def test_regions_follow_the_thresholds():
-    conf = np.array([0.9, 0.9, 0.1, 0.4, 0.6, np.nan])
-    var = np.array([0.05, 0.3, 0.05, 0.05, 0.05, 0.1])
+    # defaults: the band up to 0.3, split at variability 0.2; easy from 0.5; any swing of
+    # 0.25 is ambiguous
+    conf = np.array([0.9, 0.9, 0.1, 0.4, 0.6, np.nan, 0.2])
+    var = np.array([0.05, 0.3, 0.05, 0.05, 0.05, 0.1, 0.22])
     assert datamap.assign_regions(conf, var).tolist() == [
-        "easy", "ambiguous", "hard", "hard", "easy", ""]
-    assert datamap.assign_regions(conf, var, easy_confidence=0.7, hard_confidence=0.3
-                                  ).tolist() == ["easy", "ambiguous", "hard", "medium",
-                                                 "medium", ""]
+        "easy", "ambiguous", "hard", "medium", "easy", "", "ambiguous"]
+    assert datamap.assign_regions(conf, var, easy_confidence=0.7, hard_confidence=0.4
+                                  ).tolist() == ["easy", "ambiguous", "hard", "hard",
+                                                 "medium", "", "ambiguous"]
     with pytest.raises(ValueError, match="hard_confidence"):
         datamap.assign_regions(conf, var, easy_confidence=0.3, hard_confidence=0.6)
 

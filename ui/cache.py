@@ -564,19 +564,22 @@ def datamap_table(path: str | Path) -> pd.DataFrame:
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _datamap_thresholds(path: str, stamp: float, n_classes: int, shares: str) -> dict:
+def _datamap_thresholds(path: str, stamp: float, n_classes: int, axis: str,
+                        shares: str) -> dict:
     from aflite_core.measures import datamap
 
     table = _datamap_table(path, stamp)
-    return datamap.calibrated_thresholds(table["confidence"], table["variability"],
+    return datamap.calibrated_thresholds(datamap.region_axis(table, axis), table["variability"],
                                          n_classes=n_classes, **json.loads(shares))
 
 
-def datamap_thresholds(path: str | Path, *, n_classes: int, **shares: float) -> dict:
-    """:func:`aflite_core.measures.datamap.calibrated_thresholds` on the run's data map, for
-    the shares typed on Explore (cached: it sorts every scored row's values)."""
+def datamap_thresholds(path: str | Path, *, n_classes: int, axis: str = "confidence",
+                       **shares: float) -> dict:
+    """:func:`aflite_core.measures.datamap.calibrated_thresholds` on the run's data map
+    (its ``axis``: :func:`~aflite_core.measures.datamap.axis_of`), for the shares typed on
+    Explore (cached: it sorts every scored row's values)."""
     path = Path(path)
-    return _datamap_thresholds(str(path.resolve()), _stamp(path), int(n_classes),
+    return _datamap_thresholds(str(path.resolve()), _stamp(path), int(n_classes), str(axis),
                                json.dumps(shares, sort_keys=True))
 
 

@@ -12,19 +12,32 @@ that decided it, the round of its ``predictability`` (= ``correctness`` here).
 Regions (a partition of the scored rows), calibrated to the data: each threshold is a share of
 the observed distribution, bounded by chance ``1/K`` (:func:`calibrated_thresholds`); fixed
 cut-offs do not travel between datasets (with 0.5 and 0.2, *hard* held 85-93 % of every NLI
-set and *ambiguous* none). With the thresholds resolved (:func:`assign_regions`):
+set and *ambiguous* none). They are drawn on the run's **label evidence** (its *region axis*,
+:func:`region_axis`): the label issues' ``label_quality`` (the mean of AFLite's held-out
+probability of the label and the full-input model's out-of-fold one) when that measure scored
+every mapped row, else AFLite's ``confidence``. With the thresholds resolved
+(:func:`assign_regions`, ``e`` the evidence):
 
-* ``ambiguous``: ``variability >= ambiguous_variability`` (default: its 90th percentile, and at
-  least :data:`MIN_AMBIGUOUS_VARIABILITY`);
-* ``hard``: otherwise, ``confidence <= hard_confidence`` (default: ``min(1/K, its 10th
-  percentile)``: at most a tenth of the rows, given their label less than chance);
-* ``easy``: otherwise, ``confidence >= easy_confidence`` (default: ``max(1/K, its 67th
+* the **low band**: ``e <= hard_confidence`` (default: ``min(1/K,`` the quantile of
+  ``hard_share + ambiguous_share``, 5 % + 5 %)): the rows the audit's models give their label
+  least, where mislabelled rows gather;
+* ``ambiguous``: the band's rows with ``variability >= ambiguous_variability`` (default: the
+  half of the band, ``ambiguous_share / (hard_share + ambiguous_share)``, whose probability
+  swings most across AFLite's partitions);
+  and, wherever it lies, any row with ``variability >= swing_variability`` (0.25, half the
+  most a probability's standard deviation can be: the models disagree outright, Dataset
+  Cartography's ambiguous rows; not calibrated, and few NLI rows reach it);
+* ``hard``: the band's other rows (low evidence, steady: Dataset Cartography's hard-to-learn);
+* ``easy``: outside the band, ``e >= easy_confidence`` (default: ``max(1/K,`` its 67th
   percentile)``);
 * ``medium``: otherwise.
 
+High variability alone does not find mislabelled rows on text with linear models (AUROC
+0.44-0.49 for planted flips; an *ambiguous* region drawn on it held them at 0.7-1.1x the base
+rate), so *ambiguous* is the unsteady half of the low band (``docs/measures.md``, section 6).
 The shares (``hard_share``, ``ambiguous_share``, ``easy_share``) are the measure's options;
 absolute thresholds passed in ``measure_params`` override the calibrated ones. The summary
-stores the shares, chance and the resolved thresholds.
+stores the shares, chance, the axis and the resolved thresholds.
 
 Rows AFLite never held out (a warm-up row, an excluded row) are not in the file.
 """
@@ -68,23 +81,31 @@ def unscored_warning(n_unscored: int, n_rows: int) -> str:
 
 
 #: The absolute thresholds' names, with the values :func:`assign_regions` falls back to when
-#: given none (Dataset Cartography's fixed cut-offs; the measure calibrates them instead).
-THRESHOLDS = {"ambiguous_variability": 0.2, "easy_confidence": 0.5, "hard_confidence": 0.5}
-#: Default shares of the rows the calibrated regions hold (at most, for hard and easy).
-SHARES = {"hard_share": 0.10, "ambiguous_share": 0.10, "easy_share": 0.33}
-#: Below this variability no row is ambiguous, whatever its quantile: a gold probability that
-#: swings by less than ±0.05 between training partitions is not a disagreement.
-MIN_AMBIGUOUS_VARIABILITY = 0.05
+#: given none (the measure calibrates them instead).
+THRESHOLDS = {"ambiguous_variability": 0.2, "easy_confidence": 0.5, "hard_confidence": 0.3,
+              "swing_variability": 0.25}
+#: A row whose gold probability swings this much (standard deviation across the partitions
+#: holding it out; half the 0.5 a probability can reach) is ambiguous wherever it lies: the
+#: models disagree outright (Dataset Cartography's ambiguous rows). Not calibrated: on the
+#: NLI sets with linear models few rows reach it (none of SNLI dev's; 0.6-3.9 % of SICK's).
+SWING_VARIABILITY = THRESHOLDS["swing_variability"]
+#: Default shares of the rows the calibrated regions hold (at most, for the band and easy).
+SHARES = {"hard_share": 0.05, "ambiguous_share": 0.05, "easy_share": 0.33}
+#: The region axes: the label issues' label quality, or AFLite's confidence alone.
+AXES = ("label_quality", "confidence")
+#: Label issues' file, whose ``label_quality`` the regions are drawn on when it covers the map.
+LABEL_ISSUES_FILE = "label_issues.parquet"
 #: Labels of multiple-choice rows (their confidence is the right choice's share).
 CHOICE_LABELS = frozenset({"right", "wrong"})
 #: Columns of :data:`FILE`.
 COLUMNS = ("row_id", "status", "label", "confidence", "variability", "correctness",
-           "n_heldout", "region")
+           "n_heldout", "label_quality", "region")
 
 
 def check_thresholds(ambiguous_variability: float = THRESHOLDS["ambiguous_variability"],
                      easy_confidence: float = THRESHOLDS["easy_confidence"],
-                     hard_confidence: float = THRESHOLDS["hard_confidence"]) -> dict:
+                     hard_confidence: float = THRESHOLDS["hard_confidence"],
+                     swing_variability: float = THRESHOLDS["swing_variability"]) -> dict:
     """Validated thresholds as a dict (each in [0, 1]; ``hard_confidence <= easy_confidence``).
 
     Raises
@@ -95,44 +116,49 @@ def check_thresholds(ambiguous_variability: float = THRESHOLDS["ambiguous_variab
     out = {"ambiguous_variability": check_fraction("ambiguous_variability",
                                                    ambiguous_variability, closed=True),
            "easy_confidence": check_fraction("easy_confidence", easy_confidence, closed=True),
-           "hard_confidence": check_fraction("hard_confidence", hard_confidence, closed=True)}
+           "hard_confidence": check_fraction("hard_confidence", hard_confidence, closed=True),
+           "swing_variability": check_fraction("swing_variability", swing_variability,
+                                               closed=True)}
     if out["hard_confidence"] > out["easy_confidence"]:
         raise ValueError(f"hard_confidence: expected at most easy_confidence="
                          f"{out['easy_confidence']}, got {out['hard_confidence']}")
     return out
 
 
-def assign_regions(confidence, variability, **thresholds) -> np.ndarray:
+def assign_regions(evidence, variability, **thresholds) -> np.ndarray:
     """Region of each row (see the module docstring); ``""`` where a value is NaN.
 
     Parameters
     ----------
-    confidence, variability : array-like of float
+    evidence, variability : array-like of float
+        The region axis' values (:func:`region_axis`: label quality or confidence) and
+        AFLite's variability.
     **thresholds
-        ``ambiguous_variability``, ``easy_confidence``, ``hard_confidence`` (defaults
-        :data:`THRESHOLDS`).
+        ``ambiguous_variability``, ``easy_confidence``, ``hard_confidence``,
+        ``swing_variability`` (defaults :data:`THRESHOLDS`).
 
     Returns
     -------
     ndarray of str (object)
     """
     t = check_thresholds(**thresholds)
-    c = np.asarray(confidence, dtype=float)
+    e = np.asarray(evidence, dtype=float)
     v = np.asarray(variability, dtype=float)
-    if c.shape != v.shape:
-        raise ValueError(f"variability: expected shape {c.shape} like confidence, got {v.shape}")
-    scored = np.isfinite(c) & np.isfinite(v)
-    ambiguous = scored & (v >= t["ambiguous_variability"])
-    easy = scored & ~ambiguous & (c >= t["easy_confidence"])
-    hard = scored & ~ambiguous & ~easy & (c <= t["hard_confidence"])
-    return np.select([ambiguous, easy, hard, scored], ["ambiguous", "easy", "hard", "medium"],
+    if e.shape != v.shape:
+        raise ValueError(f"variability: expected shape {e.shape} like evidence, got {v.shape}")
+    scored = np.isfinite(e) & np.isfinite(v)
+    low = scored & (e <= t["hard_confidence"])
+    ambiguous = (low & (v >= t["ambiguous_variability"])) \
+        | (scored & (v >= t["swing_variability"]))
+    easy = scored & ~low & ~ambiguous & (e >= t["easy_confidence"])
+    return np.select([ambiguous, low, easy, scored], ["ambiguous", "hard", "easy", "medium"],
                      default="").astype(object)
 
 
 def check_shares(hard_share: float = SHARES["hard_share"],
                  ambiguous_share: float = SHARES["ambiguous_share"],
                  easy_share: float = SHARES["easy_share"]) -> dict:
-    """Validated region shares as a dict (each in [0, 1]; ``hard_share + easy_share <= 1``).
+    """Validated region shares as a dict (each in [0, 1], together at most 1).
 
     Raises
     ------
@@ -142,19 +168,21 @@ def check_shares(hard_share: float = SHARES["hard_share"],
     out = {name: check_fraction(name, value, closed=True) for name, value in
            (("hard_share", hard_share), ("ambiguous_share", ambiguous_share),
             ("easy_share", easy_share))}
-    if out["hard_share"] + out["easy_share"] > 1:
-        raise ValueError(f"easy_share: expected at most 1 - hard_share = "
-                         f"{1 - out['hard_share']:g}, got {out['easy_share']}")
+    band = out["hard_share"] + out["ambiguous_share"]
+    if band + out["easy_share"] > 1 + 1e-12:
+        raise ValueError(f"easy_share: expected at most 1 - hard_share - ambiguous_share = "
+                         f"{1 - band:g}, got {out['easy_share']}")
     return out
 
 
-def calibrated_thresholds(confidence, variability, *, n_classes: int, **shares) -> dict:
+def calibrated_thresholds(evidence, variability, *, n_classes: int, **shares) -> dict:
     """Absolute region thresholds from shares of the observed values, bounded by chance.
 
     Parameters
     ----------
-    confidence, variability : array-like of float
-        The scored rows' values (NaN ignored).
+    evidence, variability : array-like of float
+        The scored rows' region-axis values (:func:`region_axis`) and variability (rows
+        with a NaN in either are ignored).
     n_classes : int >= 2
         Labels (choices per question for multiple-choice data): chance is ``1 / n_classes``.
     **shares
@@ -163,27 +191,38 @@ def calibrated_thresholds(confidence, variability, *, n_classes: int, **shares) 
     Returns
     -------
     dict
-        ``ambiguous_variability`` (the ``1 - ambiguous_share`` quantile of variability, at
-        least :data:`MIN_AMBIGUOUS_VARIABILITY`), ``hard_confidence`` (``min(1/K,`` the
-        ``hard_share`` quantile of confidence), ``easy_confidence`` (``max(1/K,`` the
-        ``1 - easy_share`` quantile); each selects at most its share of the rows (tied values
-        are never split); the keys :func:`assign_regions` takes.
+        The keys :func:`assign_regions` takes: ``hard_confidence`` (the low band's top:
+        ``min(1/K,`` the ``hard_share + ambiguous_share`` quantile of the evidence),
+        ``ambiguous_variability`` (the band's rows at or above it, its share
+        ``ambiguous_share / (hard_share + ambiguous_share)`` that varies most, are ambiguous;
+        1 when none are), ``swing_variability`` (:data:`SWING_VARIABILITY`), ``easy_confidence``
+        (``max(1/K,`` the ``1 - easy_share`` quantile)); each selects at most its share of
+        the rows (tied values are never split).
     """
     s = check_shares(**shares)
     if isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)) \
             or n_classes < 2:
         raise ValueError(f"n_classes: expected an int of at least 2, got {n_classes!r}")
     chance = 1.0 / int(n_classes)
-    c = np.asarray(confidence, dtype=float)
+    e = np.asarray(evidence, dtype=float)
     v = np.asarray(variability, dtype=float)
-    c, v = c[np.isfinite(c)], v[np.isfinite(v)]
-    if not len(c) or not len(v):
-        return {"ambiguous_variability": 0.5, "hard_confidence": 0.0, "easy_confidence": 1.0}
-    hard = min(chance, _cut(c, s["hard_share"], top=False))
-    easy = max(chance, _cut(c, s["easy_share"], top=True))
-    ambiguous = max(MIN_AMBIGUOUS_VARIABILITY, _cut(v, s["ambiguous_share"], top=True))
+    if e.shape != v.shape:
+        raise ValueError(f"variability: expected shape {e.shape} like evidence, got {v.shape}")
+    both = np.isfinite(e) & np.isfinite(v)
+    e, v = e[both], v[both]
+    if not len(e):
+        return {"ambiguous_variability": 1.0, "hard_confidence": 0.0, "easy_confidence": 1.0,
+                "swing_variability": SWING_VARIABILITY}
+    easy = max(chance, _cut(e, s["easy_share"], top=True))
+    band = min(chance, easy, _cut(e, s["hard_share"] + s["ambiguous_share"], top=False))
+    low = v[e <= band]
+    ambiguous = 1.0
+    if len(low) and s["ambiguous_share"] > 0:  # the band split in the shares' proportion
+        split = s["ambiguous_share"] / (s["hard_share"] + s["ambiguous_share"])
+        ambiguous = _cut(low, split, top=True)
     return check_thresholds(ambiguous_variability=min(ambiguous, 1.0),
-                            easy_confidence=easy, hard_confidence=min(hard, easy))
+                            easy_confidence=easy, hard_confidence=band,
+                            swing_variability=SWING_VARIABILITY)
 
 
 def _cut(values: np.ndarray, share: float, *, top: bool) -> float:
@@ -217,8 +256,14 @@ def n_classes_of(labels, groups=None) -> int:
 
 
 def datamap_table(row_ids, status, labels, confidence, variability, correctness, n_heldout,
-                  **thresholds) -> pd.DataFrame:
-    """The :data:`FILE` table of the scored rows (``n_heldout > 0``), input order kept."""
+                  label_quality=None, *, axis: str = "confidence", **thresholds
+                  ) -> pd.DataFrame:
+    """The :data:`FILE` table of the scored rows (``n_heldout > 0``), input order kept.
+
+    ``label_quality`` (NaN where absent; all NaN when None) is stored beside AFLite's values;
+    the regions are drawn on ``axis`` (:data:`AXES`, see :func:`region_axis`).
+    """
+    n = len(np.asarray(row_ids, dtype=object))
     frame = pd.DataFrame({
         "row_id": np.asarray(row_ids, dtype=object),
         "status": pd.array(np.asarray(status, dtype=object).astype(str), dtype="string"),
@@ -227,12 +272,34 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
         "variability": np.asarray(variability, dtype=float),
         "correctness": np.asarray(correctness, dtype=float),
         "n_heldout": np.asarray(n_heldout, dtype=np.int64),
+        "label_quality": (np.full(n, np.nan) if label_quality is None
+                          else np.asarray(label_quality, dtype=float)),
     })
     frame = frame[(frame["n_heldout"] > 0).to_numpy()
                   & np.isfinite(frame["confidence"].to_numpy())].reset_index(drop=True)
-    frame["region"] = pd.array(assign_regions(frame["confidence"], frame["variability"],
+    frame["region"] = pd.array(assign_regions(region_axis(frame, axis), frame["variability"],
                                               **thresholds), dtype="string")
     return frame
+
+
+def region_axis(table: pd.DataFrame, axis: str = "confidence") -> np.ndarray:
+    """The values the regions are drawn on: ``table``'s ``label_quality`` for ``axis=
+    "label_quality"``, else its ``confidence`` (also for a table from before the column)."""
+    if axis not in AXES:
+        raise ValueError(f"axis: expected one of {AXES}, got {axis!r}")
+    column = axis if axis in table else "confidence"
+    return table[column].to_numpy(dtype=float)
+
+
+def axis_of(run) -> str:
+    """The region axis of a run's data map (``confidence`` for a run from before it)."""
+    axis = _info(run).get("axis")
+    return axis if axis in AXES else "confidence"
+
+
+#: The region axes' names on the map.
+AXIS_TITLES = {"label_quality": "label quality (AFLite + full-input model)",
+               "confidence": "confidence"}
 
 
 def region_counts(table: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -305,27 +372,51 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     scored = np.asarray(dm["n_heldout"]) > 0
     n_classes = n_classes_of(np.asarray(ctx.y)[scored],
                              None if ctx.groups is None else np.asarray(ctx.groups)[scored])
-    thresholds = calibrated_thresholds(dm["confidence"].to_numpy()[scored],
-                                       dm["variability"].to_numpy()[scored],
+    quality, axis, why = _label_quality(ctx, row_ids, scored)
+    evidence = quality if axis == "label_quality" else dm["confidence"].to_numpy()
+    thresholds = calibrated_thresholds(evidence[scored], dm["variability"].to_numpy()[scored],
                                        n_classes=n_classes, **shares)
     fixed = {k: v for k, v in ctx.params.items() if k in THRESHOLDS}
     thresholds = check_thresholds(**{**thresholds, **fixed})
     table = datamap_table(row_ids, own["status"].to_numpy(dtype=object), ctx.y,
                           dm["confidence"].to_numpy(), dm["variability"].to_numpy(),
                           own["predictability"].to_numpy(dtype=float),
-                          dm["n_heldout"].to_numpy(), **thresholds)
+                          dm["n_heldout"].to_numpy(), quality, axis=axis, **thresholds)
     counts = table["region"].value_counts()
     warnings = [] if ctx.datamap_grouped else [UNGROUPED]
+    if why:
+        warnings.append(why)
     n_unscored = int((~scored).sum())
     if n_unscored:
         warnings.append(unscored_warning(n_unscored, len(scored)))
     return MeasureResult(tables={FILE: table},
                          info={"thresholds": thresholds, "shares": shares,
-                               "n_unscored": n_unscored,
+                               "axis": axis, "n_unscored": n_unscored,
                                "grouped": bool(ctx.datamap_grouped), "warnings": warnings,
                                "n_classes": n_classes, "chance": 1.0 / n_classes,
                                "fixed_thresholds": sorted(fixed), "n_rows": int(len(table)),
                                "regions": {r: int(counts.get(r, 0)) for r in REGIONS}})
+
+
+def _label_quality(ctx: MeasureContext, row_ids, scored: np.ndarray
+                   ) -> tuple[np.ndarray | None, str, str]:
+    """The label issues' ``label_quality`` of the filtered rows (NaN where absent), the
+    region axis it allows, and why the axis is ``confidence`` when it is (``""`` when it is
+    not, or when the label issues were not asked for)."""
+    issues = ctx.earlier.get(LABEL_ISSUES_FILE)
+    if issues is None or issues.empty:
+        return None, "confidence", ""
+    values = issues.set_index("row_id")["label_quality"]
+    values = values[~values.index.duplicated()]
+    quality = values.reindex(pd.Index(row_ids, dtype=values.index.dtype)).to_numpy(dtype=float)
+    missing = int((scored & ~np.isfinite(quality)).sum())
+    if missing:
+        return quality, "confidence", (
+            f"the label issues scored {int(scored.sum()) - missing:,} of the "
+            f"{int(scored.sum()):,} mapped rows (a sample above their max_rows), so the "
+            "regions are drawn on AFLite's confidence alone, which finds mislabelled rows "
+            "less well; raise the label issues' max_rows to draw them on label quality")
+    return quality, "label_quality", ""
 
 
 def tables(run) -> dict[str, pd.DataFrame]:
@@ -333,12 +424,15 @@ def tables(run) -> dict[str, pd.DataFrame]:
     table = run.read_parquet(FILE)
     if table is None or table.empty:
         return {}
+    values = ["confidence", "variability", "correctness"]
+    if "label_quality" in table and table["label_quality"].notna().any():
+        values.insert(0, "label_quality")
     means = table.groupby(["status", "region"], observed=True, sort=True)[
-        ["confidence", "variability", "correctness"]].mean().reset_index()
+        values].mean().reset_index()
     return {
         "Rows per data-map region, by status (exact counts)": region_counts(table, "status"),
         "Rows per data-map region, by label (exact counts)": region_counts(table, "label"),
-        "Mean confidence, variability and correctness per status and region": means,
+        "Mean values per status and region": means,
         "Region thresholds": threshold_table(run),
     }
 
@@ -350,15 +444,21 @@ def threshold_table(run) -> pd.DataFrame:
     fixed = set(info.get("fixed_thresholds") or [])
     k = info.get("n_classes")
     chance = f"chance 1/{k} = {1 / k:.3f}" if k else "chance"
+    on = "label quality" if axis_of(run) == "label_quality" else "confidence"
+    band = s["hard_share"] + s["ambiguous_share"]
     if "shares" not in info:
         rules = dict.fromkeys(t, "fixed (a run from before calibrated regions)")
+    elif "axis" not in info:
+        rules = dict.fromkeys(t, "a run from before the low band (its ambiguous region was "
+                                 "the rows of highest variability, at any confidence)")
     else:
         rules = {
-            "ambiguous_variability": f"{s['ambiguous_share']:.0%} of rows vary most "
-                                     f"(at least {MIN_AMBIGUOUS_VARIABILITY})",
-            "hard_confidence": f"lowest {s['hard_share']:.0%} of confidence, at most {chance}",
-            "easy_confidence": f"highest {s['easy_share']:.0%} of confidence, at least "
+            "ambiguous_variability": f"the band's {s['ambiguous_share'] / band:.0%} that vary "
+                                     "most are ambiguous, the rest hard" if band else "-",
+            "hard_confidence": f"top of the low band: lowest {band:.0%} of {on}, at most "
                                f"{chance}",
+            "easy_confidence": f"highest {s['easy_share']:.0%} of {on}, at least {chance}",
+            "swing_variability": "fixed: a swing this large is ambiguous anywhere",
         }
     return pd.DataFrame({"threshold": list(t), "value": [float(v) for v in t.values()],
                          "rule": ["fixed (given)" if name in fixed else rules.get(name, "")
@@ -379,32 +479,42 @@ def variability_axis_max(variability) -> float:
     return float(min(max(0.1, round(top * 1.1 + 0.005, 2)), 0.5))
 
 
-def add_region_lines(fig, thresholds: dict, *, labels: bool = True, x_max: float = 0.5):
-    """The region thresholds on a confidence × variability figure: ambiguous (variability,
-    dashed), easy (confidence, dashed) and hard (confidence, dotted), and the axes' ranges
-    (variability up to ``x_max``, see :func:`variability_axis_max`). The HTML report's map
-    and the dashboard's interactive one both use it."""
+def add_region_lines(fig, thresholds: dict, *, labels: bool = True, x_max: float = 0.5,
+                     y_title: str = "confidence"):
+    """The region thresholds on an evidence × variability figure: the low band's top
+    (dotted, across), the variability splitting it into hard (left) and ambiguous (right;
+    dashed, within the band) and easy (dashed), and the axes' ranges (variability up to
+    ``x_max``, see :func:`variability_axis_max`; ``y_title`` names the region axis). The HTML
+    report's map and the dashboard's interactive one both use it."""
     from aflite_core.chart_style import REFERENCE_COLOR
 
     def text(s: str) -> dict:
         return {"annotation_text": s} if labels else {}
 
-    fig.add_vline(x=thresholds["ambiguous_variability"], line_dash="dash",
-                  line_color=REFERENCE_COLOR, **text("ambiguous →"))
+    band = thresholds["hard_confidence"]
+    split = thresholds["ambiguous_variability"]
+    swing = thresholds.get("swing_variability", 1.0)
     fig.add_hline(y=thresholds["easy_confidence"], line_dash="dash",
                   line_color=REFERENCE_COLOR, **text("easy ↑"))
-    if thresholds["hard_confidence"] < thresholds["easy_confidence"]:
-        fig.add_hline(y=thresholds["hard_confidence"], line_dash="dot",
-                      line_color=REFERENCE_COLOR, **text("hard ↓"))
-    fig.update_xaxes(title="variability", range=[0, max(x_max, 1.05 * thresholds[
-        "ambiguous_variability"])])
-    fig.update_yaxes(title="confidence", range=[0, 1.02])
+    x_top = max(x_max, 1.05 * split) if split < 1 else x_max
+    if swing < x_top:
+        fig.add_vline(x=swing, line_dash="dashdot", line_color=REFERENCE_COLOR,
+                      **text("ambiguous →"))
+    if band > 0:
+        fig.add_hline(y=band, line_dash="dot", line_color=REFERENCE_COLOR,
+                      **text("hard ↙ · ambiguous ↘"))
+        if split < 1:
+            fig.add_shape(type="line", x0=split, x1=split, y0=0, y1=band,
+                          line={"dash": "dash", "color": REFERENCE_COLOR, "width": 1})
+    fig.update_xaxes(title="variability", range=[0, x_top])
+    fig.update_yaxes(title=y_title, range=[0, 1.02])
     return fig
 
 
 def figures(run) -> list:
-    """Confidence × variability of the scored rows by status (a seeded sample of at most
-    :data:`FIGURE_POINTS`; the region counts in the tables are exact), with the thresholds."""
+    """The region axis (label quality or confidence) × variability of the scored rows by
+    status (a seeded sample of at most :data:`FIGURE_POINTS`; the region counts in the tables
+    are exact), with the thresholds."""
     import plotly.graph_objects as go
 
     from aflite_core.chart_style import STATUS_COLORS
@@ -412,18 +522,20 @@ def figures(run) -> list:
     table = run.read_parquet(FILE)
     if table is None or table.empty:
         return []
+    axis = axis_of(run)
     points, total = sample_points(table, max_points=FIGURE_POINTS, seed=0)
+    y = region_axis(points, axis)
     chart = go.Figure()
     for status in ("removed", "retained"):
-        part = points[points["status"].astype(str) == status]
+        part = (points["status"].astype(str) == status).to_numpy()
         chart.add_trace(go.Scattergl(
-            x=part["variability"], y=part["confidence"], mode="markers", name=status,
+            x=points["variability"][part], y=y[part], mode="markers", name=status,
             marker={"color": STATUS_COLORS[status], "size": 4, "opacity": 0.6}))
-    add_region_lines(chart, thresholds_of(run),
+    add_region_lines(chart, thresholds_of(run), y_title=AXIS_TITLES[axis],
                      x_max=variability_axis_max(table["variability"]))
     drawn = f" ({len(points):,} of {total:,} rows drawn)" if len(points) < total else ""
-    chart.update_layout(title="Data map: confidence × variability of the held-out "
-                              f"predictions{drawn}", height=460)
+    chart.update_layout(title=f"Data map: {AXIS_TITLES[axis].split(' (')[0]} × variability "
+                              f"of the held-out predictions{drawn}", height=460)
     return [chart]
 
 
@@ -439,29 +551,33 @@ MEASURE = Measure(
     label="Data map (confidence × variability)",
     description="Each filtered row placed by the confidence (mean gold-label probability) and "
                 "variability (its standard deviation) of the AFLite models that held it out, "
-                "in the round that decided it; regions easy-to-learn, ambiguous and "
-                "hard-to-learn as in Dataset Cartography (Swayamdipta et al., 2020), each a "
-                "share of the rows bounded by chance. Costs no extra training.",
+                "in the round that decided it, as in Dataset Cartography (Swayamdipta et al., "
+                "2020). Regions are shares of the rows bounded by chance, drawn on the label "
+                "evidence (the label issues' label quality when computed, else confidence): "
+                "the low band is split into hard (steady) and ambiguous (swinging), where "
+                "mislabelled rows gather; easy above. Costs no extra training.",
     compute=compute,
     files=(FILE,),
     tables=tables,
     figures=figures,
     exports={"datamap": FILE},
-    order=12,
+    order=43,  # after the label issues (42), whose label quality it reads
+    reads=(LABEL_ISSUES_FILE,),
     cost=0.1,  # seconds per 100k rows (bench_pipeline.py)
     row_columns=row_columns,
     options=(
         Option("hard_share", "Hard: share of rows at most", SHARES["hard_share"],
                minimum=0.0, maximum=0.5,
-               help="Hard-to-learn: the rows of lowest confidence, at most this share of "
-                    "them and only below chance (1/K)."),
+               help="Hard-to-learn: the steadier part of the low band (the rows of lowest "
+                    "label evidence, only below chance 1/K)."),
         Option("ambiguous_share", "Ambiguous: share of rows", SHARES["ambiguous_share"],
                minimum=0.0, maximum=0.5,
-               help="Ambiguous: this share of the rows whose gold probability varies most "
-                    "across the partitions holding them out (variability at least 0.05)."),
+               help="Ambiguous: the part of the low band whose gold probability varies most "
+                    "across the partitions holding the rows out. The band holds hard + "
+                    "ambiguous shares of the rows."),
         Option("easy_share", "Easy: share of rows at most", SHARES["easy_share"],
                minimum=0.0, maximum=0.9,
-               help="Easy-to-learn: the rows of highest confidence, at most this share of "
-                    "them and only above chance (1/K)."),
+               help="Easy-to-learn: the rows of highest label evidence, at most this share "
+                    "of them and only above chance (1/K)."),
     ),
 )

@@ -117,6 +117,10 @@ class MeasureContext:
         partitions drew whole groups, a question is the unit, or the data has no groups.
         False when they drew rows of grouped data (``group_partitions="off"``, or a group
         too large for ``"auto"``): a row may then be scored by memorising a group-mate.
+    earlier : dict of str to DataFrame
+        Tables of the measures that succeeded earlier in this audit, by run file
+        (``"label_issues.parquet"``): those some chosen measure ``reads``
+        (:attr:`Measure.reads`); read-only.
     """
 
     dataset: Any
@@ -132,6 +136,7 @@ class MeasureContext:
     refit: Callable[[int], np.ndarray] | None = None
     datamap: pd.DataFrame | None = None
     datamap_grouped: bool = True
+    earlier: dict = field(default_factory=dict)
 
     # -- views over the filterable rows
     @property
@@ -262,7 +267,12 @@ class Measure:
         Runs on a thread of its own beside the other measures instead of in turn
         (:mod:`aflite_core.measure_runs`): for a measure whose long part keeps one core busy
         without the GIL (the map's layout), so the other core is not idle meanwhile. Its
-        results must not depend on the other measures, as no measure's may.
+        results must not depend on the other measures (it cannot ``read`` any).
+    reads : tuple of str
+        Run files of other measures this one reads from :attr:`MeasureContext.earlier`
+        when they ran before it (lower ``order``) and succeeded (the data map reads
+        ``label_issues.parquet``); the audit keeps only these tables in memory. A measure's
+        results depend on no other measure's but these.
     """
 
     name: str
@@ -280,6 +290,7 @@ class Measure:
     row_columns: Callable[[Any], pd.DataFrame] | None = None
     figures: Callable[[Any], list[Any]] | None = None
     beside: bool = False
+    reads: tuple[str, ...] = ()
 
     def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None) -> float:
         """Expected seconds per 100,000 rows of this measure on ``n_rows`` rows with the

@@ -28,55 +28,66 @@ COLOURS = {"status": "status", "label": "label", "region": "region"}
 REGION_COLUMN = "data-map region"
 
 CAPTION = (
-    "Each scored row at the **confidence** (mean probability of its label) and **variability** "
-    "(standard deviation) of the AFLite models that held it out, in the round that decided it "
-    "(Swayamdipta et al., 2020, *Dataset Cartography*). Regions are shares of this run's "
-    "rows, bounded by chance: ambiguous, the rows whose probability swings most; hard-to-learn, "
-    "the lowest confidence below chance (where mislabelled rows gather); easy-to-learn, the "
-    "highest above chance; medium, neither."
+    "Each scored row at the **variability** (standard deviation of its label's probability) "
+    "of the AFLite models that held it out, in the round that decided it (Swayamdipta et al., "
+    "2020, *Dataset Cartography*), and, upwards, its **label evidence**: the label issues' "
+    "*label quality* (AFLite's held-out probability of its label averaged with the full-input "
+    "model's out-of-fold one) when the run has it for every row, else AFLite's *confidence*. "
+    "Regions are shares of this run's rows, bounded by chance: the low band (least evidence "
+    "for the label, where mislabelled rows gather) splits into *hard-to-learn* (steady) and "
+    "*ambiguous* (swinging); *easy-to-learn*, the most evidence above chance; *medium*, the rest."
 )
 
 
 def scatter(points: pd.DataFrame, *, color: str, thresholds: dict, height: int = 480,
-            x_max: float = 0.5) -> go.Figure:
-    """The data map drawn with :func:`ui.charts.projection_scatter` (row ids as customdata),
-    with labelled axes and the region thresholds as dashed lines."""
-    drawn = points.assign(x=points["variability"], y=points["confidence"])
+            x_max: float = 0.5, axis: str = "confidence") -> go.Figure:
+    """The data map drawn with :func:`ui.charts.projection_scatter` (row ids as customdata):
+    variability across, the region ``axis`` up, with labelled axes and the region
+    thresholds as dashed lines."""
+    drawn = points.assign(x=points["variability"], y=datamap.region_axis(points, axis))
     fig = charts.projection_scatter(drawn, color=color, height=height)
     fig.update_xaxes(showticklabels=True)
     fig.update_yaxes(showticklabels=True)
-    return datamap.add_region_lines(fig, thresholds, labels=False, x_max=x_max)
+    return datamap.add_region_lines(fig, thresholds, labels=False, x_max=x_max,
+                                    y_title=datamap.AXIS_TITLES[axis])
 
 
 def _threshold_inputs(run: Any, table: pd.DataFrame) -> dict:
     """Number inputs for the region shares, starting at the run's; the thresholds they give
     on this run's values (the core calibrates them), shown in a caption."""
     stored = datamap.shares_of(run)
+    axis = datamap.axis_of(run)
+    on = "label quality" if axis == "label_quality" else "confidence"
     c1, c2, c3 = st.columns(3)
     chosen = {
         "hard_share": c1.number_input(
             "Hard: share of rows at most", 0.0, 0.5, float(stored["hard_share"]), 0.05,
             key=state.key(PAGE, "dm_hard_share"),
-            help="The rows of lowest confidence, and only those below chance (1/K)."),
+            help=f"The steadier part of the low band: the rows of lowest {on}, only below "
+                 "chance (1/K)."),
         "ambiguous_share": c2.number_input(
             "Ambiguous: share of rows", 0.0, 0.5, float(stored["ambiguous_share"]), 0.05,
             key=state.key(PAGE, "dm_ambiguous_share"),
-            help="The rows whose gold probability varies most across partitions."),
+            help="The part of the low band whose gold probability varies most across "
+                 "partitions."),
         "easy_share": c3.number_input(
             "Easy: share of rows at most", 0.0, 0.9, float(stored["easy_share"]), 0.05,
             key=state.key(PAGE, "dm_easy_share"),
-            help="The rows of highest confidence, and only those above chance (1/K)."),
+            help=f"The rows of highest {on}, and only those above chance (1/K)."),
     }
     k = datamap.chance_of(run, table)
     try:
-        thresholds = cache.datamap_thresholds(run.path, n_classes=k, **chosen)
+        thresholds = cache.datamap_thresholds(run.path, n_classes=k, axis=axis, **chosen)
     except ValueError as exc:
         components.show_error(str(exc), hint="The run's thresholds are used instead.")
         return datamap.thresholds_of(run)
-    st.caption(f"Thresholds on this run: ambiguous if variability ≥ "
-               f"{thresholds['ambiguous_variability']:.3f}; else hard if confidence ≤ "
-               f"{thresholds['hard_confidence']:.3f}; else easy if confidence ≥ "
-               f"{thresholds['easy_confidence']:.3f} (chance 1/{k} = {1 / k:.3f}).")
+    st.caption(f"Thresholds on this run: the low band is {on} ≤ "
+               f"{thresholds['hard_confidence']:.3f}, in it ambiguous if variability ≥ "
+               f"{thresholds['ambiguous_variability']:.3f}, else hard; outside it easy if "
+               f"{on} ≥ {thresholds['easy_confidence']:.3f} (chance 1/{k} = {1 / k:.3f}); "
+               f"any row whose variability reaches "
+               f"{thresholds.get('swing_variability', datamap.SWING_VARIABILITY):.2f} is "
+               "ambiguous wherever it lies.")
     return thresholds
 
 
@@ -86,7 +97,7 @@ def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] 
     ``selected`` (from the 2-D map) and a selection drawn here are intersected, so both maps
     filter the example table below the same way.
     """
-    shown = st.toggle("**Data map** (confidence × variability of AFLite's held-out "
+    shown = st.toggle("**Data map** (label evidence × variability of the held-out "
                       "predictions)", key=state.key(PAGE, "dm_show"),
                       help="Drawn on request: its chart costs about half a second of every "
                            "Explore page switch (bench_dashboard.py). The PVI and region "
@@ -101,7 +112,8 @@ def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] 
     components.measure_warnings(run, "datamap")
     st.caption(CAPTION)
     thresholds = _threshold_inputs(run, table)
-    frame = table.assign(region=datamap.assign_regions(table["confidence"],
+    axis = datamap.axis_of(run)
+    frame = table.assign(region=datamap.assign_regions(datamap.region_axis(table, axis),
                                                        table["variability"], **thresholds))
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
     color = c1.segmented_control("Colour by", list(COLOURS), default="status", required=True,
@@ -113,7 +125,7 @@ def panel(path: Path, run: Any, selected: list[str] | None = None) -> list[str] 
     points, total = datamap.sample_points(frame, max_points=MAX_POINTS, seed=0)
     x_max = datamap.variability_axis_max(frame["variability"])
     event = st.plotly_chart(scatter(points, color=COLOURS[color], thresholds=thresholds,
-                                    x_max=x_max),
+                                    x_max=x_max, axis=axis),
                             on_select="rerun", selection_mode=("box", "lasso"),
                             key=state.key(PAGE, f"dm_map:{version}"))
     sampled = (f"Showing a uniform random sample of {len(points):,} of {total:,} rows (seed "
@@ -194,7 +206,7 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     if not table.empty:
         points, total = datamap.sample_points(table, max_points=5_000, seed=0)
         st.plotly_chart(scatter(points, color="status", thresholds=datamap.thresholds_of(run),
-                                height=420,
+                                height=420, axis=datamap.axis_of(run),
                                 x_max=datamap.variability_axis_max(table["variability"])),
                         key=state.key("report", "datamap_chart"), config=charts.STATIC_CONFIG)
         if len(points) < total:
