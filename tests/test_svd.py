@@ -110,6 +110,32 @@ def test_the_products_on_several_threads_are_bit_for_bit_those_on_one(tfidf, mon
         assert split.gram(D).tobytes() == (M.T @ (M @ D)).tobytes()
     many, ratio_many = truncated_svd(M, 32, n_iter=3, random_state=0)
     assert many.tobytes() == one.tobytes() and ratio_many == ratio_one
+    # small product steps (every row in a step of its own block) change no bit either
+    monkeypatch.setattr(svd, "PRODUCT_CHUNK_ROWS", 7)
+    monkeypatch.setattr(svd, "ROWS_TIMES_CHUNK", 100)
+    stepped, _ = truncated_svd(M, 32, n_iter=3, random_state=0)
+    assert stepped.tobytes() == one.tobytes()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("n_rows", [1, 5, 130, 1_000])
+def test_phi_is_written_over_the_basis_buffer_with_the_same_bits(threads, n_rows):
+    """``X = B W`` goes to the front of B's own n x l memory, chunk after chunk, without a
+    second n x k array, and equals the whole product bit for bit (the last chunk of 1000 rows
+    in steps of 100 has 100 rows; of 130 in steps of 64, a 2-row tail joins the chunk before)."""
+    from aflite_core.represent import svd
+
+    rng = np.random.default_rng(n_rows)
+    B = rng.standard_normal((n_rows, 12)).astype(np.float32)
+    W = rng.standard_normal((12, 9)).astype(np.float32)
+    expected = B @ W
+    products = svd._SplitProducts(np.zeros((2, 2), dtype=np.float32))
+    products.n_threads = threads
+    with products:
+        X = svd._rows_times(B, W, products, chunk_rows=64 if n_rows == 130 else 100)
+    assert X.shape == (n_rows, 9) and X.flags.c_contiguous
+    assert X.tobytes() == expected.tobytes()
+    assert np.shares_memory(X, B)  # no second array of Φ's size
 
 
 def test_phi_does_not_depend_on_the_blas_threads_the_caller_allows(tfidf):

@@ -123,6 +123,9 @@ def truncated_svd(
     return X, _explained_variance_ratio(M, X)
 
 
+#: Rows of M per sparse-dense product step in :meth:`_SplitProducts.rows` (each output row
+#: is the same sum whatever the step: CSR products go row by row).
+PRODUCT_CHUNK_ROWS = 32_768
 #: Stored entries of M from which its products run on several threads (below, one thread:
 #: the threads' start costs more than they save).
 SPLIT_MIN_NNZ = 200_000
@@ -187,7 +190,11 @@ class _SplitProducts:
 
         def part(block: tuple) -> None:
             lo, hi, rows = block
-            out[lo:hi] = rows @ D
+            # sub-chunks: ``rows @ D`` of a whole block is a temporary of the block's size
+            # (half of n x l per thread, 1 GB at 1M rows between two threads) before the copy
+            for s in range(0, hi - lo, PRODUCT_CHUNK_ROWS):
+                e = min(hi - lo, s + PRODUCT_CHUNK_ROWS)
+                out[lo + s:lo + e] = _row_view(rows, s, e) @ D
 
         self.map(part, self.row_blocks)
         return out
@@ -256,21 +263,46 @@ def _gram64(B: np.ndarray, chunk_rows: int = 16_384,
     return G
 
 
-def _rows_times(B: np.ndarray, W: np.ndarray, products: _SplitProducts) -> np.ndarray:
-    """``B @ W``, in row blocks on the products' threads when there are several (every output
-    row the same dot products on one BLAS thread; no block of a single row, which BLAS would
-    take as a matrix-vector product and sum in another order)."""
-    threads = products.n_threads
-    if threads == 1 or len(B) < 4 * threads:
+#: Rows of ``B`` multiplied per step of :func:`_rows_times` (67 MB of output at 256 columns).
+ROWS_TIMES_CHUNK = 65_536
+
+
+def _rows_times(B: np.ndarray, W: np.ndarray, products: _SplitProducts,
+                chunk_rows: int = ROWS_TIMES_CHUNK) -> np.ndarray:
+    """``B @ W`` written over ``B``'s own memory: the n x k result is a view of the n x l
+    buffer (k <= l), so Φ never sits beside ``B`` (1 GB less at the SVD's peak at 1M rows).
+
+    Row chunks in order: a chunk's product goes to a small temporary, then to the front of
+    the buffer, where it covers only rows already multiplied (row i's output ends at
+    ``(i + 1) k <= (i + 1) l``). Within a chunk, row blocks on the products' threads when
+    there are several; every output row is the same dot products on one BLAS thread as one
+    whole ``B @ W`` (no block of a single row, which BLAS would take as a matrix-vector
+    product and sum in another order: a short last chunk joins the one before).
+    """
+    n, width = B.shape
+    k = W.shape[1]
+    dtype = np.result_type(B, W)
+    if k > width or dtype != B.dtype or not B.flags.c_contiguous or n == 0:
         return B @ W
-    out = np.empty((B.shape[0], W.shape[1]), dtype=np.result_type(B, W))
-    cuts = np.linspace(0, len(B), 2 * threads + 1).astype(np.int64)
+    bounds = list(range(0, n, chunk_rows)) + [n]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < 64:
+        del bounds[-2]
+    flat = B.reshape(-1)
+    threads = products.n_threads
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        if threads == 1 or hi - lo < 4 * threads:
+            part = B[lo:hi] @ W
+        else:
+            part = np.empty((hi - lo, k), dtype=dtype)
+            cuts = np.linspace(0, hi - lo, 2 * threads + 1).astype(np.int64)
 
-    def block(i: int) -> None:
-        np.matmul(B[cuts[i]:cuts[i + 1]], W, out=out[cuts[i]:cuts[i + 1]])
+            def block(i: int, lo: int = lo, part: np.ndarray = part,
+                      cuts: np.ndarray = cuts) -> None:
+                np.matmul(B[lo + cuts[i]:lo + cuts[i + 1]], W, out=part[cuts[i]:cuts[i + 1]])
 
-    products.map(block, range(len(cuts) - 1))
-    return out
+            products.map(block, range(len(cuts) - 1))
+        flat[lo * k:hi * k] = part.reshape(-1)
+    return flat[:n * k].reshape(n, k)
 
 
 def _explained_variance_ratio(M, X: np.ndarray) -> float:
