@@ -34,6 +34,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from aflite_core.errors import AuditCancelled, MeasureSkipped
+from aflite_core.heap_trim import release_free_heap
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 from aflite_core.represent.fold_pool import on_dask
 from aflite_core.runs.writer import RunWriter
@@ -171,6 +172,8 @@ def run_measure(measure: Measure, ctx: MeasureContext, writer: RunWriter) -> dic
             "error": f"{type(exc).__name__}: {exc}",
             "seconds": round(time.perf_counter() - start, 3),
         }
+    finally:
+        release_free_heap()  # the measure's temporaries: not under the next one's peak
     return {"status": "ok", "seconds": round(time.perf_counter() - start, 3),
             "artifacts": written, **result.info}
 

@@ -38,8 +38,9 @@ from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's pub
 )
 from aflite_core.errors import (
     AuditCancelled,  # noqa: F401 - re-exported: its public home
-    )
+)
 from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
+from aflite_core.heap_trim import release_free_heap
 from aflite_core.io.datasets import LINKED_TEXT
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
@@ -305,6 +306,7 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
                   progress.span("representation")[0])
     t0 = time.perf_counter()
     rep = _build_representation(dataset, config, progress)
+    release_free_heap()  # the SVD's buffers: not under AFLite's peak (heap_trim)
     timings["representation"] = round(time.perf_counter() - t0, 3)
     progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
                   progress.span("representation")[1])
@@ -318,6 +320,7 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     features = rep.X if config.filter == "aflite" else _word_features(dataset)
     filtered = _filter(features, y, filt, plan, config, progress, groups)
     filtered.grouping = grouping
+    release_free_heap()  # AFLite's working copies: not under the measures' peaks
     timings["aflite"] = round(time.perf_counter() - t0, 3)
 
     scores, retained_ids = _build_scores(dataset, rep, filtered, dataset.labels(False))
