@@ -231,3 +231,30 @@ def test_the_audit_keeps_only_the_tables_a_measure_reads():
     from aflite_core.measures import registry
 
     assert registry.get("label_issues").order < datamap.MEASURE.order
+
+
+def test_the_map_draws_each_run_s_own_rule():
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame({"row_id": np.arange(200), "status": ["retained", "removed"] * 100,
+                          "confidence": rng.uniform(0, 1, 200),
+                          "variability": rng.uniform(0, 0.2, 200)})
+    thresholds = {"ambiguous_variability": 0.15, "easy_confidence": 0.6,
+                  "hard_confidence": 0.2, "swing_variability": 0.25}
+
+    def ambiguous_line(info: dict) -> dict:
+        run = SimpleNamespace(measures={"datamap": info}, read_parquet=lambda name: table,
+                              has=lambda name: True)
+        (figure,) = datamap.MEASURE.draw(run)
+        (line,) = [s for s in figure.layout.shapes if s.x0 == s.x1 == 0.15]
+        return {"y0": line.y0, "y1": line.y1, "yref": line.yref}
+
+    # this rule: the split runs inside the low band only
+    now = ambiguous_line({"shares": datamap.SHARES, "axis": "confidence",
+                          "thresholds": thresholds})
+    assert now == {"y0": 0, "y1": 0.2, "yref": None}  # data coordinates: up to the band
+    # a run of the rule before: its ambiguous line spans every confidence
+    before = ambiguous_line({"shares": {"hard_share": 0.1, "ambiguous_share": 0.1,
+                                        "easy_share": 0.33}, "thresholds": thresholds})
+    assert before == {"y0": 0, "y1": 1, "yref": "y domain"}

@@ -479,17 +479,38 @@ def variability_axis_max(variability) -> float:
     return float(min(max(0.1, round(top * 1.1 + 0.005, 2)), 0.5))
 
 
+def earlier_rule(run) -> bool:
+    """True for a run whose regions came from the rule before the low band (calibrated
+    shares, ambiguous = the rows of highest variability at any confidence)."""
+    info = _info(run)
+    return "shares" in info and "axis" not in info
+
+
 def add_region_lines(fig, thresholds: dict, *, labels: bool = True, x_max: float = 0.5,
-                     y_title: str = "confidence"):
+                     y_title: str = "confidence", earlier: bool = False):
     """The region thresholds on an evidence × variability figure: the low band's top
     (dotted, across), the variability splitting it into hard (left) and ambiguous (right;
     dashed, within the band) and easy (dashed), and the axes' ranges (variability up to
-    ``x_max``, see :func:`variability_axis_max`; ``y_title`` names the region axis). The HTML
-    report's map and the dashboard's interactive one both use it."""
+    ``x_max``, see :func:`variability_axis_max`; ``y_title`` names the region axis). With
+    ``earlier`` (:func:`earlier_rule`), a run's stored thresholds of the rule before: the
+    ambiguous line across every confidence, hard below its line. The HTML report's map and
+    the dashboard's interactive one both use it."""
     from aflite_core.chart_style import REFERENCE_COLOR
 
     def text(s: str) -> dict:
         return {"annotation_text": s} if labels else {}
+
+    if earlier:
+        fig.add_vline(x=thresholds["ambiguous_variability"], line_dash="dash",
+                      line_color=REFERENCE_COLOR, **text("ambiguous →"))
+        fig.add_hline(y=thresholds["easy_confidence"], line_dash="dash",
+                      line_color=REFERENCE_COLOR, **text("easy ↑"))
+        fig.add_hline(y=thresholds["hard_confidence"], line_dash="dot",
+                      line_color=REFERENCE_COLOR, **text("hard ↓"))
+        fig.update_xaxes(title="variability", range=[0, max(x_max, 1.05 * thresholds[
+            "ambiguous_variability"])])
+        fig.update_yaxes(title=y_title, range=[0, 1.02])
+        return fig
 
     band = thresholds["hard_confidence"]
     split = thresholds["ambiguous_variability"]
@@ -532,7 +553,7 @@ def figures(run) -> list:
             x=points["variability"][part], y=y[part], mode="markers", name=status,
             marker={"color": STATUS_COLORS[status], "size": 4, "opacity": 0.6}))
     add_region_lines(chart, thresholds_of(run), y_title=AXIS_TITLES[axis],
-                     x_max=variability_axis_max(table["variability"]))
+                     x_max=variability_axis_max(table["variability"]), earlier=earlier_rule(run))
     drawn = f" ({len(points):,} of {total:,} rows drawn)" if len(points) < total else ""
     chart.update_layout(title=f"Data map: {AXIS_TITLES[axis].split(' (')[0]} × variability "
                               f"of the held-out predictions{drawn}", height=460)

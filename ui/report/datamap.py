@@ -40,7 +40,7 @@ CAPTION = (
 
 
 def scatter(points: pd.DataFrame, *, color: str, thresholds: dict, height: int = 480,
-            x_max: float = 0.5, axis: str = "confidence") -> go.Figure:
+            x_max: float = 0.5, axis: str = "confidence", earlier: bool = False) -> go.Figure:
     """The data map drawn with :func:`ui.charts.projection_scatter` (row ids as customdata):
     variability across, the region ``axis`` up, with labelled axes and the region
     thresholds as dashed lines."""
@@ -49,7 +49,7 @@ def scatter(points: pd.DataFrame, *, color: str, thresholds: dict, height: int =
     fig.update_xaxes(showticklabels=True)
     fig.update_yaxes(showticklabels=True)
     return datamap.add_region_lines(fig, thresholds, labels=False, x_max=x_max,
-                                    y_title=datamap.AXIS_TITLES[axis])
+                                    y_title=datamap.AXIS_TITLES[axis], earlier=earlier)
 
 
 def _threshold_inputs(run: Any, table: pd.DataFrame) -> dict:
@@ -207,6 +207,7 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
         points, total = datamap.sample_points(table, max_points=5_000, seed=0)
         st.plotly_chart(scatter(points, color="status", thresholds=datamap.thresholds_of(run),
                                 height=420, axis=datamap.axis_of(run),
+                                earlier=datamap.earlier_rule(run),
                                 x_max=datamap.variability_axis_max(table["variability"])),
                         key=state.key("report", "datamap_chart"), config=charts.STATIC_CONFIG)
         if len(points) < total:
