@@ -22,10 +22,15 @@ __all__ = ["release_free_heap"]
 def _malloc_trim():
     if not sys.platform.startswith("linux"):
         return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc
+    try:  # glibc's soname first: find_library would run ldconfig in a subprocess
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        except OSError:
+            return None
+    trim = getattr(libc, "malloc_trim", None)
+    if trim is None:  # not glibc (musl)
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int
