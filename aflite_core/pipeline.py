@@ -550,9 +550,13 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
         if t_b >= n_b:
             continue
         span = (done / total, (done + n_b) / total)
-        model = _fit_block(X[rows], y[rows], None if plan.questions is None
+        # every row in one block (a file without splits): Φ itself, not a copy of it (1 GB
+        # at 1M rows x 256); AFLite never writes into its X
+        X_b = X if rows.all() else X[rows]
+        model = _fit_block(X_b, y[rows], None if plan.questions is None
                            else plan.questions[rows], config, t_b, n_b, total, span, progress,
                            groups=None if groups is None else groups[rows])
+        del X_b  # a block's copy lives no longer than its fit, as before
         done += n_b
         rows_f = rows[filt]
         keep[rows_f] = np.asarray(model.keep_mask_, dtype=bool)
