@@ -500,33 +500,28 @@ def add_region_lines(fig, thresholds: dict, *, labels: bool = True, x_max: float
     def text(s: str) -> dict:
         return {"annotation_text": s} if labels else {}
 
-    if earlier:
-        fig.add_vline(x=thresholds["ambiguous_variability"], line_dash="dash",
-                      line_color=REFERENCE_COLOR, **text("ambiguous →"))
-        fig.add_hline(y=thresholds["easy_confidence"], line_dash="dash",
-                      line_color=REFERENCE_COLOR, **text("easy ↑"))
-        fig.add_hline(y=thresholds["hard_confidence"], line_dash="dot",
-                      line_color=REFERENCE_COLOR, **text("hard ↓"))
-        fig.update_xaxes(title="variability", range=[0, max(x_max, 1.05 * thresholds[
-            "ambiguous_variability"])])
-        fig.update_yaxes(title=y_title, range=[0, 1.02])
-        return fig
-
     band = thresholds["hard_confidence"]
     split = thresholds["ambiguous_variability"]
-    swing = thresholds.get("swing_variability", 1.0)
     fig.add_hline(y=thresholds["easy_confidence"], line_dash="dash",
                   line_color=REFERENCE_COLOR, **text("easy ↑"))
-    x_top = max(x_max, 1.05 * split) if split < 1 else x_max
-    if swing < x_top:
-        fig.add_vline(x=swing, line_dash="dashdot", line_color=REFERENCE_COLOR,
+    x_top = max(x_max, 1.05 * split) if split < 1 or earlier else x_max
+    if earlier:  # ambiguous at any confidence, hard below its line
+        fig.add_vline(x=split, line_dash="dash", line_color=REFERENCE_COLOR,
                       **text("ambiguous →"))
-    if band > 0:
-        fig.add_hline(y=band, line_dash="dot", line_color=REFERENCE_COLOR,
-                      **text("hard ↙ · ambiguous ↘"))
-        if split < 1:
-            fig.add_shape(type="line", x0=split, x1=split, y0=0, y1=band,
-                          line={"dash": "dash", "color": REFERENCE_COLOR, "width": 1})
+        if band < thresholds["easy_confidence"]:
+            fig.add_hline(y=band, line_dash="dot", line_color=REFERENCE_COLOR,
+                          **text("hard ↓"))
+    else:
+        swing = thresholds.get("swing_variability", 1.0)
+        if swing < x_top:
+            fig.add_vline(x=swing, line_dash="dashdot", line_color=REFERENCE_COLOR,
+                          **text("ambiguous →"))
+        if band > 0:
+            fig.add_hline(y=band, line_dash="dot", line_color=REFERENCE_COLOR,
+                          **text("hard ↙ · ambiguous ↘"))
+            if split < 1:
+                fig.add_shape(type="line", x0=split, x1=split, y0=0, y1=band,
+                              line={"dash": "dash", "color": REFERENCE_COLOR, "width": 1})
     fig.update_xaxes(title="variability", range=[0, x_top])
     fig.update_yaxes(title=y_title, range=[0, 1.02])
     return fig
