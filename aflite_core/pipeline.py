@@ -265,7 +265,7 @@ def run_audit(
         progress.step("report", "writing summary", progress.span("report")[0])
         summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
                            measures)
-        summary["engines"] = stage_engines(config, filtered, measures)
+        summary["engines"] = stage_engines(config, filtered, measures, rep)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
         if config.report:
@@ -279,15 +279,18 @@ def run_audit(
     return writer.path
 
 
-def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict) -> dict[str, str]:
+def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict,
+                  representation: Any = None) -> dict[str, str]:
     """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"`` (this process
-    and its threads). On Dask so far: row-level AFLite's partitions (multiple-choice AFLite
-    and the Z-filter run locally), the fold fits of the measures that fit folds (baselines,
-    PVI, label issues), KNN's exact search, the map's placed rows and the cue table's
-    map-reduce: their outcome says ``"engine": "dask"``."""
+    and its threads). On Dask so far: the ``tfidf_svd`` representation (TF-IDF and SVD over
+    row partitions: its params say ``"engine": "dask"``), row-level AFLite's partitions
+    (multiple-choice AFLite and the Z-filter run locally), the fold fits of the measures that
+    fit folds (baselines, PVI, label issues), KNN's exact search, the map's placed rows and the
+    cue table's map-reduce: their outcome says ``"engine": "dask"``."""
     on_dask = (config.backend == "dask" and config.filter == "aflite"
                and filtered.plan.questions is None)
-    engines = {"read": "local", "representation": "local",
+    params = getattr(representation, "params", None) or {}
+    engines = {"read": "local", "representation": params.get("engine", "local"),
                "aflite": "dask" if on_dask else "local", "write": "local"}
     engines.update({name: outcome.get("engine", "local") for name, outcome in measures.items()
                     if outcome.get("status") == "ok"})
@@ -438,8 +441,12 @@ def _build_representation(dataset, config: AuditConfig, progress: _Progress | No
     if progress is not None and (config.representation in ENCODER_METHODS
                                  or config.representation.replace("-", "_") == "tfidf_svd"):
         kwargs["callback"] = progress.sub("representation", progress.span("representation"))
+    # with the audit's client, tfidf_svd builds Φ over row partitions on its workers
+    client = config.scheduler if config.backend == "dask" and not isinstance(
+        config.scheduler, str | type(None)) else None
     return build_representation(
-        dataset, config.representation, random_state=config.random_state, **kwargs
+        dataset, config.representation, random_state=config.random_state, client=client,
+        **kwargs
     )
 
 

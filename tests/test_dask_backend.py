@@ -111,10 +111,10 @@ def test_a_run_says_where_each_stage_ran(cluster, tmp_path):
                         runs_root=tmp_path / "dask")
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
     engines = json.loads((on_dask / "summary.json").read_text())["engines"]
-    assert engines == {"read": "local", "representation": "local", "aflite": "dask",
+    assert engines == {"read": "local", "representation": "dask", "aflite": "dask",
                        "write": "local", "label_shift": "local"}
     local = json.loads((here / "summary.json").read_text())["engines"]
-    assert local == {**engines, "aflite": "local"}
+    assert local == {**engines, "representation": "local", "aflite": "local"}
     # the Report page's and the HTML report's stage table say it too
     from aflite_core.report.html import _section_provenance
     from aflite_core.runs.folder import load_run
@@ -129,16 +129,19 @@ def test_a_run_says_where_each_stage_ran(cluster, tmp_path):
     assert '<td class="text">dask</td>' in html
 
 
-def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path):
+def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch):
     """Issue 27 item 3: 20,000 SNLI rows audited with --scheduler local:2 (a LocalCluster of
     two worker processes) and without: the same statuses, predictabilities and cue table
-    (locally from all rows at once, on Dask by map-reduce over row chunks)."""
+    (locally from all rows at once, on Dask by map-reduce over row chunks), Φ built over two
+    row partitions, one on each worker."""
     import json
 
     import pandas as pd
 
+    import aflite_core.represent.partitioned_svd as partitioned_module
     from aflite_core.cli import main
 
+    monkeypatch.setattr(partitioned_module, "PARTITION_ROWS", 16_384)
     data = snli_dir / "snli_train_sample.csv"
     runs = {}
     for name, extra in (("local", []), ("dask", ["--scheduler", "local:2"])):
@@ -149,6 +152,9 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path):
     engines = json.loads((runs["dask"] / "summary.json").read_text())["engines"]
     # the cue table by map-reduce: 20,000 rows on 2 workers are 4 chunks of 5,000
     assert engines["aflite"] == "dask" and engines["cues"] == "dask"
+    assert engines["representation"] == "dask"
+    summary = json.loads((runs["dask"] / "summary.json").read_text())
+    assert summary["representation"]["params"]["partitions"] == 2
     a, b = (pd.read_parquet(runs[k] / "scores.parquet") for k in ("local", "dask"))
     assert len(a) == 20_000
     assert a["status"].tolist() == b["status"].tolist()
@@ -192,7 +198,7 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
                             runs_root=tmp_path / "dask")
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
     summary = json.loads((on_dask / "summary.json").read_text())
-    assert summary["engines"] == {"read": "local", "representation": "local", "aflite": "dask",
+    assert summary["engines"] == {"read": "local", "representation": "dask", "aflite": "dask",
                                   "write": "local", "knn": "dask", "projection": "dask",
                                   "baselines": "dask", "label_issues": "dask", "pvi": "dask",
                                   "label_shift": "local"}

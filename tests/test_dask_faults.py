@@ -237,3 +237,40 @@ def test_the_cue_map_reduce_survives_a_worker_killed_mid_chunk(tmp_path, snli_di
     assert os.path.exists(marker) and record.tasks >= 3
     local = cue_tables(data, scopes, cache_dir=tmp_path / "cache")
     pd.testing.assert_frame_equal(local, chunked, check_exact=True)
+
+
+def test_phi_on_the_workers_survives_a_worker_killed_mid_svd(tmp_path, snli_dir, monkeypatch):
+    """Φ's partitions live on the workers (scattered texts, their TF-IDF and basis rows),
+    which Dask cannot recompute: a worker killed in the middle of the SVD's first product
+    (its nanny restarts it) makes the build start again from the driver's texts, and Φ is the
+    local one bit for bit."""
+    import aflite_core.represent.partitioned_svd as partitioned_module
+    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent.partitions import DaskPartitions
+
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    hypotheses, premises = frame["hypothesis"].tolist(), frame["premise"].tolist()
+    marker = str(tmp_path / "killed")
+    step = partitioned_module._gram_step
+
+    def dying_once(M, acc, D):  # nested: Dask's cloudpickle sends it by value
+        if acc is not None and not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the worker holding the second partition dies mid-product
+        return step(M, acc, D)
+
+    monkeypatch.setattr(partitioned_module, "_gram_step", dying_once)
+    restarts = []
+    build = partitioned_module._build
+    monkeypatch.setattr(partitioned_module, "_build",
+                        lambda runner, *a: restarts.append(1) or build(runner, *a))
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client:
+        X, _, _ = partitioned_module.partitioned_tfidf_svd(
+            DaskPartitions(client), hypotheses, premises, n_components=16, random_state=0,
+            n_iter=SVD_N_ITER, partition_rows=16_384)
+    assert os.path.exists(marker) and len(restarts) == 2  # the first build, then one again
+    expected, _ = _svd(tfidf_blocks(hypotheses, premises), 16, 0)
+    np.testing.assert_array_equal(X, expected)

@@ -177,6 +177,27 @@ def tfidf_blocks(
 SVD_N_ITER = 5
 
 
+def _svd_report(callback: Any, n_rows: int, n_features: int, k: int) -> Any:
+    if callback is None:
+        return None
+
+    def report(fraction: float) -> None:  # the SVD is the last 70 % of the stage
+        callback({"fraction": 0.3 + 0.7 * fraction,
+                  "message": f"SVD of the TF-IDF ({n_rows:,} x {n_features:,}) to {k} "
+                             "dimensions"})
+    return report
+
+
+def _svd_info(k: int, n_features: int, explained: float) -> dict:
+    return {
+        "n_components": int(k),
+        "n_features_tfidf": int(n_features),
+        "svd": "row_space_randomized",
+        "n_iter": int(SVD_N_ITER),
+        "explained_variance": float(explained),
+    }
+
+
 def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
          callback: Any = None) -> tuple[np.ndarray, dict]:
     from aflite_core.represent.svd import truncated_svd
@@ -188,21 +209,35 @@ def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
             f"tfidf_svd: need at least 2 rows and 2 distinct terms, got {n_rows} row(s) and "
             f"{n_features} term(s)"
         )
-    report = None
-    if callback is not None:
-        def report(fraction: float) -> None:  # the SVD is the last 70 % of the stage
-            callback({"fraction": 0.3 + 0.7 * fraction,
-                      "message": f"SVD of the TF-IDF ({n_rows:,} x {n_features:,}) to {k} "
-                                 "dimensions"})
     X, explained = truncated_svd(M, k, n_iter=SVD_N_ITER, random_state=random_state,
-                                 callback=report)
-    info = {
-        "n_components": int(k),
-        "n_features_tfidf": int(n_features),
-        "svd": "row_space_randomized",
-        "n_iter": int(SVD_N_ITER),
-        "explained_variance": float(explained),
-    }
+                                 callback=_svd_report(callback, n_rows, n_features, k))
+    return _finish(X), _svd_info(k, n_features, explained)
+
+
+def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
+                    random_state: int | None, callback: Any = None) -> tuple[np.ndarray, dict]:
+    """``_svd(tfidf_blocks(...))`` over row partitions on ``client``'s workers: the same Φ
+    (:mod:`aflite_core.represent.partitioned_svd`); the driver never holds the TF-IDF
+    matrix or the SVD's n x l basis."""
+    from aflite_core.represent.partitioned_svd import partition_bounds, partitioned_tfidf_svd
+    from aflite_core.represent.partitions import DaskPartitions
+
+    hypotheses, premises = dataset.hypotheses(), dataset.premises()
+    n_rows = len(hypotheses)
+    state: dict = {}
+
+    def report(fraction: float) -> None:
+        if callback is not None:
+            k = min(n_components, state.get("n_features", n_components + 1) - 1, n_rows - 1)
+            _svd_report(callback, n_rows, state.get("n_features", 0), k)(fraction)
+
+    X, n_features, explained = partitioned_tfidf_svd(
+        DaskPartitions(client), hypotheses, premises, n_components=n_components,
+        random_state=random_state, n_iter=SVD_N_ITER, callback=report,
+        on_vocabulary=lambda n: state.update(n_features=n))
+    info = _svd_info(X.shape[1], n_features, explained)
+    info["partitions"] = len(partition_bounds(n_rows))
+    info["engine"] = "dask"
     return _finish(X), info
 
 
@@ -556,6 +591,7 @@ def build_representation(
     combine: str | None = None,
     random_state: int | None = 0,
     callback: Any = None,
+    client: Any = None,
 ) -> Representation:
     """Build Φ(X) for the included rows of ``dataset``.
 
@@ -584,6 +620,11 @@ def build_representation(
     callback : callable, optional
         Called with ``{"fraction", "message"}`` as the work goes on (``tfidf_svd``: the
         TF-IDF, then each SVD iteration; the encoders: while texts are embedded).
+    client : dask.distributed.Client, optional
+        ``tfidf_svd``: build Φ over row partitions on this client's workers (the same Φ, bit
+        for bit; :mod:`aflite_core.represent.partitioned_svd`): the TF-IDF matrix and the
+        SVD's basis stay on the workers, ``params["engine"]`` is ``"dask"``. The other
+        methods ignore it.
 
     Returns
     -------
@@ -607,9 +648,11 @@ def build_representation(
     if key == "tfidf_svd":
         if callback is not None:
             callback({"fraction": 0.0, "message": f"TF-IDF of {len(row_ids):,} rows"})
-        X, params = _svd(
-            tfidf_blocks(dataset.hypotheses(), dataset.premises()), n_components, random_state,
-            callback)
+        if client is not None:
+            X, params = _svd_on_cluster(dataset, client, n_components, random_state, callback)
+        else:
+            X, params = _svd(tfidf_blocks(dataset.hypotheses(), dataset.premises()),
+                             n_components, random_state, callback)
     elif key == "warmup":
         warmup_fraction = check_fraction("warmup_fraction", warmup_fraction)
         X, warmup_mask, params = _warmup(dataset, n_components, warmup_fraction, random_state)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,7 +46,8 @@ from threadpoolctl import threadpool_limits
 from aflite_core._validation import check_int, check_seed
 from aflite_core.represent.fold_pool import MAX_THREADS, available_cores
 
-__all__ = ["truncated_svd"]
+__all__ = ["column_moments", "explained_variance_ratio", "randomized_range_svd", "row_moments",
+           "sum_chunk_moments", "truncated_svd"]
 
 
 def truncated_svd(
@@ -100,27 +102,46 @@ def truncated_svd(
     dtype = np.float32 if M.dtype == np.float32 else np.float64
     M = sp.csr_matrix(M, dtype=dtype) if sp.issparse(M) else np.asarray(M, dtype=dtype)
     width = min(k + n_oversamples, n_rows, n_features)
-    rng = np.random.default_rng(random_state)
     with threadpool_limits(limits=1, user_api="blas"), _SplitProducts(M) as products:
-        Z = products.gram(rng.standard_normal((n_features, width), dtype=dtype))
-        steps = n_iter + 2  # the sketch, each power iteration, the final projection
-        for i in range(n_iter):
-            if callback is not None:
-                callback((i + 1) / steps)
-            Z, _ = linalg.lu(Z, permute_l=True, check_finite=False)
-            Z = products.gram(Z)
+        X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
+                                 random_state=random_state, dtype=dtype, callback=callback)
+    m_sum, m_sq = sum_chunk_moments(column_moments(M, lo, lo + MOMENT_CHUNK_ROWS)
+                                    for lo in range(0, n_rows, MOMENT_CHUNK_ROWS))
+    x_sum, x_sq = sum_chunk_moments(row_moments(X, lo, lo + X_MOMENT_CHUNK_ROWS)
+                                    for lo in range(0, n_rows, X_MOMENT_CHUNK_ROWS))
+    return X, explained_variance_ratio(n_rows, m_sum, m_sq, x_sum, x_sq)
+
+
+def randomized_range_svd(products: Any, n_features: int, k: int, *, width: int, n_iter: int,
+                         random_state: int | None, dtype: Any,
+                         callback: Callable[[float], object] | None = None) -> np.ndarray:
+    """The randomized SVD's steps over ``products``, whatever holds the rows of M.
+
+    ``products`` gives ``gram(D)`` (``Mᵀ M D``), ``basis_gram(Q)`` (``B = M Q`` kept, and its
+    float64 Gram matrix ``BᵀB`` summed over 16,384-row chunks in order) and
+    ``times_basis(W)`` (``B W``, the rows of Φ): :class:`_SplitProducts` on this process's
+    threads, or the partitions of :mod:`aflite_core.represent.partitioned_svd` on a
+    cluster's workers. The dense steps between them run here, on the calling thread (its
+    BLAS held to one thread by the caller).
+    """
+    rng = np.random.default_rng(random_state)
+    Z = products.gram(rng.standard_normal((n_features, width), dtype=dtype))
+    steps = n_iter + 2  # the sketch, each power iteration, the final projection
+    for i in range(n_iter):
         if callback is not None:
-            callback((n_iter + 1) / steps)
-        Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
-        B = products.rows(Q, out=products.row_buffer(Q))  # n x l
-        eigenvalues, W = linalg.eigh(_gram64(B, mapper=products.map), check_finite=False)
-        order = np.argsort(eigenvalues)[::-1][:k]
-        W = W[:, order]
-        components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
-        signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
-        signs[signs == 0] = 1.0
-        X = _rows_times(B, (W * signs).astype(dtype), products)
-    return X, _explained_variance_ratio(M, X)
+            callback((i + 1) / steps)
+        Z, _ = linalg.lu(Z, permute_l=True, check_finite=False)
+        Z = products.gram(Z)
+    if callback is not None:
+        callback((n_iter + 1) / steps)
+    Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
+    eigenvalues, W = linalg.eigh(products.basis_gram(Q), check_finite=False)
+    order = np.argsort(eigenvalues)[::-1][:k]
+    W = W[:, order]
+    components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
+    signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
+    signs[signs == 0] = 1.0
+    return products.times_basis((W * signs).astype(dtype))
 
 
 #: Rows of M per sparse-dense product step in :meth:`_SplitProducts.rows` (each output row
@@ -149,6 +170,7 @@ class _SplitProducts:
         self.n_threads = _threads() if sp.issparse(M) and M.nnz >= SPLIT_MIN_NNZ else 1
         self._pool: ThreadPoolExecutor | None = None
         self._Y: np.ndarray | None = None
+        self._B: np.ndarray | None = None
         if self.n_threads == 1:
             return
         M = sp.csr_matrix(M)
@@ -177,7 +199,7 @@ class _SplitProducts:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        self._Y = None
+        self._Y = self._B = None
 
     def rows(self, D: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``M @ D`` as a dense array (written into ``out`` when given, of the right shape
@@ -207,6 +229,16 @@ class _SplitProducts:
         if self._Y is None or self._Y.shape != shape or self._Y.dtype != dtype:
             self._Y = np.empty(shape, dtype=dtype)
         return self._Y
+
+    def basis_gram(self, Q: np.ndarray) -> np.ndarray:
+        """``B = M Q`` (kept for :meth:`times_basis`, in the n x l buffer) and ``BᵀB``."""
+        self._B = self.rows(Q, out=self.row_buffer(Q))
+        return _gram64(self._B, mapper=self.map)
+
+    def times_basis(self, W: np.ndarray) -> np.ndarray:
+        """``B W``, written over ``B``'s buffer (:func:`_rows_times`)."""
+        B, self._B = self._B, None
+        return _rows_times(B, W, self)
 
     def gram(self, D: np.ndarray) -> np.ndarray:
         """``Mᵀ @ (M @ D)``."""
@@ -305,22 +337,52 @@ def _rows_times(B: np.ndarray, W: np.ndarray, products: _SplitProducts,
     return flat[:n * k].reshape(n, k)
 
 
-def _explained_variance_ratio(M, X: np.ndarray) -> float:
-    """``sum(var(X columns)) / sum(var(M columns))``, as scikit-learn reports it."""
-    n = M.shape[0]
+#: Rows of M per chunk of its column moments (:func:`column_moments`).
+MOMENT_CHUNK_ROWS = 16_384
+#: Rows of Φ per chunk of its column moments (:func:`row_moments`): 4,096-row chunks (8 MB
+#: at 256 columns) stay below the allocator's mmap threshold and reuse one buffer, where
+#: 16,384-row ones were each mapped and faulted in afresh (0.09-0.26 -> 0.06 s at 100k rows).
+X_MOMENT_CHUNK_ROWS = 4_096
+
+
+def column_moments(M, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 sums and sums of squares of the columns of rows ``lo:hi`` of ``M`` (sparse
+    or dense), each a sum over the chunk's entries in stored order: the same numbers
+    whichever process holds the rows."""
     if sp.issparse(M):
-        mean = np.asarray(M.mean(axis=0), dtype=np.float64).ravel()
-        sq = np.asarray(M.multiply(M).mean(axis=0), dtype=np.float64).ravel()
-        total = float(np.sum(sq - mean**2))
-    else:
-        total = float(np.var(np.asarray(M, dtype=np.float64), axis=0).sum())
-    col_sum, col_sq = np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    # no float64 copy of all of X; 4,096-row chunks (8 MB at 256 columns) stay below the
-    # allocator's mmap threshold and reuse one buffer, where 16,384-row ones were each mapped
-    # and faulted in afresh (0.09-0.26 -> 0.06 s at 100k rows; the ratio moves in the 16th digit)
-    for lo in range(0, n, 4_096):
-        part = X[lo:lo + 4_096].astype(np.float64)
-        col_sum += part.sum(axis=0)
-        col_sq += np.einsum("ij,ij->j", part, part)
-    explained = float(np.sum(col_sq / n - (col_sum / n) ** 2)) if n else 0.0
+        part = _row_view(M, lo, min(hi, M.shape[0]))
+        data = part.data.astype(np.float64)
+        return (np.bincount(part.indices, weights=data, minlength=M.shape[1]),
+                np.bincount(part.indices, weights=data * data, minlength=M.shape[1]))
+    return row_moments(M, lo, hi)
+
+
+def row_moments(X: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 column sums and sums of squares of the dense rows ``lo:hi`` of ``X``."""
+    part = X[lo:hi].astype(np.float64)
+    return part.sum(axis=0), np.einsum("ij,ij->j", part, part)
+
+
+def sum_chunk_moments(chunks: Iterable[tuple[np.ndarray, np.ndarray]]
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks' moments added in chunk order (the order fixes the last bits)."""
+    total_sum = total_sq = None
+    for part_sum, part_sq in chunks:
+        if total_sum is None:
+            total_sum, total_sq = np.zeros_like(part_sum), np.zeros_like(part_sq)
+        total_sum += part_sum
+        total_sq += part_sq
+    if total_sum is None:
+        return np.zeros(0), np.zeros(0)
+    return total_sum, total_sq
+
+
+def explained_variance_ratio(n: int, m_sum: np.ndarray, m_sq: np.ndarray,
+                             x_sum: np.ndarray, x_sq: np.ndarray) -> float:
+    """``sum(var(X columns)) / sum(var(M columns))`` from the columns' moments, as
+    scikit-learn reports it (``explained_variance_ratio_.sum()``)."""
+    if n == 0:
+        return 0.0
+    total = float(np.sum(m_sq / n - (m_sum / n) ** 2))
+    explained = float(np.sum(x_sq / n - (x_sum / n) ** 2))
     return explained / total if total > 0 else 0.0

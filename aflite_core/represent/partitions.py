@@ -1,0 +1,153 @@
+"""Row partitions that stay where they were put: this process, or a Dask cluster's workers.
+
+The partitioned representation (:mod:`aflite_core.represent.partitioned_svd`) writes its
+steps once against two runners:
+
+:class:`LocalPartitions`
+    The partitions are the objects themselves and every step runs here, in order (the tests
+    compare it, with many small partitions, to the all-rows code).
+:class:`DaskPartitions`
+    Each partition is scattered to one worker (consecutive partitions to the same worker,
+    so a chain of partial sums crosses the network once per worker), and every step on a
+    partition is a task pinned to that worker, run on one BLAS thread: what it makes (the
+    partition's matrix, its basis rows, its rows of Φ) stays there. Only what a step sends
+    back travels: word lists and counts, ``V x l`` partial sums, ``l x l`` Gram chunks, Φ's
+    rows when the driver asks for them.
+
+Dask cannot recompute scattered data: when a worker holding a partition leaves, the step
+fails with :class:`PartitionLost`, and the caller starts again from its texts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
+from typing import Any
+
+__all__ = ["DaskPartitions", "LocalPartitions", "PartitionLost"]
+
+
+class PartitionLost(RuntimeError):
+    """A worker holding a partition (or a step's result) left the cluster."""
+
+
+def _on_one_thread(fn: Callable, *args: Any) -> Any:
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return fn(*args)
+
+
+class LocalPartitions:
+    """Partitions held by this process; each step runs in the calling thread, in order."""
+
+    engine = "local"
+
+    def put(self, parts: Sequence[Any]) -> list:
+        """The partitions' handles (here: the partitions)."""
+        return list(parts)
+
+    def share(self, obj: Any) -> Any:
+        """A handle every partition's step may read (here: ``obj``)."""
+        return obj
+
+    def map(self, fn: Callable, handles: Sequence[Any], *shared: Any,
+            each: Sequence[tuple] | None = None) -> list:
+        """``fn(handle, *each[i], *shared)`` for every partition; handles of the results,
+        held where the partition is."""
+        each = each or [()] * len(handles)
+        return [_on_one_thread(fn, h, *own, *shared)
+                for h, own in zip(handles, each, strict=True)]
+
+    def chain(self, fn: Callable, handles: Sequence[Any], *shared: Any) -> Any:
+        """``acc = fn(handle, acc, *shared)`` over the partitions in order (``acc`` starts
+        as None); the handle of the last ``acc``."""
+        acc = None
+        for h in handles:
+            acc = _on_one_thread(fn, h, acc, *shared)
+        return acc
+
+    def gather(self, handles: Sequence[Any]) -> list:
+        """The values of ``handles``, in order."""
+        return list(handles)
+
+    def release(self, handles: Sequence[Any]) -> None:
+        """Forget ``handles`` (here: nothing to do)."""
+
+
+class DaskPartitions:
+    """Partitions scattered on ``client``'s workers; steps are tasks pinned to them.
+
+    Parameters
+    ----------
+    client : dask.distributed.Client
+    """
+
+    engine = "dask"
+
+    def __init__(self, client: Any) -> None:
+        from aflite_core.represent.fold_pool import cluster_workers
+
+        self.client = client
+        self.workers = sorted(cluster_workers(client))
+        if not self.workers:
+            raise PartitionLost("the Dask cluster has no worker")
+        self._holder: dict[str, str] = {}
+
+    def _where(self, handle: Any) -> str:
+        return self._holder[handle.key]
+
+    def put(self, parts: Sequence[Any]) -> list:
+        n, w = len(parts), len(self.workers)
+        handles = []
+        for i, part in enumerate(parts):
+            worker = self.workers[i * w // max(n, 1)]
+            [future] = self.client.scatter([part], workers=[worker], hash=False)
+            self._holder[future.key] = worker
+            handles.append(future)
+        return handles
+
+    def share(self, obj: Any) -> Any:
+        [future] = self.client.scatter([obj], broadcast=True, hash=False)
+        return future
+
+    def _submit(self, fn: Callable, handle: Any, *args: Any) -> Any:
+        worker = self._where(handle)
+        future = self.client.submit(_on_one_thread, fn, handle, *args, workers=[worker],
+                                    allow_other_workers=False, pure=False)
+        self._holder[future.key] = worker
+        return future
+
+    def map(self, fn: Callable, handles: Sequence[Any], *shared: Any,
+            each: Sequence[tuple] | None = None) -> list:
+        each = each or [()] * len(handles)
+        return [self._submit(fn, h, *own, *shared) for h, own in zip(handles, each, strict=True)]
+
+    def chain(self, fn: Callable, handles: Sequence[Any], *shared: Any) -> Any:
+        acc = None
+        for h in handles:
+            acc = self._submit(fn, h, acc, *shared)
+        return acc
+
+    def gather(self, handles: Sequence[Any]) -> list:
+        try:
+            return self.client.gather(list(handles))
+        except Exception as exc:
+            if _lost(exc):
+                raise PartitionLost(
+                    "a worker holding rows of the representation left the cluster") from exc
+            raise
+
+    def release(self, handles: Sequence[Any]) -> None:
+        # the client's reference only: a step still queued on a handle keeps its data (a
+        # cancel would cancel that step too)
+        for h in handles:
+            if h is not None:
+                self._holder.pop(h.key, None)
+                h.release()
+
+
+def _lost(error: BaseException) -> bool:
+    """Whether ``error`` is Dask giving up a task for lost data or a dead worker."""
+    return (isinstance(error, CancelledError | OSError)
+            or type(error).__name__ in {"KilledWorker", "FutureCancelledError"})

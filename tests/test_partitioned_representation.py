@@ -1,0 +1,178 @@
+"""Φ's ``tfidf_svd`` over row partitions is the all-rows Φ, bit for bit (issue 27 item 2:
+the representation on the cluster's workers, the driver never holding the TF-IDF or the
+SVD's basis)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+
+import aflite_core.represent.partitioned_svd as partitioned_module
+from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
+from aflite_core.represent.partitioned_svd import (
+    MIN_LAST_ROWS,
+    _tfidf,
+    partition_bounds,
+    partitioned_tfidf_svd,
+)
+from aflite_core.represent.partitions import LocalPartitions
+
+CHUNK = 16_384
+
+
+@pytest.fixture(scope="module")
+def texts(snli_dir):
+    """36,000 SNLI-like rows (more than two 16,384-row partitions): the SNLI dev pairs
+    drawn with repeats (premises repeat, as in SNLI), each hypothesis with two more words of
+    the vocabulary, so later partitions hold words the first does not."""
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False)
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, len(frame), 36_000)
+    vocabulary = np.array(sorted({w for h in frame["hypothesis"] for w in h.split()}))
+    hypotheses = [f"{h} {' '.join(rng.choice(vocabulary, 2))}"
+                  for h in frame["hypothesis"].to_numpy()[idx]]
+    premises = frame["premise"].to_numpy()[idx].tolist()
+    return hypotheses, premises
+
+
+def _same_matrix(a: sp.csr_matrix, b: sp.csr_matrix) -> None:
+    assert a.shape == b.shape and a.dtype == b.dtype == np.float32
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)  # each row's entry order too
+    np.testing.assert_array_equal(a.data, b.data)
+
+
+def _partitioned_matrix(hypotheses, premises, max_features=50_000, min_df=None):
+    runner = LocalPartitions()
+    parts, n_features = _tfidf(runner, hypotheses, premises,
+                               partition_bounds(len(hypotheses), CHUNK), max_features, min_df)
+    return sp.vstack(parts, format="csr"), n_features, len(parts)
+
+
+def test_the_tfidf_of_partitions_is_the_all_rows_tfidf(texts):
+    hypotheses, premises = texts
+    whole = tfidf_blocks(hypotheses, premises)
+    parts, n_features, n_parts = _partitioned_matrix(hypotheses, premises)
+    assert n_parts == 3 and n_features == whole.shape[1]
+    _same_matrix(parts, whole)
+
+
+def test_the_vocabulary_cap_and_hypotheses_alone(texts):
+    """``max_features`` keeps the same words (the same argsort over the same counts, ties
+    included), and a file without premises has one block."""
+    hypotheses, premises = texts
+    for kwargs in ({"max_features": 300}, {"max_features": 2_000, "min_df": 5}):
+        whole = tfidf_blocks(hypotheses, premises, **kwargs)
+        _same_matrix(_partitioned_matrix(hypotheses, premises, **kwargs)[0], whole)
+    _same_matrix(_partitioned_matrix(hypotheses, None)[0], tfidf_blocks(hypotheses))
+
+
+def test_partitions_without_words_and_the_min_df_fallback(texts):
+    """A partition whose premises hold no word, premises with no word at all (the block is
+    left out) and a vocabulary where min_df leaves nothing (the fallback to min_df=1)."""
+    hypotheses, premises = (list(t[:20_000]) for t in texts)
+    premises[:CHUNK] = ["..."] * CHUNK  # the first partition's premises: punctuation only
+    _same_matrix(_partitioned_matrix(hypotheses, premises)[0], tfidf_blocks(hypotheses, premises))
+    _same_matrix(_partitioned_matrix(hypotheses, ["?"] * 20_000)[0],
+                 tfidf_blocks(hypotheses, ["?"] * 20_000))
+    unique = [f"w{i}" for i in range(20_000)]  # every word once: min_df=2 keeps none
+    _same_matrix(_partitioned_matrix(unique, None)[0], tfidf_blocks(unique))
+
+
+def test_phi_over_partitions_is_the_local_phi_bit_for_bit(texts):
+    hypotheses, premises = texts
+    X, info = _svd(tfidf_blocks(hypotheses, premises), 64, 3)
+    Y, n_features, explained = partitioned_tfidf_svd(
+        LocalPartitions(), hypotheses, premises, n_components=64, random_state=3,
+        n_iter=SVD_N_ITER, partition_rows=CHUNK)
+    assert Y.dtype == np.float32 and Y.shape == X.shape == (36_000, 64)
+    np.testing.assert_array_equal(Y, X)
+    assert n_features == info["n_features_tfidf"] and explained == info["explained_variance"]
+
+
+def test_partition_bounds():
+    assert partition_bounds(40_000, CHUNK) == [(0, 16_384), (16_384, 32_768), (32_768, 40_000)]
+    # a last partition shorter than MIN_LAST_ROWS joins the one before
+    assert partition_bounds(2 * CHUNK + MIN_LAST_ROWS - 1, CHUNK) == [
+        (0, CHUNK), (CHUNK, 2 * CHUNK + MIN_LAST_ROWS - 1)]
+    assert partition_bounds(10, CHUNK) == [(0, 10)]
+    with pytest.raises(ValueError, match="multiple of 16,384, got 1000"):
+        partition_bounds(5_000, 1000)
+
+
+def test_no_word_in_any_hypothesis_is_refused():
+    from aflite_core.errors import RepresentationError
+
+    with pytest.raises(RepresentationError, match="hypotheses: no word found"):
+        partitioned_tfidf_svd(LocalPartitions(), ["!"] * 40, ["a b"] * 40, n_components=4,
+                              random_state=0, n_iter=1)
+
+
+distributed = pytest.importorskip("distributed")
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def test_phi_on_two_workers_is_the_local_phi(texts, client, monkeypatch):
+    """The partitions on two workers (the first two on one, the third on the other: the
+    chain of ``Mᵀ Y`` partial sums crosses once), the same Φ; each partition's steps ran on
+    the worker holding it, and nothing is left on the cluster."""
+    from aflite_core.represent.partitions import DaskPartitions
+
+    hypotheses, premises = texts
+    X, _ = _svd(tfidf_blocks(hypotheses, premises), 32, 0)
+    runner = DaskPartitions(client)
+    placed = []
+    put = runner.put
+
+    def recording(parts):
+        handles = put(parts)
+        placed.append([runner._holder[h.key] for h in handles])
+        return handles
+
+    monkeypatch.setattr(runner, "put", recording)
+    Y, _, _ = partitioned_tfidf_svd(runner, hypotheses, premises, n_components=32,
+                                    random_state=0, n_iter=SVD_N_ITER, partition_rows=CHUNK)
+    np.testing.assert_array_equal(Y, X)
+    assert len(placed[0]) == 3 and len(set(placed[0])) == 2
+    assert placed[0][0] == placed[0][1] != placed[0][2]
+    deadline = time.monotonic() + 10
+    while client.who_has() and time.monotonic() < deadline:  # releases are asynchronous
+        time.sleep(0.05)
+    assert not client.who_has()
+
+
+def test_an_audit_builds_phi_on_the_cluster(client, snli_dir, tmp_path, monkeypatch):
+    """With a scheduler the audit's Φ is built on the workers (engines: representation dask)
+    and every row's status and predictability are the local run's."""
+    import json
+
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    monkeypatch.setattr(partitioned_module, "PARTITION_ROWS", CHUNK)
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    dataset = load_dataset(frame, name="phi")
+    fast = {"n_partitions": 8, "measures": ("label_shift",), "report": False}
+    address = client.scheduler.address
+    on_dask = run_audit(dataset, AuditConfig(**fast, backend="dask", scheduler=address),
+                        runs_root=tmp_path / "dask")
+    here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
+    summary = json.loads((on_dask / "summary.json").read_text())
+    assert summary["engines"]["representation"] == "dask"
+    assert summary["representation"]["params"]["partitions"] == 2
+    assert json.loads((here / "summary.json").read_text())["engines"]["representation"] == "local"
+    a, b = (pd.read_parquet(path / "scores.parquet") for path in (on_dask, here))
+    assert len(a) == 20_000
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
