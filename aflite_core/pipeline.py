@@ -40,6 +40,7 @@ from aflite_core.errors import (
     AuditCancelled,  # noqa: F401 - re-exported: its public home
 )
 from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
+from aflite_core.filter.rounds import select_rows
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io.datasets import LINKED_TEXT
 from aflite_core.measure_runs import Progress as _Progress
@@ -281,12 +282,10 @@ def run_audit(
 
 def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict,
                   representation: Any = None) -> dict[str, str]:
-    """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"`` (this process
-    and its threads). On Dask so far: the ``tfidf_svd`` representation (TF-IDF and SVD over
-    row partitions: its params say ``"engine": "dask"``), row-level AFLite's partitions
-    (multiple-choice AFLite and the Z-filter run locally), the fold fits of the measures that
-    fit folds (baselines, PVI, label issues), KNN's exact search, the map's placed rows and the
-    cue table's map-reduce: their outcome says ``"engine": "dask"``."""
+    """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"``. On Dask so
+    far: ``tfidf_svd`` (its params say ``"engine": "dask"``), row-level AFLite's partitions,
+    and the measures whose outcome says ``"engine": "dask"`` (fold fits, KNN's search, the
+    map's placed rows, the cue table's map-reduce)."""
     on_dask = (config.backend == "dask" and config.filter == "aflite"
                and filtered.plan.questions is None)
     params = getattr(representation, "params", None) or {}
@@ -442,12 +441,10 @@ def _build_representation(dataset, config: AuditConfig, progress: _Progress | No
                                  or config.representation.replace("-", "_") == "tfidf_svd"):
         kwargs["callback"] = progress.sub("representation", progress.span("representation"))
     # with the audit's client, tfidf_svd builds Φ over row partitions on its workers
-    client = config.scheduler if config.backend == "dask" and not isinstance(
-        config.scheduler, str | type(None)) else None
-    return build_representation(
-        dataset, config.representation, random_state=config.random_state, client=client,
-        **kwargs
-    )
+    client = None if config.backend != "dask" or isinstance(config.scheduler, str | type(None)) \
+        else config.scheduler
+    return build_representation(dataset, config.representation, client=client,
+                                random_state=config.random_state, **kwargs)
 
 
 @dataclass
@@ -558,8 +555,10 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
             continue
         span = (done / total, (done + n_b) / total)
         # every row in one block (a file without splits): Φ itself, not a copy of it (1 GB
-        # at 1M rows x 256); AFLite never writes into its X
-        X_b = X if rows.all() else X[rows]
+        # at 1M rows x 256); AFLite never writes into its X. A split's rows: read through
+        # (RowSelection), not copied (0.9 GB at 1M rows x 256 with a split column)
+        X_b = X if rows.all() else X[rows] if plan.questions is not None \
+            else select_rows(X, np.flatnonzero(rows))
         model = _fit_block(X_b, y[rows], None if plan.questions is None
                            else plan.questions[rows], config, t_b, n_b, total, span, progress,
                            groups=None if groups is None else groups[rows])
@@ -585,8 +584,9 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
     if scored.any() and plan.questions is None:  # train_only: dev/test scored, never removed
         progress.step("aflite", f"scoring {int(scored.sum()):,} held-out rows",
                       progress.span("aflite")[1])
-        heldout = main.score_heldout(X[scored], y[scored], X=X[main_rows], y=y[main_rows],
-                                     return_datamap=True)
+        heldout = main.score_heldout(select_rows(X, np.flatnonzero(scored)), y[scored],
+                                     X=select_rows(X, np.flatnonzero(main_rows)),
+                                     y=y[main_rows], return_datamap=True)
         predictability[scored[filt]] = heldout["predictability"].to_numpy()
         for column in datamap.columns:
             datamap.loc[scored[filt], column] = heldout[column].to_numpy()

@@ -287,3 +287,26 @@ def test_rows_are_normalised_in_chunks_exactly_as_all_at_once(monkeypatch):
     rows = np.sort(rng.choice(1000, size=333, replace=False))
     np.testing.assert_array_equal(neighbors.l2_normalize(X, rows=rows), whole[rows])
     assert neighbors.l2_normalize(X[:0]).shape == (0, 24)
+
+
+def test_rows_of_phi_give_the_result_of_their_copies():
+    """An audit passes Φ itself with its split's positions (``train_rows`` /
+    ``heldout_rows``) instead of copies of the rows: the same tables and examples, bit for bit;
+    positions out of range are refused by name."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((900, 12)).astype(np.float32)
+    y = rng.integers(0, 3, 900)
+    train = np.flatnonzero(rng.random(900) < 0.8)
+    held = np.setdiff1d(np.arange(900), train)[::2]
+    keep = rng.random(len(train)) < 0.6
+    copies = knn_distance_measures(X[train], y[train], X[held], y[held], retained_mask=keep,
+                                   control_masks=[~keep], n_bootstrap=50)
+    rows = knn_distance_measures(X, y[train], X, y[held], retained_mask=keep,
+                                 control_masks=[~keep], n_bootstrap=50, train_rows=train,
+                                 heldout_rows=held)
+    pd.testing.assert_frame_equal(rows.table, copies.table, check_exact=True)
+    pd.testing.assert_frame_equal(rows.per_example, copies.per_example, check_exact=True)
+    pd.testing.assert_frame_equal(rows.controls[0], copies.controls[0], check_exact=True)
+    assert rows.params == copies.params
+    with pytest.raises(ValueError, match=r"train_rows must be positions in 0\.\.899"):
+        knn_distance_measures(X, y[:2], X, y[:2], train_rows=[0, 900], heldout_rows=[1, 2])
