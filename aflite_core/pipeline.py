@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import __version__, progress_plan
+from aflite_core.audit_client import audit_client
 from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's public API
     REPRESENTATION_PARAMS,
     REPRESENTATIONS,
@@ -251,7 +252,7 @@ def run_audit(
     replace = overwrite and not generated
     with _fewer_collections(len(dataset.labels())), \
             RunWriter(runs_root, name, overwrite=replace, unique=generated) as writer, \
-            _audit_client(config) as client:
+            audit_client(config) as client:
         # the first event names the temporary folder: a supervisor whose worker process is
         # killed removes it (a worker that stops normally removes it itself)
         progress.step("representation", f"building the {config.representation} "
@@ -266,7 +267,7 @@ def run_audit(
         progress.step("report", "writing summary", progress.span("report")[0])
         summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
                            measures)
-        summary["engines"] = stage_engines(config, filtered, measures, rep)
+        summary["engines"] = stage_engines(config, filtered, measures, rep, dataset)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
         if config.report:
@@ -281,15 +282,16 @@ def run_audit(
 
 
 def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict,
-                  representation: Any = None) -> dict[str, str]:
+                  representation: Any = None, dataset: Any = None) -> dict[str, str]:
     """Where each stage ran: ``"dask"`` (tasks on the scheduler) or ``"local"``. On Dask so
-    far: ``tfidf_svd`` (its params say ``"engine": "dask"``), row-level AFLite's partitions,
-    and the measures whose outcome says ``"engine": "dask"`` (fold fits, KNN's search, the
-    map's placed rows, the cue table's map-reduce)."""
+    far: shards read by the CLI's workers (``dataset.read_by``), ``tfidf_svd`` (its params
+    say ``"engine": "dask"``), row-level AFLite, and the measures whose outcome says
+    ``"engine": "dask"`` (fold fits, KNN's search, the map's placement, the cue table)."""
     on_dask = (config.backend == "dask" and config.filter == "aflite"
                and filtered.plan.questions is None)
     params = getattr(representation, "params", None) or {}
-    engines = {"read": "local", "representation": params.get("engine", "local"),
+    engines = {"read": getattr(dataset, "read_by", "local"),
+               "representation": params.get("engine", "local"),
                "aflite": "dask" if on_dask else "local", "write": "local"}
     engines.update({name: outcome.get("engine", "local") for name, outcome in measures.items()
                     if outcome.get("status") == "ok"})
@@ -416,21 +418,6 @@ def _fewer_collections(n_rows: int) -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-@contextlib.contextmanager
-def _audit_client(config: AuditConfig) -> Iterator[Any]:
-    """The audit's one Dask client when it runs with a scheduler (``backend="dask"``), else
-    None; a cluster it started (``local:N``) is closed at the end."""
-    if config.backend != "dask":
-        yield None
-        return
-    from aflite_core.filter.backends import connect
-
-    client, owned = connect(config.scheduler, os.cpu_count() or 1)
-    try:
-        yield client
-    finally:
-        for obj in reversed(owned):
-            obj.close()
 
 
 def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None):

@@ -142,7 +142,12 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
     from aflite_core.cli import main
 
     monkeypatch.setattr(partitioned_module, "PARTITION_ROWS", 16_384)
-    data = snli_dir / "snli_train_sample.csv"
+    # as two Parquet shards: with --scheduler each is read by a task on the workers
+    data = tmp_path / "snli_shards"
+    data.mkdir()
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    for i, part in enumerate((frame.iloc[:12_000], frame.iloc[12_000:])):
+        part.to_parquet(data / f"part-{i}.parquet", index=False)
     runs = {}
     for name, extra in (("local", []), ("dask", ["--scheduler", "local:2"])):
         out = tmp_path / name
@@ -152,7 +157,8 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
     engines = json.loads((runs["dask"] / "summary.json").read_text())["engines"]
     # the cue table by map-reduce: 20,000 rows on 2 workers are 4 chunks of 5,000
     assert engines["aflite"] == "dask" and engines["cues"] == "dask"
-    assert engines["representation"] == "dask"
+    assert engines["representation"] == "dask" and engines["read"] == "dask"
+    assert json.loads((runs["local"] / "summary.json").read_text())["engines"]["read"] == "local"
     summary = json.loads((runs["dask"] / "summary.json").read_text())
     assert summary["representation"]["params"]["partitions"] == 2
     a, b = (pd.read_parquet(runs[k] / "scores.parquet") for k in ("local", "dask"))
@@ -234,3 +240,37 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
 
     assert figures(on_dask) == figures(here)
     assert json.loads((here / "summary.json").read_text())["engines"]["baselines"] == "local"
+
+
+def test_shards_read_on_the_workers_are_the_shards_read_here(cluster, snli_dir, tmp_path):
+    """``map_shards`` (the CLI's ``--scheduler``): one task per shard on the workers, the same
+    table (rows, order, content hash, row locations); a shard's own error is raised as it is;
+    workers that cannot open the files leave the reading to the driver, with a warning."""
+    import pandas as pd
+
+    from aflite_core.commands._input import ShardsOnCluster
+    from aflite_core.io.datasets import DatasetError, load_dataset
+
+    _, client = cluster
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).head(3000)
+    for i in range(3):
+        frame.iloc[i::3].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    here = load_dataset(tmp_path)
+    there = load_dataset(tmp_path, map_shards=ShardsOnCluster(client))
+    assert (here.read_by, there.read_by) == ("local", "dask")
+    pd.testing.assert_frame_equal(there.frame, here.frame, check_exact=True)
+    assert there.content_hash == here.content_hash
+    assert there.report.warnings == here.report.warnings
+
+    def unseen(read, paths):  # a cluster whose workers do not share the driver's disk
+        raise FileNotFoundError(f"[Errno 2] No such file or directory: '{paths[0]}'")
+
+    fallback = load_dataset(tmp_path, map_shards=unseen)
+    assert fallback.read_by == "local"
+    pd.testing.assert_frame_equal(fallback.frame, here.frame, check_exact=True)
+    assert any("the shards were read here: the cluster's workers could not open them" in w
+               for w in fallback.report.warnings)
+    frame.iloc[:10].rename(columns={"label": "gold"}).to_parquet(tmp_path / "part-3.parquet",
+                                                                 index=False)
+    with pytest.raises(DatasetError, match="shard 'part-3.parquet' has other columns"):
+        load_dataset(tmp_path, map_shards=ShardsOnCluster(client))

@@ -107,8 +107,27 @@ def add_input_arguments(parser: argparse.ArgumentParser, roles: tuple[str, ...],
                             "(default 64M)")
 
 
-def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> Any:
-    """Load ``path`` with the column and input options of ``args``.
+class ShardsOnCluster:
+    """``load_dataset``'s ``map_shards`` with ``--scheduler``: one task per shard on the
+    client's workers (:func:`aflite_core.represent.fold_pool.map_folds`), tables back in shard
+    order; a shard's own error (a bad line, other columns) is raised as it is."""
+
+    engine = "dask"
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def __call__(self, read: Any, paths: Any) -> list:
+        from aflite_core.represent.fold_pool import map_folds, on_dask
+
+        with on_dask(self.client):
+            return map_folds(read, list(paths))
+
+
+def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
+               map_shards: Any = None) -> Any:
+    """Load ``path`` with the column and input options of ``args`` (a folder or glob of
+    shards read by ``map_shards`` when given, e.g. :class:`ShardsOnCluster`).
 
     Raises
     ------
@@ -146,7 +165,8 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA") -> An
                             choices=getattr(args, "choices", None),
                             answer=getattr(args, "answer", None),
                             answer_base=getattr(args, "answer_base", None),
-                            question=getattr(args, "question", None))
+                            question=getattr(args, "question", None),
+                            map_shards=map_shards)
     except DatasetError as exc:
         text = cli_hint(str(exc))
         if text != str(exc):

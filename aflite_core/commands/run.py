@@ -18,6 +18,7 @@ from typing import Any
 
 from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_MAX_BYTES re-exported
     DEFAULT_MAX_BYTES,
+    ShardsOnCluster,
     add_input_arguments,
     cli_hint,
     load_input,
@@ -254,6 +255,7 @@ def audit_config(args: argparse.Namespace, n_rows: int):
 
 
 def _run(args: argparse.Namespace) -> int:
+    from aflite_core.audit_client import audit_client
     from aflite_core.filter.policy import filter_units
     from aflite_core.pipeline import run_audit
     from aflite_core.runs.folder import load_run
@@ -272,11 +274,14 @@ def _run(args: argparse.Namespace) -> int:
     printer = _Printer(args.quiet)
     if not args.quiet:
         print(f"loading {args.data}", file=sys.stderr, flush=True)
-    dataset = load_input(args.data, args)
-    config = audit_config(args, filter_units(
-        dataset, split_policy=args.split_policy or "auto", instance=args.instance or "auto"))
-    path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
-                     overwrite=args.overwrite)
+    # with a scheduler, one client for all of it: the shards are read on its workers
+    with audit_client(audit_config(args, 10_000)) as client:
+        dataset = load_input(args.data, args,
+                             map_shards=None if client is None else ShardsOnCluster(client))
+        config = audit_config(args, filter_units(
+            dataset, split_policy=args.split_policy or "auto", instance=args.instance or "auto"))
+        path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
+                         overwrite=args.overwrite)
     run_ = load_run(path)
     sizes = run_.sizes
     if not args.quiet:

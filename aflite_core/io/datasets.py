@@ -200,6 +200,8 @@ class AuditDataset:
     #: for the groups about ten times: 0.1 s each at 100k rows); see :meth:`_linked_components`.
     _components: tuple[pd.DataFrame, tuple, np.ndarray] | None = field(
         default=None, init=False, repr=False)
+    #: Where its shards were read (``RawTable.read_by``): ``"local"`` or ``"dask"``.
+    read_by: str = "local"
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -342,6 +344,7 @@ def load_dataset(
     max_line_bytes: int | None = MAX_LINE_BYTES,
     group: str | None = None,
     question: str | None = None,
+    map_shards: Callable | None = None,
 ) -> AuditDataset:
     """Read a dataset file and prepare it for auditing, keeping every original value.
 
@@ -404,6 +407,10 @@ def load_dataset(
         true/false, ...; see :mod:`aflite_core.io.per_choice`). Default (None): detected
         when a question-like column groups the rows with exactly one correct choice each
         (said in ``report.notes``); ``""``: never (the rows are audited one by one).
+    map_shards : callable, optional
+        A folder or glob of shards: ``map_shards(read, paths)`` reads them elsewhere (the
+        CLI's ``--scheduler``: one task per shard on the cluster's workers;
+        :func:`aflite_core.io.shards.read_sharded`); ``read_by`` says where.
 
     Returns
     -------
@@ -424,7 +431,7 @@ def load_dataset(
     but kept in ``frame``; ``exclusion`` and ``report.excluded`` say why.
     """
     raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes,
-                     max_line_bytes=max_line_bytes)
+                     max_line_bytes=max_line_bytes, map_shards=map_shards)
     roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
     _refuse_dropped(raw, *roles.values(), id, answer, group, question, *(choices or ()))
     _require_named_columns(raw, {**roles, "id": id, "answer": answer, "group": group})
@@ -491,6 +498,7 @@ def load_dataset(
         name=raw.name,
         content_hash=raw.content_hash,
         report=report,
+        read_by=raw.read_by,
     )
     if mapping.group is not None:
         report.n_groups = dataset.count_groups()

@@ -143,6 +143,9 @@ class RawTable:
     shards: list[str] | None = None
     shard_of: np.ndarray | None = None
     shard_rows: np.ndarray | None = None
+    #: Where the shards were read: ``"local"`` (this process) or the ``engine`` of the
+    #: ``map_shards`` function that read them (``"dask"``: on a cluster's workers).
+    read_by: str = "local"
     shard_unit: str = "record"
 
     def where(self, position: int) -> str:

@@ -25,10 +25,12 @@ the shard (``train-00001.parquet, record 7``).
 
 from __future__ import annotations
 
+import functools
 import glob as globbing
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +61,14 @@ HF_STATE, HF_INFO, HF_DICT = "state.json", "dataset_info.json", "dataset_dict.js
 
 def read_source(source: Any, *, name: str | None = None, format: str | None = None,
                 encoding: str | None = None, max_bytes: int | None = None,
-                max_line_bytes: int | None = MAX_LINE_BYTES) -> RawTable:
+                max_line_bytes: int | None = MAX_LINE_BYTES,
+                map_shards: Callable | None = None) -> RawTable:
     """Any input ``load_dataset`` takes as a :class:`RawTable`: a folder or a glob of shards
     or a ``datasets`` folder (:func:`read_sharded`), a ``datasets`` object
     (:func:`read_hf_object`), else one file, bytes or a DataFrame
     (:func:`aflite_core.io.readers.read_table`, same options). A :class:`RawTable` already
-    read (the dashboard's column preview) is taken as it is."""
+    read (the dashboard's column preview) is taken as it is. ``map_shards`` reads the shards
+    of a folder or glob elsewhere (:func:`read_sharded`)."""
     if isinstance(source, RawTable):
         return source
     if is_hf_object(source):
@@ -81,7 +85,8 @@ def read_source(source: Any, *, name: str | None = None, format: str | None = No
         return read_table(path, format=format, encoding=encoding, max_bytes=limit,
                           max_line_bytes=max_line_bytes)
 
-    return read_sharded(source, name=name, reader=one, max_bytes=max_bytes)
+    return read_sharded(source, name=name, reader=one, max_bytes=max_bytes,
+                        map_shards=map_shards)
 
 
 def looks_like_glob(source: Any) -> bool:
@@ -147,7 +152,8 @@ def _check_inside(path: Path, source: str, roots: list[Path]) -> None:
                               f"({ROOTS_VARIABLE}: {allowed})")
 
 
-def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None) -> RawTable:
+def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None,
+                 map_shards: Callable | None = None) -> RawTable:
     """Read a folder or a glob of shards, or a ``datasets`` folder, as one table.
 
     Parameters
@@ -161,6 +167,13 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
         with the caller's format and encoding options).
     max_bytes : int or None
         Bound on the shards' total size on disk and on each shard's decoded size.
+    map_shards : callable, optional
+        ``map_shards(read, paths) -> tables`` (in ``paths`` order): reads the shards
+        elsewhere, e.g. one task per shard on a Dask cluster's workers (the CLI's
+        ``--scheduler``); its ``engine`` attribute goes to ``RawTable.read_by``. Workers
+        that cannot open a shard (the path is not on storage they share) leave the reading
+        to this process, with a warning. Default: one shard after another, here. A
+        ``datasets`` folder is always read here.
 
     Raises
     ------
@@ -179,8 +192,27 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
         return _read_hf_dataset(path, name)
     files = _shard_files(source, name)
     _check_total_size(files, name, max_bytes)
-    tables = [reader(f, max_bytes) for f in files]
-    return _concatenate(tables, [_relative(f, source) for f in files], name)
+    read_by, notice = "local", None
+    tables = None
+    if map_shards is not None:
+        try:
+            tables = list(map_shards(functools.partial(_read_shard, reader, max_bytes), files))
+            read_by = str(getattr(map_shards, "engine", "mapped"))
+        except FileNotFoundError as exc:  # the workers do not see the driver's files
+            notice = (f"the shards were read here: the cluster's workers could not open them "
+                      f"({exc}); put them on storage the workers share to read them there")
+    if tables is None:
+        tables = [reader(f, max_bytes) for f in files]
+    table = _concatenate(tables, [_relative(f, source) for f in files], name)
+    table.read_by = read_by
+    if notice:
+        table.warnings.append(notice)
+    return table
+
+
+def _read_shard(reader: Callable, max_bytes: int | None, path: Path) -> RawTable:
+    """One shard (a task of ``map_shards``)."""
+    return reader(path, max_bytes)
 
 
 # ----------------------------------------------------------------------------- shards
