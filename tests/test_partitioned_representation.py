@@ -94,6 +94,20 @@ def test_phi_over_partitions_is_the_local_phi_bit_for_bit(texts):
     assert n_features == info["n_features_tfidf"] and explained == info["explained_variance"]
 
 
+def test_the_products_column_groups_leave_phi_unchanged(texts):
+    """On a cluster each ``Mᵀ M D`` goes in column groups (a wavefront over the workers):
+    scipy's kernels go entry by entry, so six groups give the one-group Φ bit for bit."""
+    hypotheses, premises = (list(t[:20_000]) for t in texts)
+
+    class SixGroups(LocalPartitions):
+        n_workers = 3  # 2 groups per worker
+
+    X, _ = _svd(tfidf_blocks(hypotheses, premises), 48, 5)
+    Y, _, _ = partitioned_tfidf_svd(SixGroups(), hypotheses, premises, n_components=48,
+                                    random_state=5, n_iter=SVD_N_ITER, partition_rows=CHUNK)
+    np.testing.assert_array_equal(Y, X)
+
+
 def test_partition_bounds():
     assert partition_bounds(40_000, CHUNK) == [(0, 16_384), (16_384, 32_768), (32_768, 40_000)]
     # a last partition shorter than MIN_LAST_ROWS joins the one before

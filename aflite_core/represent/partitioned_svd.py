@@ -14,8 +14,10 @@ Why every step gives the local bits (:func:`~aflite_core.represent.svd.truncated
 * ``Mᵀ Y`` is the one order-dependent sum: locally every term adds every row's contribution in
   row order into one float32 array. Here the partitions pass that array along, in row order,
   each adding its rows' contributions into it with scipy's own kernel (``csc_matvecs``, the one
-  ``Mᵀ @ Y`` runs): the same additions in the same order. The chain is serial, so the
-  partitions of one worker are consecutive (one hop per worker);
+  ``Mᵀ @ Y`` runs): the same additions in the same order. A chain is serial, so the
+  partitions of one worker are consecutive (one hop per worker), and the columns of ``D`` go
+  in :data:`COLUMN_GROUPS_PER_WORKER` groups per worker, each its own chain: the groups
+  follow one another through the workers like a wavefront, all of them busy;
 * ``BᵀB`` is a float64 sum of 16,384-row chunk products in chunk order: partitions are whole
   chunks, and the driver adds the chunks in order;
 * ``X = B W`` is row-blocked on one BLAS thread (``tests/test_svd.py`` finds it invariant to the
@@ -60,6 +62,8 @@ PARTITION_ROWS = 65_536
 #: A last partition shorter than this joins the one before (a one-row block would be a
 #: matrix-vector product in BLAS, summed in another order).
 MIN_LAST_ROWS = 64
+#: Column groups of each ``Mᵀ M D`` per worker on a cluster (:meth:`_PartitionProducts.gram`).
+COLUMN_GROUPS_PER_WORKER = 2
 #: Times the whole build starts again from the texts when a worker holding partitions left.
 MAX_RESTARTS = 2
 
@@ -130,10 +134,17 @@ class _PartitionProducts:
         self._B: list | None = None
 
     def gram(self, D: np.ndarray) -> np.ndarray:
-        shared = self.runner.share(np.ascontiguousarray(D))
-        last = self.runner.chain(_gram_step, self.handles, shared)
-        [out] = self.runner.gather([last])
-        self.runner.release([last, shared])
+        # one chain of partial sums per group of D's columns: while a group's sums pass the
+        # partitions of one worker, the group before theirs passes the next worker's (a
+        # wavefront), so every worker is busy; every entry is the same sum whatever the
+        # grouping (scipy's kernels go entry by entry over the columns)
+        groups = min(D.shape[1], max(1, COLUMN_GROUPS_PER_WORKER * self.runner.n_workers))
+        cuts = np.linspace(0, D.shape[1], groups + 1).astype(np.int64)
+        shared = [self.runner.share(np.ascontiguousarray(D[:, lo:hi]))
+                  for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)]
+        last = [self.runner.chain(_gram_step, self.handles, part) for part in shared]
+        out = np.hstack(self.runner.gather(last)) if groups > 1 else self.runner.gather(last)[0]
+        self.runner.release([*last, *shared])
         return out
 
     def basis_gram(self, Q: np.ndarray) -> np.ndarray:

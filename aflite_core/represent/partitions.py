@@ -42,6 +42,7 @@ class LocalPartitions:
     """Partitions held by this process; each step runs in the calling thread, in order."""
 
     engine = "local"
+    n_workers = 1
 
     def put(self, parts: Sequence[Any]) -> list:
         """The partitions' handles (here: the partitions)."""
@@ -93,6 +94,11 @@ class DaskPartitions:
         if not self.workers:
             raise PartitionLost("the Dask cluster has no worker")
         self._holder: dict[str, str] = {}
+
+    @property
+    def n_workers(self) -> int:
+        """The workers the partitions are spread over."""
+        return len(self.workers)
 
     def _where(self, handle: Any) -> str:
         return self._holder[handle.key]
