@@ -18,10 +18,12 @@ difference; and each stage's seconds in both runs.
 K: the run must finish with the same statuses (AFLite rebuilds the lost rows elsewhere,
 ``docs/scaling.md``), or fail with a message and leave no run folder; the outcome is printed.
 
-What it shows today: AFLite's rounds, the measures' fold fits (baselines, PVI, label
-issues), KNN's search, the map's placed rows and the cue table's map-reduce run on Dask; the
-driver still reads the data, builds Φ and the measures' features, and runs slices and the
-map's layout, so the driver's peak stays close to the local run's.
+What it shows today: the shards are read by tasks on the workers, Φ (``tfidf_svd``) is built
+over row partitions on them (the driver gathers it at the end), and AFLite's rounds, the
+measures' fold fits (baselines, PVI, label issues), KNN's search, the map's placed rows and
+the cue table's map-reduce run on Dask; the driver still holds every row's texts and Φ for
+the stages that read them there (slices, the map's layout, the measures' features, the
+writers), so its peak stays within a few tenths of a GB of the local run's.
 
     .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
         [--memory-limit 4GB] [--kill-after-round 3]
