@@ -150,6 +150,18 @@ def test_validation_errors_name_the_argument():
         nearest_neighbors(np.full((1, 3), np.nan), X)
 
 
+def test_the_finiteness_check_goes_in_chunks_and_reaches_the_last(monkeypatch):
+    """Φ is checked a chunk of rows at a time (no n x d mask): an infinity in the last
+    chunk is still found, by the argument's name."""
+    import aflite_core.measures.neighbors as neighbors_module
+
+    monkeypatch.setattr(neighbors_module, "FINITE_CHUNK", 2)
+    X = np.ones((5, 3), np.float32)
+    X[4, 1] = np.inf
+    with pytest.raises(ValueError, match="X_train must be finite"):
+        knn_distance_measures(X, np.zeros(5), X[:2], np.zeros(2))
+
+
 def test_heldout_mask_prefers_dev_and_test_splits():
     labels = np.array(["a", "b"] * 10)
     splits = np.array(["train"] * 14 + ["dev"] * 3 + ["Test"] * 3)
