@@ -39,6 +39,18 @@ def snli_dir(real_data: Path) -> Path:
     return real_data / "snli"
 
 
+@pytest.fixture(scope="module")
+def cluster():
+    """A Dask cluster of two in-process workers talking TCP on the loopback interface, and
+    its client: ``(cluster, client)``, one per test module."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as local, distributed.Client(local) as client:
+        yield local, client
+
+
 @pytest.fixture(autouse=True)
 def _keep_main_module():
     """AppTest.from_function runs its script as ``__main__`` from a temporary file; process

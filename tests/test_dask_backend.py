@@ -17,16 +17,6 @@ from aflite_core.filter.synthetic import make_planted
 distributed = pytest.importorskip("distributed")
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    """Two in-process workers talking TCP on the loopback interface."""
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-    ) as cluster, distributed.Client(cluster) as client:
-        yield cluster, client
-
-
 @pytest.fixture
 def two_groups(monkeypatch):
     """6000 rows in blocks of 4096 rows; one block per group, so one Dask task per block."""

@@ -126,16 +126,10 @@ def test_no_word_in_any_hypothesis_is_refused():
                               random_state=0, n_iter=1)
 
 
-distributed = pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
-    ) as cluster, distributed.Client(cluster) as client:
-        yield client
+@pytest.fixture
+def client(cluster):
+    """The client of conftest's two-worker cluster."""
+    return cluster[1]
 
 
 def test_phi_on_two_workers_is_the_local_phi(texts, client, monkeypatch):
