@@ -211,7 +211,11 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
 
 
 def _read_shard(reader: Callable, max_bytes: int | None, path: Path) -> RawTable:
-    """One shard (a task of ``map_shards``)."""
+    """One shard (a task of ``map_shards``). The driver listed it, so a shard that is not
+    there is on storage this worker does not share: FileNotFoundError (the reader would say
+    "file not found" as a DatasetError), and the driver reads the shards itself."""
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{str(path)!r} is not on the storage of the process reading it")
     return reader(path, max_bytes)
 
 
