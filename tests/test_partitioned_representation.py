@@ -126,10 +126,17 @@ def test_no_word_in_any_hypothesis_is_refused():
                               random_state=0, n_iter=1)
 
 
-@pytest.fixture
-def client(cluster):
-    """The client of conftest's two-worker cluster."""
-    return cluster[1]
+@pytest.fixture(scope="module")
+def client():
+    """Two worker processes (not threads of this process: BLAS's thread limit is
+    process-wide, and threads of one process setting and restoring it around their tasks
+    could let a product run on two threads and round otherwise)."""
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as local, distributed.Client(local) as client:
+        yield client
 
 
 def test_phi_on_two_workers_is_the_local_phi(texts, client, monkeypatch):
