@@ -4,6 +4,7 @@ SVD's basis)."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -191,3 +192,44 @@ def test_an_audit_builds_phi_on_the_cluster(client, snli_dir, tmp_path, monkeypa
     a, b = (pd.read_parquet(path / "scores.parquet") for path in (on_dask, here))
     assert len(a) == 20_000
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+_HELD = {"tasks": 0, "limits": None}
+_HELD_LOCK = threading.Lock()
+
+
+def _held_while_any_task_runs(fn, *args):
+    """A task wrapper holding BLAS at one thread from the first overlapping task's start to
+    the last one's end, then restoring what the first found: it made the worker threads'
+    restore land after the driver's own limit had begun, every time."""
+    from threadpoolctl import threadpool_limits
+
+    with _HELD_LOCK:
+        if _HELD["tasks"] == 0:
+            _HELD["limits"] = threadpool_limits(limits=1, user_api="blas")
+        _HELD["tasks"] += 1
+    try:
+        return fn(*args)
+    finally:
+        with _HELD_LOCK:
+            _HELD["tasks"] -= 1
+            if _HELD["tasks"] == 0:
+                _HELD["limits"].restore_original_limits()
+
+
+def test_worker_threads_of_this_process_cannot_undo_the_drivers_blas_limit(texts, cluster,
+                                                                           monkeypatch):
+    """On a cluster whose workers are threads of the driver's process, a task restores the
+    BLAS limit it found when it started; the driver's dense steps (LU, QR, eigh) must not run
+    on two threads because a TF-IDF task outlived the start of the SVD. The build holds the
+    limit around every task's lifetime: the local Φ, bit for bit."""
+    import aflite_core.represent.partitions as partitions_module
+    from aflite_core.represent.partitions import DaskPartitions
+
+    monkeypatch.setattr(partitions_module, "_on_one_thread", _held_while_any_task_runs)
+    hypotheses, premises = texts
+    X, _ = _svd(tfidf_blocks(hypotheses, premises), 32, 0)
+    Y, _, _ = partitioned_tfidf_svd(DaskPartitions(cluster[1]), hypotheses, premises,
+                                    n_components=32, random_state=0, n_iter=SVD_N_ITER,
+                                    partition_rows=CHUNK)
+    np.testing.assert_array_equal(Y, X)

@@ -264,24 +264,30 @@ def _build(runner: Any, hypotheses: list, premises: list | None, bounds: list,
            min_df: int | None, callback: Any, on_vocabulary: Any
            ) -> tuple[np.ndarray, int, float]:
     n_rows = len(hypotheses)
-    matrices, n_features = _tfidf(runner, hypotheses, premises, bounds, max_features, min_df)
-    if on_vocabulary is not None:
-        on_vocabulary(n_features)
-    try:
-        k = min(n_components, n_features - 1, n_rows - 1)
-        if k < 1:
-            raise RepresentationError(
-                f"tfidf_svd: need at least 2 rows and 2 distinct terms, got {n_rows} row(s) "
-                f"and {n_features} term(s)")
-        width = min(k + 10, n_rows, n_features)  # truncated_svd's n_oversamples = 10
-        products = _PartitionProducts(runner, matrices, bounds, n_features)
-        with threadpool_limits(limits=1, user_api="blas"):
+    # BLAS at one thread for the whole build, every task's lifetime inside it: the limit is
+    # process-wide, and a task on a worker thread of this process (an in-process cluster)
+    # restores the limit it found when it started; had that been before this limit, it
+    # would let the driver's dense steps below run on two threads and round otherwise
+    with threadpool_limits(limits=1, user_api="blas"):
+        matrices, n_features = _tfidf(runner, hypotheses, premises, bounds, max_features,
+                                      min_df)
+        if on_vocabulary is not None:
+            on_vocabulary(n_features)
+        try:
+            k = min(n_components, n_features - 1, n_rows - 1)
+            if k < 1:
+                raise RepresentationError(
+                    f"tfidf_svd: need at least 2 rows and 2 distinct terms, got {n_rows} "
+                    f"row(s) and {n_features} term(s)")
+            width = min(k + 10, n_rows, n_features)  # truncated_svd's n_oversamples = 10
+            products = _PartitionProducts(runner, matrices, bounds, n_features)
             X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
                                      random_state=random_state, dtype=np.float32,
                                      callback=callback)
-        m_moments = [m for part in runner.gather(runner.map(_m_moments, matrices)) for m in part]
-    finally:
-        runner.release(matrices)
+            m_moments = [m for part in runner.gather(runner.map(_m_moments, matrices))
+                         for m in part]
+        finally:
+            runner.release(matrices)
     explained = explained_variance_ratio(n_rows, *sum_chunk_moments(m_moments),
                                          *sum_chunk_moments(products.x_moments))
     return X, n_features, explained
