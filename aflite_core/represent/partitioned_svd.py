@@ -128,9 +128,8 @@ class _PartitionProducts:
     """The products :func:`~aflite_core.represent.svd.randomized_range_svd` asks for, over
     the partitions' TF-IDF rows (``handles``)."""
 
-    def __init__(self, runner: Any, handles: list, bounds: list, n_features: int) -> None:
+    def __init__(self, runner: Any, handles: list, bounds: list) -> None:
         self.runner, self.handles, self.bounds = runner, handles, bounds
-        self.n_features = n_features
         self._B: list | None = None
 
     def gram(self, D: np.ndarray) -> np.ndarray:
@@ -280,7 +279,7 @@ def _build(runner: Any, hypotheses: list, premises: list | None, bounds: list,
                     f"tfidf_svd: need at least 2 rows and 2 distinct terms, got {n_rows} "
                     f"row(s) and {n_features} term(s)")
             width = min(k + 10, n_rows, n_features)  # truncated_svd's n_oversamples = 10
-            products = _PartitionProducts(runner, matrices, bounds, n_features)
+            products = _PartitionProducts(runner, matrices, bounds)
             X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
                                      random_state=random_state, dtype=np.float32,
                                      callback=callback)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from aflite_core.represent.term_counts import DEFAULT_TOKEN_RE, _word_ids, _word_order
+from aflite_core.represent.term_counts import _word_order, distinct_word_ids, per_text_counts
 
 __all__ = ["BlockScan", "BlockVocabulary", "TextPartition", "build_partition", "merge_scans",
            "scan_partition", "summary_of"]
@@ -88,11 +88,10 @@ class BlockScan:
 
 
 def _scan_block(texts: list) -> BlockScan:
-    codes, distinct = pd.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
-    findall = DEFAULT_TOKEN_RE.findall
     try:
-        flat, lengths, words = _word_ids(distinct, lambda text: findall(str(text).lower()))
+        codes, _distinct, flat, lengths, words = distinct_word_ids(texts)
     except ValueError:  # no word in this partition's texts
+        codes, distinct = pd.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
         flat, lengths, words = (np.zeros(0, dtype=np.int32),
                                 np.zeros(len(distinct), dtype=np.int64), [])
     return BlockScan(codes=np.asarray(codes, dtype=np.int64), flat=flat, lengths=lengths,
@@ -208,15 +207,10 @@ def _build_block(scan: BlockScan, local_to_global: np.ndarray, column_of: np.nda
     """One block's TF-IDF rows of a partition (step 3)."""
     from sklearn.preprocessing import normalize
 
-    n_rows, n_distinct = len(scan.codes), len(scan.lengths)
-    n_global = len(column_of)
-    rows = np.repeat(np.arange(n_distinct, dtype=np.int32), scan.lengths)
+    n_rows = len(scan.codes)
     ids = local_to_global[scan.flat] if len(scan.flat) else np.zeros(0, dtype=np.int64)
-    per_text = sp.csr_matrix((np.ones(len(ids), dtype=np.float32), (rows, ids)),
-                             shape=(n_distinct, max(n_global, 1)))
-    per_text.sum_duplicates()
-    per_text.sort_indices()  # by global first appearance, as scikit-learn's first pass
-    counts = per_text[scan.codes]
+    # entries sorted by the *global* first-appearance number, as scikit-learn's first pass
+    counts = per_text_counts(ids, scan.lengths, max(len(column_of), 1))[scan.codes]
     columns = column_of[counts.indices]
     kept = columns >= 0
     indptr = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])[counts.indptr]

@@ -21,8 +21,9 @@ fails with :class:`PartitionLost`, and the caller starts again from its texts.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import CancelledError
 from typing import Any
+
+from aflite_core.represent.fold_pool import _lost_data, cluster_workers
 
 __all__ = ["DaskPartitions", "LocalPartitions", "PartitionLost"]
 
@@ -41,7 +42,6 @@ def _on_one_thread(fn: Callable, *args: Any) -> Any:
 class LocalPartitions:
     """Partitions held by this process; each step runs in the calling thread, in order."""
 
-    engine = "local"
     n_workers = 1
 
     def put(self, parts: Sequence[Any]) -> list:
@@ -84,11 +84,7 @@ class DaskPartitions:
     client : dask.distributed.Client
     """
 
-    engine = "dask"
-
     def __init__(self, client: Any) -> None:
-        from aflite_core.represent.fold_pool import cluster_workers
-
         self.client = client
         self.workers = sorted(cluster_workers(client))
         if not self.workers:
@@ -139,7 +135,7 @@ class DaskPartitions:
         try:
             return self.client.gather(list(handles))
         except Exception as exc:
-            if _lost(exc):
+            if _lost_data(exc):
                 raise PartitionLost(
                     "a worker holding rows of the representation left the cluster") from exc
             raise
@@ -151,9 +147,3 @@ class DaskPartitions:
             if h is not None:
                 self._holder.pop(h.key, None)
                 h.release()
-
-
-def _lost(error: BaseException) -> bool:
-    """Whether ``error`` is Dask giving up a task for lost data or a dead worker."""
-    return (isinstance(error, CancelledError | OSError)
-            or type(error).__name__ in {"KilledWorker", "FutureCancelledError"})

@@ -21,7 +21,8 @@ import scipy.sparse as sp
 
 from aflite_core.text import word_tokens
 
-__all__ = ["NgramCounts", "ngram_counts", "tfidf_matrix", "word_counts"]
+__all__ = ["NgramCounts", "distinct_word_ids", "ngram_counts", "per_text_counts", "tfidf_matrix",
+           "word_counts"]
 
 #: scikit-learn's default token pattern (words of one or more characters), on lower-cased text.
 DEFAULT_TOKEN_RE = re.compile(r"(?u)\b\w+\b")
@@ -173,6 +174,36 @@ def _assemble(tokens: np.ndarray, word_col: np.ndarray, at: np.ndarray, bigram_o
     return sp.csr_matrix((data, indices, indptr), shape=(n, n_cols), copy=False)
 
 
+def distinct_word_ids(texts: Sequence[str]) -> tuple[np.ndarray, Sequence, np.ndarray,
+                                                      np.ndarray, list[str]]:
+    """``texts``' distinct texts tokenised once (scikit-learn's default token pattern on
+    lower-cased text), in order of first appearance: each text's distinct text (codes), the
+    distinct texts, and :func:`_word_ids` of them (every occurrence's word number, each
+    distinct text's number of words, the words by number).
+
+    Raises
+    ------
+    ValueError
+        If no text holds a word (scikit-learn's "empty vocabulary").
+    """
+    codes, distinct = pd.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
+    findall = DEFAULT_TOKEN_RE.findall
+    flat, lengths, words = _word_ids(distinct, lambda text: findall(str(text).lower()))
+    return codes, distinct, flat, lengths, words
+
+
+def per_text_counts(flat: np.ndarray, lengths: np.ndarray, n_columns: int,
+                    dtype: type = np.float32) -> sp.csr_matrix:
+    """Each distinct text's word counts as CSR, its entries in word-number order (column =
+    the number in ``flat``)."""
+    rows = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
+    per_text = sp.csr_matrix((np.ones(len(flat), dtype=dtype), (rows, flat)),
+                             shape=(len(lengths), n_columns))
+    per_text.sum_duplicates()
+    per_text.sort_indices()  # by first appearance, as scikit-learn's first pass
+    return per_text
+
+
 def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | None = None,
                 dtype: type = np.float32) -> sp.csr_matrix:
     """Word counts of ``texts``, bit for bit ``CountVectorizer(lowercase=True,
@@ -189,15 +220,8 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
     ValueError
         As scikit-learn: no word in any text ("empty vocabulary"), or none left after pruning.
     """
-    codes, distinct = pd.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
-    findall = DEFAULT_TOKEN_RE.findall
-    flat, lengths, words = _word_ids(distinct, lambda text: findall(str(text).lower()))
-    rows = np.repeat(np.arange(len(distinct), dtype=np.int32), lengths)
-    per_text = sp.csr_matrix((np.ones(len(flat), dtype=dtype), (rows, flat)),
-                             shape=(len(distinct), len(words)))
-    per_text.sum_duplicates()
-    per_text.sort_indices()  # by first appearance, as scikit-learn's first pass
-    X = per_text[codes]
+    codes, _distinct, flat, lengths, words = distinct_word_ids(texts)
+    X = per_text_counts(flat, lengths, len(words), dtype)[codes]
     # scikit-learn's _sort_features: columns renumbered in word order, each row's order kept
     X.indices = _word_order(words, X.indices.dtype)[1].take(X.indices)
     X.has_sorted_indices = False
