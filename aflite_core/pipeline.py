@@ -47,6 +47,7 @@ from aflite_core.io.datasets import LINKED_TEXT
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
+from aflite_core.represent.partitioned_rows import is_partitioned
 from aflite_core.runs.folder import (
     REPORT_FILE,
     STATUSES,
@@ -264,6 +265,9 @@ def run_audit(
                                                               timings)
         _write_rows(writer, dataset, shared["scores"], progress, timings)
         measures = _run_measures(writer, shared, config, progress, timings, client)
+        if is_partitioned(rep.X):  # the workers may free Φ's rows now
+            rep.params["whole_gathers"] = rep.X.whole_gathers
+            rep.X.release()
         progress.step("report", "writing summary", progress.span("report")[0])
         summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
                            measures)
@@ -430,7 +434,9 @@ def _build_representation(dataset, config: AuditConfig, progress: _Progress | No
     # with the audit's client, tfidf_svd builds Φ over row partitions on its workers
     client = None if config.backend != "dask" or isinstance(config.scheduler, str | type(None)) \
         else config.scheduler
+    # ... and leaves its rows there: every stage reads them a block at a time
     return build_representation(dataset, config.representation, client=client,
+                                resident=client is not None,
                                 random_state=config.random_state, **kwargs)
 
 

@@ -274,3 +274,36 @@ def test_phi_on_the_workers_survives_a_worker_killed_mid_svd(tmp_path, snli_dir,
     assert os.path.exists(marker) and len(restarts) == 2  # the first build, then one again
     expected, _ = _svd(tfidf_blocks(hypotheses, premises), 16, 0)
     np.testing.assert_array_equal(X, expected)
+
+
+def test_phi_left_on_the_workers_survives_a_worker_killed_mid_aflite(process_cluster, snli_dir,
+                                                                    monkeypatch):
+    """Φ's rows left on the workers (``resident=True``) and AFLite's working copies built
+    from them: a worker killed after round 2 takes its partitions of Φ and its working copies
+    with it. Φ is built again from the texts on the worker that remains (once), the lost
+    working copies from it, and the fit ends with the result on the array, bit for bit."""
+    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent.partitioned_svd import partitioned_tfidf_svd
+    from aflite_core.represent.partitions import DaskPartitions
+
+    monkeypatch.setattr(backends_module, "_GROUP_BLOCKS", 1)  # groups on both workers
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    hypotheses, premises = frame["hypothesis"].tolist(), frame["premise"].tolist()
+    y = frame["label"].to_numpy()
+    whole, _ = _svd(tfidf_blocks(hypotheses, premises), 16, 0)
+    cluster, client = process_cluster
+    X, _, _ = partitioned_tfidf_svd(DaskPartitions(client), hypotheses, premises,
+                                    n_components=16, random_state=0, n_iter=SVD_N_ITER,
+                                    partition_rows=16_384, resident=True)
+    holders = X._store.holders()
+    assert len(set(holders)) == 2  # the killed worker holds a partition of Φ
+    params = {"target_size": 0.5, "n_partitions": 16, "random_state": 0}
+    local = AFLite(**params).fit(whole, y)
+    callback, killed = _kill_a_worker_after(client, 2)
+    dask = AFLite(**params, backend="dask", scheduler=client, callback=callback).fit(X, y)
+    assert killed and local.n_rounds_ > 3
+    assert X._store.restores == 1  # Φ built again once
+    np.testing.assert_array_equal(dask.keep_mask_, local.keep_mask_)
+    np.testing.assert_array_equal(dask.predictability_, local.predictability_)
+    np.testing.assert_array_equal(dask.removal_round_, local.removal_round_)
+    assert X.whole_gathers == 0

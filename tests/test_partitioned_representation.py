@@ -169,29 +169,128 @@ def test_phi_on_two_workers_is_the_local_phi(texts, client, monkeypatch):
     assert not client.who_has()
 
 
-def test_an_audit_builds_phi_on_the_cluster(client, snli_dir, tmp_path, monkeypatch):
+def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir, tmp_path,
+                                                                 monkeypatch):
     """With a scheduler the audit's Φ is built on the workers (engines: representation dask)
-    and every row's status and predictability are the local run's."""
+    and stays there: AFLite (the training split filtered, dev and test scored), KNN, the
+    slices' clusters and the map read its rows where they are, no stage gathers it whole
+    (``whole_gathers`` 0), and every row's status and predictability and every measure's
+    table are the local run's."""
     import json
 
     from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
 
     monkeypatch.setattr(partitioned_module, "PARTITION_ROWS", CHUNK)
-    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
-    dataset = load_dataset(frame, name="phi")
-    fast = {"n_partitions": 8, "measures": ("label_shift",), "report": False}
+    frame = pd.concat([pd.read_csv(snli_dir / f"snli_{part}.csv", keep_default_na=False)
+                       for part in ("train_sample", "dev", "test")], ignore_index=True)
+    dataset = load_dataset(frame, name="phi", split="split")
+    measures = ("knn", "slices", "projection", "baselines")
+    fast = {"n_partitions": 8, "measures": measures, "report": False}
     address = client.scheduler.address
     on_dask = run_audit(dataset, AuditConfig(**fast, backend="dask", scheduler=address),
                         runs_root=tmp_path / "dask")
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
     summary = json.loads((on_dask / "summary.json").read_text())
     assert summary["engines"]["representation"] == "dask"
-    assert summary["representation"]["params"]["partitions"] == 2
+    params = summary["representation"]["params"]
+    assert params["partitions"] == 2 and params["resident"] is True
+    assert params["whole_gathers"] == 0
+    assert summary["aflite"]["split_policy"] == "train_only"
     assert json.loads((here / "summary.json").read_text())["engines"]["representation"] == "local"
     a, b = (pd.read_parquet(path / "scores.parquet") for path in (on_dask, here))
-    assert len(a) == 20_000
+    assert len(a) == len(frame) and (a["status"] == "unfiltered").sum() > 10_000
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+    for table in ("knn.parquet", "knn_examples.parquet", "slices.parquet",
+                  "slices_members.parquet", "projection.parquet", "map_regions.parquet"):
+        pd.testing.assert_frame_equal(pd.read_parquet(on_dask / table),
+                                      pd.read_parquet(here / table), check_exact=True)
+    baselines = [json.loads((path / "baselines.json").read_text()) for path in (on_dask, here)]
+    assert baselines[0] == baselines[1]
+
+
+def test_resident_phi_reads_like_the_array(texts):
+    """Φ left in its partitions (``resident=True``): slices, positions in any order, negative
+    positions, masks and selections of selections read the rows the array gives, as new
+    arrays; the chunk sums AFLite's column means take are the array's, bit for bit; only a
+    whole read counts as a gather."""
+    from aflite_core.represent.partitioned_rows import PartitionedRows
+
+    hypotheses, premises = texts
+    whole, _, _ = partitioned_tfidf_svd(LocalPartitions(), hypotheses, premises,
+                                        n_components=8, random_state=0, n_iter=1,
+                                        partition_rows=CHUNK)
+    X, _, _ = partitioned_tfidf_svd(LocalPartitions(), hypotheses, premises, n_components=8,
+                                    random_state=0, n_iter=1, partition_rows=CHUNK,
+                                    resident=True)
+    assert isinstance(X, PartitionedRows) and X.shape == whole.shape == (36_000, 8)
+    rng = np.random.default_rng(1)
+    order = rng.permutation(36_000)[:3000]  # across the three partitions, interleaved
+    mask = rng.random(36_000) < 0.3
+    for index in (slice(100, 20_000), slice(None, None, 7), order, -order - 1, mask, 35_999):
+        np.testing.assert_array_equal(X[index], whole[index])
+    part = X[0:10]
+    part += 1  # a new array: Φ is not changed
+    np.testing.assert_array_equal(X[0:10], whole[0:10])
+    rows = np.flatnonzero(mask)
+    selection = X.select(rows)
+    np.testing.assert_array_equal(selection[order[order < len(rows)]],
+                                  whole[rows][order[order < len(rows)]])
+    np.testing.assert_array_equal(selection.select(slice(5, 900))[::3], whole[rows][5:900:3])
+    sums = X.chunk_sums(5000)  # 16,384-row partitions: some chunks lie in two
+    assert len(sums) == 8
+    for i, total in enumerate(sums):
+        np.testing.assert_array_equal(
+            total, whole[i * 5000:(i + 1) * 5000].sum(axis=0, dtype=np.float64))
+    assert X.whole_gathers == 0 and X.all_finite()
+    np.testing.assert_array_equal(np.asarray(selection), whole[rows])
+    assert X.whole_gathers == 1  # shared by the selections
+    with pytest.raises(TypeError, match="index rows only"):
+        X[0, 1]
+    with pytest.raises(IndexError, match="expected shape"):
+        X[mask[:-1]]
+    with pytest.raises(IndexError, match="out of range"):
+        X[np.array([36_000])]
+
+
+def test_aflite_on_phi_left_on_the_workers_is_aflite_on_the_array(snli_dir, client,
+                                                                  monkeypatch):
+    """AFLite on Dask over Φ's partitions: the training split's rows (a selection, nothing
+    fetched), the working copies built from pieces of the partitions on their workers, the
+    removed rows and the held-out scores read from there: the keep mask, predictabilities,
+    removal rounds and held-out scores of AFLite on the array, and Φ never gathered."""
+    from aflite_core.filter.aflite import AFLite
+    from aflite_core.filter.rounds import select_rows
+    from aflite_core.represent.partitioned_rows import PartitionedRows
+    from aflite_core.represent.partitions import DaskPartitions
+
+    frame = pd.concat([pd.read_csv(snli_dir / f"snli_{part}.csv", keep_default_na=False)
+                       for part in ("train_sample", "dev")], ignore_index=True)
+    hypotheses, premises = frame["hypothesis"].tolist(), frame["premise"].tolist()
+    whole, _ = _svd(tfidf_blocks(hypotheses, premises), 32, 0)
+    X, _, _ = partitioned_tfidf_svd(DaskPartitions(client), hypotheses, premises,
+                                    n_components=32, random_state=0, n_iter=SVD_N_ITER,
+                                    partition_rows=CHUNK, resident=True)
+    pieces = []
+    original = PartitionedRows.pieces
+    monkeypatch.setattr(PartitionedRows, "pieces",
+                        lambda self, a, b: pieces.append((a, b)) or original(self, a, b))
+    train = np.flatnonzero(frame["split"].to_numpy() == "train")
+    dev = np.flatnonzero(frame["split"].to_numpy() == "dev")
+    y = frame["label"].to_numpy()
+    params = {"target_size": 0.5, "n_partitions": 16, "random_state": 0}
+    here = AFLite(**params).fit(select_rows(whole, train), y[train])
+    there = AFLite(**params, backend="dask", scheduler=client).fit(select_rows(X, train),
+                                                                   y[train])
+    assert here.n_rounds_ > 2 and pieces
+    for name in ("keep_mask_", "predictability_", "removal_round_"):
+        np.testing.assert_array_equal(getattr(there, name), getattr(here, name))
+    scored = [model.score_heldout(select_rows(data, dev), y[dev], X=select_rows(data, train),
+                                  y=y[train])
+              for model, data in ((here, whole), (there, X))]
+    np.testing.assert_array_equal(scored[1], scored[0])
+    assert X.whole_gathers == 0
+    X.release()
 
 
 _HELD = {"tasks": 0, "limits": None}

@@ -25,6 +25,7 @@ from aflite_core.filter.linear import (
 from aflite_core.filter.rounds import (
     _release_pages,
 )
+from aflite_core.represent.partitioned_rows import is_partitioned
 
 BACKENDS = ("local", "dask")
 _BLOCK_TARGET_BYTES = 2 << 20
@@ -349,6 +350,12 @@ def _dask_build(raw, local_rows, shift):
     return [_gather(raw, rows, shift) for rows in local_rows]
 
 
+def _dask_build_pieces(pieces, local_rows, shift):
+    """:func:`_dask_build` of a group whose rows come as pieces of Φ's partitions."""
+    raw = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    return _dask_build(raw, local_rows, shift)
+
+
 def _dask_compact(wcs, keeps):
     return [wc[keeps[i]] if i in keeps else wc for i, wc in enumerate(wcs)]
 
@@ -414,24 +421,38 @@ class _DaskBackend:
                                "workers (or use backend='local') and run again")
         return workers
 
-    def _build(self, i: int, worker: str):
-        """Group ``i``'s working copies, built on ``worker`` from X's current rows."""
+    def _resident(self) -> bool:
+        """Whether X's rows are partitions on this very client's workers (Φ built there)."""
+        return is_partitioned(self._X) and getattr(self._X.runner, "client", None) \
+            is self._client
+
+    def _build(self, i: int, worker: str) -> tuple[Any, str]:
+        """Group ``i``'s working copies, built on ``worker`` from X's current rows (X's rows
+        on the workers: built from pieces of its partitions, on the worker holding most of
+        them, the rows never passing through the driver); the future and its worker."""
         g = self._groups[i]
         start, stop = self._starts[g[0]], self._stops[g[-1]]
+        local_rows = [self._rows[b] - start for b in g]
+        if self._resident():
+            pieces, holder = self._X.pieces(start, stop)
+            worker = holder if holder in self._workers() else worker
+            future = self._client.submit(_dask_build_pieces, pieces, local_rows, self._shift,
+                                         workers=[worker], pure=False)
+            self._X.runner.release(pieces)  # the build task keeps what it needs
+            return future, worker
         raw = self._client.scatter(np.ascontiguousarray(self._X[start:stop]),
                                    workers=[worker])
         _release_pages(self._X, start, stop)
-        local_rows = [self._rows[b] - start for b in g]
         return self._client.submit(_dask_build, raw, local_rows, self._shift,
-                                   workers=[worker], pure=False)
+                                   workers=[worker], pure=False), worker
 
     def _scatter(self) -> None:
         from distributed import wait
 
         workers = self._workers()
         for i in range(len(self._groups)):
-            worker = workers[i % len(workers)]
-            self._wc.append(self._build(i, worker))
+            future, worker = self._build(i, workers[i % len(workers)])
+            self._wc.append(future)
             self._holders.append(worker)
         wait(self._wc)
 
@@ -446,6 +467,11 @@ class _DaskBackend:
     def _recover(self, error: BaseException) -> None:
         """Rebuild the groups whose worker left, or re-raise ``error`` if none did."""
         lost = self._lost_groups()
+        if is_partitioned(self._X) and self._X.restore_lost():
+            # X's partitions on a departed worker went with it: X was built again, and a
+            # group built (or being built) from them is rebuilt too
+            lost = sorted({*lost, *(i for i, f in enumerate(self._wc)
+                                    if f.status in ("error", "cancelled", "lost"))})
         if not lost:
             raise error
         self.worker_losses += 1
@@ -456,10 +482,8 @@ class _DaskBackend:
                 "the workers' memory limit and logs, or run with backend='local'") from error
         workers = self._workers()
         for k, i in enumerate(lost):
-            worker = workers[k % len(workers)]
             try:
-                self._wc[i] = self._build(i, worker)
-                self._holders[i] = worker
+                self._wc[i], self._holders[i] = self._build(i, workers[k % len(workers)])
             except Exception:  # noqa: BLE001 - that worker left too: the next try sees it
                 self._holders[i] = ""
 

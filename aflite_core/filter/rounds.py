@@ -22,6 +22,7 @@ from aflite_core._validation import (
     resolve_size,
 )
 from aflite_core.filter.datamap import DatamapTracker
+from aflite_core.represent.partitioned_rows import is_partitioned
 
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
 #: Default slice size (rows removed per round) as a fraction of the input; the paper's SNLI
@@ -148,7 +149,11 @@ class RowSelection:
 
 def select_rows(X: Any, rows: np.ndarray) -> Any:
     """``X[rows]`` as AFLite reads it: a :class:`RowSelection` (no copy) of a float32
-    C-contiguous array, the copy of anything else."""
+    C-contiguous array, a selection of Φ's partitions
+    (:meth:`~aflite_core.represent.partitioned_rows.PartitionedRows.select`, nothing
+    fetched), the copy of anything else."""
+    if is_partitioned(X):
+        return X.select(rows)
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype == np.float32 \
             and X.flags.c_contiguous:
         return RowSelection(X, rows)
@@ -158,7 +163,7 @@ def select_rows(X: Any, rows: np.ndarray) -> Any:
 def _check_X(X: Any) -> np.ndarray:
     """2-D real-valued float32 features without NaN/inf; memory maps are kept as they are
     (and a :class:`RowSelection`, validated when it was made, is read through)."""
-    if isinstance(X, RowSelection):
+    if isinstance(X, RowSelection) or is_partitioned(X):
         return X  # type: ignore[return-value]
     if hasattr(X, "toarray") or type(X).__module__.startswith("scipy.sparse"):
         raise TypeError("X must be a dense array; got a sparse matrix (convert with .toarray())")
@@ -224,9 +229,13 @@ def _column_mean(X: np.ndarray) -> np.ndarray:
     """
     total = np.zeros(X.shape[1])
     step = max(1, _BLOCK_BYTES // (4 * X.shape[1]))
-    for start in range(0, X.shape[0], step):
-        total += X[start : start + step].sum(axis=0, dtype=np.float64)
-        _release_pages(X, start, start + step)
+    if is_partitioned(X):  # each chunk summed where its rows are, the sums added in order
+        for part in X.chunk_sums(step):
+            total += part
+    else:
+        for start in range(0, X.shape[0], step):
+            total += X[start : start + step].sum(axis=0, dtype=np.float64)
+            _release_pages(X, start, start + step)
     if not np.isfinite(total).all():
         for start in range(0, X.shape[0], step):
             block = X[start : start + step]

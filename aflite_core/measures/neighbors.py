@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from aflite_core.represent.partitioned_rows import is_partitioned
+
 #: ``method="auto"`` uses the approximate index when n_queries x n_reference exceeds this many
 #: pairs (about 8 minutes of exact search on two cores; exact 10k x 100k takes ~10 s).
 APPROX_MIN_PAIRS: int = 50_000_000_000
@@ -28,6 +30,10 @@ ProgressCallback = Callable[[dict], object]
 
 
 def _as_matrix(X, name: str) -> np.ndarray:
+    if is_partitioned(X):  # Φ's rows on the workers: checked there, read a block at a time
+        if not X.all_finite():
+            raise ValueError(f"{name} must be finite; found NaN or infinite values")
+        return X
     X = np.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"{name} must be a 2-D array (n_rows, n_features); got shape {X.shape}")
@@ -85,7 +91,7 @@ def l2_normalize(X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
 
     A zero row has cosine similarity 0, i.e. cosine distance 1, to every other row.
     """
-    X = np.asarray(X)
+    X = X if is_partitioned(X) else np.asarray(X)  # Φ on the workers: fetched a chunk a time
     n = X.shape[0] if rows is None else len(rows)
     out = np.empty((n,) + X.shape[1:], dtype=np.float32)
     for start in range(0, n, NORMALIZE_CHUNK):

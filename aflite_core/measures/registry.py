@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.errors import MeasureSkipped  # re-exported: what a measure raises to skip
+from aflite_core.represent.partitioned_rows import is_partitioned
 
 __all__ = [
     "Measure",
@@ -147,6 +148,8 @@ class MeasureContext:
         as a read-only view, not a copy: at 1M rows x 256 a copy is 1 GB, and it was the
         KNN measure's peak (4.19 GB of a 1M-row audit)."""
         X = self.representation.X
+        if is_partitioned(X):  # Φ's rows on the workers: a view, rows fetched as read
+            return X if self.filterable.all() else X.select(self.filterable)
         if self.filterable.all():
             view = X.view()
             view.flags.writeable = False

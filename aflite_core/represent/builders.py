@@ -86,7 +86,10 @@ class Representation:
     X : numpy.ndarray
         float32, C-contiguous, shape (n_included, d), rows in frame order. For a
         ``precomputed`` float32 ``.npy`` covering exactly the included rows in order it
-        is a read-only memory map of the file (no copy); treat ``X`` as read-only.
+        is a read-only memory map of the file (no copy); treat ``X`` as read-only. Built
+        with ``resident=True`` on a cluster: a
+        :class:`~aflite_core.represent.partitioned_rows.PartitionedRows` of the rows the
+        workers hold (indexed like an array, by rows).
     row_ids : numpy.ndarray
         ``row_id`` of each row of ``X``.
     warmup_mask : numpy.ndarray
@@ -215,7 +218,8 @@ def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
 
 
 def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
-                    random_state: int | None, callback: Any = None) -> tuple[np.ndarray, dict]:
+                    random_state: int | None, callback: Any = None, *,
+                    resident: bool = False) -> tuple[Any, dict]:
     """``_svd(tfidf_blocks(...))`` over row partitions on ``client``'s workers: the same Φ
     (:mod:`aflite_core.represent.partitioned_svd`); the driver never holds the TF-IDF
     matrix or the SVD's n x l basis."""
@@ -234,10 +238,13 @@ def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
     X, n_features, explained = partitioned_tfidf_svd(
         DaskPartitions(client), hypotheses, premises, n_components=n_components,
         random_state=random_state, n_iter=SVD_N_ITER, callback=report,
-        on_vocabulary=lambda n: state.update(n_features=n))
+        on_vocabulary=lambda n: state.update(n_features=n), resident=resident)
     info = _svd_info(X.shape[1], n_features, explained)
     info["partitions"] = len(partition_bounds(n_rows))
     info["engine"] = "dask"
+    if resident:
+        info["resident"] = True
+        return X, info
     return _finish(X), info
 
 
@@ -592,6 +599,7 @@ def build_representation(
     random_state: int | None = 0,
     callback: Any = None,
     client: Any = None,
+    resident: bool = False,
 ) -> Representation:
     """Build Φ(X) for the included rows of ``dataset``.
 
@@ -625,6 +633,11 @@ def build_representation(
         for bit; :mod:`aflite_core.represent.partitioned_svd`): the TF-IDF matrix and the
         SVD's basis stay on the workers, ``params["engine"]`` is ``"dask"``. The other
         methods ignore it.
+    resident : bool, default False
+        With ``client`` and ``tfidf_svd``: leave Φ's rows on the workers; ``X`` is then a
+        :class:`~aflite_core.represent.partitioned_rows.PartitionedRows` (rows fetched a
+        block at a time by what reads them; built again from the texts if a worker holding
+        some leaves) and ``params["resident"]`` is True. Else ``X`` is an array.
 
     Returns
     -------
@@ -649,7 +662,8 @@ def build_representation(
         if callback is not None:
             callback({"fraction": 0.0, "message": f"TF-IDF of {len(row_ids):,} rows"})
         if client is not None:
-            X, params = _svd_on_cluster(dataset, client, n_components, random_state, callback)
+            X, params = _svd_on_cluster(dataset, client, n_components, random_state, callback,
+                                        resident=bool(resident))
         else:
             X, params = _svd(tfidf_blocks(dataset.hypotheses(), dataset.premises()),
                              n_components, random_state, callback)

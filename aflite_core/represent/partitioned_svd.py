@@ -35,6 +35,7 @@ from scipy.sparse import _sparsetools
 from threadpoolctl import threadpool_limits
 
 from aflite_core.errors import RepresentationError
+from aflite_core.represent.partitioned_rows import PartitionedRows
 from aflite_core.represent.partitioned_tfidf import (
     TextPartition,
     build_partition,
@@ -128,8 +129,10 @@ class _PartitionProducts:
     """The products :func:`~aflite_core.represent.svd.randomized_range_svd` asks for, over
     the partitions' TF-IDF rows (``handles``)."""
 
-    def __init__(self, runner: Any, handles: list, bounds: list) -> None:
+    def __init__(self, runner: Any, handles: list, bounds: list, resident: bool = False
+                 ) -> None:
         self.runner, self.handles, self.bounds = runner, handles, bounds
+        self.resident = resident
         self._B: list | None = None
 
     def gram(self, D: np.ndarray) -> np.ndarray:
@@ -164,6 +167,8 @@ class _PartitionProducts:
         self._B = None
         self.x_moments = [m for part in self.runner.gather(self.runner.map(_x_moments, rows))
                           for m in part]
+        if self.resident:  # Φ's rows stay in their partitions
+            return PartitionedRows(self.runner, rows, self.bounds, W.shape[1])
         X = np.empty((self.bounds[-1][1], W.shape[1]), dtype=W.dtype)
         for (lo, hi), handle in zip(self.bounds, rows, strict=True):
             [X[lo:hi]] = self.runner.gather([handle])  # one partition at a time
@@ -211,7 +216,8 @@ def partitioned_tfidf_svd(
     partition_rows: int | None = None,
     callback: Callable[[float], object] | None = None,
     on_vocabulary: Callable[[int], object] | None = None,
-) -> tuple[np.ndarray, int, float]:
+    resident: bool = False,
+) -> tuple[np.ndarray | PartitionedRows, int, float]:
     """Φ of ``tfidf_svd`` over row partitions on ``runner``.
 
     Parameters
@@ -232,10 +238,15 @@ def partitioned_tfidf_svd(
         Called with the SVD's fraction done (0..1).
     on_vocabulary : callable, optional
         Called with the number of TF-IDF columns once the vocabulary is merged.
+    resident : bool, default False
+        Leave Φ's rows in their partitions and return a
+        :class:`~aflite_core.represent.partitioned_rows.PartitionedRows` of them, which
+        builds them again (this function, on the workers left) if a worker holding some
+        leaves; else gather them into one array.
 
     Returns
     -------
-    X : numpy.ndarray
+    X : numpy.ndarray or PartitionedRows
         float32, ``(n_rows, k)``, equal to the local ``tfidf_svd`` Φ bit for bit.
     n_features : int
         TF-IDF columns.
@@ -245,8 +256,10 @@ def partitioned_tfidf_svd(
     restarts = 0
     while True:
         try:
-            return _build(runner, hypotheses, premises, bounds, n_components, random_state,
-                          n_iter, max_features, min_df, callback, on_vocabulary)
+            X, n_features, explained = _build(
+                runner, hypotheses, premises, bounds, n_components, random_state, n_iter,
+                max_features, min_df, callback, on_vocabulary, resident)
+            break
         except PartitionLost:
             restarts += 1
             if restarts > MAX_RESTARTS or isinstance(runner, LocalPartitions):
@@ -254,14 +267,29 @@ def partitioned_tfidf_svd(
                     f"representation on Dask: workers holding its partitions left the cluster "
                     f"{restarts} times; check the workers' memory limit and logs, or run "
                     "without a scheduler") from None
-            runner.client.wait_for_workers(1, timeout=30)
-            runner = type(runner)(runner.client)
+            runner = _fresh(runner)
+    if resident:
+        def restore() -> tuple[Any, list]:
+            """The same rows built again on the workers that remain (the texts are here)."""
+            again = _fresh(runner)
+            rows = _build(again, hypotheses, premises, bounds, n_components, random_state,
+                          n_iter, max_features, min_df, None, None, True)[0]
+            return rows.runner, rows.handles
+
+        X.restore_with(restore)
+    return X, n_features, explained
+
+
+def _fresh(runner: Any) -> Any:
+    """A runner over the workers of ``runner``'s cluster now (after some left)."""
+    runner.client.wait_for_workers(1, timeout=30)
+    return type(runner)(runner.client)
 
 
 def _build(runner: Any, hypotheses: list, premises: list | None, bounds: list,
            n_components: int, random_state: int | None, n_iter: int, max_features: int,
-           min_df: int | None, callback: Any, on_vocabulary: Any
-           ) -> tuple[np.ndarray, int, float]:
+           min_df: int | None, callback: Any, on_vocabulary: Any, resident: bool = False
+           ) -> tuple[np.ndarray | PartitionedRows, int, float]:
     n_rows = len(hypotheses)
     # BLAS at one thread for the whole build, every task's lifetime inside it: the limit is
     # process-wide, and a task on a worker thread of this process (an in-process cluster)
@@ -279,7 +307,7 @@ def _build(runner: Any, hypotheses: list, premises: list | None, bounds: list,
                     f"tfidf_svd: need at least 2 rows and 2 distinct terms, got {n_rows} "
                     f"row(s) and {n_features} term(s)")
             width = min(k + 10, n_rows, n_features)  # truncated_svd's n_oversamples = 10
-            products = _PartitionProducts(runner, matrices, bounds)
+            products = _PartitionProducts(runner, matrices, bounds, resident)
             X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
                                      random_state=random_state, dtype=np.float32,
                                      callback=callback)

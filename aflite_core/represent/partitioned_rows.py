@@ -1,0 +1,337 @@
+"""Φ left where it was built: a matrix whose rows are partitions held by a runner.
+
+:func:`~aflite_core.represent.partitioned_svd.partitioned_tfidf_svd` computes Φ's rows on the
+partitions of a :class:`~aflite_core.represent.partitions.DaskPartitions` runner (a worker
+each). With ``resident=True`` it leaves them there and returns a :class:`PartitionedRows`:
+the driver holds the handles and the partitions' bounds, never the rows.
+
+What reads Φ reads it as it reads an array, a block of rows at a time: ``X[i:j]``,
+``X[positions]`` and ``X[mask]`` fetch exactly those rows (one task per run of rows in one
+partition, on the worker holding it) and return a new float32 array, the rows the array
+would give, bit for bit. ``X.select(rows)`` is a view of some rows (no fetch), as
+:class:`~aflite_core.filter.rounds.RowSelection` is of an array; AFLite's Dask backend builds
+its working copies from :meth:`PartitionedRows.pieces` on the workers, without the rows
+passing through the driver. ``np.asarray(X)`` (:meth:`PartitionedRows.gather`) fetches
+every row: for a reader that has not learnt to read by blocks, counted in
+:attr:`PartitionedRows.whole_gathers`.
+
+A worker that leaves takes its partitions with it (Dask cannot recompute scattered data):
+a fetch that finds one lost calls the ``restore`` it was given (the builder's: Φ built again
+from the texts, the same rows bit for bit), at most :data:`MAX_RESTORES` times, then fails
+with :class:`~aflite_core.represent.partitions.PartitionLost`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from aflite_core.represent.partitions import LocalPartitions, PartitionLost
+
+__all__ = ["MAX_RESTORES", "PartitionedRows", "is_partitioned"]
+
+#: Times the partitions are built again after workers holding them left.
+MAX_RESTORES = 2
+
+
+def _take(part: np.ndarray, local: Any) -> np.ndarray:
+    """Rows ``local`` (a slice or positions) of one partition, as a new array."""
+    return np.array(part[local], copy=True)
+
+
+def _row_sum(part: np.ndarray, local: Any) -> np.ndarray:
+    """``part[local].sum(axis=0, dtype=float64)``: the sum the driver takes of those rows."""
+    return part[local].sum(axis=0, dtype=np.float64)
+
+
+def _all_finite(part: np.ndarray) -> bool:
+    return bool(np.isfinite(part).all())
+
+
+def is_partitioned(X: Any) -> bool:
+    """Whether ``X`` is a :class:`PartitionedRows` (rows held by workers)."""
+    return isinstance(X, PartitionedRows)
+
+
+class _Store:
+    """The partitions' handles, shared by a matrix and its selections, and their restore."""
+
+    def __init__(self, runner: Any, handles: list, bounds: list[tuple[int, int]],
+                 restore: Callable[[], tuple[Any, list]] | None) -> None:
+        self.runner, self.handles, self.bounds = runner, list(handles), list(bounds)
+        self.starts = np.asarray([lo for lo, _ in bounds], dtype=np.int64)
+        self.restore = restore
+        self.restores = 0
+
+    def rebuild(self, error: BaseException) -> None:
+        """Build the partitions again (``restore``), or re-raise ``error``."""
+        if self.restore is None or self.restores >= MAX_RESTORES:
+            raise PartitionLost(
+                f"Φ on Dask: workers holding its rows left the cluster"
+                f"{f' ({self.restores + 1} times)' if self.restores else ''}; check the "
+                "workers' memory limit and logs, or run without a scheduler") from error
+        self.restores += 1
+        old_runner, old = self.runner, self.handles
+        self.runner, self.handles = self.restore()
+        # what the departed worker held is gone anyway: releasing it may fail
+        with contextlib.suppress(Exception):
+            old_runner.release(old)
+
+    def holders(self) -> list[str]:
+        """The worker of each partition ("" for a local runner)."""
+        where = getattr(self.runner, "_holder", None)
+        return ["" if where is None else where.get(h.key, "") for h in self.handles]
+
+
+class PartitionedRows:
+    """A float32 matrix whose rows are partitions held by a runner (Φ on the workers).
+
+    Parameters
+    ----------
+    runner : DaskPartitions or LocalPartitions
+        Holds the partitions (:mod:`~aflite_core.represent.partitions`).
+    handles : list
+        One per partition, in row order: ``runner``'s handles of float32 ``(rows, d)`` arrays.
+    bounds : list of (int, int)
+        ``(start, stop)`` of each partition, consecutive from 0.
+    n_columns : int
+        d.
+    restore : callable, optional
+        Called when partitions were lost: returns ``(runner, handles)`` of the same rows built
+        again. Without it a lost partition is an error.
+
+    Attributes
+    ----------
+    shape : tuple of int
+    dtype : numpy.dtype
+        float32.
+    whole_gathers : int
+        Times every row was fetched at once (:meth:`gather`), this matrix and its selections.
+    """
+
+    ndim = 2
+
+    def __init__(self, runner: Any, handles: list, bounds: list[tuple[int, int]],
+                 n_columns: int, *, restore: Callable[[], tuple[Any, list]] | None = None
+                 ) -> None:
+        if len(handles) != len(bounds):
+            raise ValueError(f"handles: expected one per partition ({len(bounds)}), got "
+                             f"{len(handles)}")
+        cuts = [lo for lo, _ in bounds] + [bounds[-1][1] if bounds else 0]
+        if bounds and (cuts[0] != 0 or any(hi != cuts[i + 1] for i, (_, hi) in
+                                           enumerate(bounds))):
+            raise ValueError(f"bounds: expected consecutive (start, stop) from 0, got {bounds}")
+        self._store = _Store(runner, handles, bounds, restore)
+        self._rows: np.ndarray | None = None
+        self._counter = [0]
+        self.shape = (cuts[-1], int(n_columns))
+        self.dtype = np.dtype(np.float32)
+
+    # -- views -------------------------------------------------------------------------
+    @property
+    def whole_gathers(self) -> int:
+        return self._counter[0]
+
+    @property
+    def runner(self) -> Any:
+        """The runner holding the partitions now (another one after a restore)."""
+        return self._store.runner
+
+    @property
+    def handles(self) -> list:
+        """The partitions' handles, in row order."""
+        return list(self._store.handles)
+
+    def restore_with(self, restore: Callable[[], tuple[Any, list]] | None) -> None:
+        """Set what builds the partitions again when workers holding some left."""
+        self._store.restore = restore
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return (f"PartitionedRows(shape={self.shape}, partitions={len(self._store.bounds)}"
+                f"{'' if self._rows is None else ', a selection'})")
+
+    def positions(self, index: Any = slice(None)) -> np.ndarray:
+        """The rows of the whole matrix that ``self[index]`` reads, in order."""
+        n = self.shape[0]
+        if isinstance(index, slice):
+            local = np.arange(*index.indices(n), dtype=np.int64)
+        else:
+            index = np.asarray(index)
+            if index.dtype == bool:
+                if index.shape != (n,):
+                    raise IndexError(f"boolean index: expected shape ({n},), got {index.shape}")
+                local = np.flatnonzero(index)
+            elif index.ndim <= 1 and (index.size == 0 or index.dtype.kind in "iu"):
+                local = np.atleast_1d(index).astype(np.int64, copy=False)
+                if local.size and (local.min() < -n or local.max() >= n):
+                    raise IndexError(f"row index out of range for {n} rows")
+                local = np.where(local < 0, local + n, local)
+            else:
+                raise IndexError(f"PartitionedRows: index rows by a slice, positions or a "
+                                 f"boolean mask, got {index.dtype} of shape {index.shape}")
+        return local if self._rows is None else self._rows[local]
+
+    def select(self, rows: Any) -> PartitionedRows:
+        """The rows ``rows`` (positions or a mask of this matrix's rows) as a matrix of their
+        own, read through (nothing fetched)."""
+        view = object.__new__(PartitionedRows)
+        view._store, view._counter = self._store, self._counter
+        view._rows = self.positions(rows)
+        view.shape = (len(view._rows), self.shape[1])
+        view.dtype = self.dtype
+        return view
+
+    # -- reading -----------------------------------------------------------------------
+    def _runs(self, positions: np.ndarray) -> list[tuple[int, Any, int, int]]:
+        """``(partition, local slice or positions, out start, out stop)`` per run of
+        ``positions`` inside one partition."""
+        store = self._store
+        part = np.searchsorted(store.starts, positions, side="right") - 1
+        cuts = [0, *(np.flatnonzero(np.diff(part)) + 1).tolist(), len(positions)]
+        runs = []
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            p = int(part[a])
+            local = positions[a:b] - store.starts[p]
+            if b - a > 1 and local[-1] - local[0] == b - a - 1 and np.all(np.diff(local) == 1):
+                local = slice(int(local[0]), int(local[-1]) + 1)
+            elif b - a == 1:
+                local = slice(int(local[0]), int(local[0]) + 1)
+            runs.append((p, local, a, b))
+        return runs
+
+    def _by_partition(self, positions: np.ndarray) -> list[tuple[int, Any, Any]]:
+        """``(partition, local slice or positions, where in the output)`` per partition that
+        ``positions`` (in any order) reach: one task per partition, however they interleave."""
+        store = self._store
+        part = np.searchsorted(store.starts, positions, side="right") - 1
+        order = np.argsort(part, kind="stable")
+        cuts = [0, *(np.flatnonzero(np.diff(part[order])) + 1).tolist(), len(positions)]
+        out = []
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            where = order[a:b]
+            p = int(part[where[0]])
+            local = positions[where] - store.starts[p]
+            if local[-1] - local[0] == b - a - 1 and np.all(np.diff(local) == 1):
+                local = slice(int(local[0]), int(local[-1]) + 1)
+            if b - a == len(positions) or (where[-1] - where[0] == b - a - 1
+                                           and np.all(np.diff(where) == 1)):
+                where = slice(int(where[0]), int(where[-1]) + 1)
+            out.append((p, local, where))
+        return out
+
+    def _fetch(self, positions: np.ndarray) -> np.ndarray:
+        out = np.empty((len(positions), self.shape[1]), dtype=np.float32)
+        if not len(positions):
+            return out
+        store = self._store
+        while True:
+            reads = self._by_partition(positions)
+            runner = store.runner
+            handles = runner.map(_take, [store.handles[p] for p, _, _ in reads],
+                                 each=[(local,) for _, local, _ in reads])
+            try:
+                pieces = runner.gather(handles)
+            except PartitionLost as exc:
+                store.rebuild(exc)
+                continue
+            finally:
+                runner.release(handles)
+            for (_, _, where), piece in zip(reads, pieces, strict=True):
+                out[where] = piece
+            return out
+
+    def __getitem__(self, index: Any) -> np.ndarray:
+        if isinstance(index, tuple):
+            raise TypeError("PartitionedRows: index rows only (X[rows])")
+        if isinstance(index, int | np.integer):
+            return self._fetch(self.positions([int(index)]))[0]
+        return self._fetch(self.positions(index))
+
+    def gather(self) -> np.ndarray:
+        """Every row, fetched at once (counted in :attr:`whole_gathers`)."""
+        self._counter[0] += 1
+        return self._fetch(self.positions())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        rows = self.gather()
+        return rows if dtype is None else rows.astype(dtype, copy=False)
+
+    def all_finite(self) -> bool:
+        """Whether every entry of the whole matrix is finite (checked where the rows are)."""
+        store = self._store
+        while True:
+            handles = store.runner.map(_all_finite, store.handles)
+            try:
+                return all(store.runner.gather(handles))
+            except PartitionLost as exc:
+                store.rebuild(exc)
+            finally:
+                store.runner.release(handles)
+
+    def chunk_sums(self, step: int) -> list[np.ndarray]:
+        """``[self[i:i + step].sum(axis=0, dtype=float64) for i in range(0, n, step)]``,
+        each chunk summed on the worker holding its rows (fetched and summed here when they
+        lie in two partitions): the same sums, bit for bit, without the rows travelling."""
+        store = self._store
+        while True:
+            chunks = [self._runs(self.positions(slice(lo, lo + step)))
+                      for lo in range(0, self.shape[0], step)]
+            whole = [i for i, runs in enumerate(chunks) if len(runs) == 1]
+            handles = store.runner.map(_row_sum, [store.handles[chunks[i][0][0]] for i in whole],
+                                       each=[(chunks[i][0][1],) for i in whole])
+            try:
+                found = dict(zip(whole, store.runner.gather(handles), strict=True))
+            except PartitionLost as exc:
+                store.rebuild(exc)
+                continue
+            finally:
+                store.runner.release(handles)
+            return [found[i] if i in found
+                    else self[i * step:(i + 1) * step].sum(axis=0, dtype=np.float64)
+                    for i in range(len(chunks))]
+
+    # -- for tasks on the workers ------------------------------------------------------
+    def pieces(self, start: int, stop: int) -> tuple[list, str]:
+        """Handles of the rows ``self[start:stop]``, one per run of them inside one
+        partition, in order (their concatenation is those rows), and the worker holding
+        most of them ("" for a local runner).
+
+        The handles are the runner's (futures of its client on Dask: a task given them
+        receives the arrays); the caller releases them (``runner.release``)."""
+        runs = self._runs(self.positions(slice(start, stop)))
+        store = self._store
+        handles = store.runner.map(_take, [store.handles[p] for p, _, _, _ in runs],
+                                   each=[(local,) for _, local, _, _ in runs])
+        holders, held = store.holders(), {}
+        for p, _, a, b in runs:
+            held[holders[p]] = held.get(holders[p], 0) + b - a
+        return handles, max(held, key=held.get, default="")
+
+    def lost(self) -> bool:
+        """Whether a worker holding one of the partitions has left the cluster."""
+        store = self._store
+        if isinstance(store.runner, LocalPartitions):
+            return False
+        from aflite_core.represent.fold_pool import departed_workers
+
+        holders = {h for h in store.holders() if h}
+        return bool(departed_workers(store.runner.client, holders, wait_s=0.0))
+
+    def restore_lost(self) -> bool:
+        """Build the partitions again if a worker holding one left; whether it did."""
+        if not self.lost():
+            return False
+        self._store.rebuild(PartitionLost("a worker holding rows of Φ left the cluster"))
+        return True
+
+    def release(self) -> None:
+        """Forget the partitions (the workers may free them); the matrix is unusable after."""
+        store = self._store
+        store.runner.release(store.handles)
+        store.handles = [None] * len(store.handles)
