@@ -19,14 +19,15 @@ K: the run must finish with the same statuses (AFLite rebuilds the lost rows els
 ``docs/scaling.md``), or fail with a message and leave no run folder; the outcome is printed.
 
 What it shows today: the shards are read by tasks on the workers, Φ (``tfidf_svd``) is built
-over row partitions on them (the driver gathers it at the end), and AFLite's rounds, the
-measures' fold fits (baselines, PVI, label issues), KNN's search, the map's placed rows and
-the cue table's map-reduce run on Dask; the driver still holds every row's texts and Φ for
-the stages that read them there (slices, the map's layout, the measures' features, the
-writers), so its peak stays within a few tenths of a GB of the local run's.
+over row partitions on them and stays there (every stage fetches the rows it reads;
+``summary.json``'s ``representation.params.whole_gathers`` says how often one fetched all of
+them), and AFLite's rounds, the measures' fold fits (baselines, PVI, label issues), KNN's
+search, the map's placed rows and the cue table's map-reduce run on Dask; the driver still
+holds every row's texts and the stages' own working sets (the slices' feature matrices, PVI's
+folds, KNN's unit training rows, the retained rows ``score_heldout`` fits on).
 
     .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
-        [--memory-limit 4GB] [--kill-after-round 3]
+        [--memory-limit 4GB] [--kill-after-round 3] [--skip-local]
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ def _stage_seconds(a: Path, b: Path) -> str:
 
 
 def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
-        work: Path) -> None:
+        work: Path, skip_local: bool = False) -> None:
     from distributed import Client, LocalCluster
 
     data = work / f"snli_like_{n_rows}"
@@ -175,9 +176,12 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
                    check=True, env={**BASE_ENV, "PYTHONPATH": str(REPO)})
     print(f"\n{n_rows:,} rows, 8 Parquet shards; LocalCluster of {workers} workers x 1 "
           f"thread, memory limit {memory_limit} each", flush=True)
-    local = _run(data, work / "local", [])
-    print(f"  local: {local['seconds']:.1f} s, driver peak {local['driver_peak'] / 2**30:.2f} "
-          f"GB, exit {local['code']}; peak GB while: {_stage_peaks(local)}", flush=True)
+    local = None
+    if not skip_local:
+        local = _run(data, work / "local", [])
+        print(f"  local: {local['seconds']:.1f} s, driver peak "
+              f"{local['driver_peak'] / 2**30:.2f} GB, exit {local['code']}; peak GB while: "
+              f"{_stage_peaks(local)}", flush=True)
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                       memory_limit=memory_limit, host="127.0.0.1",
                       dashboard_address=None) as cluster, Client(cluster) as client:
@@ -204,11 +208,15 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
               + ("the run completed" if dask["code"] == 0 else
                  f"the run failed: {dask['last']}; run folder left: "
                  f"{(work / 'dask').exists()}"), flush=True)
-    if local["code"] == 0 and dask["code"] == 0:
-        engines = json.loads((work / "dask" / "summary.json").read_text())["engines"]
+    if dask["code"] == 0:
+        summary = json.loads((work / "dask" / "summary.json").read_text())
+        engines = summary["engines"]
         on_dask = sorted(k for k, v in engines.items() if v == "dask")
         print(f"  engines: on Dask {on_dask}, the other {len(engines) - len(on_dask)} stages "
-              "local", flush=True)
+              f"local; Φ gathered whole "
+              f"{summary['representation']['params'].get('whole_gathers', 'n/a')} times",
+              flush=True)
+    if local is not None and local["code"] == 0 and dask["code"] == 0:
         print(f"  {_compare(work / 'local', work / 'dask')}", flush=True)
         print(f"  {_stage_seconds(work / 'local', work / 'dask')}", flush=True)
 
@@ -231,10 +239,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="4GB")
     parser.add_argument("--kill-after-round", type=int, default=None)
+    parser.add_argument("--skip-local", action="store_true",
+                        help="only the Dask run (no comparison with the local one)")
     args = parser.parse_args(argv)
     for n in (int(s) for s in args.rows.split(",")):
         with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
-            one(n, args.workers, args.memory_limit, args.kill_after_round, Path(tmp))
+            one(n, args.workers, args.memory_limit, args.kill_after_round, Path(tmp),
+                skip_local=args.skip_local)
     return 0
 
 

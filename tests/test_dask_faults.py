@@ -307,3 +307,48 @@ def test_phi_left_on_the_workers_survives_a_worker_killed_mid_aflite(process_clu
     np.testing.assert_array_equal(dask.predictability_, local.predictability_)
     np.testing.assert_array_equal(dask.removal_round_, local.removal_round_)
     assert X.whole_gathers == 0
+
+
+def test_knn_on_phi_left_on_the_workers_survives_a_worker_killed_mid_search(
+        process_cluster, snli_dir, tmp_path, monkeypatch):
+    """KNN over Φ's rows left on the workers normalises and searches each reference set
+    where its rows are: the first search kills its worker (and the partition of Φ it held).
+    Φ is built again, the sets searched again, and the tables are those of the search of the
+    array on the driver, bit for bit."""
+    import aflite_core.measures.knn as knn_module
+    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent.fold_pool import on_dask
+    from aflite_core.represent.partitioned_svd import partitioned_tfidf_svd
+    from aflite_core.represent.partitions import DaskPartitions
+
+    frame = pd.concat([pd.read_csv(snli_dir / f"snli_{part}.csv", keep_default_na=False)
+                       for part in ("train_sample", "dev")], ignore_index=True)
+    hypotheses, premises = frame["hypothesis"].tolist(), frame["premise"].tolist()
+    y = frame["label"].to_numpy()
+    train = np.flatnonzero(frame["split"].to_numpy() == "train")
+    held = np.flatnonzero(frame["split"].to_numpy() == "dev")[:500]
+    whole, _ = _svd(tfidf_blocks(hypotheses, premises), 16, 0)
+    expected = knn_module.knn_distance_measures(whole, y[train], whole, y[held],
+                                                train_rows=train, heldout_rows=held,
+                                                random_state=0)
+    marker = str(tmp_path / "killed")
+    search = knn_module._search_set
+
+    def dying_once(pieces, Qn, K, block_rows):  # nested: Dask's cloudpickle sends it by value
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)
+        return search(pieces, Qn, K, block_rows)
+
+    monkeypatch.setattr(knn_module, "_search_set", dying_once)
+    cluster, client = process_cluster
+    X, _, _ = partitioned_tfidf_svd(DaskPartitions(client), hypotheses, premises,
+                                    n_components=16, random_state=0, n_iter=SVD_N_ITER,
+                                    partition_rows=16_384, resident=True)
+    with on_dask(client) as folds:
+        got = knn_module.knn_distance_measures(X, y[train], X, y[held], train_rows=train,
+                                               heldout_rows=held, random_state=0)
+    assert os.path.exists(marker) and X._store.restores == 1 and folds.tasks > 0
+    pd.testing.assert_frame_equal(got.table, expected.table, check_exact=True)
+    pd.testing.assert_frame_equal(got.per_example, expected.per_example, check_exact=True)
+    assert X.whole_gathers == 0

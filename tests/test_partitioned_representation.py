@@ -174,8 +174,8 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     """With a scheduler the audit's Φ is built on the workers (engines: representation dask)
     and stays there: AFLite (the training split filtered, dev and test scored), KNN, the
     slices' clusters and the map read its rows where they are, no stage gathers it whole
-    (``whole_gathers`` 0), and every row's status and predictability and every measure's
-    table are the local run's."""
+    (``whole_gathers`` 0; KNN's training rows normalised and searched on the workers), and
+    every row's status and predictability and every measure's table are the local run's."""
     import json
 
     from aflite_core.io.datasets import load_dataset
@@ -185,6 +185,12 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     frame = pd.concat([pd.read_csv(snli_dir / f"snli_{part}.csv", keep_default_na=False)
                        for part in ("train_sample", "dev", "test")], ignore_index=True)
     dataset = load_dataset(frame, name="phi", split="split")
+    import aflite_core.measures.knn as knn_module
+
+    searched = []
+    search = knn_module._search_there
+    monkeypatch.setattr(knn_module, "_search_there",
+                        lambda *a: searched.append(len(a[2])) or search(*a))
     measures = ("knn", "slices", "projection", "baselines")
     fast = {"n_partitions": 8, "measures": measures, "report": False}
     address = client.scheduler.address
@@ -197,6 +203,7 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     assert params["partitions"] == 2 and params["resident"] is True
     assert params["whole_gathers"] == 0
     assert summary["aflite"]["split_policy"] == "train_only"
+    assert searched and summary["engines"]["knn"] == "dask"  # searched where the rows are
     assert json.loads((here / "summary.json").read_text())["engines"]["representation"] == "local"
     a, b = (pd.read_parquet(path / "scores.parquet") for path in (on_dask, here))
     assert len(a) == len(frame) and (a["status"] == "unfiltered").sum() > 10_000

@@ -15,8 +15,9 @@ found with a partition pre-filter. Above :data:`APPROX_MIN_PAIRS` query x refere
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,7 @@ from aflite_core.measures.neighbors import (  # noqa: F401 - nearest_neighbors: 
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.fold_pool import dask_folds, map_folds
+from aflite_core.represent.partitioned_rows import is_partitioned
 from aflite_core.splits import TEST_VALUES, holdout_mask, split_masks
 
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
@@ -247,7 +249,13 @@ def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_ma
     held_ids = np.arange(n_held) if heldout_row_ids is None else _as_labels(
         heldout_row_ids, n_held, "heldout_row_ids")
     resolved = _resolve_method(method, n_held, n_train)
-    Qn, Rn = l2_normalize(Xh, rows=heldout_rows), l2_normalize(Xt, rows=train_rows)
+    folds = dask_folds()
+    Qn = l2_normalize(Xh, rows=heldout_rows)
+    if (is_partitioned(Xt) and resolved != "approximate" and folds is not None
+            and getattr(Xt.runner, "client", None) is folds.client):
+        Rn = _UnitRowsThere(Xt if train_rows is None else Xt.select(train_rows), folds)
+    else:
+        Rn = l2_normalize(Xt, rows=train_rows)
     return _knn_measures(Rn, yt, Qn, yh, retained=retained, controls=controls, ks=ks,
                          train_ids=train_ids,
                          held_ids=held_ids, method=resolved, n_bootstrap=int(n_bootstrap),
@@ -376,6 +384,8 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
 
     _emit(callback, 0.0, "nearest-neighbour search")
     sims_per_set, top1 = [], []
+    if isinstance(Rn, _UnitRowsThere):
+        return _search_there(Qn, Rn, references, K, block_rows, on_block)
     if method != "approximate" and dask_folds() is not None:
         # on a cluster: one task per reference set, the same search as below
         def search(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -400,6 +410,64 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
         sims_per_set.append(sims)
         top1.append((sims[:, 0], rows[idx[:, 0]]))
     return sims_per_set, top1
+
+
+class _UnitRowsThere:
+    """The training rows of Φ left on the workers (``X``, a selection of them), to be made
+    unit-length where they are, one reference set at a time (:func:`_search_there`): the
+    driver never holds them."""
+
+    def __init__(self, X: Any, folds: Any) -> None:
+        self.X, self.folds = X, folds
+
+    def __len__(self) -> int:
+        return self.X.shape[0]
+
+
+def _search_set(pieces: list[np.ndarray], Qn: np.ndarray, K: int, block_rows: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """On a worker: one reference set's rows of Φ (pieces of its partitions, in order) made
+    unit-length and searched, as the driver would search ``Rn[rows]``."""
+    rows = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+    return _exact_topk(Qn, l2_normalize(rows), K, block_rows, nearest_only=True)
+
+
+def _search_there(Qn: np.ndarray, Rn: _UnitRowsThere, references: list[_Reference], K: int,
+                  block_rows: int, on_block: Callable[[int, int], None]
+                  ) -> tuple[list[np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
+    """:func:`_search` of training rows left on the workers: one task per reference set on
+    the worker holding most of its rows, which receives them from their partitions and
+    normalises them (rows are normalised one by one, so ``l2_normalize`` of a set's rows is
+    those rows of the normalised matrix, bit for bit) and searches them as the driver
+    would. A worker lost meanwhile has Φ built again (:meth:`PartitionedRows.restore_lost`)
+    and the sets searched again."""
+    from aflite_core.represent.fold_pool import _lost_data
+
+    client, X = Rn.folds.client, Rn.X
+    while True:
+        queries = client.scatter(Qn, broadcast=True, hash=False)
+        futures = []
+        for _c, _member, rows in references:
+            pieces, holder = X.select(rows).pieces(0, len(rows))
+            futures.append(client.submit(_search_set, pieces, queries, K, block_rows,
+                                         workers=[holder] if holder else None,
+                                         allow_other_workers=True, pure=False))
+            X.runner.release(pieces)  # the search task keeps what it needs
+        Rn.folds.tasks += len(futures)
+        try:
+            found = []
+            for g, future in enumerate(futures):
+                found.append(future.result())
+                on_block(len(Qn), len(references[g][2]))
+            break
+        except Exception as exc:  # noqa: BLE001 - re-raised unless rows of Φ were lost
+            if not _lost_data(exc) or not X.restore_lost():
+                raise
+        finally:
+            client.cancel([*futures, queries])
+    return ([sims for sims, _ in found],
+            [(sims[:, 0], rows[idx[:, 0]])
+             for (sims, idx), (_c, _m, rows) in zip(found, references, strict=True)])
 
 
 def _merge_scopes(yh: np.ndarray, references: list[_Reference], sims: list[np.ndarray],

@@ -321,7 +321,8 @@ class PartitionedRows:
         from aflite_core.represent.fold_pool import departed_workers
 
         holders = {h for h in store.holders() if h}
-        return bool(departed_workers(store.runner.client, holders, wait_s=0.0))
+        # the scheduler may learn of a death a moment after a task failed: asked for 2 s
+        return bool(departed_workers(store.runner.client, holders))
 
     def restore_lost(self) -> bool:
         """Build the partitions again if a worker holding one left; whether it did."""
