@@ -352,3 +352,26 @@ def test_knn_on_phi_left_on_the_workers_survives_a_worker_killed_mid_search(
     pd.testing.assert_frame_equal(got.table, expected.table, check_exact=True)
     pd.testing.assert_frame_equal(got.per_example, expected.per_example, check_exact=True)
     assert X.whole_gathers == 0
+
+
+def test_the_audits_phi_left_on_the_workers_is_built_again_from_the_dataset(
+        process_cluster, snli_dir, monkeypatch):
+    """``build_representation(..., resident=True)``: a worker holding Φ's rows killed
+    before they are read; the next read builds Φ again from the dataset's texts (not from
+    lists of them kept for the purpose) and gets the local Φ, bit for bit."""
+    import aflite_core.represent.partitioned_svd as partitioned_module
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.represent.builders import build_representation
+
+    monkeypatch.setattr(partitioned_module, "PARTITION_ROWS", 16_384)
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    dataset = load_dataset(frame, name="phi")
+    local = build_representation(dataset, "tfidf_svd", n_components=16)
+    cluster, client = process_cluster
+    rep = build_representation(dataset, "tfidf_svd", n_components=16, client=client,
+                               resident=True)
+    assert rep.params["resident"] is True and rep.X._store.holders()[0]
+    os.kill(next(iter(client.run(os.getpid).values())), signal.SIGKILL)
+    np.testing.assert_array_equal(rep.X[np.arange(0, 20_000, 7)], local.X[::7])
+    assert rep.X._store.restores == 1
+    np.testing.assert_array_equal(np.asarray(rep.X), local.X)

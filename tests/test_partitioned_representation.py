@@ -219,8 +219,9 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
 def test_resident_phi_reads_like_the_array(texts):
     """Φ left in its partitions (``resident=True``): slices, positions in any order, negative
     positions, masks and selections of selections read the rows the array gives, as new
-    arrays; the chunk sums AFLite's column means take are the array's, bit for bit; only a
-    whole read counts as a gather."""
+    arrays; the chunk sums AFLite's column means take and the running sums of its held-out
+    fit (a chain over the partitions) are the array's, bit for bit; only a whole read counts
+    as a gather."""
     from aflite_core.represent.partitioned_rows import PartitionedRows
 
     hypotheses, premises = texts
@@ -249,6 +250,12 @@ def test_resident_phi_reads_like_the_array(texts):
     for i, total in enumerate(sums):
         np.testing.assert_array_equal(
             total, whole[i * 5000:(i + 1) * 5000].sum(axis=0, dtype=np.float64))
+    from aflite_core.filter.linear import _mean_of_rows
+
+    for some in (rows, np.arange(36_000)[::5], np.arange(16_000, 17_000)):
+        np.testing.assert_array_equal(_mean_of_rows(X, some), _mean_of_rows(whole, some))
+        np.testing.assert_array_equal(_mean_of_rows(X, some),
+                                      whole[some].mean(axis=0, dtype=np.float64))
     assert X.whole_gathers == 0 and X.all_finite()
     np.testing.assert_array_equal(np.asarray(selection), whole[rows])
     assert X.whole_gathers == 1  # shared by the selections

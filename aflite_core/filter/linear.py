@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg
 
+from aflite_core.represent.partitioned_rows import is_partitioned
+
 __all__ = [
     "PartitionLDA",
     "ScatterStats",
@@ -504,6 +506,9 @@ def _mean_of_rows(X: np.ndarray, rows: np.ndarray, chunk: int = 4096) -> np.ndar
     at once: NumPy sums an axis-0 reduction row after row, so each chunk is summed after the
     running total (its first row), the same additions in the same order. Rows are read 16
     chunks at a time (one fetch each when they are Φ's partitions on a cluster)."""
+    if is_partitioned(X):  # summed where the rows are, the total passed along
+        total = X.running_sum(rows, chunk)
+        return np.full(X.shape[1], np.nan) if total is None else total / len(rows)
     total = None
     for start in range(0, len(rows), 16 * chunk):
         block = np.asarray(X[rows[start : start + 16 * chunk]], dtype=np.float32)

@@ -47,6 +47,19 @@ def _row_sum(part: np.ndarray, local: Any) -> np.ndarray:
     return part[local].sum(axis=0, dtype=np.float64)
 
 
+def _running_sum(part: np.ndarray, acc: np.ndarray | None, local: Any,
+                 chunk: int) -> np.ndarray | None:
+    """``acc`` plus the rows ``part[local]``, added one row after the other in float64 (a
+    NumPy axis-0 reduction adds row after row; each chunk starts from the running total)."""
+    rows = part[local]
+    for lo in range(0, len(rows), chunk):
+        block = rows[lo:lo + chunk].astype(np.float64)
+        if acc is not None:
+            block = np.concatenate([acc[None], block])
+        acc = np.add.reduce(block, axis=0)
+    return acc
+
+
 def _all_finite(part: np.ndarray) -> bool:
     return bool(np.isfinite(part).all())
 
@@ -295,6 +308,26 @@ class PartitionedRows:
             return [found[i] if i in found
                     else self[i * step:(i + 1) * step].sum(axis=0, dtype=np.float64)
                     for i in range(len(chunks))]
+
+    def running_sum(self, rows: Any, chunk: int = 4096) -> np.ndarray | None:
+        """The float64 sum of ``self[rows]`` added row after row in their order (what
+        ``linear._mean_of_rows`` takes), as a chain of tasks passing the running total from
+        partition to partition: ``d`` floats travel per hop, not the rows. None for no row.
+        The rows are taken in runs inside one partition; each run continues the total."""
+        store = self._store
+        runs = self._runs(self.positions(rows))
+        while True:
+            acc = None
+            for p, local, _, _ in runs:
+                acc = store.runner.map(_running_sum, [store.handles[p]],
+                                       each=[(acc, local, chunk)])[0]
+            if acc is None:
+                return None
+            try:
+                [total] = store.runner.gather([acc])
+                return total
+            except PartitionLost as exc:
+                store.rebuild(exc)
 
     # -- for tasks on the workers ------------------------------------------------------
     def pieces(self, start: int, stop: int) -> tuple[list, str]:

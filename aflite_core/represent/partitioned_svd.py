@@ -241,8 +241,10 @@ def partitioned_tfidf_svd(
     resident : bool, default False
         Leave Φ's rows in their partitions and return a
         :class:`~aflite_core.represent.partitioned_rows.PartitionedRows` of them, which
-        builds them again (this function, on the workers left) if a worker holding some
-        leaves; else gather them into one array.
+        builds them again (this function, on the workers left, from ``hypotheses`` and
+        ``premises``, which it keeps referenced until
+        :meth:`~aflite_core.represent.partitioned_rows.PartitionedRows.restore_with`
+        replaces it) if a worker holding some leaves; else gather them into one array.
 
     Returns
     -------
