@@ -112,3 +112,24 @@ def test_equal_hypotheses_share_one_count_matrix(snli):
     rows = np.arange(len(hyps))
     first.split(rows[: len(rows) // 2], rows[len(rows) // 2:])
     assert (first.counts_ != before).nnz == 0
+
+
+def test_a_count_matrix_larger_than_the_shared_samples_is_not_kept(snli, monkeypatch):
+    """Only matrices of up to ``_COUNTS_MAX_ROWS`` rows are kept for the next measure: a
+    larger one (PVI's of every row) is its caller's alone and goes when it is done with it."""
+    import gc
+    import weakref
+
+    import aflite_core.represent.fold_fits as fold_fits
+
+    hyps = snli["hypothesis"].tolist()
+    monkeypatch.setattr(fold_fits, "_COUNTS", type(fold_fits._COUNTS)())  # none kept yet
+    monkeypatch.setattr(fold_fits, "_COUNTS_MAX_ROWS", len(hyps) - 1)
+    counts = fold_fits.hypothesis_counts(hyps)
+    assert fold_fits.hypothesis_counts(hyps) is not counts  # counted again: not kept
+    gone = weakref.ref(counts)
+    del counts
+    gc.collect()
+    assert gone() is None
+    small = fold_fits.hypothesis_counts(hyps[:500])
+    assert fold_fits.hypothesis_counts(hyps[:500]) is small
