@@ -295,14 +295,14 @@ def test_phi_left_on_the_workers_survives_a_worker_killed_mid_aflite(process_clu
     X, _, _ = partitioned_tfidf_svd(DaskPartitions(client), hypotheses, premises,
                                     n_components=16, random_state=0, n_iter=SVD_N_ITER,
                                     partition_rows=16_384, resident=True)
-    holders = X._store.holders()
+    holders = X.holders()
     assert len(set(holders)) == 2  # the killed worker holds a partition of Φ
     params = {"target_size": 0.5, "n_partitions": 16, "random_state": 0}
     local = AFLite(**params).fit(whole, y)
     callback, killed = _kill_a_worker_after(client, 2)
     dask = AFLite(**params, backend="dask", scheduler=client, callback=callback).fit(X, y)
     assert killed and local.n_rounds_ > 3
-    assert X._store.restores == 1  # Φ built again once
+    assert X.restores == 1  # Φ built again once
     np.testing.assert_array_equal(dask.keep_mask_, local.keep_mask_)
     np.testing.assert_array_equal(dask.predictability_, local.predictability_)
     np.testing.assert_array_equal(dask.removal_round_, local.removal_round_)
@@ -348,7 +348,7 @@ def test_knn_on_phi_left_on_the_workers_survives_a_worker_killed_mid_search(
     with on_dask(client) as folds:
         got = knn_module.knn_distance_measures(X, y[train], X, y[held], train_rows=train,
                                                heldout_rows=held, random_state=0)
-    assert os.path.exists(marker) and X._store.restores == 1 and folds.tasks > 0
+    assert os.path.exists(marker) and X.restores == 1 and folds.tasks > 0
     pd.testing.assert_frame_equal(got.table, expected.table, check_exact=True)
     pd.testing.assert_frame_equal(got.per_example, expected.per_example, check_exact=True)
     assert X.whole_gathers == 0
@@ -370,8 +370,8 @@ def test_the_audits_phi_left_on_the_workers_is_built_again_from_the_dataset(
     cluster, client = process_cluster
     rep = build_representation(dataset, "tfidf_svd", n_components=16, client=client,
                                resident=True)
-    assert rep.params["resident"] is True and rep.X._store.holders()[0]
+    assert rep.params["resident"] is True and rep.X.holders()[0]
     os.kill(next(iter(client.run(os.getpid).values())), signal.SIGKILL)
     np.testing.assert_array_equal(rep.X[np.arange(0, 20_000, 7)], local.X[::7])
-    assert rep.X._store.restores == 1
+    assert rep.X.restores == 1
     np.testing.assert_array_equal(np.asarray(rep.X), local.X)

@@ -95,8 +95,7 @@ class _Store:
 
     def holders(self) -> list[str]:
         """The worker of each partition ("" for a local runner)."""
-        where = getattr(self.runner, "_holder", None)
-        return ["" if where is None else where.get(h.key, "") for h in self.handles]
+        return [self.runner.holder(h) for h in self.handles]
 
 
 class PartitionedRows:
@@ -147,6 +146,15 @@ class PartitionedRows:
     @property
     def whole_gathers(self) -> int:
         return self._counter[0]
+
+    @property
+    def restores(self) -> int:
+        """Times the partitions were built again after workers holding some left."""
+        return self._store.restores
+
+    def holders(self) -> list[str]:
+        """The worker holding each partition now ("" for a local runner)."""
+        return self._store.holders()
 
     @property
     def runner(self) -> Any:

@@ -75,6 +75,10 @@ class LocalPartitions:
     def release(self, handles: Sequence[Any]) -> None:
         """Forget ``handles`` (here: nothing to do)."""
 
+    def holder(self, handle: Any) -> str:
+        """The worker holding ``handle`` ("" here: this process)."""
+        return ""
+
 
 class DaskPartitions:
     """Partitions scattered on ``client``'s workers; steps are tasks pinned to them.
@@ -98,6 +102,10 @@ class DaskPartitions:
 
     def _where(self, handle: Any) -> str:
         return self._holder[handle.key]
+
+    def holder(self, handle: Any) -> str:
+        """The worker holding ``handle`` ("" for a handle this runner did not make)."""
+        return self._holder.get(handle.key, "")
 
     def put(self, parts: Sequence[Any]) -> list:
         n, w = len(parts), len(self.workers)
