@@ -133,3 +133,24 @@ def test_a_count_matrix_larger_than_the_shared_samples_is_not_kept(snli, monkeyp
     assert gone() is None
     small = fold_fits.hypothesis_counts(hyps[:500])
     assert fold_fits.hypothesis_counts(hyps[:500]) is small
+
+
+def test_the_shared_evaluator_keeps_and_sends_the_features_not_the_texts(snli):
+    """Vectorised once, the evaluator's folds read its features only: its pickle (what a
+    cluster's workers receive) holds no text, and its folds' predictions are unchanged."""
+    import pickle
+
+    from aflite_core.represent.fold_fits import evaluator
+    from aflite_core.represent.text_models import text_model
+
+    hyps = [f"{h} zqxwvplanted" for h in snli["hypothesis"].tolist()[:600]]
+    y = snli["label"].to_numpy()[:600]
+    model = evaluator(text_model("hypothesis_only"), pair_texts(None, hyps), y)
+    assert b"zqxwvplanted" not in pickle.dumps(model.features.counts_)  # counts, not words
+    sent = pickle.dumps(model)
+    assert not any(h.encode() in sent for h in hyps[:50])  # no hypothesis travels
+    assert sent.count(b"zqxwvplanted") <= 1  # at most once: a column's name
+    rows = np.arange(600)
+    before = model.fit_predict_proba(rows[:400], rows[400:])
+    again = pickle.loads(sent).fit_predict_proba(rows[:400], rows[400:])
+    np.testing.assert_array_equal(before[1], again[1])

@@ -90,6 +90,7 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     # vectorised once for all folds, each fold fitted from zero (represent.fold_fits)
     folds_model = evaluator(text_model("hypothesis_only", C=C, random_state=random_state),
                             texts, y)
+    del texts  # vectorised: the folds read the evaluator's features only
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
                      random_state=random_state)
     p_label = np.full(len(y), np.nan)

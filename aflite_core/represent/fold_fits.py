@@ -259,6 +259,9 @@ class _SharedTextEvaluator(_FoldEvaluator):
         super().__init__(model, data, labels)
         self.features = SharedTextFeatures(data, pair=model.named_steps["features"].pair)
         self.logistic = _FoldLogistic(model.named_steps["model"])
+        # the folds read the features only: the texts are not kept, nor sent with the
+        # evaluator to a cluster's workers (PVI's: every filtered row's hypothesis)
+        self.data = None
 
     def fit_predict_proba(self, train, test):
         X_train, X_test, _ = self.features.split(train, test)
