@@ -375,3 +375,38 @@ def test_the_audits_phi_left_on_the_workers_is_built_again_from_the_dataset(
     np.testing.assert_array_equal(rep.X[np.arange(0, 20_000, 7)], local.X[::7])
     assert rep.X.restores == 1
     np.testing.assert_array_equal(np.asarray(rep.X), local.X)
+
+
+def test_two_readers_that_find_phi_lost_build_it_again_once(process_cluster, snli_dir):
+    """Measures run side by side on threads: two of them reading Φ's rows just after a
+    worker holding some died both find them lost; one builds Φ again, the other reads the
+    new partitions (one restore, not two), and both get the local rows."""
+    import threading
+
+    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent.partitioned_svd import partitioned_tfidf_svd
+    from aflite_core.represent.partitions import DaskPartitions
+
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    hypotheses, premises = frame["hypothesis"].tolist(), frame["premise"].tolist()
+    whole, _ = _svd(tfidf_blocks(hypotheses, premises), 16, 0)
+    cluster, client = process_cluster
+    X, _, _ = partitioned_tfidf_svd(DaskPartitions(client), hypotheses, premises,
+                                    n_components=16, random_state=0, n_iter=SVD_N_ITER,
+                                    partition_rows=16_384, resident=True)
+    assert len(set(X.holders())) == 2
+    os.kill(next(iter(client.run(os.getpid).values())), signal.SIGKILL)
+    start, read = threading.Barrier(2), [None, None]
+
+    def reader(i: int) -> None:
+        start.wait()
+        read[i] = X[np.arange(i, 20_000, 3)]
+
+    threads = [threading.Thread(target=reader, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    for i in range(2):
+        np.testing.assert_array_equal(read[i], whole[i::3])
+    assert X.restores == 1

@@ -406,6 +406,7 @@ class _DaskBackend:
         self._wc: list = []
         self._holders: list[str] = []
         self.worker_losses = 0
+        self._restores_seen = X.restores if is_partitioned(X) else 0
         try:
             self._scatter()
         except BaseException:
@@ -467,11 +468,15 @@ class _DaskBackend:
     def _recover(self, error: BaseException) -> None:
         """Rebuild the groups whose worker left, or re-raise ``error`` if none did."""
         lost = self._lost_groups()
-        if is_partitioned(self._X) and self._X.restore_lost():
-            # X's partitions on a departed worker went with it: X was built again, and a
-            # group built (or being built) from them is rebuilt too
-            lost = sorted({*lost, *(i for i, f in enumerate(self._wc)
-                                    if f.status in ("error", "cancelled", "lost"))})
+        if is_partitioned(self._X):
+            self._X.restore_lost()
+            if self._X.restores != self._restores_seen:
+                # X's partitions on a departed worker went with it: X was built again (here
+                # or by another reader), and a group built (or being built) from them is
+                # rebuilt too
+                self._restores_seen = self._X.restores
+                lost = sorted({*lost, *(i for i, f in enumerate(self._wc)
+                                        if f.status in ("error", "cancelled", "lost"))})
         if not lost:
             raise error
         self.worker_losses += 1

@@ -24,6 +24,7 @@ with :class:`~aflite_core.represent.partitions.PartitionLost`.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -78,17 +79,25 @@ class _Store:
         self.starts = np.asarray([lo for lo, _ in bounds], dtype=np.int64)
         self.restore = restore
         self.restores = 0
+        # measures run on threads side by side: one restore for one loss
+        self.lock = threading.RLock()
 
-    def rebuild(self, error: BaseException) -> None:
-        """Build the partitions again (``restore``), or re-raise ``error``."""
-        if self.restore is None or self.restores >= MAX_RESTORES:
-            raise PartitionLost(
-                f"Φ on Dask: workers holding its rows left the cluster"
-                f"{f' ({self.restores + 1} times)' if self.restores else ''}; check the "
-                "workers' memory limit and logs, or run without a scheduler") from error
-        self.restores += 1
-        old_runner, old = self.runner, self.handles
-        self.runner, self.handles = self.restore()
+    def rebuild(self, error: BaseException, generation: int | None = None) -> None:
+        """Build the partitions again (``restore``), or re-raise ``error``. ``generation``:
+        :attr:`restores` when the caller read the handles; if another thread has restored
+        them since, they are new and nothing is done (the caller reads again)."""
+        with self.lock:
+            if generation is not None and generation != self.restores:
+                return
+            if self.restore is None or self.restores >= MAX_RESTORES:
+                raise PartitionLost(
+                    f"Φ on Dask: workers holding its rows left the cluster"
+                    f"{f' ({self.restores + 1} times)' if self.restores else ''}; check "
+                    "the workers' memory limit and logs, or run without a scheduler"
+                ) from error
+            old_runner, old = self.runner, self.handles
+            self.runner, self.handles = self.restore()
+            self.restores += 1
         # what the departed worker held is gone anyway: releasing it may fail
         with contextlib.suppress(Exception):
             old_runner.release(old)
@@ -253,13 +262,13 @@ class PartitionedRows:
         store = self._store
         while True:
             reads = self._by_partition(positions)
-            runner = store.runner
+            runner, generation = store.runner, store.restores
             handles = runner.map(_take, [store.handles[p] for p, _, _ in reads],
                                  each=[(local,) for _, local, _ in reads])
             try:
                 pieces = runner.gather(handles)
             except PartitionLost as exc:
-                store.rebuild(exc)
+                store.rebuild(exc, generation)
                 continue
             finally:
                 runner.release(handles)
@@ -287,11 +296,12 @@ class PartitionedRows:
         """Whether every entry of the whole matrix is finite (checked where the rows are)."""
         store = self._store
         while True:
+            generation = store.restores
             handles = store.runner.map(_all_finite, store.handles)
             try:
                 return all(store.runner.gather(handles))
             except PartitionLost as exc:
-                store.rebuild(exc)
+                store.rebuild(exc, generation)
             finally:
                 store.runner.release(handles)
 
@@ -304,12 +314,13 @@ class PartitionedRows:
             chunks = [self._runs(self.positions(slice(lo, lo + step)))
                       for lo in range(0, self.shape[0], step)]
             whole = [i for i, runs in enumerate(chunks) if len(runs) == 1]
+            generation = store.restores
             handles = store.runner.map(_row_sum, [store.handles[chunks[i][0][0]] for i in whole],
                                        each=[(chunks[i][0][1],) for i in whole])
             try:
                 found = dict(zip(whole, store.runner.gather(handles), strict=True))
             except PartitionLost as exc:
-                store.rebuild(exc)
+                store.rebuild(exc, generation)
                 continue
             finally:
                 store.runner.release(handles)
@@ -325,7 +336,7 @@ class PartitionedRows:
         store = self._store
         runs = self._runs(self.positions(rows))
         while True:
-            acc = None
+            acc, generation = None, store.restores
             for p, local, _, _ in runs:
                 acc = store.runner.map(_running_sum, [store.handles[p]],
                                        each=[(acc, local, chunk)])[0]
@@ -335,7 +346,7 @@ class PartitionedRows:
                 [total] = store.runner.gather([acc])
                 return total
             except PartitionLost as exc:
-                store.rebuild(exc)
+                store.rebuild(exc, generation)
 
     # -- for tasks on the workers ------------------------------------------------------
     def pieces(self, start: int, stop: int) -> tuple[list, str]:
@@ -366,11 +377,13 @@ class PartitionedRows:
         return bool(departed_workers(store.runner.client, holders))
 
     def restore_lost(self) -> bool:
-        """Build the partitions again if a worker holding one left; whether it did."""
-        if not self.lost():
-            return False
-        self._store.rebuild(PartitionLost("a worker holding rows of Φ left the cluster"))
-        return True
+        """Build the partitions again if a worker holding one left; whether it did (False
+        too when another thread has just done it: the partitions are then whole)."""
+        with self._store.lock:
+            if not self.lost():
+                return False
+            self._store.rebuild(PartitionLost("a worker holding rows of Φ left the cluster"))
+            return True
 
     def release(self) -> None:
         """Forget the partitions (the workers may free them); the matrix is unusable after."""
