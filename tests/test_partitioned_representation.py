@@ -346,3 +346,32 @@ def test_worker_threads_of_this_process_cannot_undo_the_drivers_blas_limit(texts
                                     n_components=32, random_state=0, n_iter=SVD_N_ITER,
                                     partition_rows=CHUNK)
     np.testing.assert_array_equal(Y, X)
+
+
+@pytest.mark.parametrize("where", ["here", "workers"])
+def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client):
+    """The map's reduction of Φ and the slices' cluster assignment run where Φ's rows are,
+    a 65,536-row chunk a task (a partition of the audit's size holds exactly one chunk; a
+    chunk across two partitions is fetched and done here): the same reduced rows and the
+    same clusters as from the array, bit for bit."""
+    from aflite_core.measures.neighbors import l2_normalize
+    from aflite_core.measures.projection import _reduce
+    from aflite_core.measures.slices import cluster_features
+    from aflite_core.represent.partitioned_rows import PartitionedRows
+    from aflite_core.represent.partitions import DaskPartitions
+
+    rng = np.random.default_rng(0)
+    whole = rng.standard_normal((140_000, 24)).astype(np.float32)
+    whole[:, :3] += rng.integers(0, 4, (140_000, 1)).astype(np.float32) * 3  # clusters
+    bounds = [(0, 65_536), (65_536, 131_072), (131_072, 140_000)]
+    runner = LocalPartitions() if where == "here" else DaskPartitions(client)
+    X = PartitionedRows(runner, runner.put([whole[lo:hi] for lo, hi in bounds]), bounds, 24)
+    unit_sample = l2_normalize(whole[::50])
+    np.testing.assert_array_equal(_reduce(X, unit_sample, 8, 0),
+                                  _reduce(whole, unit_sample, 8, 0))
+    rows = np.arange(3, 140_000)  # chunks across partitions too
+    for some in (None, rows):
+        here = cluster_features(whole, 6, rows=some, random_state=0)
+        there = cluster_features(X, 6, rows=some, random_state=0)
+        assert (here.X != there.X).nnz == 0 and list(here.value) == list(there.value)
+    assert X.whole_gathers == 0

@@ -40,6 +40,7 @@ from aflite_core.measures import map_regions
 from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.fold_pool import dask_folds, map_folds
+from aflite_core.represent.partitioned_rows import is_partitioned
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.
 SAMPLE_SIZE: int = 20_000
@@ -170,9 +171,22 @@ def _reduce(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
     mean = mean.astype(np.float32)
     axes_t = np.ascontiguousarray(axes.T, dtype=np.float32)
     Z = np.empty((X.shape[0], n_dims), dtype=np.float32)
+    if is_partitioned(X):  # Φ on the workers: each chunk reduced where its rows are
+        for start, part in zip(range(0, X.shape[0], 65536),
+                               X.map_chunks(_reduced_rows, 65536, mean, axes_t),
+                               strict=True):
+            Z[start:start + 65536] = part
+        return l2_normalize(Z)
     for start in range(0, X.shape[0], 65536):  # bounded temporary memory
-        Z[start:start + 65536] = (l2_normalize(X[start:start + 65536]) - mean) @ axes_t
+        Z[start:start + 65536] = _reduced_rows(X[start:start + 65536], mean, axes_t)
     return l2_normalize(Z)
+
+
+def _reduced_rows(rows: np.ndarray, mean: np.ndarray, axes_t: np.ndarray) -> np.ndarray:
+    """Rows of Φ made unit-length, centred on the sample's mean and projected on its
+    principal directions: row by row the same numbers whatever the chunk (a row's norm and
+    its product with the directions involve that row alone)."""
+    return (l2_normalize(rows) - mean) @ axes_t
 
 
 def fit_epochs(n_fit: int) -> int:

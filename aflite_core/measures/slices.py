@@ -43,6 +43,7 @@ from aflite_core.measures import map_regions
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.measures.slices_chart import slices_figures
 from aflite_core.measures.slices_fold import fold_similar
+from aflite_core.represent.partitioned_rows import is_partitioned
 
 __all__ = [
     "FILE",
@@ -359,11 +360,13 @@ def cluster_features(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None 
         model = MiniBatchKMeans(n_clusters=k, n_init=1, batch_size=4096,
                                 random_state=random_state).fit(
                                     np.asarray(X[fit_rows], dtype=np.float32))
-        labels = np.empty(n, dtype=np.int64)
-        for start in range(0, n, 65_536):
-            chunk = rows[start:start + 65_536]
-            block = X[chunk[0]:chunk[-1] + 1] if contiguous else X[chunk]
-            labels[start:start + len(chunk)] = model.predict(np.asarray(block, dtype=np.float32))
+        if is_partitioned(X):  # Φ on the workers: each chunk assigned where its rows are
+            chunks = X.select(rows).map_chunks(model.predict, 65_536)
+        else:
+            chunks = (model.predict(np.asarray(X[c[0]:c[-1] + 1] if contiguous else X[c],
+                                               dtype=np.float32))
+                      for c in (rows[lo:lo + 65_536] for lo in range(0, n, 65_536)))
+        labels = np.concatenate([np.empty(0, dtype=np.int64), *chunks]).astype(np.int64)
     names = [f"cluster {c}" for c in range(k)]
     if words is not None and words.X.shape[1]:
         names = _cluster_names(labels, k, words)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -43,9 +43,14 @@ def _take(part: np.ndarray, local: Any) -> np.ndarray:
     return np.array(part[local], copy=True)
 
 
-def _row_sum(part: np.ndarray, local: Any) -> np.ndarray:
-    """``part[local].sum(axis=0, dtype=float64)``: the sum the driver takes of those rows."""
-    return part[local].sum(axis=0, dtype=np.float64)
+def _apply_rows(part: np.ndarray, local: Any, fn: Callable, *shared: Any) -> Any:
+    """``fn(part[local], *shared)``: a chunk's function where its rows are."""
+    return fn(part[local], *shared)
+
+
+def _sum64(rows: np.ndarray) -> np.ndarray:
+    """``rows.sum(axis=0, dtype=float64)``: the sum the driver takes of those rows."""
+    return rows.sum(axis=0, dtype=np.float64)
 
 
 def _running_sum(part: np.ndarray, acc: np.ndarray | None, local: Any,
@@ -307,26 +312,47 @@ class PartitionedRows:
 
     def chunk_sums(self, step: int) -> list[np.ndarray]:
         """``[self[i:i + step].sum(axis=0, dtype=float64) for i in range(0, n, step)]``,
-        each chunk summed on the worker holding its rows (fetched and summed here when they
-        lie in two partitions): the same sums, bit for bit, without the rows travelling."""
-        store = self._store
-        while True:
-            chunks = [self._runs(self.positions(slice(lo, lo + step)))
-                      for lo in range(0, self.shape[0], step)]
-            whole = [i for i, runs in enumerate(chunks) if len(runs) == 1]
-            generation = store.restores
-            handles = store.runner.map(_row_sum, [store.handles[chunks[i][0][0]] for i in whole],
-                                       each=[(chunks[i][0][1],) for i in whole])
+        each chunk summed on the worker holding its rows (:meth:`map_chunks`): the same
+        sums, bit for bit, without the rows travelling."""
+        return list(self.map_chunks(_sum64, step))
+
+    def map_chunks(self, fn: Callable, step: int, *shared: Any) -> Iterator[Any]:
+        """``fn(self[i:i + step], *shared)`` for ``i = 0, step, 2 step, ...``, in order.
+
+        A chunk whose rows lie in one partition is given to ``fn`` on the worker holding it
+        (its result travels, not the rows; ``fn`` must not modify them: on a local runner it
+        gets a view); another chunk is fetched and given to ``fn`` here. ``fn`` must give
+        the same result wherever it runs (row-wise work, sums in a fixed order: the rows it
+        gets are the same). Results are fetched one at a time, so at most one chunk's result
+        is held here beside what the caller keeps. ``shared`` is sent to the workers once.
+        """
+        store, n = self._store, self.shape[0]
+        starts = list(range(0, n, step))
+        i = 0
+        while i < len(starts):
+            runner, generation = store.runner, store.restores
+            sent = [runner.share(obj) for obj in shared]
+            pending: dict[int, Any] = {}
+            for j in range(i, len(starts)):
+                runs = self._runs(self.positions(slice(starts[j], starts[j] + step)))
+                if len(runs) == 1:
+                    p, local, _, _ = runs[0]
+                    [pending[j]] = runner.map(_apply_rows, [store.handles[p]], fn, *sent,
+                                              each=[(local,)])
             try:
-                found = dict(zip(whole, store.runner.gather(handles), strict=True))
+                while i < len(starts):
+                    if i in pending:
+                        handle = pending.pop(i)
+                        [result] = runner.gather([handle])
+                        runner.release([handle])
+                    else:
+                        result = fn(self[starts[i]:starts[i] + step], *shared)
+                    yield result
+                    i += 1
             except PartitionLost as exc:
                 store.rebuild(exc, generation)
-                continue
             finally:
-                store.runner.release(handles)
-            return [found[i] if i in found
-                    else self[i * step:(i + 1) * step].sum(axis=0, dtype=np.float64)
-                    for i in range(len(chunks))]
+                runner.release([*pending.values(), *(h for h in sent if h is not None)])
 
     def running_sum(self, rows: Any, chunk: int = 4096) -> np.ndarray | None:
         """The float64 sum of ``self[rows]`` added row after row in their order (what
