@@ -71,6 +71,7 @@ from aflite_core.filter.rounds import (
     _resolve_target_size,
     _resolve_train_size,
 )
+from aflite_core.represent.partitioned_rows import is_partitioned
 
 __all__ = ["AFLite", "STRATEGIES", "CLASSIFIERS", "BACKENDS"]
 CLASSIFIERS = ("lda",)
@@ -383,9 +384,11 @@ class AFLite(BaseEstimator):
         scores = np.full(len(y_new), np.nan)
         prob_sum, prob_m2 = np.zeros(len(y_new)), np.zeros(len(y_new))
 
-        def score(rows: np.ndarray) -> None:
-            """Score class-sorted ``rows`` (one piece) into the shared outputs."""
-            block = np.ascontiguousarray(X_new[rows], dtype=np.float32) - model.shift
+        def score(rows: np.ndarray, features: np.ndarray | None = None) -> None:
+            """Score class-sorted ``rows`` (one piece; ``features``: their rows of ``X_new``
+            when already read) into the shared outputs."""
+            block = np.ascontiguousarray(X_new[rows] if features is None else features,
+                                         dtype=np.float32) - model.shift
             bounds = np.searchsorted(new_codes[rows], np.arange(n_classes + 1))
             heldout = np.ones((m, len(rows)), dtype=bool)
             if datamap:
@@ -399,16 +402,22 @@ class AFLite(BaseEstimator):
         # scored side by side on the estimator's threads: every row's margins are the same
         # products in the same 2,048-row chunks as when a block was scored whole (the same
         # scores, bit for bit), and a block's (C - 1) x m x rows margins are never held at once
-        pieces = []
         step = _MAX_BLOCK_ROWS * 16
         # above MAX_CLASSES_MARGINS classes the kernel chunks its logits otherwise: whole blocks
         piece = _HELDOUT_PIECE_ROWS if n_classes <= MAX_CLASSES_MARGINS else step
-        for lo in range(0, len(seen), step):
-            rows = seen[lo : lo + step]
-            rows = rows[np.argsort(new_codes[rows], kind="stable")]
-            pieces += np.split(rows, range(piece, len(rows), piece))
-        with ThreadPoolExecutor(max(1, min(resolve_n_jobs(self.n_jobs), len(pieces)))) as pool:
-            list(pool.map(score, pieces))
+        blocks = [rows[np.argsort(new_codes[rows], kind="stable")]
+                  for rows in (seen[lo : lo + step] for lo in range(0, len(seen), step))]
+
+        def cut(rows: np.ndarray) -> list[np.ndarray]:
+            return np.split(rows, range(piece, len(rows), piece))
+
+        n_pieces = sum(len(cut(rows)) for rows in blocks)
+        with ThreadPoolExecutor(max(1, min(resolve_n_jobs(self.n_jobs), n_pieces))) as pool:
+            if is_partitioned(X_new):  # Φ on the workers: a block's rows fetched at once
+                for rows in blocks:
+                    list(pool.map(score, cut(rows), cut(X_new[rows])))
+            else:
+                list(pool.map(score, [p for rows in blocks for p in cut(rows)]))
         if not datamap:
             return scores
         held = np.zeros(len(y_new), dtype=np.int64)
