@@ -26,6 +26,7 @@ from aflite_core.filter.rounds import (
     _release_pages,
 )
 from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent.partitions import scatter_within
 
 BACKENDS = ("local", "dask")
 _BLOCK_TARGET_BYTES = 2 << 20
@@ -468,23 +469,24 @@ class _DaskBackend:
     def _recover(self, error: BaseException) -> None:
         """Rebuild the groups whose worker left, or re-raise ``error`` if none did."""
         lost = self._lost_groups()
-        if is_partitioned(self._X):
-            self._X.restore_lost()
-            if self._X.restores != self._restores_seen:
-                # X's partitions on a departed worker went with it: X was built again (here
-                # or by another reader), and a group built (or being built) from them is
-                # rebuilt too
-                self._restores_seen = self._X.restores
-                lost = sorted({*lost, *(i for i, f in enumerate(self._wc)
-                                        if f.status in ("error", "cancelled", "lost"))})
-        if not lost:
+        resident = is_partitioned(self._X)
+        phi_lost = resident and (self._X.restores != self._restores_seen or self._X.lost())
+        if not lost and not phi_lost:
             raise error
         self.worker_losses += 1
-        if self.worker_losses > MAX_WORKER_LOSSES:
+        if self.worker_losses > MAX_WORKER_LOSSES:  # before building Φ again for nothing
             raise RuntimeError(
                 f"AFLite on Dask: workers left the cluster {self.worker_losses} times during "
                 f"the run (last: {len(lost)} of {len(self._groups)} row groups lost); check "
                 "the workers' memory limit and logs, or run with backend='local'") from error
+        if phi_lost:
+            # X's partitions on a departed worker went with it: X is built again (here or
+            # by another reader already), and a group built (or being built) from them is
+            # rebuilt too
+            self._X.restore_lost()
+            self._restores_seen = self._X.restores
+            lost = sorted({*lost, *(i for i, f in enumerate(self._wc)
+                                    if f.status in ("error", "cancelled", "lost"))})
         workers = self._workers()
         for k, i in enumerate(lost):
             try:
@@ -554,28 +556,11 @@ class _DaskBackend:
 
 
 def _broadcast(client: Any, obj: Any, timeout: float) -> list:
-    """``client.scatter([obj], broadcast=True)``, given up after ``timeout`` seconds.
-
-    Dask's own ``timeout`` bounds the scheduler's wait for workers, not the transfer: a
-    broadcast aimed at a worker killed a moment before still hung for minutes once in the
-    full test suite (a loaded machine). Here the call runs on a helper thread and a
-    :class:`TimeoutError` is raised when it outlasts ``timeout`` (the caller counts it as a lost
-    worker); the helper ends when the client answers or closes.
-    """
-    import threading
-    from concurrent.futures import Future as Box
-
-    box: Box = Box()
-
-    def run() -> None:
-        try:
-            box.set_result(client.scatter([obj], broadcast=True, timeout=timeout))
-        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
-            box.set_exception(exc)
-
-    threading.Thread(target=run, name="aflite-broadcast", daemon=True).start()
+    """``client.scatter([obj], broadcast=True)``, given up after ``timeout`` seconds
+    (:func:`~aflite_core.represent.partitions.scatter_within`; the caller counts a
+    :class:`TimeoutError` as a lost worker)."""
     try:
-        return box.result(timeout=timeout + 1.0)
+        return scatter_within(client, [obj], timeout, broadcast=True)
     except TimeoutError:
         raise TimeoutError(f"AFLite on Dask: broadcasting a round's model took more than "
                            f"{timeout:.0f} s") from None

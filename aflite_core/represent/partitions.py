@@ -25,11 +25,41 @@ from typing import Any
 
 from aflite_core.represent.fold_pool import _lost_data, cluster_workers
 
-__all__ = ["DaskPartitions", "LocalPartitions", "PartitionLost"]
+__all__ = ["SCATTER_TIMEOUT_S", "DaskPartitions", "LocalPartitions", "PartitionLost",
+           "scatter_within"]
+
+
+#: Seconds a scatter to the workers may take before it counts as a lost worker (a scatter
+#: aimed at a worker killed a moment before hung for minutes on a loaded machine).
+SCATTER_TIMEOUT_S = 120.0
 
 
 class PartitionLost(RuntimeError):
     """A worker holding a partition (or a step's result) left the cluster."""
+
+
+def scatter_within(client: Any, objs: list, timeout: float, **kwargs: Any) -> list:
+    """``client.scatter(objs, timeout=timeout, **kwargs)``, given up after ``timeout``
+    seconds.
+
+    Dask's own ``timeout`` bounds the scheduler's wait for workers, not the transfer: a
+    broadcast aimed at a worker killed a moment before hung for minutes once in the full test
+    suite (a loaded machine). Here the call runs on a helper thread and :class:`TimeoutError`
+    is raised when it outlasts ``timeout``; the helper ends when the client answers or closes.
+    """
+    import threading
+    from concurrent.futures import Future as Box
+
+    box: Box = Box()
+
+    def run() -> None:
+        try:
+            box.set_result(client.scatter(objs, timeout=timeout, **kwargs))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            box.set_exception(exc)
+
+    threading.Thread(target=run, name="aflite-scatter", daemon=True).start()
+    return box.result(timeout=timeout + 1.0)
 
 
 def _on_one_thread(fn: Callable, *args: Any) -> Any:
@@ -112,13 +142,26 @@ class DaskPartitions:
         handles = []
         for i, part in enumerate(parts):
             worker = self.workers[i * w // max(n, 1)]
-            [future] = self.client.scatter([part], workers=[worker], hash=False)
+            [future] = self._scatter([part], workers=[worker], hash=False)
             self._holder[future.key] = worker
             handles.append(future)
         return handles
 
+    def _scatter(self, objs: list, **kwargs: Any) -> list:
+        """``client.scatter``, a :class:`PartitionLost` when it outlasts
+        :data:`SCATTER_TIMEOUT_S` or fails for lost data (its worker gone)."""
+        try:
+            return scatter_within(self.client, objs, SCATTER_TIMEOUT_S, **kwargs)
+        except TimeoutError:
+            raise PartitionLost(f"a scatter to the workers took more than "
+                                f"{SCATTER_TIMEOUT_S:.0f} s (a worker left?)") from None
+        except Exception as exc:
+            if _lost_data(exc):
+                raise PartitionLost("a worker left the cluster during a scatter") from exc
+            raise
+
     def share(self, obj: Any) -> Any:
-        [future] = self.client.scatter([obj], broadcast=True, hash=False)
+        [future] = self._scatter([obj], broadcast=True, hash=False)
         return future
 
     def _submit(self, fn: Callable, handle: Any, *args: Any) -> Any:
