@@ -428,16 +428,17 @@ class _DaskBackend:
         return is_partitioned(self._X) and getattr(self._X.runner, "client", None) \
             is self._client
 
-    def _build(self, i: int, worker: str) -> tuple[Any, str]:
+    def _build(self, i: int, worker: str, workers: list[str]) -> tuple[Any, str]:
         """Group ``i``'s working copies, built on ``worker`` from X's current rows (X's rows
-        on the workers: built from pieces of its partitions, on the worker holding most of
-        them, the rows never passing through the driver); the future and its worker."""
+        on the workers: built from pieces of its partitions, on the one of ``workers``
+        holding most of them, the rows never passing through the driver); the future and
+        its worker."""
         g = self._groups[i]
         start, stop = self._starts[g[0]], self._stops[g[-1]]
         local_rows = [self._rows[b] - start for b in g]
         if self._resident():
             pieces, holder = self._X.pieces(start, stop)
-            worker = holder if holder in self._workers() else worker
+            worker = holder if holder in workers else worker
             future = self._client.submit(_dask_build_pieces, pieces, local_rows, self._shift,
                                          workers=[worker], pure=False)
             self._X.runner.release(pieces)  # the build task keeps what it needs
@@ -453,7 +454,7 @@ class _DaskBackend:
 
         workers = self._workers()
         for i in range(len(self._groups)):
-            future, worker = self._build(i, workers[i % len(workers)])
+            future, worker = self._build(i, workers[i % len(workers)], workers)
             self._wc.append(future)
             self._holders.append(worker)
         wait(self._wc)
@@ -490,7 +491,8 @@ class _DaskBackend:
         workers = self._workers()
         for k, i in enumerate(lost):
             try:
-                self._wc[i], self._holders[i] = self._build(i, workers[k % len(workers)])
+                self._wc[i], self._holders[i] = self._build(i, workers[k % len(workers)],
+                                                            workers)
             except Exception:  # noqa: BLE001 - that worker left too: the next try sees it
                 self._holders[i] = ""
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg
 
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent.partitioned_rows import add_rows, is_partitioned
 
 __all__ = [
     "PartitionLDA",
@@ -503,20 +503,15 @@ def _gold_prob_margins(seg: np.ndarray, c: int) -> np.ndarray:
 
 def _mean_of_rows(X: np.ndarray, rows: np.ndarray, chunk: int = 4096) -> np.ndarray:
     """``X[rows].mean(axis=0, dtype=float64)`` of float32 ``X`` without gathering every row
-    at once: NumPy sums an axis-0 reduction row after row, so each chunk is summed after the
-    running total (its first row), the same additions in the same order. Rows are read 16
-    chunks at a time (one fetch each when they are Φ's partitions on a cluster)."""
+    at once (:func:`~aflite_core.represent.partitioned_rows.add_rows`, a chunk at a time: the
+    same additions in the same order)."""
     if is_partitioned(X):  # summed where the rows are, the total passed along
         total = X.running_sum(rows, chunk)
-        return np.full(X.shape[1], np.nan) if total is None else total / len(rows)
-    total = None
-    for start in range(0, len(rows), 16 * chunk):
-        block = np.asarray(X[rows[start : start + 16 * chunk]], dtype=np.float32)
-        for lo in range(0, len(block), chunk):
-            part = block[lo : lo + chunk].astype(np.float64)
-            if total is not None:
-                part = np.concatenate([total[None], part])
-            total = np.add.reduce(part, axis=0)
+    else:
+        total = None
+        for lo in range(0, len(rows), chunk):
+            total = add_rows(total, np.asarray(X[rows[lo : lo + chunk]], dtype=np.float32),
+                             chunk)
     if total is None:
         return np.full(X.shape[1], np.nan)
     return total / len(rows)

@@ -238,24 +238,15 @@ def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
     X, n_features, explained = partitioned_tfidf_svd(
         DaskPartitions(client), hypotheses, premises, n_components=n_components,
         random_state=random_state, n_iter=SVD_N_ITER, callback=report,
-        on_vocabulary=lambda n: state.update(n_features=n), resident=resident)
+        on_vocabulary=lambda n: state.update(n_features=n), resident=resident,
+        # a rebuild of resident Φ reads the dataset's texts again: the lists of every row's
+        # texts (0.27 GB per million SNLI rows) are not kept for it
+        texts=lambda: (dataset.hypotheses(), dataset.premises()))
     info = _svd_info(X.shape[1], n_features, explained)
     info["partitions"] = len(partition_bounds(n_rows))
     info["engine"] = "dask"
     if not resident:
         return _finish(X), info
-
-    def restore() -> tuple[Any, list]:
-        """Φ built again from the dataset's texts, read again: the lists of every row's
-        texts (0.27 GB per million SNLI rows) are not kept for it."""
-        client.wait_for_workers(1, timeout=30)
-        again, _, _ = partitioned_tfidf_svd(
-            DaskPartitions(client), dataset.hypotheses(), dataset.premises(),
-            n_components=n_components, random_state=random_state, n_iter=SVD_N_ITER,
-            resident=True)
-        return again.runner, again.handles
-
-    X.restore_with(restore)
     info["resident"] = True
     return X, info
 

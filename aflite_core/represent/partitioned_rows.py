@@ -32,7 +32,7 @@ import numpy as np
 
 from aflite_core.represent.partitions import LocalPartitions, PartitionLost
 
-__all__ = ["MAX_RESTORES", "PartitionedRows", "is_partitioned"]
+__all__ = ["MAX_RESTORES", "PartitionedRows", "add_rows", "is_partitioned"]
 
 #: Times the partitions are built again after workers holding them left.
 MAX_RESTORES = 2
@@ -53,17 +53,23 @@ def _sum64(rows: np.ndarray) -> np.ndarray:
     return rows.sum(axis=0, dtype=np.float64)
 
 
-def _running_sum(part: np.ndarray, acc: np.ndarray | None, local: Any,
-                 chunk: int) -> np.ndarray | None:
-    """``acc`` plus the rows ``part[local]``, added one row after the other in float64 (a
-    NumPy axis-0 reduction adds row after row; each chunk starts from the running total)."""
-    rows = part[local]
+def add_rows(acc: np.ndarray | None, rows: np.ndarray, chunk: int) -> np.ndarray | None:
+    """``acc`` (None: nothing yet) plus ``rows``, added one row after the other in float64:
+    a NumPy axis-0 reduction adds row after row, so each chunk of ``chunk`` rows is summed
+    after the running total (its first row), the same additions in the same order however
+    the rows are cut."""
     for lo in range(0, len(rows), chunk):
         block = rows[lo:lo + chunk].astype(np.float64)
         if acc is not None:
             block = np.concatenate([acc[None], block])
         acc = np.add.reduce(block, axis=0)
     return acc
+
+
+def _running_sum(part: np.ndarray, acc: np.ndarray | None, local: Any,
+                 chunk: int) -> np.ndarray | None:
+    """:func:`add_rows` of the rows ``part[local]``, where the partition is."""
+    return add_rows(acc, part[local], chunk)
 
 
 def _all_finite(part: np.ndarray) -> bool:
@@ -264,22 +270,27 @@ class PartitionedRows:
         out = np.empty((len(positions), self.shape[1]), dtype=np.float32)
         if not len(positions):
             return out
+        reads = self._by_partition(positions)
+        pieces = self._on_partitions(_take, [p for p, _, _ in reads],
+                                     [(local,) for _, local, _ in reads])
+        for (_, _, where), piece in zip(reads, pieces, strict=True):
+            out[where] = piece
+        return out
+
+    def _on_partitions(self, fn: Callable, parts: list[int], each: list[tuple] | None = None
+                       ) -> list:
+        """``[fn(partition p, *each[i]) for i, p in enumerate(parts)]``, each where its
+        partition is; the partitions built again (and ``fn`` run again) when lost."""
         store = self._store
         while True:
-            reads = self._by_partition(positions)
             runner, generation = store.runner, store.restores
-            handles = runner.map(_take, [store.handles[p] for p, _, _ in reads],
-                                 each=[(local,) for _, local, _ in reads])
+            handles = runner.map(fn, [store.handles[p] for p in parts], each=each)
             try:
-                pieces = runner.gather(handles)
+                return runner.gather(handles)
             except PartitionLost as exc:
                 store.rebuild(exc, generation)
-                continue
             finally:
                 runner.release(handles)
-            for (_, _, where), piece in zip(reads, pieces, strict=True):
-                out[where] = piece
-            return out
 
     def __getitem__(self, index: Any) -> np.ndarray:
         if isinstance(index, tuple):
@@ -299,16 +310,7 @@ class PartitionedRows:
 
     def all_finite(self) -> bool:
         """Whether every entry of the whole matrix is finite (checked where the rows are)."""
-        store = self._store
-        while True:
-            generation = store.restores
-            handles = store.runner.map(_all_finite, store.handles)
-            try:
-                return all(store.runner.gather(handles))
-            except PartitionLost as exc:
-                store.rebuild(exc, generation)
-            finally:
-                store.runner.release(handles)
+        return all(self._on_partitions(_all_finite, list(range(len(self._store.handles)))))
 
     def chunk_sums(self, step: int) -> list[np.ndarray]:
         """``[self[i:i + step].sum(axis=0, dtype=float64) for i in range(0, n, step)]``,

@@ -217,6 +217,7 @@ def partitioned_tfidf_svd(
     callback: Callable[[float], object] | None = None,
     on_vocabulary: Callable[[int], object] | None = None,
     resident: bool = False,
+    texts: Callable[[], tuple[list, list | None]] | None = None,
 ) -> tuple[np.ndarray | PartitionedRows, int, float]:
     """Φ of ``tfidf_svd`` over row partitions on ``runner``.
 
@@ -241,10 +242,12 @@ def partitioned_tfidf_svd(
     resident : bool, default False
         Leave Φ's rows in their partitions and return a
         :class:`~aflite_core.represent.partitioned_rows.PartitionedRows` of them, which
-        builds them again (this function, on the workers left, from ``hypotheses`` and
-        ``premises``, which it keeps referenced until
-        :meth:`~aflite_core.represent.partitioned_rows.PartitionedRows.restore_with`
-        replaces it) if a worker holding some leaves; else gather them into one array.
+        builds them again on the workers left if a worker holding some leaves; else gather
+        them into one array.
+    texts : callable, optional
+        With ``resident``: returns ``(hypotheses, premises)`` again for such a rebuild (an
+        audit reads them from its dataset). Without it the rebuild keeps ``hypotheses`` and
+        ``premises`` referenced as long as Φ lives.
 
     Returns
     -------
@@ -255,13 +258,32 @@ def partitioned_tfidf_svd(
     explained_variance : float
     """
     bounds = partition_bounds(len(hypotheses), partition_rows)
+    settings = (bounds, n_components, random_state, n_iter, max_features, min_df)
+    X, n_features, explained = _build_with_restarts(runner, hypotheses, premises, settings,
+                                                    callback, on_vocabulary, resident)
+    if resident:
+        reread = texts if texts is not None else (lambda: (hypotheses, premises))
+
+        def restore() -> tuple[Any, list]:
+            """The same rows built again on the workers that remain."""
+            rows = _build_with_restarts(_fresh(X.runner), *reread(), settings, None, None,
+                                        True)[0]
+            return rows.runner, rows.handles
+
+        X.restore_with(restore)
+    return X, n_features, explained
+
+
+def _build_with_restarts(runner: Any, hypotheses: list, premises: list | None,
+                         settings: tuple, callback: Any, on_vocabulary: Any, resident: bool
+                         ) -> tuple[np.ndarray | PartitionedRows, int, float]:
+    """:func:`_build`, started again from the texts (at most :data:`MAX_RESTARTS` times)
+    when a worker holding partitions left."""
     restarts = 0
     while True:
         try:
-            X, n_features, explained = _build(
-                runner, hypotheses, premises, bounds, n_components, random_state, n_iter,
-                max_features, min_df, callback, on_vocabulary, resident)
-            break
+            return _build(runner, hypotheses, premises, *settings, callback, on_vocabulary,
+                          resident)
         except PartitionLost:
             restarts += 1
             if restarts > MAX_RESTARTS or isinstance(runner, LocalPartitions):
@@ -270,16 +292,6 @@ def partitioned_tfidf_svd(
                     f"{restarts} times; check the workers' memory limit and logs, or run "
                     "without a scheduler") from None
             runner = _fresh(runner)
-    if resident:
-        def restore() -> tuple[Any, list]:
-            """The same rows built again on the workers that remain (the texts are here)."""
-            again = _fresh(runner)
-            rows = _build(again, hypotheses, premises, bounds, n_components, random_state,
-                          n_iter, max_features, min_df, None, None, True)[0]
-            return rows.runner, rows.handles
-
-        X.restore_with(restore)
-    return X, n_features, explained
 
 
 def _fresh(runner: Any) -> Any:
