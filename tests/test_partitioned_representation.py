@@ -174,8 +174,10 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     """With a scheduler the audit's Φ is built on the workers (engines: representation dask)
     and stays there: AFLite (the training split filtered, dev and test scored), KNN, the
     slices' clusters and the map read its rows where they are, no stage gathers it whole
-    (``whole_gathers`` 0; KNN's training rows normalised and searched on the workers), and
-    every row's status and predictability and every measure's table are the local run's."""
+    (``whole_gathers`` 0; KNN's training rows normalised and searched on the workers), PVI
+    counts the hypotheses and fits its folds on the workers (sent a chunk at a time from the
+    frame), and every row's status and predictability and every measure's table are the
+    local run's."""
     import json
 
     from aflite_core.io.datasets import load_dataset
@@ -191,8 +193,24 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     search = knn_module._search_there
     monkeypatch.setattr(knn_module, "_search_there",
                         lambda *a: searched.append(len(a[2])) or search(*a))
-    measures = ("knn", "slices", "projection", "baselines")
-    fast = {"n_partitions": 8, "measures": measures, "report": False}
+    import aflite_core.measures.pvi as pvi_module
+
+    monkeypatch.setattr(pvi_module, "WORKER_COUNTS_MIN_ROWS", 10_000)
+    monkeypatch.setattr(pvi_module, "COUNT_CHUNK_ROWS", 8_000)
+    import aflite_core.represent.partitioned_counts as counts_module
+
+    counted = []
+    count = counts_module.ngram_counts_on_workers
+
+    def watched(client, chunks):
+        chunks = list(chunks)
+        counted.append([len(chunk) for chunk in chunks])
+        return count(client, chunks)
+
+    monkeypatch.setattr(counts_module, "ngram_counts_on_workers", watched)
+    measures = ("knn", "slices", "projection", "baselines", "pvi")
+    fast = {"n_partitions": 8, "measures": measures, "report": False,
+            "measure_params": {"pvi": {"n_splits": 3}}}
     address = client.scheduler.address
     on_dask = run_audit(dataset, AuditConfig(**fast, backend="dask", scheduler=address),
                         runs_root=tmp_path / "dask")
@@ -208,8 +226,12 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     a, b = (pd.read_parquet(path / "scores.parquet") for path in (on_dask, here))
     assert len(a) == len(frame) and (a["status"] == "unfiltered").sum() > 10_000
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+    # PVI's counts on the workers (the local run counts its own): the training split's rows
+    # sent 8,000 at a time
+    assert len(counted) == 1 and len(counted[0]) > 1 and max(counted[0]) == 8_000
     for table in ("knn.parquet", "knn_examples.parquet", "slices.parquet",
-                  "slices_members.parquet", "projection.parquet", "map_regions.parquet"):
+                  "slices_members.parquet", "projection.parquet", "map_regions.parquet",
+                  "pvi.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(on_dask / table),
                                       pd.read_parquet(here / table), check_exact=True)
     baselines = [json.loads((path / "baselines.json").read_text()) for path in (on_dask, here)]

@@ -11,7 +11,7 @@ for other dtypes (JSON, Parquet and DataFrame columns of mixed types). Missing v
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -54,6 +54,50 @@ def texts(series: pd.Series) -> list[str]:
     if pd.api.types.infer_dtype(series, skipna=False) == "string" and not series.hasnans:
         return series.tolist()  # all str, no missing (a str dtype says "string" with NaN too)
     return [as_text(v) for v in series.tolist()]
+
+
+class RowTexts(Sequence):
+    """Some rows of a text column as a sequence of ``str`` (missing values ``""``, as
+    :func:`texts`), made :data:`ROW_TEXTS_CHUNK` rows at a time: iterating it, or taking
+    :meth:`chunks`, never builds a list of every row's text.
+
+    Parameters
+    ----------
+    series : pandas.Series
+        The whole column.
+    positions : array of int
+        The rows, as positions in ``series``, in the order the sequence gives them.
+    """
+
+    def __init__(self, series: pd.Series, positions: np.ndarray) -> None:
+        self._series = series
+        self._positions = np.asarray(positions, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return texts(self._series.iloc[self._positions[index]])
+        return as_text(self._series.iloc[int(self._positions[index])])
+
+    def take(self, rows: np.ndarray) -> list[str]:
+        """The texts of ``rows`` (positions in this sequence), in that order."""
+        return texts(self._series.iloc[self._positions[np.asarray(rows, dtype=np.int64)]])
+
+    def chunks(self, rows: int = 0) -> Iterator[list[str]]:
+        """The texts in order, ``rows`` (default :data:`ROW_TEXTS_CHUNK`) at a time."""
+        rows = int(rows) or ROW_TEXTS_CHUNK
+        for start in range(0, len(self), rows):
+            yield self[start:start + rows]
+
+    def __iter__(self) -> Iterator[str]:
+        for chunk in self.chunks():
+            yield from chunk
+
+
+#: Rows :class:`RowTexts` turns into Python strings at a time.
+ROW_TEXTS_CHUNK = 65_536
 
 
 def blank_mask(series: pd.Series) -> np.ndarray:

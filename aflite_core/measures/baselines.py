@@ -584,7 +584,7 @@ def _sampling_note(result: dict, n_total: int, rows: np.ndarray) -> None:
 
 
 def _baselines(ctx: MeasureContext) -> MeasureResult:
-    hypotheses, _premises = ctx.texts()
+    hypotheses = ctx.hypothesis_texts()  # the sample's are taken; no list of every row's
     params = {"random_state": ctx.random_state, **ctx.params}
     n_seeds = int(params.pop("aflite_seeds", 1))
     max_rows = int(params.pop("max_rows", MAX_ROWS))
@@ -593,7 +593,7 @@ def _baselines(ctx: MeasureContext) -> MeasureResult:
     if len(rows) < len(ctx.y):
         ctx.progress(0.0, f"baselines on a seeded sample of {len(rows):,} of {len(ctx.y):,} "
                           "rows")
-    data = {"y": ctx.y[rows], "hypotheses": [hypotheses[i] for i in rows],
+    data = {"y": ctx.y[rows], "hypotheses": hypotheses.take(rows),
             "X": None if ctx.X is None else ctx.X[rows],
             "groups": None if ctx.groups is None else np.asarray(ctx.groups)[rows]}
     result = run_baselines(

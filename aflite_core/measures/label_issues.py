@@ -284,7 +284,6 @@ def label_pairs(table: pd.DataFrame) -> pd.DataFrame:
 
 def compute(ctx: MeasureContext) -> MeasureResult:
     """Label issues of the filtered rows (see the module docstring)."""
-    hypotheses, premises = ctx.texts()
     params = {"n_splits": 2, "max_rows": MAX_ROWS, **ctx.params}
     n_splits = check_int("n_splits", params["n_splits"], minimum=2)
     y = np.asarray(ctx.y, dtype=object).astype(str)
@@ -299,8 +298,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                        random_state=ctx.random_state)
     if len(rows) < len(y):
         ctx.progress(0.0, f"label issues on a seeded sample of {len(rows):,} of {len(y):,} rows")
-    texts = pair_texts(None if premises is None else [premises[i] for i in rows],
-                       [hypotheses[i] for i in rows])
+    # the sample's texts are taken from the frame: no list of every row's
+    hypotheses, premises = ctx.hypothesis_texts(), ctx.premise_texts()
+    texts = pair_texts(None if premises is None else premises.take(rows),
+                       hypotheses.take(rows))
     groups = None if ctx.groups is None else np.asarray(ctx.groups)[rows]
     classes, proba = out_of_fold_probabilities(texts, y[rows], n_splits=n_splits, groups=groups,
                                                random_state=ctx.random_state,

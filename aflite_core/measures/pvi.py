@@ -23,15 +23,16 @@ bits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_pool import map_folds
-from aflite_core.represent.on_use import evaluator, text_model
+from aflite_core.represent.fold_pool import dask_folds, map_folds
+from aflite_core.represent.on_use import counts_evaluator, evaluator, text_model
 from aflite_core.represent.pair_inputs import pair_texts
 from aflite_core.splits import cv_folds, group_codes
 
@@ -41,6 +42,14 @@ __all__ = ["FILE", "PROB_FLOOR", "hypothesis_only_pvi", "pvi_summary"]
 FILE = "pvi.parquet"
 #: Smallest probability used in a logarithm.
 PROB_FLOOR = 1e-6
+#: On a cluster (``map_folds`` inside ``on_dask``), from this many rows the hypotheses are
+#: counted on the workers (``represent.partitioned_counts``) and the folds fit beside the
+#: matrix there: the driver sends the texts a chunk at a time and never holds the matrix
+#: (below, the matrix of up to 250,000 rows is shared with the baselines and label issues
+#: through ``fold_fits``' cache, and travels with the fits as before).
+WORKER_COUNTS_MIN_ROWS = 250_001
+#: Hypotheses per counting task on the workers.
+COUNT_CHUNK_ROWS = 65_536
 
 
 def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
@@ -52,6 +61,11 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     Parameters
     ----------
     hypotheses : sequence of str
+        A list, or a lazy sequence with ``chunks(rows)`` (``MeasureContext.hypothesis_texts``).
+        Inside ``fold_pool.on_dask`` with at least :data:`WORKER_COUNTS_MIN_ROWS` rows they go
+        to the workers :data:`COUNT_CHUNK_ROWS` at a time, are counted there
+        (:func:`~aflite_core.represent.partitioned_counts.ngram_counts_on_workers`) and the
+        folds fit there beside the counts: the same probabilities bit for bit.
     labels : array-like of shape (n_rows,)
     n_splits : int >= 2, default 5
         Folds (see :func:`aflite_core.splits.cv_folds`).
@@ -86,28 +100,24 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     if len(classes) < 2:
         raise ValueError(f"labels: expected at least 2 distinct labels, got {len(classes)}")
     codes = np.searchsorted(classes, y)
-    texts = pair_texts(None, list(hypotheses))
-    # vectorised once for all folds, each fold fitted from zero (represent.fold_fits)
-    folds_model = evaluator(text_model("hypothesis_only", C=C, random_state=random_state),
-                            texts, y)
-    del texts  # vectorised: the folds read the evaluator's features only
+    model = text_model("hypothesis_only", C=C, random_state=random_state)
+    record = dask_folds()
+    if record is not None and len(y) >= WORKER_COUNTS_MIN_ROWS:
+        # counted on the workers and left there: the folds read the evaluator where it is
+        from aflite_core.represent.partitioned_counts import ngram_counts_on_workers
+
+        chunks = (pair_texts(None, chunk) for chunk in _chunks(hypotheses))
+        counts = ngram_counts_on_workers(record.client, chunks)
+        folds_model = record.client.submit(counts_evaluator, model, counts, y, pure=False)
+    else:  # vectorised once for all folds, each fold fitted from zero (represent.fold_fits)
+        folds_model = evaluator(model, pair_texts(None, list(hypotheses)), y)
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
                      random_state=random_state)
     p_label = np.full(len(y), np.nan)
     p_prior = np.full(len(y), np.nan)
     predicted = np.empty(len(y), dtype=object)
     fold_of = np.full(len(y), -1, dtype=np.int64)
-
-    def fit(fold: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """The fold's prior p(y) and its test rows' probabilities."""
-        train, test = fold
-        prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
-        proba = np.tile(prior, (len(test), 1))
-        if len(np.unique(codes[train])) >= 2:
-            fitted_classes, fitted_proba = folds_model.fit_predict_proba(train, test)
-            proba = np.zeros((len(test), len(classes)))
-            proba[:, np.searchsorted(classes, fitted_classes)] = fitted_proba
-        return prior, proba
+    fit = functools.partial(_fit_fold, codes=codes, classes=classes)
 
     def done(f: int, fitted: tuple[np.ndarray, np.ndarray]) -> None:
         test = folds[f][1]
@@ -120,11 +130,35 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
             callback({"stage": "pvi", "fraction": (f + 1) / len(folds),
                       "message": f"hypothesis-only model, fold {f + 1} of {len(folds)}"})
 
-    map_folds(fit, folds, on_done=done)  # the folds side by side (represent.fold_pool)
+    # the folds side by side (represent.fold_pool), or as tasks beside the evaluator
+    map_folds(fit, folds, on_done=done, resident=folds_model)
     pvi = np.log2(np.maximum(p_label, PROB_FLOOR)) - np.log2(np.maximum(p_prior, PROB_FLOOR))
     return pd.DataFrame({"pvi": pvi, "p_label": p_label, "p_prior": p_prior,
                          "predicted": predicted.astype(str), "correct": predicted == y,
                          "fold": fold_of})
+
+
+def _fit_fold(fold: tuple[np.ndarray, np.ndarray], folds_model, *, codes: np.ndarray,
+              classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One fold: its training rows' prior p(y) and its test rows' probabilities."""
+    train, test = fold
+    prior = np.bincount(codes[train], minlength=len(classes)) / len(train)
+    proba = np.tile(prior, (len(test), 1))
+    if len(np.unique(codes[train])) >= 2:
+        fitted_classes, fitted_proba = folds_model.fit_predict_proba(train, test)
+        proba = np.zeros((len(test), len(classes)))
+        proba[:, np.searchsorted(classes, fitted_classes)] = fitted_proba
+    return prior, proba
+
+
+def _chunks(texts: Sequence[str]) -> Iterator[list[str]]:
+    """``texts`` a chunk of :data:`COUNT_CHUNK_ROWS` at a time (a ``RowTexts`` makes them
+    from the frame one chunk at a time)."""
+    if hasattr(texts, "chunks"):
+        yield from texts.chunks(COUNT_CHUNK_ROWS)
+        return
+    for start in range(0, len(texts), COUNT_CHUNK_ROWS):
+        yield list(texts[start:start + COUNT_CHUNK_ROWS])
 
 
 def pvi_summary(table: pd.DataFrame, by: Sequence[str] = ("label",)) -> pd.DataFrame:
@@ -152,7 +186,7 @@ def pvi_summary(table: pd.DataFrame, by: Sequence[str] = ("label",)) -> pd.DataF
 
 def compute(ctx: MeasureContext) -> MeasureResult:
     """Hypothesis-only PVI of the filtered rows (folds grouped by ``ctx.groups``)."""
-    hypotheses, _ = ctx.texts()
+    hypotheses = ctx.hypothesis_texts()  # made a chunk at a time (no premises)
     params = {"n_splits": 5, **ctx.params}
     table = hypothesis_only_pvi(hypotheses, ctx.y, groups=ctx.groups,
                                 random_state=ctx.random_state, callback=ctx.callback(),

@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,6 +189,25 @@ class MeasureContext:
         if prems is not None:
             prems = [p for p, f in zip(prems, keep, strict=True) if f]
         return hyps, prems
+
+    def hypothesis_texts(self) -> Sequence[str]:
+        """Hypotheses of the filterable rows as a lazy sequence
+        (:class:`~aflite_core.io.text_columns.RowTexts`): the texts of :meth:`texts`, made a
+        chunk at a time (``take(rows)`` for a sample), without a list of every row's."""
+        return self._row_texts(self.dataset.columns.hypothesis)
+
+    def premise_texts(self) -> Sequence[str] | None:
+        """Premises of the filterable rows as :meth:`hypothesis_texts` gives hypotheses, or
+        None for single-text data."""
+        column = self.dataset.columns.premise
+        return None if column is None else self._row_texts(column)
+
+    def _row_texts(self, column: str) -> Sequence[str]:
+        from aflite_core.io.text_columns import RowTexts
+
+        dataset = self.dataset
+        positions = np.flatnonzero(dataset.included_mask)[self.filterable]
+        return RowTexts(dataset.frame[column], positions)
 
     def callback(self) -> Callable[[dict], None]:
         """A ``callback(info)`` for core functions that report ``fraction``/``message``."""

@@ -49,7 +49,7 @@ from aflite_core.represent.text_models import (
 )
 from aflite_core.text import word_tokens
 
-__all__ = ["SharedTextFeatures", "evaluator", "hypothesis_counts"]
+__all__ = ["SharedTextFeatures", "counts_evaluator", "evaluator", "hypothesis_counts"]
 
 
 def _take(data, idx: np.ndarray):
@@ -133,6 +133,17 @@ class SharedTextFeatures:
         if pair:
             self._pair_features(premises, ngrams)
             self.n_columns_ += self.hyp_words_.shape[1] + self.stats_.shape[1]
+
+    @classmethod
+    def from_counts(cls, ngrams: NgramCounts) -> SharedTextFeatures:
+        """The hypothesis-only features (``pair=False``) of texts whose n-gram counts are
+        ``ngrams`` (:func:`~aflite_core.represent.term_counts.ngram_counts` of them, e.g.
+        built on a cluster's workers by :mod:`aflite_core.represent.partitioned_counts`)."""
+        features = cls.__new__(cls)
+        features.pair = False
+        features.counts_ = ngrams.counts
+        features.n_columns_ = ngrams.counts.shape[1]
+        return features
 
     def _pair_features(self, premises: list[str], ngrams: NgramCounts) -> None:
         """The shared words and the overlap statistics, from the hypothesis counts and each
@@ -255,9 +266,11 @@ class _FoldEvaluator(_Evaluator):
 
 
 class _SharedTextEvaluator(_FoldEvaluator):
-    def __init__(self, model: Pipeline, data, labels):
+    def __init__(self, model: Pipeline, data, labels,
+                 features: SharedTextFeatures | None = None):
         super().__init__(model, data, labels)
-        self.features = SharedTextFeatures(data, pair=model.named_steps["features"].pair)
+        self.features = features if features is not None else SharedTextFeatures(
+            data, pair=model.named_steps["features"].pair)
         self.logistic = _FoldLogistic(model.named_steps["model"])
         # the folds read the features only: the texts are not kept, nor sent with the
         # evaluator to a cluster's workers (PVI's: every filtered row's hypothesis)
@@ -315,3 +328,25 @@ def evaluator(model, data, labels) -> _Evaluator:
                 and data.ndim == 2 and features.get_params() == StandardScaler().get_params()):
             return _ProbeEvaluator(model, data, labels)
     return _Evaluator(model, data, labels)
+
+
+def counts_evaluator(model: Pipeline, ngrams: NgramCounts, labels) -> _FoldEvaluator:
+    """The evaluator :func:`evaluator` gives a hypothesis-only
+    :func:`~aflite_core.represent.text_models.text_model` on texts whose n-gram counts are
+    ``ngrams``: the same fits bit for bit, built without the texts (PVI's, on a cluster's
+    worker from counts made there).
+
+    Raises
+    ------
+    ValueError
+        If ``model`` is not a hypothesis-only text model or the counts' rows are not one per
+        label.
+    """
+    parts = _text_model_parts(model)
+    if parts is None or type(parts[0]) is not TextFeatures or parts[0].pair:
+        raise ValueError("model: expected text_model('hypothesis_only'), got "
+                         f"{type(model).__name__}")
+    if ngrams.counts.shape[0] != len(labels):
+        raise ValueError(f"ngrams: expected {len(labels)} rows (one per label), got "
+                         f"{ngrams.counts.shape[0]}")
+    return _SharedTextEvaluator(model, None, labels, SharedTextFeatures.from_counts(ngrams))

@@ -29,6 +29,7 @@ back, and progress is reported, in submission order.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -126,12 +127,12 @@ def dask_folds() -> DaskFolds | None:
     return _ON_DASK.get()
 
 
-def _fit_task(fit: Callable[[T], R], task: T) -> R:
+def _fit_task(fit: Callable[..., R], task: T, *resident: Any) -> R:
     """One fold fit on a worker, on one BLAS thread as on the local pool."""
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
-        return fit(task)
+        return fit(task, *resident)
 
 
 #: Times the fits of one map are sent again after the worker holding their scattered fit
@@ -143,8 +144,8 @@ RESEND_LIMIT = 2
 RESEND_WAIT_S = 30.0
 
 
-def _map_on_dask(record: DaskFolds, fit: Callable[[T], R], tasks: list[T],
-                 on_done: Callable[[int, R], object] | None) -> list[R]:
+def _map_on_dask(record: DaskFolds, fit: Callable[..., R], tasks: list[T],
+                 on_done: Callable[[int, R], object] | None, resident: tuple = ()) -> list[R]:
     """The fits as tasks on ``record.client``'s workers, results in task order; sent again,
     from the first missing result, when the worker holding the fit function left."""
     client = record.client
@@ -155,7 +156,7 @@ def _map_on_dask(record: DaskFolds, fit: Callable[[T], R], tasks: list[T],
         # waits on every worker, a dying one included)
         [shared] = client.scatter([fit], hash=False)
         holders = set(client.who_has([shared]).get(shared.key, ()))
-        futures = [client.submit(_fit_task, shared, task, pure=False)
+        futures = [client.submit(_fit_task, shared, task, *resident, pure=False)
                    for task in tasks[len(results):]]
         record.tasks += len(futures)
         try:
@@ -193,6 +194,14 @@ def _collect(futures: list, results: list, on_done: Callable[[int, R], object] |
         if on_done is not None:
             on_done(len(results) - 1, result)
     return None
+
+
+def _with_resident(fit: Callable[..., R], resident: Any, task: T) -> R:
+    return fit(task, resident)
+
+
+def _is_future(value: Any) -> bool:
+    return type(value).__name__ == "Future" and hasattr(value, "key")
 
 
 def _lost_data(error: BaseException) -> bool:
@@ -237,9 +246,13 @@ def departed_workers(client: Any, addresses: Iterable[str], *,
         time.sleep(0.1)
 
 
-def map_folds(fit: Callable[[T], R], tasks: Sequence[T], *,
+#: ``map_folds``' default ``resident``: nothing passed.
+_NOTHING = object()
+
+
+def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
               on_done: Callable[[int, R], object] | None = None,
-              threads: int | None = None) -> list[R]:
+              threads: int | None = None, resident: Any = _NOTHING) -> list[R]:
     """``[fit(task) for task in tasks]``, the fits side by side on a thread pool.
 
     Parameters
@@ -257,6 +270,11 @@ def map_folds(fit: Callable[[T], R], tasks: Sequence[T], *,
         Pool size (default :func:`fold_threads`); 1 runs the fits in the calling thread.
         Inside :func:`on_dask`, the fits are tasks on the client's workers instead (``fit``
         must then pickle: a function of module level or a closure over picklable values).
+    resident : optional
+        Passed to every fit as ``fit(task, resident)``: a value every fit reads. Inside
+        :func:`on_dask` it may be a Dask future (e.g. features built on the workers): each
+        task then receives its value on the workers, and it never comes to this process;
+        a lost worker's copy is recomputed by Dask from the future's own task.
 
     Returns
     -------
@@ -267,8 +285,13 @@ def map_folds(fit: Callable[[T], R], tasks: Sequence[T], *,
 
     tasks = list(tasks)
     record = _ON_DASK.get()
+    extra = () if resident is _NOTHING else (resident,)
     if record is not None and tasks:
-        return _map_on_dask(record, fit, tasks, on_done)
+        return _map_on_dask(record, fit, tasks, on_done, extra)
+    if extra:
+        if _is_future(resident):
+            raise TypeError("resident: a Dask future is only for fits inside on_dask(client)")
+        fit = functools.partial(_with_resident, fit, resident)
     threads = fold_threads() if threads is None else int(threads)
     results: list[R] = []
     with threadpool_limits(limits=1, user_api="blas"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["evaluator", "text_model"]
+__all__ = ["counts_evaluator", "evaluator", "text_model"]
 
 
 def text_model(*args: Any, **kwargs: Any) -> Any:
@@ -22,3 +22,10 @@ def evaluator(model: Any, data: Any, labels: Any) -> Any:
     from aflite_core.represent.fold_fits import evaluator as build
 
     return build(model, data, labels)
+
+
+def counts_evaluator(model: Any, ngrams: Any, labels: Any) -> Any:
+    """:func:`aflite_core.represent.fold_fits.counts_evaluator`, imported on the first call."""
+    from aflite_core.represent.fold_fits import counts_evaluator as build
+
+    return build(model, ngrams, labels)
