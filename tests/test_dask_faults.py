@@ -410,3 +410,36 @@ def test_two_readers_that_find_phi_lost_build_it_again_once(process_cluster, snl
     for i in range(2):
         np.testing.assert_array_equal(read[i], whole[i::3])
     assert X.restores == 1
+
+
+def test_pvi_counted_on_the_workers_survives_the_death_of_the_worker_holding_the_counts(
+        tmp_path, snli_dir, monkeypatch):
+    """PVI above its threshold on a cluster: the count matrix and the fold evaluator are tasks'
+    results on a worker, never on the driver. One worker (its nanny restarts it) dies in the
+    first fold: the counts and the evaluator die with it, Dask computes them again from the
+    counting tasks' own texts, and the table is the local one bit for bit."""
+    from aflite_core.measures import pvi
+    from aflite_core.represent.fold_pool import on_dask
+
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:2000]
+    hypotheses, labels = frame["hypothesis"].tolist(), frame["label"].to_numpy()
+    here = pvi.hypothesis_only_pvi(hypotheses, labels, n_splits=2, random_state=3)
+    monkeypatch.setattr(pvi, "WORKER_COUNTS_MIN_ROWS", 1000)
+    monkeypatch.setattr(pvi, "COUNT_CHUNK_ROWS", 600)
+    marker = str(tmp_path / "killed")
+    fit_fold = pvi._fit_fold
+
+    def dying_fit(fold, folds_model, **kwargs):  # nested: sent by value
+        if not os.path.exists(marker):
+            open(marker, "w").close()
+            os._exit(1)  # the worker process dies with the counts and the evaluator
+        return fit_fold(fold, folds_model, **kwargs)
+
+    monkeypatch.setattr(pvi, "_fit_fold", dying_fit)
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",
+    ) as cluster, distributed.Client(cluster) as client, on_dask(client) as record:
+        there = pvi.hypothesis_only_pvi(hypotheses, labels, n_splits=2, random_state=3)
+    assert os.path.exists(marker) and record.tasks > 2  # the folds were sent again
+    pd.testing.assert_frame_equal(there, here, check_exact=True)
