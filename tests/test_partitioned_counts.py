@@ -142,3 +142,28 @@ def test_pvi_on_a_cluster_counts_and_fits_on_the_workers_with_the_local_figures(
     assert sent.count("chunk_ngram_counts") == 5  # 3,000 rows, 700 a chunk
     assert sent.count("counts_evaluator") == 1 and record.tasks == 3
     assert here["correct"].mean() > 0.5  # SNLI's hypotheses alone: well above a third
+
+
+def test_a_resident_value_goes_once_with_the_fit_not_with_every_task(cluster, monkeypatch):
+    """On a cluster a plain value (PVI's evaluator below its threshold: the count matrix)
+    travels with the scattered fit function, as before ``resident=``, not in each task."""
+    import distributed
+
+    _, client = cluster
+    shared = np.arange(1000)
+    args = []
+    submit = distributed.Client.submit
+
+    def recording(self, fn, *a, **kwargs):
+        args.append(a)
+        return submit(self, fn, *a, **kwargs)
+
+    monkeypatch.setattr(distributed.Client, "submit", recording)
+    with on_dask(client) as record:
+        got = map_folds(_total, [1, 2, 3], resident=shared)
+    assert got == [1 + 499_500, 2 + 499_500, 3 + 499_500] and record.tasks == 3
+    assert len(args) == 3 and not any(a is shared for task in args for a in task)
+
+
+def _total(task: int, shared: np.ndarray) -> int:
+    return task + int(shared.sum())

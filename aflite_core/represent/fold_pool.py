@@ -285,13 +285,15 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
 
     tasks = list(tasks)
     record = _ON_DASK.get()
-    extra = () if resident is _NOTHING else (resident,)
+    extra = ()
+    if _is_future(resident):  # each task gets the future's value where it is
+        if record is None:
+            raise TypeError("resident: a Dask future is only for fits inside on_dask(client)")
+        extra = (resident,)
+    elif resident is not _NOTHING:  # a value goes with the fit function (scattered once)
+        fit = functools.partial(_with_resident, fit, resident)
     if record is not None and tasks:
         return _map_on_dask(record, fit, tasks, on_done, extra)
-    if extra:
-        if _is_future(resident):
-            raise TypeError("resident: a Dask future is only for fits inside on_dask(client)")
-        fit = functools.partial(_with_resident, fit, resident)
     threads = fold_threads() if threads is None else int(threads)
     results: list[R] = []
     with threadpool_limits(limits=1, user_api="blas"):

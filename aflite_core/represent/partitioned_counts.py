@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from aflite_core.represent.term_counts import NgramCounts, ngram_counts
+from aflite_core.represent.term_counts import NgramCounts, ngram_columns, ngram_counts
 from aflite_core.text import word_tokens
 
 __all__ = ["NgramVocabulary", "chunk_ngram_counts", "merge_ngram_vocabularies",
@@ -101,14 +101,8 @@ def merge_ngram_vocabularies(parts: Sequence[tuple[np.ndarray, np.ndarray, np.nd
     first_b = (bigrams // n_words).astype(np.int32)
     second_b = (bigrams % n_words).astype(np.int32)
     # the columns as ngram_counts numbers them: a word's, then the bigrams it starts
-    word_col = (np.arange(n_words, dtype=np.int64)
-                + np.searchsorted(first_b, np.arange(n_words), side="left"))
-    bigram_col = np.arange(len(first_b), dtype=np.int64) + first_b + 1
-    n_cols = n_words + len(first_b)
-    first = np.empty(n_cols, dtype=np.int32)
-    second = np.empty(n_cols, dtype=np.int32)
-    first[word_col], second[word_col] = np.arange(n_words, dtype=np.int32), -1
-    first[bigram_col], second[bigram_col] = first_b, second_b
+    word_col, bigram_col, first, second = ngram_columns(n_words, first_b, second_b)
+    n_cols = len(first)
     maps = []
     for g, p, k in zip(ranked, parts, keys, strict=True):
         is_word = p[2] < 0

@@ -21,8 +21,8 @@ import scipy.sparse as sp
 
 from aflite_core.text import word_tokens
 
-__all__ = ["NgramCounts", "distinct_word_ids", "ngram_counts", "per_text_counts", "tfidf_matrix",
-           "word_counts"]
+__all__ = ["NgramCounts", "distinct_word_ids", "ngram_columns", "ngram_counts", "per_text_counts",
+           "tfidf_matrix", "word_counts"]
 
 #: scikit-learn's default token pattern (words of one or more characters), on lower-cased text.
 DEFAULT_TOKEN_RE = re.compile(r"(?u)\b\w+\b")
@@ -126,6 +126,17 @@ def ngram_counts(texts: Sequence[str]) -> NgramCounts:
     first_b = (bigrams // n_words).astype(np.int32)
     second_b = (bigrams % n_words).astype(np.int32)
     del bigrams
+    word_col, bigram_col, first, second = ngram_columns(n_words, first_b, second_b)
+    counts = _assemble(tokens, word_col, at, bigram_of, bigram_col, lengths, ends, len(first))
+    return NgramCounts(counts, words, first, second)
+
+
+def ngram_columns(n_words: int, first_b: np.ndarray, second_b: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """scikit-learn's column order of ``n_words`` sorted words and the bigrams
+    ``(first_b, second_b)`` (word positions, sorted by first then second word): each word's
+    column, each bigram's column, and every column's first and second word (-1 for a word's
+    own column)."""
     # a word's column: its rank plus the bigrams of lower-ranked first words; a bigram's:
     # its own rank among bigrams plus the words up to its first word
     word_col = (np.arange(n_words, dtype=np.int64)
@@ -136,8 +147,7 @@ def ngram_counts(texts: Sequence[str]) -> NgramCounts:
     second = np.empty(n_cols, dtype=np.int32)
     first[word_col], second[word_col] = np.arange(n_words, dtype=np.int32), -1
     first[bigram_col], second[bigram_col] = first_b, second_b
-    counts = _assemble(tokens, word_col, at, bigram_of, bigram_col, lengths, ends, n_cols)
-    return NgramCounts(counts, words, first, second)
+    return word_col, bigram_col, first, second
 
 
 def _assemble(tokens: np.ndarray, word_col: np.ndarray, at: np.ndarray, bigram_of: np.ndarray,
