@@ -22,9 +22,10 @@ What it shows today: the shards are read by tasks on the workers, Φ (``tfidf_sv
 over row partitions on them and stays there (every stage fetches the rows it reads;
 ``summary.json``'s ``representation.params.whole_gathers`` says how often one fetched all of
 them), and AFLite's rounds, the measures' fold fits (baselines, PVI, label issues), KNN's
-search, the map's placed rows and the cue table's map-reduce run on Dask; the driver still
-holds every row's texts and the stages' own working sets (the slices' feature matrices, PVI's
-folds, KNN's unit training rows, the retained rows ``score_heldout`` fits on).
+search, the map's placed rows and the cue table's map-reduce run on Dask, PVI counts its
+hypotheses and fits its folds on the workers (above 250,000 filtered rows); the driver still
+holds every row's texts in the dataset's frame and the other stages' own working sets (the
+slices' feature matrices, the cue annotations, the retained rows ``score_heldout`` fits on).
 
     .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
         [--memory-limit 4GB] [--kill-after-round 3] [--skip-local]
