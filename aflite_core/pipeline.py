@@ -319,7 +319,10 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
                   progress.span("representation")[1])
 
-    y = np.asarray(dataset.labels(), dtype=object)
+    # each label's str object shared by its rows (np.asarray(..., dtype=object) made one
+    # per row, kept for the whole audit: 20 MB at 300k rows, about 0.33 GB at 5M)
+    codes, uniques = pd.factorize(dataset.labels())
+    y = np.asarray(uniques, dtype=object)[codes]
     filt = ~np.asarray(rep.warmup_mask, dtype=bool)
     plan = plan_filter(dataset, ~filt, split_policy=config.split_policy,
                        instance=config.instance)
