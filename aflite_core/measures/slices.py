@@ -689,11 +689,11 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     row_ids = np.asarray(ctx.representation.row_ids)[rep_rows]
 
     ctx.progress(0.0, "annotating the rows (cached by the cue measure)")
-    hyps_all = list(ctx.dataset.hypotheses())
+    hyps_all = ctx.dataset.hypotheses()  # new lists: not copied again here
     prems_all = ctx.dataset.premises()
     # The same texts as the cue measure: its per-text annotations come from the disk cache.
     matrix = linguistic.extract_features(
-        hyps_all, None if prems_all is None else list(prems_all), features=families,
+        hyps_all, prems_all, features=families,
         text=text, min_count=min_support, n_jobs=params.get("n_jobs"))
     cues = cue_features(matrix.rows(rep_rows))
     labels = np.asarray(ctx.labels, dtype=str)[rep_rows]
@@ -701,7 +701,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     parts = [cues, SliceFeatures.from_codes(codes, values, "label",
                                             [f"label {v}" for v in values])]
     ctx.progress(0.4, "length buckets")
-    sides = [("hypothesis", hyps_all)] + ([("premise", list(prems_all))]
+    sides = [("hypothesis", hyps_all)] + ([("premise", prems_all)]
                                           if prems_all is not None else [])
     for name, texts in sides:
         lengths = word_counts([texts[i] for i in rep_rows])
