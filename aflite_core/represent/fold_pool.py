@@ -271,9 +271,10 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
         Inside :func:`on_dask`, the fits are tasks on the client's workers instead (``fit``
         must then pickle: a function of module level or a closure over picklable values).
     resident : optional
-        Passed to every fit as ``fit(task, resident)``: a value every fit reads. Inside
-        :func:`on_dask` it may be a Dask future (e.g. features built on the workers): each
-        task then receives its value on the workers, and it never comes to this process;
+        Passed to every fit as ``fit(task, resident)``: a value every fit reads (on a
+        cluster it travels once, with the scattered fit function). Inside :func:`on_dask`
+        it may be a Dask future (e.g. features built on the workers): each task then
+        receives its value on the workers, and it never comes to this process;
         a lost worker's copy is recomputed by Dask from the future's own task.
 
     Returns
