@@ -110,7 +110,7 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
         counts = ngram_counts_on_workers(record.client, chunks)
         folds_model = record.client.submit(counts_evaluator, model, counts, y, pure=False)
     else:  # vectorised once for all folds, each fold fitted from zero (represent.fold_fits)
-        folds_model = evaluator(model, pair_texts(None, list(hypotheses)), y)
+        folds_model = evaluator(model, pair_texts(None, hypotheses), y)  # one list, not two
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
                      random_state=random_state)
     p_label = np.full(len(y), np.nan)
