@@ -134,6 +134,25 @@ def models_result(runs_root: Path) -> dict[str, pd.DataFrame]:
     return {"baselines": pd.DataFrame(rows), "pvi": pvi, "label_issues": issues}
 
 
+#: The slices measure on the bundled sample (same AFLite as SAMPLE_CONFIG): pinned before
+#: its counts moved to row chunks (issue 27), so that the local and the chunked path are
+#: checked against the same table.
+SLICES_CONFIG = {**SAMPLE_CONFIG, "measures": ("slices",)}
+
+
+def slices_result(runs_root: Path) -> dict[str, pd.DataFrame]:
+    """The ranked slices and the stored slices' rows of a seeded audit of the bundled
+    sample."""
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    dataset = load_dataset(SAMPLE, group="")
+    path = run_audit(dataset, AuditConfig(**SLICES_CONFIG), runs_root=runs_root,
+                     name="golden_slices")
+    return {"table": pd.read_parquet(path / "slices.parquet"),
+            "members": pd.read_parquet(path / "slices_members.parquet")}
+
+
 def write() -> None:
     """Regenerate the golden files from the current code."""
     GOLDEN.mkdir(parents=True, exist_ok=True)
@@ -145,6 +164,8 @@ def write() -> None:
             frame.to_parquet(GOLDEN / f"sample_{name}.parquet", index=False)
         for name, frame in models_result(Path(tmp)).items():
             frame.to_parquet(GOLDEN / f"models_{name}.parquet", index=False)
+        for name, frame in slices_result(Path(tmp)).items():
+            frame.to_parquet(GOLDEN / f"slices_{name}.parquet", index=False)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from golden_run import (
     models_result,
     planted_result,
     sample_result,
+    slices_result,
     zfilter_result,
 )
 
@@ -93,3 +94,25 @@ def test_fold_fitted_figures_stay_within_their_spread(models):
     assert (issues["label_quality"] - issues["label_quality_expected"]).abs().mean() <= 0.01
     flagged, before = issues["is_label_issue"], issues["is_label_issue_expected"]
     assert (flagged & before).sum() / max((flagged | before).sum(), 1) >= 0.9
+
+
+@pytest.fixture(scope="module")
+def slices(tmp_path_factory):
+    return slices_result(tmp_path_factory.mktemp("golden_slices"))
+
+
+@pytest.mark.parametrize("name", ["table", "members"])
+def test_bundled_sample_slices_are_unchanged(slices, name):
+    """The ranked slices (ids, sizes, removed counts, z, folds, examples) and the stored
+    slices' row bitmaps of the seeded sample audit, pinned before their counts moved to row
+    chunks (issue 27). Counts are integers and z the same arithmetic on them: exact, but for
+    the Wilson bounds and rates, held to 1e-12 relative like the cue statistics."""
+    expected = pd.read_parquet(GOLDEN / f"slices_{name}.parquet")
+    got = slices[name].reset_index(drop=True)
+    assert list(got.columns) == list(expected.columns)
+    pd.testing.assert_frame_equal(got, expected, check_dtype=False, check_exact=False,
+                                  rtol=1e-12, atol=0)
+    if name == "table":
+        assert set(got["kind"]) == {"cue", "pair", "cluster"}  # every kind of slice is pinned
+        assert (got["same_rows"] != "").any() and (got["folded"] != "").any()
+        assert (got["examples"].head(len(slices["members"])) != "").all()
