@@ -30,20 +30,32 @@ bitmaps over the input rows, for the dashboard's Explore filter).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import scipy.sparse as sp
 
 from aflite_core._validation import check_int, check_seed
 from aflite_core.measures import map_regions
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.measures.slices_chart import slices_figures
-from aflite_core.measures.slices_fold import fold_similar
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.measures.slices_counts import MatrixCounts, SliceCounts, SliceSpec
+from aflite_core.measures.slices_features import (  # noqa: F401  (the measure's public names)
+    KMEANS_SAMPLE,
+    Z95,
+    SliceFeatures,
+    cluster_features,
+    cue_features,
+    default_min_support,
+    default_n_clusters,
+    length_features,
+    length_thresholds,
+    removal_z,
+    wilson_interval,
+    word_counts,
+)
+from aflite_core.measures.slices_fold import fold_by_overlap
 
 __all__ = [
     "FILE",
@@ -52,6 +64,7 @@ __all__ = [
     "find_slices",
     "length_features",
     "member_mask",
+    "rank_slices",
     "removal_z",
     "wilson_interval",
 ]
@@ -61,10 +74,6 @@ FILE = "slices.parquet"
 #: Rows of the top slices: ``slice_id``, ``rank``, ``n_rows``, ``members`` (packed bits,
 #: little-endian bit order, one bit per input row in input order).
 MEMBERS_FILE = "slices_members.parquet"
-#: Two-sided 95 % normal quantile.
-Z95 = 1.959963984540054
-#: Rows the k-means of Φ is fitted on (the rest are assigned to the nearest centre).
-KMEANS_SAMPLE = 20_000
 
 KINDS = ("cue", "pair", "cluster")
 #: Tie-break between slices of equal |z| and size (the same rows under two names).
@@ -77,329 +86,6 @@ FOLD_WINDOW = 200
 COLUMNS = ("rank", "slice_id", "kind", "family", "description", "size", "removed",
            "removal_rate", "base_rate", "difference", "z", "ci_low", "ci_high",
            "share_of_removed", "z_within_parts", "same_rows", "folded", "examples")
-
-
-# --------------------------------------------------------------------------- statistics
-
-
-def wilson_interval(successes: np.ndarray, n: np.ndarray, *, z: float = Z95
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of a binomial proportion, elementwise.
-
-    .. math::
-
-        \\frac{\\hat p + z^2/2n \\pm z\\sqrt{\\hat p(1-\\hat p)/n + z^2/4n^2}}{1 + z^2/n}
-
-    Parameters
-    ----------
-    successes, n : array-like
-        Successes (removed rows) and trials (rows of the slice); ``n > 0``.
-    z : float
-        Normal quantile (1.96 for 95 %).
-
-    Returns
-    -------
-    low, high : np.ndarray
-        Bounds in [0, 1] (NaN where ``n == 0``).
-
-    Examples
-    --------
-    >>> lo, hi = wilson_interval(np.array([8]), np.array([10]))
-    >>> round(float(lo[0]), 4), round(float(hi[0]), 4)
-    (0.4902, 0.9433)
-    """
-    k = np.asarray(successes, dtype=float)
-    n = np.asarray(n, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = k / n
-        denom = 1.0 + z * z / n
-        centre = (p + z * z / (2 * n)) / denom
-        half = z / denom * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
-
-
-def removal_z(removed: np.ndarray, size: np.ndarray, removed_total, n_total) -> np.ndarray:
-    """Two-proportion z-score of each slice's removal rate against the other rows'.
-
-    .. math::
-
-        z = \\frac{r_1/n_1 - r_2/n_2}{\\sqrt{\\bar p(1-\\bar p)(1/n_1 + 1/n_2)}},\\quad
-        r_2 = R - r_1,\\ n_2 = N - n_1,\\ \\bar p = R/N
-
-    Parameters
-    ----------
-    removed, size : array-like
-        Removed rows ``r_1`` and rows ``n_1`` of each slice.
-    removed_total, n_total : int or array-like
-        Removed rows ``R`` and rows ``N`` of the scope the slice is compared within (the
-        whole data; for a pair's test against its parts, the part).
-
-    Returns
-    -------
-    np.ndarray
-        z per slice; 0 where it is undefined (nothing or everything removed, a slice of every
-        row or of none).
-
-    Examples
-    --------
-    >>> float(removal_z(np.array([8]), np.array([10]), 20, 100)[0])  # 80 % vs 13.3 %
-    5.0
-    """
-    r1 = np.asarray(removed, dtype=float)
-    n1 = np.asarray(size, dtype=float)
-    n_all = np.asarray(n_total, dtype=float)
-    r_all = np.asarray(removed_total, dtype=float)
-    n2, r2 = n_all - n1, r_all - r1
-    with np.errstate(divide="ignore", invalid="ignore"):
-        base = r_all / n_all
-        se = np.sqrt(base * (1 - base) * (1 / n1 + 1 / n2))
-        z = (r1 / n1 - r2 / n2) / se
-    return np.where(np.isfinite(z), z, 0.0)
-
-
-# --------------------------------------------------------------------------- features
-
-
-@dataclass
-class SliceFeatures:
-    """Boolean features of the rows that slices are made of.
-
-    Attributes
-    ----------
-    X : scipy.sparse.csc_matrix
-        ``(n_rows, n_features)`` 0/1 indicators.
-    family : np.ndarray of str
-        Family of each column (``word``, ``negation``, ``label``, ``length``, ``cluster``...).
-    value : np.ndarray of str
-        Value within the family (the slice id is ``family=value``).
-    description : np.ndarray of str
-        What a reader sees (``word "not"``, ``hypothesis 12-15 words``).
-    """
-
-    X: sp.csc_matrix
-    family: np.ndarray
-    value: np.ndarray
-    description: np.ndarray
-
-    @classmethod
-    def stack(cls, parts: Iterable[SliceFeatures], n_rows: int) -> SliceFeatures:
-        """Columns of several feature sets side by side (same rows)."""
-        parts = [p for p in parts if p.X.shape[1]]
-        if not parts:
-            empty = np.empty(0, dtype=object)
-            return cls(sp.csc_matrix((n_rows, 0), dtype=np.int8), empty, empty, empty)
-        for part in parts:
-            if part.X.shape[0] != n_rows:
-                raise ValueError(f"features: expected {n_rows} rows, got {part.X.shape[0]}")
-        return cls(sp.hstack([p.X for p in parts], format="csc", dtype=np.int8),
-                   np.concatenate([p.family for p in parts]).astype(object),
-                   np.concatenate([p.value for p in parts]).astype(object),
-                   np.concatenate([p.description for p in parts]).astype(object))
-
-    def select(self, columns: np.ndarray) -> SliceFeatures:
-        """The columns picked by a boolean mask or positions."""
-        columns = np.asarray(columns)
-        return SliceFeatures(sp.csc_matrix(self.X[:, columns]), self.family[columns],
-                             self.value[columns], self.description[columns])
-
-    @classmethod
-    def from_codes(cls, codes: np.ndarray, values: Sequence[str], family: str,
-                   descriptions: Sequence[str] | None = None) -> SliceFeatures:
-        """One column per value of a categorical code (``codes[i]`` in ``range(len(values))``,
-        negative for none)."""
-        codes = np.asarray(codes)
-        rows = np.flatnonzero(codes >= 0)
-        X = sp.csc_matrix((np.ones(len(rows), dtype=np.int8), (rows, codes[rows])),
-                          shape=(len(codes), len(values)))
-        values = np.asarray([str(v) for v in values], dtype=object)
-        desc = (np.asarray(list(descriptions), dtype=object) if descriptions is not None
-                else np.asarray([f"{family} {v}" for v in values], dtype=object))
-        return cls(X, np.full(len(values), family, dtype=object), values, desc)
-
-
-_SPACE_BYTES = np.zeros(256, dtype=bool)
-_SPACE_BYTES[list(b" \t\n\r\f")] = True
-
-
-def word_counts(texts: Sequence[str]) -> np.ndarray:
-    """Words of each text: maximal runs of characters other than ASCII space, tab, newline,
-    carriage return and form feed (RE2's ``\\S+``), counted over the UTF-8 bytes at once."""
-    import pyarrow as pa
-
-    array = pa.array(list(texts), type=pa.large_string())
-    n = len(array)
-    if n == 0:
-        return np.zeros(0, dtype=np.int64)
-    _, offsets_buf, data_buf = array.buffers()
-    offsets = np.frombuffer(offsets_buf, dtype=np.int64)[:n + 1]
-    data = (np.frombuffer(data_buf, dtype=np.uint8)[:offsets[-1]] if data_buf is not None
-            else np.zeros(0, dtype=np.uint8))
-    space = _SPACE_BYTES[data]
-    after_space = np.empty(len(data), dtype=bool)
-    after_space[:1] = True
-    after_space[1:] = space[:-1]
-    after_space[offsets[:-1][offsets[:-1] < len(data)]] = True  # each text starts afresh
-    starts = np.concatenate([[0], np.cumsum(~space & after_space)])
-    return (starts[offsets[1:]] - starts[offsets[:-1]]).astype(np.int64)
-
-
-def length_features(lengths: np.ndarray, *, n_bins: int = 5, name: str = "hypothesis"
-                    ) -> SliceFeatures:
-    """Quantile bins of a word count, one column per bin.
-
-    Cut points are the ``1/n_bins, ..., (n_bins-1)/n_bins`` empirical quantiles (observed
-    word counts), duplicates dropped, so a bin is a range of word counts such as ``8-10``;
-    the first bin is ``<= c_1`` and the last ``>= `` the shortest count seen above ``c_m``.
-    """
-    check_int("n_bins", n_bins, minimum=2, maximum=50)
-    lengths = np.asarray(lengths, dtype=np.int64)
-    if lengths.size == 0:
-        return SliceFeatures.stack([], 0)
-    cuts = np.unique(np.quantile(lengths, np.arange(1, n_bins) / n_bins,
-                                 method="inverted_cdf")).astype(np.int64)
-    cuts = cuts[cuts < lengths.max()]
-    codes = np.searchsorted(cuts, lengths, side="left")  # bin b: cuts[b-1] < len <= cuts[b]
-    observed = np.unique(lengths)
-    values, descriptions = [], []
-    for b in range(len(cuts) + 1):
-        # bounds named by the word counts seen: ">= 20" rather than ">= 11" with nothing between
-        lo = None if b == 0 else int(observed[observed > cuts[b - 1]].min())
-        hi = None if b == len(cuts) else int(cuts[b])
-        if lo is None and hi is None:
-            text = "any"
-        elif lo is None:
-            text = f"<={hi}"
-        elif hi is None:
-            text = f">={lo}"
-        else:
-            text = f"{lo}" if lo == hi else f"{lo}-{hi}"
-        values.append(f"{name} {text} words")
-        descriptions.append(f"{name} {text.replace('<=', '≤ ').replace('>=', '≥ ')} words")
-    return SliceFeatures.from_codes(codes, values, "length", descriptions)
-
-
-def length_thresholds(lengths: np.ndarray, removed: np.ndarray, *, min_support: int,
-                      name: str = "hypothesis") -> SliceFeatures:
-    """The one-sided length slice that best separates removed rows (``<= c`` or ``>= c``).
-
-    Quantile bins dilute an artifact in a length tail (long hypotheses on 2 % of the rows
-    share the top quintile with ordinary ones), so every whole-word threshold is tried and the
-    one with the largest ``|z|`` (:func:`removal_z`) among those with at least ``min_support``
-    rows on both sides is kept, as the side removed more often. A maximum over thresholds: its
-    z is somewhat optimistic (docs/measures.md).
-    """
-    lengths = np.asarray(lengths, dtype=np.int64)
-    removed = np.asarray(removed, dtype=bool)
-    n, R = len(lengths), int(removed.sum())
-    values = np.unique(lengths)
-    if len(values) < 2:
-        return SliceFeatures.stack([], n)
-    at = np.searchsorted(values, lengths)
-    below_n = np.cumsum(np.bincount(at, minlength=len(values)))[:-1].astype(float)
-    below_r = np.cumsum(np.bincount(at, weights=removed.astype(float),
-                                    minlength=len(values)))[:-1]
-    ok = (below_n >= min_support) & (n - below_n >= min_support)
-    if not ok.any():
-        return SliceFeatures.stack([], n)
-    z = removal_z(below_r, below_n, R, n)  # "<= values[i]" against ">= values[i + 1]"
-    best = int(np.argmax(np.where(ok, np.abs(z), -1.0)))
-    if z[best] >= 0:
-        member, text, sign = lengths <= values[best], int(values[best]), "<="
-    else:
-        member, text, sign = lengths >= values[best + 1], int(values[best + 1]), ">="
-    return SliceFeatures(
-        sp.csc_matrix(member.astype(np.int8)[:, None]), np.array(["length"], dtype=object),
-        np.array([f"{name} {sign}{text} words (best cut)"], dtype=object),
-        np.array([f"{name} {'≤' if sign == '<=' else '≥'} {text} words (best cut)"],
-                 dtype=object))
-
-
-def cue_features(matrix) -> SliceFeatures:
-    """A :class:`~aflite_core.cues.linguistic.FeatureMatrix` as slice features."""
-    family = np.asarray(matrix.feature_type, dtype=object)
-    value = np.asarray(matrix.feature, dtype=object)
-    desc = np.asarray([f'{t} "{v}"' if t == "word" else f"{t}: {v}"
-                       for t, v in zip(family, value, strict=True)], dtype=object)
-    return SliceFeatures(sp.csc_matrix(matrix.X, dtype=np.int8), family, value, desc)
-
-
-def cluster_features(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None = None,
-                     words: SliceFeatures | None = None, random_state: int | None = 0,
-                     sample: int = KMEANS_SAMPLE) -> SliceFeatures:
-    """Clusters of Φ as slice features, each named by its most over-represented words.
-
-    MiniBatchKMeans (k-means++, one initialisation, seeded) is fitted on a seeded sample of
-    at most ``sample`` rows and every row goes to its nearest centre, in chunks, so a
-    550k x 768 Φ is never copied whole.
-
-    Parameters
-    ----------
-    X : np.ndarray
-        Φ (all representation rows; ``rows`` picks the ones to cluster).
-    n_clusters : int
-        k (at most the number of rows).
-    rows : np.ndarray of int, optional
-        Positions of the rows of ``X`` to cluster (default all), in slice-row order.
-    words : SliceFeatures, optional
-        Word features of the same rows: a cluster's description lists up to three words
-        present in at least 10 % of its rows with the highest lift over their overall share.
-    """
-    from sklearn.cluster import MiniBatchKMeans
-    from threadpoolctl import threadpool_limits
-
-    rows = np.arange(X.shape[0]) if rows is None else np.asarray(rows)
-    n = len(rows)
-    k = min(check_int("n_clusters", n_clusters, minimum=1), n)
-    rng = np.random.default_rng(random_state)
-    fit_rows = rows if n <= sample else np.sort(rng.choice(rows, size=sample, replace=False))
-    contiguous = n > 0 and rows[-1] - rows[0] == n - 1 and bool(np.all(np.diff(rows) == 1))
-    # One thread (OpenMP and BLAS): k-means' many small products gain nothing from threads,
-    # and on a busy 2-core machine spinning BLAS threads made it 8x slower (21 s vs 2.8 s
-    # for 100k x 256, k = 50).
-    with threadpool_limits(limits=1):
-        model = MiniBatchKMeans(n_clusters=k, n_init=1, batch_size=4096,
-                                random_state=random_state).fit(
-                                    np.asarray(X[fit_rows], dtype=np.float32))
-        if is_partitioned(X):  # Φ on the workers: each chunk assigned where its rows are
-            chunks = X.select(rows).map_chunks(model.predict, 65_536)
-        else:
-            chunks = (model.predict(np.asarray(X[c[0]:c[-1] + 1] if contiguous else X[c],
-                                               dtype=np.float32))
-                      for c in (rows[lo:lo + 65_536] for lo in range(0, n, 65_536)))
-        labels = np.concatenate([np.empty(0, dtype=np.int64), *chunks]).astype(np.int64)
-    names = [f"cluster {c}" for c in range(k)]
-    if words is not None and words.X.shape[1]:
-        names = _cluster_names(labels, k, words)
-    return SliceFeatures.from_codes(labels, [str(c) for c in range(k)], "cluster", names)
-
-
-def _cluster_names(labels: np.ndarray, k: int, words: SliceFeatures) -> list[str]:
-    one_hot = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))),
-                            shape=(k, len(labels)))
-    counts = (one_hot @ words.X).toarray()  # (k, n_words)
-    sizes = np.maximum(np.bincount(labels, minlength=k), 1)[:, None]
-    overall = np.asarray(words.X.sum(axis=0), dtype=float).ravel() / max(len(labels), 1)
-    share = counts / sizes
-    with np.errstate(divide="ignore", invalid="ignore"):
-        lift = np.where((share >= 0.1) & (overall > 0), share / overall, 0.0)
-    out = []
-    for c in range(k):
-        best = [j for j in np.argsort(-lift[c], kind="stable")[:3] if lift[c, j] > 1.0]
-        named = ", ".join(str(words.value[j]) for j in best)
-        out.append(f"cluster {c}" + (f" ({named})" if named else ""))
-    return out
-
-
-def default_n_clusters(n_rows: int) -> int:
-    """k for the clusters of Φ: about sqrt(n)/3, between 4 and 50 (0 below 200 rows)."""
-    if n_rows < 200:
-        return 0
-    return int(min(50, max(4, round(math.sqrt(n_rows) / 3))))
-
-
-def default_min_support(n_rows: int) -> int:
-    """Smallest slice: 0.1 % of the rows, at least 10 and at most 200."""
-    return int(min(200, max(10, n_rows // 1000)))
 
 
 # --------------------------------------------------------------------------- slices
@@ -472,6 +158,40 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
                          f"got {n}")
     if clusters is not None and clusters.X.shape[0] != n:
         raise ValueError(f"clusters: expected {n} rows, got {clusters.X.shape[0]}")
+    return rank_slices(MatrixCounts(features, clusters), removed, min_support=min_support,
+                       pair_top=pair_top, pair_min_z=pair_min_z, n_stored=n_stored,
+                       n_examples=n_examples, row_ids=row_ids, random_state=random_state)
+
+
+def rank_slices(counts: SliceCounts, removed: np.ndarray, *, min_support: int = 20,
+                pair_top: int = 30, pair_min_z: float = PAIR_MIN_Z, n_stored: int = 100,
+                n_examples: int = 5, row_ids: np.ndarray | None = None,
+                random_state: int | None = 0,
+                keep_members: Callable[[np.ndarray], object] | None = None) -> SliceResult:
+    """:func:`find_slices` from the counts a source gives (:mod:`.slices_counts`).
+
+    Parameters
+    ----------
+    counts : SliceCounts
+        The rows' cue (and cluster) columns, held as matrices here
+        (:class:`~aflite_core.measures.slices_counts.MatrixCounts`) or in row chunks on a
+        cluster's workers (:class:`~aflite_core.measures.slices_on_workers.ChunkedCounts`).
+    removed : np.ndarray of bool
+        Removed by AFLite, one value per row.
+    min_support, pair_top, pair_min_z, n_stored, n_examples, row_ids, random_state
+        As in :func:`find_slices`.
+    keep_members : callable, optional
+        What ``members`` keeps of each stored slice's rows (sorted positions), asked one
+        slice at a time; default the positions.
+
+    Returns
+    -------
+    SliceResult
+    """
+    removed = np.asarray(removed, dtype=bool)
+    n = len(removed)
+    if counts.n_rows != n:
+        raise ValueError(f"removed: expected {counts.n_rows} values (one per row), got {n}")
     min_support = check_int("min_support", min_support, minimum=1)
     pair_top = check_int("pair_top", pair_top, minimum=0)
     n_stored = check_int("n_stored", n_stored, minimum=0)
@@ -481,20 +201,22 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
     # columns: removed indicator, then two integer-valued random weights whose sums over a
     # slice's rows identify its row set (exact in float64 up to 2**53)
     hashing = np.random.default_rng(20_260_101).integers(1, 1 << 20, size=(n, 2))
+    totals = hashing.sum(axis=0).astype(np.float64)
     weights = np.column_stack([removed, hashing]).astype(np.float64)
+    del hashing
 
     blocks = []
-    singles = [("cue", features)] + ([("cluster", clusters)] if clusters is not None else [])
-    for kind, feats in singles:
-        Xc = sp.csc_matrix(feats.X, dtype=np.float64)
-        size = np.asarray(Xc.sum(axis=0)).ravel()
-        sums = np.asarray(Xc.T @ weights)  # (n_features, 3)
+    for kind in ("cue", "cluster"):
+        names = counts.columns(kind)
+        if names is None:
+            continue
+        size, sums = counts.column_sums(kind, weights)  # (n_features,), (n_features, 3)
         idx = np.flatnonzero((size >= min_support) & (size < n))
         blocks.append(pd.DataFrame({
-            "kind": kind, "family": feats.family[idx],
-            "slice_id": [f"{f}={v}" for f, v in zip(feats.family[idx], feats.value[idx],
+            "kind": kind, "family": names.family[idx],
+            "slice_id": [f"{f}={v}" for f, v in zip(names.family[idx], names.value[idx],
                                                      strict=True)],
-            "description": feats.description[idx], "size": size[idx].astype(np.int64),
+            "description": names.description[idx], "size": size[idx].astype(np.int64),
             "removed": np.rint(sums[idx, 0]).astype(np.int64), "z_within_parts": np.nan,
             "col_a": idx, "col_b": -1, "hash_1": sums[idx, 1], "hash_2": sums[idx, 2]}))
     table = _with_statistics(pd.concat(blocks, ignore_index=True), R, n)
@@ -503,9 +225,10 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
     if pair_top >= 2 and len(cue_rows) >= 2:
         top = cue_rows.loc[cue_rows["z"].abs().sort_values(
             ascending=False, kind="stable").index[:pair_top], "col_a"].to_numpy()
-        pairs = _pairs(features, top, removed, weights, R, n, min_support=min_support,
+        pairs = _pairs(counts, top, weights, R, n, min_support=min_support,
                        pair_min_z=pair_min_z)
         table = pd.concat([table, pairs], ignore_index=True)
+    del weights
 
     if table.empty:
         return SliceResult(_empty_table(), [])
@@ -515,25 +238,29 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
     z = table["z"].to_numpy()
     order = np.lexsort((table["slice_id"].to_numpy(dtype=str), -table["size"].to_numpy(),
                         priority.to_numpy(), (z <= 0), -np.round(np.abs(z), 9)))
-    table = _drop_same_rows(table.iloc[order].reset_index(drop=True), n,
-                            hashing.sum(axis=0).astype(np.float64))
-    Xf = _sorted_csc(features.X)
-    Xk = _sorted_csc(clusters.X) if clusters is not None else None
-    marks = np.zeros(n, dtype=bool)
+    table = _drop_same_rows(table.iloc[order].reset_index(drop=True), n, totals)
     window = table.head(max(2 * n_stored, FOLD_WINDOW))
-    rows_of = [_slice_rows(row, Xf, Xk, marks) for row in window.itertuples(index=False)]
-    kept, folded = fold_similar(rows_of, window["slice_id"].to_numpy(dtype=object))
+    rows = counts.window([SliceSpec(str(k), int(a), int(b)) for k, a, b in zip(
+        window["kind"], window["col_a"], window["col_b"], strict=True)])
+    kept, folded = fold_by_overlap(window["size"].to_numpy(), rows.overlap,
+                                   window["slice_id"].to_numpy(dtype=object))
     table = pd.concat([window.iloc[kept].assign(folded=folded),
                        table.iloc[len(window):].assign(folded="")], ignore_index=True)
-    rows_of = [rows_of[i] for i in kept]
     table.insert(0, "rank", np.arange(1, len(table) + 1))
 
     members, examples = [], [""] * len(table)
     rng = np.random.default_rng(random_state)
-    for pos, row in enumerate(table.head(n_stored).itertuples(index=False)):
-        rows = rows_of[pos]
-        members.append(rows)
-        pool = rows[removed[rows] if row.difference >= 0 else ~removed[rows]]
+    stored = table.head(n_stored)
+    if len(kept) >= len(stored):
+        stored_rows = rows.rows(kept[:len(stored)])
+    else:  # more than n_stored of the window folded: stored slices from beyond it too
+        stored_rows = counts.window([SliceSpec(str(k), int(a), int(b)) for k, a, b in zip(
+            stored["kind"], stored["col_a"], stored["col_b"], strict=True)]).rows(
+                range(len(stored)))
+    for pos, (row, rows_of) in enumerate(zip(stored.itertuples(index=False), stored_rows,
+                                             strict=True)):
+        members.append(rows_of if keep_members is None else keep_members(rows_of))
+        pool = rows_of[removed[rows_of] if row.difference >= 0 else ~removed[rows_of]]
         if n_examples and len(pool):
             picked = np.sort(rng.choice(pool, size=min(n_examples, len(pool)), replace=False))
             examples[pos] = ", ".join(str(x) for x in row_ids[picked])
@@ -541,28 +268,10 @@ def find_slices(features: SliceFeatures, removed: np.ndarray, *,
     return SliceResult(table[list(COLUMNS)], members)
 
 
-def _slice_rows(row, Xf: sp.csc_matrix, Xk: sp.csc_matrix | None,
-                marks: np.ndarray) -> np.ndarray:
-    """Rows (sorted positions) of one ranked slice: its cue's or cluster's column, or for a
-    pair the rows of its second cue that the first one has (``marks`` is scratch space)."""
-    source = Xk if row.kind == "cluster" else Xf
-    rows = _column_rows(source, row.col_a)
-    if row.col_b >= 0:
-        marks[rows] = True
-        other = _column_rows(Xf, row.col_b)
-        both = other[marks[other]]
-        marks[rows] = False
-        rows = both
-    return rows
-
-
-def _pairs(features: SliceFeatures, top: np.ndarray, removed: np.ndarray,
-           weights: np.ndarray, R: int, n: int, *, min_support: int, pair_min_z: float
-           ) -> pd.DataFrame:
+def _pairs(counts: SliceCounts, top: np.ndarray, weights: np.ndarray, R: int, n: int, *,
+           min_support: int, pair_min_z: float) -> pd.DataFrame:
     """Pairs of the cue columns ``top``: co-occurrence counts are S'S and S'diag(w)S."""
-    S = sp.csc_matrix(features.X[:, top], dtype=np.float64)
-    co = (S.T @ S).toarray()
-    co_w = [(S.T @ sp.csc_matrix(S.multiply(weights[:, [c]]))).toarray() for c in range(3)]
+    co, co_w = counts.cooccurrence(top, weights)
     i, j = np.triu_indices(len(top), k=1)
     size_i, size_j, both = co[i, i], co[j, j], co[i, j]
     ok = (both >= min_support) & (both < size_i) & (both < size_j)
@@ -575,7 +284,8 @@ def _pairs(features: SliceFeatures, top: np.ndarray, removed: np.ndarray,
     keep = within >= pair_min_z
     i, j, within = i[keep], j[keep], within[keep]
     a, b = top[i], top[j]
-    fam, val, desc = features.family, features.value, features.description
+    names = counts.columns("cue")
+    fam, val, desc = names.family, names.value, names.description
     pairs = pd.DataFrame({
         "kind": "pair",
         "family": [f"{fam[x]} & {fam[y]}" for x, y in zip(a, b, strict=True)],
@@ -610,19 +320,6 @@ def _drop_same_rows(table: pd.DataFrame, n: int, totals: np.ndarray) -> pd.DataF
         keep[pos] = False
     table = table.assign(same_rows=[", ".join(s) for s in same])
     return table[keep].reset_index(drop=True)
-
-
-def _sorted_csc(X: sp.spmatrix) -> sp.csc_matrix:
-    X = sp.csc_matrix(X)
-    if not X.has_sorted_indices:
-        X = X.sorted_indices()
-    return X
-
-
-def _column_rows(X: sp.csc_matrix, j: int) -> np.ndarray:
-    """Rows (sorted) with a nonzero in column ``j`` of a CSC matrix with sorted indices."""
-    start, stop = X.indptr[j], X.indptr[j + 1]
-    return X.indices[start:stop][X.data[start:stop] != 0].astype(np.int64)
 
 
 def _with_statistics(table: pd.DataFrame, R: int, n: int) -> pd.DataFrame:

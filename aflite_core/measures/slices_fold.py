@@ -9,11 +9,11 @@ with its Jaccard. Exact duplicates are dropped before this (``same_rows``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-__all__ = ["FOLD_JACCARD", "fold_similar"]
+__all__ = ["FOLD_JACCARD", "fold_by_overlap", "fold_similar"]
 
 #: Slices whose rows overlap this much (Jaccard) with a better-ranked one are folded under it.
 FOLD_JACCARD = 0.8
@@ -41,16 +41,27 @@ def fold_similar(rows_of: Sequence[np.ndarray], ids: Sequence[str], *,
         For each kept slice, the slices folded under it with their Jaccard
         (``"typo=1 (0.93), typo=1 & label=neutral (0.88)"``), or "".
     """
+    return fold_by_overlap(
+        [len(r) for r in rows_of],
+        lambda i, j: len(np.intersect1d(rows_of[i], rows_of[j], assume_unique=True)),
+        ids, threshold=threshold)
+
+
+def fold_by_overlap(sizes: Sequence[int], overlap: Callable[[int, int], int],
+                    ids: Sequence[str], *, threshold: float = FOLD_JACCARD
+                    ) -> tuple[list[int], list[str]]:
+    """:func:`fold_similar` from each slice's size and ``overlap(i, j)``, the rows slices
+    ``i`` and ``j`` share (asked only of pairs whose sizes allow the threshold)."""
     kept: list[int] = []
     notes: list[list[str]] = []
-    sizes = [len(r) for r in rows_of]
-    for i, rows in enumerate(rows_of):
+    sizes = [int(s) for s in sizes]
+    for i in range(len(sizes)):
         home = None
         for slot, j in enumerate(kept):
             small, large = sorted((sizes[i], sizes[j]))
             if not large or small < threshold * large:  # Jaccard <= small / large
                 continue
-            inter = len(np.intersect1d(rows, rows_of[j], assume_unique=True))
+            inter = int(overlap(i, j))
             jaccard = inter / (sizes[i] + sizes[j] - inter)
             if jaccard >= threshold:
                 home = slot
