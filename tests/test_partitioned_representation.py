@@ -197,6 +197,10 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
 
     monkeypatch.setattr(pvi_module, "WORKER_COUNTS_MIN_ROWS", 10_000)
     monkeypatch.setattr(pvi_module, "COUNT_CHUNK_ROWS", 8_000)
+    # the slices' features too: the training split's rows in scope, dev and test out of it
+    import aflite_core.measures.slices_on_workers as slices_module
+
+    monkeypatch.setattr(slices_module, "WORKER_MIN_ROWS", 10_000)
     import aflite_core.represent.partitioned_counts as counts_module
 
     counted = []
@@ -229,6 +233,7 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     # PVI's counts on the workers (the local run counts its own): the training split's rows
     # sent 8,000 at a time
     assert len(counted) == 1 and len(counted[0]) > 1 and max(counted[0]) == 8_000
+    assert summary["measures"]["slices"]["features"] == "workers"
     for table in ("knn.parquet", "knn_examples.parquet", "slices.parquet",
                   "slices_members.parquet", "projection.parquet", "map_regions.parquet",
                   "pvi.parquet"):

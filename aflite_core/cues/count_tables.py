@@ -51,7 +51,8 @@ from aflite_core.cues.statistics import (
     statistics_from_counts,
 )
 
-__all__ = ["CHUNK_ROWS", "MIN_CHUNK_ROWS", "chunk_rows_for", "cue_tables"]
+__all__ = ["CHUNK_ROWS", "MIN_CHUNK_ROWS", "check_same_extraction", "chunk_rows_for",
+           "cue_tables"]
 
 #: Rows per map task at most: about 10 MB of SNLI texts and a few seconds of tagging on one
 #: core.
@@ -125,14 +126,9 @@ def _count_chunk(chunk: _Chunk, *, options: _ExtractOptions, n_columns: int) -> 
         (tagging.ner_method(), *tagging.tagger_versions()) if tagged else None)
 
 
-def _reduce(parts: Iterable[_ChunkCounts], *, min_count: int, lemma: bool = False
-            ) -> tuple[CueCounts, np.ndarray]:
-    """The reduce: every chunk's counts summed by feature, rare words dropped.
-
-    Returns the features as a ``CueCounts`` (its ``train``/``test`` left empty) and their
-    summed ``(n_features, n_columns)`` counts.
-    """
-    parts = list(parts)
+def check_same_extraction(parts: Sequence) -> None:
+    """Raise when two chunks' features were extracted differently (their ``methods``,
+    ``unavailable`` or ``text`` differ: another aflite_core or NLTK data on a worker)."""
     first = parts[0]
     for part in parts[1:]:
         if (part.methods, part.unavailable, part.text) != (first.methods, first.unavailable,
@@ -142,6 +138,18 @@ def _reduce(parts: Iterable[_ChunkCounts], *, min_count: int, lemma: bool = Fals
                 f"({first.methods} / {first.unavailable} vs {part.methods} / "
                 f"{part.unavailable}); install the same aflite_core and NLTK data on every "
                 "worker, or run without a scheduler")
+
+
+def _reduce(parts: Iterable[_ChunkCounts], *, min_count: int, lemma: bool = False
+            ) -> tuple[CueCounts, np.ndarray]:
+    """The reduce: every chunk's counts summed by feature, rare words dropped.
+
+    Returns the features as a ``CueCounts`` (its ``train``/``test`` left empty) and their
+    summed ``(n_features, n_columns)`` counts.
+    """
+    parts = list(parts)
+    first = parts[0]
+    check_same_extraction(parts)
     codes, uniques = pd.MultiIndex.from_arrays([
         np.concatenate([part.feature_type for part in parts]).astype(object),
         np.concatenate([part.feature for part in parts]).astype(object)]).factorize()

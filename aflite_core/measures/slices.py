@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_int, check_seed
-from aflite_core.measures import map_regions
+from aflite_core.measures import map_regions, slices_on_workers
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.measures.slices_chart import slices_figures
 from aflite_core.measures.slices_counts import MatrixCounts, SliceCounts, SliceSpec
@@ -45,6 +45,7 @@ from aflite_core.measures.slices_features import (  # noqa: F401  (the measure's
     KMEANS_SAMPLE,
     Z95,
     SliceFeatures,
+    cluster_codes,
     cluster_features,
     cue_features,
     default_min_support,
@@ -56,6 +57,7 @@ from aflite_core.measures.slices_features import (  # noqa: F401  (the measure's
     word_counts,
 )
 from aflite_core.measures.slices_fold import fold_by_overlap
+from aflite_core.represent.fold_pool import dask_folds
 
 __all__ = [
     "FILE",
@@ -167,7 +169,8 @@ def rank_slices(counts: SliceCounts, removed: np.ndarray, *, min_support: int = 
                 pair_top: int = 30, pair_min_z: float = PAIR_MIN_Z, n_stored: int = 100,
                 n_examples: int = 5, row_ids: np.ndarray | None = None,
                 random_state: int | None = 0,
-                keep_members: Callable[[np.ndarray], object] | None = None) -> SliceResult:
+                keep_members: Callable[[np.ndarray], object] | None = None,
+                weights: tuple[np.ndarray, np.ndarray] | None = None) -> SliceResult:
     """:func:`find_slices` from the counts a source gives (:mod:`.slices_counts`).
 
     Parameters
@@ -183,6 +186,8 @@ def rank_slices(counts: SliceCounts, removed: np.ndarray, *, min_support: int = 
     keep_members : callable, optional
         What ``members`` keeps of each stored slice's rows (sorted positions), asked one
         slice at a time; default the positions.
+    weights : tuple of np.ndarray, optional
+        :func:`slice_weights` of ``removed``, when the caller made them already.
 
     Returns
     -------
@@ -198,12 +203,7 @@ def rank_slices(counts: SliceCounts, removed: np.ndarray, *, min_support: int = 
     n_examples = check_int("n_examples", n_examples, minimum=0)
     row_ids = np.arange(n) if row_ids is None else np.asarray(row_ids)
     R = int(removed.sum())
-    # columns: removed indicator, then two integer-valued random weights whose sums over a
-    # slice's rows identify its row set (exact in float64 up to 2**53)
-    hashing = np.random.default_rng(20_260_101).integers(1, 1 << 20, size=(n, 2))
-    totals = hashing.sum(axis=0).astype(np.float64)
-    weights = np.column_stack([removed, hashing]).astype(np.float64)
-    del hashing
+    weights, totals = slice_weights(removed) if weights is None else weights
 
     blocks = []
     for kind in ("cue", "cluster"):
@@ -266,6 +266,24 @@ def rank_slices(counts: SliceCounts, removed: np.ndarray, *, min_support: int = 
             examples[pos] = ", ".join(str(x) for x in row_ids[picked])
     table["examples"] = examples
     return SliceResult(table[list(COLUMNS)], members)
+
+
+def slice_weights(removed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ranking's per-row weights and their totals.
+
+    Returns
+    -------
+    weights : np.ndarray
+        ``(n, 3)`` float64: the removed indicator, then two integer-valued random weights
+        (seeded) whose sums over a slice's rows identify its row set (exact in float64 up to
+        2**53: ``same_rows``).
+    totals : np.ndarray
+        The two random weights' sums over all rows.
+    """
+    removed = np.asarray(removed, dtype=bool)
+    hashing = np.random.default_rng(20_260_101).integers(1, 1 << 20, size=(len(removed), 2))
+    return (np.column_stack([removed, hashing]).astype(np.float64),
+            hashing.sum(axis=0).astype(np.float64))
 
 
 def _pairs(counts: SliceCounts, top: np.ndarray, weights: np.ndarray, R: int, n: int, *,
@@ -385,52 +403,108 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     input_rows = included[rep_rows]                   # positions in the input frame
     row_ids = np.asarray(ctx.representation.row_ids)[rep_rows]
 
-    ctx.progress(0.0, "annotating the rows (cached by the cue measure)")
-    hyps_all = ctx.dataset.hypotheses()  # new lists: not copied again here
-    prems_all = ctx.dataset.premises()
-    # The same texts as the cue measure: its per-text annotations come from the disk cache.
-    matrix = linguistic.extract_features(
-        hyps_all, prems_all, features=families,
-        text=text, min_count=min_support, n_jobs=params.get("n_jobs"))
-    cues = cue_features(matrix.rows(rep_rows))
     labels = np.asarray(ctx.labels, dtype=str)[rep_rows]
     values, codes = np.unique(labels, return_inverse=True)
-    parts = [cues, SliceFeatures.from_codes(codes, values, "label",
-                                            [f"label {v}" for v in values])]
+    label_part = SliceFeatures.from_codes(codes, values, "label",
+                                          [f"label {v}" for v in values])
+    weights = slice_weights(removed)
+    record = dask_folds()
+    chunked = None
+    if (record is not None and len(rep_rows) >= slices_on_workers.WORKER_MIN_ROWS
+            and text in ("hypothesis", "premise")):
+        chunked = _chunked_counts(ctx, record, rep_rows, weights[0], families, text,
+                                  min_support)
+        lengths_of, unavailable, cues = chunked.lengths, chunked.unavailable, None
+    else:
+        ctx.progress(0.0, "annotating the rows (cached by the cue measure)")
+        hyps_all = ctx.dataset.hypotheses()  # new lists: not copied again here
+        prems_all = ctx.dataset.premises()
+        # The same texts as the cue measure: its per-text annotations come from the disk
+        # cache.
+        matrix = linguistic.extract_features(
+            hyps_all, prems_all, features=families,
+            text=text, min_count=min_support, n_jobs=params.get("n_jobs"))
+        cues = cue_features(matrix.rows(rep_rows))
+        unavailable = dict(matrix.unavailable)
+        del matrix
+        lengths_of = {name: word_counts([texts[i] for i in rep_rows]) for name, texts in
+                      [("hypothesis", hyps_all), ("premise", prems_all)] if texts is not None}
+        del hyps_all, prems_all
     ctx.progress(0.4, "length buckets")
-    sides = [("hypothesis", hyps_all)] + ([("premise", prems_all)]
-                                          if prems_all is not None else [])
-    for name, texts in sides:
-        lengths = word_counts([texts[i] for i in rep_rows])
+    parts = [label_part]
+    for name, lengths in lengths_of.items():
         parts.append(length_features(lengths, n_bins=length_bins, name=name))
         parts.append(length_thresholds(lengths, removed, min_support=min_support, name=name))
-    features = SliceFeatures.stack(parts, len(rep_rows))
-    clusters = None
+    k = 0
     if n_clusters and len(rep_rows) >= max(2 * n_clusters, 2):
         ctx.progress(0.5, f"{n_clusters} clusters of Φ")
-        clusters = cluster_features(ctx.representation.X, n_clusters, rows=rep_rows,
-                                    words=cues.select(cues.family == "word"),
-                                    random_state=seed)
+        if chunked is not None:
+            cluster_of, k = cluster_codes(ctx.representation.X, n_clusters, rows=rep_rows,
+                                          random_state=seed)
+        else:
+            clusters = cluster_features(ctx.representation.X, n_clusters, rows=rep_rows,
+                                        words=cues.select(cues.family == "word"),
+                                        random_state=seed)
+            k = clusters.X.shape[1]
     ctx.progress(0.8, "ranking the slices")
-    found = find_slices(features, removed, clusters=clusters, min_support=min_support,
-                        pair_top=pair_top, n_stored=n_stored, row_ids=row_ids,
-                        random_state=seed)
+    if chunked is not None:
+        chunked.add_columns(SliceFeatures.stack(parts, len(rep_rows)),
+                            cluster_of if k else None, k)
+        counts: SliceCounts = chunked
+    else:
+        counts = MatrixCounts(SliceFeatures.stack([cues, *parts], len(rep_rows)),
+                              clusters if k else None)
     n_input = len(ctx.dataset.frame)
+    try:
+        found = rank_slices(counts, removed, min_support=min_support, pair_top=pair_top,
+                            n_stored=n_stored, row_ids=row_ids, random_state=seed,
+                            weights=weights,
+                            keep_members=lambda m: (len(m), _pack(input_rows[m], n_input)))
+    finally:
+        if chunked is not None:
+            chunked.release()
     members = pd.DataFrame({
         "slice_id": found.table["slice_id"].head(len(found.members)).to_numpy(dtype=object),
         "rank": found.table["rank"].head(len(found.members)).to_numpy(dtype=np.int64),
-        "n_rows": np.asarray([len(m) for m in found.members], dtype=np.int64),
-        "members": pd.Series([_pack(input_rows[m], n_input) for m in found.members],
-                             dtype=object),
+        "n_rows": np.asarray([m[0] for m in found.members], dtype=np.int64),
+        "members": pd.Series([m[1] for m in found.members], dtype=object),
     })
     table = found.table
     table.attrs = {}
     info = {"n_slices": int(len(table)), "rows": int(len(rep_rows)),
             "removed": int(removed.sum()), "min_support": min_support, "pair_top": pair_top,
-            "n_clusters": int(0 if clusters is None else clusters.X.shape[1]),
-            "unavailable": dict(matrix.unavailable),
-            "top": table.head(3)["slice_id"].tolist()}
+            "n_clusters": int(k), "unavailable": unavailable,
+            "top": table.head(3)["slice_id"].tolist(),
+            "features": "workers" if chunked is not None else "driver"}
     return MeasureResult(tables={FILE: table, MEMBERS_FILE: members}, info=info)
+
+
+def _chunked_counts(ctx: MeasureContext, record, rep_rows: np.ndarray, weights: np.ndarray,
+                    families: tuple, text: str, min_support: int
+                    ) -> slices_on_workers.ChunkedCounts:
+    """The cue features of every included row extracted on the workers, a chunk at a time
+    (the cue measure's chunks: their annotations are in the workers' caches), and left
+    there (:mod:`.slices_on_workers`)."""
+    from aflite_core.cues.count_tables import chunk_rows_for
+    from aflite_core.io.text_columns import RowTexts
+    from aflite_core.represent.fold_pool import cluster_workers
+
+    dataset = ctx.dataset
+    included = np.flatnonzero(dataset.included_mask)
+    chunk_rows = chunk_rows_for(len(included), len(cluster_workers(record.client)))
+    bounds = slices_on_workers.chunk_bounds(len(included), chunk_rows)
+    columns = dataset.columns
+    hyps = RowTexts(dataset.frame[columns.hypothesis], included)
+    prems = (RowTexts(dataset.frame[columns.premise], included)
+             if columns.premise is not None else None)
+    texts = ((hyps[lo:hi], None if prems is None else prems[lo:hi]) for lo, hi in bounds)
+    ctx.progress(0.0, f"cue features of {len(included):,} rows on the workers")
+    counts = slices_on_workers.ChunkedCounts(
+        record.client, texts, bounds, rep_rows, weights,
+        slices_on_workers.ExtractOptions(tuple(families), text), min_count=min_support,
+        progress=lambda f, m: ctx.progress(0.4 * f, m))
+    record.tasks += counts.tasks
+    return counts
 
 
 def _pack(positions: np.ndarray, n: int) -> bytes:
