@@ -316,3 +316,15 @@ def test_word_counts_match_re2_non_space_runs():
     expected = pc.count_substring_regex(pa.array(texts), r"\S+").to_numpy(zero_copy_only=False)
     assert slices.word_counts(texts).tolist() == expected.tolist()
     assert slices.word_counts([]).tolist() == []
+
+
+def test_label_codes_are_numpys_unique_of_the_labels_as_str():
+    from aflite_core.measures.slices import label_codes
+
+    rng = np.random.default_rng(0)
+    labels = rng.choice(np.array(["neutral", "contradiction", "entailment", "Ä", "10", "9",
+                                  2, float("nan")], dtype=object), size=500)
+    values, codes = label_codes(labels)
+    expected_values, expected_codes = np.unique(labels.astype(str), return_inverse=True)
+    assert values.tolist() == expected_values.tolist()
+    assert np.array_equal(codes, expected_codes)

@@ -78,7 +78,7 @@ def _both(client, hyps, prems, labels, *, text: str, chunk_rows: int, min_count:
     chunked = slices_on_workers.ChunkedCounts(
         client, ((hyps[lo:hi], prems[lo:hi]) for lo, hi in bounds), bounds, scope,
         weights[0], slices_on_workers.ExtractOptions(FAMILIES, text), min_count=min_count)
-    chunked.add_columns(extra, cluster_of, k)
+    chunked.add_columns([extra], cluster_of, k)
     assert np.array_equal(chunked.lengths["hypothesis"], lengths)
     there = slices.rank_slices(chunked, removed, weights=weights, **options)
     chunked.release()

@@ -403,8 +403,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     input_rows = included[rep_rows]                   # positions in the input frame
     row_ids = np.asarray(ctx.representation.row_ids)[rep_rows]
 
-    labels = np.asarray(ctx.labels, dtype=str)[rep_rows]
-    values, codes = np.unique(labels, return_inverse=True)
+    values, codes = label_codes(np.asarray(ctx.labels, dtype=object)[rep_rows])
     label_part = SliceFeatures.from_codes(codes, values, "label",
                                           [f"label {v}" for v in values])
     weights = slice_weights(removed)
@@ -448,8 +447,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             k = clusters.X.shape[1]
     ctx.progress(0.8, "ranking the slices")
     if chunked is not None:
-        chunked.add_columns(SliceFeatures.stack(parts, len(rep_rows)),
-                            cluster_of if k else None, k)
+        chunked.add_columns(parts, cluster_of if k else None, k)  # empties parts
         counts: SliceCounts = chunked
     else:
         counts = MatrixCounts(SliceFeatures.stack([cues, *parts], len(rep_rows)),
@@ -477,6 +475,25 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             "top": table.head(3)["slice_id"].tolist(),
             "features": "workers" if chunked is not None else "driver"}
     return MeasureResult(tables={FILE: table, MEMBERS_FILE: members}, info=info)
+
+
+def label_codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(labels.astype(str), return_inverse=True)`` without a fixed-width copy of
+    every label (at 5M rows of "contradiction", 0.26 GB) or a sort of all of them. The audit's
+    labels are str; a missing value (NaN, None) reads ``"nan"``.
+
+    Examples
+    --------
+    >>> values, codes = label_codes(np.array(["b", "a", "b", 1], dtype=object))
+    >>> values.tolist(), codes.tolist()
+    (['1', 'a', 'b'], [2, 1, 2, 0])
+    """
+    codes, uniques = pd.factorize(np.asarray(labels, dtype=object), use_na_sentinel=False)
+    names = np.asarray([str(u) for u in uniques])
+    order = np.argsort(names, kind="stable")  # numpy's str order: by code points
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return names[order], rank[codes]
 
 
 def _chunked_counts(ctx: MeasureContext, record, rep_rows: np.ndarray, weights: np.ndarray,

@@ -229,8 +229,9 @@ class ChunkedCounts:
                 progress(done / len(summaries), f"cue features: chunk {done} of "
                                                 f"{len(summaries)} (on the workers)")
         self._merge(client.gather(summaries), min_count)
-        self.extra: SliceFeatures | None = None
-        self.clusters: SliceFeatures | None = None
+        self._extra: list[sp.csr_matrix | None] = [None] * len(self._rows)
+        self.extra_names = SliceColumns(*(np.empty(0, dtype=object),) * 3)
+        self.cluster_columns: SliceColumns | None = None
         self._cluster_codes: np.ndarray | None = None
 
     # ---------------------------------------------------------------- the merged features
@@ -288,20 +289,40 @@ class ChunkedCounts:
         self.lengths = {side: np.concatenate([p.lengths[side] for p in parts])
                         for side in first.lengths}
 
-    def add_columns(self, extra: SliceFeatures, clusters: np.ndarray | None = None,
+    def add_columns(self, parts: list[SliceFeatures], clusters: np.ndarray | None = None,
                     k: int = 0) -> None:
         """The columns made on the driver (label, length buckets and cuts: after the
-        linguistic cues, as locally) and the cluster of Φ of each row in scope (``k``
-        clusters, named by their words here)."""
-        if extra.X.shape[0] != self.n_rows:
-            raise ValueError(f"extra: expected {self.n_rows} rows, got {extra.X.shape[0]}")
-        self.extra = SliceFeatures(sp.csr_matrix(extra.X, dtype=np.int8), extra.family,
-                                   extra.value, extra.description)
+        linguistic cues, as locally; ``parts`` is emptied as each is cut into the chunks'
+        rows) and the cluster of Φ of each row in scope (``k`` clusters, named by their
+        words here)."""
+        pieces: list[list[sp.csr_matrix]] = [[] for _ in self._rows]
+        family, value, description = [], [], []
+        while parts:
+            part = parts.pop(0)
+            if part.X.shape[0] != self.n_rows:
+                raise ValueError(f"columns: expected {self.n_rows} rows, got "
+                                 f"{part.X.shape[0]}")
+            if not part.X.shape[1]:
+                continue
+            X = sp.csr_matrix(part.X, dtype=np.int8)
+            for chunk, (a, b) in zip(pieces, self._rows, strict=True):
+                chunk.append(X[a:b])
+            family.append(part.family)
+            value.append(part.value)
+            description.append(part.description)
+            del part, X
+        self._extra = [sp.hstack(chunk, format="csr", dtype=np.int8) if chunk else None
+                       for chunk in pieces]
+        self.extra_names = SliceColumns(
+            *(np.concatenate(names).astype(object) if names else np.empty(0, dtype=object)
+              for names in (family, value, description)))
+        self.k = int(k) if clusters is not None else 0
         if clusters is not None:
             self._cluster_codes = np.asarray(clusters, dtype=np.int64)
-            self.clusters = SliceFeatures.from_codes(
-                self._cluster_codes, [str(c) for c in range(k)], "cluster",
-                self.cluster_names(k))
+            values = np.asarray([str(c) for c in range(k)], dtype=object)
+            self.cluster_columns = SliceColumns(np.full(k, "cluster", dtype=object), values,
+                                                np.asarray(self.cluster_names(k),
+                                                           dtype=object))
 
     # ---------------------------------------------------------------- the passes
 
@@ -313,8 +334,7 @@ class ChunkedCounts:
         futures = []
         for c, (future, (a, b)) in enumerate(zip(self._features, self._rows, strict=True)):
             local = _local_columns(self._maps[c], columns)
-            extra = (self.extra.X[a:b] if self.extra is not None and (from_extra >= 0).any()
-                     else None)
+            extra = self._extra[c] if (from_extra >= 0).any() else None
             args = [arg(c, a, b) if callable(arg) else arg for arg in args_of]
             futures.append(self.client.submit(task, future, local, extra, from_extra, *args,
                                               pure=False))
@@ -324,22 +344,30 @@ class ChunkedCounts:
     def columns(self, kind: str) -> SliceColumns | None:
         """See :class:`~aflite_core.measures.slices_counts.SliceCounts`."""
         if kind == "cluster":
-            c = self.clusters
-            return None if c is None else SliceColumns(c.family, c.value, c.description)
-        e = self.extra
-        return SliceColumns(*(np.concatenate([mine, theirs]).astype(object) for mine, theirs
-                              in zip(self.cue_names, (e.family, e.value, e.description),
-                                     strict=True)))
+            return self.cluster_columns
+        return SliceColumns(*(np.concatenate([mine, theirs]).astype(object)
+                              for mine, theirs in zip(self.cue_names, self.extra_names,
+                                                      strict=True)))
 
     def column_sums(self, kind: str, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """See :class:`~aflite_core.measures.slices_counts.SliceCounts`: the linguistic
-        cues' counts came with the chunks' summaries (the same weights)."""
+        cues' counts came with the chunks' summaries (the same weights); the driver's
+        columns and the clusters are summed chunk by chunk here (integers: exact)."""
         if kind == "cluster":
-            Xc = sp.csc_matrix(self.clusters.X, dtype=np.float64)
-            return np.asarray(Xc.sum(axis=0)).ravel(), np.asarray(Xc.T @ weights)
-        Xe = sp.csc_matrix(self.extra.X, dtype=np.float64)
-        return (np.concatenate([self.size, np.asarray(Xe.sum(axis=0)).ravel()]),
-                np.concatenate([self.sums, np.asarray(Xe.T @ weights)]))
+            codes = self._cluster_codes
+            return (np.bincount(codes, minlength=self.k).astype(np.float64),
+                    np.column_stack([np.bincount(codes, weights=weights[:, c],
+                                                 minlength=self.k)
+                                     for c in range(weights.shape[1])]))
+        n_extra = len(self.extra_names.value)
+        size = np.zeros(n_extra, dtype=np.float64)
+        sums = np.zeros((n_extra, weights.shape[1]), dtype=np.float64)
+        for piece, (a, b) in zip(self._extra, self._rows, strict=True):
+            if piece is not None:
+                Xc = sp.csc_matrix(piece, dtype=np.float64)
+                size += np.asarray(Xc.sum(axis=0)).ravel()
+                sums += np.asarray(Xc.T @ weights[a:b])
+        return np.concatenate([self.size, size]), np.concatenate([self.sums, sums])
 
     def cooccurrence(self, top: np.ndarray, weights: np.ndarray
                      ) -> tuple[np.ndarray, list[np.ndarray]]:
