@@ -12,7 +12,7 @@ Printed per run: wall time; the driver's (the CLI process's) peak RSS; each work
 interface during the run (everything driver <-> scheduler <-> workers sends; nothing else on
 this machine talks over loopback meanwhile), and ``summary.json``'s ``engines`` (which stages
 ran on Dask). Then whether the two runs agree: statuses equal, largest predictability
-difference; and each stage's seconds in both runs.
+difference; and each stage's seconds in both runs (with ``--skip-local``, the Dask run's).
 
 ``--kill-after-round K`` SIGKILLs one worker when the Dask run's progress reports AFLite round
 K: the run must finish with the same statuses (AFLite rebuilds the lost rows elsewhere,
@@ -23,9 +23,10 @@ over row partitions on them and stays there (every stage fetches the rows it rea
 ``summary.json``'s ``representation.params.whole_gathers`` says how often one fetched all of
 them), and AFLite's rounds, the measures' fold fits (baselines, PVI, label issues), KNN's
 search, the map's placed rows and the cue table's map-reduce run on Dask, PVI counts its
-hypotheses and fits its folds on the workers (above 250,000 filtered rows); the driver still
-holds every row's texts in the dataset's frame and the other stages' own working sets (the
-slices' feature matrices, the cue annotations, the retained rows ``score_heldout`` fits on).
+hypotheses and fits its folds on the workers (above 250,000 filtered rows), and the slices'
+cue features are extracted by chunk on the workers and counted there (above 250,000 rows in
+scope); the driver still holds every row's texts in the dataset's frame and the other
+stages' own working sets (the retained rows ``score_heldout`` fits on, the writers' tables).
 
     .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
         [--memory-limit 4GB] [--kill-after-round 3] [--skip-local]
@@ -158,9 +159,15 @@ def _compare(a: Path, b: Path) -> str:
             + (f" (rows differing by status: {where})" if where else ""))
 
 
-def _stage_seconds(a: Path, b: Path) -> str:
-    """Each stage's seconds, local / dask (``summary.json``'s ``timings``)."""
-    local, dask = (json.loads((p / "summary.json").read_text())["timings"] for p in (a, b))
+def _stage_seconds(a: Path | None, b: Path) -> str:
+    """Each stage's seconds, local / dask (``summary.json``'s ``timings``), or the Dask
+    run's alone when there is no local run (``a`` None)."""
+    dask = json.loads((b / "summary.json").read_text())["timings"]
+    if a is None:
+        return "seconds dask: " + ", ".join(f"{stage} {seconds:.1f}"
+                                            for stage, seconds in dask.items()
+                                            if stage != "total")
+    local = json.loads((a / "summary.json").read_text())["timings"]
     return "seconds local / dask: " + ", ".join(
         f"{stage} {local[stage]:.1f} / {dask.get(stage, float('nan')):.1f}"
         for stage in local if stage != "total")
@@ -217,6 +224,8 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
               f"local; Φ gathered whole "
               f"{summary['representation']['params'].get('whole_gathers', 'n/a')} times",
               flush=True)
+        if local is None:
+            print(f"  {_stage_seconds(None, work / 'dask')}", flush=True)
     if local is not None and local["code"] == 0 and dask["code"] == 0:
         print(f"  {_compare(work / 'local', work / 'dask')}", flush=True)
         print(f"  {_stage_seconds(work / 'local', work / 'dask')}", flush=True)
