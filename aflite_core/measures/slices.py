@@ -23,9 +23,13 @@ dilute the base rate.
 
 Counts are sparse matrix products over the rows-by-features indicator matrix, so the whole
 measure costs a few seconds at SNLI's 550k rows once the annotations are cached (the cue
-measure, which runs first, fills that cache). The run folder gets ``slices.parquet`` (the
-ranked table) and ``slices_members.parquet`` (the rows of the top ``n_stored`` slices as
-bitmaps over the input rows, for the dashboard's Explore filter).
+measure, which runs first, fills that cache). :func:`rank_slices` reads them from a source
+(:mod:`.slices_counts`): the matrix of every row here, or on a Dask cluster above
+:data:`~aflite_core.measures.slices_on_workers.WORKER_MIN_ROWS` rows the same counts by
+map-reduce over row chunks whose features stay on the workers (:mod:`.slices_on_workers`).
+The run folder gets ``slices.parquet`` (the ranked table) and ``slices_members.parquet``
+(the rows of the top ``n_stored`` slices as bitmaps over the input rows, for the dashboard's
+Explore filter).
 """
 
 from __future__ import annotations
