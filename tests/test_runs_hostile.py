@@ -458,3 +458,25 @@ def test_a_too_long_name_is_cut_in_bytes_and_a_suffix_still_fits(tmp_path):
 def test_summary_records_the_nfc_name(tmp_path):
     path = make_run(tmp_path, NFD_CAFE)
     assert json.loads((path / "summary.json").read_text())["name"] == NFC_CAFE
+
+
+@pytest.mark.parametrize(("ids", "given", "ok"), [
+    (np.arange(5), np.arange(5), True),
+    (np.arange(5), np.arange(5)[::-1], False),
+    (np.arange(5), np.arange(5).astype(np.int32), True),
+    (np.array(["a", "b"], dtype=object), np.array(["a", "b"], dtype=object), True),
+    (np.array(["a", "b"], dtype=object), np.array(["b", "a"], dtype=object), False),
+    (np.array([0, 1]), np.array(["0", "1"], dtype=object), False),
+])
+def test_scores_must_list_the_datasets_row_ids_in_its_order(tmp_path, ids, given, ok):
+    with run_writer.RunWriter(tmp_path, "ids") as writer:
+        frame = pd.DataFrame({"h": ["x"] * len(ids)}, index=pd.Index(ids, name="row_id"))
+        writer.write_dataset(frame)
+        scores = pd.DataFrame({"row_id": given, "status": ["retained"] * len(ids),
+                               "predictability": np.nan, "removal_round": -1})
+        if ok:
+            writer.write_scores(scores)
+        else:
+            with pytest.raises(ValueError, match="dataset's row ids in the dataset's order"):
+                writer.write_scores(scores)
+        writer.write_summary({})
