@@ -437,3 +437,27 @@ def test_a_generated_name_taken_during_the_run_gets_a_suffix(tmp_path):
     other = RunWriter(tmp_path, "run")  # a chosen name still refuses to collide
     with pytest.raises(FileExistsError), other:
         other.write_summary({})
+
+
+def test_frame_rows_reads_some_rows_of_the_frame_alone(tmp_path):
+    """The rows of some positions, some columns, from dataset.parquet without the whole
+    frame; the same rows as the frame's."""
+    from aflite_core.runs.writer import RunWriter
+
+    frame = pd.DataFrame({"premise": [f"p{i}" for i in range(50)],
+                          "hypothesis": [f"h{i}" for i in range(50)], "n": range(50)},
+                         index=pd.Index([f"id{i}" for i in range(50)], name="row_id"))
+    with RunWriter(tmp_path, "rows") as writer:
+        writer.write_dataset(frame)
+        writer.write_scores(pd.DataFrame({"row_id": frame.index, "status": "retained",
+                                          "predictability": np.nan, "removal_round": -1}))
+        writer.write_summary({})
+    run = load_run(writer.path)
+    picked = np.array([7, 3, 49, 0])
+    got = run.frame_rows(picked, ["hypothesis", "n"])
+    assert "frame" not in run.__dict__  # the whole frame was not read
+    pd.testing.assert_frame_equal(got, frame.iloc[picked][["hypothesis", "n"]],
+                                  check_dtype=False)
+    pd.testing.assert_frame_equal(run.frame_rows(picked), run.frame.iloc[picked])
+    with pytest.raises(KeyError, match="nope"):
+        run.frame_rows(picked, ["nope"])

@@ -532,26 +532,26 @@ def _section_datamap(run: AuditRun, fig: _Figures) -> str:
             + _tables_html(_measure_tables(run, "datamap")))
 
 
-def _text_columns(run: AuditRun, frame: pd.DataFrame) -> list[str]:
+def _text_columns(run: AuditRun, schema: pd.DataFrame) -> list[str]:
     mapping = run.columns
     cols = [mapping.get(k) for k in ("premise", "hypothesis")]
-    cols = [c for c in cols if c and c in frame.columns]
+    cols = [c for c in cols if c and c in schema.columns]
     if cols:
         return cols
-    return [c for c in frame.columns if pd.api.types.is_string_dtype(frame[c])][:3]
+    return [c for c in schema.columns if pd.api.types.is_string_dtype(schema[c])][:3]
 
 
 def _section_samples(run: AuditRun, n_samples: int, random_state: int) -> str:
-    try:
-        frame = run.frame
+    try:  # the frame's columns from its first row: the examples' rows are read alone
+        schema = run.frame_rows(np.zeros(min(len(run.scores), 1), dtype=np.int64))
     except (OSError, ValueError) as exc:
         return _absent(f"Original rows are not available: {exc}")
     scores = run.scores.reset_index(drop=True)
-    text_cols = _text_columns(run, frame)
+    text_cols = _text_columns(run, schema)
     label_col = run.columns.get("label")
     labels = (scores["label"].astype(str) if "label" in scores.columns
-              else frame[label_col].astype(str).reset_index(drop=True) if label_col in frame
-              else pd.Series([""] * len(scores)))
+              else run.frame[label_col].astype(str).reset_index(drop=True)
+              if label_col in schema else pd.Series([""] * len(scores)))
     status = scores["status"].astype(str)
     rng = np.random.default_rng(random_state)
     parts = [f"<p>Up to {n_samples} examples per label: removed rows with the highest "
@@ -569,7 +569,7 @@ def _section_samples(run: AuditRun, n_samples: int, random_state: int) -> str:
             if not len(idx):
                 parts.append(_absent(f"No {name} rows with this label."))
                 continue
-            table = frame.iloc[idx][text_cols].reset_index()
+            table = run.frame_rows(idx, text_cols).reset_index()
             table["predictability"] = scores["predictability"].to_numpy()[idx]
             table = table.map(lambda v: shorten(v) if isinstance(v, str) else v)
             parts.append(f"<h4>{name.capitalize()}</h4>")
