@@ -579,7 +579,7 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
     scored = plan.scored
     if scored.any() and plan.questions is None:  # train_only: dev/test scored, never removed
         progress.step("aflite", f"scoring {int(scored.sum()):,} held-out rows",
-                      progress.span("aflite")[1])
+                      progress.span("aflite")[1], heldout=True)
         heldout = main.score_heldout(select_rows(X, np.flatnonzero(scored)), y[scored],
                                      X=select_rows(X, np.flatnonzero(main_rows)),
                                      y=y[main_rows], return_datamap=True)

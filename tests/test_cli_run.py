@@ -322,3 +322,19 @@ def test_the_command_runs_exit_handlers_and_keeps_its_exit_code(tmp_path, other_
     assert lines[0] == "x" * 100_000 and "handler ran" in lines
     assert ("thread done" in lines) is other_thread
     assert not (tmp_path / "out").exists()
+
+
+def test_the_held_out_scoring_after_the_last_round_has_its_own_line(capsys):
+    """At 5M rows scoring the dev and test rows after AFLite's last round takes minutes: a
+    line says so instead of the last round's line standing for it."""
+    from aflite_core.commands.run import _Printer
+
+    printer = _Printer(quiet=False)
+    printer({"stage": "aflite", "round": 3, "fraction": 0.3, "message": "AFLite round 3: x"})
+    printer({"stage": "aflite", "fraction": 0.31, "message": "AFLite done"})
+    printer({"stage": "aflite", "fraction": 0.32, "message": "scoring 2,000 held-out rows",
+             "heldout": True})
+    printer({"stage": "cues", "fraction": 0.4, "message": "cue statistics"})
+    assert capsys.readouterr().err.splitlines() == [
+        "[ 30%] AFLite round 3: x", "[ 32%] aflite: scoring 2,000 held-out rows",
+        "[ 40%] cues: cue statistics"]

@@ -182,7 +182,8 @@ def _exit_cleanly_on_sigterm() -> None:
 
 
 class _Printer:
-    """Progress lines on stderr: one per AFLite round, one per other stage."""
+    """Progress lines on stderr: one per AFLite round, one for the held-out rows' scoring
+    after them, one per other stage."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
@@ -199,7 +200,8 @@ class _Printer:
             # the message names the filter: "AFLite round 3: ..." or "Z-filter step 3: ..."
             print(f"[{pct}] {event.get('message', '')}{timing}", file=sys.stderr,
                   flush=True)
-        elif stage != self.last_stage or "status" in event:
+        elif stage != self.last_stage or "status" in event or event.get("heldout"):
+            # the held-out rows' scoring after the last round is a step of its own
             print(f"[{pct}] {stage}: {event.get('message', '')}", file=sys.stderr, flush=True)
         self.last_stage = stage
 
