@@ -165,3 +165,39 @@ def test_precomputed_covariance_factor_gives_the_same_model(planted):
     np.testing.assert_array_equal(direct.intercept, shared.intercept)
     with pytest.raises(ValueError, match="stats or a precomputed factor"):
         fit_partition_lda(None, sums, counts)
+
+
+class _Rows:
+    """An array read by rows that remembers the most rows one read asked for."""
+
+    def __init__(self, X):
+        self.X, self.shape, self.reads = X, X.shape, []
+
+    def __getitem__(self, rows):
+        rows = np.asarray(rows)
+        self.reads.append(len(rows))
+        return self.X[rows]
+
+
+def test_the_fit_reads_a_block_of_rows_at_a_time_and_blocks_change_only_rounding(
+        planted, monkeypatch):
+    """fit_lda_partitions(rows=...) never reads more than FIT_BLOCK_ROWS rows at once (the
+    held-out fit at millions of retained rows), and blocks of 97 rows give the model of one
+    block up to float32 rounding: the same predictions."""
+    X, y, _ = planted
+    rng = np.random.default_rng(3)
+    rows = np.sort(rng.choice(len(y), len(y) * 2 // 3, replace=False))
+    train = _random_train(rng, 5, len(rows), len(rows) // 3)
+    whole = fit_lda_partitions(X[rows], y[rows], train)
+    monkeypatch.setattr(linear, "FIT_BLOCK_ROWS", 97)
+    reader = _Rows(X)
+    blocked = fit_lda_partitions(reader, y[rows], train, rows=rows)
+    mean_reads = -(-len(rows) // 4096)  # the mean is summed 4,096 rows at a time
+    assert reader.reads[mean_reads:] == [97] * (len(rows) // 97) + [len(rows) % 97]
+    np.testing.assert_allclose(blocked.coef, whole.coef, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(blocked.intercept, whole.intercept, rtol=1e-4, atol=1e-5)
+    assert np.array_equal(blocked.predict(X), whole.predict(X))
+    # and the rows given are the rows of X[rows], block for block
+    again = fit_lda_partitions(X[rows], y[rows], train)
+    assert np.array_equal(again.coef, linear.fit_lda_partitions(X, y[rows], train,
+                                                                 rows=rows).coef)
