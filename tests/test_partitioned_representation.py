@@ -402,3 +402,41 @@ def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client
         there = cluster_features(X, 6, rows=some, random_state=0)
         assert (here.X != there.X).nnz == 0 and list(here.value) == list(there.value)
     assert X.whole_gathers == 0
+
+
+def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
+    """UMAP on a cluster with Φ left on the workers: the fitted sample's reduced rows are
+    made on the driver, every other chunk is reduced, searched and placed by a task where its
+    rows are (or here, across two partitions): the map of the array, and neither the reduced
+    matrix of every row nor its chunks are made on the driver."""
+    from aflite_core.measures import projection
+    from aflite_core.represent.fold_pool import on_dask
+    from aflite_core.represent.partitioned_rows import PartitionedRows
+    from aflite_core.represent.partitions import DaskPartitions
+
+    rng = np.random.default_rng(1)
+    whole = rng.standard_normal((9_000, 96)).astype(np.float32)
+    whole[:, :4] += rng.integers(0, 3, (9_000, 1)).astype(np.float32) * 2
+    bounds = [(0, 4_000), (4_000, 9_000)]
+    runner = DaskPartitions(client)
+    X = PartitionedRows(runner, runner.put([whole[lo:hi] for lo, hi in bounds]), bounds, 96)
+    monkeypatch.setattr(projection, "TRANSFORM_CHUNK", 1_500)
+    options = {"method": "umap", "sample_size": 2_000, "random_state": 0, "pca_dims": 16}
+    here = projection.project(whole, **options)
+    placed = []  # the chunks placed in this process
+    place_rows = projection._place_rows
+    monkeypatch.setattr(projection, "_place_rows",
+                        lambda rows, start, *a: placed.append(start) or place_rows(rows, start,
+                                                                                  *a))
+
+    def no_whole_matrix(*args, **kwargs):
+        raise AssertionError("the reduced rows of every row were made on the driver")
+
+    monkeypatch.setattr(projection, "_reduce", no_whole_matrix)
+    with on_dask(client) as record:
+        there = projection.project(X, **options)
+    # 7,000 other rows in 5 chunks: 4 placed on the workers (their copy of the function
+    # records elsewhere), the one across the partitions' boundary here
+    assert record.tasks == 5 and placed == [3_000]
+    pd.testing.assert_frame_equal(there, here, check_exact=True)
+    assert X.whole_gathers == 0

@@ -153,14 +153,14 @@ def _pca_start(Xs: np.ndarray) -> np.ndarray:
     return (Xs.astype(np.float64) - mean) @ axes.T
 
 
-def _reduce(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
-            random_state: int | None) -> np.ndarray:
-    """Project the unit rows of ``X`` on the top ``n_dims`` principal directions of ``Xs``
-    (the sample's unit rows), re-normalised. ``X``'s rows are normalised a chunk at a time
-    as they are projected (the same rows, bit for bit, as normalising all of them first)."""
-    if not n_dims or X.shape[1] <= n_dims or len(Xs) <= n_dims:
-        return l2_normalize(X)
-    if X.shape[1] > MAX_COVARIANCE_DIMS:  # a d x d covariance would be too large
+def _reduction(Xs: np.ndarray, n_dims: int | None, random_state: int | None
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The sample's mean and top ``n_dims`` principal directions (transposed), float32, the
+    unit rows are reduced with; None when there is nothing to reduce (``n_dims`` unset, or
+    not below the columns or the sample's rows)."""
+    if not n_dims or Xs.shape[1] <= n_dims or len(Xs) <= n_dims:
+        return None
+    if Xs.shape[1] > MAX_COVARIANCE_DIMS:  # a d x d covariance would be too large
         from sklearn.decomposition import PCA
 
         pca = PCA(n_components=n_dims, svd_solver="randomized", random_state=random_state)
@@ -168,9 +168,28 @@ def _reduce(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
         mean, axes = pca.mean_, pca.components_
     else:
         mean, axes = _principal_axes(Xs, n_dims)
-    mean = mean.astype(np.float32)
-    axes_t = np.ascontiguousarray(axes.T, dtype=np.float32)
-    Z = np.empty((X.shape[0], n_dims), dtype=np.float32)
+    return mean.astype(np.float32), np.ascontiguousarray(axes.T, dtype=np.float32)
+
+
+def _unit_reduced(rows: np.ndarray, reduction: tuple[np.ndarray, np.ndarray] | None
+                  ) -> np.ndarray:
+    """Some rows of Φ as :func:`_reduce` gives them (unit length, reduced, unit length
+    again): row by row the same numbers as in the whole matrix."""
+    if reduction is None:
+        return l2_normalize(rows)
+    return l2_normalize(_reduced_rows(rows, *reduction))
+
+
+def _reduce(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
+            random_state: int | None) -> np.ndarray:
+    """Project the unit rows of ``X`` on the top ``n_dims`` principal directions of ``Xs``
+    (the sample's unit rows), re-normalised. ``X``'s rows are normalised a chunk at a time
+    as they are projected (the same rows, bit for bit, as normalising all of them first)."""
+    reduction = _reduction(Xs, n_dims, random_state)
+    if reduction is None:
+        return l2_normalize(X)
+    mean, axes_t = reduction
+    Z = np.empty((X.shape[0], axes_t.shape[1]), dtype=np.float32)
     if is_partitioned(X):  # Φ on the workers: each chunk reduced where its rows are
         for start, part in zip(range(0, X.shape[0], 65536),
                                X.map_chunks(_reduced_rows, 65536, mean, axes_t),
@@ -221,9 +240,20 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
 
     if reason:
         return _pca(l2_normalize(X), random_state), {"fallback": "pca", "reason": reason}
-    Xn = _reduce(X, unit_sample, pca_dims, random_state)
+    # on a cluster with Φ on the workers, the other rows are reduced, searched and placed
+    # where they are, a chunk a task (the map's transform per partition): only the sample's
+    # reduced rows are made here
+    on_cluster = dask_folds() is not None
+    resident = on_cluster and is_partitioned(X)
+    if resident:
+        reduction = _reduction(unit_sample, pca_dims, random_state)
+        Xn = None
+        Xs = np.ascontiguousarray(_unit_reduced(X[sample], reduction))
+    else:
+        Xn = _reduce(X, unit_sample, pca_dims, random_state)
+        Xs = np.ascontiguousarray(Xn[sample])
+    del unit_sample
     k = min(int(n_neighbors), len(sample) - 1)
-    Xs = np.ascontiguousarray(Xn[sample])
     _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
     idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
     graph = _umap_layout.fuzzy_graph(idx, dists)
@@ -244,7 +274,6 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     # searches, done earlier (one BLAS thread each, as the placement pool runs them).
     # on a cluster (the audit's scheduler) the other rows are placed there instead, a chunk a
     # task, after the layout
-    on_cluster = dask_folds() is not None
     searcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="umap-search")
     try:
         with threadpool_limits(limits=1, user_api="blas"):
@@ -253,7 +282,10 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
             fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
                                          random_state=seed)
         coords[sample] = fitted
-        if on_cluster:
+        if resident:
+            _place_where_the_rows_are(coords, X, reduction, Xs, fitted, rest, starts, k=k, a=a,
+                                      b=b, seed=seed, callback=callback)
+        elif on_cluster:
             _place_on_cluster(coords, Xn, Xs, fitted, rest, starts, k=k, a=a, b=b, seed=seed,
                               callback=callback)
         else:
@@ -332,6 +364,35 @@ def _place_on_cluster(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted
               for start in starts]
     map_folds(place, chunks, on_done=lambda i, placed: _chunk_placed(
         coords, placed, i, rest, starts, callback))
+
+
+def _place_where_the_rows_are(coords: np.ndarray, X, reduction, Xs: np.ndarray,
+                              fitted: np.ndarray, rest: np.ndarray, starts: list[int], *,
+                              k: int, a: float, b: float, seed: int,
+                              callback: ProgressCallback | None) -> None:
+    """:func:`_place_on_cluster` for Φ left on the workers: each chunk of the other rows is
+    reduced, searched and placed by a task on the worker holding its rows (a chunk across two
+    partitions is fetched and placed here), so neither their reduced rows nor their chunks
+    are ever all on the driver: its coordinates come back."""
+    if not len(rest):
+        return
+    placements = X.select(rest).map_chunks(_place_rows, TRANSFORM_CHUNK, reduction, Xs,
+                                           fitted, k, a, b, seed, with_start=True)
+    for i, placed in enumerate(placements):
+        _chunk_placed(coords, placed, i, rest, starts, callback)
+    record = dask_folds()
+    if record is not None:  # tasks of the audit's cluster: the measure ran on Dask
+        record.tasks += len(starts)
+
+
+def _place_rows(rows: np.ndarray, start: int, reduction, Xs: np.ndarray, fitted: np.ndarray,
+                k: int, a: float, b: float, seed: int) -> np.ndarray:
+    """One chunk of the other rows of Φ placed in the fitted map (where its rows are)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        near, near_d = _knn(np.ascontiguousarray(_unit_reduced(rows, reduction)), Xs, k)
+    return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
 
 
 def _degenerate(Xs: np.ndarray) -> str | None:

@@ -48,6 +48,11 @@ def _apply_rows(part: np.ndarray, local: Any, fn: Callable, *shared: Any) -> Any
     return fn(part[local], *shared)
 
 
+def _apply_rows_at(part: np.ndarray, local: Any, start: int, fn: Callable, *shared: Any) -> Any:
+    """``fn(part[local], start, *shared)``: :func:`_apply_rows` told the chunk's first row."""
+    return fn(part[local], start, *shared)
+
+
 def _sum64(rows: np.ndarray) -> np.ndarray:
     """``rows.sum(axis=0, dtype=float64)``: the sum the driver takes of those rows."""
     return rows.sum(axis=0, dtype=np.float64)
@@ -318,8 +323,10 @@ class PartitionedRows:
         sums, bit for bit, without the rows travelling."""
         return list(self.map_chunks(_sum64, step))
 
-    def map_chunks(self, fn: Callable, step: int, *shared: Any) -> Iterator[Any]:
-        """``fn(self[i:i + step], *shared)`` for ``i = 0, step, 2 step, ...``, in order.
+    def map_chunks(self, fn: Callable, step: int, *shared: Any,
+                   with_start: bool = False) -> Iterator[Any]:
+        """``fn(self[i:i + step], *shared)`` for ``i = 0, step, 2 step, ...``, in order
+        (``fn(self[i:i + step], i, *shared)`` with ``with_start``: a chunk's own seed).
 
         A chunk whose rows lie in one partition is given to ``fn`` on the worker holding it
         (its result travels, not the rows; ``fn`` must not modify them: on a local runner it
@@ -339,8 +346,9 @@ class PartitionedRows:
                 runs = self._runs(self.positions(slice(starts[j], starts[j] + step)))
                 if len(runs) == 1:
                     p, local, _, _ = runs[0]
-                    [pending[j]] = runner.map(_apply_rows, [store.handles[p]], fn, *sent,
-                                              each=[(local,)])
+                    [pending[j]] = runner.map(
+                        _apply_rows_at if with_start else _apply_rows, [store.handles[p]], fn,
+                        *sent, each=[(local, starts[j]) if with_start else (local,)])
             try:
                 while i < len(starts):
                     if i in pending:
@@ -348,7 +356,8 @@ class PartitionedRows:
                         [result] = runner.gather([handle])
                         runner.release([handle])
                     else:
-                        result = fn(self[starts[i]:starts[i] + step], *shared)
+                        result = fn(self[starts[i]:starts[i] + step],
+                                    *((starts[i],) if with_start else ()), *shared)
                     yield result
                     i += 1
             except PartitionLost as exc:
