@@ -542,8 +542,8 @@ def _text_columns(run: AuditRun, schema: pd.DataFrame) -> list[str]:
 
 
 def _section_samples(run: AuditRun, n_samples: int, random_state: int) -> str:
-    try:  # the frame's columns from its first row: the examples' rows are read alone
-        schema = run.frame_rows(np.zeros(min(len(run.scores), 1), dtype=np.int64))
+    try:  # the frame's columns (no row): the examples' rows are read alone below
+        schema = run.frame_rows(np.zeros(0, dtype=np.int64))
     except (OSError, ValueError) as exc:
         return _absent(f"Original rows are not available: {exc}")
     scores = run.scores.reset_index(drop=True)
@@ -554,10 +554,8 @@ def _section_samples(run: AuditRun, n_samples: int, random_state: int) -> str:
               if label_col in schema else pd.Series([""] * len(scores)))
     status = scores["status"].astype(str)
     rng = np.random.default_rng(random_state)
-    parts = [f"<p>Up to {n_samples} examples per label: removed rows with the highest "
-             "predictability, retained rows at random.</p>"]
+    chosen: list[tuple[str, str, np.ndarray]] = []
     for label in pd.unique(labels[status.isin(["retained", "removed"])]):
-        parts.append(f"<h3>Label {esc(label)}</h3>")
         for name in ("removed", "retained"):
             idx = np.flatnonzero(((status == name) & (labels == label)).to_numpy())
             if name == "removed":
@@ -566,14 +564,25 @@ def _section_samples(run: AuditRun, n_samples: int, random_state: int) -> str:
                 idx = idx[order[:n_samples]]
             elif len(idx) > n_samples:
                 idx = np.sort(rng.choice(idx, size=n_samples, replace=False))
-            if not len(idx):
-                parts.append(_absent(f"No {name} rows with this label."))
-                continue
-            table = run.frame_rows(idx, text_cols).reset_index()
-            table["predictability"] = scores["predictability"].to_numpy()[idx]
-            table = table.map(lambda v: shorten(v) if isinstance(v, str) else v)
-            parts.append(f"<h4>{name.capitalize()}</h4>")
-            parts.append(html_table(table, text_columns=text_cols))
+            chosen.append((label, name, idx))
+    # every example row read at once: one pass over dataset.parquet's text columns
+    every = np.concatenate([np.empty(0, dtype=np.int64), *(idx for _, _, idx in chosen)])
+    rows = run.frame_rows(every, text_cols).reset_index()
+    parts = [f"<p>Up to {n_samples} examples per label: removed rows with the highest "
+             "predictability, retained rows at random.</p>"]
+    start = 0
+    for label, name, idx in chosen:
+        if name == "removed":
+            parts.append(f"<h3>Label {esc(label)}</h3>")
+        if not len(idx):
+            parts.append(_absent(f"No {name} rows with this label."))
+            continue
+        table = rows.iloc[start:start + len(idx)].reset_index(drop=True)
+        start += len(idx)
+        table["predictability"] = scores["predictability"].to_numpy()[idx]
+        table = table.map(lambda v: shorten(v) if isinstance(v, str) else v)
+        parts.append(f"<h4>{name.capitalize()}</h4>")
+        parts.append(html_table(table, text_columns=text_cols))
     return "".join(parts)
 
 
