@@ -146,3 +146,29 @@ def test_the_driver_cache_gets_the_whole_columns_tags(dev, tmp_path, monkeypatch
     assert (fresh.X != seeded.X).nnz == 0
     assert fresh.feature.tolist() == seeded.feature.tolist()
     assert {"tense", "ner", "typo"} <= set(seeded.feature_type)
+
+
+def test_streamed_chunks_on_a_cluster_give_the_table_and_never_list_every_text(
+        dev, tmp_path, cluster, monkeypatch):
+    """The measure's path on a cluster: each chunk's texts read from the frame as its task
+    is sent (map_streamed), the labels factorised once: the table of all rows, and the
+    dataset is never asked for every row's texts."""
+    from aflite_core.io.datasets import AuditDataset
+    from aflite_core.represent.fold_pool import map_streamed, on_dask
+
+    _, client = cluster
+    premises = np.asarray(dev.premises(), dtype=object)
+    scopes = {"full": None, "retained": dev.row_ids()[::3]}
+    local = cue_tables(dev, scopes, cache_dir=tmp_path, groups=premises, random_state=0)
+
+    def no_lists(self, *args, **kwargs):
+        raise AssertionError("every row's texts were listed")
+
+    monkeypatch.setattr(AuditDataset, "hypotheses", no_lists)
+    monkeypatch.setattr(AuditDataset, "premises", no_lists)
+    with on_dask(client) as record:
+        chunked = count_tables.cue_tables(dev, scopes, chunk_rows=700, groups=premises,
+                                          random_state=0, mapper=map_streamed, streamed=True,
+                                          seed_cache=False)
+    assert record.tasks == 4  # 2,400 rows, 700 a chunk
+    _assert_same(local, chunked)

@@ -206,14 +206,17 @@ def test_a_cluster_of_more_than_five_workers_is_seen_whole(client_type):
         "tcp://10.0.0.99:4000"}
 
 
-def test_the_cue_map_reduce_survives_a_worker_killed_mid_chunk(tmp_path, snli_dir):
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_cue_map_reduce_survives_a_worker_killed_mid_chunk(tmp_path, snli_dir, streamed):
     """The cue table's map tasks carry their chunk's rows (Dask retries a task whose worker
-    died) and share one scattered extraction function (sent again when its holder died): a
-    worker killed in the middle of the first chunk leaves the table of all rows at once."""
+    died) and, sent by map_folds, share one scattered extraction function (sent again when
+    its holder died); sent one at a time as their texts are read (map_streamed, the
+    measure's path), each carries its function: a worker killed in the middle of the first
+    chunk leaves the table of all rows at once."""
     from aflite_core.cues import count_tables
     from aflite_core.cues.statistics import cue_tables
     from aflite_core.io.datasets import load_dataset
-    from aflite_core.represent.fold_pool import map_folds, on_dask
+    from aflite_core.represent.fold_pool import map_folds, map_streamed, on_dask
 
     data = load_dataset(snli_dir / "snli_dev.csv")
     data = data.subset(data.row_ids()[:3000])
@@ -227,13 +230,14 @@ def test_the_cue_map_reduce_survives_a_worker_killed_mid_chunk(tmp_path, snli_di
                 os._exit(1)  # the worker process dies mid-chunk
             return fn(task)
 
-        return map_folds(dying_once, tasks, on_done=on_done)
+        return (map_streamed if streamed else map_folds)(dying_once, tasks, on_done=on_done)
 
     with distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
     ) as cluster, distributed.Client(cluster) as client, on_dask(client) as record:
-        chunked = count_tables.cue_tables(data, scopes, chunk_rows=1000, mapper=mapper)
+        chunked = count_tables.cue_tables(data, scopes, chunk_rows=1000, mapper=mapper,
+                                          streamed=streamed, seed_cache=not streamed)
     assert os.path.exists(marker) and record.tasks >= 3
     local = cue_tables(data, scopes, cache_dir=tmp_path / "cache")
     pd.testing.assert_frame_equal(local, chunked, check_exact=True)

@@ -23,14 +23,16 @@ features' names, never by the column order of a feature matrix. The split (a spl
 the seeded hold-out) is decided on the driver, as locally, and sent as one side per row.
 
 What it costs: a text repeated in several chunks is tagged in each (locally: once), and the
-chunks' texts cross the network once. What the driver holds: the rows' texts (read there)
-and a feature-by-cell count table per chunk while it sums them, never the n x F matrix.
+chunks' texts cross the network once. What the driver holds: a feature-by-cell count table
+per chunk while it sums them, never the n x F matrix; with ``streamed=True`` (the measure on
+a cluster) each chunk's texts only while its task is sent (read from the frame then,
+:class:`~aflite_core.io.text_columns.RowTexts`), never a list of every row's text.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +45,7 @@ from aflite_core.cues.linguistic import FAMILIES, _extract_with_annotations, wor
 from aflite_core.cues.statistics import (
     DEFAULT_SORT,
     CueCounts,
+    CueInputs,
     _label_codes,
     check_cue_options,
     dataset_inputs,
@@ -174,20 +177,49 @@ def _reduce(parts: Iterable[_ChunkCounts], *, min_count: int, lemma: bool = Fals
 
 
 def _chunks(inputs, scope_masks: list[np.ndarray], codes: np.ndarray, n_labels: int,
-            chunk_rows: int) -> list[_Chunk]:
-    """The map tasks: the rows cut into chunks, each row's count column per scope."""
+            chunk_rows: int) -> Iterator[_Chunk]:
+    """The map tasks, made one at a time as they are asked for (a chunk's texts are read
+    then): the rows cut into chunks, each row's count column per scope."""
     side = np.where(inputs.split.train, 0, np.where(inputs.split.test, 1, -1))
     cells = np.full((len(codes), len(scope_masks)), -1, dtype=np.int32)
     for s, mask in enumerate(scope_masks):
         inside = mask & (side >= 0)
         cells[inside, s] = (s * 2 + side[inside]) * n_labels + codes[inside]
-    chunks = []
     for lo in range(0, len(codes), chunk_rows):
         hi = min(lo + chunk_rows, len(codes))
-        chunks.append(_Chunk(
-            inputs.hypotheses[lo:hi],
-            inputs.premises[lo:hi] if inputs.premises is not None else None, cells[lo:hi]))
-    return chunks
+        yield _Chunk(inputs.hypotheses[lo:hi],
+                     inputs.premises[lo:hi] if inputs.premises is not None else None,
+                     cells[lo:hi])
+
+
+def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
+                random_state: int | None) -> CueInputs:
+    """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
+    frame a chunk at a time (:class:`~aflite_core.io.text_columns.RowTexts`) and the labels
+    as the dataset gives them: no list of every row's text, no Python str per label."""
+    from aflite_core.io.text_columns import RowTexts
+    from aflite_core.splits import resolve_split
+
+    included = np.flatnonzero(dataset.included_mask)
+    columns = dataset.columns
+    hypotheses = RowTexts(dataset.frame[columns.hypothesis], included)
+    premises = (RowTexts(dataset.frame[columns.premise], included)
+                if columns.premise is not None else None)
+    labels = dataset.labels()
+    split = resolve_split(dataset.splits(), labels, groups=groups, test_size=test_size,
+                          random_state=random_state)
+    return CueInputs(hypotheses, premises, labels, split, np.ones(len(labels), dtype=bool),
+                     np.asarray(dataset.row_ids()))
+
+
+def _sorted_label_codes(labels: np.ndarray) -> tuple[np.ndarray, list]:
+    """``_label_codes(labels, sorted(pd.unique(labels), key=str))`` by one factorisation
+    instead of a dictionary lookup per row."""
+    codes, uniques = pd.factorize(np.asarray(labels), use_na_sentinel=False)
+    values = list(uniques)
+    order = sorted(values, key=str)
+    rank = np.asarray([order.index(v) for v in values], dtype=np.int64)
+    return rank[codes], order
 
 
 def cue_tables(
@@ -210,6 +242,8 @@ def cue_tables(
     chunk_rows: int = CHUNK_ROWS,
     mapper: Callable | None = None,
     progress: Callable[[float, str], object] | None = None,
+    streamed: bool = False,
+    seed_cache: bool = True,
 ) -> pd.DataFrame:
     """:func:`aflite_core.cues.statistics.cue_tables` by map-reduce over row chunks.
 
@@ -235,6 +269,15 @@ def cue_tables(
         inside ``on_dask``, else on local threads).
     progress : callable, optional
         ``progress(fraction, message)`` after each chunk.
+    streamed : bool, default False
+        Read each chunk's texts from the frame as its task is made (the tasks are then given
+        to ``mapper`` as an iterator, which must send each before asking for the next:
+        :func:`~aflite_core.represent.fold_pool.map_streamed`), the labels as the dataset
+        gives them: the driver never lists every row's text (the measure on a cluster).
+    seed_cache : bool, default True
+        Store the chunks' tagging annotations in this process's cache for a later extraction
+        of every row here (the slices measure on the driver); pointless when that measure
+        extracts on the workers too.
 
     Returns
     -------
@@ -248,11 +291,16 @@ def cue_tables(
     check_cue_options(min_count=min_count, pmi_smoothing=pmi_smoothing, sort_by=sort_by)
     if mapper is None:
         from aflite_core.represent.fold_pool import map_folds as mapper
-    inputs = dataset_inputs(dataset, test_size=test_size, groups=groups,
-                            random_state=random_state)
+    if streamed:
+        inputs = _row_inputs(dataset, test_size=test_size, groups=groups,
+                             random_state=random_state)
+    else:
+        inputs = dataset_inputs(dataset, test_size=test_size, groups=groups,
+                                random_state=random_state)
     if len(inputs.labels) == 0:
         raise ValueError("dataset: expected at least one included row, got none")
-    codes, order = _label_codes(inputs.labels, sorted(pd.unique(inputs.labels), key=str))
+    codes, order = (_sorted_label_codes(inputs.labels) if streamed else
+                    _label_codes(inputs.labels, sorted(pd.unique(inputs.labels), key=str)))
     row_ids = pd.Index(inputs.row_ids)
     scope_masks = [np.ones(len(codes), dtype=bool) if ids is None else
                    np.asarray(row_ids.isin(pd.Index(np.asarray(ids))), dtype=bool)
@@ -262,16 +310,17 @@ def cue_tables(
                               (features,), text, bool(lemma), sentiment_lexicon, on_missing,
                               bool(cache))
     tasks = _chunks(inputs, scope_masks, codes, len(order), int(chunk_rows))
+    n_tasks = -(-len(codes) // int(chunk_rows))
 
     def done(i: int, _result: object) -> None:
         if progress is not None:
-            progress((i + 1) / len(tasks), f"cue features: chunk {i + 1} of {len(tasks)} "
-                                           f"({len(codes):,} rows)")
+            progress((i + 1) / n_tasks, f"cue features: chunk {i + 1} of {n_tasks} "
+                                        f"({len(codes):,} rows)")
 
     parts = mapper(functools.partial(_count_chunk, options=options, n_columns=n_columns),
-                   tasks, on_done=done)
+                   tasks if streamed else list(tasks), on_done=done)
     found, total = _reduce(parts, min_count=min_count, lemma=bool(lemma))
-    if cache:
+    if cache and seed_cache:
         _seed_driver_cache(inputs, parts)
     n_labels = len(order)
 

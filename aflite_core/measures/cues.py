@@ -27,12 +27,17 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     cluster = dask_folds()
     if cluster is not None:
         from aflite_core.cues import count_tables
+        from aflite_core.measures.slices import features_on_workers
+        from aflite_core.represent.fold_pool import map_streamed
 
         chunk_rows = count_tables.chunk_rows_for(len(ctx.dataset),
                                                  len(cluster_workers(cluster.client)))
+        # each chunk's texts read as its task is sent; the chunks' tagging seeded into this
+        # process's cache only for a slices measure that extracts every row here
         table = count_tables.cue_tables(
             ctx.dataset, scopes, groups=ctx.dataset.groups(), random_state=ctx.random_state,
-            chunk_rows=chunk_rows, progress=ctx.progress, **ctx.params)
+            chunk_rows=chunk_rows, progress=ctx.progress, mapper=map_streamed, streamed=True,
+            seed_cache=not features_on_workers(ctx), **ctx.params)
     else:
         from aflite_core.cues import statistics
 

@@ -413,8 +413,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     weights = slice_weights(removed)
     record = dask_folds()
     chunked = None
-    if (record is not None and len(rep_rows) >= slices_on_workers.WORKER_MIN_ROWS
-            and text in ("hypothesis", "premise")):
+    if record is not None and _on_workers(len(rep_rows), text):
         chunked = _chunked_counts(ctx, record, rep_rows, weights[0], families, text,
                                   min_support)
         lengths_of, unavailable, cues = chunked.lengths, chunked.unavailable, None
@@ -479,6 +478,21 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             "top": table.head(3)["slice_id"].tolist(),
             "features": "workers" if chunked is not None else "driver"}
     return MeasureResult(tables={FILE: table, MEMBERS_FILE: members}, info=info)
+
+
+def _on_workers(n_rows: int, text: str) -> bool:
+    """Whether the slices of ``n_rows`` rows in scope extract their features on a cluster's
+    workers (:mod:`.slices_on_workers`; with ``text="both"`` they stay here)."""
+    return n_rows >= slices_on_workers.WORKER_MIN_ROWS and text in ("hypothesis", "premise")
+
+
+def features_on_workers(ctx: MeasureContext, text: str = "hypothesis") -> bool:
+    """Whether the slices measure, run in ``ctx``'s audit on a cluster with ``text``,
+    extracts its cue features on the workers (then nothing of it reads this process's
+    annotation cache: the cue measure need not seed it). ``ctx`` may be another measure's:
+    the rows in scope are the audit's. (With the slices' ``text="both"`` the answer is
+    wrong and the slices tag their rows again: slower, the same table.)"""
+    return _on_workers(int(_scope(ctx).sum()), text)
 
 
 def label_codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 __all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "available_cores",
            "cluster_workers", "dask_folds", "departed_workers", "fold_threads", "map_folds",
-           "on_dask"]
+           "map_streamed", "on_dask"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -194,6 +194,35 @@ def _collect(futures: list, results: list, on_done: Callable[[int, R], object] |
         if on_done is not None:
             on_done(len(results) - 1, result)
     return None
+
+
+def map_streamed(fit: Callable[[T], R], tasks: Iterable[T], *,
+                 on_done: Callable[[int, R], object] | None = None) -> list[R]:
+    """:func:`map_folds` for tasks made one at a time (each carrying a chunk of rows read
+    just before): inside :func:`on_dask` each is sent to the cluster as soon as it is made
+    and dropped here, so the tasks are never all in this process at once; elsewhere
+    :func:`map_folds` of them. ``fit`` must be picklable by reference or by value (a
+    module-level function or a partial of one): Dask retries a task whose worker died from
+    the task's own arguments (no scattered function to lose).
+    """
+    record = _ON_DASK.get()
+    if record is None:
+        return map_folds(fit, list(tasks), on_done=on_done)
+    client = record.client
+    futures = []
+    for task in tasks:
+        futures.append(client.submit(_fit_task, fit, task, pure=False))
+        record.tasks += 1
+    results: list[R] = []
+    try:
+        for future in futures:
+            results.append(future.result())
+            if on_done is not None:
+                on_done(len(results) - 1, results[-1])
+    except BaseException:
+        client.cancel(futures)
+        raise
+    return results
 
 
 def _with_resident(fit: Callable[..., R], resident: Any, task: T) -> R:
