@@ -132,7 +132,9 @@ def _run(data: Path, out: Path, extra: list[str], on_line=None) -> dict:
     reader.join()
     return {"seconds": time.perf_counter() - start, "driver_peak": peak,
             "code": proc.returncode, "last": lines[-1] if lines else "",
-            "loopback_bytes": _loopback_bytes() - sent, "peak_by_stage": by_stage}
+            "loopback_bytes": _loopback_bytes() - sent, "peak_by_stage": by_stage,
+            "other_lines": list(dict.fromkeys(
+                line for line in lines if line.strip() and _stage_of(line) == "other"))}
 
 
 def _stage_of(line: str) -> str:
@@ -211,6 +213,9 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
           f"{', '.join(f'{v / 2**30:.2f}' for v in worker_peaks.values())} GB, "
           f"{dask['loopback_bytes'] / 2**20:,.0f} MB over loopback, exit {dask['code']}; "
           f"peak GB while: {_stage_peaks(dask)}", flush=True)
+    if dask["other_lines"]:  # what else the CLI printed (warnings): a user sees it too
+        print(f"  other lines on the CLI's stderr ({len(dask['other_lines'])} distinct), the "
+              f"first: {dask['other_lines'][:5]}", flush=True)
     if killed:
         print(f"  a worker was SIGKILLed at AFLite round {kill_after}: "
               + ("the run completed" if dask["code"] == 0 else
