@@ -114,10 +114,13 @@ def _run(data: Path, out: Path, extra: list[str], on_line=None) -> dict:
     peak = 0
     lines: list[str] = []
     by_stage: dict[str, int] = {}
+    current = ["start"]  # the stage the last progress line named (other lines don't move it)
 
     def read() -> None:
         for line in proc.stderr:
             lines.append(line.rstrip())
+            if _stage_of(line) != "other":
+                current[0] = _stage_of(line)
             if on_line is not None:
                 on_line(line)
 
@@ -126,7 +129,7 @@ def _run(data: Path, out: Path, extra: list[str], on_line=None) -> dict:
     while proc.poll() is None:
         rss = _rss_of(proc.pid)
         peak = max(peak, rss)
-        stage = _stage_of(lines[-1]) if lines else "start"
+        stage = current[0]
         by_stage[stage] = max(by_stage.get(stage, 0), rss)
         time.sleep(0.25)
     reader.join()
