@@ -232,7 +232,10 @@ class RunWriter:
         data.insert(0, id_col, frame.index.to_numpy())
         table, converted = parquet_safe_table(data)
         path = self.file(DATASET_FILE)
-        pq.write_table(table, path)
+        # row groups of DATASET_ROW_GROUP rows: a reader of some rows or of every row a batch
+        # at a time (the exports, the report's examples, Explore) decodes one group at a
+        # time, not a whole column (one group of up to 1M rows by pyarrow's default)
+        pq.write_table(table, path, row_group_size=DATASET_ROW_GROUP)
         self._dataset_info = {
             "row_id_column": id_col,
             "n_rows": int(len(frame)),
@@ -394,6 +397,10 @@ class RunWriter:
             return target
         raise FileExistsError(f"no free run name like {base!r} in {self.root}")
 
+
+
+#: Rows per row group of ``dataset.parquet``.
+DATASET_ROW_GROUP = 65_536
 
 
 def _same_ids(a: np.ndarray, b: np.ndarray) -> bool:
