@@ -565,7 +565,7 @@ def fit_lda_partitions(
     :data:`FIT_BLOCK_ROWS` rows (in their order, each block's rows grouped by class)
     accumulated in float64, as AFLite's rounds accumulate theirs. Until the fifteenth session
     they were one float32 product over all rows, which needed every row in memory at once
-    (2.6 GB of the 2.5M retained rows of a 5M-row audit); the models differ from those by
+    (2.0 GB of the 2M retained rows of the 5M-row benchmark audit); the models differ from those by
     float32 rounding only.
     """
     codes = np.asarray(codes)
