@@ -326,9 +326,11 @@ class ChunkedCounts:
 
     # ---------------------------------------------------------------- the passes
 
-    def _per_chunk(self, task, columns: np.ndarray, *args_of) -> list:
-        """``task(chunk, local, extra, from_extra, *args)`` on every chunk, results in order:
-        ``columns`` are merged cue columns, found in each chunk or among the driver's."""
+    def _per_chunk(self, task, columns: np.ndarray, *args_of, total: bool = False):
+        """``task(chunk, local, extra, from_extra, *args)`` on every chunk, results in order
+        (with ``total``, their sum, added as each arrives: one chunk's counts at a time
+        here): ``columns`` are merged cue columns, found in each chunk or among the
+        driver's."""
         columns = np.asarray(columns, dtype=np.int64)
         from_extra = np.where(columns >= self.n_linguistic, columns - self.n_linguistic, -1)
         futures = []
@@ -339,7 +341,14 @@ class ChunkedCounts:
             futures.append(self.client.submit(task, future, local, extra, from_extra, *args,
                                               pure=False))
         self.tasks += len(futures)
-        return self.client.gather(futures)
+        if not total:
+            return self.client.gather(futures)
+        summed = None
+        for future in futures:  # integers: the same sum in any order; this one is fixed
+            part = future.result()
+            future.release()
+            summed = part if summed is None else summed + part
+        return summed
 
     def columns(self, kind: str) -> SliceColumns | None:
         """See :class:`~aflite_core.measures.slices_counts.SliceCounts`."""
@@ -372,8 +381,7 @@ class ChunkedCounts:
     def cooccurrence(self, top: np.ndarray, weights: np.ndarray
                      ) -> tuple[np.ndarray, list[np.ndarray]]:
         """See :class:`~aflite_core.measures.slices_counts.SliceCounts`."""
-        parts = self._per_chunk(_pair_counts, top, lambda c, a, b: weights[a:b])
-        total = np.sum(parts, axis=0)
+        total = self._per_chunk(_pair_counts, top, lambda c, a, b: weights[a:b], total=True)
         return total[0], [total[1 + c] for c in range(weights.shape[1])]
 
     def window(self, specs: Sequence[SliceSpec]) -> ChunkedWindow:
@@ -384,8 +392,8 @@ class ChunkedCounts:
         """The clusters named by their words (as :func:`cluster_features` names them)."""
         word_cols = np.flatnonzero(self.cue_names.family == "word")
         codes = self._cluster_codes
-        parts = self._per_chunk(_cluster_words, word_cols, lambda c, a, b: codes[a:b], k)
-        counts = np.sum(parts, axis=0) if parts else np.zeros((k, len(word_cols)))
+        counts = self._per_chunk(_cluster_words, word_cols, lambda c, a, b: codes[a:b], k,
+                                 total=True)
         return cluster_names(counts, np.bincount(codes, minlength=k), self.size[word_cols],
                              self.cue_names.value[word_cols])
 
@@ -405,7 +413,7 @@ class ChunkedWindow:
         self.specs = specs
         self._inter: np.ndarray | None = None
 
-    def _pass(self, task, specs: list[SliceSpec]) -> list:
+    def _pass(self, task, specs: list[SliceSpec], *, total: bool = False):
         cues = sorted({s.col_a for s in specs if s.kind != "cluster"}
                       | {s.col_b for s in specs if s.col_b >= 0})
         at = {c: i for i, c in enumerate(cues)}
@@ -414,12 +422,12 @@ class ChunkedWindow:
         codes = self.counts._cluster_codes
         return self.counts._per_chunk(
             task, np.asarray(cues, dtype=np.int64), local_specs,
-            lambda c, a, b: None if codes is None else codes[a:b])
+            lambda c, a, b: None if codes is None else codes[a:b], total=total)
 
     def overlap(self, i: int, j: int) -> int:
         """See :class:`~aflite_core.measures.slices_counts.SliceWindow`."""
         if self._inter is None:
-            self._inter = np.sum(self._pass(_overlaps, self.specs), axis=0)
+            self._inter = self._pass(_overlaps, self.specs, total=True)
         return int(self._inter[i, j])
 
     def rows(self, positions: Sequence[int]) -> Iterator[np.ndarray]:
