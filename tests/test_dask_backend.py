@@ -264,3 +264,29 @@ def test_shards_read_on_the_workers_are_the_shards_read_here(cluster, snli_dir, 
                                                                  index=False)
     with pytest.raises(DatasetError, match="shard 'part-3.parquet' has other columns"):
         load_dataset(tmp_path, map_shards=ShardsOnCluster(client))
+
+
+def test_the_audits_client_keeps_no_task_inputs_alive_after_their_tasks(cluster):
+    """Dask keeps the last messages of a stream for debugging (1,000 by default), and a kept
+    message holds its tasks' arguments: the audit's client keeps 16, so the inputs of
+    finished tasks are freed on the driver."""
+    import gc
+    import weakref
+
+    from aflite_core.filter.backends import MESSAGE_LOG_LENGTH, connect
+
+    local, _ = cluster
+    client, owned = connect(local.scheduler_address, 1)
+    try:
+        assert client.scheduler_comm.recent_message_log.maxlen == MESSAGE_LOG_LENGTH
+        alive = []
+        for i in range(60):  # one task (one message) at a time, as a measure's passes go
+            x = np.full(20_000, i, dtype=np.uint8)
+            alive.append(weakref.ref(x))
+            assert client.submit(np.sum, x, pure=False).result() == 20_000 * i
+            del x
+        gc.collect()
+        assert sum(ref() is not None for ref in alive) <= 16  # all 60 with Dask's default
+    finally:
+        for obj in reversed(owned):
+            obj.close()

@@ -603,22 +603,40 @@ def connect(scheduler: Any, n_jobs: int) -> tuple[Any, list]:
         except ValueError:
             scheduler = f"local:{max(1, n_jobs)}"
     if scheduler.startswith("local:"):
-        cluster = LocalCluster(
-            n_workers=int(scheduler[len("local:") :]),
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",  # HTTP routes on a free loopback port
-        )
-        try:
-            client = Client(cluster)
-        except BaseException:
-            cluster.close()
-            raise
+        with _short_message_logs():
+            cluster = LocalCluster(
+                n_workers=int(scheduler[len("local:") :]),
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",  # HTTP routes on a free loopback port
+            )
+            try:
+                client = Client(cluster)
+            except BaseException:
+                cluster.close()
+                raise
         return client, [cluster, client]
     probe_scheduler(scheduler)
-    client = Client(scheduler, timeout=2 * PROBE_TIMEOUT_S)
+    with _short_message_logs():
+        client = Client(scheduler, timeout=2 * PROBE_TIMEOUT_S)
     return client, [client]
+
+
+#: Messages Dask keeps of each stream of the clients (and the LocalClusters) the audit starts,
+#: for its developers' debugging (``distributed.admin.low-level-log-length``, 1,000 by
+#: default). A kept message holds its tasks' arguments alive, so the default kept the last
+#: thousand tasks' inputs under a megabyte each (partition masks, chunks' columns, fold rows)
+#: on the driver for the whole audit.
+MESSAGE_LOG_LENGTH = 16
+
+
+def _short_message_logs():
+    """Dask's low-level message logs cut to :data:`MESSAGE_LOG_LENGTH` for what is started
+    inside (a stream reads the length when it starts)."""
+    import dask
+
+    return dask.config.set({"distributed.admin.low-level-log-length": MESSAGE_LOG_LENGTH})
 
 
 _BLAS_CONTROLLER: list = []
