@@ -118,11 +118,11 @@ def _summarise(chunk: _ChunkFeatures, weights: np.ndarray) -> _Summary:
 
 
 def _columns(chunk: _ChunkFeatures, local: np.ndarray, extra: sp.csr_matrix | None,
-             from_extra: np.ndarray) -> np.ndarray:
-    """Dense float64 ``(rows, len(local))``: column ``i`` is the chunk's feature
-    ``local[i]`` (none when -1), or, where ``from_extra[i] >= 0``, that column of ``extra``
-    (the label and length columns the driver sent)."""
-    S = np.zeros((chunk.X.shape[0], len(local)), dtype=np.float64)
+             from_extra: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """Dense ``(rows, len(local))`` (a few hundred columns at most): column ``i`` is the
+    chunk's feature ``local[i]`` (none when -1), or, where ``from_extra[i] >= 0``, that
+    column of ``extra`` (the label and length columns the driver sent)."""
+    S = np.zeros((chunk.X.shape[0], len(local)), dtype=dtype)
     mine = np.flatnonzero(local >= 0)
     if len(mine):
         S[:, mine] = chunk.X[:, local[mine]].toarray()
@@ -144,7 +144,7 @@ def _window_matrix(chunk: _ChunkFeatures, local: np.ndarray, extra: sp.csr_matri
                    clusters: np.ndarray | None) -> np.ndarray:
     """Dense bool ``(rows, len(specs))``: each slice's rows of the chunk. ``specs`` name
     columns of the gathered ones (``local``/``from_extra``), or a cluster code."""
-    S = _columns(chunk, local, extra, from_extra) > 0
+    S = _columns(chunk, local, extra, from_extra, dtype=bool)
     W = np.zeros((chunk.X.shape[0], len(specs)), dtype=bool)
     for s, (kind, a, b) in enumerate(specs):
         if kind == "cluster":
@@ -167,11 +167,16 @@ def _member_bits(chunk: _ChunkFeatures, *args) -> np.ndarray:
 
 def _cluster_words(chunk: _ChunkFeatures, local: np.ndarray, extra: sp.csr_matrix | None,
                    from_extra: np.ndarray, codes: np.ndarray, k: int) -> np.ndarray:
-    """``(k, len(local))`` rows of each cluster having each word, in the chunk."""
-    words = _columns(chunk, local, extra, from_extra)
-    one_hot = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
-                            shape=(k, len(codes)))
-    return np.asarray(one_hot @ words)
+    """``(k, len(local))`` rows of each cluster having each word, in the chunk (a sparse
+    product: the words are thousands of columns, never made dense)."""
+    counts = np.zeros((k, len(local)))
+    mine = np.flatnonzero(local >= 0)
+    if len(mine):
+        one_hot = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
+                                shape=(k, len(codes)))
+        counts[:, mine] = (one_hot @ sp.csc_matrix(chunk.X[:, local[mine]],
+                                                    dtype=np.float64)).toarray()
+    return counts
 
 
 def chunk_bounds(n_rows: int, chunk_rows: int) -> list[tuple[int, int]]:
