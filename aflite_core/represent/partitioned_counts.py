@@ -13,9 +13,9 @@ alike. Stacked in chunk order, the chunks are :func:`ngram_counts` of all texts 
 With a Dask client, :func:`ngram_counts_on_workers` counts each chunk in a task on the
 workers and merges their vocabularies and stacks them in one task there: the driver sends
 each chunk's texts (one chunk at a time) and receives nothing, neither the matrix nor the
-vocabularies (whose ~50 MB at 1M rows, sent back as the stacking task's argument, made Dask
-warn of a large graph). Each task holds its inputs, so a worker lost with a result is
-recomputed by Dask from them.
+vocabularies (every word and bigram and each chunk's column map, which went to the driver and
+back as the stacking task's argument until the fifteenth session). Each task holds its
+inputs, so a worker lost with a result is recomputed by Dask from them.
 """
 
 from __future__ import annotations
