@@ -130,8 +130,12 @@ def test_pvi_on_a_cluster_counts_and_fits_on_the_workers_with_the_local_figures(
     sent = []
     submit = distributed.Client.submit
 
+    label_args = []
+
     def counting(self, fn, *args, **kwargs):
         sent.append(getattr(fn, "__name__", ""))
+        if sent[-1] == "_evaluator_of_codes":
+            label_args.append(args[2])
         return submit(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(distributed.Client, "submit", counting)
@@ -140,7 +144,9 @@ def test_pvi_on_a_cluster_counts_and_fits_on_the_workers_with_the_local_figures(
                                         random_state=5)
     pd.testing.assert_frame_equal(there, here, check_exact=True)
     assert sent.count("chunk_ngram_counts") == 5  # 3,000 rows, 700 a chunk
-    assert sent.count("counts_evaluator") == 1 and record.tasks == 3
+    assert sent.count("_evaluator_of_codes") == 1 and record.tasks == 3
+    # the labels travel as one-byte codes, not as 52 bytes a row of fixed-width text
+    assert label_args[0].dtype == np.uint8 and len(label_args[0]) == len(labels)
     assert here["correct"].mean() > 0.5  # SNLI's hypotheses alone: well above a third
 
 

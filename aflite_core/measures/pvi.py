@@ -108,7 +108,11 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
 
         chunks = (pair_texts(None, chunk) for chunk in _chunks(hypotheses))
         counts = ngram_counts_on_workers(record.client, chunks)
-        folds_model = record.client.submit(counts_evaluator, model, counts, y, pure=False)
+        # the labels as the smallest integer codes: as a fixed-width str array they made a
+        # task graph of 52 bytes a row (248 MB at 5M rows: Dask's "Sending large graph")
+        folds_model = record.client.submit(
+            _evaluator_of_codes, model, counts, codes.astype(np.min_scalar_type(len(classes))),
+            classes, pure=False)
     else:  # vectorised once for all folds, each fold fitted from zero (represent.fold_fits)
         folds_model = evaluator(model, pair_texts(None, hypotheses), y)  # one list, not two
     folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
@@ -182,6 +186,11 @@ def pvi_summary(table: pd.DataFrame, by: Sequence[str] = ("label",)) -> pd.DataF
 
 
 # --------------------------------------------------------------------------- registry entry
+
+
+def _evaluator_of_codes(model, counts, codes: np.ndarray, classes: np.ndarray):
+    """:func:`counts_evaluator` of the labels ``classes[codes]`` (on a worker)."""
+    return counts_evaluator(model, counts, classes[codes])
 
 
 def compute(ctx: MeasureContext) -> MeasureResult:
