@@ -1,0 +1,85 @@
+"""Where the driver's memory goes, stage by stage, in an audit on a Dask cluster.
+
+At each stage change of ``run_audit`` it prints the process's RSS, the live and peak memory
+``tracemalloc`` traces (Python objects and NumPy arrays), the Arrow pool's bytes and glibc's
+heap in use and held free (``mallinfo2``). With ``--snapshot STAGE`` it also prints the
+largest live allocation sites when that stage starts (slower: 12 frames traced).
+
+    .venv/bin/python benchmarks/profile_driver_stages.py DATA tcp://SCHEDULER [--snapshot slices]
+
+Start the cluster in another process (so that its scheduler is not counted as the driver),
+e.g. ``dask scheduler`` and two ``dask worker`` processes, or a LocalCluster in a Python
+session. Linux only (``mallinfo2`` of glibc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import psutil
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                 "uordblks", "fordblks", "keepcost")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data")
+    parser.add_argument("scheduler")
+    parser.add_argument("--snapshot", default="", help="a stage: its live allocation sites")
+    args = parser.parse_args(argv)
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _MallInfo2
+    process = psutil.Process()
+
+    def line(tag: str) -> None:
+        heap = libc.mallinfo2()
+        current, peak = tracemalloc.get_traced_memory()
+        print(f"{time.strftime('%H:%M:%S')} {tag:<26} RSS {process.memory_info().rss / 1e9:5.2f}"
+              f" traced {current / 1e9:5.2f} (peak {peak / 1e9:5.2f}) arrow "
+              f"{pa.total_allocated_bytes() / 1e9:5.2f} glibc used {heap.uordblks / 1e9:5.2f}"
+              f" free {heap.fordblks / 1e9:5.2f} GB", flush=True)
+
+    dataset = load_dataset(args.data)
+    tracemalloc.start(12 if args.snapshot else 1)
+    state, lock = {"stage": "start"}, threading.Lock()
+
+    def callback(event: dict) -> None:
+        stage = event.get("stage")
+        with lock:
+            if stage == state["stage"]:
+                return
+            line(f"end {state['stage']}")
+            tracemalloc.reset_peak()
+            state["stage"] = stage
+            if stage == args.snapshot:
+                for stat in tracemalloc.take_snapshot().statistics("traceback")[:12]:
+                    print(f"  {stat.size / 1e6:8.1f} MB")
+                    for frame in stat.traceback.format()[-6:]:
+                        print("     ", frame)
+
+    line("loaded")
+    run_audit(dataset, AuditConfig(backend="dask", scheduler=args.scheduler),
+              runs_root=tempfile.mkdtemp(), callback=callback)
+    line(f"end {state['stage']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
