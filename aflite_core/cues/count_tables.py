@@ -55,7 +55,7 @@ from aflite_core.cues.statistics import (
 )
 
 __all__ = ["CHUNK_ROWS", "MIN_CHUNK_ROWS", "check_same_extraction", "chunk_rows_for",
-           "cue_tables"]
+           "cue_tables", "sorted_label_codes"]
 
 #: Rows per map task at most: about 10 MB of SNLI texts and a few seconds of tagging on one
 #: core.
@@ -192,6 +192,25 @@ def _chunks(inputs, scope_masks: list[np.ndarray], codes: np.ndarray, n_labels: 
                      cells[lo:hi])
 
 
+def sorted_label_codes(labels: Sequence) -> tuple[np.ndarray, list]:
+    """``_label_codes(labels, sorted(pd.unique(labels), key=str))`` by one factorisation
+    instead of a dictionary lookup per row, and without a Python str per label: each row's
+    code and the distinct labels ordered by their text. A missing value (NaN, None) is one
+    label, ``nan``.
+
+    Examples
+    --------
+    >>> codes, order = sorted_label_codes(np.array(["b", "a", "b", 1], dtype=object))
+    >>> codes.tolist(), order
+    ([2, 1, 2, 0], [1, 'a', 'b'])
+    """
+    codes, uniques = pd.factorize(np.asarray(labels), use_na_sentinel=False)
+    values = list(uniques)
+    order = sorted(values, key=str)
+    rank = np.asarray([order.index(v) for v in values], dtype=np.int64)
+    return rank[codes], order
+
+
 def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
                 random_state: int | None) -> CueInputs:
     """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
@@ -210,16 +229,6 @@ def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
                           random_state=random_state)
     return CueInputs(hypotheses, premises, labels, split, np.ones(len(labels), dtype=bool),
                      np.asarray(dataset.row_ids()))
-
-
-def _sorted_label_codes(labels: np.ndarray) -> tuple[np.ndarray, list]:
-    """``_label_codes(labels, sorted(pd.unique(labels), key=str))`` by one factorisation
-    instead of a dictionary lookup per row."""
-    codes, uniques = pd.factorize(np.asarray(labels), use_na_sentinel=False)
-    values = list(uniques)
-    order = sorted(values, key=str)
-    rank = np.asarray([order.index(v) for v in values], dtype=np.int64)
-    return rank[codes], order
 
 
 def cue_tables(
@@ -299,7 +308,7 @@ def cue_tables(
                                 random_state=random_state)
     if len(inputs.labels) == 0:
         raise ValueError("dataset: expected at least one included row, got none")
-    codes, order = (_sorted_label_codes(inputs.labels) if streamed else
+    codes, order = (sorted_label_codes(inputs.labels) if streamed else
                     _label_codes(inputs.labels, sorted(pd.unique(inputs.labels), key=str)))
     row_ids = pd.Index(inputs.row_ids)
     scope_masks = [np.ones(len(codes), dtype=bool) if ids is None else

@@ -506,12 +506,10 @@ def label_codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> values.tolist(), codes.tolist()
     (['1', 'a', 'b'], [2, 1, 2, 0])
     """
-    codes, uniques = pd.factorize(np.asarray(labels, dtype=object), use_na_sentinel=False)
-    names = np.asarray([str(u) for u in uniques])
-    order = np.argsort(names, kind="stable")  # numpy's str order: by code points
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order))
-    return names[order], rank[codes]
+    from aflite_core.cues.count_tables import sorted_label_codes
+
+    codes, order = sorted_label_codes(np.asarray(labels, dtype=object))
+    return np.asarray([str(v) for v in order]), codes
 
 
 def _chunked_counts(ctx: MeasureContext, record, rep_rows: np.ndarray, weights: np.ndarray,

@@ -27,6 +27,7 @@ __all__ = [
     "cluster_codes",
     "cluster_features",
     "cluster_names",
+    "cluster_word_counts",
     "cue_descriptions",
     "cue_features",
     "default_min_support",
@@ -361,11 +362,18 @@ def cluster_codes(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None = N
 
 
 def _cluster_names(labels: np.ndarray, k: int, words: SliceFeatures) -> list[str]:
-    one_hot = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))),
-                            shape=(k, len(labels)))
-    counts = (one_hot @ words.X).toarray()  # (k, n_words)
+    counts = cluster_word_counts(labels, k, words.X)  # (k, n_words)
     return cluster_names(counts, np.bincount(labels, minlength=k),
                          np.asarray(words.X.sum(axis=0), dtype=float).ravel(), words.value)
+
+
+def cluster_word_counts(labels: np.ndarray, k: int, words: sp.spmatrix) -> np.ndarray:
+    """``(k, n_words)`` float64: the rows of each of ``k`` clusters (``labels``, one per row)
+    having each word (a 0/1 column of the sparse ``words``); a sparse product, the words never
+    made dense."""
+    one_hot = sp.csr_matrix((np.ones(len(labels)), (labels, np.arange(len(labels)))),
+                            shape=(k, len(labels)))
+    return (one_hot @ sp.csc_matrix(words, dtype=np.float64)).toarray()
 
 
 def cluster_names(counts: np.ndarray, sizes: np.ndarray, word_rows: np.ndarray,

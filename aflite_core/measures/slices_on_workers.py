@@ -41,6 +41,7 @@ from aflite_core.measures.slices_counts import SliceColumns, SliceSpec
 from aflite_core.measures.slices_features import (
     SliceFeatures,
     cluster_names,
+    cluster_word_counts,
     cue_descriptions,
     word_counts,
 )
@@ -172,10 +173,7 @@ def _cluster_words(chunk: _ChunkFeatures, local: np.ndarray, extra: sp.csr_matri
     counts = np.zeros((k, len(local)))
     mine = np.flatnonzero(local >= 0)
     if len(mine):
-        one_hot = sp.csr_matrix((np.ones(len(codes)), (codes, np.arange(len(codes)))),
-                                shape=(k, len(codes)))
-        counts[:, mine] = (one_hot @ sp.csc_matrix(chunk.X[:, local[mine]],
-                                                    dtype=np.float64)).toarray()
+        counts[:, mine] = cluster_word_counts(codes, k, chunk.X[:, local[mine]])
     return counts
 
 
@@ -247,15 +245,15 @@ class ChunkedCounts:
         check_same_extraction(parts)
         first = parts[0]
         words: dict[str, int] = {}
+        word_at = []  # per chunk: the number of each of its words, first met first
         for part in parts:  # first appearance over all rows, chunk after chunk
-            for value in part.feature[part.feature_type == "word"]:
-                words.setdefault(value, len(words))
-        present = np.zeros(len(words), dtype=np.int64)
-        for part in parts:
             is_word = part.feature_type == "word"
-            at = np.fromiter((words[v] for v in part.feature[is_word]), dtype=np.int64,
-                             count=int(is_word.sum()))
-            present[at] += part.present[is_word]
+            word_at.append(np.fromiter((words.setdefault(v, len(words))
+                                        for v in part.feature[is_word]),
+                                       dtype=np.int64, count=int(is_word.sum())))
+        present = np.zeros(len(words), dtype=np.int64)
+        for part, at in zip(parts, word_at, strict=True):
+            present[at] += part.present[part.feature_type == "word"]
         kept_words = np.flatnonzero(present >= min_count)
         word_column = np.full(len(words), -1, dtype=np.int64)
         families, values = [], []
@@ -277,12 +275,10 @@ class ChunkedCounts:
         self._maps = []  # per chunk: the merged column of each of its columns (-1: dropped)
         other = {(f, v): i for i, (f, v) in enumerate(zip(family, value, strict=True))
                  if f != "word"}
-        for part in parts:
+        for part, at in zip(parts, word_at, strict=True):
             is_word = part.feature_type == "word"
             column = np.full(len(part.feature), -1, dtype=np.int64)
-            column[is_word] = word_column[np.fromiter(
-                (words[v] for v in part.feature[is_word]), dtype=np.int64,
-                count=int(is_word.sum()))]
+            column[is_word] = word_column[at]
             for i in np.flatnonzero(~is_word):
                 column[i] = other[(part.feature_type[i], part.feature[i])]
             ok = column >= 0
