@@ -388,8 +388,6 @@ def _place_where_the_rows_are(coords: np.ndarray, X, reduction, Xs: np.ndarray,
 def _place_rows(rows: np.ndarray, start: int, reduction, Xs: np.ndarray, fitted: np.ndarray,
                 k: int, a: float, b: float, seed: int) -> np.ndarray:
     """One chunk of the other rows of Φ placed in the fitted map (where its rows are)."""
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(limits=1, user_api="blas"):
         near, near_d = _knn(np.ascontiguousarray(_unit_reduced(rows, reduction)), Xs, k)
     return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
