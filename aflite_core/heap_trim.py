@@ -4,7 +4,9 @@ glibc's allocator keeps freed heap memory in its arenas (one per thread that all
 fold pool's, the SVD's) for reuse, and fragments of it stay mapped after the arrays in them
 are gone: in a default audit of 1M rows the process held 1.6 GB more than its live
 allocations by the last measures, and every stage's peak sat on top of that.
-``malloc_trim(0)`` hands the free pages of every arena back; it changes no value. Elsewhere
+``malloc_trim(0)`` hands the free pages of every arena back, and Arrow's memory pool
+(mimalloc or jemalloc; the readers' and writers' buffers) is asked to do the same
+(``release_unused``); neither changes a value. Elsewhere
 (macOS, Windows, musl) there is nothing to call and :func:`release_free_heap` does nothing.
 """
 
@@ -46,4 +48,7 @@ def release_free_heap() -> bool:
         ``malloc_trim(0)``'s answer; False where there is no ``malloc_trim``.
     """
     trim = _malloc_trim()
+    arrow = sys.modules.get("pyarrow")  # its pool (mimalloc, jemalloc) keeps freed pages too
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
     return bool(trim(0)) if trim is not None else False

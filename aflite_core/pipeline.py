@@ -356,6 +356,7 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
     writer.write_dataset(dataset.frame)
     writer.write_scores(scores)
     writer.write_row_csvs()
+    release_free_heap()  # the writers' Arrow buffers: not under the measures' peaks
     timings["write"] = round(time.perf_counter() - t0, 3)
 
 

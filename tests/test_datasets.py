@@ -1106,3 +1106,21 @@ def test_json_documents_and_parquet_have_no_line_limit(tmp_path):
     pq_path = tmp_path / "d.parquet"
     pd.DataFrame(rows).to_parquet(pq_path)
     assert len(load_dataset(pq_path, max_line_bytes=100).frame) == 2
+
+
+def test_lazy_texts_are_the_listed_texts():
+    """``hypothesis_texts`` / ``premise_texts`` give what ``hypotheses()`` / ``premises()``
+    list (missing values as "", excluded rows left out unless asked for), without the list."""
+    frame = pd.DataFrame({"premise": ["p0", None, "p2", "p3", "p4"],
+                          "hypothesis": ["h0", "h1", "", "h3", None],
+                          "label": ["a", "b", "a", "-", "b"]})
+    dataset = load_dataset(frame, name="lazy")
+    for included in (True, False):
+        hyps = dataset.hypothesis_texts(included)
+        assert list(hyps) == dataset.hypotheses(included)
+        assert list(dataset.premise_texts(included)) == dataset.premises(included)
+        assert hyps.take([len(hyps) - 1, 0]) == [dataset.hypotheses(included)[-1],
+                                                  dataset.hypotheses(included)[0]]
+    assert len(dataset.hypothesis_texts()) == 2  # "", "-" and None rows excluded
+    single = load_dataset(frame.drop(columns="premise"), name="single")
+    assert single.premise_texts() is None

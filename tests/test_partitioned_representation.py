@@ -215,9 +215,22 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     measures = ("knn", "slices", "projection", "baselines", "pvi")
     fast = {"n_partitions": 8, "measures": measures, "report": False,
             "measure_params": {"pvi": {"n_splits": 3}}}
+    # the driver never lists every row's text (the representation's partitions, the map's
+    # region names read the frame a partition or a sample at a time)
+    from aflite_core.io.datasets import AuditDataset
+
+    listed: list[str] = []
+
+    def listing(name):
+        original = getattr(AuditDataset, name)
+        return lambda self, *a, **k: listed.append(name) or original(self, *a, **k)
+
+    for name in ("hypotheses", "premises"):
+        monkeypatch.setattr(AuditDataset, name, listing(name))
     address = client.scheduler.address
     on_dask = run_audit(dataset, AuditConfig(**fast, backend="dask", scheduler=address),
                         runs_root=tmp_path / "dask")
+    assert listed == []
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
     summary = json.loads((on_dask / "summary.json").read_text())
     assert summary["engines"]["representation"] == "dask"

@@ -70,6 +70,7 @@ from aflite_core.io.readers import (
 )
 from aflite_core.io.shards import read_source as read_table
 from aflite_core.io.text_columns import (
+    RowTexts,
     blank_mask,
     conflicting_groups,
     count_distinct,
@@ -225,13 +226,26 @@ class AuditDataset:
 
     def hypotheses(self, included_only: bool = True) -> list[str]:
         """Hypothesis (or single) texts as str; missing values become ``""``."""
-        return self._select(_texts(self.frame[self.columns.hypothesis]), included_only)
+        return self._select(texts(self.frame[self.columns.hypothesis]), included_only)
 
     def premises(self, included_only: bool = True) -> list[str] | None:
         """Premise texts as str, or None for single-text data."""
         if self.columns.premise is None:
             return None
-        return self._select(_texts(self.frame[self.columns.premise]), included_only)
+        return self._select(texts(self.frame[self.columns.premise]), included_only)
+
+    def hypothesis_texts(self, included_only: bool = True) -> RowTexts:
+        """The texts of :meth:`hypotheses` as a lazy :class:`RowTexts` (made a chunk at a
+        time, ``take(rows)`` for some): no list of every row's text."""
+        rows = np.flatnonzero(self.included_mask if included_only else np.ones(len(self)))
+        return RowTexts(self.frame[self.columns.hypothesis], rows)
+
+    def premise_texts(self, included_only: bool = True) -> RowTexts | None:
+        """The premises as :meth:`hypothesis_texts`, or None for single-text data."""
+        if self.columns.premise is None:
+            return None
+        rows = np.flatnonzero(self.included_mask if included_only else np.ones(len(self)))
+        return RowTexts(self.frame[self.columns.premise], rows)
 
     def labels(self, included_only: bool = True) -> np.ndarray:
         """Labels as a str array, surrounding whitespace removed (``1.0`` reads ``"1"``)."""
@@ -636,10 +650,6 @@ def _require_included_rows(
 
 
 # ---------------------------------------------------------- exclusion and report
-
-
-def _texts(series: pd.Series) -> list[str]:
-    return texts(series)
 
 
 def _label_array(series: pd.Series) -> np.ndarray:

@@ -561,7 +561,7 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
     included = np.flatnonzero(ctx.dataset.included_mask)
     status = ctx.scores["status"].to_numpy(dtype=object)[included]
     regions = map_regions.describe_regions(
-        region, coords, texts=ctx.dataset.hypotheses(), labels=ctx.labels, status=status,
+        region, coords, texts=ctx.dataset.hypothesis_texts(), labels=ctx.labels, status=status,
         random_state=ctx.random_state)
     table = table.assign(region=region)
     table.attrs = {}

@@ -226,7 +226,8 @@ def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
     from aflite_core.represent.partitioned_svd import partition_bounds, partitioned_tfidf_svd
     from aflite_core.represent.partitions import DaskPartitions
 
-    hypotheses, premises = dataset.hypotheses(), dataset.premises()
+    # lazy sequences: each partition's texts are made as it is sent, never every row's
+    hypotheses, premises = dataset.hypothesis_texts(), dataset.premise_texts()
     n_rows = len(hypotheses)
     state: dict = {}
 
@@ -239,9 +240,8 @@ def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
         DaskPartitions(client), hypotheses, premises, n_components=n_components,
         random_state=random_state, n_iter=SVD_N_ITER, callback=report,
         on_vocabulary=lambda n: state.update(n_features=n), resident=resident,
-        # a rebuild of resident Φ reads the dataset's texts again: the lists of every row's
-        # texts (0.27 GB per million SNLI rows) are not kept for it
-        texts=lambda: (dataset.hypotheses(), dataset.premises()))
+        # a rebuild of resident Φ reads the dataset's texts again, a partition at a time
+        texts=lambda: (dataset.hypothesis_texts(), dataset.premise_texts()))
     info = _svd_info(X.shape[1], n_features, explained)
     info["partitions"] = len(partition_bounds(n_rows))
     info["engine"] = "dask"

@@ -26,7 +26,7 @@ Why every step gives the local bits (:func:`~aflite_core.represent.svd.truncated
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -176,15 +176,32 @@ class _PartitionProducts:
         return X
 
 
-def _tfidf(runner: Any, hypotheses: list, premises: list | None, bounds: list,
+class _TextPartitions(Sequence):
+    """The partitions' texts, each made when it is sent: the driver never holds a list of
+    every row's text (``hypotheses`` may be a lazy :class:`~aflite_core.io.text_columns.
+    RowTexts`)."""
+
+    def __init__(self, hypotheses: Sequence[str], premises: Sequence[str] | None,
+                 bounds: list) -> None:
+        self._texts, self._bounds = (hypotheses, premises), bounds
+
+    def __len__(self) -> int:
+        return len(self._bounds)
+
+    def __getitem__(self, i: int) -> TextPartition:  # type: ignore[override]
+        lo, hi = self._bounds[i]
+        hypotheses, premises = self._texts
+        return TextPartition(lo, list(hypotheses[lo:hi]),
+                             None if premises is None else list(premises[lo:hi]))
+
+
+def _tfidf(runner: Any, hypotheses: Sequence[str], premises: Sequence[str] | None, bounds: list,
            max_features: int, min_df: int | None) -> tuple[list, int]:
     """The partitions' TF-IDF rows (handles) and the number of columns."""
     n = len(hypotheses)
     if min_df is None:
         min_df = 2 if n >= 1000 else 1
-    parts = runner.put([TextPartition(lo, list(hypotheses[lo:hi]),
-                                      None if premises is None else list(premises[lo:hi]))
-                        for lo, hi in bounds])
+    parts = runner.put(_TextPartitions(hypotheses, premises, bounds))
     scans = runner.map(scan_partition, parts)
     runner.release(parts)
     summaries = runner.gather(runner.map(summary_of, scans))
@@ -205,8 +222,8 @@ def _tfidf(runner: Any, hypotheses: list, premises: list | None, bounds: list,
 
 def partitioned_tfidf_svd(
     runner: Any,
-    hypotheses: list,
-    premises: list | None,
+    hypotheses: Sequence[str],
+    premises: Sequence[str] | None,
     *,
     n_components: int,
     random_state: int | None,
@@ -224,8 +241,9 @@ def partitioned_tfidf_svd(
     Parameters
     ----------
     runner : LocalPartitions or DaskPartitions
-    hypotheses, premises : list of str
-        As :func:`~aflite_core.represent.builders.tfidf_blocks` takes them.
+    hypotheses, premises : sequence of str
+        As :func:`~aflite_core.represent.builders.tfidf_blocks` takes them; a lazy sequence
+        (``RowTexts``) is read a partition at a time.
     n_components : int
         Upper bound of the dimension (``min(n_components, n_features - 1, n_rows - 1)``).
     random_state : int or None
@@ -274,7 +292,7 @@ def partitioned_tfidf_svd(
     return X, n_features, explained
 
 
-def _build_with_restarts(runner: Any, hypotheses: list, premises: list | None,
+def _build_with_restarts(runner: Any, hypotheses: Sequence[str], premises: Sequence[str] | None,
                          settings: tuple, callback: Any, on_vocabulary: Any, resident: bool
                          ) -> tuple[np.ndarray | PartitionedRows, int, float]:
     """:func:`_build`, started again from the texts (at most :data:`MAX_RESTARTS` times)
@@ -300,7 +318,7 @@ def _fresh(runner: Any) -> Any:
     return type(runner)(runner.client)
 
 
-def _build(runner: Any, hypotheses: list, premises: list | None, bounds: list,
+def _build(runner: Any, hypotheses: Sequence[str], premises: Sequence[str] | None, bounds: list,
            n_components: int, random_state: int | None, n_iter: int, max_features: int,
            min_df: int | None, callback: Any, on_vocabulary: Any, resident: bool = False
            ) -> tuple[np.ndarray | PartitionedRows, int, float]:
