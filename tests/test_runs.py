@@ -461,3 +461,32 @@ def test_frame_rows_reads_some_rows_of_the_frame_alone(tmp_path):
     pd.testing.assert_frame_equal(run.frame_rows(picked), run.frame.iloc[picked])
     with pytest.raises(KeyError, match="nope"):
         run.frame_rows(picked, ["nope"])
+
+
+def test_frame_rows_across_row_groups(tmp_path, monkeypatch):
+    """Rows spread over several of dataset.parquet's row groups, out of order and repeated:
+    read a group at a time, given back in the order asked; a position past the end is
+    refused."""
+    import pyarrow.parquet as pq
+
+    from aflite_core.runs import writer as writer_module
+    from aflite_core.runs.writer import RunWriter
+
+    monkeypatch.setattr(writer_module, "DATASET_ROW_GROUP", 7)
+    frame = pd.DataFrame({"hypothesis": [f"h{i}" for i in range(50)], "n": range(50)},
+                         index=pd.Index(range(50), name="row_id"))
+    with RunWriter(tmp_path, "groups") as writer:
+        writer.write_dataset(frame)
+        writer.write_scores(pd.DataFrame({"row_id": frame.index, "status": "retained",
+                                          "predictability": np.nan, "removal_round": -1}))
+        writer.write_summary({})
+    assert pq.ParquetFile(writer.path / "dataset.parquet").num_row_groups == 8
+    run = load_run(writer.path)
+    for picked in ([49, 0, 13, 13, 6, 7, 42], [], [20]):
+        picked = np.array(picked, dtype=np.int64)
+        got = run.frame_rows(picked, ["hypothesis", "n"])
+        assert got.index.tolist() == picked.tolist()
+        assert got["hypothesis"].tolist() == [f"h{i}" for i in picked]
+    assert "frame" not in run.__dict__
+    with pytest.raises(IndexError, match="position < 50"):
+        run.frame_rows(np.array([3, 50]))

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
+from aflite_core.io.text_columns import str_codes, string_array
 from aflite_core.measures.registry import (
     Measure,
     MeasureContext,
@@ -248,7 +249,7 @@ def _cut(values: np.ndarray, share: float, *, top: bool) -> float:
 def n_classes_of(labels, groups=None) -> int:
     """K for chance ``1/K``: the number of labels, or for multiple-choice rows (labelled
     ``right`` / ``wrong``, grouped by question) the median number of choices per question."""
-    values = pd.unique(np.asarray(labels, dtype=object).astype(str))
+    values = str_codes(labels)[1].tolist()  # the distinct labels as texts
     if groups is not None and set(values) <= CHOICE_LABELS:
         sizes = pd.Series(np.asarray(groups)).value_counts().to_numpy()
         return max(int(np.median(sizes)), 2)
@@ -263,11 +264,12 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
     ``label_quality`` (NaN where absent; all NaN when None) is stored beside AFLite's values;
     the regions are drawn on ``axis`` (:data:`AXES`, see :func:`region_axis`).
     """
-    n = len(np.asarray(row_ids, dtype=object))
+    row_ids = np.asarray(row_ids)  # as they are: object only for str ids (a Python int per
+    n = len(row_ids)               # row otherwise; the same int64 column in the file)
     frame = pd.DataFrame({
-        "row_id": np.asarray(row_ids, dtype=object),
-        "status": pd.array(np.asarray(status, dtype=object).astype(str), dtype="string"),
-        "label": pd.array(np.asarray(labels, dtype=object).astype(str), dtype="string"),
+        "row_id": row_ids,
+        "status": string_array(status),
+        "label": string_array(labels),
         "confidence": np.asarray(confidence, dtype=float),
         "variability": np.asarray(variability, dtype=float),
         "correctness": np.asarray(correctness, dtype=float),
@@ -365,9 +367,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             "against the labels and trains no model), and a data map is drawn from them; "
             "AFLite's runs have one")
     shares = check_shares(**{k: v for k, v in ctx.params.items() if k in SHARES})
-    scores = ctx.scores.set_index("row_id")
     row_ids = ctx.row_ids
-    own = scores.reindex(pd.Index(row_ids, dtype=scores.index.dtype))
+    at = ctx.score_rows()  # positions, not the scores indexed by row id (a copy of them)
+    predictability = np.where(at >= 0, ctx.scores["predictability"].to_numpy(dtype=float)[at],
+                              np.nan)
     dm = ctx.datamap
     scored = np.asarray(dm["n_heldout"]) > 0
     n_classes = n_classes_of(np.asarray(ctx.y)[scored],
@@ -378,9 +381,9 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                                        n_classes=n_classes, **shares)
     fixed = {k: v for k, v in ctx.params.items() if k in THRESHOLDS}
     thresholds = check_thresholds(**{**thresholds, **fixed})
-    table = datamap_table(row_ids, own["status"].to_numpy(dtype=object), ctx.y,
+    table = datamap_table(row_ids, ctx.statuses(), ctx.y,
                           dm["confidence"].to_numpy(), dm["variability"].to_numpy(),
-                          own["predictability"].to_numpy(dtype=float),
+                          predictability,
                           dm["n_heldout"].to_numpy(), quality, axis=axis, **thresholds)
     counts = table["region"].value_counts()
     warnings = [] if ctx.datamap_grouped else [UNGROUPED]

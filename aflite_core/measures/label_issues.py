@@ -66,6 +66,7 @@ import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
 from aflite_core.errors import MeasureSkipped
+from aflite_core.io.text_columns import str_codes
 from aflite_core.measures.baselines import sample_rows
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.fold_pool import map_folds
@@ -286,24 +287,28 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     """Label issues of the filtered rows (see the module docstring)."""
     params = {"n_splits": 2, "max_rows": MAX_ROWS, **ctx.params}
     n_splits = check_int("n_splits", params["n_splits"], minimum=2)
-    y = np.asarray(ctx.y, dtype=object).astype(str)
-    classes, counts = np.unique(y, return_counts=True)
+    # codes of the sorted label texts: np.unique of astype(str) without a fixed-width copy of
+    # every row's label (only the sample's rows are made texts, below)
+    codes, classes = str_codes(ctx.y)
+    counts = np.bincount(codes, minlength=len(classes))
     if len(classes) < 2:
         raise MeasureSkipped(f"the filtered rows have a single label ({classes[0]!r}); label "
                              "issues need at least two")
     if counts.min() < n_splits:
         raise MeasureSkipped(f"the label {classes[counts.argmin()]!r} has {counts.min()} "
                              f"row(s), fewer than the {n_splits} cross-validation folds")
-    rows = sample_rows(len(y), int(params["max_rows"]), groups=ctx.groups,
+    n = len(codes)
+    rows = sample_rows(n, int(params["max_rows"]), groups=ctx.groups,
                        random_state=ctx.random_state)
-    if len(rows) < len(y):
-        ctx.progress(0.0, f"label issues on a seeded sample of {len(rows):,} of {len(y):,} rows")
+    if len(rows) < n:
+        ctx.progress(0.0, f"label issues on a seeded sample of {len(rows):,} of {n:,} rows")
+    given = classes[codes[rows]]  # the sample's labels as texts
     # the sample's texts are taken from the frame: no list of every row's
     hypotheses, premises = ctx.hypothesis_texts(), ctx.premise_texts()
     texts = pair_texts(None if premises is None else premises.take(rows),
                        hypotheses.take(rows))
     groups = None if ctx.groups is None else np.asarray(ctx.groups)[rows]
-    classes, proba = out_of_fold_probabilities(texts, y[rows], n_splits=n_splits, groups=groups,
+    classes, proba = out_of_fold_probabilities(texts, given, n_splits=n_splits, groups=groups,
                                                random_state=ctx.random_state,
                                                callback=ctx.callback())
     confidence, quality = None, None
@@ -314,17 +319,12 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         dm = ctx.datamap
         held = np.asarray(dm["n_heldout"], dtype=float)[rows] > 0
         confidence = np.where(held, np.asarray(dm["confidence"], dtype=float)[rows], np.nan)
-        codes = np.searchsorted(classes, y[rows])
-        quality = blended_quality(proba, codes, confidence)
-    table = find_label_issues(y[rows], classes, proba, quality=quality)
-    scores = ctx.scores.set_index("row_id")
-    ids = np.asarray(ctx.row_ids, dtype=object)[rows]
-    status = scores["status"].reindex(pd.Index(ids, dtype=scores.index.dtype))
-    table.insert(0, "row_id", ids)
-    table.insert(1, "status", pd.array(status.to_numpy(dtype=object).astype(str),
-                                       dtype="string"))
+        quality = blended_quality(proba, np.searchsorted(classes, given), confidence)
+    table = find_label_issues(given, classes, proba, quality=quality)
+    table.insert(0, "row_id", np.asarray(ctx.row_ids)[rows].astype(object))
+    table.insert(1, "status", pd.array(ctx.statuses(rows), dtype="string"))
     summary = issue_summary(table).set_index("rows")
-    accuracy = float(np.mean(classes[proba.argmax(axis=1)] == y[rows]))
+    accuracy = float(np.mean(classes[proba.argmax(axis=1)] == given))
     if accuracy < WEAK_MODEL_ACCURACY:
         warnings.append(
             f"the model that scores the labels is right on {accuracy:.0%} of the rows out of "
@@ -336,7 +336,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         "model": "full_input" if premises is not None else "text (no premises)",
         "aflite_blended": int(np.isfinite(confidence).sum()) if confidence is not None else 0,
         "grouped": ctx.groups is not None, "n_rows_scored": int(len(rows)),
-        "n_rows_total": int(len(y)), "n_label_issues": int(table["is_label_issue"].sum()),
+        "n_rows_total": int(n), "n_label_issues": int(table["is_label_issue"].sum()),
         "share_flagged": {str(k): float(v) for k, v in summary["share flagged"].items()}})
 
 

@@ -559,7 +559,8 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
     ctx.progress(0.9, "finding the map's regions")
     region = map_regions.find_regions(coords, random_state=ctx.random_state)
     included = np.flatnonzero(ctx.dataset.included_mask)
-    status = ctx.scores["status"].to_numpy(dtype=object)[included]
+    codes, names = pd.factorize(ctx.scores["status"], use_na_sentinel=False)  # no str per row
+    status = np.asarray([str(u) for u in names], dtype=object)[codes[included]]
     regions = map_regions.describe_regions(
         region, coords, texts=ctx.dataset.hypothesis_texts(), labels=ctx.labels, status=status,
         random_state=ctx.random_state)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
+from aflite_core.io.text_columns import str_codes, string_array
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.fold_pool import dask_folds, map_folds
 from aflite_core.represent.on_use import counts_evaluator, evaluator, text_model
@@ -90,19 +91,20 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     ValueError
         On a length mismatch, fewer than two labels or too few groups for the folds.
     """
-    y = np.asarray(labels, dtype=object).astype(str)
+    # the labels as codes of their sorted texts (np.unique of astype(str), without a
+    # fixed-width str copy of every row's label: 0.26 GB at 5M rows)
+    codes, classes = str_codes(labels)
     n_splits = check_int("n_splits", n_splits, minimum=2)
     callback = check_callback(callback)
-    if len(hypotheses) != len(y):
-        raise ValueError(f"hypotheses: expected {len(y)} texts (one per label), got "
+    n = len(codes)
+    if len(hypotheses) != n:
+        raise ValueError(f"hypotheses: expected {n} texts (one per label), got "
                          f"{len(hypotheses)}")
-    classes = np.unique(y)
     if len(classes) < 2:
         raise ValueError(f"labels: expected at least 2 distinct labels, got {len(classes)}")
-    codes = np.searchsorted(classes, y)
     model = text_model("hypothesis_only", C=C, random_state=random_state)
     record = dask_folds()
-    if record is not None and len(y) >= WORKER_COUNTS_MIN_ROWS:
+    if record is not None and n >= WORKER_COUNTS_MIN_ROWS:
         # counted on the workers and left there: the folds read the evaluator where it is
         from aflite_core.represent.partitioned_counts import ngram_counts_on_workers
 
@@ -114,13 +116,14 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
             _evaluator_of_codes, model, counts, codes.astype(np.min_scalar_type(len(classes))),
             classes, pure=False)
     else:  # vectorised once for all folds, each fold fitted from zero (represent.fold_fits)
-        folds_model = evaluator(model, pair_texts(None, hypotheses), y)  # one list, not two
-    folds = cv_folds(y, n_splits=n_splits, groups=group_codes(groups, len(y)),
+        folds_model = evaluator(model, pair_texts(None, hypotheses), classes[codes])
+    # the codes stratify as the texts did (cv_folds reads labels through np.unique)
+    folds = cv_folds(codes, n_splits=n_splits, groups=group_codes(groups, n),
                      random_state=random_state)
-    p_label = np.full(len(y), np.nan)
-    p_prior = np.full(len(y), np.nan)
-    predicted = np.empty(len(y), dtype=object)
-    fold_of = np.full(len(y), -1, dtype=np.int64)
+    p_label = np.full(n, np.nan)
+    p_prior = np.full(n, np.nan)
+    predicted = np.full(n, -1, dtype=np.intp)  # a class, -1 for a row in no test fold
+    fold_of = np.full(n, -1, dtype=np.int64)
     fit = functools.partial(_fit_fold, codes=codes, classes=classes)
 
     def done(f: int, fitted: tuple[np.ndarray, np.ndarray]) -> None:
@@ -128,7 +131,7 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
         prior, proba = fitted
         p_label[test] = proba[np.arange(len(test)), codes[test]]
         p_prior[test] = prior[codes[test]]
-        predicted[test] = classes[proba.argmax(axis=1)]
+        predicted[test] = proba.argmax(axis=1)
         fold_of[test] = f
         if callback is not None:
             callback({"stage": "pvi", "fraction": (f + 1) / len(folds),
@@ -137,8 +140,9 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     # the folds side by side (represent.fold_pool), or as tasks beside the evaluator
     map_folds(fit, folds, on_done=done, resident=folds_model)
     pvi = np.log2(np.maximum(p_label, PROB_FLOOR)) - np.log2(np.maximum(p_prior, PROB_FLOOR))
+    names = np.asarray([*classes.tolist(), "None"], dtype=object)  # one str per class
     return pd.DataFrame({"pvi": pvi, "p_label": p_label, "p_prior": p_prior,
-                         "predicted": predicted.astype(str), "correct": predicted == y,
+                         "predicted": names[predicted], "correct": predicted == codes,
                          "fold": fold_of})
 
 
@@ -200,13 +204,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     table = hypothesis_only_pvi(hypotheses, ctx.y, groups=ctx.groups,
                                 random_state=ctx.random_state, callback=ctx.callback(),
                                 **params)
-    scores = ctx.scores.set_index("row_id")
-    status = scores["status"].reindex(pd.Index(ctx.row_ids, dtype=scores.index.dtype))
-    table.insert(0, "row_id", np.asarray(ctx.row_ids, dtype=object))
-    table.insert(1, "status", pd.array(status.to_numpy(dtype=object).astype(str),
-                                       dtype="string"))
-    table.insert(2, "label", pd.array(np.asarray(ctx.y, dtype=object).astype(str),
-                                      dtype="string"))
+    # one str per status and per label, the ids as they are (no Python object per row)
+    table.insert(0, "row_id", np.asarray(ctx.row_ids))
+    table.insert(1, "status", pd.array(ctx.statuses(), dtype="string"))
+    table.insert(2, "label", string_array(ctx.y))
     return MeasureResult(tables={FILE: table},
                          info={"params": params, "grouped": ctx.groups is not None,
                                "v_information_bits": float(table["pvi"].mean())})

@@ -176,10 +176,35 @@ class MeasureContext:
 
     @property
     def groups(self) -> np.ndarray | None:
-        """Group of each filterable row (rows of a group stay on one side of every seeded
-        split: the question of a multiple-choice row, an NLI premise), or None."""
-        groups = self.dataset.groups()
-        return None if groups is None else np.asarray(groups)[self.filterable]
+        """Group of each filterable row as an int64 code (equal codes: one group; rows of a
+        group stay on one side of every seeded split: the question of a multiple-choice row,
+        an NLI premise), or None. Codes, not the group names: every split reads groups as a
+        partition (``splits.group_codes``), and the names were a str per row (a premise's
+        text, or a component's number as a fixed-width str)."""
+        codes = self.dataset.group_codes()
+        return None if codes is None else np.asarray(codes)[self.filterable]
+
+    def score_rows(self) -> np.ndarray:
+        """Position in ``scores`` of each filterable row (-1: not there). The pipeline's
+        scores hold every frame row in frame order, so these are positions, checked against
+        the row ids (looked up by id otherwise): no index of the scores by row id."""
+        at = np.flatnonzero(self.dataset.included_mask)[self.filterable]
+        ids = self.scores["row_id"].to_numpy()
+        row_ids = np.asarray(self.row_ids)
+        if len(ids) != len(self.dataset.included_mask) or not np.array_equal(ids[at], row_ids):
+            at = pd.Index(ids).get_indexer(pd.Index(row_ids, dtype=ids.dtype))
+        return at
+
+    def statuses(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """``scores``' status of each filterable row (of ``rows`` among them: positions), as
+        an object array holding one str per status (``<NA>`` for a row not in ``scores``):
+        no Python str per row."""
+        codes, uniques = pd.factorize(self.scores["status"], use_na_sentinel=False)
+        at = self.score_rows()
+        if rows is not None:
+            at = at[np.asarray(rows, dtype=np.int64)]
+        names = np.asarray([*(str(u) for u in uniques), str(pd.NA)], dtype=object)
+        return names[np.where(at >= 0, codes[at], -1)]  # a row missing from scores: <NA>
 
     def texts(self) -> tuple[list[str], list[str] | None]:
         """Hypotheses and premises (None for single-text data) of the filterable rows."""

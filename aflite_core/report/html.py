@@ -26,6 +26,7 @@ from aflite_core.chart_style import (
     STATUS_COLORS,
     rounds_figure,
 )
+from aflite_core.heap_trim import release_free_heap
 from aflite_core.measures import registry
 from aflite_core.measures.baselines import format_figure, headline_figures
 from aflite_core.measures.datamap import FIGURE_POINTS
@@ -649,6 +650,7 @@ def build_report(
             body = (f'<p class="error">This section could not be drawn: '
                     f"{esc(type(exc).__name__)}: {esc(exc)}</p>")
         parts.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>{body}</section>')
+        release_free_heap()  # the section's tables read and freed: not under the next one's
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in every)
     script = f"<script>{plotly_js()}</script>" if include_plotlyjs else ""
     title = f"AFLite audit report: {run.name}"

@@ -438,18 +438,35 @@ class AuditRun:
         if "frame" in self.__dict__ or not self.has(DATASET_FILE):
             frame = self.frame
             return frame.iloc[positions] if columns is None else frame.iloc[positions][columns]
-        import pyarrow.dataset as pads
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         id_col = self.dataset_row_id_column
-        data = pads.dataset(self.path / DATASET_FILE, format="parquet")
-        names = [c for c in data.schema.names if c != id_col]
+        data = pq.ParquetFile(self.path / DATASET_FILE)
+        names = [c for c in data.schema_arrow.names if c != id_col]
         wanted = names if columns is None else list(columns)
         unknown = [c for c in wanted if c not in names]
         if unknown:
             raise KeyError(f"{self.path / DATASET_FILE} has no column(s) {unknown}")
-        if id_col not in data.schema.names:
+        if id_col not in data.schema_arrow.names:
             raise RunError(f"{self.path / DATASET_FILE} lacks its row-id column {id_col!r}")
-        frame = data.take(positions, columns=[id_col, *wanted]).to_pandas().set_index(id_col)
+        # a row group at a time, its rows taken before the next is read (Dataset.take read
+        # ahead several groups at once: +0.29 GB RSS for the report's 30 examples at 1M rows)
+        starts = np.cumsum([0] + [data.metadata.row_group(g).num_rows
+                                  for g in range(data.num_row_groups)])
+        if positions.size and (positions.min() < 0 or positions.max() >= starts[-1]):
+            raise IndexError(f"positions: expected 0 <= position < {starts[-1]} (the rows of "
+                             f"{self.path / DATASET_FILE})")
+        group_of = np.searchsorted(starts, positions, side="right") - 1
+        order = np.argsort(group_of, kind="stable")
+        pieces = [data.schema_arrow.empty_table().select([id_col, *wanted])]
+        for g in np.unique(group_of):
+            rows = positions[order][group_of[order] == g] - starts[g]
+            group = data.read_row_group(int(g), columns=[id_col, *wanted])
+            pieces.append(group.take(pa.array(rows)))
+            del group
+        taken = pa.concat_tables(pieces).take(pa.array(np.argsort(order, kind="stable")))
+        frame = taken.to_pandas().set_index(id_col)
         frame.index.name = "row_id"
         return frame
 
