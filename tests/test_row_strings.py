@@ -1,0 +1,71 @@
+"""Labels, statuses and groups without a Python str per row: the codes and shared strings the
+measures build their tables from give what the per-row conversions gave."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.io.datasets import load_dataset
+from aflite_core.io.text_columns import str_codes, string_array
+from aflite_core.measures.registry import MeasureContext
+
+VALUES = [
+    np.array(["b", "a", "b", "1"], dtype=object),
+    np.array(["contradiction", "entailment", "neutral", "entailment"]),
+    pd.Series(pd.array(["r", "s", None, "r"], dtype="string")),
+    np.array([1, 2.0, "1", None, np.nan], dtype=object),  # 1 and "1" one text; None, nan two
+    np.array([], dtype=object),
+]
+
+
+@pytest.mark.parametrize("values", VALUES, ids=range(len(VALUES)))
+def test_str_codes_are_unique_of_the_texts(values):
+    texts = np.asarray(values, dtype=object).astype(str)
+    classes, inverse = np.unique(texts, return_inverse=True)
+    codes, got = str_codes(values)
+    assert got.dtype == classes.dtype and got.tolist() == classes.tolist()
+    assert codes.tolist() == inverse.ravel().tolist()
+    column = string_array(values)
+    expected = pd.array(texts, dtype="string")
+    pd.testing.assert_extension_array_equal(column, expected)
+    # what the column is made from: one str object per distinct text, not one per row
+    assert len({id(v) for v in got.astype(object)[codes]}) == len(set(codes.tolist()))
+
+
+def _context(scores: pd.DataFrame) -> MeasureContext:
+    frame = pd.DataFrame({"premise": ["p0", "p0", "p1", "p2", "p3", "p3"],
+                          "hypothesis": ["h0", "h1", "h2", "", "h4", "h5"],
+                          "label": ["a", "b", "a", "b", "b", "a"]})
+    dataset = load_dataset(frame, name="ctx", group="premise")
+    included = dataset.row_ids()  # row 3 (empty text) is excluded
+    rep = SimpleNamespace(X=np.zeros((len(included), 2)), row_ids=included,
+                          warmup_mask=np.zeros(len(included), dtype=bool))
+    filterable = np.array([True, True, False, True, True])  # 5 included rows, one warm-up
+    return MeasureContext(dataset=dataset, representation=rep, filterable=filterable,
+                          labels=dataset.label_objects(), keep=np.ones(4, dtype=bool),
+                          scores=scores, retained_ids=np.empty(0), random_state=0)
+
+
+def test_statuses_by_position_and_by_id():
+    """The filterable rows' statuses from the scores' positions (the pipeline's scores: every
+    frame row in frame order), looked up by row id when the scores are in another order; a
+    row missing from them reads <NA>; the groups are codes of the same partition."""
+    status = ["retained", "removed", "warmup", "excluded", "removed", "retained"]
+    scores = pd.DataFrame({"row_id": np.arange(6), "status": pd.array(status, dtype="string")})
+    ctx = _context(scores)
+    expected = ["retained", "removed", "removed", "retained"]  # rows 0, 1, 4, 5
+    assert ctx.score_rows().tolist() == [0, 1, 4, 5]
+    assert ctx.statuses().tolist() == expected
+    assert ctx.statuses(np.array([3, 0])).tolist() == ["retained", "retained"]
+    assert len({id(s) for s in ctx.statuses()}) == 2
+    shuffled = scores.iloc[[5, 3, 1, 0, 2, 4]].reset_index(drop=True)
+    assert _context(shuffled).statuses().tolist() == expected
+    assert _context(shuffled.iloc[1:]).statuses().tolist() == [*expected[:3], "<NA>"]
+    groups = ctx.groups
+    assert groups.dtype == np.int64
+    # rows 0 and 1 share premise p0, rows 4 and 5 premise p3
+    assert groups[0] == groups[1] and groups[2] == groups[3] and groups[0] != groups[2]
