@@ -506,10 +506,10 @@ def label_codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> values.tolist(), codes.tolist()
     (['1', 'a', 'b'], [2, 1, 2, 0])
     """
-    from aflite_core.cues.count_tables import sorted_label_codes
+    from aflite_core.io.text_columns import str_codes
 
-    codes, order = sorted_label_codes(np.asarray(labels, dtype=object))
-    return np.asarray([str(v) for v in order]), codes
+    codes, classes = str_codes(labels)
+    return classes, codes
 
 
 def _chunked_counts(ctx: MeasureContext, record, rep_rows: np.ndarray, weights: np.ndarray,
