@@ -254,12 +254,14 @@ class RunWriter:
         missing = [c for c in SCORES_COLUMNS if c not in scores.columns]
         if missing:
             raise ValueError(f"scores: missing column(s) {missing}; got {list(scores.columns)}")
-        bad = sorted(set(scores["status"].astype(str)) - set(STATUSES))
+        # the distinct statuses, not a str per row
+        bad = sorted(set(map(str, pd.unique(scores["status"]))) - set(STATUSES))
         if bad:
             raise ValueError(f"scores: status must be one of {STATUSES}, found {bad}")
-        if scores["row_id"].duplicated().any():
-            raise ValueError("scores: row_id values must be unique")
         row_ids = self._row_ids
+        # equal to the dataset's (unique) ids, they are unique: no hash table of them
+        if row_ids is None and scores["row_id"].duplicated().any():
+            raise ValueError("scores: row_id values must be unique")
         if row_ids is not None and not _same_ids(row_ids, scores["row_id"].to_numpy()):
             raise ValueError(
                 "scores: row_id must list the dataset's row ids in the dataset's order"
@@ -273,7 +275,7 @@ class RunWriter:
         """
 
         run = AuditRun(self.file(SUMMARY_FILE).parent, summary=self._provisional_summary())
-        present = set(run.scores["status"].astype(str))
+        present = set(map(str, pd.unique(run.scores["status"])))
         written = []
         for status in STATUSES:
             if status not in present:
