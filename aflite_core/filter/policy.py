@@ -77,13 +77,19 @@ def question_ids(dataset: Any) -> np.ndarray | None:
 
 def _split_roles(dataset: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Split value of each included row (as written, trimmed) and whether it is training."""
+    from aflite_core.io.text_columns import label_factors
     from aflite_core.splits import TRAIN_VALUES
 
-    splits = dataset.splits()
-    if splits is None:
+    column = dataset.columns.split
+    if column is None:
         return None, None
-    values = np.asarray([str(s).strip() for s in splits], dtype=object)
-    return values, np.isin(np.char.lower(values.astype(str)), list(TRAIN_VALUES))
+    # the distinct values trimmed and compared, then broadcast (a str per row was made three
+    # times: 0.25 GB each at 5M rows); the values of dataset.splits(), one str per value
+    ids, names = label_factors(dataset.frame[column])
+    names = np.asarray([str(s).strip() for s in names], dtype=object)
+    ids = ids[dataset.included_mask]
+    train = np.isin(np.char.lower(names.astype(str)), list(TRAIN_VALUES))
+    return names[ids], train[ids]
 
 
 def plan_filter(dataset: Any, exclude: np.ndarray | None = None, *,

@@ -35,13 +35,13 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         # each chunk's texts read as its task is sent; the chunks' tagging seeded into this
         # process's cache only for a slices measure that extracts every row here
         table = count_tables.cue_tables(
-            ctx.dataset, scopes, groups=ctx.dataset.groups(), random_state=ctx.random_state,
+            ctx.dataset, scopes, groups=ctx.dataset.group_codes(), random_state=ctx.random_state,
             chunk_rows=chunk_rows, progress=ctx.progress, mapper=map_streamed, streamed=True,
             seed_cache=not features_on_workers(ctx), **ctx.params)
     else:
         from aflite_core.cues import statistics
 
-        table = statistics.cue_tables(ctx.dataset, scopes, groups=ctx.dataset.groups(),
+        table = statistics.cue_tables(ctx.dataset, scopes, groups=ctx.dataset.group_codes(),
                                       random_state=ctx.random_state, **ctx.params)
     return MeasureResult(tables={FILE: table},
                          info={"n_rows": int(len(table)), "attrs": dict(table.attrs)})
