@@ -216,16 +216,20 @@ def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
     """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
     frame a chunk at a time (:class:`~aflite_core.io.text_columns.RowTexts`) and the labels
     as the dataset gives them: no list of every row's text, no Python str per label."""
-    from aflite_core.io.text_columns import RowTexts
+    from aflite_core.io.text_columns import RowTexts, label_objects
     from aflite_core.splits import resolve_split
 
-    included = np.flatnonzero(dataset.included_mask)
+    mask = dataset.included_mask
+    included = np.flatnonzero(mask)
     columns = dataset.columns
     hypotheses = RowTexts(dataset.frame[columns.hypothesis], included)
     premises = (RowTexts(dataset.frame[columns.premise], included)
                 if columns.premise is not None else None)
-    labels = dataset.labels()
-    split = resolve_split(dataset.splits(), labels, groups=groups, test_size=test_size,
+    # labels and split values with one str object per value: the str arrays of
+    # dataset.labels() / splits() became a str per row in every factorisation of them
+    labels = dataset.label_objects()
+    splits = None if columns.split is None else label_objects(dataset.frame[columns.split])[mask]
+    split = resolve_split(splits, labels, groups=groups, test_size=test_size,
                           random_state=random_state)
     return CueInputs(hypotheses, premises, labels, split, np.ones(len(labels), dtype=bool),
                      np.asarray(dataset.row_ids()))

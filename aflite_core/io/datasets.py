@@ -77,6 +77,7 @@ from aflite_core.io.text_columns import (
     count_distinct,
     equal_codes,
     label_factors,
+    label_objects,
     missing_mask,
     mixed_types,
     normalised_hashes,
@@ -256,8 +257,7 @@ class AuditDataset:
         """The labels of :meth:`labels` as an object array holding one str per label: 8 bytes
         a row (the str array is 4 bytes a character a row; ``astype(object)`` of it makes a
         str per row, 0.29 GB at 5M rows)."""
-        ids, names = label_factors(self.frame[self.columns.label])
-        return self._select(np.asarray(names, dtype=object)[ids], included_only)
+        return self._select(label_objects(self.frame[self.columns.label]), included_only)
 
     def splits(self, included_only: bool = True) -> np.ndarray | None:
         """Split names as a str array, or None when there is no split column."""
