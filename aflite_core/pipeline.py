@@ -44,6 +44,7 @@ from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.filter.rounds import select_rows
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io.datasets import LINKED_TEXT
+from aflite_core.io.text_columns import str_codes
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
@@ -80,10 +81,10 @@ def check_labels(dataset) -> None:
     """
     from aflite_core.io.readers import short_repr
 
-    labels = np.asarray(dataset.labels(), dtype=str)
+    codes, uniq = str_codes(dataset.label_objects())  # np.unique's, no str copy per row
     column = dataset.columns.label
-    uniq, counts = np.unique(labels, return_counts=True)
-    n = len(labels)
+    counts = np.bincount(codes, minlength=len(uniq))
+    n = len(codes)
     if len(uniq) < 2:
         only = short_repr(str(uniq[0])) if len(uniq) else "(none)"
         raise ValueError(
@@ -99,7 +100,7 @@ def check_labels(dataset) -> None:
         )
     singles = uniq[counts == 1]
     if len(singles):
-        ids = dataset.row_ids()
+        ids, labels = dataset.row_ids(), uniq[codes]
         wanted = set(singles[:5].tolist())
         first = {lab: rid for lab, rid in zip(labels.tolist(), ids.tolist(), strict=True)
                  if lab in wanted}  # fmt: skip
@@ -253,7 +254,7 @@ def run_audit(
     timings: dict[str, float] = {}
     start_all = time.perf_counter()
     replace = overwrite and not generated
-    with _fewer_collections(len(dataset.labels())), \
+    with _fewer_collections(int(dataset.included_mask.sum())), \
             RunWriter(runs_root, name, overwrite=replace, unique=generated) as writer, \
             audit_client(config) as client:
         # the first event names the temporary folder: a supervisor whose worker process is
@@ -367,7 +368,7 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     factor = progress_plan.REPRESENTATION_FACTOR.get(config.representation, 1.0)
     stages = [("representation", per_100k["representation"] * factor),
               ("aflite", per_100k["aflite"]), ("write", per_100k["write"])]
-    n_rows = len(dataset.labels())
+    n_rows = int(dataset.included_mask.sum())
     chosen = [m for m in registry.measures() if m.name in config.measures]
     beside = [m.name for m in beside_measures(chosen, n_rows)]
     # the measures run beside the others fill the last span: their progress adds to the bar
