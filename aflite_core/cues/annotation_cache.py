@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,8 +32,13 @@ def _cache_load(cache_dir: Path | None, key: str) -> dict[str, np.ndarray] | Non
     try:
         with np.load(path, allow_pickle=False) as data:
             return {k: data[k] for k in data.files}
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return None  # unreadable or truncated entry: recompute (and overwrite)
+    except SystemError:
+        # CPython 3.11's AST constructor (the .npy header's literal_eval) can raise "AST
+        # constructor recursion depth mismatch" when another thread parses at the same time
+        # (python/cpython#106905; met on a Dask worker at 5M rows): a miss, not a failure
+        return None
 
 
 def _cache_save(cache_dir: Path | None, key: str, arrays: dict[str, np.ndarray]) -> None:
