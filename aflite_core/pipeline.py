@@ -44,7 +44,7 @@ from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.filter.rounds import select_rows
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io.datasets import LINKED_TEXT
-from aflite_core.io.text_columns import str_codes
+from aflite_core.io.text_columns import label_factors, str_codes
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
@@ -138,10 +138,12 @@ def library_versions() -> dict[str, str]:
     return versions
 
 
-def _counts(values: np.ndarray) -> dict[str, int]:
-    labels, counts = np.unique(np.asarray(values, dtype=str), return_counts=True)
-    order = np.argsort(-counts, kind="stable")
-    return {str(labels[i]): int(counts[i]) for i in order}
+def _counts(codes: np.ndarray, names: np.ndarray) -> dict[str, int]:
+    """Rows per label (``names[codes]``, names sorted), most first: np.unique's counts."""
+    counts = np.bincount(codes, minlength=len(names))
+    present = np.flatnonzero(counts)
+    order = present[np.argsort(-counts[present], kind="stable")]
+    return {str(names[i]): int(counts[i]) for i in order}
 
 
 def _history_records(history: Any) -> list[dict]:
@@ -691,8 +693,10 @@ def _zfilter_summary(model) -> dict:
 def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, created: str,
              measures: dict) -> dict:
     model = filtered.model
-    status = scores["status"].astype(str).to_numpy()
-    labels = scores["label"].astype(str).to_numpy()
+    # codes of the statuses and labels: to_numpy() of the string columns was a str per row
+    codes, names = str_codes(scores["status"])
+    status = np.asarray(names.tolist(), dtype=object)[codes]  # one str per status
+    codes, names = str_codes(scores["label"])
     sizes = {s: int((status == s).sum()) for s in STATUSES}
     sizes = {
         "input": int(len(scores)),
@@ -739,11 +743,11 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
         },
         "sizes": sizes,
         "labels": {
-            "before": _counts(labels[filtered_rows]),
-            "after": _counts(labels[status == "retained"]),
-            "removed": _counts(labels[status == "removed"]),
-            "unfiltered": _counts(labels[status == "unfiltered"]),
-            "warmup": _counts(labels[status == "warmup"]),
+            "before": _counts(codes[filtered_rows], names),
+            "after": _counts(codes[status == "retained"], names),
+            "removed": _counts(codes[status == "removed"], names),
+            "unfiltered": _counts(codes[status == "unfiltered"], names),
+            "warmup": _counts(codes[status == "warmup"], names),
         },
         "history": _history_records(getattr(model, "history_", None)),
         "measures": measures,
@@ -753,12 +757,12 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
 def _split_sizes(dataset, status: np.ndarray) -> dict[str, dict[str, int]]:
     """Per split value: rows before (retained + removed), retained and removed, and the rows
     kept without being filtered (``unfiltered``, e.g. dev/test of a train-only filter)."""
-    splits = dataset.splits(included_only=False)
-    if splits is None:
+    if dataset.columns.split is None:
         return {}
+    ids, names = label_factors(dataset.frame[dataset.columns.split])  # splits()' values
     out: dict[str, dict[str, int]] = {}
-    for value in dict.fromkeys(np.asarray(splits, dtype=str).tolist()):
-        rows = np.asarray(splits, dtype=str) == value
+    for i in pd.unique(ids):  # in order of first appearance, as dict.fromkeys of every row's
+        value, rows = str(names[i]), ids == i
         retained = int((rows & (status == "retained")).sum())
         removed = int((rows & (status == "removed")).sum())
         unfiltered = int((rows & (status == "unfiltered")).sum())
