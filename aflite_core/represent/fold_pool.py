@@ -147,7 +147,8 @@ RESEND_WAIT_S = 30.0
 def _map_on_dask(record: DaskFolds, fit: Callable[..., R], tasks: list[T],
                  on_done: Callable[[int, R], object] | None, resident: tuple = ()) -> list[R]:
     """The fits as tasks on ``record.client``'s workers, results in task order; sent again,
-    from the first missing result, when the worker holding the fit function left."""
+    from the first missing result, when a worker holding the fit function or a task's rows
+    left."""
     client = record.client
     results: list[R] = []
     resent = 0
@@ -155,9 +156,15 @@ def _map_on_dask(record: DaskFolds, fit: Callable[..., R], tasks: list[T],
         # to one worker; the others fetch it from there for their first task (a broadcast
         # waits on every worker, a dying one included)
         [shared] = client.scatter([fit], hash=False)
-        holders = set(client.who_has([shared]).get(shared.key, ()))
+        # each task's rows scattered, not inlined in the graph: a fold's index arrays of 5M
+        # rows are 38 MiB (Dask's "Sending large graph" warning), and the scheduler would
+        # keep every task's arguments while its result lives
+        sent = client.scatter(list(tasks[len(results):]), hash=False)
+        held = client.who_has([shared, *sent])
+        holders = {worker for future in (shared, *sent)
+                   for worker in held.get(future.key, ())}
         futures = [client.submit(_fit_task, shared, task, *resident, pure=False)
-                   for task in tasks[len(results):]]
+                   for task in sent]
         record.tasks += len(futures)
         try:
             lost = _collect(futures, results, on_done, client, holders)
@@ -165,7 +172,7 @@ def _map_on_dask(record: DaskFolds, fit: Callable[..., R], tasks: list[T],
             client.cancel(futures)
             raise
         finally:
-            client.cancel([shared])
+            client.cancel([shared, *sent])
         if lost is None:
             return results
         resent += 1
@@ -241,8 +248,9 @@ def _lost_data(error: BaseException) -> bool:
 
 
 def _left(client: Any, holders: set[str]) -> bool:
-    """Whether every worker in ``holders`` has left (see :func:`departed_workers`)."""
-    return bool(holders) and departed_workers(client, holders) == holders
+    """Whether a worker in ``holders`` (of the fit function or a task's scattered rows) has
+    left (see :func:`departed_workers`): what it held is lost."""
+    return bool(holders) and bool(departed_workers(client, holders))
 
 
 def cluster_workers(client: Any) -> set[str]:
