@@ -215,7 +215,8 @@ def compute(ctx: MeasureContext) -> MeasureResult:
 
 def tables(run) -> dict[str, pd.DataFrame]:
     """Per-label PVI summaries (all filtered rows, and retained vs removed)."""
-    table = run.read_parquet(FILE)
+    # the columns they read: not the ids, probabilities and predicted labels of every row
+    table = run.read_parquet(FILE, columns=["label", "status", "pvi", "correct"])
     if table is None or table.empty:
         return {}
     return {

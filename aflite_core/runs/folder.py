@@ -374,14 +374,17 @@ class AuditRun:
         return (self.path / check_file_name(filename)).is_file()
 
     # -- tables
-    def read_parquet(self, filename: str) -> pd.DataFrame | None:
-        """Read a Parquet artifact of the run, or None when absent."""
-        return self._read_parquet(filename)
+    def read_parquet(self, filename: str, columns: list[str] | None = None
+                     ) -> pd.DataFrame | None:
+        """Read a Parquet artifact of the run (``columns``: only those, the others not
+        decoded), or None when absent."""
+        return self._read_parquet(filename, columns)
 
-    def _read_parquet(self, filename: str) -> pd.DataFrame | None:
+    def _read_parquet(self, filename: str, columns: list[str] | None = None
+                      ) -> pd.DataFrame | None:
         if not self.has(filename):
             return None
-        return pd.read_parquet(self.path / filename)
+        return pd.read_parquet(self.path / filename, columns=columns)
 
     @cached_property
     def scores(self) -> pd.DataFrame:
@@ -395,7 +398,7 @@ class AuditRun:
                 f"{self.path / SCORES_FILE} lacks column(s) {missing}; "
                 f"found {list(frame.columns)}"
             )
-        bad = sorted(set(frame["status"].astype(str)) - set(STATUSES))
+        bad = sorted(set(map(str, pd.unique(frame["status"]))) - set(STATUSES))
         if bad:
             raise RunError(f"{self.path / SCORES_FILE}: unknown status value(s) {bad}")
         return frame
