@@ -44,7 +44,7 @@ from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.filter.rounds import select_rows
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io.datasets import LINKED_TEXT
-from aflite_core.io.text_columns import label_factors, str_codes
+from aflite_core.io.text_columns import label_factors, shared_strings, str_codes
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
@@ -171,7 +171,7 @@ def _build_scores(dataset, rep, filtered: _Filtered,
     filt_pos = included_pos[~warm]
     keep = filtered.keep
     # one str object per status, shared by its rows: np.where(keep, "retained", "removed")
-    # made a str per row (0.29 GB kept for the whole audit at 5M rows)
+    # made a str per row (0.29 GB at 5M rows until the Arrow column below is made)
     status[filt_pos] = np.array(["removed", "retained"], dtype=object)[keep.astype(np.intp)]
     if filtered.unfiltered is not None:  # scored only (dev/test of train_only): kept as is
         status[filt_pos[filtered.unfiltered]] = "unfiltered"
@@ -694,8 +694,7 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
              measures: dict) -> dict:
     model = filtered.model
     # codes of the statuses and labels: to_numpy() of the string columns was a str per row
-    codes, names = str_codes(scores["status"])
-    status = np.asarray(names.tolist(), dtype=object)[codes]  # one str per status
+    status = shared_strings(scores["status"])  # one str per status
     codes, names = str_codes(scores["label"])
     sizes = {s: int((status == s).sum()) for s in STATUSES}
     sizes = {

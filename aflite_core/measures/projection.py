@@ -36,6 +36,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import check_choice, check_int, check_real, make_rng
+from aflite_core.io.text_columns import shared_strings
 from aflite_core.measures import map_regions
 from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
@@ -559,8 +560,7 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
     ctx.progress(0.9, "finding the map's regions")
     region = map_regions.find_regions(coords, random_state=ctx.random_state)
     included = np.flatnonzero(ctx.dataset.included_mask)
-    codes, names = pd.factorize(ctx.scores["status"], use_na_sentinel=False)  # no str per row
-    status = np.asarray([str(u) for u in names], dtype=object)[codes[included]]
+    status = shared_strings(ctx.scores["status"])[included]  # no str per row
     regions = map_regions.describe_regions(
         region, coords, texts=ctx.dataset.hypothesis_texts(), labels=ctx.labels, status=status,
         random_state=ctx.random_state)

@@ -199,12 +199,14 @@ class MeasureContext:
         """``scores``' status of each filterable row (of ``rows`` among them: positions), as
         an object array holding one str per status (``<NA>`` for a row not in ``scores``):
         no Python str per row."""
-        codes, uniques = pd.factorize(self.scores["status"], use_na_sentinel=False)
+        from aflite_core.io.text_columns import shared_strings
+
         at = self.score_rows()
         if rows is not None:
             at = at[np.asarray(rows, dtype=np.int64)]
-        names = np.asarray([*(str(u) for u in uniques), str(pd.NA)], dtype=object)
-        return names[np.where(at >= 0, codes[at], -1)]  # a row missing from scores: <NA>
+        status = shared_strings(self.scores["status"])[at]
+        status[at < 0] = str(pd.NA)  # a row missing from scores
+        return status
 
     def texts(self) -> tuple[list[str], list[str] | None]:
         """Hypotheses and premises (None for single-text data) of the filterable rows."""
