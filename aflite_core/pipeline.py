@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import importlib
 import os
 import platform
@@ -279,6 +280,11 @@ def run_audit(
         summary["engines"] = stage_engines(config, filtered, measures, rep, dataset)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
+        # the report reads the run folder: the scores, AFLite's and the measures' vectors of
+        # every row are not under its peak
+        del rep, filtered, shared, measures
+        gc.collect()
+        release_free_heap()
         if config.report:
             progress.step("report", "writing the HTML report", progress.span("report")[0])
             t0 = time.perf_counter()
@@ -786,14 +792,5 @@ def _write_report(writer: RunWriter, summary: dict) -> None:
     summary.setdefault("measures", {})["report"] = {"status": "ok", "artifacts": [REPORT_FILE]}
 
 
-__all__ = [
-    "AuditCancelled",
-    "AuditConfig",
-    "run_audit",
-    "check_labels",
-    "resolve_size",
-    "library_versions",
-    "MEASURES",
-    "DEFAULT_MEASURES",
-    "MAX_LABELS",
-]
+__all__ = ["AuditCancelled", "AuditConfig", "run_audit", "check_labels", "resolve_size",
+           "library_versions", "MEASURES", "DEFAULT_MEASURES", "MAX_LABELS"]

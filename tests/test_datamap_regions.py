@@ -244,8 +244,10 @@ def test_the_map_draws_each_run_s_own_rule():
                   "hard_confidence": 0.2, "swing_variability": 0.25}
 
     def ambiguous_line(info: dict) -> dict:
-        run = SimpleNamespace(measures={"datamap": info}, read_parquet=lambda name: table,
-                              has=lambda name: True)
+        run = SimpleNamespace(
+            measures={"datamap": info}, has=lambda name: True,
+            parquet_columns=lambda name: list(table.columns),
+            read_parquet=lambda name, columns=None, categories=(): table[columns or table.columns])
         (figure,) = datamap.MEASURE.draw(run)
         (line,) = [s for s in figure.layout.shapes if s.x0 == s.x1 == 0.15]
         return {"y0": line.y0, "y1": line.y1, "yref": line.yref}

@@ -115,16 +115,28 @@ def test_degenerate_maps_give_no_region_and_bad_input_is_refused():
                          labels=np.array(["a"] * 5), status=np.array(["retained"] * 5))
 
 
-def test_slice_regions_reads_where_a_stored_slice_concentrates():
+@pytest.mark.parametrize("order", [[0, 1, 2, 3, 4, 5], [5, 3, 1, 0, 4, 2]],
+                         ids=["rows in input order", "rows in another order"])
+def test_slice_regions_reads_where_a_stored_slice_concentrates(order):
     class Run:
         name = "planted"
         projection = pd.DataFrame({"row_id": [10, 11, 12, 13, 14, 15],
-                                   "x": 0.0, "y": 0.0, "region": [0, 0, 0, 1, 1, -1]})
+                                   "x": 0.0, "y": 0.0, "region": [0, 0, 0, 1, 1, -1]}
+                                  ).iloc[order]
         scores = pd.DataFrame({"row_id": [10, 11, 12, 13, 14, 15]})
 
         def read_parquet(self, name):
             assert name == map_regions.FILE
             return pd.DataFrame({"region": [0, 1], "name": ["cat · sat", "dog · ran"]})
+
+        def parquet_columns(self, name):
+            return list(self.projection.columns)
+
+        def table_columns(self, name, columns):
+            return self.projection[columns]
+
+        def score_columns(self, columns):
+            return self.scores[columns]
 
     def packed(rows):
         bits = np.zeros(6, dtype=bool)

@@ -248,3 +248,51 @@ def test_charts_keep_their_colours_and_ticks_when_built_inside_streamlit(full_ru
     assert list(knn.layout.xaxis.tickvals) == [1, 5]  # ticks at the k values, not 8 9 1 2
     assert all(trace.line.color for trace in knn.data)
     assert all(fig.layout.xaxis.automargin and fig.layout.yaxis.automargin for fig in seen)
+
+
+def per_row_tables(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """A planted data map, PVI table and map of every filtered row (strings in every row)."""
+    rng = np.random.default_rng(3)
+    scores = scores_for(frame)
+    rows = scores[scores["status"] != "excluded"].reset_index(drop=True)
+    n = len(rows)
+    regions = np.array(["easy", "ambiguous", "hard", "medium"])[np.arange(n) % 4]
+    common = {"row_id": rows["row_id"], "status": rows["status"], "label": rows["label"]}
+    return {
+        "datamap.parquet": pd.DataFrame({
+            **common, "confidence": rng.uniform(0, 1, n), "variability": rng.uniform(0, .3, n),
+            "correctness": rng.uniform(0, 1, n), "n_heldout": np.full(n, 3),
+            "label_quality": rng.uniform(0, 1, n), "region": regions}),
+        "pvi.parquet": pd.DataFrame({
+            **common, "pvi": rng.normal(size=n), "p_label": rng.uniform(0, 1, n),
+            "p_prior": np.full(n, 1 / 3), "predicted": rows["label"],
+            "correct": rng.uniform(0, 1, n) > 0.5, "fold": np.arange(n) % 5}),
+        "projection.parquet": pd.DataFrame({
+            "row_id": frame.index.to_numpy(), "x": rng.normal(size=len(frame)),
+            "y": rng.normal(size=len(frame)), "method": "umap",
+            "region": np.arange(len(frame)) % 2}),
+    }
+
+
+def test_the_report_reads_columns_as_codes_and_keeps_no_row_table(tmp_path):
+    """The report of a run whose per-row tables are read as codes, a few columns at a time,
+    is the report drawn from the whole tables as strings (the dashboard's run, which has
+    read them already); and it keeps none of them read (a run of 5M rows), but leaves the
+    caller's."""
+    from aflite_core.runs.folder import load_run
+
+    frame = hostile_frame()
+    path = write_run(tmp_path / "runs", "rows", frame=frame, scores=scores_for(frame),
+                     summary=summary_for(frame), tables=per_row_tables(frame))
+    uuid = re.compile(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+    fresh = load_run(path)
+    by_codes = uuid.sub("", build_report(fresh))
+    assert not {"scores", "projection", "frame"} & set(fresh.__dict__)
+    read = load_run(path)
+    read.scores, read.projection  # noqa: B018 - the dashboard's run: tables read whole
+    assert uuid.sub("", build_report(read)) == by_codes
+    assert {"scores", "projection"} <= set(read.__dict__)
+    for section in ("datamap", "pvi", "projection", "predictability", "samples"):
+        body = by_codes[by_codes.index(f'<section id="{section}">'):]
+        body = body[:body.index("</section>")]
+        assert "could not be drawn" not in body and 'class="absent"' not in body, section

@@ -490,3 +490,35 @@ def test_frame_rows_across_row_groups(tmp_path, monkeypatch):
     assert "frame" not in run.__dict__
     with pytest.raises(IndexError, match="position < 50"):
         run.frame_rows(np.array([3, 50]))
+
+
+def test_columns_read_alone_with_strings_as_sorted_codes(tmp_path):
+    """score_columns / table_columns read only the columns asked (status and label as
+    categoricals whose categories sort as the strings do), or take them from a table read
+    already; a column the file lacks is refused (optional ones skipped)."""
+    status = ["retained", "removed", "warmup", "removed", "excluded", "unfiltered"] * 2
+    run = load_run(make_run(tmp_path, status=status))
+    got = run.score_columns(["row_id", "status"], optional=("label", "nope"))
+    assert "scores" not in run.__dict__  # the whole table was not read
+    assert list(got.columns) == ["row_id", "status", "label"]
+    for column in ("status", "label"):
+        assert list(got[column].cat.categories) == sorted(set(got[column].astype(str)))
+        assert got[column].astype(str).tolist() == run.scores[column].astype(str).tolist()
+    # sorted codes group and order as the strings do
+    by_code = got.groupby("status", observed=True, sort=True).size()
+    by_text = run.scores.groupby("status", sort=True).size()
+    assert by_code.index.astype(str).tolist() == by_text.index.tolist()
+    assert by_code.tolist() == by_text.tolist()
+    # once the whole table is read, its columns are taken from it
+    assert run.score_columns(["status"])["status"].dtype == run.scores["status"].dtype
+    with pytest.raises(RunError, match=r"lacks column\(s\) \['nope'\]"):
+        run.score_columns(["row_id", "nope"])
+    assert run.table_columns("projection.parquet", ["row_id"]) is None  # no map in this run
+
+
+def test_forget_row_tables_drops_what_was_read_but_what_is_kept(tmp_path):
+    run = load_run(make_run(tmp_path))
+    run.scores, run.frame  # noqa: B018 - read and kept
+    run.forget_row_tables(keep={"frame"})
+    assert "scores" not in run.__dict__ and "frame" in run.__dict__
+    assert len(run.scores) == 12  # read again on use

@@ -64,6 +64,9 @@ __all__ = ["FILE", "REGIONS", "SHARES", "THRESHOLDS", "assign_regions",
 FILE = "datamap.parquet"
 #: Region names, in display order.
 REGIONS = ("easy", "ambiguous", "hard", "medium")
+#: :data:`FILE`'s string columns the report's tables group by, and the values they average.
+KEYS = ("status", "label", "region")
+VALUES = ("confidence", "variability", "correctness")
 #: Said when AFLite's partitions drew rows of grouped data (``MeasureContext.datamap_grouped``).
 UNGROUPED = (
     "AFLite's partitions drew rows of grouped data (group_partitions='off', or a group too "
@@ -311,13 +314,34 @@ def region_counts(table: pd.DataFrame, by: str) -> pd.DataFrame:
     region's share of the row's total.
     """
     regions = [r for r in REGIONS if (table["region"] == r).any()] or list(REGIONS[:3])
-    counts = pd.crosstab(table[by].astype(str), table["region"].astype(str))
+    counts = _crosstab(table[by], table["region"])
     counts = counts.reindex(columns=regions, fill_value=0)
     counts.loc["all"] = counts.sum(axis=0)
     counts["total"] = counts.sum(axis=1)
     for region in regions:
         counts[f"share {region}"] = counts[region] / counts["total"].where(counts["total"] > 0)
     return counts.rename_axis(by).reset_index()
+
+
+def _crosstab(rows: pd.Series, columns: pd.Series) -> pd.DataFrame:
+    """``pd.crosstab`` of the two columns as strings (sorted names, the pairs seen), counted
+    on their codes when both are categoricals (no str per row: a run's 5M rows)."""
+    if not all(isinstance(s.dtype, pd.CategoricalDtype) for s in (rows, columns)) or (
+            rows.isna().any() or columns.isna().any()):
+        return pd.crosstab(rows.astype(str), columns.astype(str))
+    names = [np.asarray(s.cat.categories.astype(str), dtype=object) for s in (rows, columns)]
+    order = [np.argsort(n, kind="stable") for n in names]  # sorted as the strings sort
+    rank = [np.argsort(o) for o in order]
+    r = rank[0][rows.cat.codes.to_numpy()]
+    c = rank[1][columns.cat.codes.to_numpy()]
+    shape = (len(names[0]), len(names[1]))
+    counts = np.bincount(r * shape[1] + c, minlength=shape[0] * shape[1]).reshape(shape)
+    seen_rows, seen_cols = counts.sum(axis=1) > 0, counts.sum(axis=0) > 0
+    return pd.DataFrame(
+        counts[seen_rows][:, seen_cols],
+        index=pd.Index(names[0][order[0]][seen_rows].tolist(), name=rows.name, dtype="str"),
+        columns=pd.Index(names[1][order[1]][seen_cols].tolist(), name=columns.name,
+                         dtype="str"))
 
 
 def sample_points(table: pd.DataFrame, *, max_points: int, seed: int = 0
@@ -424,14 +448,19 @@ def _label_quality(ctx: MeasureContext, row_ids, scored: np.ndarray
 
 def tables(run) -> dict[str, pd.DataFrame]:
     """Region counts by status and by label, from :data:`FILE`."""
-    table = run.read_parquet(FILE)
+    # the columns used, the strings as sorted codes (a row of 5M is 100 bytes whole)
+    present = run.parquet_columns(FILE)
+    table = run.read_parquet(FILE, columns=[c for c in (*KEYS, *VALUES, "label_quality")
+                                            if c in present], categories=KEYS)
     if table is None or table.empty:
         return {}
-    values = ["confidence", "variability", "correctness"]
+    values = list(VALUES)
     if "label_quality" in table and table["label_quality"].notna().any():
         values.insert(0, "label_quality")
     means = table.groupby(["status", "region"], observed=True, sort=True)[
         values].mean().reset_index()
+    for key in ("status", "region"):  # the few groups' names as the strings they are
+        means[key] = means[key].astype(str)
     return {
         "Rows per data-map region, by status (exact counts)": region_counts(table, "status"),
         "Rows per data-map region, by label (exact counts)": region_counts(table, "label"),
@@ -538,10 +567,12 @@ def figures(run) -> list:
 
     from aflite_core.chart_style import STATUS_COLORS
 
-    table = run.read_parquet(FILE)
+    axis = axis_of(run)
+    present = run.parquet_columns(FILE)
+    table = run.read_parquet(FILE, columns=[c for c in ("status", "variability", *AXES)
+                                            if c in present], categories=("status",))
     if table is None or table.empty:
         return []
-    axis = axis_of(run)
     points, total = sample_points(table, max_points=FIGURE_POINTS, seed=0)
     y = region_axis(points, axis)
     chart = go.Figure()

@@ -296,14 +296,18 @@ def slice_regions(run, members: pd.DataFrame | None, *,
         Empty when the run has no slices or no regions.
     """
     columns = ["slice_id", "regions", "top_region", "top_region_share"]
-    projection = run.projection
     regions = run.read_parquet(FILE)
-    if (projection is None or "region" not in projection or members is None or members.empty
-            or regions is None or regions.empty):
+    if (members is None or members.empty or regions is None or regions.empty
+            or "region" not in run.parquet_columns("projection.parquet")):
         return pd.DataFrame(columns=columns)
-    frame_ids = run.scores["row_id"].to_numpy()
-    by_row = pd.Series(projection["region"].to_numpy(), index=projection["row_id"].to_numpy())
-    region_of = by_row.reindex(frame_ids).fillna(-1).to_numpy(dtype=np.int64)
+    projection = run.table_columns("projection.parquet", ["row_id", "region"])
+    frame_ids = run.score_columns(["row_id"])["row_id"].to_numpy()
+    if np.array_equal(projection["row_id"].to_numpy(), frame_ids):  # every row, in order
+        region_of = projection["region"].fillna(-1).to_numpy(dtype=np.int64)
+    else:  # looked up by id (no hash table of every row id in the common case above)
+        by_row = pd.Series(projection["region"].to_numpy(),
+                           index=projection["row_id"].to_numpy())
+        region_of = by_row.reindex(frame_ids).fillna(-1).to_numpy(dtype=np.int64)
     names = dict(zip(regions["region"].astype(int), regions["name"].astype(str), strict=True))
     out = []
     n = len(frame_ids)

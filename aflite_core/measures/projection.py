@@ -579,15 +579,17 @@ def figures(run) -> list:
 
     from aflite_core.chart_style import STATUS_COLORS, add_region_labels
 
-    table = run.projection
+    # the columns drawn, method and status as codes (not every column of 5M rows)
+    table = run.table_columns("projection.parquet", ["row_id", "x", "y", "method"],
+                              categories=("method",))
     if table is None or table.empty:
         return []
-    points = table[["row_id", "x", "y"]].merge(run.scores[["row_id", "status"]], on="row_id",
-                                                how="left")
-    if len(points) > FIGURE_POINTS:
+    points = table[["row_id", "x", "y"]]
+    if len(points) > FIGURE_POINTS:  # the sample first: a left merge keeps its rows' order
         keep = np.sort(np.random.default_rng(0).choice(len(points), FIGURE_POINTS,
                                                        replace=False))
         points = points.iloc[keep]
+    points = points.merge(run.score_columns(["row_id", "status"]), on="row_id", how="left")
     fig = go.Figure()
     for status, part in points.groupby(points["status"].astype(str), sort=False):
         fig.add_trace(go.Scattergl(x=part["x"], y=part["y"], mode="markers", name=status,

@@ -216,7 +216,8 @@ def compute(ctx: MeasureContext) -> MeasureResult:
 def tables(run) -> dict[str, pd.DataFrame]:
     """Per-label PVI summaries (all filtered rows, and retained vs removed)."""
     # the columns they read: not the ids, probabilities and predicted labels of every row
-    table = run.read_parquet(FILE, columns=["label", "status", "pvi", "correct"])
+    table = run.read_parquet(FILE, columns=["label", "status", "pvi", "correct"],
+                             categories=("label", "status"))  # codes: no string per row
     if table is None or table.empty:
         return {}
     return {

@@ -349,15 +349,15 @@ def _section_rounds(run: AuditRun, fig: _Figures) -> str:
 def _section_predictability(run: AuditRun, fig: _Figures) -> str:
     import plotly.graph_objects as go
 
-    scores = run.scores
+    scores = run.score_columns(["predictability", "status"])  # status as codes
     values = scores["predictability"].to_numpy(dtype=float)
-    status = scores["status"].astype(str).to_numpy()
+    status = scores["status"]
     if not np.isfinite(values).any():
         return _absent("No predictability scores in this run.")
     chart = go.Figure()
     bins = np.linspace(0, 1, 41)
     for name in ("retained", "removed"):
-        v = values[(status == name) & np.isfinite(values)]
+        v = values[(status == name).to_numpy() & np.isfinite(values)]
         if len(v):
             counts, _ = np.histogram(v, bins=bins)
             chart.add_trace(
@@ -547,13 +547,15 @@ def _section_samples(run: AuditRun, n_samples: int, random_state: int) -> str:
         schema = run.frame_rows(np.zeros(0, dtype=np.int64))
     except (OSError, ValueError) as exc:
         return _absent(f"Original rows are not available: {exc}")
-    scores = run.scores.reset_index(drop=True)
+    # three columns, status and label as codes (not the whole table: 5M rows in a report)
+    scores = run.score_columns(["status", "predictability"], optional=("label",))
+    scores = scores.reset_index(drop=True)
     text_cols = _text_columns(run, schema)
     label_col = run.columns.get("label")
-    labels = (scores["label"].astype(str) if "label" in scores.columns
+    labels = (scores["label"] if "label" in scores.columns
               else run.frame[label_col].astype(str).reset_index(drop=True)
               if label_col in schema else pd.Series([""] * len(scores)))
-    status = scores["status"].astype(str)
+    status = scores["status"]
     rng = np.random.default_rng(random_state)
     chosen: list[tuple[str, str, np.ndarray]] = []
     for label in pd.unique(labels[status.isin(["retained", "removed"])]):
@@ -623,6 +625,7 @@ def build_report(
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name}: expected a positive integer, got {value!r}")
     run = run if isinstance(run, AuditRun) else load_run(run)
+    kept = {name for name in run.ROW_TABLES if name in run.__dict__}  # the caller's
     fig = _Figures()
     bodies = {
         "provenance": lambda: _section_provenance(run),
@@ -650,6 +653,7 @@ def build_report(
             body = (f'<p class="error">This section could not be drawn: '
                     f"{esc(type(exc).__name__)}: {esc(exc)}</p>")
         parts.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>{body}</section>')
+        run.forget_row_tables(keep=kept)  # the section's per-row tables (scores, map, ...)
         release_free_heap()  # the section's tables read and freed: not under the next one's
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in every)
     script = f"<script>{plotly_js()}</script>" if include_plotlyjs else ""

@@ -16,8 +16,6 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
-
 #: Sizes whose sum is the input's row count (``unfiltered`` since 2026-11-25).
 STATUS_SIZES = ("retained", "removed", "unfiltered", "warmup", "excluded")
 #: Top-level keys of ``summary.json`` and the JSON type each must have when present.
@@ -109,10 +107,10 @@ def scores_problem(scores: Any, summary: Mapping[str, Any]) -> str:
         return f"scores.parquet has {n:,} rows, but summary.json says input is {sizes['input']:,}"
     if scores["row_id"].duplicated().any():
         return "scores.parquet has duplicate row ids"
-    status = scores["status"].astype(str).to_numpy()
+    status = scores["status"]  # strings or codes (AuditRun.check_scores): no str per row
     for key in STATUS_SIZES:
         if key in sizes:
-            found = int(np.count_nonzero(status == key))
+            found = int((status == key).to_numpy(dtype=bool, na_value=False).sum())
             if found != sizes[key]:
                 return (f"scores.parquet has {found:,} {key} rows, but summary.json says "
                         f"sizes.{key} is {sizes[key]:,}")

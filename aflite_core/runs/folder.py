@@ -277,6 +277,10 @@ def check_not_in_run(target: str | os.PathLike) -> Path:
     return target
 
 
+#: The per-row tables :class:`AuditRun` keeps once read, by file.
+_KEPT_AS = {SCORES_FILE: "scores", PROJECTION_FILE: "projection"}
+
+
 class AuditRun:
     """A completed run folder, opened read-only.
 
@@ -374,17 +378,98 @@ class AuditRun:
         return (self.path / check_file_name(filename)).is_file()
 
     # -- tables
-    def read_parquet(self, filename: str, columns: list[str] | None = None
-                     ) -> pd.DataFrame | None:
-        """Read a Parquet artifact of the run (``columns``: only those, the others not
-        decoded), or None when absent."""
-        return self._read_parquet(filename, columns)
+    def read_parquet(self, filename: str, columns: list[str] | None = None, *,
+                     categories: tuple[str, ...] | list[str] = ()) -> pd.DataFrame | None:
+        """Read a Parquet artifact of the run, or None when absent.
 
-    def _read_parquet(self, filename: str, columns: list[str] | None = None
-                      ) -> pd.DataFrame | None:
+        Parameters
+        ----------
+        filename : str
+            A file of the run folder.
+        columns : list of str, optional
+            Only these columns (the others are not decoded).
+        categories : sequence of str, default ()
+            Columns read as pandas categoricals with sorted categories: one small code a
+            row instead of a string (a per-row table of millions of rows in the report);
+            equal values group, compare and sort as the strings do. A column the file does
+            not have is ignored.
+        """
+        return self._read_parquet(filename, columns, categories)
+
+    def _read_parquet(self, filename: str, columns: list[str] | None = None,
+                      categories: tuple[str, ...] | list[str] = ()) -> pd.DataFrame | None:
         if not self.has(filename):
             return None
-        return pd.read_parquet(self.path / filename, columns=columns)
+        if not categories:
+            return pd.read_parquet(self.path / filename, columns=columns)
+        frame = pd.read_parquet(self.path / filename, columns=columns,
+                                read_dictionary=list(categories))
+        for column in categories:
+            if column in frame and isinstance(frame[column].dtype, pd.CategoricalDtype):
+                values = frame[column].cat
+                frame[column] = values.reorder_categories(sorted(values.categories))
+        return frame
+
+    def parquet_columns(self, filename: str) -> list[str]:
+        """The column names of a Parquet artifact of the run (its schema alone; [] when
+        absent)."""
+        if not self.has(filename):
+            return []
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(self.path / filename).names)
+
+    def score_columns(self, columns: list[str], *, optional: tuple[str, ...] = (),
+                      categories: tuple[str, ...] = ("status", "label")) -> pd.DataFrame:
+        """Some columns of :attr:`scores` (and those of ``optional`` it has), the string
+        columns of ``categories`` as sorted categoricals when read (:meth:`table_columns`).
+
+        Raises
+        ------
+        RunError
+            If ``scores.parquet`` is missing or lacks one of ``columns``.
+        """
+        if "scores" not in self.__dict__ and not self.has(SCORES_FILE):
+            raise RunError(f"run {self.path} is incomplete: {SCORES_FILE} is missing")
+        return self.table_columns(SCORES_FILE, columns, optional=optional,
+                                  categories=categories)
+
+    def table_columns(self, filename: str, columns: list[str], *,
+                      optional: tuple[str, ...] = (), categories: tuple[str, ...] = ()
+                      ) -> pd.DataFrame | None:
+        """Some columns of a per-row table (and those of ``optional`` it has): from the table
+        when it is read and kept already (:attr:`scores`, :attr:`projection`), else read
+        alone with the string columns of ``categories`` as sorted categoricals (the report
+        of millions of rows never needs every column at once). None when the file is absent.
+
+        Raises
+        ------
+        RunError
+            If the table lacks one of ``columns``.
+        """
+        kept = self.__dict__.get(_KEPT_AS.get(filename, ""))
+        present = list(kept.columns) if kept is not None else self.parquet_columns(filename)
+        if kept is None and not self.has(filename):
+            return None
+        missing = [c for c in columns if c not in present]
+        if missing:
+            raise RunError(f"{self.path / filename} lacks column(s) {missing}; "
+                           f"found {present}")
+        wanted = [*columns, *(c for c in optional if c in present and c not in columns)]
+        if kept is not None:
+            return kept[wanted]
+        return self._read_parquet(filename, wanted, [c for c in categories if c in wanted])
+
+    #: Tables of one row per input row that :meth:`forget_row_tables` drops.
+    ROW_TABLES = ("scores", "frame", "projection", "knn_examples")
+
+    def forget_row_tables(self, keep: tuple[str, ...] | set[str] = ()) -> None:
+        """Drop the per-row tables read and kept so far (:data:`ROW_TABLES`, but ``keep``):
+        the next use reads them again. The report drops what each section read, so that
+        at millions of rows no section's tables sit under the next one's."""
+        for name in self.ROW_TABLES:
+            if name not in keep:
+                self.__dict__.pop(name, None)
 
     @cached_property
     def scores(self) -> pd.DataFrame:
@@ -392,16 +477,40 @@ class AuditRun:
         frame = self._read_parquet(SCORES_FILE)
         if frame is None:
             raise RunError(f"run {self.path} is incomplete: {SCORES_FILE} is missing")
-        missing = [c for c in SCORES_COLUMNS if c not in frame.columns]
+        self._check_scores(list(frame.columns), frame["status"])
+        return frame
+
+    def _check_scores(self, columns: list[str], status: pd.Series | None = None) -> None:
+        """Refuse a ``scores.parquet`` without a column of :data:`SCORES_COLUMNS` or with a
+        status not among :data:`STATUSES`."""
+        missing = [c for c in SCORES_COLUMNS if c not in columns]
         if missing:
             raise RunError(
-                f"{self.path / SCORES_FILE} lacks column(s) {missing}; "
-                f"found {list(frame.columns)}"
-            )
-        bad = sorted(set(map(str, pd.unique(frame["status"]))) - set(STATUSES))
+                f"{self.path / SCORES_FILE} lacks column(s) {missing}; found {columns}")
+        if status is None:
+            return
+        bad = sorted(set(map(str, pd.unique(status))) - set(STATUSES))
         if bad:
             raise RunError(f"{self.path / SCORES_FILE}: unknown status value(s) {bad}")
-        return frame
+
+    def check_scores(self) -> pd.DataFrame:
+        """Check ``scores.parquet`` (its columns and statuses, :meth:`_check_scores`) from its
+        schema and two columns, the statuses as codes (:meth:`score_columns`), without
+        reading and keeping the whole table (a run of 5M rows opened for its report).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``row_id`` and ``status``.
+        """
+        if "scores" in self.__dict__:
+            return self.scores[["row_id", "status"]]
+        if not self.has(SCORES_FILE):
+            raise RunError(f"run {self.path} is incomplete: {SCORES_FILE} is missing")
+        self._check_scores(self.parquet_columns(SCORES_FILE))
+        scores = self.score_columns(["row_id", "status"])
+        self._check_scores(list(scores.columns) + list(SCORES_COLUMNS), scores["status"])
+        return scores
 
     @property
     def dataset_row_id_column(self) -> str:
@@ -584,7 +693,7 @@ def load_run(path: str | os.PathLike) -> AuditRun:
     problem = summary_problem(run.summary)
     if problem:
         raise RunError(f"run {run.path.name} is damaged: {SUMMARY_FILE}: {problem}")
-    problem = scores_problem(run.scores, run.summary)
+    problem = scores_problem(run.check_scores(), run.summary)  # not kept: read on use
     if problem:
         raise RunError(f"run {run.path.name} is damaged: {problem}")
     return run
