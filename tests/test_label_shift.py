@@ -40,6 +40,24 @@ def test_a_label_removed_entirely_and_per_split_blocks():
     assert test["share_after"].sum() == pytest.approx(1.0)
 
 
+def test_labels_ordered_by_count_ties_as_they_first_appear_any_label_type():
+    """The table's labels are value_counts' order (most rows first, ties in order of first
+    appearance) and its texts (ints, None and NaN as astype(str) writes them), counted from
+    codes; splits likewise in order of first appearance."""
+    labels = np.array([7, None, "z", "x", "z", None, "x", 7, None, float("nan")], dtype=object)
+    keep = np.array([True, False, True, True, False, True, True, False, True, True])
+    splits = np.array(["dev", None, "train", "dev", "train", "dev", None, "train", "dev",
+                       "dev"], dtype=object)
+    table = label_shift.label_shift_table(labels, keep, splits)
+    overall = table[table["split"] == "all"]
+    assert overall["label"].tolist() == ["None", "7", "z", "x", "nan"]  # 3, then 2, 2, 2, 1
+    assert overall["before"].tolist() == [3, 2, 2, 2, 1]
+    assert overall["after"].tolist() == [2, 1, 1, 2, 1]
+    assert list(pd.unique(table["split"])) == ["all", "dev", "None", "train"]
+    dev = table[table["split"] == "dev"].set_index("label")
+    assert dev["before"].to_dict() == {"None": 2, "7": 1, "z": 0, "x": 1, "nan": 1}
+
+
 def test_no_change_is_zero_shift():
     labels = np.array(list("aabbcc"))
     keep = np.array([True, False] * 3)
