@@ -363,7 +363,10 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
     """The input rows, their scores and the retained/removed CSVs."""
     progress.step("write", "writing scores and rows", progress.span("write")[0])
     t0 = time.perf_counter()
-    writer.write_dataset(dataset.frame)
+    if dataset.texts_file is not None:  # the file its texts moved to is that file
+        writer.link_dataset(dataset.texts_file, dataset.frame.index)
+    else:
+        writer.write_dataset(dataset.frame)
     writer.write_scores(scores)
     writer.write_row_csvs()
     release_free_heap()  # the writers' Arrow buffers: not under the measures' peaks

@@ -147,8 +147,9 @@ def _stage_of(line: str) -> str:
 
 
 def _stage_peaks(run: dict) -> str:
-    """The driver's peak RSS while each stage reported last, the largest first."""
-    ranked = sorted(run["peak_by_stage"].items(), key=lambda kv: -kv[1])[:6]
+    """The driver's peak RSS while each stage reported last (``start``: loading the input),
+    the largest first."""
+    ranked = sorted(run["peak_by_stage"].items(), key=lambda kv: -kv[1])
     return ", ".join(f"{stage} {rss / 2**30:.2f}" for stage, rss in ranked)
 
 

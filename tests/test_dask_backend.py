@@ -138,6 +138,12 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
     for i, part in enumerate((frame.iloc[:12_000], frame.iloc[12_000:])):
         part.to_parquet(data / f"part-{i}.parquet", index=False)
+    from aflite_core.io.datasets import AuditDataset
+
+    moved = []
+    move = AuditDataset.with_texts_on_disk
+    monkeypatch.setattr(AuditDataset, "with_texts_on_disk",
+                        lambda self, path: moved.append(path) or move(self, path))
     runs = {}
     for name, extra in (("local", []), ("dask", ["--scheduler", "local:2"])):
         out = tmp_path / name
@@ -157,6 +163,12 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
     np.testing.assert_allclose(a["predictability"], b["predictability"], atol=1e-6)
     cues_a, cues_b = (pd.read_parquet(runs[k] / "cues.parquet") for k in ("local", "dask"))
     pd.testing.assert_frame_equal(cues_a, cues_b)
+    # with a scheduler the texts were read from a file beside the runs (written at load as the
+    # run's dataset.parquet, then linked into the run): the same file, and nothing left beside
+    assert len(moved) == 1 and moved[0].parent.parent == tmp_path  # the dask run's
+    a, b = ((runs[k] / "dataset.parquet").read_bytes() for k in ("local", "dask"))
+    assert a == b
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluster, snli_dir,

@@ -176,8 +176,8 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     slices' clusters and the map read its rows where they are, no stage gathers it whole
     (``whole_gathers`` 0; KNN's training rows normalised and searched on the workers), PVI
     counts the hypotheses and fits its folds on the workers (sent a chunk at a time from the
-    frame), and every row's status and predictability and every measure's table are the
-    local run's."""
+    frame, its texts read from the file they moved to), and every row's status and
+    predictability and every measure's table are the local run's."""
     import json
 
     from aflite_core.io.datasets import load_dataset
@@ -228,7 +228,10 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     for name in ("hypotheses", "premises"):
         monkeypatch.setattr(AuditDataset, name, listing(name))
     address = client.scheduler.address
-    on_dask = run_audit(dataset, AuditConfig(**fast, backend="dask", scheduler=address),
+    # its texts read from the run's dataset file, as the CLI keeps them with a scheduler
+    moved = dataset.with_texts_on_disk(tmp_path / "dataset.parquet")
+    assert not {"premise", "hypothesis"} & set(moved.frame.columns)
+    on_dask = run_audit(moved, AuditConfig(**fast, backend="dask", scheduler=address),
                         runs_root=tmp_path / "dask")
     assert listed == []
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import re
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_M
 from aflite_core.commands.measure_flags import add_measure_flags, measure_options
 from aflite_core.commands.parameter_flags import add_parameter_flags, given_parameters
 from aflite_core.parameters import FIELD, FILTER_PARAM, PARAMETERS, REPRESENTATION_PARAM
-from aflite_core.runs.folder import SUMMARY_FILE, check_run_name
+from aflite_core.runs.folder import DATASET_FILE, SUMMARY_FILE, check_run_name
+from aflite_core.runs.names import TEMP_PREFIX, hidden_name
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
 _PARAMETER_FLAGS = {**{p.name: p.flag for p in PARAMETERS}, "measures": "--measures"}
@@ -282,8 +284,17 @@ def _run(args: argparse.Namespace) -> int:
                              map_shards=None if client is None else ShardsOnCluster(client))
         config = audit_config(args, filter_units(
             dataset, split_policy=args.split_policy or "auto", instance=args.instance or "auto"))
-        path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
-                         overwrite=args.overwrite)
+        texts = None
+        if client is not None:  # the driver keeps no text: read from the run's dataset file
+            texts = Path(root) / hidden_name(TEMP_PREFIX, "texts")
+            texts.mkdir(parents=True)
+            dataset = dataset.with_texts_on_disk(texts / DATASET_FILE)  # the old one freed
+        try:
+            path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
+                             overwrite=args.overwrite)
+        finally:
+            if texts is not None:  # the run folder links the file: its own name stays
+                shutil.rmtree(texts, ignore_errors=True)
     run_ = load_run(path)
     sizes = run_.sizes
     if not args.quiet:

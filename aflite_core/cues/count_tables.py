@@ -222,8 +222,8 @@ def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
     mask = dataset.included_mask
     included = np.flatnonzero(mask)
     columns = dataset.columns
-    hypotheses = RowTexts(dataset.frame[columns.hypothesis], included)
-    premises = (RowTexts(dataset.frame[columns.premise], included)
+    hypotheses = RowTexts(dataset.text_column(columns.hypothesis), included)
+    premises = (RowTexts(dataset.text_column(columns.premise), included)
                 if columns.premise is not None else None)
     # labels and split values with one str object per value: the str arrays of
     # dataset.labels() / splits() became a str per row in every factorisation of them

@@ -34,10 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.choices import (
-    _expand_choices,
-    _mc_locator,
-)
+from aflite_core.io.choices import _expand_choices, _mc_locator
 from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re-exported
     HYPOTHESIS_NAMES,
     ID_NAMES,
@@ -85,7 +82,13 @@ from aflite_core.io.text_columns import (
     shared_mask,
     text_hashes,
     text_lengths,
-    texts,
+)
+from aflite_core.io.texts_on_disk import (
+    ColumnOnDisk,
+    TextsFile,
+    all_texts,
+    column_hashes,
+    move_texts,
 )
 
 __all__ = [
@@ -205,6 +208,18 @@ class AuditDataset:
         default=None, init=False, repr=False)
     #: Where its shards were read (``RawTable.read_by``): ``"local"`` or ``"dask"``.
     read_by: str = "local"
+    #: The file its text columns moved to (:meth:`with_texts_on_disk`; not in ``frame``).
+    texts_file: TextsFile | None = None
+
+    def with_texts_on_disk(self, path: Any) -> AuditDataset:
+        """This dataset, its texts read from the file ``path`` (:func:`move_texts`)."""
+        return move_texts(self, path)
+
+    def text_column(self, column: str) -> pd.Series | ColumnOnDisk:
+        """A column of texts: from ``frame``, or from :attr:`texts_file` when moved there."""
+        if self.texts_file is None or column in self.frame.columns:
+            return self.frame[column]
+        return self.texts_file.column(column)
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -228,26 +243,26 @@ class AuditDataset:
 
     def hypotheses(self, included_only: bool = True) -> list[str]:
         """Hypothesis (or single) texts as str; missing values become ``""``."""
-        return self._select(texts(self.frame[self.columns.hypothesis]), included_only)
+        return self._select(all_texts(self.text_column(self.columns.hypothesis)), included_only)
 
     def premises(self, included_only: bool = True) -> list[str] | None:
         """Premise texts as str, or None for single-text data."""
         if self.columns.premise is None:
             return None
-        return self._select(texts(self.frame[self.columns.premise]), included_only)
+        return self._select(all_texts(self.text_column(self.columns.premise)), included_only)
 
     def hypothesis_texts(self, included_only: bool = True) -> RowTexts:
         """The texts of :meth:`hypotheses` as a lazy :class:`RowTexts` (made a chunk at a
         time, ``take(rows)`` for some): no list of every row's text."""
         rows = np.flatnonzero(self.included_mask if included_only else np.ones(len(self)))
-        return RowTexts(self.frame[self.columns.hypothesis], rows)
+        return RowTexts(self.text_column(self.columns.hypothesis), rows)
 
     def premise_texts(self, included_only: bool = True) -> RowTexts | None:
         """The premises as :meth:`hypothesis_texts`, or None for single-text data."""
         if self.columns.premise is None:
             return None
         rows = np.flatnonzero(self.included_mask if included_only else np.ones(len(self)))
-        return RowTexts(self.frame[self.columns.premise], rows)
+        return RowTexts(self.text_column(self.columns.premise), rows)
 
     def labels(self, included_only: bool = True) -> np.ndarray:
         """Labels as a str array, surrounding whitespace removed (``1.0`` reads ``"1"``)."""
@@ -295,8 +310,8 @@ class AuditDataset:
             frame, columns, components = self._components
             if frame is self.frame and columns == key:
                 return components
-        prem = None if premise is None else equal_codes(text_hashes(self.frame[premise]))
-        hyp = equal_codes(text_hashes(self.frame[self.columns.hypothesis]))
+        prem = None if premise is None else equal_codes(column_hashes(self.text_column(premise)))
+        hyp = equal_codes(column_hashes(self.text_column(self.columns.hypothesis)))
         components = linked_components(prem, hyp)
         components.flags.writeable = False
         self._components = (self.frame, key, components)
@@ -318,6 +333,9 @@ class AuditDataset:
         The report is recomputed for the subset; ``content_hash`` becomes the SHA-256 of
         the parent's hash and the chosen row ids, so caches keyed on it stay correct.
         """
+        if self.texts_file is not None:
+            raise ValueError("subset: this dataset's texts were moved to a file "
+                             f"({self.texts_file.path}); subset it before moving them")
         wanted = pd.Index(np.asarray(row_ids).ravel())
         missing = wanted.difference(self.frame.index)
         if len(missing):

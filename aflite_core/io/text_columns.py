@@ -63,27 +63,35 @@ class RowTexts(Sequence):
 
     Parameters
     ----------
-    series : pandas.Series
-        The whole column.
+    series : pandas.Series or ColumnOnDisk
+        The whole column: in memory, or kept in a file
+        (:class:`~aflite_core.io.texts_on_disk.ColumnOnDisk`, read a row group at a time).
     positions : array of int
         The rows, as positions in ``series``, in the order the sequence gives them.
     """
 
-    def __init__(self, series: pd.Series, positions: np.ndarray) -> None:
+    def __init__(self, series: Any, positions: np.ndarray) -> None:
         self._series = series
         self._positions = np.asarray(positions, dtype=np.int64)
 
     def __len__(self) -> int:
         return len(self._positions)
 
+    def _texts_at(self, positions: np.ndarray) -> list[str]:
+        if isinstance(self._series, pd.Series):
+            return texts(self._series.iloc[positions])
+        return self._series.texts_at(positions)
+
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return texts(self._series.iloc[self._positions[index]])
-        return as_text(self._series.iloc[int(self._positions[index])])
+            return self._texts_at(self._positions[index])
+        if isinstance(self._series, pd.Series):
+            return as_text(self._series.iloc[int(self._positions[index])])
+        return self._texts_at(self._positions[[int(index)]])[0]
 
     def take(self, rows: np.ndarray) -> list[str]:
         """The texts of ``rows`` (positions in this sequence), in that order."""
-        return texts(self._series.iloc[self._positions[np.asarray(rows, dtype=np.int64)]])
+        return self._texts_at(self._positions[np.asarray(rows, dtype=np.int64)])
 
     def chunks(self, rows: int = 0) -> Iterator[list[str]]:
         """The texts in order, ``rows`` (default :data:`ROW_TEXTS_CHUNK`) at a time."""

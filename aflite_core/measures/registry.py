@@ -234,7 +234,7 @@ class MeasureContext:
 
         dataset = self.dataset
         positions = np.flatnonzero(dataset.included_mask)[self.filterable]
-        return RowTexts(dataset.frame[column], positions)
+        return RowTexts(dataset.text_column(column), positions)
 
     def callback(self) -> Callable[[dict], None]:
         """A ``callback(info)`` for core functions that report ``fraction``/``message``."""

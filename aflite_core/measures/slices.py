@@ -527,8 +527,8 @@ def _chunked_counts(ctx: MeasureContext, record, rep_rows: np.ndarray, weights: 
     chunk_rows = chunk_rows_for(len(included), len(cluster_workers(record.client)))
     bounds = slices_on_workers.chunk_bounds(len(included), chunk_rows)
     columns = dataset.columns
-    hyps = RowTexts(dataset.frame[columns.hypothesis], included)
-    prems = (RowTexts(dataset.frame[columns.premise], included)
+    hyps = RowTexts(dataset.text_column(columns.hypothesis), included)
+    prems = (RowTexts(dataset.text_column(columns.premise), included)
              if columns.premise is not None else None)
     texts = ((hyps[lo:hi], None if prems is None else prems[lo:hi]) for lo, hi in bounds)
     ctx.progress(0.0, f"cue features of {len(included):,} rows on the workers")

@@ -25,9 +25,9 @@ import pandas as pd
 
 from aflite_core.io.tables import (
     parquet_safe_table,
-    unique_column_name,
     write_csv,
 )
+from aflite_core.io.texts_on_disk import ROW_GROUP, TextsFile, link_or_copy, write_frame
 from aflite_core.runs.folder import AuditRun, cleanup_stale, dump_json, to_jsonable, utc_now_iso
 from aflite_core.runs.layout import (
     DATASET_FILE,
@@ -221,28 +221,20 @@ class RunWriter:
         recorded under ``summary["dataset"]["row_id_column"]`` by :meth:`write_summary`.
         Columns Parquet cannot type are stored as text and listed there too.
         """
-        import pyarrow.parquet as pq
-
-
-        if frame.index.has_duplicates:
-            raise ValueError("dataset frame: row ids (the index) must be unique")
-        id_col = unique_column_name("row_id", map(str, frame.columns))
-        data = frame.copy(deep=False)
-        data.columns = [str(c) for c in data.columns]
-        data.insert(0, id_col, frame.index.to_numpy())
-        table, converted = parquet_safe_table(data)
         path = self.file(DATASET_FILE)
-        # row groups of DATASET_ROW_GROUP rows: a reader of some rows or of every row a batch
-        # at a time (the exports, the report's examples, Explore) decodes one group at a
-        # time, not a whole column (one group of up to 1M rows by pyarrow's default)
-        pq.write_table(table, path, row_group_size=DATASET_ROW_GROUP)
-        self._dataset_info = {
-            "row_id_column": id_col,
-            "n_rows": int(len(frame)),
-            "columns": [str(c) for c in frame.columns],
-            "converted_columns": converted,
-        }
+        self._dataset_info = write_frame(frame, path, row_group=DATASET_ROW_GROUP)
         self._row_ids = frame.index.to_numpy()
+        return path
+
+    def link_dataset(self, texts: TextsFile, row_ids: pd.Index) -> Path:
+        """``dataset.parquet`` as the file a dataset's texts were moved to
+        (:meth:`~aflite_core.io.datasets.AuditDataset.with_texts_on_disk`, written as
+        :meth:`write_dataset` writes it): linked, or copied across file systems, not written
+        again from a frame that no longer holds the texts. ``row_ids``: the frame's index."""
+        path = self.file(DATASET_FILE)
+        link_or_copy(texts.path, path)
+        self._dataset_info = dict(texts.info)
+        self._row_ids = row_ids.to_numpy()
         return path
 
     def write_scores(self, scores: pd.DataFrame) -> Path:
@@ -401,8 +393,8 @@ class RunWriter:
 
 
 
-#: Rows per row group of ``dataset.parquet``.
-DATASET_ROW_GROUP = 65_536
+#: Rows per row group of ``dataset.parquet`` (:data:`aflite_core.io.texts_on_disk.ROW_GROUP`).
+DATASET_ROW_GROUP = ROW_GROUP
 
 
 def _same_ids(a: np.ndarray, b: np.ndarray) -> bool:
