@@ -213,7 +213,8 @@ class AuditDataset:
 
     def with_texts_on_disk(self, path: Any) -> AuditDataset:
         """This dataset, its texts read from the file ``path`` (:func:`move_texts`)."""
-        return move_texts(self, path)
+        linked = self.columns.group == LINKED_TEXT  # its groups computed first, then kept
+        return move_texts(self, path, components=self._linked_components() if linked else None)
 
     def text_column(self, column: str) -> pd.Series | ColumnOnDisk:
         """A column of texts: from ``frame``, or from :attr:`texts_file` when moved there."""

@@ -186,7 +186,8 @@ def column_hashes(column: pd.Series | ColumnOnDisk) -> np.ndarray:
     return np.concatenate([np.empty(0, dtype=np.uint64), *parts])
 
 
-def move_texts(dataset: Any, path: str | os.PathLike) -> Any:
+def move_texts(dataset: Any, path: str | os.PathLike, *,
+               components: np.ndarray | None = None) -> Any:
     """``dataset`` (an :class:`~aflite_core.io.datasets.AuditDataset`) with its text columns
     read from ``path`` instead of memory.
 
@@ -196,8 +197,9 @@ def move_texts(dataset: Any, path: str | os.PathLike) -> Any:
     reads whole): the premises, the hypotheses and any other text the audit carries without
     reading. The texts are read back from the file a row group at a time
     (:meth:`AuditDataset.text_column`); the run's writer links the file as its
-    ``dataset.parquet`` (:meth:`~aflite_core.runs.writer.RunWriter.link_dataset`). The linked
-    groups of the texts (a ``group`` of linked rows) are computed first and kept.
+    ``dataset.parquet`` (:meth:`~aflite_core.runs.writer.RunWriter.link_dataset`).
+    ``components``: the dataset's linked-text groups (computed from the texts in memory),
+    kept for the new frame.
 
     Returns
     -------
@@ -211,13 +213,10 @@ def move_texts(dataset: Any, path: str | os.PathLike) -> Any:
     """
     from dataclasses import replace
 
-    from aflite_core.io.datasets import LINKED_TEXT
-
     if dataset.texts_file is not None:
         raise ValueError(f"the texts were moved to {dataset.texts_file.path} already")
     mapping = dataset.columns
     kept = {mapping.label, mapping.split, mapping.group}
-    components = dataset._linked_components() if mapping.group == LINKED_TEXT else None
     written = TextsFile.write(dataset.frame, path)
     moved = tuple(c for c in written.columns
                   if c not in kept and not c.startswith("question_id"))
