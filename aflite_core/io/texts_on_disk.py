@@ -220,7 +220,7 @@ def move_texts(dataset: Any, path: str | os.PathLike, *,
     written = TextsFile.write(dataset.frame, path)
     moved = tuple(c for c in written.columns
                   if c not in kept and not c.startswith("question_id"))
-    frame = dataset.frame.drop(columns=list(moved))
+    frame = dataset.frame.drop(columns=[c for c in dataset.frame.columns if str(c) in moved])
     out = replace(dataset, frame=frame, texts_file=replace(written, columns=moved))
     if components is not None:  # the same rows and texts: the components stand
         out._components = (frame, (mapping.premise, mapping.hypothesis), components)
