@@ -267,21 +267,25 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
     ``label_quality`` (NaN where absent; all NaN when None) is stored beside AFLite's values;
     the regions are drawn on ``axis`` (:data:`AXES`, see :func:`region_axis`).
     """
-    row_ids = np.asarray(row_ids)  # as they are: object only for str ids (a Python int per
-    n = len(row_ids)               # row otherwise; the same int64 column in the file)
+    # the ids as they are: object only for str ids (a Python int per row otherwise; the same
+    # int64 column in the file)
+    row_ids = np.asarray(row_ids)
+    n_heldout = np.asarray(n_heldout, dtype=np.int64)
+    confidence = np.asarray(confidence, dtype=float)
+    # the scored rows taken from each column before the table is made (not a table of every
+    # filtered row, then its copy: 0.25 GB each at 5M rows)
+    rows = np.flatnonzero((n_heldout > 0) & np.isfinite(confidence))
     frame = pd.DataFrame({
-        "row_id": row_ids,
-        "status": string_array(status),
-        "label": string_array(labels),
-        "confidence": np.asarray(confidence, dtype=float),
-        "variability": np.asarray(variability, dtype=float),
-        "correctness": np.asarray(correctness, dtype=float),
-        "n_heldout": np.asarray(n_heldout, dtype=np.int64),
-        "label_quality": (np.full(n, np.nan) if label_quality is None
-                          else np.asarray(label_quality, dtype=float)),
+        "row_id": row_ids[rows],
+        "status": string_array(np.asarray(status, dtype=object)[rows]),
+        "label": string_array(np.asarray(labels, dtype=object)[rows]),
+        "confidence": confidence[rows],
+        "variability": np.asarray(variability, dtype=float)[rows],
+        "correctness": np.asarray(correctness, dtype=float)[rows],
+        "n_heldout": n_heldout[rows],
+        "label_quality": (np.full(len(rows), np.nan) if label_quality is None
+                          else np.asarray(label_quality, dtype=float)[rows]),
     })
-    frame = frame[(frame["n_heldout"] > 0).to_numpy()
-                  & np.isfinite(frame["confidence"].to_numpy())].reset_index(drop=True)
     frame["region"] = pd.array(assign_regions(region_axis(frame, axis), frame["variability"],
                                               **thresholds), dtype="string")
     return frame
