@@ -208,6 +208,31 @@ def test_dask_scheduler_gives_the_same_scores(snli_sample, tmp_path, cli_run):
     pd.testing.assert_series_equal(dask["predictability"], local["predictability"])
 
 
+def test_a_scheduler_run_reads_its_texts_from_a_file_it_removes(snli_sample, tmp_path,
+                                                                 monkeypatch, capsys):
+    """With ``--scheduler`` the audit gets the dataset with its texts moved to a hidden folder
+    beside the runs (the run's dataset.parquet); the folder goes when the audit ends, also
+    when it fails."""
+    import aflite_core.pipeline as pipeline
+
+    seen = []
+
+    def failing(dataset, *args, **kwargs):
+        mapping = dataset.columns
+        seen.append((dataset.texts_file.path, dataset.texts_file.path.is_file(),
+                     {mapping.premise, mapping.hypothesis} & set(dataset.frame.columns)))
+        raise RuntimeError("the audit failed here")
+
+    monkeypatch.setattr(pipeline, "run_audit", failing)
+    code = main(["run", str(snli_sample), "--out", str(tmp_path / "r"), "-q",
+                 "--scheduler", "local:2"])
+    assert code != 0 and "the audit failed here" in capsys.readouterr().err
+    (path, existed, texts_in_memory), = seen
+    assert existed and path.parent.parent == tmp_path and path.parent.name.startswith(".tmp-")
+    assert texts_in_memory == set()
+    assert not path.parent.exists() and not (tmp_path / "r").exists()
+
+
 def test_scheduler_address_must_be_valid(snli_sample, tmp_path, capsys):
     code = main(["run", str(snli_sample), "--out", str(tmp_path / "r"), "-q",
                  "--scheduler", "nonsense"])
