@@ -178,13 +178,14 @@ def _build_scores(dataset, rep, filtered: _Filtered,
         status[filt_pos[filtered.unfiltered]] = "unfiltered"
     predictability[filt_pos] = filtered.predictability
     removal_round[filt_pos] = filtered.removal_round
+    # status, label: categoricals while held (a byte a row, not 15); the file has strings
     scores = pd.DataFrame(
         {
             "row_id": frame_ids,
-            "status": pd.array(status, dtype="string"),
+            "status": pd.Categorical(status),
             "predictability": predictability,
             "removal_round": removal_round,
-            "label": pd.array(y_all, dtype="string"),  # y_all: one str object per label
+            "label": pd.Categorical(y_all),  # y_all: one str object per label
         }
     )
     return scores, frame_ids[filt_pos[keep]]

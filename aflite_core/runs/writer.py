@@ -258,7 +258,11 @@ class RunWriter:
             raise ValueError(
                 "scores: row_id must list the dataset's row ids in the dataset's order"
             )
-        return self.write_parquet(SCORES_FILE, scores.reset_index(drop=True))
+        # categorical columns (the audit's table) as the strings they hold: the file's columns
+        # are strings whatever the table's dtype
+        texts = {c: "string" for c in ("status", "label")
+                 if c in scores and isinstance(scores[c].dtype, pd.CategoricalDtype)}
+        return self.write_parquet(SCORES_FILE, scores.astype(texts).reset_index(drop=True))
 
     def write_row_csvs(self) -> list[str]:
         """Write ``<status>.csv`` (row_id + original columns, exact values) per non-empty status.
