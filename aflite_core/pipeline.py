@@ -45,6 +45,7 @@ from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.filter.rounds import select_rows
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io.datasets import LINKED_TEXT
+from aflite_core.io.tables import index_values
 from aflite_core.io.text_columns import label_factors, shared_strings, str_codes
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
@@ -157,7 +158,7 @@ def _history_records(history: Any) -> list[dict]:
 
 def _build_scores(dataset, rep, filtered: _Filtered,
                   y_all: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-    frame_ids = dataset.frame.index.to_numpy()
+    frame_ids = index_values(dataset.frame.index)  # not kept on the frame's RangeIndex
     n = len(frame_ids)
     included_pos = np.flatnonzero(dataset.included_mask)
     if len(rep.row_ids) != len(included_pos) or not np.array_equal(
@@ -281,8 +282,7 @@ def run_audit(
         summary["engines"] = stage_engines(config, filtered, measures, rep, dataset)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
-        # the report reads the run folder: the scores, AFLite's and the measures' vectors of
-        # every row are not under its peak
+        # the report reads the run folder: the per-row vectors held so far not under its peak
         del rep, filtered, shared, measures
         gc.collect()
         release_free_heap()

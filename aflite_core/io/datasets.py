@@ -67,6 +67,7 @@ from aflite_core.io.readers import (
     short_repr,
 )
 from aflite_core.io.shards import read_source as read_table
+from aflite_core.io.tables import index_values
 from aflite_core.io.text_columns import (
     RowTexts,
     blank_mask,
@@ -240,7 +241,7 @@ class AuditDataset:
 
     def row_ids(self, included_only: bool = True) -> np.ndarray:
         """Row ids (int64 positions, or the ``id=`` column's values)."""
-        return self._select(self.frame.index.to_numpy(), included_only)
+        return self._select(index_values(self.frame.index), included_only)
 
     def hypotheses(self, included_only: bool = True) -> list[str]:
         """Hypothesis (or single) texts as str; missing values become ``""``."""

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.tables import parquet_safe_table, unique_column_name
+from aflite_core.io.tables import index_values, parquet_safe_table, unique_column_name
 from aflite_core.io.text_columns import arrow_text, text_hashes, texts
 
 __all__ = ["ROW_GROUP", "ColumnOnDisk", "TextsFile", "all_texts", "column_hashes",
@@ -62,7 +62,7 @@ def write_frame(frame: pd.DataFrame, path: str | os.PathLike, *,
     id_col = unique_column_name("row_id", map(str, frame.columns))
     data = frame.copy(deep=False)
     data.columns = [str(c) for c in data.columns]
-    data.insert(0, id_col, frame.index.to_numpy())
+    data.insert(0, id_col, index_values(frame.index))
     table, converted = parquet_safe_table(data)
     del data
     pq.write_table(table, path, row_group_size=row_group or ROW_GROUP)

@@ -23,10 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.tables import (
-    parquet_safe_table,
-    write_csv,
-)
+from aflite_core.io.tables import index_values, parquet_safe_table, write_csv
 from aflite_core.io.texts_on_disk import ROW_GROUP, TextsFile, link_or_copy, write_frame
 from aflite_core.runs.folder import AuditRun, cleanup_stale, dump_json, to_jsonable, utc_now_iso
 from aflite_core.runs.layout import (
@@ -223,7 +220,7 @@ class RunWriter:
         """
         path = self.file(DATASET_FILE)
         self._dataset_info = write_frame(frame, path, row_group=DATASET_ROW_GROUP)
-        self._row_ids = frame.index.to_numpy()
+        self._row_ids = index_values(frame.index)
         return path
 
     def link_dataset(self, texts: TextsFile, row_ids: pd.Index) -> Path:
@@ -234,7 +231,7 @@ class RunWriter:
         path = self.file(DATASET_FILE)
         link_or_copy(texts.path, path)
         self._dataset_info = dict(texts.info)
-        self._row_ids = row_ids.to_numpy()
+        self._row_ids = index_values(row_ids)
         return path
 
     def write_scores(self, scores: pd.DataFrame) -> Path:
