@@ -10,6 +10,7 @@ A run folder of a million rows comes from ``bench_distributed.py`` (its temporar
 from __future__ import annotations
 
 import functools
+import resource
 import sys
 import time
 from pathlib import Path
@@ -47,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
             setattr(html, name, timed(name, getattr(html, name)))
     start = time.perf_counter()
     text = html.build_report(run)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     print(f"report: {time.perf_counter() - start:.1f} s, {len(text) / 1e6:.1f} MB, RSS "
-          f"{process.memory_info().rss / 2**30:.2f} GB at the end")
+          f"{process.memory_info().rss / 2**30:.2f} GB at the end, the process's peak "
+          f"{peak / 2**30:.2f} GB (load_run included)")
     return 0
 
 
