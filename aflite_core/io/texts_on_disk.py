@@ -5,7 +5,7 @@ An audit reads its texts a chunk, a partition or a sample at a time
 once. With a Dask scheduler the driver holds nothing else of that size, so the CLI writes the
 loaded frame once as the run's ``dataset.parquet`` (:func:`write_frame`, the bytes the run
 folder gets) and keeps only the other columns in memory
-(:meth:`~aflite_core.io.datasets.AuditDataset.with_texts_on_disk`): 0.63 GB of Arrow text at 5M
+(:meth:`~aflite_core.io.datasets.AuditDataset.with_texts_on_disk`): 0.62 GB of Arrow text at 5M
 SNLI-like rows. The texts are then read from the file a row group (:data:`ROW_GROUP` rows) at a
 time, and the run folder's ``dataset.parquet`` is that file (linked or copied), not written
 again.
