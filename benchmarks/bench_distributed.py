@@ -147,9 +147,13 @@ def _stage_of(line: str) -> str:
 
 
 def _stage_peaks(run: dict) -> str:
-    """The driver's peak RSS while each stage reported last (``start``: loading the input),
-    the largest first."""
-    ranked = sorted(run["peak_by_stage"].items(), key=lambda kv: -kv[1])
+    """The driver's peak RSS while each stage reported last (``start``: loading the input;
+    AFLite's rounds as one), the largest first."""
+    peaks: dict[str, int] = {}
+    for stage, rss in run["peak_by_stage"].items():
+        stage = "AFLite rounds" if stage.startswith("AFLite round") else stage
+        peaks[stage] = max(peaks.get(stage, 0), rss)
+    ranked = sorted(peaks.items(), key=lambda kv: -kv[1])
     return ", ".join(f"{stage} {rss / 2**30:.2f}" for stage, rss in ranked)
 
 
