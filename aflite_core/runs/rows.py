@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from aflite_core.io.tables import DEFAULT_CHUNK_ROWS, unique_column_name
-from aflite_core.runs.layout import DATASET_FILE, SCORES_FILE, STATUSES
+from aflite_core.io.text_columns import shared_strings
+from aflite_core.runs.layout import DATASET_FILE, SCORES_COLUMNS, SCORES_FILE, STATUSES
 
 #: Columns added to row exports after the original columns.
 SCORE_COLUMNS = ("status", "predictability", "removal_round")
@@ -118,15 +119,16 @@ def iter_row_chunks(
     bad = [s for s in statuses if s not in STATUSES]
     if bad:
         raise ValueError(f"statuses: expected values from {STATUSES}, got {bad}")
-    scores = run.scores
+    # the columns used (statuses as codes when read here, not a str per row: 5M rows)
+    scores = run.score_columns(list(SCORES_COLUMNS))
     original = _original_columns(run)
     names = row_export_names(original)
     added = [names[c] for c in SCORE_COLUMNS] if with_scores else []
     available = [names["row_id"], *original, *added]
     selected = _check_columns(columns, available, keep=names["row_id"]) or available
     wanted = _normalize_row_ids(row_ids, scores["row_id"])
-    status = scores["status"].astype(str).to_numpy()
-    keep = np.isin(status, list(statuses))
+    status = shared_strings(scores["status"])  # one str per status, shared by its rows
+    keep = scores["status"].isin(list(statuses)).to_numpy(dtype=bool, copy=True)
     if wanted is not None:
         # hash-based membership: np.isin on object (string) ids is rows x ids
         keep &= scores["row_id"].isin(wanted).to_numpy()

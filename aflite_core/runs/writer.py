@@ -268,7 +268,7 @@ class RunWriter:
         """
 
         run = AuditRun(self.file(SUMMARY_FILE).parent, summary=self._provisional_summary())
-        present = set(map(str, pd.unique(run.scores["status"])))
+        present = set(map(str, pd.unique(run.score_columns(["status"])["status"])))
         written = []
         for status in STATUSES:
             if status not in present:
