@@ -522,3 +522,20 @@ def test_forget_row_tables_drops_what_was_read_but_what_is_kept(tmp_path):
     run.forget_row_tables(keep={"frame"})
     assert "scores" not in run.__dict__ and "frame" in run.__dict__
     assert len(run.scores) == 12  # read again on use
+
+
+def test_row_chunks_read_the_scores_columns_alone(tmp_path):
+    """The rows of some statuses (the write stage's CSVs, the exports) from the scores' four
+    columns, statuses as codes: the run keeps no whole scores table, and the rows are those
+    of the whole table."""
+    from aflite_core.runs.rows import iter_row_chunks
+
+    run = load_run(make_run(tmp_path))
+    chunks = list(iter_row_chunks(run, ("removed", "warmup"), chunk_rows=5))
+    assert "scores" not in run.__dict__
+    got = pd.concat([c.to_pandas() for c in chunks], ignore_index=True)
+    expected = run.scores[run.scores["status"].isin(["removed", "warmup"])]
+    assert got["row_id"].tolist() == expected["row_id"].tolist()
+    assert got["status"].tolist() == expected["status"].astype(str).tolist()
+    assert got["predictability"].tolist() == pytest.approx(expected["predictability"].tolist(),
+                                                           nan_ok=True)
