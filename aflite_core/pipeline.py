@@ -173,7 +173,7 @@ def _build_scores(dataset, rep, filtered: _Filtered,
     filt_pos = included_pos[~warm]
     keep = filtered.keep
     # one str object per status, shared by its rows: np.where(keep, "retained", "removed")
-    # made a str per row (0.29 GB at 5M rows until the Arrow column below is made)
+    # made a str per row (0.29 GB at 5M rows until the categorical below is made)
     status[filt_pos] = np.array(["removed", "retained"], dtype=object)[keep.astype(np.intp)]
     if filtered.unfiltered is not None:  # scored only (dev/test of train_only): kept as is
         status[filt_pos[filtered.unfiltered]] = "unfiltered"

@@ -29,7 +29,7 @@ from aflite_core.io.tables import index_values, parquet_safe_table, unique_colum
 from aflite_core.io.text_columns import arrow_text, text_hashes, texts
 
 __all__ = ["ROW_GROUP", "ColumnOnDisk", "TextsFile", "all_texts", "column_hashes",
-           "link_or_copy", "move_texts", "write_frame"]
+           "link_or_copy", "move_texts", "row_group_starts", "take_rows", "write_frame"]
 
 #: Rows per row group of ``dataset.parquet``: a reader of some rows or of every row a batch
 #: at a time (the exports, the report's examples, Explore, the texts on disk) decodes one group
@@ -70,6 +70,44 @@ def write_frame(frame: pd.DataFrame, path: str | os.PathLike, *,
             "columns": [str(c) for c in frame.columns], "converted_columns": converted}
 
 
+def row_group_starts(source: Any) -> np.ndarray:
+    """The first row of each row group of a ``pyarrow.parquet.ParquetFile``, then its rows."""
+    meta = source.metadata
+    return np.cumsum([0] + [meta.row_group(g).num_rows
+                            for g in range(meta.num_row_groups)]).astype(np.int64)
+
+
+def take_rows(path: str | os.PathLike, positions: np.ndarray, columns: list[str]) -> Any:
+    """The rows at ``positions`` (in the order given, repeats allowed) of some ``columns`` of
+    the Parquet file ``path``, as a ``pyarrow.Table``: each row group holding some of them
+    read, taken from and freed before the next (reading ahead several groups at once cost
+    +0.29 GB RSS for the report's 30 examples at 1M rows).
+
+    Raises
+    ------
+    IndexError
+        If a position is outside the file's rows.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    source = pq.ParquetFile(path)
+    positions = np.asarray(positions, dtype=np.int64)
+    starts = row_group_starts(source)
+    if positions.size and (positions.min() < 0 or positions.max() >= starts[-1]):
+        raise IndexError(f"positions: expected 0 <= position < {starts[-1]} (the rows of "
+                         f"{path})")
+    group_of = np.searchsorted(starts, positions, side="right") - 1
+    order = np.argsort(group_of, kind="stable")
+    pieces = [source.schema_arrow.empty_table().select(columns)]
+    for g in np.unique(group_of):
+        rows = positions[order][group_of[order] == g] - starts[g]
+        group = source.read_row_group(int(g), columns=columns)
+        pieces.append(group.take(pa.array(rows)))
+        del group
+    return pa.concat_tables(pieces).take(pa.array(np.argsort(order, kind="stable")))
+
+
 def link_or_copy(source: str | os.PathLike, target: str | os.PathLike) -> None:
     """``target`` as the same file as ``source``: a hard link (no bytes written), or a copy
     where the two are on different file systems or links are refused."""
@@ -108,9 +146,7 @@ class TextsFile:
 
         path = Path(path)
         info = write_frame(frame, path)
-        meta = pq.ParquetFile(path).metadata
-        starts = np.cumsum([0] + [meta.row_group(g).num_rows
-                                  for g in range(meta.num_row_groups)]).astype(np.int64)
+        starts = row_group_starts(pq.ParquetFile(path))
         columns = tuple(str(c) for c in frame.columns if arrow_text(frame[c]) is not None)
         return cls(path=path, columns=columns, info=info, starts=starts)
 
@@ -138,31 +174,16 @@ class ColumnOnDisk:
 
     def texts_at(self, positions: np.ndarray) -> list[str]:
         """The texts of ``positions`` (rows of the frame, in the order given): each row group
-        holding some of them read and decoded once, one at a time.
+        holding some of them read and decoded once, one at a time (:func:`take_rows`).
 
         Raises
         ------
         IndexError
             If a position is outside the frame.
         """
-        import pyarrow.parquet as pq
-
-        positions = np.asarray(positions, dtype=np.int64)
-        starts = self.file.starts
-        if positions.size and (positions.min() < 0 or positions.max() >= starts[-1]):
-            raise IndexError(f"positions: expected 0 <= position < {starts[-1]} (the rows of "
-                             f"{self.file.path})")
-        group_of = np.searchsorted(starts, positions, side="right") - 1
-        order = np.argsort(group_of, kind="stable")
-        out: list[str] = [""] * len(positions)
-        source = pq.ParquetFile(self.file.path)
-        for g in np.unique(group_of):
-            at = order[group_of[order] == g]
-            column = source.read_row_group(int(g), columns=[self.name]).column(0)
-            values = column.take(positions[at] - starts[g]).to_pylist()
-            for i, text in zip(at.tolist(), values, strict=True):
-                out[i] = "" if text is None else text  # a missing value, as texts() says
-        return out
+        taken = take_rows(self.file.path, positions, [self.name])
+        # a missing value reads "", as texts() says
+        return ["" if text is None else text for text in taken.column(0).to_pylist()]
 
 
 def all_texts(column: pd.Series | ColumnOnDisk) -> list[str]:

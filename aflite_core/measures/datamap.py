@@ -333,19 +333,11 @@ def _crosstab(rows: pd.Series, columns: pd.Series) -> pd.DataFrame:
     if not all(isinstance(s.dtype, pd.CategoricalDtype) for s in (rows, columns)) or (
             rows.isna().any() or columns.isna().any()):
         return pd.crosstab(rows.astype(str), columns.astype(str))
-    names = [np.asarray(s.cat.categories.astype(str), dtype=object) for s in (rows, columns)]
-    order = [np.argsort(n, kind="stable") for n in names]  # sorted as the strings sort
-    rank = [np.argsort(o) for o in order]
-    r = rank[0][rows.cat.codes.to_numpy()]
-    c = rank[1][columns.cat.codes.to_numpy()]
-    shape = (len(names[0]), len(names[1]))
-    counts = np.bincount(r * shape[1] + c, minlength=shape[0] * shape[1]).reshape(shape)
-    seen_rows, seen_cols = counts.sum(axis=1) > 0, counts.sum(axis=0) > 0
-    return pd.DataFrame(
-        counts[seen_rows][:, seen_cols],
-        index=pd.Index(names[0][order[0]][seen_rows].tolist(), name=rows.name, dtype="str"),
-        columns=pd.Index(names[1][order[1]][seen_cols].tolist(), name=columns.name,
-                         dtype="str"))
+    counts = pd.crosstab(rows.cat.codes, columns.cat.codes)  # the code pairs seen
+    counts.index = pd.Index(rows.cat.categories.astype(str)[counts.index], name=rows.name)
+    counts.columns = pd.Index(columns.cat.categories.astype(str)[counts.columns],
+                              name=columns.name)
+    return counts.sort_index().sort_index(axis=1)
 
 
 def sample_points(table: pd.DataFrame, *, max_points: int, seed: int = 0

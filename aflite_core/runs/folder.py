@@ -470,26 +470,27 @@ class AuditRun:
         frame = self._read_parquet(SCORES_FILE)
         if frame is None:
             raise RunError(f"run {self.path} is incomplete: {SCORES_FILE} is missing")
-        self._check_scores(list(frame.columns), frame["status"])
+        self._check_score_columns(list(frame.columns))
+        self._check_statuses(frame["status"])
         return frame
 
-    def _check_scores(self, columns: list[str], status: pd.Series | None = None) -> None:
-        """Refuse a ``scores.parquet`` without a column of :data:`SCORES_COLUMNS` or with a
-        status not among :data:`STATUSES`."""
+    def _check_score_columns(self, columns: list[str]) -> None:
+        """Refuse a ``scores.parquet`` without a column of :data:`SCORES_COLUMNS`."""
         missing = [c for c in SCORES_COLUMNS if c not in columns]
         if missing:
             raise RunError(
                 f"{self.path / SCORES_FILE} lacks column(s) {missing}; found {columns}")
-        if status is None:
-            return
+
+    def _check_statuses(self, status: pd.Series) -> None:
+        """Refuse a ``scores.parquet`` with a status not among :data:`STATUSES`."""
         bad = sorted(set(map(str, pd.unique(status))) - set(STATUSES))
         if bad:
             raise RunError(f"{self.path / SCORES_FILE}: unknown status value(s) {bad}")
 
     def check_scores(self) -> pd.DataFrame:
-        """Check ``scores.parquet`` (its columns and statuses, :meth:`_check_scores`) from its
-        schema and two columns, the statuses as codes (:meth:`score_columns`), without
-        reading and keeping the whole table (a run of 5M rows opened for its report).
+        """Check ``scores.parquet`` (its columns and statuses) from its schema and two
+        columns, the statuses as codes (:meth:`score_columns`), without reading and keeping
+        the whole table (a run of 5M rows opened for its report).
 
         Returns
         -------
@@ -500,9 +501,9 @@ class AuditRun:
             return self.scores[["row_id", "status"]]
         if not self.has(SCORES_FILE):
             raise RunError(f"run {self.path} is incomplete: {SCORES_FILE} is missing")
-        self._check_scores(self.parquet_columns(SCORES_FILE))
+        self._check_score_columns(self.parquet_columns(SCORES_FILE))
         scores = self.score_columns(["row_id", "status"])
-        self._check_scores(list(scores.columns) + list(SCORES_COLUMNS), scores["status"])
+        self._check_statuses(scores["status"])
         return scores
 
     @property
