@@ -43,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("data")
     parser.add_argument("scheduler")
     parser.add_argument("--snapshot", default="", help="a stage: its live allocation sites")
+    parser.add_argument("--top", type=int, default=12, help="allocation sites printed")
     args = parser.parse_args(argv)
     libc = ctypes.CDLL("libc.so.6")
     libc.mallinfo2.restype = _MallInfo2
@@ -57,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
               f" free {heap.fordblks / 1e9:5.2f} GB", flush=True)
 
     dataset = load_dataset(args.data)
+    # as the CLI does with --scheduler: the texts move to a file, the frame keeps the rest
+    dataset = dataset.with_texts_on_disk(Path(tempfile.mkdtemp()) / "dataset.parquet")
     tracemalloc.start(12 if args.snapshot else 1)
     state, lock = {"stage": "start"}, threading.Lock()
 
@@ -69,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             tracemalloc.reset_peak()
             state["stage"] = stage
             if stage == args.snapshot:
-                for stat in tracemalloc.take_snapshot().statistics("traceback")[:12]:
+                for stat in tracemalloc.take_snapshot().statistics("traceback")[:args.top]:
                     print(f"  {stat.size / 1e6:8.1f} MB")
                     for frame in stat.traceback.format()[-6:]:
                         print("     ", frame)

@@ -279,6 +279,38 @@ def test_round_partitions_have_exactly_t_training_rows_among_alive_rows(train_si
     np.testing.assert_array_equal(drawn["counts"], expected)
 
 
+@pytest.mark.parametrize("grouped", [False, True])
+def test_packed_draws_are_the_bool_draws_packed_from_the_same_random_stream(grouped):
+    """The Dask backend's draws (``packed``: a partition at a time, 8 rows a byte) are the
+    local backend's masks bit for bit, with the same counts and held-out numbers, and leave
+    the random stream where the bool draws leave it (the next round draws alike)."""
+    from aflite_core.filter.aflite_rounds import _draw_round
+    from aflite_core.filter.backends import _Blocks
+
+    rng = np.random.default_rng(7)
+    for case in range(40):
+        n = int(rng.integers(20, 700))
+        n_classes = int(rng.integers(2, 4))
+        codes = rng.integers(0, n_classes, n)
+        blocks = _Blocks(codes, n_classes, int(rng.integers(9, 300)))  # blocks of odd sizes
+        alive = rng.random(n) < rng.uniform(0.4, 1.0)
+        alive[:2] = True
+        groups = rng.integers(0, max(2, n // 3), n) if grouped else None
+        m = int(rng.integers(1, 12))
+        train = [int(rng.integers(1, max(2, int(alive.sum()) - 1))), float(rng.uniform(0.1, 0.9))]
+        cfg = {"m": m, "train": train[case % 2]}
+        seed = int(rng.integers(1 << 30))
+        plain_rng, packed_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        plain = _draw_round(plain_rng, blocks, alive, cfg, groups)
+        packed = _draw_round(packed_rng, blocks, alive, cfg, groups, packed=True)
+        for key in ("s_rows", "t", "counts", "held"):
+            np.testing.assert_array_equal(packed[key], plain[key], err_msg=key)
+        for bools, bits in zip(plain["train_w"], packed["train_w"], strict=True):
+            assert bits.dtype == np.uint8 and bits.shape == (m, (bools.shape[1] + 7) // 8)
+            np.testing.assert_array_equal(bits, np.packbits(bools, axis=1))
+        assert packed_rng.integers(1 << 62) == plain_rng.integers(1 << 62)
+
+
 @pytest.mark.parametrize("strategy", ["greedy_slicing", "slice_sampling"])
 def test_selection_equals_a_full_sort_by_score_then_priority(strategy):
     from aflite_core.filter.rounds import _select_removals

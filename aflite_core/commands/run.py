@@ -261,6 +261,7 @@ def audit_config(args: argparse.Namespace, n_rows: int):
 def _run(args: argparse.Namespace) -> int:
     from aflite_core.audit_client import audit_client
     from aflite_core.filter.policy import filter_units
+    from aflite_core.heap_trim import release_free_heap
     from aflite_core.pipeline import run_audit
     from aflite_core.runs.folder import load_run
 
@@ -289,6 +290,9 @@ def _run(args: argparse.Namespace) -> int:
             texts = Path(root) / hidden_name(TEMP_PREFIX, "texts")
             texts.mkdir(parents=True)
             dataset = dataset.with_texts_on_disk(texts / DATASET_FILE)  # the old one freed
+            # ... and its pages handed back: the read's buffers are not under every stage
+            # (at 5M rows the driver held 1.2 GB after the move, 0.5 GB once trimmed)
+            release_free_heap()
         try:
             path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
                              overwrite=args.overwrite)

@@ -135,7 +135,7 @@ class _FilterRun(RoundState):
     def run_rounds(self, backend, started: float) -> None:
         """Play rounds until a stop rule holds (``stop_reason`` is then set)."""
         drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
-                               self.groups)
+                               self.groups, backend.packed_masks)
         stats = _scatter_stats(backend, self.shift.shape[0])
         # The covariance factor of S needs no labels and no partitions: with a pool, it is
         # computed while the round's class sums are.
@@ -190,7 +190,7 @@ class _FilterRun(RoundState):
             # the same order): with a pool they are drawn, like the covariance factor, while
             # this round's bookkeeping goes on.
             drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
-                                   self.groups)
+                                   self.groups, backend.packed_masks)
         return drawn, factor
 
 
@@ -214,7 +214,8 @@ def _partition_shape(cfg: FitConfig | Mapping[str, Any]) -> tuple[int, int | flo
 
 
 def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
-                cfg: FitConfig | Mapping[str, Any], groups: np.ndarray | None = None) -> dict:
+                cfg: FitConfig | Mapping[str, Any], groups: np.ndarray | None = None,
+                packed: bool = False) -> dict:
     """The random partitions of a round over the alive rows, as per-block train masks.
 
     Each of the ``m`` partitions draws ``min(t, |S| - t)`` distinct positions of S uniformly
@@ -228,6 +229,11 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     With ``groups`` (an int code per input row) each partition's training rows are whole
     groups, drawn in a seeded random order while their total stays within t (at least one
     group).
+
+    With ``packed`` each block's masks are ``np.packbits(mask, axis=1)`` (uint8, 8 rows a
+    byte), drawn a partition at a time: the same masks from the same random stream, without
+    the ``(m, rows)`` bool array of them all (320 MB for 64 partitions of 5M rows) on the
+    driver of a Dask backend, which sends them packed anyway.
     """
     m, train = _partition_shape(cfg)
     n_classes = len(blocks.classes) - 1
@@ -240,6 +246,9 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     # The masks of all working copies side by side: block b is columns offsets[b]:offsets[b+1].
     offsets = np.cumsum([0, *(len(r) for r in blocks.rows)])
     s_cols = np.concatenate([o + p for o, p in zip(offsets, positions, strict=False)])
+    if packed:
+        return _draw_packed(rng, blocks, offsets, s_rows, s_cols, positions, m, t, small,
+                            None if groups is None else groups[s_rows])
     train_all = np.zeros((m, offsets[-1]), dtype=bool)
     if groups is not None:
         _draw_grouped(rng, train_all, s_cols, groups[s_rows], t)
@@ -266,8 +275,47 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
             "counts": counts, "held": held}
 
 
+def _draw_packed(rng: np.random.Generator, blocks: _Blocks, offsets: np.ndarray,
+                 s_rows: np.ndarray, s_cols: np.ndarray, positions: list[np.ndarray], m: int,
+                 t: int, small: int, s_groups: np.ndarray | None) -> dict:
+    """:func:`_draw_round` with ``packed``: each partition's mask drawn into one row (the
+    same random calls in the same order), counted and packed block by block."""
+    n_classes = len(blocks.classes) - 1
+    row = np.zeros((1, offsets[-1]), dtype=bool)
+    train_w = [np.zeros((m, (hi - lo + 7) // 8), dtype=np.uint8)
+               for lo, hi in zip(offsets[:-1], offsets[1:], strict=True)]
+    counts = np.zeros((m, n_classes), dtype=np.int64)
+    times_train = np.zeros(offsets[-1], dtype=np.uint8 if m < 256 else np.int64)
+
+    def after_row(j: int) -> None:
+        for b, bounds in enumerate(blocks.bounds):
+            mask = row[0, offsets[b] : offsets[b + 1]]
+            nonempty = np.flatnonzero(bounds[1:] > bounds[:-1])
+            if len(nonempty):
+                counts[j, nonempty] += np.add.reduceat(mask.view(np.uint8), bounds[nonempty],
+                                                       dtype=np.uint16)
+            train_w[b][j] = np.packbits(mask)
+        times_train[:] += row[0]
+
+    if s_groups is not None:
+        _draw_grouped(rng, row, s_cols, s_groups, t, after_row, m)
+    else:
+        drawn_train = small == t
+        for j in range(m):
+            row[0] = False
+            if not drawn_train:  # every partition trains on S but for its drawn held-out rows
+                row[0, s_cols] = True
+            idx = rng.choice(len(s_rows), size=small, replace=False, shuffle=False)
+            row[0, s_cols[idx]] = drawn_train
+            after_row(j)
+    held = m - times_train[s_cols].astype(np.int64)
+    return {"s_rows": s_rows, "positions": positions, "t": t, "train_w": train_w,
+            "counts": counts, "held": held}
+
+
 def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.ndarray,
-                  s_groups: np.ndarray, t: int) -> None:
+                  s_groups: np.ndarray, t: int,
+                  after_row: Callable[[int], None] | None = None, m: int = 0) -> None:
     """Fill each partition's training columns with whole groups of S (see _draw_round).
 
     The groups come in a seeded random order (as far as needed) and are taken while they fit
@@ -275,6 +323,9 @@ def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.nd
     larger than the room it left are taken while they fit, so one large group does not end the
     draw short of t (with a group of 14 % of the rows and t = 40 %, a partition stopped as low
     as 26 %).
+
+    With ``after_row``, ``train_all`` is one row refilled for each of the ``m`` partitions and
+    ``after_row(j)`` is called once it holds partition ``j``'s mask.
     """
     # the codes are dense (0 .. G-1 over the fit's rows): count them instead of sorting S
     sizes = np.bincount(s_groups)
@@ -289,7 +340,7 @@ def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.nd
     col_group = np.full(train_all.shape[1], len(sizes), dtype=np.intp)
     col_group[s_cols] = s_groups
     chosen = np.zeros(len(sizes) + 1, dtype=bool)
-    for j in range(train_all.shape[0]):
+    for j in range(train_all.shape[0] if after_row is None else m):
         order = present[rng.choice(n_groups, size=enough, replace=False)]
         total = np.cumsum(sizes[order])
         if enough < n_groups and total[-1] < t:
@@ -301,7 +352,9 @@ def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.nd
         room = t - int(total[taken - 1])
         if room > 0:
             chosen[_fitting(order[taken:], sizes, room)] = True
-        np.take(chosen, col_group, out=train_all[j])
+        np.take(chosen, col_group, out=train_all[j if after_row is None else 0])
+        if after_row is not None:
+            after_row(j)
 
 
 def _fitting(rest: np.ndarray, sizes: np.ndarray, room: int, chunk: int = 4096) -> np.ndarray:

@@ -278,6 +278,9 @@ def _group_row_stats(wcs: list[np.ndarray]) -> tuple[int, np.ndarray, np.ndarray
 class _LocalBackend:
     """Working copies in this process; threads over blocks when ``n_jobs > 1``."""
 
+    #: The rounds' train masks come as bool arrays (``_draw_round``'s ``packed``).
+    packed_masks = False
+
     def __init__(self, X, shift, blocks: _Blocks, n_jobs: int) -> None:
         self._groups = blocks.groups
         self._pool = ThreadPoolExecutor(n_jobs) if n_jobs > 1 else None
@@ -399,6 +402,9 @@ class _DaskBackend:
     worker left, it fails with a message that says so.
     """
 
+    #: The rounds' train masks come packed (``_draw_round``'s ``packed``), as they travel.
+    packed_masks = True
+
     def __init__(self, X, shift, blocks: _Blocks, scheduler, n_jobs: int) -> None:
         self._client, self._owned = connect(scheduler, n_jobs)
         self._groups = blocks.groups
@@ -516,8 +522,10 @@ class _DaskBackend:
 
     def _per_group(self, fn, bounds, train_w, *extra, model=None):
         """``fn`` on every group; ``model`` (if given) broadcast to the workers first and
-        passed before ``extra``, again on each try."""
-        packed = [[np.packbits(train_w[b], axis=1) for b in g] for g in self._groups]
+        passed before ``extra``, again on each try. ``train_w``: each block's masks packed
+        (uint8, :attr:`packed_masks`) or as bools."""
+        packed = [[train_w[b] if train_w[b].dtype == np.uint8
+                   else np.packbits(train_w[b], axis=1) for b in g] for g in self._groups]
 
         def make() -> list:
             head = ()

@@ -203,8 +203,7 @@ class AuditDataset:
     name: str
     content_hash: str
     report: ValidationReport
-    #: The linked-text components, computed once per frame and text columns (an audit asks
-    #: for the groups about ten times: 0.1 s each at 100k rows); see :meth:`_linked_components`.
+    #: The linked-text components, once per frame and text columns (:meth:`_linked_components`).
     _components: tuple[pd.DataFrame, tuple, np.ndarray] | None = field(
         default=None, init=False, repr=False)
     #: Where its shards were read (``RawTable.read_by``): ``"local"`` or ``"dask"``.
@@ -617,9 +616,11 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
         return mapping, "", warning
     if shared <= REPEATED_PREMISE_SHARE:
         return mapping, "", ""
-    missing = missing_mask(frame[mapping.premise])[included]
-    linked = linked_components(np.where(missing, -1, equal_codes(premises)),
-                               equal_codes(hypotheses))
+    # the hashes freed once their codes are made: not under the components' peak
+    premise_codes, hypothesis_codes = equal_codes(premises), equal_codes(hypotheses)
+    del premises, hypotheses
+    premise_codes[missing_mask(frame[mapping.premise])[included]] = -1
+    linked = linked_components(premise_codes, hypothesis_codes)
     sizes = np.bincount(linked)
     largest = sizes.max() / len(linked)
     if largest <= MAX_LINKED_GROUP_SHARE:

@@ -333,3 +333,17 @@ def index_values(index: pd.Index) -> np.ndarray:
     if isinstance(index, pd.RangeIndex):
         return np.arange(index.start, index.stop, index.step, dtype=np.int64)
     return index.to_numpy()
+
+
+def same_ids(a: Any, b: Any) -> bool:
+    """Whether two arrays of row ids hold equal values in the same order.
+
+    Arrays of one numeric dtype are compared as they are; others (str ids, mixed dtypes)
+    as Python objects, which makes an object per value: 0.4 GB for two arrays of 5M ints.
+    """
+    a, b = np.asarray(a), np.asarray(b)
+    if len(a) != len(b):
+        return False
+    if a.dtype == b.dtype and a.dtype.kind in "iufb":
+        return bool(np.array_equal(a, b))
+    return bool(np.array_equal(a.astype(object), b.astype(object)))
