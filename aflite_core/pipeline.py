@@ -45,7 +45,6 @@ from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
 from aflite_core.filter.rounds import select_rows
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io.datasets import LINKED_TEXT
-from aflite_core.io.tables import index_values, same_ids
 from aflite_core.io.text_columns import label_factors, shared_strings, str_codes
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
@@ -59,6 +58,7 @@ from aflite_core.runs.folder import (
     utc_now_iso,
 )
 from aflite_core.runs.writer import RunWriter
+from aflite_core.scores import build_scores
 
 #: Most distinct labels an audit accepts: each AFLite round holds ``m x labels x d`` class
 #: sums (64 x 1,000 x 256 float64 = 131 MB); more labels usually means a wrong label column.
@@ -154,42 +154,6 @@ def _history_records(history: Any) -> list[dict]:
     if isinstance(history, pd.DataFrame):
         return history.to_dict(orient="records")
     return list(history)
-
-
-def _build_scores(dataset, rep, filtered: _Filtered,
-                  y_all: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-    frame_ids = index_values(dataset.frame.index)  # not kept on the frame's RangeIndex
-    n = len(frame_ids)
-    included_pos = np.flatnonzero(dataset.included_mask)
-    if not same_ids(rep.row_ids, frame_ids[included_pos]):
-        raise RuntimeError("representation rows do not match the dataset's included rows")
-    warm = np.asarray(rep.warmup_mask, dtype=bool)
-    names = np.array(sorted(STATUSES), dtype=object)  # a categorical's categories: sorted
-    code = {name: i for i, name in enumerate(names)}
-    status = np.full(n, code["excluded"], dtype=np.int8)  # a byte a row, not an object
-    predictability = np.full(n, np.nan)
-    removal_round = np.full(n, -1, dtype=np.int64)
-    status[included_pos[warm]] = code["warmup"]
-    filt_pos = included_pos[~warm]
-    keep = filtered.keep
-    status[filt_pos] = np.where(keep, code["retained"], code["removed"])
-    if filtered.unfiltered is not None:  # scored only (dev/test of train_only): kept as is
-        status[filt_pos[filtered.unfiltered]] = code["unfiltered"]
-    present = np.bincount(status, minlength=len(names)) > 0  # the statuses that occur
-    predictability[filt_pos] = filtered.predictability
-    removal_round[filt_pos] = filtered.removal_round
-    # status, label: categoricals while held (a byte a row, not 15); the file has strings
-    scores = pd.DataFrame(
-        {
-            "row_id": frame_ids,
-            "status": pd.Categorical.from_codes(
-                (np.cumsum(present) - 1).astype(np.int8)[status], names[present]),
-            "predictability": predictability,
-            "removal_round": removal_round,
-            "label": pd.Categorical(y_all),  # y_all: one str object per label
-        }
-    )
-    return scores, frame_ids[filt_pos[keep]]
 
 
 # --------------------------------------------------------------------------- measures
@@ -345,7 +309,12 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     release_free_heap()  # AFLite's working copies: not under the measures' peaks
     timings["aflite"] = round(time.perf_counter() - t0, 3)
 
-    scores, retained_ids = _build_scores(dataset, rep, filtered, dataset.label_objects(False))
+    scores, retained_ids = build_scores(
+        dataset, rep, keep=filtered.keep, predictability=filtered.predictability,
+        removal_round=filtered.removal_round, unfiltered=filtered.unfiltered,
+        labels=dataset.label_objects(False))
+    # the scores hold them now: not a second copy for the whole audit (80 MB at 5M rows)
+    filtered.predictability = filtered.removal_round = None
     def refit(random_state: int) -> np.ndarray:
         """AFLite again with another seed (same plan, groups and parameters), silently."""
         other = dataclasses.replace(config, random_state=int(random_state))
@@ -461,9 +430,9 @@ class _Filtered:
     """AFLite's result over the filterable rows (all blocks of the plan, scored rows too)."""
 
     keep: np.ndarray
-    predictability: np.ndarray
-    removal_round: np.ndarray
-    model: Any  # the largest block's estimator: history, rounds, stop reason
+    predictability: np.ndarray | None  # None once in the scores (build_scores)
+    removal_round: np.ndarray | None
+    model: Any  # the largest block's estimator: history, rounds, stop reason (no row arrays)
     target: int
     plan: FilterPlan
     blocks: dict = field(default_factory=dict)
@@ -600,9 +569,16 @@ def _filter(X: np.ndarray, y: np.ndarray, filt: np.ndarray, plan: FilterPlan,
         for column in datamap.columns:
             datamap.loc[scored[filt], column] = heldout[column].to_numpy()
     unfiltered = np.asarray(plan.scored, dtype=bool)[filt]
+    for name in _ROW_ATTRIBUTES:  # copied above: not held twice for the whole audit
+        main.__dict__.pop(name, None)
     return _Filtered(keep=keep, predictability=predictability, removal_round=removal_round,
                      model=main, target=target, plan=plan, blocks=blocks, datamap=datamap,
                      unfiltered=unfiltered if unfiltered.any() else None)
+
+
+#: A block model's fitted per-row arrays, which _filter copies out (0.2 GB at 5M rows).
+_ROW_ATTRIBUTES = ("keep_mask_", "predictability_", "removal_round_", "confidence_",
+                   "variability_", "n_heldout_")
 
 
 def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, total: int,
