@@ -44,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scheduler")
     parser.add_argument("--snapshot", default="", help="a stage: its live allocation sites")
     parser.add_argument("--top", type=int, default=12, help="allocation sites printed")
+    parser.add_argument("--mmap-threshold", type=int, default=0,
+                        help="glibc's M_MMAP_THRESHOLD in bytes (0: glibc's dynamic one)")
     args = parser.parse_args(argv)
     libc = ctypes.CDLL("libc.so.6")
+    if args.mmap_threshold:
+        libc.mallopt(-3, args.mmap_threshold)  # M_MMAP_THRESHOLD
     libc.mallinfo2.restype = _MallInfo2
     process = psutil.Process()
 

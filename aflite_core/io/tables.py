@@ -338,12 +338,12 @@ def index_values(index: pd.Index) -> np.ndarray:
 def same_ids(a: Any, b: Any) -> bool:
     """Whether two arrays of row ids hold equal values in the same order.
 
-    Arrays of one numeric dtype are compared as they are; others (str ids, mixed dtypes)
-    as Python objects, which makes an object per value: 0.4 GB for two arrays of 5M ints.
+    Integer ids are compared as integers; others (str ids, floats, mixed) as Python
+    objects, which makes an object per value (0.4 GB for two arrays of 5M ints).
     """
     a, b = np.asarray(a), np.asarray(b)
     if len(a) != len(b):
         return False
-    if a.dtype == b.dtype and a.dtype.kind in "iufb":
+    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
         return bool(np.array_equal(a, b))
     return bool(np.array_equal(a.astype(object), b.astype(object)))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.tables import index_values, parquet_safe_table, write_csv
+from aflite_core.io.tables import index_values, parquet_safe_table, same_ids, write_csv
 from aflite_core.io.texts_on_disk import ROW_GROUP, TextsFile, link_or_copy, write_frame
 from aflite_core.runs.folder import AuditRun, cleanup_stale, dump_json, to_jsonable, utc_now_iso
 from aflite_core.runs.layout import (
@@ -251,7 +251,7 @@ class RunWriter:
         # equal to the dataset's (unique) ids, they are unique: no hash table of them
         if row_ids is None and scores["row_id"].duplicated().any():
             raise ValueError("scores: row_id values must be unique")
-        if row_ids is not None and not _same_ids(row_ids, scores["row_id"].to_numpy()):
+        if row_ids is not None and not same_ids(row_ids, scores["row_id"].to_numpy()):
             raise ValueError(
                 "scores: row_id must list the dataset's row ids in the dataset's order"
             )
@@ -396,18 +396,6 @@ class RunWriter:
 
 #: Rows per row group of ``dataset.parquet`` (:data:`aflite_core.io.texts_on_disk.ROW_GROUP`).
 DATASET_ROW_GROUP = ROW_GROUP
-
-
-def _same_ids(a: np.ndarray, b: np.ndarray) -> bool:
-    """Whether two row-id arrays list the same ids in the same order; integer ids are
-    compared as integers (as objects they were a Python int per row: 0.36 GB of transient
-    objects at 5M rows)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if len(a) != len(b):
-        return False
-    if a.dtype.kind in "iub" and b.dtype.kind in "iub":
-        return bool(np.array_equal(a, b))
-    return bool(np.array_equal(a.astype(object), b.astype(object)))
 
 
 def write_run(
