@@ -120,13 +120,15 @@ def group_codes(groups: Sequence | None, n: int) -> np.ndarray | None:
     """
     if groups is None:
         return None
-    values = np.asarray(groups, dtype=object)
+    values = np.asarray(groups)
+    if values.dtype.kind not in "iub":  # integer codes as they are: as objects they were a
+        values = values.astype(object)  # Python int and a hash entry a row (0.3 GB at 5M)
     if values.ndim != 1 or len(values) != n:
         raise ValueError(f"groups: expected {n} values (one per row), got shape {values.shape}")
     codes, uniques = pd.factorize(values)
     missing = np.flatnonzero(codes < 0)
     codes[missing] = len(uniques) + np.arange(missing.size)
-    return codes.astype(np.int64)
+    return codes.astype(np.int64, copy=False)
 
 
 # --------------------------------------------------------------------------------------

@@ -76,6 +76,18 @@ def main(argv: list[str] | None = None) -> int:
             tracemalloc.reset_peak()
             state["stage"] = stage
             if stage == args.snapshot:
+                import gc
+
+                import numpy as np
+                import pandas as pd
+
+                for obj in gc.get_objects():  # the live tables and large arrays
+                    if isinstance(obj, pd.DataFrame) and len(obj) > 10_000:
+                        print(f"  DataFrame {obj.shape} {obj.memory_usage().sum() / 1e6:.1f} MB"
+                              f" {list(obj.columns)[:8]}")
+                    elif isinstance(obj, np.ndarray) and obj.nbytes > 1e6:
+                        print(f"  ndarray {obj.shape} {obj.dtype} {obj.nbytes / 1e6:.1f} MB"
+                              f" base {type(obj.base).__name__}")
                 for stat in tracemalloc.take_snapshot().statistics("traceback")[:args.top]:
                     print(f"  {stat.size / 1e6:8.1f} MB")
                     for frame in stat.traceback.format()[-6:]:

@@ -562,12 +562,12 @@ def sample_rows(n: int, max_rows: int, *, groups: np.ndarray | None = None,
     rng = np.random.default_rng(random_state)
     if groups is None:
         return np.sort(rng.choice(n, size=max_rows, replace=False))
-    codes = group_codes(groups, n)
-    _, g = np.unique(codes, return_inverse=True)
+    g = group_codes(groups, n)  # 0 .. G-1: np.unique's inverse of them is themselves
     order = rng.permutation(int(g.max()) + 1)
     sizes = np.bincount(g)[order]
-    taken = order[: int(np.searchsorted(np.cumsum(sizes), max_rows)) + 1]
-    return np.flatnonzero(np.isin(g, taken))
+    chosen = np.zeros(len(order), dtype=bool)
+    chosen[order[: int(np.searchsorted(np.cumsum(sizes), max_rows)) + 1]] = True
+    return np.flatnonzero(chosen[g])
 
 
 def _sampling_note(result: dict, n_total: int, rows: np.ndarray) -> None:

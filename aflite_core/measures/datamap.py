@@ -155,8 +155,14 @@ def assign_regions(evidence, variability, **thresholds) -> np.ndarray:
     ambiguous = (low & (v >= t["ambiguous_variability"])) \
         | (scored & (v >= t["swing_variability"]))
     easy = scored & ~low & ~ambiguous & (e >= t["easy_confidence"])
-    return np.select([ambiguous, low, easy, scored], ["ambiguous", "hard", "easy", "medium"],
-                     default="").astype(object)
+    # codes, then one str object per region: np.select of the strings made a fixed-width
+    # copy and astype(object) a str per row (0.25 GB at 2.5M rows)
+    codes = np.select([ambiguous, low, easy, scored], [0, 1, 2, 3], default=4).astype(np.int8)
+    return _REGION_NAMES[codes]
+
+
+#: :func:`assign_regions`' values by code ("" for an unscored row).
+_REGION_NAMES = np.array(["ambiguous", "hard", "easy", "medium", ""], dtype=object)
 
 
 def check_shares(hard_share: float = SHARES["hard_share"],
