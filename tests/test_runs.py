@@ -285,6 +285,42 @@ def test_scores_are_validated(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_scores_written_a_row_group_at_a_time_are_the_whole_tables_file(tmp_path,
+                                                                          monkeypatch):
+    """Above a row group of rows the scores are written a row group at a time: the same
+    bytes as the whole table written with that row-group size (the default of pyarrow's
+    write_table, which wrote them whole before), read back as the table."""
+    import filecmp
+
+    import pyarrow.parquet as pq
+
+    from aflite_core.io.tables import parquet_safe_table
+    from aflite_core.runs import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "SCORES_ROW_GROUP", 16)
+    rng = np.random.default_rng(3)
+    n = 100
+    scores = pd.DataFrame({
+        "row_id": np.arange(n),
+        "status": pd.Categorical.from_codes(rng.integers(0, 3, n).astype(np.int8),
+                                            ["removed", "retained", "warmup"]),
+        "predictability": np.where(rng.random(n) < 0.2, np.nan, rng.random(n)),
+        "removal_round": rng.integers(-1, 9, n),
+        "label": pd.Categorical.from_codes(rng.integers(0, 2, n).astype(np.int8), ["a", "b"]),
+    })
+    with RunWriter(tmp_path, "r") as writer:
+        writer.write_dataset(small_frame(n))
+        path = writer.write_scores(scores)
+        whole = scores.astype({"status": "string", "label": "string"})
+        pq.write_table(parquet_safe_table(whole)[0], tmp_path / "whole.parquet",
+                       row_group_size=16)
+        assert pq.ParquetFile(path).metadata.num_row_groups == 7
+        assert filecmp.cmp(path, tmp_path / "whole.parquet", shallow=False)
+        pd.testing.assert_frame_equal(pd.read_parquet(path), pd.read_parquet(
+            tmp_path / "whole.parquet"))
+        writer.write_summary({})
+
+
 # ----------------------------------------------------------------------------- loading
 
 

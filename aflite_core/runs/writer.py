@@ -84,6 +84,11 @@ def _is_replaceable(path: Path) -> bool:
     return (path / SUMMARY_FILE).is_file() or not any(path.iterdir())
 
 
+#: Rows of a row group of ``scores.parquet``: ``pq.write_table``'s default (1024 x 1024), so a
+#: table written a row group at a time is the file the whole table made.
+SCORES_ROW_GROUP = 1 << 20
+
+
 class RunWriter:
     """Write one run folder atomically.
 
@@ -259,7 +264,35 @@ class RunWriter:
         # are strings whatever the table's dtype
         texts = {c: "string" for c in ("status", "label")
                  if c in scores and isinstance(scores[c].dtype, pd.CategoricalDtype)}
-        return self.write_parquet(SCORES_FILE, scores.astype(texts).reset_index(drop=True))
+        if len(scores) <= SCORES_ROW_GROUP:
+            return self.write_parquet(SCORES_FILE, scores.astype(texts).reset_index(drop=True))
+        return self._write_scores_in_row_groups(scores, texts)
+
+    def _write_scores_in_row_groups(self, scores: pd.DataFrame, texts: dict) -> Path:
+        """``scores.parquet`` a row group at a time: the file ``pq.write_table`` writes of the
+        whole table (its row groups are these), without the copy of the whole table with its
+        strings nor its Arrow table (+0.63 GB at 5M rows, +0.15 GB so)."""
+        import pyarrow.parquet as pq
+
+        path = self.file(SCORES_FILE)
+        writer = None
+        try:
+            for start in range(0, len(scores), SCORES_ROW_GROUP):
+                part = scores.iloc[start:start + SCORES_ROW_GROUP].astype(texts)
+                table, converted = parquet_safe_table(part)
+                if converted:  # a column stored as text: the whole table decides how
+                    if writer is not None:
+                        writer.close()
+                        writer = None
+                    return self.write_parquet(SCORES_FILE,
+                                              scores.astype(texts).reset_index(drop=True))
+                if writer is None:
+                    writer = pq.ParquetWriter(path, table.schema)
+                writer.write_table(table)
+        finally:
+            if writer is not None:
+                writer.close()
+        return path
 
     def write_row_csvs(self) -> list[str]:
         """Write ``<status>.csv`` (row_id + original columns, exact values) per non-empty status.
