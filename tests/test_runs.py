@@ -297,7 +297,7 @@ def test_scores_written_a_row_group_at_a_time_are_the_whole_tables_file(tmp_path
     from aflite_core.io.tables import parquet_safe_table
     from aflite_core.runs import writer as writer_module
 
-    monkeypatch.setattr(writer_module, "SCORES_ROW_GROUP", 16)
+    monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", 16)
     rng = np.random.default_rng(3)
     n = 100
     scores = pd.DataFrame({
@@ -318,6 +318,14 @@ def test_scores_written_a_row_group_at_a_time_are_the_whole_tables_file(tmp_path
         assert filecmp.cmp(path, tmp_path / "whole.parquet", shallow=False)
         pd.testing.assert_frame_equal(pd.read_parquet(path), pd.read_parquet(
             tmp_path / "whole.parquet"))
+        # a row group typed otherwise (a text column all missing in it): the whole table
+        mixed = pd.DataFrame({"row_id": np.arange(40),
+                              "note": pd.Series([f"n{i}" for i in range(16)] + [None] * 24,
+                                                dtype=object),
+                              "value": rng.random(40)})
+        table_path = writer.write_parquet("mixed.parquet", mixed)
+        pq.write_table(parquet_safe_table(mixed)[0], tmp_path / "mixed.parquet")
+        assert filecmp.cmp(table_path, tmp_path / "mixed.parquet", shallow=False)
         writer.write_summary({})
 
 
