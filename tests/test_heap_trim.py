@@ -39,3 +39,38 @@ def test_arrow_pool_hands_back_what_its_buffers_freed():
     release_free_heap()
     assert process.memory_info().rss < held - 150e6  # 288 MB were freed
     assert pc.sum(kept).as_py() == 24_000
+
+
+_FRAGMENTS = """
+import sys
+import numpy as np
+import psutil
+from aflite_core.heap_trim import map_large_allocations
+if sys.argv[1] == "on":
+    assert map_large_allocations() is True
+process = psutil.Process()
+big = np.ones(1 << 20)  # 8 MB, mapped: freeing it raises glibc's own threshold past 2 MB
+del big
+arrays, pins = [], []
+for _ in range(100):
+    arrays.append(np.ones(1 << 18))  # 2 MB each
+    pins.append(np.ones(64))  # small, outliving the arrays, between them in the heap
+held = process.memory_info().rss
+del arrays
+print((held - process.memory_info().rss) / 1e6)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_large_allocations_get_pages_of_their_own_that_go_back_when_freed():
+    """With glibc's dynamic threshold, 2 MB arrays freed between small live objects keep
+    their pages (the premise); with map_large_allocations their 200 MB go back at once."""
+    import subprocess
+
+    def freed(mode: str) -> float:
+        out = subprocess.run([sys.executable, "-c", _FRAGMENTS, mode], capture_output=True,
+                             text=True, check=True)
+        return float(out.stdout.strip())
+
+    assert freed("off") < 50
+    assert freed("on") > 180

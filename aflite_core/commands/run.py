@@ -261,7 +261,7 @@ def audit_config(args: argparse.Namespace, n_rows: int):
 def _run(args: argparse.Namespace) -> int:
     from aflite_core.audit_client import audit_client
     from aflite_core.filter.policy import filter_units
-    from aflite_core.heap_trim import release_free_heap
+    from aflite_core.heap_trim import map_large_allocations, release_free_heap
     from aflite_core.pipeline import run_audit
     from aflite_core.runs.folder import load_run
 
@@ -271,6 +271,8 @@ def _run(args: argparse.Namespace) -> int:
         from aflite_core.filter.backends import probe_scheduler
 
         probe_scheduler(args.scheduler)
+        # the driver of a cluster's audit: its large arrays' pages go back when freed
+        map_large_allocations()
     from aflite_core.io.shards import looks_like_glob
 
     if not Path(args.data).exists() and not looks_like_glob(args.data):
