@@ -193,8 +193,8 @@ def test_a_failing_beside_measure_removes_only_its_own_files(snli_1500, tmp_path
     other_written = threading.Event()
     write_parquet = RunWriter.write_parquet
 
-    def noting(self, filename, frame):
-        path = write_parquet(self, filename, frame)
+    def noting(self, filename, frame, **options):
+        path = write_parquet(self, filename, frame, **options)
         if filename == "other.parquet":
             other_written.set()
         return path
