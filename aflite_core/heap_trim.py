@@ -41,11 +41,6 @@ def _glibc():
     return libc
 
 
-def _malloc_trim():
-    libc = _glibc()
-    return None if libc is None else libc.malloc_trim
-
-
 def release_free_heap() -> bool:
     """Return the heap's free pages to the system (glibc); True when anything was released.
 
@@ -54,11 +49,11 @@ def release_free_heap() -> bool:
     bool
         ``malloc_trim(0)``'s answer; False where there is no ``malloc_trim``.
     """
-    trim = _malloc_trim()
+    libc = _glibc()
     arrow = sys.modules.get("pyarrow")  # its pool (mimalloc, jemalloc) keeps freed pages too
     if arrow is not None:
         arrow.default_memory_pool().release_unused()
-    return bool(trim(0)) if trim is not None else False
+    return bool(libc.malloc_trim(0)) if libc is not None else False
 
 
 #: glibc's ``mallopt`` option number of ``M_MMAP_THRESHOLD``.

@@ -97,20 +97,28 @@ def split_masks(splits: Sequence, *, n: int | None = None,
     train, test : np.ndarray of bool
         Values in :data:`TRAIN_VALUES`, values in ``test_values``.
     """
-    codes, texts = _split_texts(splits)
-    if n is not None and len(codes) != n:
-        raise ValueError(f"splits: expected {n} values (one per label), got {len(codes)}")
+    codes, texts = _split_texts(splits, n)
+    is_train, is_test = _train_test_values(texts, test_values)
+    return is_train[codes], is_test[codes]
+
+
+def _train_test_values(texts: list[str], test_values: Iterable[str] = TEST_VALUES
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Which of the split values ``texts`` are training values, which test values."""
     wanted = {str(v).strip().lower() for v in test_values}
     names = [t.strip().lower() for t in texts]
-    return (np.array([t in TRAIN_VALUES for t in names], dtype=bool)[codes],
-            np.array([t in wanted for t in names], dtype=bool)[codes])
+    return (np.array([t in TRAIN_VALUES for t in names], dtype=bool),
+            np.array([t in wanted for t in names], dtype=bool))
 
 
-def _split_texts(splits: Sequence) -> tuple[np.ndarray, list[str]]:
+def _split_texts(splits: Sequence, n: int | None = None) -> tuple[np.ndarray, list[str]]:
     """``(codes, texts)``: ``texts[codes]`` is ``str(value)`` of every row's split value,
     converted once per distinct value (a str per row, then stripped and lower-cased copies of
-    it, were 0.3 GB each at 5M rows). A missing value reads as ``str`` writes it."""
+    it, were 0.3 GB each at 5M rows). A missing value reads as ``str`` writes it. Every
+    value of ``texts`` occurs. ``n``: the number of values expected (ValueError otherwise)."""
     values = np.asarray(splits, dtype=object)
+    if n is not None and len(values) != n:
+        raise ValueError(f"splits: expected {n} values (one per label), got {len(values)}")
     codes, uniques = pd.factorize(values)
     texts = [str(u) for u in uniques]
     missing = np.flatnonzero(codes < 0)
@@ -272,11 +280,13 @@ def resolve_split(splits: Sequence | None, labels: Sequence, *, groups: Sequence
     if splits is None:
         return holdout_split(labels, test_size=test_size, groups=groups,
                              random_state=random_state, reason="no split column")
-    train, test = split_masks(splits, n=n)
-    codes, texts = _split_texts(splits)
-    if train.any() and test.any():
-        train_names = ", ".join(sorted({texts[c] for c in np.unique(codes[train])}))
-        test_names = ", ".join(sorted({texts[c] for c in np.unique(codes[test])}))
+    codes, texts = _split_texts(splits, n)
+    is_train, is_test = _train_test_values(texts)
+    train, test = is_train[codes], is_test[codes]
+    if train.any() and test.any():  # every value occurs: its rows are train, test or neither
+        values = np.array(texts, dtype=object)
+        train_names = ", ".join(sorted(set(values[is_train])))
+        test_names = ", ".join(sorted(set(values[is_test])))
         left = n - int(train.sum()) - int(test.sum())
         extra = f"; {left} rows with other split values left out" if left else ""
         return Split(

@@ -286,14 +286,15 @@ def _draw_packed(rng: np.random.Generator, blocks: _Blocks, offsets: np.ndarray,
                for lo, hi in zip(offsets[:-1], offsets[1:], strict=True)]
     counts = np.zeros((m, n_classes), dtype=np.int64)
     times_train = np.zeros(offsets[-1], dtype=np.uint8 if m < 256 else np.int64)
+    # each block's classes with rows, found once for the m partitions
+    nonempty = [np.flatnonzero(bounds[1:] > bounds[:-1]) for bounds in blocks.bounds]
 
     def after_row(j: int) -> None:
-        for b, bounds in enumerate(blocks.bounds):
+        for b, (bounds, classes) in enumerate(zip(blocks.bounds, nonempty, strict=True)):
             mask = row[0, offsets[b] : offsets[b + 1]]
-            nonempty = np.flatnonzero(bounds[1:] > bounds[:-1])
-            if len(nonempty):
-                counts[j, nonempty] += np.add.reduceat(mask.view(np.uint8), bounds[nonempty],
-                                                       dtype=np.uint16)
+            if len(classes):
+                counts[j, classes] += np.add.reduceat(mask.view(np.uint8), bounds[classes],
+                                                      dtype=np.uint16)
             train_w[b][j] = np.packbits(mask)
         times_train[:] += row[0]
 
