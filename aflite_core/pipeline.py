@@ -323,6 +323,8 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
     shared = {"dataset": dataset, "representation": rep, "filterable": filt, "labels": y,
               "keep": filtered.keep, "scores": scores, "retained_ids": retained_ids,
               "refit": refit, "datamap": filtered.datamap,
+              # AFLite's group codes are the measures' (dataset.group_codes()): one copy
+              "group_codes": groups,
               "datamap_grouped": bool(groups is not None or plan.questions is not None
                                       or dataset.columns.group is None)}
     return rep, filtered, filtered.target, shared

@@ -35,6 +35,33 @@ class _MallInfo2(ctypes.Structure):
                  "uordblks", "fordblks", "keepcost")]
 
 
+def _pymalloc_arenas() -> tuple[float, float]:
+    """Python's small-object allocator: the GB its arenas hold, and the GB of blocks in use
+    (``sys._debugmallocstats``, which prints to the C stderr: read back through a pipe)."""
+    import os
+
+    read, write = os.pipe()
+    saved = os.dup(2)
+    os.dup2(write, 2)
+    try:
+        sys._debugmallocstats()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(write)
+    text = b""
+    while chunk := os.read(read, 1 << 16):
+        text += chunk
+    os.close(read)
+    values = {}
+    for row in text.decode(errors="replace").splitlines():
+        key, _, value = row.rpartition("=")
+        values.setdefault(key.strip().lstrip("# "), value.strip().replace(",", ""))
+    total = float(values.get("Total", 0) or 0)
+    used = float(values.get("bytes in allocated blocks", 0) or 0)
+    return total / 1e9, used / 1e9
+
+
 def main(argv: list[str] | None = None) -> int:
     from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
@@ -46,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=12, help="allocation sites printed")
     parser.add_argument("--mmap-threshold", type=int, default=0,
                         help="glibc's M_MMAP_THRESHOLD in bytes (0: glibc's dynamic one)")
+    parser.add_argument("--no-trace", action="store_true",
+                        help="without tracemalloc (its own bookkeeping adds to the RSS)")
     args = parser.parse_args(argv)
     libc = ctypes.CDLL("libc.so.6")
     if args.mmap_threshold:
@@ -53,18 +82,45 @@ def main(argv: list[str] | None = None) -> int:
     libc.mallinfo2.restype = _MallInfo2
     process = psutil.Process()
 
+    peak_rss = {"rss": 0.0, "anon": 0.0, "file": 0.0}
+
+    def resident() -> dict:
+        """RSS, and its anonymous and file-backed parts (a memory map's pages are file)."""
+        fields = {}
+        for row in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = row.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                fields[key] = int(value.split()[0]) * 1024 / 1e9
+        return {"rss": fields.get("VmRSS", 0.0), "anon": fields.get("RssAnon", 0.0),
+                "file": fields.get("RssFile", 0.0)}
+
+    def sample() -> None:  # the stage's peak RSS, every 50 ms
+        while True:
+            now = resident()
+            if now["rss"] > peak_rss["rss"]:
+                peak_rss.update(now)
+            time.sleep(0.05)
+
+    threading.Thread(target=sample, daemon=True).start()
+
     def line(tag: str) -> None:
         heap = libc.mallinfo2()
         current, peak = tracemalloc.get_traced_memory()
+        top = dict(peak_rss)
+        peak_rss.update(rss=0.0, anon=0.0, file=0.0)
+        arenas = _pymalloc_arenas()
         print(f"{time.strftime('%H:%M:%S')} {tag:<26} RSS {process.memory_info().rss / 1e9:5.2f}"
+              f" (peak {top['rss']:5.2f}: anon {top['anon']:5.2f} file {top['file']:5.2f})"
               f" traced {current / 1e9:5.2f} (peak {peak / 1e9:5.2f}) arrow "
               f"{pa.total_allocated_bytes() / 1e9:5.2f} glibc used {heap.uordblks / 1e9:5.2f}"
-              f" free {heap.fordblks / 1e9:5.2f} GB", flush=True)
+              f" free {heap.fordblks / 1e9:5.2f} pymalloc arenas {arenas[0]:5.2f} in use"
+              f" {arenas[1]:5.2f} GB", flush=True)
 
     dataset = load_dataset(args.data)
     # as the CLI does with --scheduler: the texts move to a file, the frame keeps the rest
     dataset = dataset.with_texts_on_disk(Path(tempfile.mkdtemp()) / "dataset.parquet")
-    tracemalloc.start(12 if args.snapshot else 1)
+    if not args.no_trace:
+        tracemalloc.start(12 if args.snapshot else 1)
     state, lock = {"stage": "start"}, threading.Lock()
 
     def callback(event: dict) -> None:

@@ -122,6 +122,10 @@ class MeasureContext:
         Tables of the measures that succeeded earlier in this audit, by run file
         (``"label_issues.parquet"``): those some chosen measure ``reads``
         (:attr:`Measure.reads`); read-only.
+    group_codes : np.ndarray, optional
+        ``dataset.group_codes()`` over the representation rows when the pipeline already
+        made them (AFLite's partitions drew them): :attr:`groups` reads them instead of a
+        copy of its own (8 bytes a row); read-only.
     """
 
     dataset: Any
@@ -138,8 +142,17 @@ class MeasureContext:
     datamap: pd.DataFrame | None = None
     datamap_grouped: bool = True
     earlier: dict = field(default_factory=dict)
+    group_codes: np.ndarray | None = None
 
     # -- views over the filterable rows
+    def _filterable_rows(self, values: Any) -> np.ndarray:
+        """``values`` (over the representation rows) at the filterable rows, read-only: a
+        view of them when every row is filterable (the default audit), not a copy."""
+        values = np.asarray(values)
+        rows = values.view() if self.filterable.all() else values[self.filterable]
+        rows.flags.writeable = False
+        return rows
+
     @property
     def X(self) -> np.ndarray:
         """Φ of the filterable rows, read-only.
@@ -160,13 +173,13 @@ class MeasureContext:
 
     @property
     def y(self) -> np.ndarray:
-        """Labels of the filterable rows."""
-        return self.labels[self.filterable]
+        """Labels of the filterable rows (read-only; a view when all rows are)."""
+        return self._filterable_rows(self.labels)
 
     @property
     def row_ids(self) -> np.ndarray:
-        """Row ids of the filterable rows."""
-        return np.asarray(self.representation.row_ids)[self.filterable]
+        """Row ids of the filterable rows (read-only; a view when all rows are)."""
+        return self._filterable_rows(self.representation.row_ids)
 
     @property
     def splits(self) -> np.ndarray | None:
@@ -180,9 +193,9 @@ class MeasureContext:
         group stay on one side of every seeded split: the question of a multiple-choice row,
         an NLI premise), or None. Codes, not the group names: every split reads groups as a
         partition (``splits.group_codes``), and the names were a str per row (a premise's
-        text, or a component's number as a fixed-width str)."""
-        codes = self.dataset.group_codes()
-        return None if codes is None else np.asarray(codes)[self.filterable]
+        text, or a component's number as a fixed-width str). Read-only."""
+        codes = self.group_codes if self.group_codes is not None else self.dataset.group_codes()
+        return None if codes is None else self._filterable_rows(codes)
 
     def score_rows(self) -> np.ndarray:
         """Position in ``scores`` of each filterable row (-1: not there). The pipeline's

@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from aflite_core.io.tables import index_values, parquet_safe_table, same_ids, write_csv
@@ -151,7 +150,7 @@ class RunWriter:
         self.committed = False
         self._created_root = False
         self._dataset_info: dict | None = None
-        self._row_ids: np.ndarray | None = None
+        self._row_ids: pd.Index | None = None  # the dataset's (a RangeIndex holds no array)
         self._summary_bytes: bytes | None = None
 
     def _check_target(self) -> None:
@@ -259,7 +258,7 @@ class RunWriter:
         """
         path = self.file(DATASET_FILE)
         self._dataset_info = write_frame(frame, path, row_group=DATASET_ROW_GROUP)
-        self._row_ids = index_values(frame.index)
+        self._row_ids = frame.index
         return path
 
     def link_dataset(self, texts: TextsFile, row_ids: pd.Index) -> Path:
@@ -270,7 +269,7 @@ class RunWriter:
         path = self.file(DATASET_FILE)
         link_or_copy(texts.path, path)
         self._dataset_info = dict(texts.info)
-        self._row_ids = index_values(row_ids)
+        self._row_ids = pd.Index(row_ids)
         return path
 
     def write_scores(self, scores: pd.DataFrame) -> Path:
@@ -290,7 +289,8 @@ class RunWriter:
         # equal to the dataset's (unique) ids, they are unique: no hash table of them
         if row_ids is None and scores["row_id"].duplicated().any():
             raise ValueError("scores: row_id values must be unique")
-        if row_ids is not None and not same_ids(row_ids, scores["row_id"].to_numpy()):
+        if row_ids is not None and not same_ids(index_values(row_ids),
+                                                scores["row_id"].to_numpy()):
             raise ValueError(
                 "scores: row_id must list the dataset's row ids in the dataset's order"
             )
