@@ -181,7 +181,7 @@ def run_measure(measure: Measure, ctx: MeasureContext, writer: RunWriter) -> dic
 def _write_result(writer: RunWriter, result: MeasureResult, written: list[str]) -> None:
     for filename, table in result.tables.items():
         written.append(filename)
-        writer.write_parquet(filename, table)
+        writer.write_parquet(filename, table, astype=result.astype.get(filename))
     for filename, document in result.documents.items():
         written.append(filename)
         writer.write_json(filename, document)

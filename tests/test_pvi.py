@@ -98,3 +98,47 @@ def test_run_folder_round_trip(snli_dir, tmp_path):
     # hypothesis information than the retained ones
     assert table.loc[table["status"] == "removed", "pvi"].mean() > \
         table.loc[table["status"] == "retained", "pvi"].mean()
+
+
+@pytest.mark.parametrize("row_group", [16, 1 << 20])
+def test_the_table_held_as_codes_is_written_as_the_strings_it_was(tmp_path, monkeypatch,
+                                                                  row_group):
+    """The PVI table holds its predictions, statuses and labels as categorical codes and its
+    folds in int8 (a str object or an int64 per row before); written through the measure's
+    ``astype`` (a row group at a time above ROW_GROUP_ROWS), the file is byte for byte the
+    one written from the strings and int64 folds the table held before."""
+    import filecmp
+
+    import pyarrow.parquet as pq
+
+    from aflite_core.io.tables import parquet_safe_table
+    from aflite_core.measure_runs import _write_result
+    from aflite_core.measures.registry import MeasureResult
+    from aflite_core.runs import writer as writer_module
+    from aflite_core.runs.writer import RunWriter
+
+    monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", row_group)
+    texts, labels, _ = planted_texts(n=300)
+    table = pvi.hypothesis_only_pvi(texts, labels, n_splits=3, random_state=0)
+    assert isinstance(table["predicted"].dtype, pd.CategoricalDtype)
+    assert table["fold"].dtype == np.int8
+    status = np.where(np.arange(300) % 3 == 0, "removed", "retained").astype(object)
+    table.insert(0, "row_id", np.arange(300))
+    table.insert(1, "status", pd.Categorical(status))
+    table.insert(2, "label", pd.Categorical(labels.astype(object)))
+    before = table.assign(  # the columns as compute() made them before
+        status=pd.array(status, dtype="string"), label=pd.array(labels, dtype="string"),
+        predicted=pd.Series(table["predicted"].to_numpy(dtype=object)),
+        fold=table["fold"].astype(np.int64))
+    assert before["predicted"].dtype == "str"
+    with RunWriter(tmp_path, "r") as writer:
+        _write_result(writer, MeasureResult(tables={pvi.FILE: table},
+                                            astype={pvi.FILE: pvi.TABLE_TYPES}), [])
+        path = writer.file(pvi.FILE)
+        pq.write_table(parquet_safe_table(before)[0], tmp_path / "before.parquet",
+                       row_group_size=min(row_group, 1 << 20))
+        assert filecmp.cmp(path, tmp_path / "before.parquet", shallow=False)
+        got = pd.read_parquet(path)
+        assert got["predicted"].tolist() == table["predicted"].astype(str).tolist()
+        assert got["fold"].dtype == np.int64
+        writer.write_summary({})

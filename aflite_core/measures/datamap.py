@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
-from aflite_core.io.text_columns import str_codes, string_array
+from aflite_core.io.text_columns import str_codes
 from aflite_core.measures.registry import (
     Measure,
     MeasureContext,
@@ -265,13 +265,20 @@ def n_classes_of(labels, groups=None) -> int:
     return max(len(values), 2)
 
 
+#: How :data:`FILE`'s categorical columns are written (``MeasureResult.astype``): as the
+#: strings of the file as it always was.
+TABLE_TYPES = {"status": "string", "label": "string", "region": "string"}
+
+
 def datamap_table(row_ids, status, labels, confidence, variability, correctness, n_heldout,
                   label_quality=None, *, axis: str = "confidence", **thresholds
                   ) -> pd.DataFrame:
     """The :data:`FILE` table of the scored rows (``n_heldout > 0``), input order kept.
 
     ``label_quality`` (NaN where absent; all NaN when None) is stored beside AFLite's values;
-    the regions are drawn on ``axis`` (:data:`AXES`, see :func:`region_axis`).
+    the regions are drawn on ``axis`` (:data:`AXES`, see :func:`region_axis`). ``status``,
+    ``label`` and ``region`` are categorical (1 byte a row, not an Arrow string of 12-20),
+    written as strings (:data:`TABLE_TYPES`).
     """
     # the ids as they are: object only for str ids (a Python int per row otherwise; the same
     # int64 column in the file)
@@ -283,8 +290,8 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
     rows = np.flatnonzero((n_heldout > 0) & np.isfinite(confidence))
     frame = pd.DataFrame({
         "row_id": row_ids[rows],
-        "status": string_array(np.asarray(status, dtype=object)[rows]),
-        "label": string_array(np.asarray(labels, dtype=object)[rows]),
+        "status": pd.Categorical(np.asarray(status, dtype=object)[rows]),
+        "label": pd.Categorical(np.asarray(labels, dtype=object)[rows]),
         "confidence": confidence[rows],
         "variability": np.asarray(variability, dtype=float)[rows],
         "correctness": np.asarray(correctness, dtype=float)[rows],
@@ -292,8 +299,8 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
         "label_quality": (np.full(len(rows), np.nan) if label_quality is None
                           else np.asarray(label_quality, dtype=float)[rows]),
     })
-    frame["region"] = pd.array(assign_regions(region_axis(frame, axis), frame["variability"],
-                                              **thresholds), dtype="string")
+    frame["region"] = pd.Categorical(assign_regions(region_axis(frame, axis),
+                                                    frame["variability"], **thresholds))
     return frame
 
 
@@ -422,7 +429,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     n_unscored = int((~scored).sum())
     if n_unscored:
         warnings.append(unscored_warning(n_unscored, len(scored)))
-    return MeasureResult(tables={FILE: table},
+    return MeasureResult(tables={FILE: table}, astype={FILE: TABLE_TYPES},
                          info={"thresholds": thresholds, "shares": shares,
                                "axis": axis, "n_unscored": n_unscored,
                                "grouped": bool(ctx.datamap_grouped), "warnings": warnings,

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
-from aflite_core.io.text_columns import str_codes, string_array
+from aflite_core.io.text_columns import str_codes
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.fold_pool import dask_folds, map_folds
 from aflite_core.represent.on_use import counts_evaluator, evaluator, text_model
@@ -84,7 +84,8 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     DataFrame
         One row per input row: ``pvi`` (bits), ``p_label`` (out-of-fold ``p(y | hypothesis)``),
         ``p_prior`` (the training folds' share of the label), ``predicted`` (the model's most
-        probable label), ``correct`` and ``fold``.
+        probable label, categorical; ``"None"`` for a row in no test fold), ``correct`` and
+        ``fold`` (the smallest int type holding -1 .. n_splits).
 
     Raises
     ------
@@ -123,7 +124,7 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     p_label = np.full(n, np.nan)
     p_prior = np.full(n, np.nan)
     predicted = np.full(n, -1, dtype=np.intp)  # a class, -1 for a row in no test fold
-    fold_of = np.full(n, -1, dtype=np.int64)
+    fold_of = np.full(n, -1, dtype=np.min_scalar_type(-n_splits))  # holds -1 .. n_splits
     fit = functools.partial(_fit_fold, codes=codes, classes=classes)
 
     def done(f: int, fitted: tuple[np.ndarray, np.ndarray]) -> None:
@@ -140,10 +141,21 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     # the folds side by side (represent.fold_pool), or as tasks beside the evaluator
     map_folds(fit, folds, on_done=done, resident=folds_model)
     pvi = np.log2(np.maximum(p_label, PROB_FLOOR)) - np.log2(np.maximum(p_prior, PROB_FLOOR))
-    names = np.asarray([*classes.tolist(), "None"], dtype=object)  # one str per class
     return pd.DataFrame({"pvi": pvi, "p_label": p_label, "p_prior": p_prior,
-                         "predicted": names[predicted], "correct": predicted == codes,
-                         "fold": fold_of})
+                         "predicted": _predicted(classes, predicted),
+                         "correct": predicted == codes, "fold": fold_of})
+
+
+def _predicted(classes: np.ndarray, predicted: np.ndarray) -> pd.Categorical | np.ndarray:
+    """The predicted labels (``"None"`` for a row in no test fold) as categorical codes: the
+    object array of one str per class was 8 bytes a row; the file holds them as before
+    (:data:`TABLE_TYPES`)."""
+    names = [*classes.tolist(), "None"]
+    codes = np.where(predicted < 0, len(classes), predicted)
+    if len(set(names)) < len(names):  # a label named "None": the strings, as before
+        return np.asarray(names, dtype=object)[codes]
+    return pd.Categorical.from_codes(codes.astype(np.min_scalar_type(len(names))),
+                                     categories=pd.Index(names, dtype=object))
 
 
 def _fit_fold(fold: tuple[np.ndarray, np.ndarray], folds_model, *, codes: np.ndarray,
@@ -197,6 +209,11 @@ def _evaluator_of_codes(model, counts, codes: np.ndarray, classes: np.ndarray):
     return counts_evaluator(model, counts, classes[codes])
 
 
+#: How :data:`FILE`'s columns held narrower in memory are written (``MeasureResult.astype``):
+#: the strings and the int64 folds of the file as it always was.
+TABLE_TYPES = {"status": "string", "label": "string", "predicted": "str", "fold": np.int64}
+
+
 def compute(ctx: MeasureContext) -> MeasureResult:
     """Hypothesis-only PVI of the filtered rows (folds grouped by ``ctx.groups``)."""
     hypotheses = ctx.hypothesis_texts()  # made a chunk at a time (no premises)
@@ -204,11 +221,12 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     table = hypothesis_only_pvi(hypotheses, ctx.y, groups=ctx.groups,
                                 random_state=ctx.random_state, callback=ctx.callback(),
                                 **params)
-    # one str per status and per label, the ids as they are (no Python object per row)
+    # the ids as they are, statuses and labels as categorical codes (no Python object per
+    # row; written as the strings: TABLE_TYPES)
     table.insert(0, "row_id", np.asarray(ctx.row_ids))
-    table.insert(1, "status", pd.array(ctx.statuses(), dtype="string"))
-    table.insert(2, "label", string_array(ctx.y))
-    return MeasureResult(tables={FILE: table},
+    table.insert(1, "status", pd.Categorical(ctx.statuses()))
+    table.insert(2, "label", pd.Categorical(ctx.y))
+    return MeasureResult(tables={FILE: table}, astype={FILE: TABLE_TYPES},
                          info={"params": params, "grouped": ctx.groups is not None,
                                "v_information_bits": float(table["pvi"].mean())})
 

@@ -271,11 +271,17 @@ class MeasureResult:
         File name (``.json``) -> JSON-able value.
     info : dict
         Small values for ``summary.json["measures"][name]`` (parameters used, an outcome).
+    astype : dict
+        File name -> the types some of its table's columns are written as
+        (:meth:`~aflite_core.runs.writer.RunWriter.write_parquet`'s ``astype``): a table may
+        hold a column narrower than its file does, e.g. a str per row as categorical codes
+        (1 byte a row, not an Arrow string of 12-20), written as the strings.
     """
 
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     documents: dict[str, Any] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    astype: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
