@@ -50,6 +50,16 @@ def test_the_texts_read_back_are_the_texts_in_memory(frame, tmp_path, monkeypatc
             rows = np.random.default_rng(1).integers(0, len(b), 60)  # repeats, any order
             assert a.take(rows) == b.take(rows)
             assert a[0] == b[0] and a[-1] == b[-1] and a[10:50] == b[10:50]
+    # the label, split and exclusions stay as categorical codes, read as in memory
+    assert all(isinstance(disk.frame[c].dtype, pd.CategoricalDtype) for c in ("label", "split"))
+    assert isinstance(disk.exclusion.dtype, pd.CategoricalDtype)
+    np.testing.assert_array_equal(disk.included_mask, memory.included_mask)
+    assert not memory.included_mask[[5, 17]].any() and memory.included_mask.sum() == 228
+    for included in (True, False):
+        np.testing.assert_array_equal(disk.labels(included), memory.labels(included))
+        np.testing.assert_array_equal(disk.splits(included), memory.splits(included))
+        np.testing.assert_array_equal(disk.label_objects(included),
+                                      memory.label_objects(included))
     note = disk.text_column("note").texts_at(np.arange(len(frame)))
     assert note[0] == "" and note[1] == "n1"  # a missing value reads "" as in memory
     assert memory.columns.group is not None  # shared premises: linked groups

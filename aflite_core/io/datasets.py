@@ -228,7 +228,7 @@ class AuditDataset:
     @property
     def included_mask(self) -> np.ndarray:
         """Boolean array over ``frame`` rows, True for rows taking part in the audit."""
-        return (self.exclusion.to_numpy() == "").astype(bool)
+        return (self.exclusion == "").to_numpy(dtype=bool)  # categorical: codes compared
 
     def _select(self, values: np.ndarray | list, included_only: bool) -> Any:
         if not included_only:
