@@ -121,7 +121,8 @@ class _FilterRun(RoundState):
     the row blocks); :meth:`run_rounds` then plays rounds on a backend until a stop rule
     holds. A round scores S and chooses the rows to remove (:meth:`_score_and_select`),
     removes them (:meth:`RoundState.remove`), prepares the next round
-    (:meth:`_prepare_next_round`), records its history row and tells the callback.
+    (:meth:`_apply_removals`, :meth:`_draw_next`), records its history row and tells the
+    callback.
     """
 
     def __init__(self, X: np.ndarray, codes: np.ndarray, n_classes: int, cfg: FitConfig,
@@ -148,13 +149,20 @@ class _FilterRun(RoundState):
             drawn = None  # its train masks are no longer needed
             self.remove(result.number, result.s_rows, result.scores, result.datamap,
                         result.removed_s)
-            drawn, factor = self._prepare_next_round(backend, stats, result)
+            number, size_before, removed = result.number, result.size_before, result.removed
+            n_above_tau = result.n_above_tau
+            row = self.history_row(number, size_before, result.train_size, removed,
+                                   result.scores, n_above_tau, 0.0)
+            factor = self._apply_removals(backend, stats, result)
+            # the round's per-row arrays (rows of S, positions, scores, data map: about 50
+            # bytes a row) are recorded: not held beside the next round's draw
+            del result
+            drawn = self._draw_next(backend)
             seconds = time.perf_counter() - t_round
-            self.history.append(self.history_row(
-                result.number, result.size_before, result.train_size, result.removed,
-                result.scores, result.n_above_tau, seconds))
-            self.notify(result.number, result.size_before, result.removed, result.n_above_tau,
-                        seconds, started, self.cfg.n_samples)
+            row["seconds"] = seconds
+            self.history.append(row)
+            self.notify(number, size_before, removed, n_above_tau, seconds, started,
+                        self.cfg.n_samples)
 
     def _score_and_select(self, round_no: int, backend, drawn, factor) -> _RoundResult:
         """Score S with the round's partitions and choose the rows to remove."""
@@ -173,25 +181,29 @@ class _FilterRun(RoundState):
             datamap=gold,
         )
 
-    def _prepare_next_round(self, backend, stats: ScatterStats, result: _RoundResult):
-        """Bring the statistics and working copies up to the new S; draw its partitions.
+    def _apply_removals(self, backend, stats: ScatterStats, result: _RoundResult):
+        """Bring the statistics and working copies up to the new S.
 
-        Returns the next round's ``(drawn, factor)`` (futures when there is a pool), or
-        ``(None, None)`` when the run stops after this round.
+        Returns the next round's covariance ``factor`` (a future when there is a pool), or
+        None when the run stops after this round.
         """
-        drawn = factor = None
+        factor = None
         if self.stop_reason is None:  # the next round needs the statistics of S
             removed_x = backend.features(_positions_by_block(result.removed_s, result.positions))
             factor = backend.submit(_downdate_factor, stats, removed_x)
         if result.removed:
             _compact_blocks(backend, self.blocks, self.alive)
-        if self.stop_reason is None:
-            # The next round's partitions need only the new S (and the random stream, used in
-            # the same order): with a pool they are drawn, like the covariance factor, while
-            # this round's bookkeeping goes on.
-            drawn = backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
-                                   self.groups, backend.packed_masks)
-        return drawn, factor
+        return factor
+
+    def _draw_next(self, backend):
+        """The next round's partitions (a future when there is a pool), or None when the run
+        stops after this round. They need only the new S (and the random stream, used in the
+        same order): with a pool they are drawn, like the covariance factor, while this
+        round's bookkeeping goes on."""
+        if self.stop_reason is not None:
+            return None
+        return backend.submit(_draw_round, self.rng, self.blocks, self.alive, self.cfg,
+                              self.groups, backend.packed_masks)
 
 
 def _scatter_stats(backend, n_features: int) -> ScatterStats:
