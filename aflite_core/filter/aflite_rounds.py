@@ -256,7 +256,7 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     small = min(t, n_s - t)
     drawn_train = small == t
     # The masks of all working copies side by side: block b is columns offsets[b]:offsets[b+1].
-    offsets = np.cumsum([0, *(len(r) for r in blocks.rows)])
+    offsets = np.cumsum([0, *(len(r) for r in blocks.rows)]).astype(blocks.index_dtype)
     s_cols = np.concatenate([o + p for o, p in zip(offsets, positions, strict=False)])
     if packed:
         return _draw_packed(rng, blocks, offsets, s_rows, s_cols, positions, m, t, small,
@@ -282,7 +282,7 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
             counts[:, nonempty] += np.add.reduceat(tw.view(np.uint8), bounds[nonempty], axis=1,
                                                    dtype=np.uint16)
     times_train = np.add.reduce(ones, axis=0, dtype=np.uint8 if m < 256 else np.int64)
-    held = m - times_train[s_cols].astype(np.int64)
+    held = m - times_train[s_cols].astype(np.int32)
     return {"s_rows": s_rows, "positions": positions, "t": t, "train_w": train_w,
             "counts": counts, "held": held}
 
@@ -321,7 +321,7 @@ def _draw_packed(rng: np.random.Generator, blocks: _Blocks, offsets: np.ndarray,
             idx = rng.choice(len(s_rows), size=small, replace=False, shuffle=False)
             row[0, s_cols[idx]] = drawn_train
             after_row(j)
-    held = m - times_train[s_cols].astype(np.int64)
+    held = m - times_train[s_cols].astype(np.int32)
     return {"s_rows": s_rows, "positions": positions, "t": t, "train_w": train_w,
             "counts": counts, "held": held}
 

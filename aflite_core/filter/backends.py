@@ -228,8 +228,11 @@ class _Blocks:
         self.classes = np.arange(n_classes + 1)
         self.starts = np.arange(0, n, block_rows)
         self.stops = np.minimum(self.starts + block_rows, n)
+        # row ids and positions as int32 below 2**31 rows: they are held, and drawn from,
+        # every round (the rows of S and their positions: 8 bytes a row each as int64)
+        self.index_dtype = np.int32 if n < 2**31 else np.int64
         self.rows = [
-            s + np.argsort(codes[s:e], kind="stable")
+            (s + np.argsort(codes[s:e], kind="stable")).astype(self.index_dtype)
             for s, e in zip(self.starts, self.stops, strict=True)
         ]
         self.bounds = [np.searchsorted(codes[r], self.classes) for r in self.rows]
@@ -243,7 +246,7 @@ class _Blocks:
 
     def alive_positions(self, alive: np.ndarray) -> list[np.ndarray]:
         """Per block, the positions of the alive rows in its working copy."""
-        return [np.flatnonzero(alive[r]) for r in self.rows]
+        return [np.flatnonzero(alive[r]).astype(self.index_dtype) for r in self.rows]
 
     def compact(self, b: int, keep: np.ndarray) -> None:
         self.rows[b] = self.rows[b][keep]
