@@ -317,7 +317,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         warnings.append(UNGROUPED_DATAMAP)
     elif ctx.datamap is not None:  # AFLite's held-out probability of the given label
         dm = ctx.datamap
-        held = np.asarray(dm["n_heldout"], dtype=float)[rows] > 0
+        held = np.asarray(dm["n_heldout"])[rows] > 0  # the sample's, not every row as float
         confidence = np.where(held, np.asarray(dm["confidence"], dtype=float)[rows], np.nan)
         quality = blended_quality(proba, np.searchsorted(classes, given), confidence)
     table = find_label_issues(given, classes, proba, quality=quality)
