@@ -71,7 +71,8 @@ def build_scores(dataset: Any, representation: Any, *, keep: np.ndarray,
     present = np.bincount(status, minlength=len(names)) > 0  # the statuses that occur
     scored = np.full(n, np.nan)
     scored[filt_pos] = predictability
-    rounds = np.full(n, -1, dtype=np.int64)
+    # int32 (the file's int64: RunWriter.write_scores): 4 bytes a row held for the audit
+    rounds = np.full(n, -1, dtype=np.int32)
     rounds[filt_pos] = removal_round
     scores = pd.DataFrame({
         "row_id": frame_ids,

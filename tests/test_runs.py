@@ -305,13 +305,14 @@ def test_scores_written_a_row_group_at_a_time_are_the_whole_tables_file(tmp_path
         "status": pd.Categorical.from_codes(rng.integers(0, 3, n).astype(np.int8),
                                             ["removed", "retained", "warmup"]),
         "predictability": np.where(rng.random(n) < 0.2, np.nan, rng.random(n)),
-        "removal_round": rng.integers(-1, 9, n),
+        "removal_round": rng.integers(-1, 9, n).astype(np.int32),  # as build_scores holds
         "label": pd.Categorical.from_codes(rng.integers(0, 2, n).astype(np.int8), ["a", "b"]),
     })
     with RunWriter(tmp_path, "r") as writer:
         writer.write_dataset(small_frame(n))
         path = writer.write_scores(scores)
-        whole = scores.astype({"status": "string", "label": "string"})
+        # the file's types: strings and int64 rounds
+        whole = scores.astype({"status": "string", "label": "string", "removal_round": "int64"})
         pq.write_table(parquet_safe_table(whole)[0], tmp_path / "whole.parquet",
                        row_group_size=16)
         assert pq.ParquetFile(path).metadata.num_row_groups == 7

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from aflite_core.io.tables import index_values, parquet_safe_table, same_ids, write_csv
@@ -298,6 +299,9 @@ class RunWriter:
         # are strings whatever the table's dtype
         texts = {c: "string" for c in ("status", "label")
                  if c in scores and isinstance(scores[c].dtype, pd.CategoricalDtype)}
+        rounds = scores["removal_round"].dtype
+        if rounds.kind in "iu" and rounds != np.int64:  # the audit holds them as int32
+            texts["removal_round"] = "int64"
         return self.write_parquet(SCORES_FILE, scores, astype=texts)
 
     def write_row_csvs(self) -> list[str]:
