@@ -263,7 +263,10 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     init = _umap_layout.scaled_init(_pca_start(Xs), seed)
     _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
     coords = np.empty((n, 2), dtype=np.float32)
-    rest = np.setdiff1d(np.arange(n), sample, assume_unique=True)
+    fitted_row = np.zeros(n, dtype=bool)  # setdiff1d of arange(n): its sorts' copies
+    fitted_row[sample] = True
+    rest = np.flatnonzero(~fitted_row)
+    del fitted_row
     starts = list(range(0, len(rest), TRANSFORM_CHUNK))
 
     def search(start: int) -> tuple[np.ndarray, np.ndarray]:
