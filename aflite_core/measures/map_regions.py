@@ -63,6 +63,10 @@ REGION_COLUMNS = ("region", "name", "rows", "share_of_rows", "filtered", "remove
                   "share_removed", "label_shares", "top_label", "top_words", "x", "y")
 
 
+#: Points :func:`find_regions` places at a time on the sampled points' k-d tree.
+QUERY_CHUNK = 1 << 18
+
+
 def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
                  min_share: float = MIN_SHARE, random_state: int | None = 0) -> np.ndarray:
     """Region of each point of a 2-D map (``-1``: none).
@@ -87,7 +91,9 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
     from scipy.spatial import cKDTree
     from sklearn.cluster import HDBSCAN
 
-    coords = np.asarray(coords, dtype=np.float64)
+    coords = np.asarray(coords)
+    if coords.dtype not in (np.float32, np.float64):  # the map's float32 stays: no copy
+        coords = coords.astype(np.float64)
     if coords.ndim != 2 or coords.shape[1] != 2:
         raise ValueError(f"coords: expected shape (n_rows, 2), got {coords.shape}")
     if not np.isfinite(coords).all():
@@ -102,8 +108,9 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
     sample = np.sort(rng.choice(n, size=sample_size, replace=False)) if n > sample_size \
         else np.arange(n)
     min_size = max(MIN_REGION_ROWS, int(round(min_share * len(sample))))
+    points = coords[sample].astype(np.float64)
     found = HDBSCAN(min_cluster_size=min_size, min_samples=min(MIN_SAMPLES, min_size),
-                    copy=True).fit_predict(coords[sample])
+                    copy=True).fit_predict(points)
     if found.max() < 0:
         return regions
     # number the regions by size, largest first (ties: the smaller HDBSCAN label)
@@ -114,8 +121,14 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
     sampled = np.where(found >= 0, renumber[np.maximum(found, 0)], -1).astype(np.int32)
     if len(sample) == n:
         return sampled
-    nearest = cKDTree(coords[sample]).query(coords, k=1)[1]
-    return sampled[nearest]
+    # every point's nearest sampled point, a chunk at a time in float64 (the tree's type):
+    # the query of all rows at once made float64 copies, distances and int64 indices of
+    # every row (0.2 GB at 5M rows)
+    tree = cKDTree(points)
+    for start in range(0, n, QUERY_CHUNK):
+        part = coords[start:start + QUERY_CHUNK].astype(np.float64)
+        regions[start:start + len(part)] = sampled[tree.query(part, k=1)[1]]
+    return regions
 
 
 def distinctive_words(texts: Sequence[str], region: np.ndarray, *,
