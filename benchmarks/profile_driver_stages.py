@@ -3,7 +3,9 @@
 At each stage change of ``run_audit`` it prints the process's RSS, the live and peak memory
 ``tracemalloc`` traces (Python objects and NumPy arrays), the Arrow pool's bytes and glibc's
 heap in use and held free (``mallinfo2``). With ``--snapshot STAGE`` it also prints the
-largest live allocation sites when that stage starts (slower: 12 frames traced).
+largest live allocation sites when that stage starts (slower: 12 frames traced), and with
+``--peak-snapshot STAGE`` those of the memory the stage allocated and still held when its
+RSS peaked (traced from the stage's start). ``--measures`` runs only the measures named.
 
     .venv/bin/python benchmarks/profile_driver_stages.py DATA tcp://SCHEDULER [--snapshot slices]
 
@@ -33,6 +35,14 @@ class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in
                 ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
                  "uordblks", "fordblks", "keepcost")]
+
+
+def _print_sites(snapshot: tracemalloc.Snapshot, top: int) -> None:
+    """The ``top`` largest allocation sites of ``snapshot``, with their last frames."""
+    for stat in snapshot.statistics("traceback")[:top]:
+        print(f"  {stat.size / 1e6:8.1f} MB")
+        for frame in stat.traceback.format()[-6:]:
+            print("     ", frame)
 
 
 def _pymalloc_arenas() -> tuple[float, float]:
@@ -73,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=12, help="allocation sites printed")
     parser.add_argument("--mmap-threshold", type=int, default=0,
                         help="glibc's M_MMAP_THRESHOLD in bytes (0: glibc's dynamic one)")
+    parser.add_argument("--peak-snapshot", default="",
+                        help="a stage: its live allocation sites when its RSS peaked (traced "
+                             "from the stage's start only)")
+    parser.add_argument("--measures", default="",
+                        help="comma-separated measures to run (default: the audit's)")
     parser.add_argument("--no-trace", action="store_true",
                         help="without tracemalloc (its own bookkeeping adds to the RSS)")
     args = parser.parse_args(argv)
@@ -94,11 +109,17 @@ def main(argv: list[str] | None = None) -> int:
         return {"rss": fields.get("VmRSS", 0.0), "anon": fields.get("RssAnon", 0.0),
                 "file": fields.get("RssFile", 0.0)}
 
+    at_peak: dict = {"rss": 0.0, "snapshot": None}
+    state = {"stage": "loading"}
+
     def sample() -> None:  # the stage's peak RSS, every 50 ms
         while True:
             now = resident()
             if now["rss"] > peak_rss["rss"]:
                 peak_rss.update(now)
+            if (state["stage"] == args.peak_snapshot and tracemalloc.is_tracing()
+                    and now["rss"] > at_peak["rss"] + 0.02):
+                at_peak.update(rss=now["rss"], snapshot=tracemalloc.take_snapshot())
             time.sleep(0.05)
 
     threading.Thread(target=sample, daemon=True).start()
@@ -121,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     dataset = dataset.with_texts_on_disk(Path(tempfile.mkdtemp()) / "dataset.parquet")
     if not args.no_trace:
         tracemalloc.start(12 if args.snapshot else 1)
-    state, lock = {"stage": "start"}, threading.Lock()
+    lock = threading.Lock()
 
     def callback(event: dict) -> None:
         stage = event.get("stage")
@@ -129,8 +150,16 @@ def main(argv: list[str] | None = None) -> int:
             if stage == state["stage"]:
                 return
             line(f"end {state['stage']}")
+            if state["stage"] == args.peak_snapshot and at_peak["snapshot"] is not None:
+                print(f"  at the stage's peak ({at_peak['rss']:.2f} GB RSS), live since its "
+                      "start:")
+                _print_sites(at_peak["snapshot"], args.top)
+                at_peak["snapshot"] = None
+                tracemalloc.stop()
             tracemalloc.reset_peak()
             state["stage"] = stage
+            if stage == args.peak_snapshot:
+                tracemalloc.start(12)
             if stage == args.snapshot:
                 import gc
 
@@ -144,13 +173,11 @@ def main(argv: list[str] | None = None) -> int:
                     elif isinstance(obj, np.ndarray) and obj.nbytes > 1e6:
                         print(f"  ndarray {obj.shape} {obj.dtype} {obj.nbytes / 1e6:.1f} MB"
                               f" base {type(obj.base).__name__}")
-                for stat in tracemalloc.take_snapshot().statistics("traceback")[:args.top]:
-                    print(f"  {stat.size / 1e6:8.1f} MB")
-                    for frame in stat.traceback.format()[-6:]:
-                        print("     ", frame)
+                _print_sites(tracemalloc.take_snapshot(), args.top)
 
     line("loaded")
-    run_audit(dataset, AuditConfig(backend="dask", scheduler=args.scheduler),
+    options = {"measures": tuple(args.measures.split(","))} if args.measures else {}
+    run_audit(dataset, AuditConfig(backend="dask", scheduler=args.scheduler, **options),
               runs_root=tempfile.mkdtemp(), callback=callback)
     line(f"end {state['stage']}")
     return 0

@@ -408,18 +408,34 @@ def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitC
     model = fit_partition_lda(None, sums, drawn["counts"], shift=shift, factor=factor)
     model.margins()
     out_w = backend.count_correct(blocks.bounds, train_w, model, datamap)
-    correct_w = [o[0] for o in out_w] if datamap else out_w
-    correct = np.concatenate([c[p] for c, p in zip(correct_w, positions, strict=True)])
+    # the rows' results in round order, each block's freed once taken (the blocks' arrays,
+    # a list of their pieces and the concatenation were three copies at once)
+    if not datamap:
+        out_w = [(correct_b,) for correct_b in out_w]
+    correct, *sums = _in_round_order(out_w, positions)
+    del out_w
     held = drawn["held"]
     with np.errstate(invalid="ignore", divide="ignore"):
         scores = np.where(held > 0, correct / np.maximum(held, 1), np.nan)
-    gold = None
-    if datamap:
-        gold = RoundDatamap.from_sums(
-            held,
-            np.concatenate([o[1][p] for o, p in zip(out_w, positions, strict=True)]),
-            np.concatenate([o[2][p] for o, p in zip(out_w, positions, strict=True)]))
+    del correct
+    gold = RoundDatamap.from_sums(held, *sums) if datamap else None
     return drawn["s_rows"], positions, drawn["t"], scores, gold
+
+
+def _in_round_order(out_w: list, positions: list[np.ndarray]) -> list[np.ndarray]:
+    """``[np.concatenate([out_w[b][i][positions[b]] for b in blocks]) for i in fields]``:
+    each block's arrays (``out_w[b]``, a tuple of per-row fields in working-copy order) taken
+    into the round's order and dropped from ``out_w`` before the next block's."""
+    n_s = sum(len(p) for p in positions)
+    fields = [np.empty(n_s, dtype=np.result_type(*(o[i] for o in out_w)))
+              for i in range(len(out_w[0]))]
+    start = 0
+    for b, p in enumerate(positions):
+        for field, values in zip(fields, out_w[b], strict=True):
+            field[start:start + len(p)] = values[p]
+        out_w[b] = None
+        start += len(p)
+    return fields
 
 
 def _downdate_factor(stats: ScatterStats, removed_x: np.ndarray) -> tuple:

@@ -60,7 +60,9 @@ class RoundDatamap:
     def from_sums(cls, held: np.ndarray, prob_sum: np.ndarray,
                   prob_m2: np.ndarray) -> RoundDatamap:
         """From per-row held-out counts, probability sums and squared-deviation sums."""
-        held = np.asarray(held, dtype=np.int64)
+        held = np.asarray(held)
+        if held.dtype.kind not in "iu":  # counts as they come (int32 from the rounds)
+            held = held.astype(np.int64)
         with np.errstate(invalid="ignore", divide="ignore"):
             n = np.where(held > 0, held, np.nan)
             confidence = np.clip(np.asarray(prob_sum, dtype=np.float64) / n, 0.0, 1.0)
