@@ -123,7 +123,8 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
                      random_state=random_state)
     p_label = np.full(n, np.nan)
     p_prior = np.full(n, np.nan)
-    predicted = np.full(n, -1, dtype=np.intp)  # a class, -1 for a row in no test fold
+    # a class, -1 for a row in no test fold (the smallest int holding them, not 8 bytes a row)
+    predicted = np.full(n, -1, dtype=np.min_scalar_type(-len(classes) - 1))
     fold_of = np.full(n, -1, dtype=np.min_scalar_type(-n_splits))  # holds -1 .. n_splits
     fit = functools.partial(_fit_fold, codes=codes, classes=classes)
 
