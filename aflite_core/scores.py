@@ -81,5 +81,5 @@ def build_scores(dataset: Any, representation: Any, *, keep: np.ndarray,
         "predictability": scored,
         "removal_round": rounds,
         "label": pd.Categorical(labels),  # labels: one str object per label
-    })
+    }, copy=False)  # the arrays made here as they are: not stacked into copies by dtype
     return scores, frame_ids[filt_pos[keep]]

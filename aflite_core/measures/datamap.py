@@ -278,7 +278,8 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
     ``label_quality`` (NaN where absent; all NaN when None) is stored beside AFLite's values;
     the regions are drawn on ``axis`` (:data:`AXES`, see :func:`region_axis`). ``status``,
     ``label`` and ``region`` are categorical (1 byte a row, not an Arrow string of 12-20),
-    written as strings (:data:`TABLE_TYPES`).
+    written as strings (:data:`TABLE_TYPES`). When every row is scored the table holds the
+    arrays given (no copy): give arrays the caller no longer changes.
     """
     # the ids as they are: object only for str ids (a Python int per row otherwise; the same
     # int64 column in the file)
@@ -288,17 +289,22 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
     # the scored rows taken from each column before the table is made (not a table of every
     # filtered row, then its copy: 0.25 GB each at 5M rows)
     rows = np.flatnonzero((n_heldout > 0) & np.isfinite(confidence))
+    every = len(rows) == len(n_heldout)  # the caller took them (compute): no second copy
+
+    def pick(values: np.ndarray) -> np.ndarray:
+        return values if every else values[rows]
+
     frame = pd.DataFrame({
-        "row_id": row_ids[rows],
-        "status": pd.Categorical(np.asarray(status, dtype=object)[rows]),
-        "label": pd.Categorical(np.asarray(labels, dtype=object)[rows]),
-        "confidence": confidence[rows],
-        "variability": np.asarray(variability, dtype=float)[rows],
-        "correctness": np.asarray(correctness, dtype=float)[rows],
-        "n_heldout": n_heldout[rows],
+        "row_id": pick(row_ids),
+        "status": pd.Categorical(pick(np.asarray(status, dtype=object))),
+        "label": pd.Categorical(pick(np.asarray(labels, dtype=object))),
+        "confidence": pick(confidence),
+        "variability": pick(np.asarray(variability, dtype=float)),
+        "correctness": pick(np.asarray(correctness, dtype=float)),
+        "n_heldout": pick(n_heldout),
         "label_quality": (np.full(len(rows), np.nan) if label_quality is None
-                          else np.asarray(label_quality, dtype=float)[rows]),
-    })
+                          else pick(np.asarray(label_quality, dtype=float))),
+    }, copy=False)  # the columns taken here as they are: not stacked into copies by dtype
     frame["region"] = pd.Categorical(assign_regions(region_axis(frame, axis),
                                                     frame["variability"], **thresholds))
     return frame

@@ -518,7 +518,7 @@ def _frame(row_ids: np.ndarray, coords: np.ndarray, info: dict) -> pd.DataFrame:
     # at 5M rows); written as the strings it was (TABLE_TYPES)
     method = pd.Categorical.from_codes(np.zeros(len(row_ids), dtype=np.int8), [used])
     table = pd.DataFrame({"row_id": row_ids, "x": coords[:, 0], "y": coords[:, 1],
-                          "method": method})
+                          "method": method}, copy=False)  # not a stacked copy of coords
     table.attrs["projection"] = dict(info)
     return table
 

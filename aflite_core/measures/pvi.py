@@ -142,9 +142,10 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     # the folds side by side (represent.fold_pool), or as tasks beside the evaluator
     map_folds(fit, folds, on_done=done, resident=folds_model)
     pvi = np.log2(np.maximum(p_label, PROB_FLOOR)) - np.log2(np.maximum(p_prior, PROB_FLOOR))
+    # copy=False: the columns as made here, not stacked into a (3, n) float copy
     return pd.DataFrame({"pvi": pvi, "p_label": p_label, "p_prior": p_prior,
                          "predicted": _predicted(classes, predicted),
-                         "correct": predicted == codes, "fold": fold_of})
+                         "correct": predicted == codes, "fold": fold_of}, copy=False)
 
 
 def _predicted(classes: np.ndarray, predicted: np.ndarray) -> pd.Categorical | np.ndarray:
