@@ -279,38 +279,40 @@ class PartitionedRows:
         if not len(positions):
             return out
         reads = self._by_partition(positions)
-        store = self._store
-        while True:
-            runner, generation = store.runner, store.restores
-            handles = runner.map(_take, [store.handles[p] for p, _, _ in reads],
-                                 each=[(local,) for _, local, _ in reads])
-            try:
-                for i, (_, _, where) in enumerate(reads):
-                    [piece] = runner.gather([handles[i]])
-                    runner.release([handles[i]])
-                    handles[i] = None
-                    out[where] = piece
-                    del piece
-                return out
-            except PartitionLost as exc:
-                store.rebuild(exc, generation)
-            finally:
-                runner.release([h for h in handles if h is not None])
 
-    def _on_partitions(self, fn: Callable, parts: list[int], each: list[tuple] | None = None
-                       ) -> list:
+        def place(i: int, piece: np.ndarray) -> None:
+            out[reads[i][2]] = piece
+
+        self._on_partitions(_take, [p for p, _, _ in reads],
+                            [(local,) for _, local, _ in reads], consume=place)
+        return out
+
+    def _on_partitions(self, fn: Callable, parts: list[int], each: list[tuple] | None = None,
+                       consume: Callable[[int, Any], None] | None = None) -> list | None:
         """``[fn(partition p, *each[i]) for i, p in enumerate(parts)]``, each where its
-        partition is; the partitions built again (and ``fn`` run again) when lost."""
+        partition is; the partitions built again (and ``fn`` run again) when lost.
+
+        With ``consume``, each result is fetched alone and given to ``consume(i, result)``,
+        then dropped (None is returned): at most one result held here beside what
+        ``consume`` keeps. After a lost partition every result is given again."""
         store = self._store
         while True:
             runner, generation = store.runner, store.restores
             handles = runner.map(fn, [store.handles[p] for p in parts], each=each)
             try:
-                return runner.gather(handles)
+                if consume is None:
+                    return runner.gather(handles)
+                for i in range(len(handles)):
+                    [result] = runner.gather([handles[i]])
+                    runner.release([handles[i]])
+                    handles[i] = None
+                    consume(i, result)
+                    del result
+                return None
             except PartitionLost as exc:
                 store.rebuild(exc, generation)
             finally:
-                runner.release(handles)
+                runner.release([h for h in handles if h is not None])
 
     def __getitem__(self, index: Any) -> np.ndarray:
         if isinstance(index, tuple):
