@@ -38,6 +38,7 @@ __all__ = [
     "holdout_mask",
     "holdout_split",
     "label_matched_subsets",
+    "sample_rows",
     "resolve_split",
     "split_masks",
 ]
@@ -434,3 +435,22 @@ def label_matched_subsets(labels: Sequence[Any], keep: np.ndarray, *, n_draws: i
             mask[rng.choice(members[value], size=int(count), replace=False)] = True
         masks.append(mask)
     return masks
+
+
+def sample_rows(n: int, max_rows: int, *, groups: np.ndarray | None = None,
+                random_state: int | None = 0) -> np.ndarray:
+    """Sorted positions of a seeded sample of about ``max_rows`` of ``n`` rows (all rows when
+    ``n <= max_rows``); with ``groups``, whole groups are taken in a random order until the
+    sample holds ``max_rows`` rows."""
+    max_rows = check_int("max_rows", max_rows, minimum=1)
+    if n <= max_rows:
+        return np.arange(n)
+    rng = np.random.default_rng(random_state)
+    if groups is None:
+        return np.sort(rng.choice(n, size=max_rows, replace=False))
+    g = group_codes(groups, n)  # 0 .. G-1: np.unique's inverse of them is themselves
+    order = rng.permutation(int(g.max()) + 1)
+    sizes = np.bincount(g)[order]
+    chosen = np.zeros(len(order), dtype=bool)
+    chosen[order[: int(np.searchsorted(np.cumsum(sizes), max_rows)) + 1]] = True
+    return np.flatnonzero(chosen[g])

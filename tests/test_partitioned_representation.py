@@ -212,6 +212,12 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
         return count(client, chunks)
 
     monkeypatch.setattr(counts_module, "ngram_counts_on_workers", watched)
+    from aflite_core.represent.partitioned_rows import PartitionedRows
+
+    stacked = []  # the baselines' probe sample, stacked on a worker
+    on_workers = PartitionedRows.on_workers
+    monkeypatch.setattr(PartitionedRows, "on_workers",
+                        lambda self, index: stacked.append(len(index)) or on_workers(self, index))
     measures = ("knn", "slices", "projection", "baselines", "pvi")
     fast = {"n_partitions": 8, "measures": measures, "report": False,
             "measure_params": {"pvi": {"n_splits": 3}}}
@@ -240,6 +246,7 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     params = summary["representation"]["params"]
     assert params["partitions"] == 2 and params["resident"] is True
     assert params["whole_gathers"] == 0
+    assert stacked == [summary["measures"]["baselines"]["params"]["n_rows_sampled"]]
     assert summary["aflite"]["split_policy"] == "train_only"
     assert searched and summary["engines"]["knn"] == "dask"  # searched where the rows are
     assert json.loads((here / "summary.json").read_text())["engines"]["representation"] == "local"
@@ -456,3 +463,86 @@ def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
     assert record.tasks == 5 and placed == [3_000]
     pd.testing.assert_frame_equal(there, here, check_exact=True)
     assert X.whole_gathers == 0
+
+
+def _probe_context(dataset, X, keep):
+    from types import SimpleNamespace
+
+    from aflite_core.measures.registry import MeasureContext
+
+    included = dataset.row_ids()
+    rep = SimpleNamespace(X=X, row_ids=included, warmup_mask=np.zeros(len(included), bool))
+    messages = []
+    ctx = MeasureContext(dataset=dataset, representation=rep,
+                         filterable=np.ones(len(included), dtype=bool),
+                         labels=dataset.label_objects(), keep=keep, scores=pd.DataFrame(),
+                         retained_ids=np.empty(0), random_state=0,
+                         params={"n_splits": 2, "n_random_draws": 2, "max_rows": 6_000},
+                         progress=lambda fraction, message: messages.append(message))
+    return ctx, messages
+
+
+def test_the_probe_fits_where_its_sample_is_and_without_it_when_it_is_lost(
+        snli_dir, client, monkeypatch):
+    """The baselines on Φ left on the workers: the linear probe's sample is stacked on a
+    worker (``on_workers``: the rows ``X[rows]`` gives, bit for bit) and its fold fits read
+    it there; nothing is fetched, and baselines.json is the one from Φ as an array. When the
+    worker holding the sample is lost (its future cancelled here), the baselines run again on
+    the sample fetched to the driver: the same numbers, and the progress says so."""
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.measures import baselines
+    from aflite_core.represent.fold_fits import evaluator
+    from aflite_core.represent.fold_pool import on_dask
+    from aflite_core.represent.on_use import text_model
+    from aflite_core.represent.partitioned_rows import PartitionedRows, RowsOnWorkers
+    from aflite_core.represent.partitions import DaskPartitions
+
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False)
+    dataset = load_dataset(frame, name="probe", group="premise")
+    n = len(dataset.row_ids())
+    rng = np.random.default_rng(0)
+    whole = rng.standard_normal((n, 12)).astype(np.float32)
+    codes = pd.factorize(dataset.label_objects())[0]
+    whole[:, :3] += (codes[:, None] == np.arange(3)) * rng.random((n, 1)).astype(np.float32)
+    keep = rng.random(n) < 0.6
+    bounds = [(0, n // 3), (n // 3, n)]
+    runner = DaskPartitions(client)
+    X = PartitionedRows(runner, runner.put([whole[lo:hi] for lo, hi in bounds]), bounds, 12)
+    rows = np.sort(rng.choice(n, 3_000, replace=False))
+    held = X.on_workers(rows)
+    assert isinstance(held, RowsOnWorkers) and held.shape == (3_000, 12) and held.all_finite()
+    np.testing.assert_array_equal(held.future.result(), whole[rows])
+    with pytest.raises(TypeError, match="for the linear probe"):
+        evaluator(text_model("hypothesis_only"), held, codes[rows])
+    held.release()
+    with pytest.raises(TypeError, match="local runner"):
+        PartitionedRows(LocalPartitions(), [whole], [(0, n)], 12).on_workers(rows)
+
+    local = baselines._baselines(_probe_context(dataset, whole, keep)[0])
+    expected, sampled = local.documents, local.info["params"]["n_rows_sampled"]
+    assert 6_000 <= sampled < n  # a sample of whole groups
+    stacked = []
+    on_workers = PartitionedRows.on_workers
+    monkeypatch.setattr(PartitionedRows, "on_workers",
+                        lambda self, index: stacked.append(len(index)) or on_workers(self, index))
+    with on_dask(client) as fits:
+        there = baselines._baselines(_probe_context(dataset, X, keep)[0]).documents
+    assert stacked == [sampled] and fits.tasks > 0 and X.whole_gathers == 0
+    assert there == expected
+    fetched = []
+    take = PartitionedRows.__getitem__
+    monkeypatch.setattr(PartitionedRows, "__getitem__",
+                        lambda self, index: fetched.append(len(index)) or take(self, index))
+
+    def lost(self, index):
+        held = on_workers(self, index)
+        client.cancel([held.future])  # as Dask reports a result whose worker left
+        return held
+
+    monkeypatch.setattr(PartitionedRows, "on_workers", lost)
+    ctx, messages = _probe_context(dataset, X, keep)
+    with on_dask(client):
+        again = baselines._baselines(ctx).documents
+    assert again == expected and fetched == [sampled]
+    assert any("worker holding Φ's sample left" in m for m in messages)
+    X.release()

@@ -45,10 +45,11 @@ import pandas as pd
 
 from aflite_core._validation import check_callback, check_choice, check_int
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_pool import map_folds
+from aflite_core.represent.fold_pool import dask_folds, lost_on_cluster, map_folds
 from aflite_core.represent.on_use import evaluator, text_model
 from aflite_core.represent.pair_inputs import pair_texts
-from aflite_core.splits import cv_folds, group_codes, label_matched_subsets
+from aflite_core.represent.partitioned_rows import RowsOnWorkers, is_partitioned
+from aflite_core.splits import cv_folds, group_codes, label_matched_subsets, sample_rows
 
 SUBSETS = ("full", "retained", "random")
 
@@ -133,18 +134,21 @@ def _cv_accuracies(ev, row_sets: Sequence[np.ndarray], *,
             folds.append((s, rows[train], rows[test]))
     last_fold = {s: i for i, (s, _, _) in enumerate(folds)}
 
-    def fit(fold: tuple) -> np.ndarray:
+    def fit(fold: tuple, *rows_held: np.ndarray) -> np.ndarray:
         _, train, test = fold
         ytr = y[train]
         if len(np.unique(ytr)) < 2:
             return np.full(len(test), ytr[0])
-        return np.searchsorted(labels, ev.fit_predict(train, test))
+        return np.searchsorted(labels, ev.fit_predict(train, test, *rows_held))
 
     def done(i: int, _pred) -> None:
         if on_set is not None and last_fold[folds[i][0]] == i:
             on_set(folds[i][0])
 
-    predictions = map_folds(fit, folds, on_done=done)
+    # the probe's rows held on a cluster's worker: every fit is given them there
+    resident = getattr(ev, "resident_", None)
+    predictions = map_folds(fit, folds, on_done=done,
+                            **({} if resident is None else {"resident": resident}))
     results = []
     for s, rows in enumerate(row_sets):
         accs, majority = [], []
@@ -456,15 +460,23 @@ def linear_probe_baseline(X, labels, retained_mask, *, n_splits: int = 5,
                           control: str = "label_matched") -> dict:
     """Linear probe on Φ (``text_model("probe")``), full vs retained vs random.
 
-    See :func:`compare_subsets` for the parameters and the result.
+    ``X`` may be :class:`~aflite_core.represent.partitioned_rows.RowsOnWorkers` (Φ's rows
+    stacked on a cluster's worker, inside ``on_dask``): the fold fits then run there, the same
+    fits. See :func:`compare_subsets` for the other parameters and the result.
     """
-    X = np.asarray(X)
-    if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
-        raise ValueError(f"X must be a 2-D numeric array; got shape {X.shape}, dtype {X.dtype}")
-    if not np.isfinite(X).all():
-        raise ValueError("X must be finite; found NaN or infinite values")
+    if isinstance(X, RowsOnWorkers):
+        if not X.all_finite():
+            raise ValueError("X must be finite; found NaN or infinite values")
+    else:
+        X = np.asarray(X)
+        if X.ndim != 2 or not np.issubdtype(X.dtype, np.number):
+            raise ValueError(f"X must be a 2-D numeric array; got shape {X.shape}, "
+                             f"dtype {X.dtype}")
+        if not np.isfinite(X).all():
+            raise ValueError("X must be finite; found NaN or infinite values")
+        X = np.ascontiguousarray(X, dtype=np.float32)
     return compare_subsets(text_model("probe", C=C, random_state=random_state),
-                           np.ascontiguousarray(X, dtype=np.float32), labels, retained_mask,
+                           X, labels, retained_mask,
                            n_splits=n_splits, n_random_draws=n_random_draws, groups=groups,
                            random_state=random_state, callback=callback, name="linear_probe",
                            control=control)
@@ -551,25 +563,6 @@ def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = N
 MAX_ROWS: int = 100_000
 
 
-def sample_rows(n: int, max_rows: int, *, groups: np.ndarray | None = None,
-                random_state: int | None = 0) -> np.ndarray:
-    """Sorted positions of a seeded sample of about ``max_rows`` of ``n`` rows (all rows when
-    ``n <= max_rows``); with ``groups``, whole groups are taken in a random order until the
-    sample holds ``max_rows`` rows."""
-    max_rows = check_int("max_rows", max_rows, minimum=1)
-    if n <= max_rows:
-        return np.arange(n)
-    rng = np.random.default_rng(random_state)
-    if groups is None:
-        return np.sort(rng.choice(n, size=max_rows, replace=False))
-    g = group_codes(groups, n)  # 0 .. G-1: np.unique's inverse of them is themselves
-    order = rng.permutation(int(g.max()) + 1)
-    sizes = np.bincount(g)[order]
-    chosen = np.zeros(len(order), dtype=bool)
-    chosen[order[: int(np.searchsorted(np.cumsum(sizes), max_rows)) + 1]] = True
-    return np.flatnonzero(chosen[g])
-
-
 def _sampling_note(result: dict, n_total: int, rows: np.ndarray) -> None:
     """Record the sample on every baseline: rows used, of how many, and the binomial standard
     error of an accuracy on the sampled retained rows, in percentage points."""
@@ -594,12 +587,28 @@ def _baselines(ctx: MeasureContext) -> MeasureResult:
         ctx.progress(0.0, f"baselines on a seeded sample of {len(rows):,} of {len(ctx.y):,} "
                           "rows")
     data = {"y": ctx.y[rows], "hypotheses": hypotheses.take(rows),
-            "X": None if ctx.X is None else ctx.X[rows],
+            "X": _probe_rows(ctx, rows, n_seeds),
             "groups": None if ctx.groups is None else np.asarray(ctx.groups)[rows]}
-    result = run_baselines(
-        data["y"], ctx.keep[rows], hypotheses=data["hypotheses"], X=data["X"],
-        groups=data["groups"], callback=ctx.callback(), **params
-    )
+    try:
+        result = run_baselines(
+            data["y"], ctx.keep[rows], hypotheses=data["hypotheses"], X=data["X"],
+            groups=data["groups"], callback=ctx.callback(), **params
+        )
+    except Exception as exc:
+        if not isinstance(data["X"], RowsOnWorkers) or not lost_on_cluster(exc):
+            raise
+        # the worker holding the sample left (Dask cannot compute it again from partitions
+        # it took with it): the same fits on the sample fetched here
+        ctx.progress(0.0, "a worker holding Φ's sample left the cluster: the baselines again, "
+                          "on the sample fetched to this process")
+        data["X"] = ctx.X[rows]
+        result = run_baselines(
+            data["y"], ctx.keep[rows], hypotheses=data["hypotheses"], X=data["X"],
+            groups=data["groups"], callback=ctx.callback(), **params
+        )
+    finally:
+        if isinstance(data["X"], RowsOnWorkers):
+            data["X"].release()
     _sampling_note(result, len(ctx.y), rows)
     if n_seeds > 1 and ctx.refit is not None:
         ctx.progress(0.95, f"AFLite with {n_seeds - 1} more seeds")
@@ -608,6 +617,18 @@ def _baselines(ctx: MeasureContext) -> MeasureResult:
                          info={"params": {**params, "aflite_seeds": n_seeds,
                                           "max_rows": max_rows,
                                           "n_rows_sampled": int(len(rows))}})
+
+
+def _probe_rows(ctx: MeasureContext, rows: np.ndarray, n_seeds: int):
+    """Φ's sampled rows for the linear probe: stacked on a worker when Φ's partitions are on
+    the cluster the folds run on (one seed: more seeds refit AFLite on the rows here), else
+    fetched (None without Φ)."""
+    if ctx.X is None:
+        return None
+    if (is_partitioned(ctx.X) and n_seeds <= 1 and dask_folds() is not None
+            and getattr(ctx.X.runner, "client", None) is dask_folds().client):
+        return ctx.X.on_workers(rows)
+    return ctx.X[rows]
 
 
 def seeds_spread(result: dict, ctx: MeasureContext, n_seeds: int, data: dict,

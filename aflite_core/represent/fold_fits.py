@@ -39,6 +39,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
+from aflite_core.represent.partitioned_rows import RowsOnWorkers
 from aflite_core.represent.term_counts import NgramCounts, ngram_counts
 from aflite_core.represent.text_models import (
     MIN_DF,
@@ -260,8 +261,8 @@ class _Evaluator:
 
 
 class _FoldEvaluator(_Evaluator):
-    def fit_predict(self, train, test):
-        classes, proba = self.fit_predict_proba(train, test)
+    def fit_predict(self, train, test, *data):
+        classes, proba = self.fit_predict_proba(train, test, *data)
         return classes[np.argmax(proba, axis=1)]
 
 
@@ -283,14 +284,22 @@ class _SharedTextEvaluator(_FoldEvaluator):
 
 
 class _ProbeEvaluator(_FoldEvaluator):
+    """The probe's folds on an array, or on rows a cluster's worker holds
+    (:class:`~aflite_core.represent.partitioned_rows.RowsOnWorkers`): their future is
+    ``resident_``, for ``map_folds(resident=...)``, and each fit is given the rows
+    (``fit_predict(train, test, rows)``)."""
+
     def __init__(self, model: Pipeline, data, labels):
-        super().__init__(model, np.asarray(data), labels)
+        on_workers = isinstance(data, RowsOnWorkers)
+        super().__init__(model, None if on_workers else np.asarray(data), labels)
+        self.resident_ = data.future if on_workers else None
         self.logistic = _FoldLogistic(model.named_steps["model"])
 
-    def fit_predict_proba(self, train, test):
-        scaler = clone(self.model.named_steps["features"]).fit(self.data[train])
-        clf = self.logistic.fit(scaler.transform(self.data[train]), self.codes_[train])
-        return self.classes_[clf.classes_], clf.predict_proba(scaler.transform(self.data[test]))
+    def fit_predict_proba(self, train, test, data=None):
+        X = self.data if data is None else data
+        scaler = clone(self.model.named_steps["features"]).fit(X[train])
+        clf = self.logistic.fit(scaler.transform(X[train]), self.codes_[train])
+        return self.classes_[clf.classes_], clf.predict_proba(scaler.transform(X[test]))
 
 
 def _text_model_parts(model: Any) -> tuple[Any, Any] | None:
@@ -311,7 +320,10 @@ def evaluator(model, data, labels) -> _Evaluator:
         A :func:`~aflite_core.represent.text_models.text_model` pipeline gets the shared
         vectorisation (see the module docstring); every fold's classifier starts from zero;
         any other model is cloned and fitted on each fold.
-    data : list of str or array of shape (n_rows, n_features)
+    data : list of str, array of shape (n_rows, n_features) or RowsOnWorkers
+        :class:`~aflite_core.represent.partitioned_rows.RowsOnWorkers` (rows a cluster's
+        worker holds) only for the probe (``text_model("probe")``): its fits then run
+        there, given the rows (the evaluator's ``resident_``).
     labels : array of shape (n_rows,)
 
     Returns
@@ -320,13 +332,20 @@ def evaluator(model, data, labels) -> _Evaluator:
     ``fit_predict_proba(train, test)`` (``classes``, probabilities of the rows ``test``)
     """
     parts = _text_model_parts(model)
+    if isinstance(data, RowsOnWorkers) and (parts is None
+                                            or type(parts[0]) is not StandardScaler):
+        raise TypeError("evaluator: rows held on a worker (RowsOnWorkers) are for the linear "
+                        f"probe (text_model('probe')) only; got {model!r}")
     if parts is not None:
         features, _ = parts
         if type(features) is TextFeatures and not isinstance(data, np.ndarray):
             return _SharedTextEvaluator(model, data, labels)
-        if (type(features) is StandardScaler and isinstance(data, np.ndarray)
+        if (type(features) is StandardScaler and isinstance(data, np.ndarray | RowsOnWorkers)
                 and data.ndim == 2 and features.get_params() == StandardScaler().get_params()):
             return _ProbeEvaluator(model, data, labels)
+    if isinstance(data, RowsOnWorkers):  # a scaler with other parameters than the probe's
+        raise TypeError("evaluator: rows held on a worker (RowsOnWorkers) are for the linear "
+                        f"probe (text_model('probe')) only; got {model!r}")
     return _Evaluator(model, data, labels)
 
 

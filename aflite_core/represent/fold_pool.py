@@ -37,9 +37,14 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "available_cores",
-           "cluster_workers", "dask_folds", "departed_workers", "fold_threads", "map_folds",
-           "map_streamed", "on_dask"]
+__all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "LostOnCluster", "available_cores",
+           "cluster_workers", "dask_folds", "departed_workers", "fold_threads",
+           "lost_on_cluster", "map_folds", "map_streamed", "on_dask"]
+
+
+class LostOnCluster(RuntimeError):
+    """Work lost with a worker that left the cluster, after the retries this project makes
+    (the fit function's holder gone too often; partitions: ``partitions.PartitionLost``)."""
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -177,7 +182,7 @@ def _map_on_dask(record: DaskFolds, fit: Callable[..., R], tasks: list[T],
             return results
         resent += 1
         if resent > RESEND_LIMIT:
-            raise RuntimeError(
+            raise LostOnCluster(
                 f"fold fits on Dask: the worker holding the fit function left the cluster "
                 f"{resent} times; check the workers' memory limit and logs, or run without a "
                 "scheduler") from lost
@@ -245,6 +250,13 @@ def _lost_data(error: BaseException) -> bool:
     worker killed, a closed connection), not an error raised by the fit itself."""
     # FutureCancelledError is a CancelledError, CommClosedError an OSError
     return isinstance(error, CancelledError | OSError) or type(error).__name__ == "KilledWorker"
+
+
+def lost_on_cluster(error: BaseException) -> bool:
+    """Whether ``error`` says work was lost with a worker that left (Dask's lost data, a
+    killed worker, :class:`LostOnCluster`), not an error of the work itself: a caller may then
+    do the work another way (e.g. on rows fetched to this process)."""
+    return isinstance(error, LostOnCluster) or _lost_data(error)
 
 
 def _left(client: Any, holders: set[str]) -> bool:

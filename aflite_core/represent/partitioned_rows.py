@@ -32,7 +32,7 @@ import numpy as np
 
 from aflite_core.represent.partitions import LocalPartitions, PartitionLost
 
-__all__ = ["MAX_RESTORES", "PartitionedRows", "add_rows", "is_partitioned"]
+__all__ = ["MAX_RESTORES", "PartitionedRows", "RowsOnWorkers", "add_rows", "is_partitioned"]
 
 #: Times the partitions are built again after workers holding them left.
 MAX_RESTORES = 2
@@ -79,6 +79,54 @@ def _running_sum(part: np.ndarray, acc: np.ndarray | None, local: Any,
 
 def _all_finite(part: np.ndarray) -> bool:
     return bool(np.isfinite(part).all())
+
+
+def _stack(pieces: list, wheres: list, n: int, d: int) -> np.ndarray:
+    """The rows ``pieces`` placed at ``wheres`` in one float32 ``(n, d)`` array (on a worker:
+    :meth:`PartitionedRows.on_workers`)."""
+    out = np.empty((n, d), dtype=np.float32)
+    for piece, where in zip(pieces, wheres, strict=True):
+        out[where] = piece
+    return out
+
+
+class RowsOnWorkers:
+    """Rows of Φ stacked on one worker of a Dask cluster (:meth:`PartitionedRows.on_workers`):
+    tasks read them there (``map_folds(resident=future)``); they never come to this process.
+
+    Attributes
+    ----------
+    future : distributed.Future
+        Of the float32 ``shape`` array; Dask cannot compute it again once the partitions it
+        was taken from are gone: a reader that loses it fetches the rows instead.
+    shape : tuple of int
+    dtype : numpy.dtype
+        float32.
+    """
+
+    ndim = 2
+
+    def __init__(self, future: Any, shape: tuple[int, int]) -> None:
+        self.future, self.shape = future, (int(shape[0]), int(shape[1]))
+        self.dtype = np.dtype(np.float32)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"RowsOnWorkers(shape={self.shape})"
+
+    def all_finite(self) -> bool:
+        """Whether every entry is finite (checked on the worker holding the rows)."""
+        check = self.future.client.submit(_all_finite, self.future, pure=False)
+        try:
+            return bool(check.result())
+        finally:
+            check.release()
+
+    def release(self) -> None:
+        """Forget the rows (the worker may free them)."""
+        self.future.release()
 
 
 def is_partitioned(X: Any) -> bool:
@@ -313,6 +361,45 @@ class PartitionedRows:
                 store.rebuild(exc, generation)
             finally:
                 runner.release([h for h in handles if h is not None])
+
+    def on_workers(self, index: Any = slice(None)) -> RowsOnWorkers:
+        """The rows ``self[index]`` stacked on one worker, never fetched here: each
+        partition's rows taken where it is, then placed in one array by a task (the same
+        array, bit for bit, as ``self[index]``). Partitions lost meanwhile are built again
+        (as for a fetch). Only for partitions on a Dask cluster.
+
+        Raises
+        ------
+        TypeError
+            For partitions this process holds (a local runner): index the rows instead.
+        ValueError
+            For no row.
+        """
+        store = self._store
+        positions = self.positions(index)
+        if not len(positions):
+            raise ValueError("on_workers: expected at least one row, got none")
+        reads = self._by_partition(positions)
+        while True:
+            runner, generation = store.runner, store.restores
+            client = getattr(runner, "client", None)
+            if client is None:
+                raise TypeError("on_workers: the partitions are held by this process (a local "
+                                "runner), not a Dask cluster; index the rows instead")
+            pieces = runner.map(_take, [store.handles[p] for p, _, _ in reads],
+                                each=[(local,) for _, local, _ in reads])
+            stacked = client.submit(_stack, pieces, [where for _, _, where in reads],
+                                    len(positions), self.shape[1], pure=False)
+            check = client.submit(len, stacked, pure=False)  # its rows stay where they are
+            try:
+                runner.gather([check])
+                return RowsOnWorkers(stacked, (len(positions), self.shape[1]))
+            except PartitionLost as exc:
+                stacked.release()
+                store.rebuild(exc, generation)
+            finally:
+                check.release()
+                runner.release(pieces)
 
     def __getitem__(self, index: Any) -> np.ndarray:
         if isinstance(index, tuple):

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from aflite_core.represent.fold_pool import _lost_data, cluster_workers
+from aflite_core.represent.fold_pool import LostOnCluster, _lost_data, cluster_workers
 
 __all__ = ["SCATTER_TIMEOUT_S", "DaskPartitions", "LocalPartitions", "PartitionLost",
            "scatter_within"]
@@ -34,7 +34,7 @@ __all__ = ["SCATTER_TIMEOUT_S", "DaskPartitions", "LocalPartitions", "PartitionL
 SCATTER_TIMEOUT_S = 120.0
 
 
-class PartitionLost(RuntimeError):
+class PartitionLost(LostOnCluster):
     """A worker holding a partition (or a step's result) left the cluster."""
 
 
