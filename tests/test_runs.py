@@ -584,3 +584,37 @@ def test_row_chunks_read_the_scores_columns_alone(tmp_path):
     assert got["status"].tolist() == expected["status"].astype(str).tolist()
     assert got["predictability"].tolist() == pytest.approx(expected["predictability"].tolist(),
                                                            nan_ok=True)
+
+
+@pytest.mark.parametrize("target", ["string", "str"])
+def test_categorical_columns_cast_through_their_categories_are_astypes(tmp_path, target):
+    """``cast_columns`` (what the writer casts a table's columns with) gives what
+    ``DataFrame.astype`` gives: categorical columns (categories of Python strs and of Arrow
+    strings, missing codes, a slice of the rows) cast through their categories, the other
+    columns as astype casts them; the same dtypes, values and Parquet bytes."""
+    import pyarrow.parquet as pq
+
+    from aflite_core.io.tables import parquet_safe_table
+    from aflite_core.runs.writer import cast_columns
+
+    rng = np.random.default_rng(5)
+    n = 3_000
+    values = np.array(["retained", "removed", "ambiguous"], dtype=object)[rng.integers(0, 3, n)]
+    values[::7] = None
+    frame = pd.DataFrame({
+        "row_id": np.arange(n),
+        "status": pd.Categorical(values),
+        "region": pd.Categorical(pd.array(values, dtype="str")),
+        "fold": rng.integers(0, 5, n).astype(np.int8),
+        "label": pd.Categorical.from_codes(rng.integers(0, 2, n).astype(np.int8), ["a", "b"]),
+        "score": rng.random(n)})
+    astype = {"status": target, "region": target, "label": "str", "fold": np.int64}
+    for part in (frame, frame.iloc[100:2_000]):
+        expected, got = part.astype(astype), cast_columns(part, astype)
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
+        assert got.dtypes.tolist() == expected.dtypes.tolist()
+        for name, table in (("expected", expected), ("got", got)):
+            pq.write_table(parquet_safe_table(table)[0], tmp_path / f"{name}.parquet")
+        assert ((tmp_path / "got.parquet").read_bytes()
+                == (tmp_path / "expected.parquet").read_bytes())
+    assert cast_columns(frame, {}) is frame

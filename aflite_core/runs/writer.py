@@ -89,6 +89,26 @@ def _is_replaceable(path: Path) -> bool:
 ROW_GROUP_ROWS = 1 << 20
 
 
+def cast_columns(frame: pd.DataFrame, astype: Mapping) -> pd.DataFrame:
+    """``frame.astype(astype)``, a categorical column cast through its categories (each cast
+    once, then taken by the rows' codes): the same column, without the Python str per row
+    that ``Categorical.astype`` makes of Arrow-backed categories (65 MB a million rows)."""
+    if not astype:
+        return frame
+    taken = {}
+    for name, target in astype.items():
+        column = frame[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            categories = pd.array(column.cat.categories).astype(target)
+            if isinstance(categories, pd.api.extensions.ExtensionArray):
+                taken[name] = pd.Series(categories.take(column.cat.codes.to_numpy(),
+                                                        allow_fill=True),
+                                        index=frame.index, name=name, copy=False)
+    rest = {name: target for name, target in astype.items() if name not in taken}
+    frame = frame.astype(rest) if rest else frame
+    return frame.assign(**taken) if taken else frame
+
+
 def _write_row_groups(path: Path, frame: pd.DataFrame, astype: dict) -> bool:
     """Write ``frame`` to ``path`` a row group at a time; False (nothing left at ``path``)
     when a row group's columns would be typed otherwise than the first's."""
@@ -98,7 +118,7 @@ def _write_row_groups(path: Path, frame: pd.DataFrame, astype: dict) -> bool:
     try:
         for start in range(0, len(frame), ROW_GROUP_ROWS):
             part = frame.iloc[start:start + ROW_GROUP_ROWS]
-            table, converted = parquet_safe_table(part.astype(astype) if astype else part)
+            table, converted = parquet_safe_table(cast_columns(part, astype))
             if converted or (writer is not None
                              and not table.schema.equals(writer.schema, check_metadata=True)):
                 return False
@@ -245,7 +265,7 @@ class RunWriter:
         path = self.file(filename)
         if len(frame) > ROW_GROUP_ROWS and _write_row_groups(path, frame, astype or {}):
             return path
-        table, _ = parquet_safe_table(frame.astype(astype) if astype else frame)
+        table, _ = parquet_safe_table(cast_columns(frame, astype))
         pq.write_table(table, path)
         return path
 
