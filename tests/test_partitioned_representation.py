@@ -429,9 +429,10 @@ def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client
 
 def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
     """UMAP on a cluster with Φ left on the workers: the fitted sample's reduced rows are
-    made on the driver, every other chunk is reduced, searched and placed by a task where its
-    rows are (or here, across two partitions): the map of the array, and neither the reduced
-    matrix of every row nor its chunks are made on the driver."""
+    made on the driver, laid out by a task, and every other chunk is reduced, searched and
+    placed by a task where its rows are (across two partitions: on a worker, from its
+    pieces): the map of the array, bit for bit, and neither the reduced matrix of every row
+    nor its chunks are made on the driver, nor the layout run there."""
     from aflite_core.measures import projection
     from aflite_core.represent.fold_pool import on_dask
     from aflite_core.represent.partitioned_rows import PartitionedRows
@@ -456,11 +457,18 @@ def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
         raise AssertionError("the reduced rows of every row were made on the driver")
 
     monkeypatch.setattr(projection, "_reduce", no_whole_matrix)
+    from aflite_core.measures import _umap_layout
+
+    laid_out = []  # layouts run in this process (the workers import their own module)
+    layout = _umap_layout.layout
+    monkeypatch.setattr(_umap_layout, "layout",
+                        lambda *a, **k: laid_out.append(1) or layout(*a, **k))
     with on_dask(client) as record:
         there = projection.project(X, **options)
-    # 7,000 other rows in 5 chunks: 4 placed on the workers (their copy of the function
-    # records elsewhere), the one across the partitions' boundary here
-    assert record.tasks == 5 and placed == [3_000]
+    # 7,000 other rows in 5 chunks, every one placed on the workers (their copy of the
+    # function records elsewhere), the one across the partitions' boundary too (put together
+    # there from its two pieces); the layout a task of its own: numba never loads here
+    assert record.tasks == 6 and placed == [] and laid_out == []
     pd.testing.assert_frame_equal(there, here, check_exact=True)
     assert X.whole_gathers == 0
 

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -235,10 +236,6 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
         sample = np.arange(n)
     unit_sample = l2_normalize(X, rows=sample)
     reason = _degenerate(unit_sample)
-    # imported here: it loads numba (0.5 s), which discovering the measures (the dashboard's
-    # start, every CLI command) does not need
-    from aflite_core.measures import _umap_layout
-
     if reason:
         return _pca(l2_normalize(X), random_state), {"fallback": "pca", "reason": reason}
     # on a cluster with Φ on the workers, the other rows are reduced, searched and placed
@@ -255,19 +252,29 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
         Xs = np.ascontiguousarray(Xn[sample])
     del unit_sample
     k = min(int(n_neighbors), len(sample) - 1)
-    _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
-    idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
-    graph = _umap_layout.fuzzy_graph(idx, dists)
-    a, b = _umap_layout.find_ab(1.0, min_dist)
     epochs = fit_epochs(len(sample))
-    init = _umap_layout.scaled_init(_pca_start(Xs), seed)
-    _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
+    info = {"fitted_rows": int(len(sample)), "epochs": epochs, "init": "pca", "n_neighbors": k}
     coords = np.empty((n, 2), dtype=np.float32)
     fitted_row = np.zeros(n, dtype=bool)  # setdiff1d of arange(n): its sorts' copies
     fitted_row[sample] = True
     rest = np.flatnonzero(~fitted_row)
     del fitted_row
     starts = list(range(0, len(rest), TRANSFORM_CHUNK))
+    if resident:  # the layout too is a task: numba and LLVM (0.13 GB) never load here
+        _emit(callback, 0.05, f"laying out the {len(sample):,} fitted rows on a worker "
+                              f"({epochs} epochs)")
+        [(fitted, a, b)] = map_folds(_fit_layout, [(Xs, k, float(min_dist), epochs, seed)])
+        coords[sample] = fitted
+        _place_where_the_rows_are(coords, X, reduction, Xs, fitted, rest, starts, k=k, a=a,
+                                  b=b, seed=seed, callback=callback)
+        return coords, info
+    # imported here: it loads numba (0.5 s), which discovering the measures (the dashboard's
+    # start, every CLI command) does not need
+    from aflite_core.measures import _umap_layout
+
+    _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
+    graph, a, b, init = _layout_inputs(Xs, k, float(min_dist), seed)
+    _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
 
     def search(start: int) -> tuple[np.ndarray, np.ndarray]:
         """The fitted neighbours of one chunk of the other rows."""
@@ -286,10 +293,7 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
             fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
                                          random_state=seed)
         coords[sample] = fitted
-        if resident:
-            _place_where_the_rows_are(coords, X, reduction, Xs, fitted, rest, starts, k=k, a=a,
-                                      b=b, seed=seed, callback=callback)
-        elif on_cluster:
+        if on_cluster:
             _place_on_cluster(coords, Xn, Xs, fitted, rest, starts, k=k, a=a, b=b, seed=seed,
                               callback=callback)
         else:
@@ -297,8 +301,32 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
                         seed=seed, callback=callback)
     finally:
         searcher.shutdown(wait=True, cancel_futures=True)
-    return coords, {"fitted_rows": int(len(sample)), "epochs": epochs, "init": "pca",
-                    "n_neighbors": k}
+    return coords, info
+
+
+def _layout_inputs(Xs: np.ndarray, k: int, min_dist: float, seed: int
+                   ) -> tuple[Any, float, float, np.ndarray]:
+    """The fitted rows' fuzzy graph, the curve's ``a`` and ``b``, and the layout's start."""
+    from aflite_core.measures import _umap_layout
+
+    idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
+    graph = _umap_layout.fuzzy_graph(idx, dists)
+    a, b = _umap_layout.find_ab(1.0, min_dist)
+    return graph, a, b, _umap_layout.scaled_init(_pca_start(Xs), seed)
+
+
+def _fit_layout(task: tuple) -> tuple[np.ndarray, float, float]:
+    """The fitted rows' layout, as :func:`_umap` makes it here, in one task (on a worker):
+    ``(Xs, k, min_dist, epochs, seed)`` -> the fitted coordinates and the curve's ``a``,
+    ``b``. The same steps in the same order: the same layout."""
+    from aflite_core.measures import _umap_layout
+
+    Xs, k, min_dist, epochs, seed = task
+    graph, a, b, init = _layout_inputs(Xs, k, min_dist, seed)
+    with threadpool_limits(limits=1, user_api="blas"):
+        fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
+                                     random_state=seed)
+    return fitted, a, b
 
 
 def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np.ndarray,

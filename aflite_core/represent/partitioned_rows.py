@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite_core.represent.partitions import LocalPartitions, PartitionLost
+from aflite_core.represent.partitions import LocalPartitions, PartitionLost, _on_one_thread
 
 __all__ = ["MAX_RESTORES", "PartitionedRows", "RowsOnWorkers", "add_rows", "is_partitioned"]
 
@@ -79,6 +79,12 @@ def _running_sum(part: np.ndarray, acc: np.ndarray | None, local: Any,
 
 def _all_finite(part: np.ndarray) -> bool:
     return bool(np.isfinite(part).all())
+
+
+def _apply_pieces(pieces: list, fn: Callable, *args: Any) -> Any:
+    """``fn`` of the rows ``pieces`` (runs of rows in order) put together, on a worker
+    (:meth:`PartitionedRows.map_chunks`' chunks across partitions)."""
+    return fn(np.concatenate(pieces), *args)
 
 
 def _stack(pieces: list, wheres: list, n: int, d: int) -> np.ndarray:
@@ -434,16 +440,20 @@ class PartitionedRows:
 
         A chunk whose rows lie in one partition is given to ``fn`` on the worker holding it
         (its result travels, not the rows; ``fn`` must not modify them: on a local runner it
-        gets a view); another chunk is fetched and given to ``fn`` here. ``fn`` must give
-        the same result wherever it runs (row-wise work, sums in a fixed order: the rows it
-        gets are the same). Results are fetched one at a time, so at most one chunk's result
-        is held here beside what the caller keeps. ``shared`` is sent to the workers once.
+        gets a view); on a Dask cluster a chunk across partitions is put together from their
+        pieces on a worker and given to ``fn`` there (so this process need not load what
+        ``fn`` uses), with a local runner it is fetched and given to ``fn`` here. ``fn`` must
+        give the same result wherever it runs (row-wise work, sums in a fixed order: the rows
+        it gets are the same). Results are fetched one at a time, so at most one chunk's
+        result is held here beside what the caller keeps. ``shared`` is sent to the workers
+        once.
         """
         store, n = self._store, self.shape[0]
         starts = list(range(0, n, step))
         i = 0
         while i < len(starts):
             runner, generation = store.runner, store.restores
+            client = getattr(runner, "client", None)
             sent = [runner.share(obj) for obj in shared]
             pending: dict[int, Any] = {}
             for j in range(i, len(starts)):
@@ -453,6 +463,13 @@ class PartitionedRows:
                     [pending[j]] = runner.map(
                         _apply_rows_at if with_start else _apply_rows, [store.handles[p]], fn,
                         *sent, each=[(local, starts[j]) if with_start else (local,)])
+                elif client is not None:
+                    taken = runner.map(_take, [store.handles[p] for p, _, _, _ in runs],
+                                       each=[(local,) for _, local, _, _ in runs])
+                    pending[j] = client.submit(
+                        _on_one_thread, _apply_pieces, taken, fn,
+                        *((starts[j],) if with_start else ()), *sent, pure=False)
+                    runner.release(taken)  # kept by the scheduler until that task ran
             try:
                 while i < len(starts):
                     if i in pending:
