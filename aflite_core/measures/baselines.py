@@ -589,26 +589,25 @@ def _baselines(ctx: MeasureContext) -> MeasureResult:
     data = {"y": ctx.y[rows], "hypotheses": hypotheses.take(rows),
             "X": _probe_rows(ctx, rows, n_seeds),
             "groups": None if ctx.groups is None else np.asarray(ctx.groups)[rows]}
+    held = data["X"] if isinstance(data["X"], RowsOnWorkers) else None
     try:
-        result = run_baselines(
-            data["y"], ctx.keep[rows], hypotheses=data["hypotheses"], X=data["X"],
-            groups=data["groups"], callback=ctx.callback(), **params
-        )
-    except Exception as exc:
-        if not isinstance(data["X"], RowsOnWorkers) or not lost_on_cluster(exc):
-            raise
-        # the worker holding the sample left (Dask cannot compute it again from partitions
-        # it took with it): the same fits on the sample fetched here
-        ctx.progress(0.0, "a worker holding Φ's sample left the cluster: the baselines again, "
-                          "on the sample fetched to this process")
-        data["X"] = ctx.X[rows]
-        result = run_baselines(
-            data["y"], ctx.keep[rows], hypotheses=data["hypotheses"], X=data["X"],
-            groups=data["groups"], callback=ctx.callback(), **params
-        )
+        while True:
+            try:
+                result = run_baselines(
+                    data["y"], ctx.keep[rows], hypotheses=data["hypotheses"], X=data["X"],
+                    groups=data["groups"], callback=ctx.callback(), **params)
+                break
+            except Exception as exc:
+                if held is None or data["X"] is not held or not lost_on_cluster(exc):
+                    raise
+                # the worker holding the sample left (Dask cannot compute it again from
+                # partitions it took with it): the same fits on the sample fetched here
+                ctx.progress(0.0, "a worker holding Φ's sample left the cluster: the "
+                                  "baselines again, on the sample fetched to this process")
+                data["X"] = ctx.X[rows]
     finally:
-        if isinstance(data["X"], RowsOnWorkers):
-            data["X"].release()
+        if held is not None:
+            held.release()
     _sampling_note(result, len(ctx.y), rows)
     if n_seeds > 1 and ctx.refit is not None:
         ctx.progress(0.95, f"AFLite with {n_seeds - 1} more seeds")
