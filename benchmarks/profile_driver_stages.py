@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     libc.mallinfo2.restype = _MallInfo2
     process = psutil.Process()
 
-    peak_rss = {"rss": 0.0, "anon": 0.0, "file": 0.0}
+    peak_rss = {"rss": 0.0, "anon": 0.0, "file": 0.0, "arrow": 0.0, "heap": 0.0}
 
     def resident() -> dict:
         """RSS, and its anonymous and file-backed parts (a memory map's pages are file)."""
@@ -117,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             now = resident()
             if now["rss"] > peak_rss["rss"]:
                 peak_rss.update(now)
+            # Arrow's pool and glibc's allocated bytes: what tracemalloc does not see (Arrow,
+            # C libraries) beside what it does (numpy's and Python's objects)
+            peak_rss["arrow"] = max(peak_rss["arrow"], pa.total_allocated_bytes() / 1e9)
+            heap = libc.mallinfo2()  # in use: in the arenas and mapped alone
+            peak_rss["heap"] = max(peak_rss["heap"], (heap.uordblks + heap.hblkhd) / 1e9)
             if (state["stage"] == args.peak_snapshot and tracemalloc.is_tracing()
                     and now["rss"] > at_peak["rss"] + 0.02):
                 at_peak.update(rss=now["rss"], snapshot=tracemalloc.take_snapshot())
@@ -128,10 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         heap = libc.mallinfo2()
         current, peak = tracemalloc.get_traced_memory()
         top = dict(peak_rss)
-        peak_rss.update(rss=0.0, anon=0.0, file=0.0)
+        peak_rss.update(rss=0.0, anon=0.0, file=0.0, arrow=0.0, heap=0.0)
         arenas = _pymalloc_arenas()
         print(f"{time.strftime('%H:%M:%S')} {tag:<26} RSS {process.memory_info().rss / 1e9:5.2f}"
-              f" (peak {top['rss']:5.2f}: anon {top['anon']:5.2f} file {top['file']:5.2f})"
+              f" (peak {top['rss']:5.2f}: anon {top['anon']:5.2f} file {top['file']:5.2f};"
+              f" stage peaks: arrow {top['arrow']:5.2f} malloc'd {top['heap']:5.2f})"
               f" traced {current / 1e9:5.2f} (peak {peak / 1e9:5.2f}) arrow "
               f"{pa.total_allocated_bytes() / 1e9:5.2f} glibc used {heap.uordblks / 1e9:5.2f}"
               f" free {heap.fordblks / 1e9:5.2f} pymalloc arenas {arenas[0]:5.2f} in use"
