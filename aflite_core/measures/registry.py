@@ -201,23 +201,31 @@ class MeasureContext:
         """Position in ``scores`` of each filterable row (-1: not there). The pipeline's
         scores hold every frame row in frame order, so these are positions, checked against
         the row ids (looked up by id otherwise): no index of the scores by row id."""
-        at = np.flatnonzero(self.dataset.included_mask)[self.filterable]
+        included = self.dataset.included_mask
         ids = self.scores["row_id"].to_numpy()
         row_ids = np.asarray(self.row_ids)
-        if len(ids) != len(self.dataset.included_mask) or not np.array_equal(ids[at], row_ids):
-            at = pd.Index(ids).get_indexer(pd.Index(row_ids, dtype=ids.dtype))
-        return at
+        if len(ids) == len(included):
+            if included.all() and self.filterable.all():  # every row: no copies to compare
+                if np.array_equal(ids, row_ids):
+                    return np.arange(len(ids))
+            else:
+                at = np.flatnonzero(included)[self.filterable]
+                if np.array_equal(ids[at], row_ids):
+                    return at
+        return pd.Index(ids).get_indexer(pd.Index(row_ids, dtype=ids.dtype))
 
     def statuses(self, rows: np.ndarray | None = None) -> np.ndarray:
         """``scores``' status of each filterable row (of ``rows`` among them: positions), as
         an object array holding one str per status (``<NA>`` for a row not in ``scores``):
         no Python str per row."""
-        from aflite_core.io.text_columns import shared_strings
+        from aflite_core.io.text_columns import str_codes
 
         at = self.score_rows()
         if rows is not None:
             at = at[np.asarray(rows, dtype=np.int64)]
-        status = shared_strings(self.scores["status"])[at]
+        # the rows' codes taken first: no object array of every scored row, then its rows
+        codes, classes = str_codes(self.scores["status"])
+        status = classes.astype(object)[codes[at]]
         status[at < 0] = str(pd.NA)  # a row missing from scores
         return status
 
