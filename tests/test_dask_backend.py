@@ -211,8 +211,9 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
                                   "baselines": "dask", "label_issues": "dask", "pvi": "dask",
                                   "label_shift": "local"}
     # PVI's and the label issues' folds, the baselines' (2 sets at least), KNN's sets, a chunk
-    # of the map's placed rows
+    # of the map's placed rows; the label issues' features made by a task on a worker
     assert sent.count("_fit_task") >= 2 + 2 + 2 * 2 + 3 + 1
+    assert sent.count("_pair_evaluator") == 1
     for name in ("scores.parquet", "pvi.parquet"):
         pd.testing.assert_frame_equal(pd.read_parquet(on_dask / name),
                                       pd.read_parquet(here / name), check_exact=True)
@@ -302,3 +303,48 @@ def test_the_audits_client_keeps_no_task_inputs_alive_after_their_tasks(cluster)
     finally:
         for obj in reversed(owned):
             obj.close()
+
+
+def test_the_label_issues_features_made_on_a_worker_and_when_it_is_lost(cluster, snli_dir,
+                                                                        monkeypatch):
+    """The label issues' full-input folds on a cluster: the texts sent to a worker once, the
+    folds' features made there by a task and read there by every fold: the probabilities of
+    the local folds, bit for bit. When the features are lost with their worker (their future
+    cancelled here, as Dask reports it), the folds are fitted again from features made here:
+    the same probabilities."""
+    import pandas as pd
+
+    from aflite_core.measures import label_issues
+    from aflite_core.represent.fold_pool import on_dask
+    from aflite_core.represent.pair_inputs import pair_texts
+
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:2000]
+    texts = pair_texts(frame["premise"].tolist(), frame["hypothesis"].tolist())
+    labels = frame["label"].to_numpy()
+    options = {"n_splits": 2, "groups": frame["premise"].to_numpy(), "random_state": 0}
+    classes, here = label_issues.out_of_fold_probabilities(texts, labels, **options)
+    _, client = cluster
+    sent = []
+    submit = distributed.Client.submit
+    monkeypatch.setattr(distributed.Client, "submit", lambda self, fn, *a, **k: sent.append(
+        getattr(fn, "__name__", "")) or submit(self, fn, *a, **k))
+    with on_dask(client) as fits:
+        there_classes, there = label_issues.out_of_fold_probabilities(texts, labels, **options)
+    assert sent.count("_pair_evaluator") == 1 and fits.tasks == 2
+    np.testing.assert_array_equal(there_classes, classes)
+    np.testing.assert_array_equal(there, here)
+    map_folds = label_issues.map_folds
+    lost = []
+
+    def losing(fit, folds, *, resident, **kwargs):
+        if type(resident).__name__ == "Future":  # on the worker: lost before the folds ran
+            client.cancel([resident])
+            lost.append(1)
+        return map_folds(fit, folds, resident=resident, **kwargs)
+
+    monkeypatch.setattr(label_issues, "map_folds", losing)
+    with on_dask(client):
+        _, again = label_issues.out_of_fold_probabilities(texts, labels, **options)
+    assert lost == [1]
+    np.testing.assert_array_equal(again, here)
+
