@@ -50,12 +50,15 @@ def _context(scores: pd.DataFrame) -> MeasureContext:
                           scores=scores, retained_ids=np.empty(0), random_state=0)
 
 
-def test_statuses_by_position_and_by_id():
+@pytest.mark.parametrize("dtype", ["string", "category"])
+def test_statuses_by_position_and_by_id(dtype):
     """The filterable rows' statuses from the scores' positions (the pipeline's scores: every
     frame row in frame order), looked up by row id when the scores are in another order; a
-    row missing from them reads <NA>; the groups are codes of the same partition."""
+    row missing from them reads <NA>; the groups are codes of the same partition. The same
+    from Arrow strings and from categorical codes (the pipeline's scores hold those)."""
     status = ["retained", "removed", "warmup", "excluded", "removed", "retained"]
-    scores = pd.DataFrame({"row_id": np.arange(6), "status": pd.array(status, dtype="string")})
+    scores = pd.DataFrame({"row_id": np.arange(6),
+                           "status": pd.Series(status, dtype=dtype).array})
     ctx = _context(scores)
     expected = ["retained", "removed", "removed", "retained"]  # rows 0, 1, 4, 5
     assert ctx.score_rows().tolist() == [0, 1, 4, 5]

@@ -223,9 +223,15 @@ class MeasureContext:
         at = self.score_rows()
         if rows is not None:
             at = at[np.asarray(rows, dtype=np.int64)]
-        # the rows' codes taken first: no object array of every scored row, then its rows
-        codes, classes = str_codes(self.scores["status"])
-        status = classes.astype(object)[codes[at]]
+        column = self.scores["status"]
+        status = None
+        if isinstance(column.dtype, pd.CategoricalDtype):  # the scores' own 1-byte codes
+            codes = column.cat.codes.to_numpy()[at]
+            if not (codes[at >= 0] < 0).any():  # no missing status (str_codes' "nan")
+                status = column.cat.categories.astype(str).to_numpy(dtype=object)[codes]
+        if status is None:  # the rows' codes taken first, then made strs
+            codes, classes = str_codes(column)
+            status = classes.astype(object)[codes[at]]
         status[at < 0] = str(pd.NA)  # a row missing from scores
         return status
 
