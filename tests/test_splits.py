@@ -12,6 +12,7 @@ from aflite_core.splits import (
     TEST_VALUES,
     TRAIN_VALUES,
     Split,
+    _first_seen_codes,
     cv_folds,
     group_codes,
     holdout_mask,
@@ -101,6 +102,25 @@ def test_group_codes_missing_values_are_groups_of_their_own():
     assert group_codes(None, 3) is None
     with pytest.raises(ValueError, match="groups"):
         group_codes(["a", "b"], 3)
+
+
+def test_group_codes_of_codes_are_factorizes_codes_without_its_hash_table():
+    """Integer groups that are already codes in order of first appearance (AFLite's) come back
+    as a copy, the codes ``pd.factorize`` gives them; any other integers (negative, a gap, a
+    later value first, another width) are factorized as before: the same codes either way."""
+    rng = np.random.default_rng(0)
+    cases = [pd.factorize(rng.integers(0, 50, 400))[0], np.array([0, 1, 0, 2, 2, 3]),
+             np.array([0, 1, 1, -1, 1, 2]), np.array([0, 2, 1]), np.array([1, 0, 1]),
+             pd.factorize(rng.integers(0, 9, 60))[0].astype(np.int32),
+             np.array([0, 1, 255, 1], dtype=np.uint8), rng.permutation(30)]
+    for values in cases:
+        expected = pd.factorize(values)[0].astype(np.int64)
+        got = group_codes(values, len(values))
+        assert got.dtype == np.int64 and np.array_equal(got, expected)
+        assert not np.shares_memory(got, values)  # the caller's array is not handed back
+    for values in (np.array([0, 1, 1, -1, 1, 2]), np.array([0, 2, 1]), rng.permutation(30)):
+        assert not _first_seen_codes(values)
+    assert _first_seen_codes(cases[0]) and _first_seen_codes(cases[5])
 
 
 # ------------------------------------------------------------------ groups on real SNLI
