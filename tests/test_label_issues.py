@@ -12,6 +12,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from aflite_core.errors import MeasureSkipped
+from aflite_core.io.text_columns import str_codes
 from aflite_core.measures import label_issues
 from aflite_core.represent.text_models import pair_texts
 
@@ -164,6 +165,9 @@ def test_labels_that_cannot_be_cross_validated_skip_the_measure(labels, reason):
         params: dict = {}
         groups = None
         random_state = 0  # no texts: the measure skips before it reads any
+
+        def label_codes(self):
+            return str_codes(self.y)
 
     with pytest.raises(MeasureSkipped, match=reason):
         label_issues.compute(Context())

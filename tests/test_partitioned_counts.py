@@ -82,6 +82,23 @@ def test_row_texts_reads_like_the_list_a_chunk_at_a_time():
     assert list(rows.chunks(3)) == [["d e f", "", "a b"], [""]]
 
 
+def test_row_texts_of_every_row_need_no_positions():
+    """positions=None reads every row in order, as the positions 0..n-1 do (the default
+    audit's texts: no array of 8 bytes a row), by slice, int, take and chunks alike."""
+    series = pd.Series(["a b", None, "c", float("nan"), "d e f"], dtype=object)
+    every, listed = RowTexts(series), RowTexts(series, np.arange(5))
+    assert len(every) == 5 and list(every) == list(listed) == ["a b", "", "c", "", "d e f"]
+    for index in (slice(1, 4), slice(None, None, 2), slice(-2, None), slice(4, 1, -1)):
+        assert every[index] == listed[index]
+    assert every[-1] == listed[-1] == "d e f" and every[2] == "c"
+    assert every.take(np.array([4, 0, -5])) == listed.take(np.array([4, 0, -5]))
+    assert list(every.chunks(2)) == list(listed.chunks(2))
+    with pytest.raises(IndexError):
+        every.take(np.array([5]))
+    with pytest.raises(IndexError):
+        every[5]
+
+
 def test_map_folds_passes_the_resident_value_to_every_fit():
     got = map_folds(lambda task, shared: task * shared, [1, 2, 3], resident=10, threads=2)
     assert got == [10, 20, 30]

@@ -216,14 +216,14 @@ def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
     """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
     frame a chunk at a time (:class:`~aflite_core.io.text_columns.RowTexts`) and the labels
     as the dataset gives them: no list of every row's text, no Python str per label."""
-    from aflite_core.io.text_columns import RowTexts, label_objects
+    from aflite_core.io.text_columns import RowTexts, label_objects, row_positions
     from aflite_core.splits import resolve_split
 
     mask = dataset.included_mask
-    included = np.flatnonzero(mask)
+    rows = row_positions(mask)  # None: every row (no array of positions)
     columns = dataset.columns
-    hypotheses = RowTexts(dataset.text_column(columns.hypothesis), included)
-    premises = (RowTexts(dataset.text_column(columns.premise), included)
+    hypotheses = RowTexts(dataset.text_column(columns.hypothesis), rows)
+    premises = (RowTexts(dataset.text_column(columns.premise), rows)
                 if columns.premise is not None else None)
     # labels and split values with one str object per value: the str arrays of
     # dataset.labels() / splits() became a str per row in every factorisation of them

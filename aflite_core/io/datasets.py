@@ -80,6 +80,7 @@ from aflite_core.io.text_columns import (
     mixed_types,
     normalised_hashes,
     pair_hashes,
+    row_positions,
     shared_mask,
     text_hashes,
     text_lengths,
@@ -255,15 +256,14 @@ class AuditDataset:
     def hypothesis_texts(self, included_only: bool = True) -> RowTexts:
         """The texts of :meth:`hypotheses` as a lazy :class:`RowTexts` (made a chunk at a
         time, ``take(rows)`` for some): no list of every row's text."""
-        rows = np.flatnonzero(self.included_mask if included_only else np.ones(len(self)))
-        return RowTexts(self.text_column(self.columns.hypothesis), rows)
+        mask = self.included_mask if included_only else None  # None: every row's
+        return RowTexts(self.text_column(self.columns.hypothesis), row_positions(mask))
 
     def premise_texts(self, included_only: bool = True) -> RowTexts | None:
         """The premises as :meth:`hypothesis_texts`, or None for single-text data."""
-        if self.columns.premise is None:
-            return None
-        rows = np.flatnonzero(self.included_mask if included_only else np.ones(len(self)))
-        return RowTexts(self.text_column(self.columns.premise), rows)
+        mask = self.included_mask if included_only else None
+        column = self.columns.premise
+        return None if column is None else RowTexts(self.text_column(column), row_positions(mask))
 
     def labels(self, included_only: bool = True) -> np.ndarray:
         """Labels as a str array, surrounding whitespace removed (``1.0`` reads ``"1"``)."""

@@ -66,16 +66,30 @@ class RowTexts(Sequence):
     series : pandas.Series or ColumnOnDisk
         The whole column: in memory, or kept in a file
         (:class:`~aflite_core.io.texts_on_disk.ColumnOnDisk`, read a row group at a time).
-    positions : array of int
-        The rows, as positions in ``series``, in the order the sequence gives them.
+    positions : array of int, optional
+        The rows, as positions in ``series``, in the order the sequence gives them; None:
+        every row of ``series`` in order (no array of positions: 8 bytes a row).
     """
 
-    def __init__(self, series: Any, positions: np.ndarray) -> None:
+    def __init__(self, series: Any, positions: np.ndarray | None = None) -> None:
         self._series = series
-        self._positions = np.asarray(positions, dtype=np.int64)
+        self._positions = None if positions is None else np.asarray(positions, dtype=np.int64)
+        self._n = len(series) if positions is None else len(self._positions)
 
     def __len__(self) -> int:
-        return len(self._positions)
+        return self._n
+
+    def _at(self, index: Any) -> np.ndarray:
+        """Positions in the series of ``index`` (a slice or an int array of this sequence)."""
+        if self._positions is not None:
+            return self._positions[index]
+        if isinstance(index, slice):
+            return np.arange(*index.indices(self._n), dtype=np.int64)
+        index = np.asarray(index, dtype=np.int64)
+        if index.size and (index.min() < -self._n or index.max() >= self._n):
+            raise IndexError(f"rows: expected positions below {self._n}, got "
+                             f"[{index.min()}, {index.max()}]")
+        return np.where(index < 0, index + self._n, index)
 
     def _texts_at(self, positions: np.ndarray) -> list[str]:
         if isinstance(self._series, pd.Series):
@@ -84,14 +98,14 @@ class RowTexts(Sequence):
 
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return self._texts_at(self._positions[index])
+            return self._texts_at(self._at(index))
         if isinstance(self._series, pd.Series):
-            return as_text(self._series.iloc[int(self._positions[index])])
-        return self._texts_at(self._positions[[int(index)]])[0]
+            return as_text(self._series.iloc[int(self._at([int(index)])[0])])
+        return self._texts_at(self._at([int(index)]))[0]
 
     def take(self, rows: np.ndarray) -> list[str]:
         """The texts of ``rows`` (positions in this sequence), in that order."""
-        return self._texts_at(self._positions[np.asarray(rows, dtype=np.int64)])
+        return self._texts_at(self._at(np.asarray(rows, dtype=np.int64)))
 
     def chunks(self, rows: int = 0) -> Iterator[list[str]]:
         """The texts in order, ``rows`` (default :data:`ROW_TEXTS_CHUNK`) at a time."""
@@ -102,6 +116,15 @@ class RowTexts(Sequence):
     def __iter__(self) -> Iterator[str]:
         for chunk in self.chunks():
             yield from chunk
+
+
+def row_positions(mask: np.ndarray | None) -> np.ndarray | None:
+    """:class:`RowTexts`' positions of the rows ``mask`` keeps: None when it keeps every row
+    (or is None), so that no array of every row's position is made (8 bytes a row)."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask, dtype=bool)
+    return None if mask.all() else np.flatnonzero(mask)
 
 
 #: Rows :class:`RowTexts` turns into Python strings at a time.
@@ -274,6 +297,33 @@ def str_codes(values: Any) -> tuple[np.ndarray, np.ndarray]:
         names += extra.tolist()
     classes, rank = np.unique(np.asarray(names, dtype=str), return_inverse=True)
     return rank.ravel()[first].astype(np.intp, copy=False), classes
+
+
+def compact_categorical(codes: np.ndarray, names: Any) -> pd.Categorical:
+    """``pd.Categorical(np.asarray(names, dtype=object)[codes])`` made from the codes: the
+    categories are the names present, sorted, and no object per row nor hash table of the rows
+    is made (1 byte a row for a few names).
+
+    Parameters
+    ----------
+    codes : array of int, each in ``[0, len(names))``
+    names : sequence of distinct str
+
+    Examples
+    --------
+    >>> compact_categorical(np.array([2, 0, 2]), ["b", "x", "a"]).tolist()
+    ['a', 'b', 'a']
+    """
+    names = np.asarray(names, dtype=object)
+    codes = np.asarray(codes)
+    if codes.size and (codes.min() < 0 or codes.max() >= len(names)):
+        raise ValueError(f"codes: expected values in [0, {len(names)}), got "
+                         f"[{codes.min()}, {codes.max()}]")
+    present = np.flatnonzero(np.bincount(codes.ravel(), minlength=len(names)) > 0)
+    order = present[np.argsort(names[present].astype(str), kind="stable")]
+    recode = np.full(len(names), -1, dtype=np.min_scalar_type(-max(len(order), 1)))
+    recode[order] = np.arange(len(order))
+    return pd.Categorical.from_codes(recode[codes], categories=names[order].tolist())
 
 
 def shared_strings(values: Any) -> np.ndarray:

@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
-from aflite_core.io.text_columns import str_codes
+from aflite_core.io.text_columns import compact_categorical, str_codes
 from aflite_core.measures.registry import (
     Measure,
     MeasureContext,
@@ -145,6 +145,11 @@ def assign_regions(evidence, variability, **thresholds) -> np.ndarray:
     -------
     ndarray of str (object)
     """
+    return _REGION_NAMES[region_codes(evidence, variability, **thresholds)]
+
+
+def region_codes(evidence, variability, **thresholds) -> np.ndarray:
+    """:func:`assign_regions` as int8 codes of :data:`_REGION_NAMES` (a byte a row)."""
     t = check_thresholds(**thresholds)
     e = np.asarray(evidence, dtype=float)
     v = np.asarray(variability, dtype=float)
@@ -155,10 +160,13 @@ def assign_regions(evidence, variability, **thresholds) -> np.ndarray:
     ambiguous = (low & (v >= t["ambiguous_variability"])) \
         | (scored & (v >= t["swing_variability"]))
     easy = scored & ~low & ~ambiguous & (e >= t["easy_confidence"])
-    # codes, then one str object per region: np.select of the strings made a fixed-width
-    # copy and astype(object) a str per row (0.25 GB at 2.5M rows)
-    codes = np.select([ambiguous, low, easy, scored], [0, 1, 2, 3], default=4).astype(np.int8)
-    return _REGION_NAMES[codes]
+    # codes (then one str object per region): np.select of the strings made a fixed-width
+    # copy and astype(object) a str per row (0.25 GB at 2.5M rows); np.select's of the codes
+    # was 8 bytes a row: the first condition that holds, set last
+    codes = np.full(e.shape, 4, dtype=np.int8)
+    for code, where in ((3, scored), (2, easy), (1, low), (0, ambiguous)):
+        codes[where] = code
+    return codes
 
 
 #: :func:`assign_regions`' values by code ("" for an unscored row).
@@ -219,7 +227,8 @@ def calibrated_thresholds(evidence, variability, *, n_classes: int, **shares) ->
     if e.shape != v.shape:
         raise ValueError(f"variability: expected shape {e.shape} like evidence, got {v.shape}")
     both = np.isfinite(e) & np.isfinite(v)
-    e, v = e[both], v[both]
+    if not both.all():  # (no copies of every row's when all are)
+        e, v = e[both], v[both]
     if not len(e):
         return {"ambiguous_variability": 1.0, "hard_confidence": 0.0, "easy_confidence": 1.0,
                 "swing_variability": SWING_VARIABILITY}
@@ -240,8 +249,8 @@ def _cut(values: np.ndarray, share: float, *, top: bool) -> float:
     ``<= cut``, the highest with ``>= cut`` when ``top``), ties never splitting: the
     share's quantile, moved inside where tied values straddle it."""
     s = np.sort(values)
-    if top:
-        s = -s[::-1]
+    if top:  # descending, negated in the sorted copy (not a second one)
+        s = np.negative(s[::-1], out=s[::-1])
     k = int(np.floor(share * len(s) + 1e-9))
     if k == 0:
         cut = -np.inf
@@ -296,8 +305,8 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
 
     frame = pd.DataFrame({
         "row_id": pick(row_ids),
-        "status": pd.Categorical(pick(np.asarray(status, dtype=object))),
-        "label": pd.Categorical(pick(np.asarray(labels, dtype=object))),
+        "status": _categorical(status, pick),
+        "label": _categorical(labels, pick),
         "confidence": pick(confidence),
         "variability": pick(np.asarray(variability, dtype=float)),
         "correctness": pick(np.asarray(correctness, dtype=float)),
@@ -305,9 +314,18 @@ def datamap_table(row_ids, status, labels, confidence, variability, correctness,
         "label_quality": (np.full(len(rows), np.nan) if label_quality is None
                           else pick(np.asarray(label_quality, dtype=float))),
     }, copy=False)  # the columns taken here as they are: not stacked into copies by dtype
-    frame["region"] = pd.Categorical(assign_regions(region_axis(frame, axis),
-                                                    frame["variability"], **thresholds))
+    frame["region"] = compact_categorical(
+        region_codes(region_axis(frame, axis), frame["variability"], **thresholds),
+        _REGION_NAMES)
     return frame
+
+
+def _categorical(values, pick) -> pd.Categorical:
+    """``pd.Categorical`` of ``pick(values)`` as strings; a categorical is taken as it is
+    (its unused categories dropped), not made objects and factorized again."""
+    if isinstance(values, pd.Categorical):
+        return pd.Categorical(pick(values)).remove_unused_categories()
+    return pd.Categorical(pick(np.asarray(values, dtype=object)))
 
 
 def region_axis(table: pd.DataFrame, axis: str = "confidence") -> np.ndarray:
@@ -406,35 +424,47 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             "against the labels and trains no model), and a data map is drawn from them; "
             "AFLite's runs have one")
     shares = check_shares(**{k: v for k, v in ctx.params.items() if k in SHARES})
-    row_ids = ctx.row_ids
     dm = ctx.datamap
-    scored = np.asarray(dm["n_heldout"]) > 0
-    y, groups = ctx.y, ctx.groups
-    n_classes = n_classes_of(y[scored], None if groups is None else groups[scored])
-    quality, axis, why = _label_quality(ctx, row_ids, scored)
-    evidence = quality if axis == "label_quality" else dm["confidence"].to_numpy()
-    thresholds = calibrated_thresholds(evidence[scored], dm["variability"].to_numpy()[scored],
+    scored = np.flatnonzero(np.asarray(dm["n_heldout"]) > 0)  # positions: the map's rows
+    n_filtered = len(dm)
+    labels = ctx.label_codes(scored)  # a byte a row, not the labels' objects and codes
+    n_classes = _n_classes(labels[1], ctx.groups, scored)
+    quality, axis, why = _label_quality(ctx, scored)
+    evidence = quality if axis == "label_quality" else dm["confidence"].to_numpy()[scored]
+    thresholds = calibrated_thresholds(evidence, dm["variability"].to_numpy()[scored],
                                        n_classes=n_classes, **shares)
+    del evidence
     fixed = {k: v for k, v in ctx.params.items() if k in THRESHOLDS}
     thresholds = check_thresholds(**{**thresholds, **fixed})
     # the table's rows taken from each column first (datamap_table takes the same ones):
     # no column of every filtered row beside the table (5 of them, 40 MB each at 5M rows)
-    rows = np.flatnonzero(scored & np.isfinite(dm["confidence"].to_numpy(dtype=float)))
-    at = ctx.score_rows()[rows]  # positions, not the scores indexed by row id (a copy)
-    predictability = np.where(at >= 0, ctx.scores["predictability"].to_numpy(dtype=float)[at],
-                              np.nan)
+    finite = np.isfinite(dm["confidence"].to_numpy(dtype=float)[scored])
+    rows = scored if finite.all() else scored[finite]
+    label = compact_categorical(labels[0] if finite.all() else labels[0][finite], labels[1])
+    del labels
+    every = len(rows) == n_filtered  # every filtered row on the map: its columns as they are
+
+    def take(values: np.ndarray) -> np.ndarray:
+        return values if every else values[rows]
+
+    at = ctx.score_rows(rows)  # positions, not the scores indexed by row id (a copy)
+    predictability = ctx.scores["predictability"].to_numpy(dtype=float)[at]
+    predictability[at < 0] = np.nan  # a row not in the scores
     del at
-    table = datamap_table(row_ids[rows], ctx.statuses(rows), y[rows],
-                          dm["confidence"].to_numpy()[rows], dm["variability"].to_numpy()[rows],
-                          predictability, dm["n_heldout"].to_numpy()[rows],
-                          None if quality is None else quality[rows], axis=axis, **thresholds)
+    status = ctx.scores_categorical("status", rows)
+    table = datamap_table(take(ctx.row_ids), ctx.statuses(rows) if status is None else status,
+                          label, take(dm["confidence"].to_numpy()),
+                          take(dm["variability"].to_numpy()), predictability,
+                          take(dm["n_heldout"].to_numpy()),
+                          quality if quality is None or finite.all() else quality[finite],
+                          axis=axis, **thresholds)
     counts = table["region"].value_counts()
     warnings = [] if ctx.datamap_grouped else [UNGROUPED]
     if why:
         warnings.append(why)
-    n_unscored = int((~scored).sum())
+    n_unscored = n_filtered - len(scored)
     if n_unscored:
-        warnings.append(unscored_warning(n_unscored, len(scored)))
+        warnings.append(unscored_warning(n_unscored, n_filtered))
     return MeasureResult(tables={FILE: table}, astype={FILE: TABLE_TYPES},
                          info={"thresholds": thresholds, "shares": shares,
                                "axis": axis, "n_unscored": n_unscored,
@@ -444,22 +474,30 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                                "regions": {r: int(counts.get(r, 0)) for r in REGIONS}})
 
 
-def _label_quality(ctx: MeasureContext, row_ids, scored: np.ndarray
+def _n_classes(classes: np.ndarray, groups: np.ndarray | None, rows: np.ndarray) -> int:
+    """:func:`n_classes_of` of the labels ``classes`` present at ``rows``, whose ``groups``
+    count only for multiple-choice rows (taken then)."""
+    choice = groups is not None and set(classes.tolist()) <= CHOICE_LABELS
+    return n_classes_of(classes, groups[rows] if choice else None)
+
+
+def _label_quality(ctx: MeasureContext, scored: np.ndarray
                    ) -> tuple[np.ndarray | None, str, str]:
-    """The label issues' ``label_quality`` of the filtered rows (NaN where absent), the
-    region axis it allows, and why the axis is ``confidence`` when it is (``""`` when it is
-    not, or when the label issues were not asked for)."""
+    """The label issues' ``label_quality`` of the filtered rows at ``scored`` (positions;
+    NaN where absent), the region axis it allows, and why the axis is ``confidence`` when it
+    is (``""`` when it is not, or when the label issues were not asked for)."""
     issues = ctx.earlier.get(LABEL_ISSUES_FILE)
     if issues is None or issues.empty:
         return None, "confidence", ""
     values = issues.set_index("row_id")["label_quality"]
     values = values[~values.index.duplicated()]
-    quality = values.reindex(pd.Index(row_ids, dtype=values.index.dtype)).to_numpy(dtype=float)
-    missing = int((scored & ~np.isfinite(quality)).sum())
+    quality = values.reindex(pd.Index(ctx.row_ids[scored], dtype=values.index.dtype)
+                             ).to_numpy(dtype=float)
+    missing = int((~np.isfinite(quality)).sum())
     if missing:
         return quality, "confidence", (
-            f"the label issues scored {int(scored.sum()) - missing:,} of the "
-            f"{int(scored.sum()):,} mapped rows (a sample above their max_rows), so the "
+            f"the label issues scored {len(scored) - missing:,} of the "
+            f"{len(scored):,} mapped rows (a sample above their max_rows), so the "
             "regions are drawn on AFLite's confidence alone, which finds mislabelled rows "
             "less well; raise the label issues' max_rows to draw them on label quality")
     return quality, "label_quality", ""

@@ -63,10 +63,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from aflite_core._validation import check_callback, check_int
 from aflite_core.errors import MeasureSkipped
-from aflite_core.io.text_columns import str_codes
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent.fold_pool import dask_folds, lost_on_cluster, map_folds
 from aflite_core.represent.on_use import evaluator, text_model
@@ -145,8 +145,11 @@ def out_of_fold_probabilities(texts: Sequence[str], labels, *, n_splits: int = 2
     model = text_model("full_input", random_state=random_state)
     record = dask_folds()
     if record is not None:  # the features made on a worker and left there (see below)
+        # one Arrow array, sent out of band: a list's str objects and its pickle were
+        # three times the texts' bytes on the driver while they were sent
+        texts = pa.array(list(texts), type=pa.large_string())
         try:
-            _folds_on_worker(record.client, model, list(texts), y, folds, done)
+            _folds_on_worker(record.client, model, texts, y, folds, done)
             return classes, proba
         except Exception as exc:
             if not lost_on_cluster(exc):
@@ -155,8 +158,14 @@ def out_of_fold_probabilities(texts: Sequence[str], labels, *, n_splits: int = 2
             # to it): the same fits from features made here
     # vectorised once for all folds, the folds side by side (represent.fold_pool)
     map_folds(_fit_proba, folds, on_done=done,
-              resident=evaluator(model, list(texts), y))
+              resident=evaluator(model, _text_list(texts), y))
     return classes, proba
+
+
+def _text_list(texts) -> list[str]:
+    """``texts`` as a list of str (an Arrow array's made Python strings)."""
+    return texts.to_pylist() if isinstance(texts, (pa.Array, pa.ChunkedArray)) \
+        else list(texts)
 
 
 def _fit_proba(fold: tuple[np.ndarray, np.ndarray], folds_model) -> tuple:
@@ -164,13 +173,13 @@ def _fit_proba(fold: tuple[np.ndarray, np.ndarray], folds_model) -> tuple:
     return folds_model.fit_predict_proba(*fold)
 
 
-def _pair_evaluator(model, texts: list[str], codes: np.ndarray, classes: np.ndarray):
-    """:func:`~aflite_core.represent.fold_fits.evaluator` of the labels ``classes[codes]``
-    (on a worker)."""
-    return evaluator(model, texts, classes[codes])
+def _pair_evaluator(model, texts, codes: np.ndarray, classes: np.ndarray):
+    """:func:`~aflite_core.represent.fold_fits.evaluator` of ``texts`` (an Arrow array) and
+    the labels ``classes[codes]`` (on a worker)."""
+    return evaluator(model, _text_list(texts), classes[codes])
 
 
-def _folds_on_worker(client, model, texts: list[str], y: np.ndarray, folds: list,
+def _folds_on_worker(client, model, texts: pa.Array, y: np.ndarray, folds: list,
                      done: Callable) -> None:
     """The folds of :func:`out_of_fold_probabilities` on ``client``'s workers: the texts
     scattered once, the evaluator (the features of every fold: 0.1-0.14 GB at 100k rows,
@@ -329,9 +338,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     """Label issues of the filtered rows (see the module docstring)."""
     params = {"n_splits": 2, "max_rows": MAX_ROWS, **ctx.params}
     n_splits = check_int("n_splits", params["n_splits"], minimum=2)
-    # codes of the sorted label texts: np.unique of astype(str) without a fixed-width copy of
-    # every row's label (only the sample's rows are made texts, below)
-    codes, classes = str_codes(ctx.y)
+    # codes of the sorted label texts from the scores' label codes (a byte a row): np.unique
+    # of astype(str) without a fixed-width copy of every row's label, nor str_codes' two intp
+    # arrays (80 MB at 5M rows); only the sample's rows are made texts, below
+    codes, classes = ctx.label_codes()
     counts = np.bincount(codes, minlength=len(classes))
     if len(classes) < 2:
         raise MeasureSkipped(f"the filtered rows have a single label ({classes[0]!r}); label "
@@ -347,12 +357,12 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     given = classes[codes[rows]]  # the sample's labels as texts
     # the sample's texts are taken from the frame: no list of every row's
     hypotheses, premises = ctx.hypothesis_texts(), ctx.premise_texts()
-    texts = pair_texts(None if premises is None else premises.take(rows),
-                       hypotheses.take(rows))
     groups = None if ctx.groups is None else np.asarray(ctx.groups)[rows]
-    classes, proba = out_of_fold_probabilities(texts, given, n_splits=n_splits, groups=groups,
-                                               random_state=ctx.random_state,
-                                               callback=ctx.callback())
+    # the texts passed unnamed: on Dask their list is dropped once they are one Arrow array
+    classes, proba = out_of_fold_probabilities(
+        pair_texts(None if premises is None else premises.take(rows), hypotheses.take(rows)),
+        given, n_splits=n_splits, groups=groups, random_state=ctx.random_state,
+        callback=ctx.callback())
     confidence, quality = None, None
     warnings = []
     if ctx.datamap is not None and not ctx.datamap_grouped:

@@ -76,6 +76,15 @@ class Option:
     help: str = ""
 
 
+def _checked_rows(rows: Any, n: int) -> np.ndarray:
+    """``rows`` as int64 positions below ``n`` (an IndexError otherwise, as indexing gives)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise IndexError(f"rows: expected positions in [0, {n}), got [{rows.min()}, "
+                         f"{rows.max()}]")
+    return rows
+
+
 @dataclass
 class MeasureContext:
     """Everything a measure may read, computed once by the pipeline.
@@ -197,22 +206,74 @@ class MeasureContext:
         codes = self.group_codes if self.group_codes is not None else self.dataset.group_codes()
         return None if codes is None else self._filterable_rows(codes)
 
-    def score_rows(self) -> np.ndarray:
-        """Position in ``scores`` of each filterable row (-1: not there). The pipeline's
-        scores hold every frame row in frame order, so these are positions, checked against
-        the row ids (looked up by id otherwise): no index of the scores by row id."""
+    def score_rows(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Position in ``scores`` of each filterable row (of ``rows`` among them: positions;
+        -1: not there). The pipeline's scores hold every frame row in frame order, so these
+        are positions, checked against the row ids (looked up by id otherwise): no index of
+        the scores by row id."""
+        at = self._score_positions()
+        if at is None:  # the scores' rows are the filterable rows, in order
+            n = len(self.scores)
+            return np.arange(n) if rows is None else _checked_rows(rows, n)
+        return at if rows is None else at[np.asarray(rows, dtype=np.int64)]
+
+    def _score_positions(self) -> np.ndarray | None:
+        """:meth:`score_rows` of every filterable row, or None when they are the scores'
+        own rows in order (every row filterable: no array of 8 bytes a row)."""
         included = self.dataset.included_mask
         ids = self.scores["row_id"].to_numpy()
         row_ids = np.asarray(self.row_ids)
         if len(ids) == len(included):
             if included.all() and self.filterable.all():  # every row: no copies to compare
                 if np.array_equal(ids, row_ids):
-                    return np.arange(len(ids))
+                    return None
             else:
                 at = np.flatnonzero(included)[self.filterable]
                 if np.array_equal(ids[at], row_ids):
                     return at
         return pd.Index(ids).get_indexer(pd.Index(row_ids, dtype=ids.dtype))
+
+    def scores_categorical(self, column: str, rows: np.ndarray | None = None
+                           ) -> pd.Categorical | None:
+        """``scores[column]`` (``status``, ``label``) of the filterable rows (of ``rows`` among
+        them) as ``pd.Categorical`` of their strings makes it (the values present, sorted),
+        from the scores' own 1-byte codes: no object nor intp code per row. None when the
+        column is not categorical of str or a row has no value (the caller converts
+        strings)."""
+        from aflite_core.io.text_columns import compact_categorical
+
+        values = self.scores.get(column)
+        if values is None or not isinstance(values.dtype, pd.CategoricalDtype) or not all(
+                isinstance(c, str) for c in values.cat.categories):
+            return None
+        codes = values.cat.codes.to_numpy()
+        at = self._score_positions()
+        if at is None:
+            if rows is not None:
+                codes = codes[_checked_rows(rows, len(codes))]
+        else:
+            at = at if rows is None else at[np.asarray(rows, dtype=np.int64)]
+            if (at < 0).any():
+                return None
+            codes = codes[at]
+        if (codes < 0).any():
+            return None
+        return compact_categorical(codes, values.cat.categories.to_numpy(dtype=object))
+
+    def label_codes(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The labels of the filterable rows (of ``rows`` among them) as
+        ``str_codes(y[rows])`` gives them, ``(codes, classes)``: ``classes`` the labels
+        present, sorted (a str array), ``classes[codes]`` every row's; the codes the smallest
+        integers (from the scores' label codes: a byte a row, not two intp arrays)."""
+        from aflite_core.io.text_columns import str_codes
+
+        labels = self.scores_categorical("label", rows)
+        if labels is None:
+            y = self.y if rows is None else self.y[np.asarray(rows, dtype=np.int64)]
+            codes, classes = str_codes(y)
+            return codes.astype(np.min_scalar_type(max(len(classes) - 1, 0))), classes
+        classes = labels.categories.to_numpy(dtype=str)
+        return labels.codes.astype(np.min_scalar_type(max(len(classes) - 1, 0))), classes
 
     def statuses(self, rows: np.ndarray | None = None) -> np.ndarray:
         """``scores``' status of each filterable row (of ``rows`` among them: positions), as
@@ -220,18 +281,12 @@ class MeasureContext:
         no Python str per row."""
         from aflite_core.io.text_columns import str_codes
 
-        at = self.score_rows()
-        if rows is not None:
-            at = at[np.asarray(rows, dtype=np.int64)]
-        column = self.scores["status"]
-        status = None
-        if isinstance(column.dtype, pd.CategoricalDtype):  # the scores' own 1-byte codes
-            codes = column.cat.codes.to_numpy()[at]
-            if not (codes[at >= 0] < 0).any():  # no missing status (str_codes' "nan")
-                status = column.cat.categories.astype(str).to_numpy(dtype=object)[codes]
-        if status is None:  # the rows' codes taken first, then made strs
-            codes, classes = str_codes(column)
-            status = classes.astype(object)[codes[at]]
+        status = self.scores_categorical("status", rows)
+        if status is not None:
+            return status.categories.to_numpy(dtype=object)[status.codes]
+        at = self.score_rows(rows)
+        codes, classes = str_codes(self.scores["status"])  # the rows' codes, then strs
+        status = classes.astype(object)[codes[at]]
         status[at < 0] = str(pd.NA)  # a row missing from scores
         return status
 
@@ -260,7 +315,10 @@ class MeasureContext:
         from aflite_core.io.text_columns import RowTexts
 
         dataset = self.dataset
-        positions = np.flatnonzero(dataset.included_mask)[self.filterable]
+        included = dataset.included_mask
+        # every row (the default audit): no positions (8 bytes a row, for each column)
+        positions = (None if included.all() and self.filterable.all()
+                     else np.flatnonzero(included)[self.filterable])
         return RowTexts(dataset.text_column(column), positions)
 
     def callback(self) -> Callable[[dict], None]:

@@ -519,19 +519,20 @@ def _chunked_counts(ctx: MeasureContext, record, rep_rows: np.ndarray, weights: 
     (the cue measure's chunks: their annotations are in the workers' caches), and left
     there (:mod:`.slices_on_workers`)."""
     from aflite_core.cues.count_tables import chunk_rows_for
-    from aflite_core.io.text_columns import RowTexts
+    from aflite_core.io.text_columns import RowTexts, row_positions
     from aflite_core.represent.fold_pool import cluster_workers
 
     dataset = ctx.dataset
-    included = np.flatnonzero(dataset.included_mask)
-    chunk_rows = chunk_rows_for(len(included), len(cluster_workers(record.client)))
-    bounds = slices_on_workers.chunk_bounds(len(included), chunk_rows)
+    n_included = int(np.count_nonzero(dataset.included_mask))
+    rows = row_positions(dataset.included_mask)  # None: every row (no array of positions)
+    chunk_rows = chunk_rows_for(n_included, len(cluster_workers(record.client)))
+    bounds = slices_on_workers.chunk_bounds(n_included, chunk_rows)
     columns = dataset.columns
-    hyps = RowTexts(dataset.text_column(columns.hypothesis), included)
-    prems = (RowTexts(dataset.text_column(columns.premise), included)
+    hyps = RowTexts(dataset.text_column(columns.hypothesis), rows)
+    prems = (RowTexts(dataset.text_column(columns.premise), rows)
              if columns.premise is not None else None)
     texts = ((hyps[lo:hi], None if prems is None else prems[lo:hi]) for lo, hi in bounds)
-    ctx.progress(0.0, f"cue features of {len(included):,} rows on the workers")
+    ctx.progress(0.0, f"cue features of {n_included:,} rows on the workers")
     counts = slices_on_workers.ChunkedCounts(
         record.client, texts, bounds, rep_rows, weights,
         slices_on_workers.ExtractOptions(tuple(families), text), min_count=min_support,
