@@ -265,3 +265,24 @@ def test_region_diamonds_use_webgl_only_on_a_webgl_map():
         fig = charts.add_regions(charts.projection_scatter(points, color="status"), regions)
         assert [t.type for t in fig.data] == [expected, expected]
         assert list(fig.data[-1].customdata[:, 0]) == ["region:0", "region:1"]
+
+
+def test_regions_from_categoricals_are_the_regions_from_strings(planted_map):
+    """Labels and statuses given as categoricals (the measure's, from the scores' codes) and
+    a float32 map describe the regions exactly as strings and float64 coordinates do."""
+    texts, topic, coords = planted_map
+    region = find_regions(coords, random_state=0)
+    labels = np.where(topic, "neutral", np.where(np.arange(len(texts)) % 3, "entailment",
+                                                 "contradiction"))
+    status = np.array(["retained", "removed", "warmup", "retained"], dtype=object)[
+        np.arange(len(texts)) % 4]
+    expected = describe_regions(region, coords.astype(np.float64), texts=texts, labels=labels,
+                                status=status)
+    got = describe_regions(region, coords.astype(np.float32), texts=texts,
+                           labels=pd.Categorical(labels), status=pd.Categorical(status))
+    pd.testing.assert_frame_equal(got, expected)
+    assert expected["removed"].sum() > 0 and expected["filtered"].sum() < (region >= 0).sum()
+    # unsorted categories (not the measure's) are read as the strings they hold
+    shuffled = pd.Categorical(labels, categories=["neutral", "entailment", "contradiction"])
+    pd.testing.assert_frame_equal(describe_regions(region, coords, texts=texts,
+                                                   labels=shuffled, status=status), expected)

@@ -142,3 +142,12 @@ def test_label_codes_are_str_codes_of_the_labels(every, dtype):
                                else ctx.score_rows()[rows]).tolist()
     with pytest.raises(IndexError):
         ctx.score_rows(np.array([len(ctx.y)]))
+    # the representation's rows (the map's: warm-up rows too, never excluded ones)
+    shown = [0, 1, 2, 3, 4] if every else [0, 1, 2, 4, 5]
+    _assert_same_categorical(ctx.scores_categorical("status", included=True),
+                             pd.Categorical(np.asarray(status, dtype=object)[shown]))
+    if dtype == "category":  # (strings: None, the caller converts them)
+        _assert_same_categorical(ctx.scores_categorical("label", included=True),
+                                 pd.Categorical(np.asarray(labels, dtype=object)[shown]))
+    else:
+        assert ctx.scores_categorical("label", included=True) is None

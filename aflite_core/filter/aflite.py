@@ -377,6 +377,7 @@ class AFLite(BaseEstimator):
             train[j, rng.choice(n_r, size=t, replace=False, shuffle=False)] = True
         codes_r = codes[retained]
         model = fit_lda_partitions(X, codes_r, train, n_classes, rows=retained)
+        del train  # the partitions' rows (m bytes a retained row): not under the scoring's
 
         new_codes = pd.Index(self.classes_).get_indexer(pd.Index(y_new))
         predictable = np.bincount(codes_r, minlength=n_classes) > 0
@@ -387,8 +388,15 @@ class AFLite(BaseEstimator):
         def score(rows: np.ndarray, features: np.ndarray | None = None) -> None:
             """Score class-sorted ``rows`` (one piece; ``features``: their rows of ``X_new``
             when already read) into the shared outputs."""
+            # the rows read (a copy: fancy indexing, or a block fetched from the workers)
+            # shifted in place: not a second block beside them (67 MB at 65,536 rows x 256)
             block = np.ascontiguousarray(X_new[rows] if features is None else features,
-                                         dtype=np.float32) - model.shift
+                                         dtype=np.float32)
+            if not block.flags.writeable or (isinstance(X_new, np.ndarray)
+                                             and np.shares_memory(block, X_new)):
+                block = block - model.shift  # (never X_new itself)
+            else:
+                block -= model.shift
             bounds = np.searchsorted(new_codes[rows], np.arange(n_classes + 1))
             heldout = np.ones((m, len(rows)), dtype=bool)
             if datamap:

@@ -198,9 +198,9 @@ def describe_regions(region: np.ndarray, coords: np.ndarray, *, texts: Sequence[
     coords : array of shape (n_rows, 2)
     texts : sequence of str
         The hypothesis (or single text) of each row.
-    labels : np.ndarray
-        Label of each row.
-    status : np.ndarray of str
+    labels : np.ndarray or pandas.Categorical
+        Label of each row (a categorical with sorted categories is read by its codes).
+    status : np.ndarray of str or pandas.Categorical
         Status of each row (``retained``, ``removed``, ...): ``share_removed`` is removed /
         (retained + removed) among the region's rows.
     n_words, text_sample, random_state
@@ -212,16 +212,29 @@ def describe_regions(region: np.ndarray, coords: np.ndarray, *, texts: Sequence[
     share of the region's rows), ``top_words`` the words joined by ", ".
     """
     region = np.asarray(region)
-    coords = np.asarray(coords, dtype=np.float64)
+    coords = np.asarray(coords)  # the map's float32 as it is (medians taken in float64)
+    if coords.dtype not in (np.float32, np.float64):
+        coords = coords.astype(np.float64)
     # codes, not a fixed-width str copy of every row's label and status (52 bytes a row
-    # each at 13 characters: 0.26 GB apiece at 5M rows)
-    codes, names = pd.factorize(pd.Series(np.asarray(labels, dtype=object)).astype(str))
-    ranks = np.argsort(np.argsort(np.asarray(names, dtype=str), kind="stable"))
-    names = np.sort(np.asarray(names, dtype=str))  # np.unique's order
-    label_codes = ranks[codes]
-    status = pd.Series(np.asarray(status, dtype=object)).astype(str)
-    is_removed = (status == "removed").to_numpy()
-    is_filtered = is_removed | (status == "retained").to_numpy()
+    # each at 13 characters: 0.26 GB apiece at 5M rows); a categorical's own codes as they
+    # are (the measure's: a byte a row)
+    if isinstance(labels, pd.Categorical):
+        names = np.asarray(labels.categories, dtype=str)
+        label_codes = labels.codes
+        if not (np.all(names[:-1] < names[1:]) and (label_codes >= 0).all()):
+            labels = np.asarray(labels, dtype=object)
+    if not isinstance(labels, pd.Categorical):
+        codes, names = pd.factorize(pd.Series(np.asarray(labels, dtype=object)).astype(str))
+        ranks = np.argsort(np.argsort(np.asarray(names, dtype=str), kind="stable"))
+        names = np.sort(np.asarray(names, dtype=str))  # np.unique's order
+        label_codes = ranks[codes]
+    if isinstance(status, pd.Categorical):
+        is_removed, is_filtered = _is_status(status, "removed"), _is_status(status, "retained")
+        is_filtered |= is_removed
+    else:
+        status = pd.Series(np.asarray(status, dtype=object)).astype(str)
+        is_removed = (status == "removed").to_numpy()
+        is_filtered = is_removed | (status == "retained").to_numpy()
     n = len(region)
     for name, values in (("coords", coords), ("labels", label_codes), ("status", status)):
         if len(values) != n:
@@ -256,9 +269,20 @@ def describe_regions(region: np.ndarray, coords: np.ndarray, *, texts: Sequence[
             "share_removed": removed / filtered if filtered else float("nan"),
             "label_shares": json.dumps(shares), "top_label": next(iter(shares)),
             "top_words": ", ".join(top),
-            "x": float(np.median(coords[members, 0])), "y": float(np.median(coords[members, 1])),
+            "x": _median(coords[members, 0]), "y": _median(coords[members, 1]),
         })
     return pd.DataFrame(rows, columns=list(REGION_COLUMNS))
+
+
+def _median(values: np.ndarray) -> float:
+    """The median in float64 (a float32 map's values converted exactly, then taken)."""
+    return float(np.median(values.astype(np.float64)))
+
+
+def _is_status(status: pd.Categorical, name: str) -> np.ndarray:
+    """Rows of ``status`` whose value is ``name`` (from its codes)."""
+    where = np.flatnonzero(np.asarray(status.categories, dtype=object) == name)
+    return status.codes == where[0] if len(where) else np.zeros(len(status), dtype=bool)
 
 
 def empty_table() -> pd.DataFrame:

@@ -597,10 +597,15 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
     coords = table[["x", "y"]].to_numpy()
     ctx.progress(0.9, "finding the map's regions")
     region = map_regions.find_regions(coords, random_state=ctx.random_state)
-    included = np.flatnonzero(ctx.dataset.included_mask)
-    status = shared_strings(ctx.scores["status"])[included]  # no str per row
+    # the map's rows' statuses and labels from the scores' codes (a byte a row: no str, intp
+    # code nor position per row); as strs where the scores have no such codes
+    status = ctx.scores_categorical("status", included=True)
+    if status is None:
+        status = shared_strings(ctx.scores["status"])[np.flatnonzero(ctx.dataset.included_mask)]
+    labels = ctx.scores_categorical("label", included=True)
     regions = map_regions.describe_regions(
-        region, coords, texts=ctx.dataset.hypothesis_texts(), labels=ctx.labels, status=status,
+        region, coords, texts=ctx.dataset.hypothesis_texts(),
+        labels=ctx.labels if labels is None else labels, status=status,
         random_state=ctx.random_state)
     table = table.assign(region=region)
     table.attrs = {}

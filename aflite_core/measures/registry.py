@@ -217,29 +217,32 @@ class MeasureContext:
             return np.arange(n) if rows is None else _checked_rows(rows, n)
         return at if rows is None else at[np.asarray(rows, dtype=np.int64)]
 
-    def _score_positions(self) -> np.ndarray | None:
-        """:meth:`score_rows` of every filterable row, or None when they are the scores'
-        own rows in order (every row filterable: no array of 8 bytes a row)."""
-        included = self.dataset.included_mask
+    def _score_positions(self, included: bool = False) -> np.ndarray | None:
+        """:meth:`score_rows` of every filterable row (with ``included``, of every
+        representation row: the included rows, warm-up too), or None when they are the
+        scores' own rows in order (every row filterable: no array of 8 bytes a row)."""
+        mask = self.dataset.included_mask
+        keep = None if included or self.filterable.all() else self.filterable
         ids = self.scores["row_id"].to_numpy()
-        row_ids = np.asarray(self.row_ids)
-        if len(ids) == len(included):
-            if included.all() and self.filterable.all():  # every row: no copies to compare
+        row_ids = np.asarray(self.representation.row_ids if included else self.row_ids)
+        if len(ids) == len(mask):
+            if mask.all() and keep is None:  # every row: no copies to compare
                 if np.array_equal(ids, row_ids):
                     return None
             else:
-                at = np.flatnonzero(included)[self.filterable]
+                at = np.flatnonzero(mask)
+                at = at if keep is None else at[keep]
                 if np.array_equal(ids[at], row_ids):
                     return at
         return pd.Index(ids).get_indexer(pd.Index(row_ids, dtype=ids.dtype))
 
-    def scores_categorical(self, column: str, rows: np.ndarray | None = None
-                           ) -> pd.Categorical | None:
+    def scores_categorical(self, column: str, rows: np.ndarray | None = None, *,
+                           included: bool = False) -> pd.Categorical | None:
         """``scores[column]`` (``status``, ``label``) of the filterable rows (of ``rows`` among
-        them) as ``pd.Categorical`` of their strings makes it (the values present, sorted),
-        from the scores' own 1-byte codes: no object nor intp code per row. None when the
-        column is not categorical of str or a row has no value (the caller converts
-        strings)."""
+        them; with ``included``, of the representation's rows: the map's) as
+        ``pd.Categorical`` of their strings makes it (the values present, sorted), from the
+        scores' own 1-byte codes: no object nor intp code per row. None when the column is
+        not categorical of str or a row has no value (the caller converts strings)."""
         from aflite_core.io.text_columns import compact_categorical
 
         values = self.scores.get(column)
@@ -247,7 +250,7 @@ class MeasureContext:
                 isinstance(c, str) for c in values.cat.categories):
             return None
         codes = values.cat.codes.to_numpy()
-        at = self._score_positions()
+        at = self._score_positions(included)
         if at is None:
             if rows is not None:
                 codes = codes[_checked_rows(rows, len(codes))]
