@@ -439,8 +439,9 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     # the table's rows taken from each column first (datamap_table takes the same ones):
     # no column of every filtered row beside the table (5 of them, 40 MB each at 5M rows)
     finite = np.isfinite(dm["confidence"].to_numpy(dtype=float)[scored])
-    rows = scored if finite.all() else scored[finite]
-    label = compact_categorical(labels[0] if finite.all() else labels[0][finite], labels[1])
+    all_finite = bool(finite.all())
+    rows = scored if all_finite else scored[finite]
+    label = compact_categorical(labels[0] if all_finite else labels[0][finite], labels[1])
     del labels
     every = len(rows) == n_filtered  # every filtered row on the map: its columns as they are
 
@@ -456,7 +457,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                           label, take(dm["confidence"].to_numpy()),
                           take(dm["variability"].to_numpy()), predictability,
                           take(dm["n_heldout"].to_numpy()),
-                          quality if quality is None or finite.all() else quality[finite],
+                          quality if quality is None or all_finite else quality[finite],
                           axis=axis, **thresholds)
     counts = table["region"].value_counts()
     warnings = [] if ctx.datamap_grouped else [UNGROUPED]

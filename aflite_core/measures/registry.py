@@ -272,11 +272,11 @@ class MeasureContext:
 
         labels = self.scores_categorical("label", rows)
         if labels is None:
-            y = self.y if rows is None else self.y[np.asarray(rows, dtype=np.int64)]
-            codes, classes = str_codes(y)
-            return codes.astype(np.min_scalar_type(max(len(classes) - 1, 0))), classes
-        classes = labels.categories.to_numpy(dtype=str)
-        return labels.codes.astype(np.min_scalar_type(max(len(classes) - 1, 0))), classes
+            codes, classes = str_codes(self.y if rows is None
+                                       else self.y[np.asarray(rows, dtype=np.int64)])
+        else:
+            codes, classes = labels.codes, labels.categories.to_numpy(dtype=str)
+        return codes.astype(np.min_scalar_type(max(len(classes) - 1, 0))), classes
 
     def statuses(self, rows: np.ndarray | None = None) -> np.ndarray:
         """``scores``' status of each filterable row (of ``rows`` among them: positions), as
