@@ -54,6 +54,8 @@ from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re
     guess_roles,
 )
 from aflite_core.io.linked_groups import linked_components, linked_text_groups  # noqa: F401
+from aflite_core.io.load_report import ValidationReport
+from aflite_core.io.load_report import build_report as _build_report
 from aflite_core.io.per_choice import REASON_NOT_ONE_CORRECT, apply_per_choice, find_per_choice
 from aflite_core.io.readers import (
     FORMATS,
@@ -64,27 +66,20 @@ from aflite_core.io.readers import (
     DatasetSizeError,
     DuplicateIdError,
     RawTable,
-    short_repr,
 )
 from aflite_core.io.shards import read_source as read_table
 from aflite_core.io.tables import index_values
 from aflite_core.io.text_columns import (
     RowTexts,
-    blank_mask,
-    conflicting_groups,
     count_distinct,
     equal_codes,
     label_factors,
     label_objects,
-    missing_mask,
     mixed_types,
-    normalised_hashes,
-    pair_hashes,
     row_positions,
     shared_mask,
-    text_hashes,
-    text_lengths,
 )
+from aflite_core.io.text_facts import TextFacts, text_facts
 from aflite_core.io.texts_on_disk import (
     ColumnOnDisk,
     TextsFile,
@@ -126,68 +121,6 @@ LINKED_TEXT = "(premise or hypothesis)"
 MAX_LINKED_GROUP_SHARE = 0.25
 
 
-@dataclass
-class ValidationReport:
-    """What loading found: sizes, exclusions by reason, labels, warnings, text stats.
-
-    Attributes
-    ----------
-    source : str
-        File name shown in messages.
-    n_read : int
-        Rows read (after multiple-choice expansion: rows produced).
-    n_included : int
-        Rows taking part in the audit.
-    excluded : dict
-        Reason -> number of rows, e.g. ``{"label '-'": 158, "empty label": 2}``.
-    label_counts : dict
-        Label -> number of included rows, most frequent first.
-    warnings : list of str
-        Suspicious but valid things (single-example labels, one label only, ...).
-    format : str
-        File format read.
-    duplicates : dict
-        Among included rows: ``exact`` (rows whose premise+hypothesis text equals an
-        earlier row's), ``normalised`` (same after case-folding, dropping punctuation
-        and collapsing whitespace) and ``conflicting_labels`` (normalised groups that
-        carry more than one label).
-    text_lengths : dict
-        ``{"hypothesis": {"min", "median", "max"}, "premise": {...}}`` in characters,
-        over included rows.
-    n_questions : int or None
-        Multiple-choice questions expanded (None for other data).
-    suggested_id : str or None
-        An id-like column with unique values (e.g. SNLI's ``pairID``) one may pass as
-        ``id=``.
-    encoding : str or None
-        Text encoding used (None for Parquet).
-    notes : list of str
-        Decisions the loader took that change how the data is audited (e.g. grouping
-        rows by premise), each with how to undo it.
-    n_groups : int or None
-        Groups among the included rows (None without a group column).
-    """
-
-    source: str
-    n_read: int
-    n_included: int
-    excluded: dict[str, int]
-    label_counts: dict[str, int]
-    warnings: list[str] = field(default_factory=list)
-    format: str = ""
-    duplicates: dict[str, int] = field(default_factory=dict)
-    text_lengths: dict[str, dict[str, float]] = field(default_factory=dict)
-    n_questions: int | None = None
-    suggested_id: str | None = None
-    encoding: str | None = None
-    notes: list[str] = field(default_factory=list)
-    n_groups: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report as JSON-ready built-in types."""
-        return _jsonable(asdict(self))
-
-
 @dataclass(eq=False)
 class AuditDataset:
     """A loaded dataset: original frame, column roles, exclusions and report.
@@ -209,6 +142,9 @@ class AuditDataset:
         default=None, init=False, repr=False)
     #: Where its shards were read (``RawTable.read_by``): ``"local"`` or ``"dask"``.
     read_by: str = "local"
+    #: How :func:`~aflite_core.io.streamed_load.load_to_disk` loaded it: ``"streamed"`` (a
+    #: shard's text at a time) or ``"whole"`` (every row's text at once, as here).
+    loaded_by: str = "whole"
     #: The file its text columns moved to (:meth:`with_texts_on_disk`; not in ``frame``).
     texts_file: TextsFile | None = None
 
@@ -318,6 +254,16 @@ class AuditDataset:
         self._components = (self.frame, key, components)
         return components
 
+    def set_linked_components(self, components: np.ndarray) -> None:
+        """Keep ``components`` as this frame's linked-text groups (:meth:`_linked_components`
+        of the same frame and text columns; made by the caller from the texts' hashes)."""
+        if len(components) != len(self.frame):
+            raise ValueError(f"components: expected {len(self.frame)} rows, got "
+                             f"{len(components)}")
+        components.flags.writeable = False
+        self._components = (self.frame, (self.columns.premise, self.columns.hypothesis),
+                            components)
+
     def count_groups(self) -> int:
         """Distinct groups among the included rows (0 without a group column)."""
         if self.columns.group is None:
@@ -352,6 +298,7 @@ class AuditDataset:
             frame,
             self.columns,
             exclusion,
+            text_facts(frame, self.columns.premise, self.columns.hypothesis),
             source=self.report.source,
             fmt=self.report.format,
             warnings=[],
@@ -473,6 +420,43 @@ def load_dataset(
     """
     raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes,
                      max_line_bytes=max_line_bytes, map_shards=map_shards)
+    return prepare_dataset(raw, premise=premise, hypothesis=hypothesis, label=label,
+                           split=split, id=id, choices=choices, answer=answer,
+                           answer_base=answer_base, group=group, question=question)
+
+
+class NotStreamable(ValueError):
+    """:func:`prepare_dataset` with given facts met data whose rows it must change (per-choice
+    questions add columns): the caller loads the data whole instead."""
+
+
+def prepare_dataset(
+    raw: RawTable,
+    *,
+    premise: str | None = None,
+    hypothesis: str | None = None,
+    label: str | None = None,
+    split: str | None = None,
+    id: str | None = None,
+    choices: Sequence[str] | None = None,
+    answer: str | None = None,
+    answer_base: int | None = None,
+    group: str | None = None,
+    question: str | None = None,
+    facts: dict[str, TextFacts] | None = None,
+) -> AuditDataset:
+    """:func:`load_dataset` of a table already read (the options as there).
+
+    ``facts``: the premise's and hypothesis' :class:`~aflite_core.io.text_facts.TextFacts`,
+    made by the caller (the streamed load: ``raw.frame``'s texts are then not read, and may
+    be placeholders); default: from ``raw.frame``'s columns.
+
+    Raises
+    ------
+    NotStreamable
+        With ``facts``, multiple-choice data (``choices``) or a per-choice layout: they make
+        new rows or columns, so the caller must load the data whole.
+    """
     roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
     _refuse_dropped(raw, *roles.values(), id, answer, group, question, *(choices or ()))
     _require_named_columns(raw, {**roles, "id": id, "answer": answer, "group": group})
@@ -481,6 +465,8 @@ def load_dataset(
         raise ColumnError(f"{raw.name}: question= names the question column of a per-choice "
                           "file (one row per choice); with choices=[...] (one row per "
                           "question) leave it out")
+    if choices is not None and facts is not None:
+        raise NotStreamable("multiple-choice data (choices=) makes a row per choice")
     if choices is not None:  # multiple choice: one row per (question, choice)
         frame, mapping = _expand_choices(
             raw, choices=choices, answer=answer, id_column=id, answer_base=answer_base, **roles
@@ -497,19 +483,23 @@ def load_dataset(
         per_choice = find_per_choice(frame, mapping, question)
         n_questions = None
         if per_choice is not None:
+            if facts is not None:
+                raise NotStreamable("per-choice questions add a question id and a label column")
             frame, mapping = apply_per_choice(frame, mapping, per_choice)
             n_questions = per_choice.n_questions
         locate = raw.where
 
-    exclusion = _exclusions(frame, mapping)
+    facts = text_facts(frame, mapping.premise, mapping.hypothesis, facts)
+    exclusion = _exclusions(frame, mapping, facts)
     if per_choice is not None and per_choice.n_bad_questions:
         exclusion[per_choice.bad_rows] = REASON_NOT_ONE_CORRECT
     mapping, group_note, group_warning = _group_column(
-        frame, mapping, exclusion, group, multiple_choice=n_questions is not None)
+        frame, mapping, exclusion, group, multiple_choice=n_questions is not None, facts=facts)
     report = _build_report(
         frame,
         mapping,
         exclusion,
+        facts,
         source=raw.name,
         fmt=raw.format,
         warnings=list(raw.warnings),
@@ -541,6 +531,10 @@ def load_dataset(
         report=report,
         read_by=raw.read_by,
     )
+    if mapping.group == LINKED_TEXT:  # from the facts' hashes: the texts are not read again
+        dataset.set_linked_components(linked_components(
+            None if mapping.premise is None else equal_codes(facts[mapping.premise].hashes),
+            equal_codes(facts[mapping.hypothesis].hashes)))
     if mapping.group is not None:
         report.n_groups = dataset.count_groups()
     return dataset
@@ -590,7 +584,7 @@ def _refuse_dropped(raw: RawTable, *columns: str | None) -> None:
 
 
 def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Series,
-                  group: str | None, *, multiple_choice: bool
+                  group: str | None, *, multiple_choice: bool, facts: dict[str, TextFacts]
                   ) -> tuple[ColumnMapping, str, str]:
     """The mapping with its group column, a note when the loader chose it, and a warning when
     rows share a text but grouping was turned off (``group=''``)."""
@@ -602,8 +596,8 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
     if mapping.premise is None or multiple_choice:
         return mapping, "", ""
     included = exclusion.to_numpy() == ""
-    premises = text_hashes(frame[mapping.premise], missing_apart=True)[included]
-    hypotheses = text_hashes(frame[mapping.hypothesis], missing_apart=True)[included]
+    premises = facts[mapping.premise].hashes_apart()[included]
+    hypotheses = facts[mapping.hypothesis].hashes_apart()[included]
     sharing = shared_mask(premises) | shared_mask(hypotheses)
     shared = float(sharing.mean()) if len(premises) else 0.0
     if group == NO_COLUMN:
@@ -619,7 +613,7 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
     # the hashes freed once their codes are made: not under the components' peak
     premise_codes, hypothesis_codes = equal_codes(premises), equal_codes(hypotheses)
     del premises, hypotheses
-    premise_codes[missing_mask(frame[mapping.premise])[included]] = -1
+    premise_codes[facts[mapping.premise].missing[included]] = -1
     linked = linked_components(premise_codes, hypothesis_codes)
     sizes = np.bincount(linked)
     largest = sizes.max() / len(linked)
@@ -673,128 +667,11 @@ def _label_type_note(frame: pd.DataFrame, column: str) -> str | None:
     )
 
 
-def _exclusions(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.Series:
+def _exclusions(frame: pd.DataFrame, mapping: ColumnMapping, facts: dict[str, TextFacts]
+                ) -> pd.Series:
     ids, names = label_factors(frame[mapping.label])
     reason = np.full(len(frame), "", dtype=object)
-    reason[blank_mask(frame[mapping.hypothesis])] = REASON_EMPTY_TEXT
+    reason[facts[mapping.hypothesis].blank] = REASON_EMPTY_TEXT
     reason[(names == "")[ids]] = REASON_EMPTY_LABEL
     reason[(names == "-")[ids]] = REASON_DASH
     return pd.Series(reason, index=frame.index, name="exclusion", dtype=object)
-
-
-def _duplicate_stats(frame: pd.DataFrame, mapping: ColumnMapping, mask: np.ndarray,
-                     label_ids: np.ndarray) -> dict[str, int]:
-    """Rows of the same text (premise and hypothesis) as an earlier one, exactly and after
-    normalising (lower case, no punctuation or symbols, collapsed whitespace), and the
-    normalised texts given more than one label (included rows only)."""
-    n = int(mask.sum())
-    if not n:
-        return {"exact": 0, "normalised": 0, "conflicting_labels": 0}
-    hyp = frame[mapping.hypothesis]
-    if n == len(mask):
-        mask = slice(None)  # every row: no masked copies
-    if mapping.premise is None:
-        exact = count_distinct(text_hashes(hyp)[mask])
-        normalised = normalised_hashes(hyp)[mask]
-    else:  # one key "premise\0hypothesis": its ends are the premise's left, hypothesis' right
-        prem = frame[mapping.premise]
-        exact = count_distinct(pair_hashes(text_hashes(prem)[mask], text_hashes(hyp)[mask]))
-        normalised = pair_hashes(normalised_hashes(prem, "left")[mask],
-                                 normalised_hashes(hyp, "right")[mask])
-    return {
-        "exact": n - exact,
-        "normalised": n - count_distinct(normalised),
-        "conflicting_labels": conflicting_groups(normalised, label_ids[mask]),
-    }
-
-
-def _length_stats(lengths: np.ndarray) -> dict[str, float]:
-    if not len(lengths):
-        return {"min": 0, "median": 0.0, "max": 0}
-    return {
-        "min": int(lengths.min()),
-        "median": float(np.median(lengths)),
-        "max": int(lengths.max()),
-    }
-
-
-def _build_report(
-    frame: pd.DataFrame,
-    mapping: ColumnMapping,
-    exclusion: pd.Series,
-    *,
-    source: str,
-    fmt: str,
-    warnings: list[str],
-    n_questions: int | None,
-    suggested_id: str | None,
-    encoding: str | None,
-) -> ValidationReport:
-    mask = (exclusion.to_numpy() == "").astype(bool)
-    reasons = exclusion[~mask].value_counts()
-    excluded = {str(k): int(v) for k, v in reasons.items()}
-    ids, names = label_factors(frame[mapping.label])
-    label_counts = _label_counts(ids[mask], names)
-    rows = slice(None) if mask.all() else mask
-    lengths = {"hypothesis": _length_stats(text_lengths(frame[mapping.hypothesis])[rows])}
-    if mapping.premise is not None:
-        lengths["premise"] = _length_stats(text_lengths(frame[mapping.premise])[rows])
-    n_included = int(mask.sum())
-    return ValidationReport(
-        source=source,
-        n_read=len(frame),
-        n_included=n_included,
-        excluded=excluded,
-        label_counts=label_counts,
-        warnings=list(warnings) + _label_warnings(label_counts, n_included, mapping.label),
-        format=fmt,
-        duplicates=_duplicate_stats(frame, mapping, mask, ids),
-        text_lengths=lengths,
-        n_questions=n_questions,
-        suggested_id=suggested_id,
-        encoding=encoding,
-    )
-
-
-def _label_counts(ids: np.ndarray, names: np.ndarray) -> dict[str, int]:
-    """Label -> count, most frequent first (ties in label order)."""
-    counts = np.bincount(ids, minlength=len(names))
-    order = sorted(np.flatnonzero(counts).tolist(), key=lambda i: (-counts[i], str(names[i])))
-    return {str(names[i]): int(counts[i]) for i in order}
-
-
-def _label_warnings(label_counts: dict[str, int], n_labels: int, column: str) -> list[str]:
-    """Suspicious label distributions: one label only, single-example labels, an id-like
-    column (more than 50 distinct values, more than half the rows)."""
-    warnings = []
-    singles = [str(u) for u, c in label_counts.items() if c == 1]
-    if len(label_counts) == 1 and n_labels:
-        only = next(iter(label_counts))
-        warnings.append(
-            f"all {n_labels} included rows have the same label {short_repr(only)}: nothing "
-            f"to audit (check the label column {column!r})"
-        )
-    if singles:
-        shown = ", ".join(map(short_repr, singles[:10])) + (" ..." if len(singles) > 10 else "")
-        warnings.append(
-            f"{len(singles)} label(s) have a single example ({shown}); AFLite and the cue "
-            "statistics need at least two per label"
-        )
-    if len(label_counts) > 50 and len(label_counts) > n_labels / 2:
-        warnings.append(
-            f"the label column {column!r} has {len(label_counts)} distinct values for "
-            f"{n_labels} rows: is it really the label?"
-        )
-    return warnings
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value

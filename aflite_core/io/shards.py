@@ -48,8 +48,8 @@ from aflite_core.io.readers import (
     short_repr,
 )
 
-__all__ = ["GLOB_CHARS", "ROOTS_VARIABLE", "allowed_roots", "is_hf_object", "looks_like_glob",
-           "read_hf_object", "read_sharded", "read_source", "source_stamp"]
+__all__ = ["GLOB_CHARS", "ROOTS_VARIABLE", "allowed_roots", "check_same_columns", "is_hf_object",
+           "looks_like_glob", "read_hf_object", "read_sharded", "read_source", "source_stamp"]
 
 #: Characters that make a path a glob pattern.
 GLOB_CHARS = frozenset("*?[")
@@ -286,16 +286,7 @@ def _concatenate(tables: list[RawTable], names: list[str], name: str,
     """One table of the shards' rows, in order; every shard with the first one's columns."""
     first = list(tables[0].frame.columns)
     for table, shard in zip(tables[1:], names[1:], strict=True):
-        columns = list(table.frame.columns)
-        if set(columns) != set(first):
-            missing = [c for c in first if c not in columns]
-            extra = [c for c in columns if c not in first]
-            parts = ([f"missing {', '.join(map(short_repr, missing))}"] if missing else []) \
-                + ([f"extra {', '.join(map(short_repr, extra))}"] if extra else [])
-            raise DatasetFormatError(
-                f"{name}: shard {short_repr(shard)} has other columns than "
-                f"{short_repr(names[0])} ({'; '.join(parts)}); every shard must have the "
-                "same columns")
+        check_same_columns(first, list(table.frame.columns), shard, names[0], name)
     frame = pd.concat([t.frame[first] for t in tables], ignore_index=True)
     shard_of = np.repeat(np.arange(len(tables), dtype=np.int32),
                          [len(t.frame) for t in tables])
@@ -317,6 +308,27 @@ def _concatenate(tables: list[RawTable], names: list[str], name: str,
                     shards=names, shard_of=shard_of, shard_rows=within,
                     shard_unit="line" if all(t.lines is not None for t in tables)
                     else "record")
+
+
+def check_same_columns(first: list, columns: list, shard: str, first_shard: str,
+                       name: str) -> None:
+    """Refuse a shard whose columns are not the first shard's, naming it and the difference.
+
+    Raises
+    ------
+    DatasetFormatError
+        If the two sets of columns differ.
+    """
+    if set(columns) == set(first):
+        return
+    missing = [c for c in first if c not in columns]
+    extra = [c for c in columns if c not in first]
+    parts = ([f"missing {', '.join(map(short_repr, missing))}"] if missing else []) \
+        + ([f"extra {', '.join(map(short_repr, extra))}"] if extra else [])
+    raise DatasetFormatError(
+        f"{name}: shard {short_repr(shard)} has other columns than "
+        f"{short_repr(first_shard)} ({'; '.join(parts)}); every shard must have the "
+        "same columns")
 
 
 # -------------------------------------------------------------- Hugging Face datasets
