@@ -25,8 +25,10 @@ them), and AFLite's rounds, the measures' fold fits (baselines, PVI, label issue
 search, the map's placed rows and the cue table's map-reduce run on Dask, PVI counts its
 hypotheses and fits its folds on the workers (above 250,000 filtered rows), and the slices'
 cue features are extracted by chunk on the workers and counted there (above 250,000 rows in
-scope); the driver still holds every row's texts in the dataset's frame and the other
-stages' own working sets (the retained rows ``score_heldout`` fits on, the writers' tables).
+scope); the driver loads the shards a shard's text at a time into the run's
+``dataset.parquet`` (``io/streamed_load.py``) and reads the texts from there a chunk at a
+time, and holds the stages' own working sets (the retained rows ``score_heldout`` fits on,
+the writers' tables).
 
     .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
         [--memory-limit 4GB] [--kill-after-round 3] [--skip-local]

@@ -138,12 +138,17 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
     for i, part in enumerate((frame.iloc[:12_000], frame.iloc[12_000:])):
         part.to_parquet(data / f"part-{i}.parquet", index=False)
-    from aflite_core.io.datasets import AuditDataset
+    import aflite_core.io.streamed_load as streamed_load
 
     moved = []
-    move = AuditDataset.with_texts_on_disk
-    monkeypatch.setattr(AuditDataset, "with_texts_on_disk",
-                        lambda self, path: moved.append(path) or move(self, path))
+    load = streamed_load.load_to_disk
+
+    def recorded(*args, **kwargs):
+        dataset = load(*args, **kwargs)
+        moved.append((kwargs["path"], dataset.loaded_by))
+        return dataset
+
+    monkeypatch.setattr(streamed_load, "load_to_disk", recorded)
     runs = {}
     for name, extra in (("local", []), ("dask", ["--scheduler", "local:2"])):
         out = tmp_path / name
@@ -163,9 +168,11 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
     np.testing.assert_allclose(a["predictability"], b["predictability"], atol=1e-6)
     cues_a, cues_b = (pd.read_parquet(runs[k] / "cues.parquet") for k in ("local", "dask"))
     pd.testing.assert_frame_equal(cues_a, cues_b)
-    # with a scheduler the texts were read from a file beside the runs (written at load as the
-    # run's dataset.parquet, then linked into the run): the same file, and nothing left beside
-    assert len(moved) == 1 and moved[0].parent.parent == tmp_path  # the dask run's
+    # with a scheduler the texts were read from a file beside the runs, written at load a
+    # shard at a time (streamed: never both shards' texts on the driver) as the run's
+    # dataset.parquet, then linked into the run: the same file, and nothing left beside
+    assert len(moved) == 1 and moved[0][0].parent.parent == tmp_path  # the dask run's
+    assert moved[0][1] == "streamed"
     a, b = ((runs[k] / "dataset.parquet").read_bytes() for k in ("local", "dask"))
     assert a == b
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
@@ -277,6 +284,45 @@ def test_shards_read_on_the_workers_are_the_shards_read_here(cluster, snli_dir, 
                                                                  index=False)
     with pytest.raises(DatasetError, match="shard 'part-3.parquet' has other columns"):
         load_dataset(tmp_path, map_shards=ShardsOnCluster(client))
+
+
+def test_the_streamed_load_reads_the_shards_on_the_workers_one_at_a_time(cluster, snli_dir,
+                                                                         tmp_path):
+    """``ShardsOnCluster.stream``: the shards read by tasks on the workers, taken in order,
+    a few ahead; the streamed load from them is the whole load from the driver (the texts
+    file byte for byte); workers that cannot open the files leave the reading here."""
+    import pandas as pd
+
+    from aflite_core.commands._input import ShardsOnCluster
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.io.streamed_load import load_to_disk
+
+    _, client = cluster
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).head(3000)
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(5):
+        frame.iloc[i * 600:(i + 1) * 600].to_parquet(data / f"part-{i}.parquet", index=False)
+    shards = ShardsOnCluster(client)
+    tables = shards.stream(lambda path: pd.read_parquet(path), sorted(data.iterdir()), ahead=2)
+    assert pd.concat(list(tables), ignore_index=True).equals(
+        pd.read_parquet(data).reset_index(drop=True))
+    there = load_to_disk(data, tmp_path / "a.parquet", map_shards=shards)
+    here = load_dataset(data).with_texts_on_disk(tmp_path / "b.parquet")
+    assert (there.read_by, there.loaded_by) == ("dask", "streamed")
+    pd.testing.assert_frame_equal(there.frame, here.frame, check_exact=True)
+    assert there.report.to_dict() == here.report.to_dict()
+    assert (tmp_path / "a.parquet").read_bytes() == (tmp_path / "b.parquet").read_bytes()
+
+    class Unseen(ShardsOnCluster):  # workers that do not share the driver's disk
+        def stream(self, read, paths, **kwargs):
+            return super().stream(read, [p.parent / "elsewhere" / p.name for p in paths])
+
+    fallback = load_to_disk(data, tmp_path / "c.parquet", map_shards=Unseen(client))
+    assert (fallback.read_by, fallback.loaded_by) == ("local", "streamed")
+    assert any("the shards were read here: the cluster's workers could not open them" in w
+               for w in fallback.report.warnings)
+    pd.testing.assert_frame_equal(fallback.frame, here.frame, check_exact=True)
 
 
 def test_the_audits_client_keeps_no_task_inputs_alive_after_their_tasks(cluster):

@@ -4,7 +4,9 @@ size ceiling, and loading with errors phrased as CLI options."""
 from __future__ import annotations
 
 import argparse
+import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,11 +125,40 @@ class ShardsOnCluster:
         with on_dask(self.client):
             return map_folds(read, list(paths))
 
+    def stream(self, read: Any, paths: Any, *, ahead: int = 0) -> Iterator[Any]:
+        """The tables one at a time, in shard order (the streamed load,
+        :func:`aflite_core.io.streamed_load.load_to_disk`): ``ahead`` shards (default: two
+        per worker) are read on the workers while this process takes the next, and each is
+        let go once taken; closing the iterator cancels the reads left. A shard's error
+        (FileNotFoundError when the workers do not see the files) is raised as it is."""
+        from collections import deque
+
+        from aflite_core.represent.fold_pool import cluster_workers
+
+        paths = list(paths)
+        ahead = int(ahead) or 2 * max(len(cluster_workers(self.client)), 1)
+        waiting: deque = deque()
+        at = 0
+        try:
+            while at < len(paths) or waiting:
+                while at < len(paths) and len(waiting) < ahead:
+                    waiting.append(self.client.submit(read, paths[at], pure=False))
+                    at += 1
+                future = waiting.popleft()
+                table = future.result()
+                future.release()
+                yield table
+        finally:
+            if waiting:
+                self.client.cancel(list(waiting))
+
 
 def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
-               map_shards: Any = None) -> Any:
+               map_shards: Any = None, texts_to: Any = None) -> Any:
     """Load ``path`` with the column and input options of ``args`` (a folder or glob of
-    shards read by ``map_shards`` when given, e.g. :class:`ShardsOnCluster`).
+    shards read by ``map_shards`` when given, e.g. :class:`ShardsOnCluster`). ``texts_to``:
+    a Parquet file the texts go to (:func:`aflite_core.io.streamed_load.load_to_disk`: a
+    folder or glob of shards a shard at a time, never every row's text in this process).
 
     Raises
     ------
@@ -157,16 +188,21 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
         )
     roles = {role: getattr(args, role, None)
              for role in ("premise", "hypothesis", "label", "split")}
+    load: Any = load_dataset
+    if texts_to is not None:
+        from aflite_core.io.streamed_load import load_to_disk
+
+        load = functools.partial(load_to_disk, path=texts_to)
     try:
-        return load_dataset(path, **roles, id=args.id, format=args.format,
-                            encoding=args.encoding, max_bytes=args.max_bytes,
-                            max_line_bytes=getattr(args, "max_line_bytes", MAX_LINE_BYTES),
-                            group=getattr(args, "group", None),
-                            choices=getattr(args, "choices", None),
-                            answer=getattr(args, "answer", None),
-                            answer_base=getattr(args, "answer_base", None),
-                            question=getattr(args, "question", None),
-                            map_shards=map_shards)
+        return load(path, **roles, id=args.id, format=args.format,
+                    encoding=args.encoding, max_bytes=args.max_bytes,
+                    max_line_bytes=getattr(args, "max_line_bytes", MAX_LINE_BYTES),
+                    group=getattr(args, "group", None),
+                    choices=getattr(args, "choices", None),
+                    answer=getattr(args, "answer", None),
+                    answer_base=getattr(args, "answer_base", None),
+                    question=getattr(args, "question", None),
+                    map_shards=map_shards)
     except DatasetError as exc:
         text = cli_hint(str(exc))
         if text != str(exc):

@@ -283,19 +283,21 @@ def _run(args: argparse.Namespace) -> int:
         print(f"loading {args.data}", file=sys.stderr, flush=True)
     # with a scheduler, one client for all of it: the shards are read on its workers
     with audit_client(audit_config(args, 10_000)) as client:
-        dataset = load_input(args.data, args,
-                             map_shards=None if client is None else ShardsOnCluster(client))
-        config = audit_config(args, filter_units(
-            dataset, split_policy=args.split_policy or "auto", instance=args.instance or "auto"))
         texts = None
         if client is not None:  # the driver keeps no text: read from the run's dataset file
             texts = Path(root) / hidden_name(TEMP_PREFIX, "texts")
             texts.mkdir(parents=True)
-            dataset = dataset.with_texts_on_disk(texts / DATASET_FILE)  # the old one freed
-            # ... and its pages handed back: the read's buffers are not under every stage
-            # (at 5M rows the driver held 1.2 GB after the move, 0.5 GB once trimmed)
-            release_free_heap()
         try:
+            # with a client, shards are read on its workers and their texts go to the file a
+            # shard at a time (streamed_load), never all in this process
+            dataset = load_input(args.data, args,
+                                 map_shards=None if client is None else ShardsOnCluster(client),
+                                 texts_to=None if texts is None else texts / DATASET_FILE)
+            if texts is not None:  # the read's pages handed back: not under every stage
+                release_free_heap()  # (at 5M rows: 1.2 GB held after the move, 0.5 trimmed)
+            config = audit_config(args, filter_units(
+                dataset, split_policy=args.split_policy or "auto",
+                instance=args.instance or "auto"))
             path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
                              overwrite=args.overwrite)
         finally:

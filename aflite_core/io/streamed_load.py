@@ -1,0 +1,395 @@
+"""Load a folder or glob of shards with its texts straight to disk: :func:`load_to_disk`.
+
+:func:`~aflite_core.io.datasets.load_dataset` holds every row's text while it checks the rows
+(0.62 GB of Arrow text at 5M SNLI-like rows, more with long texts), and only then does an
+audit on a cluster move the texts to a file (:meth:`~aflite_core.io.datasets.AuditDataset.
+with_texts_on_disk`). Here the shards come one at a time (read on the cluster's workers with a
+``map_shards`` that can ``stream``, e.g. the CLI's :class:`~aflite_core.commands._input.
+ShardsOnCluster`, else here), and each shard, before the next is taken:
+
+1. is checked to have the first shard's columns (refused, naming it, as the whole load does);
+2. gives the per-row facts the loader's checks read of its premise and hypothesis
+   (:class:`~aflite_core.io.text_facts.TextFacts`: missing, blank, length, hashes);
+3. is appended to the run's ``dataset.parquet`` (row id first, as :func:`~aflite_core.io.
+   texts_on_disk.write_frame` writes it);
+4. keeps in memory only the columns the checks read (label, split, group, id and question
+   columns, numbers) and, for each other text column, a one-byte placeholder.
+
+The shards' lean tables are then checked as one (:func:`~aflite_core.io.datasets.
+prepare_dataset` with the facts) and the dataset is the one ``load_dataset(...).
+with_texts_on_disk(path)`` gives: the same frame, exclusions, report, groups and texts; only
+the file's row groups may end at shard boundaries. At most one shard's text is in this process
+at a time.
+
+Data the streamed load does not change but must see whole is loaded whole (the result is the
+same): a single file, a Hugging Face ``datasets`` folder, multiple-choice data (``choices=``),
+a per-choice layout, a text column that is not Arrow text in every shard, a shard whose
+columns Parquet cannot type as they are or whose types differ from the first shard's, and a
+first shard whose column roles cannot be guessed (the whole load then says why).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core.errors import DatasetError
+from aflite_core.io.column_roles import ID_NAMES, _guess_mapping, _norm
+from aflite_core.io.per_choice import QUESTION_NAMES
+from aflite_core.io.readers import MAX_LINE_BYTES, RawTable
+from aflite_core.io.tables import parquet_safe_table, unique_column_name
+from aflite_core.io.text_columns import arrow_text
+from aflite_core.io.text_facts import TextFacts
+from aflite_core.io.texts_on_disk import ROW_GROUP, TextsFile, row_group_starts
+
+__all__ = ["load_to_disk"]
+
+#: The one category of a text column's placeholder: the checks never read those columns.
+_PLACEHOLDER = ""
+
+
+class _Whole(Exception):
+    """The data must be loaded whole (see the module docstring); the message says why."""
+
+
+def load_to_disk(source: Any, path: str | os.PathLike, *, map_shards: Any = None,
+                 name: str | None = None, format: str | None = None,
+                 encoding: str | None = None, max_bytes: int | None = None,
+                 max_line_bytes: int | None = MAX_LINE_BYTES, **options: Any) -> Any:
+    """``load_dataset(source, ...).with_texts_on_disk(path)``, without every row's text in
+    this process when ``source`` is a folder or a glob of shards.
+
+    Parameters
+    ----------
+    source : str or Path
+        As :func:`~aflite_core.io.datasets.load_dataset` takes it.
+    path : str or Path
+        The Parquet file the texts go to (the run's ``dataset.parquet``); replaced.
+    map_shards : callable, optional
+        ``load_dataset``'s ``map_shards``; with a ``stream(read, paths)`` method (an iterator
+        of the shards' tables in order) the shards are read there one at a time.
+    name, format, encoding, max_bytes, max_line_bytes, **options
+        As :func:`~aflite_core.io.datasets.load_dataset` (the column options: premise,
+        hypothesis, label, split, id, group, question, choices, answer, answer_base).
+
+    Returns
+    -------
+    AuditDataset
+        Its texts read from ``path`` (``texts_file``); ``loaded_by`` says how:
+        ``"streamed"`` or ``"whole"``.
+
+    Raises
+    ------
+    DatasetError
+        As :func:`~aflite_core.io.datasets.load_dataset`; ``path`` is then removed.
+    """
+    from aflite_core.io.datasets import load_dataset
+
+    path = Path(path)
+    read_options = {"format": format, "encoding": encoding, "max_bytes": max_bytes,
+                    "max_line_bytes": max_line_bytes}
+    try:
+        try:
+            dataset = _streamed(source, path, map_shards=map_shards, name=name,
+                                read_options=read_options, options=options)
+            dataset.loaded_by = "streamed"
+            return dataset
+        except _Whole:
+            path.unlink(missing_ok=True)
+        dataset = load_dataset(source, name=name, map_shards=map_shards, **read_options,
+                               **options).with_texts_on_disk(path)
+        dataset.loaded_by = "whole"
+        return dataset
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
+              read_options: dict, options: dict) -> Any:
+    from aflite_core.io import shards
+    from aflite_core.io.datasets import LINKED_TEXT, NotStreamable, prepare_dataset
+    from aflite_core.io.readers import read_table
+
+    folder = isinstance(source, (str, os.PathLike)) and Path(source).is_dir()
+    if not (folder or shards.looks_like_glob(source)):
+        raise _Whole("one file")
+    if folder and any((Path(source) / f).is_file() for f in (shards.HF_STATE, shards.HF_DICT)):
+        raise _Whole("a Hugging Face datasets folder")
+    if options.get("choices") is not None:
+        raise _Whole("multiple-choice data")
+    if not name:  # as read_source names it
+        pattern = Path(source)
+        name = pattern.name if folder else f"{pattern.parent.name}/{pattern.name}"
+    files = shards._shard_files(source, name)
+    shards._check_total_size(files, name, read_options["max_bytes"])
+    names = [shards._relative(f, source) for f in files]
+
+    def read(file: Path, limit: int | None) -> RawTable:
+        return read_table(file, format=read_options["format"],
+                          encoding=read_options["encoding"], max_bytes=limit,
+                          max_line_bytes=read_options["max_line_bytes"])
+
+    writer = _ShardWriter(path)
+    lean: list[RawTable] = []
+    facts: dict[str, list[TextFacts]] = {}
+    layout: _Layout | None = None
+    stream = _shard_tables(read, read_options["max_bytes"], files, map_shards)
+    try:
+        i = -1
+        for table in stream.tables():  # not enumerate: its kept tuple would hold the last one
+            i += 1
+            if layout is None:
+                layout = _Layout.of(replace(table, name=name), options)
+            else:
+                _same_columns(table, lean[0], names[i], names[0], name)
+            trims = layout.trims
+            for column, trim in trims.items():
+                facts.setdefault(column, []).append(
+                    TextFacts.of(table.frame[column], trim=trim).computed())
+            writer.append(table.frame, layout, options.get("id"))
+            lean.append(layout.lean(table, names[i]))
+            del table
+            _release_arrow_pool()  # the shard's buffers, not kept under the next one's
+        info = writer.close()
+    finally:
+        stream.close()
+        writer.abort()
+    raw = shards._concatenate(lean, names, name)
+    del lean
+    raw.read_by = stream.engine
+    if stream.notice:
+        raw.warnings.append(stream.notice)
+    joined = {column: TextFacts.concat(parts) for column, parts in facts.items()}
+    del facts
+    try:
+        dataset = prepare_dataset(raw, facts=joined, **options)
+    except NotStreamable as exc:
+        raise _Whole(str(exc)) from None
+    mapping = dataset.columns
+    if mapping.group is not None and mapping.group in layout.placeholders:
+        # grouped by the premise's text (linking made one giant group): the groups read it
+        dataset.frame[mapping.group] = pd.read_parquet(
+            path, columns=[mapping.group])[mapping.group].array
+        dataset.report.n_groups = dataset.count_groups()
+    components = (dataset._linked_components() if mapping.group == LINKED_TEXT else None)
+    return _on_disk(dataset, path, info, layout, components)
+
+
+class _Layout:
+    """Which columns a shard keeps in memory, and the facts it gives (from the first shard's
+    columns and the caller's options)."""
+
+    def __init__(self, columns: list[str], placeholders: set[str], trims: dict[str, str],
+                 row_id: str) -> None:
+        self.columns = columns
+        self.placeholders = placeholders
+        self.trims = trims
+        self.row_id = row_id
+
+    @classmethod
+    def of(cls, first: RawTable, options: dict) -> _Layout:
+        """The layout of the first shard (named as the whole data): the roles guessed as the
+        whole load guesses them (a role it cannot find: :class:`_Whole`, and the whole load
+        says why)."""
+        columns = [str(c) for c in first.frame.columns]
+        roles = {role: options.get(role) for role in ("premise", "hypothesis", "label", "split")}
+        named = [*roles.values(), *(options.get(k) for k in ("id", "group", "question"))]
+        if any(c and c not in columns for c in named):
+            raise _Whole("a column named by an option is not in the first shard")
+        try:
+            mapping = _guess_mapping(first, [*columns, *(c for c in first.dropped
+                                                         if c not in columns)], **roles)
+        except DatasetError as exc:
+            raise _Whole(f"column roles: {exc}") from None
+        if any(c in first.dropped for c in (mapping.premise, mapping.hypothesis, mapping.label,
+                                            mapping.split) if c):
+            raise _Whole("a role names a column the reader left out")
+        premise = mapping.premise
+        hypothesis = mapping.hypothesis
+        read = {mapping.label, mapping.split, options.get("group"), options.get("id"),
+                options.get("question")}
+        id_names = {_norm(n) for n in ID_NAMES}
+        for column in columns:
+            if _norm(column) in id_names or (column.lower() in QUESTION_NAMES
+                                             and column not in (premise, hypothesis)):
+                read.add(column)
+        placeholders = {c for c in columns
+                        if c not in read and arrow_text(first.frame[c]) is not None}
+        trims = ({hypothesis: "both"} if premise is None
+                 else {premise: "left", hypothesis: "right"})
+        return cls(columns, placeholders, trims, unique_column_name("row_id", columns))
+
+    def lean(self, table: RawTable, shard: str) -> RawTable:
+        """``table`` with a one-byte placeholder instead of each text column no check reads
+        (:class:`_Whole` when such a column is not Arrow text in this shard)."""
+        frame = table.frame.copy(deep=False)
+        placeholder = pd.Categorical.from_codes(np.zeros(len(frame), dtype=np.int8),
+                                                [_PLACEHOLDER])
+        for column in self.placeholders:
+            if arrow_text(frame[column]) is None:
+                raise _Whole(f"shard {shard}: column {column!r} is not text as in the first")
+            frame[column] = placeholder
+        return replace(table, frame=frame)
+
+
+class _ShardWriter:
+    """The shards' rows appended to one Parquet file as :func:`~aflite_core.io.texts_on_disk.
+    write_frame` writes a frame: the row id first, then every column."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writer: Any = None
+        self._schema: Any = None
+        self._rows = 0
+        self._columns: list[str] = []
+        self._pending: list[Any] = []  # rows not yet in a whole row group
+        self._pending_rows = 0
+
+    def append(self, frame: pd.DataFrame, layout: _Layout, id_column: str | None) -> None:
+        import pyarrow.parquet as pq
+
+        data = frame.copy(deep=False)
+        data.columns = [str(c) for c in data.columns]
+        ids = (np.arange(self._rows, self._rows + len(frame), dtype=np.int64)
+               if id_column is None else frame[id_column].to_numpy())
+        data.insert(0, layout.row_id, ids)
+        table, converted = parquet_safe_table(data)
+        del data
+        if converted:
+            raise _Whole(f"columns Parquet stores as text: {sorted(converted)}")
+        if self._writer is None:
+            self._schema = table.schema
+            self._columns = [str(c) for c in frame.columns]
+            self._writer = pq.ParquetWriter(self.path, self._schema)
+        elif not table.schema.equals(self._schema, check_metadata=False):
+            # loaded whole, the shards' columns are joined (numbers and texts: an object
+            # column stored as text); not cast here, which could give other values
+            raise _Whole("a shard's column types differ from the first shard's")
+        self._rows += len(frame)
+        # whole row groups of ROW_GROUP rows across the shards' ends, as write_frame makes
+        # them: the same file, byte for byte, as the frame written at once
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= ROW_GROUP:
+            self._flush(self._pending_rows - self._pending_rows % ROW_GROUP)
+
+    def abort(self) -> None:
+        """Close the file without the rows left (after an error: the file is removed)."""
+        if self._writer is not None:
+            self._pending, self._pending_rows = [], 0
+            self._writer.close()
+            self._writer = None
+
+    def _flush(self, rows: int) -> None:
+        import pyarrow as pa
+
+        pending = pa.concat_tables(self._pending)
+        self._writer.write_table(pending.slice(0, rows), row_group_size=ROW_GROUP)
+        rest = pending.slice(rows)
+        self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+    def close(self) -> dict:
+        """Close the file (again: nothing); :func:`~aflite_core.io.texts_on_disk.write_frame`'s
+        answer."""
+        if self._writer is not None:
+            if self._pending_rows:
+                self._flush(self._pending_rows)
+            self._writer.close()
+            self._writer = None
+        return {"row_id_column": None, "n_rows": self._rows, "columns": self._columns,
+                "converted_columns": {}}
+
+
+class _ShardStream:
+    """The shards' tables in order, read by ``map_shards.stream`` (on a cluster's workers)
+    or here; a shard the workers cannot open is read here, with a notice."""
+
+    def __init__(self, read: Callable, files: Sequence[Path], map_shards: Any) -> None:
+        self._read, self._files = read, list(files)
+        self._remote = getattr(map_shards, "stream", None)
+        self.engine = str(getattr(map_shards, "engine", "local")) if self._remote else "local"
+        self.notice = ""
+        self._source: Any = None
+
+    def tables(self) -> Iterator[RawTable]:
+        if self._remote is None:
+            for file in self._files:
+                yield self._read(file)
+            return
+        self._source = self._remote(self._read, self._files)
+        for file in self._files:
+            try:
+                yield next(self._source)
+            except FileNotFoundError as exc:  # the workers do not see the driver's files
+                self.notice = (f"the shards were read here: the cluster's workers could not "
+                               f"open them ({exc}); put them on storage the workers share to "
+                               "read them there")
+                self.close()
+                self._remote, self.engine = None, "local"
+                index = self._files.index(file)
+                for rest in self._files[index:]:
+                    yield self._read(rest)
+                return
+
+    def close(self) -> None:
+        if self._source is not None:
+            self._source.close()
+            self._source = None
+
+
+def _shard_tables(read: Callable, max_bytes: int | None, files: Sequence[Path],
+                  map_shards: Any) -> _ShardStream:
+    from aflite_core.io.shards import _read_shard
+
+    return _ShardStream(functools.partial(_read_shard, read, max_bytes), files, map_shards)
+
+
+def _same_columns(table: RawTable, first: RawTable, shard: str, first_shard: str,
+                  name: str) -> None:
+    from aflite_core.io.shards import check_same_columns
+
+    check_same_columns(list(first.frame.columns), list(table.frame.columns), shard,
+                       first_shard, name)
+
+
+def _on_disk(dataset: Any, path: Path, info: dict, layout: _Layout,
+             components: np.ndarray | None) -> Any:
+    """The dataset as :func:`~aflite_core.io.texts_on_disk.move_texts` leaves it: the texts
+    no check read (and the placeholders) only in the file, the label and split columns as
+    categoricals."""
+    import pyarrow.parquet as pq
+
+    mapping = dataset.columns
+    kept = {mapping.label, mapping.split, mapping.group}
+    frame = dataset.frame
+    texts = [c for c in frame.columns
+             if c in layout.placeholders or arrow_text(frame[c]) is not None]
+    moved = tuple(str(c) for c in texts if c not in kept and not str(c).startswith("question_id"))
+    frame = frame.drop(columns=list(moved))
+    for column in (mapping.label, mapping.split):
+        if column is not None and column in frame.columns \
+                and arrow_text(frame[column]) is not None:
+            frame[column] = frame[column].astype("category")
+    written = TextsFile(path=path, columns=moved, info={**info, "row_id_column": layout.row_id},
+                        starts=row_group_starts(pq.ParquetFile(path)))
+    out = replace(dataset, frame=frame, texts_file=written,
+                  exclusion=dataset.exclusion.astype("category"))
+    if components is not None:
+        out.set_linked_components(components)
+    return out
+
+
+def _release_arrow_pool() -> None:
+    """Hand the Arrow memory pool's freed pages back (mimalloc and jemalloc keep them: a
+    shard's text read, written and dropped stayed in the process)."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()

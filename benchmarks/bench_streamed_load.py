@@ -1,0 +1,82 @@
+"""Loading a folder of shards with its texts to disk: whole vs streamed (issue 27, item 2).
+
+The seeded SNLI-like input of ``bench_distributed`` (8 Parquet shards) is loaded into a texts
+file twice, each in a fresh process with large allocations handed back to the system when
+freed (as the CLI's driver does), its peak RSS read from ``/proc/self/status`` (``VmHWM``:
+``ru_maxrss`` would keep the forking parent's, which built the input):
+
+- ``whole``: ``load_dataset(DIR).with_texts_on_disk(FILE)`` (every row's text in memory while
+  the rows are checked: how the CLI loaded shards on a cluster before the streamed load);
+- ``streamed``: ``streamed_load.load_to_disk(DIR, FILE)`` (one shard's text at a time).
+
+Printed per mode: seconds, peak RSS, how the data was loaded, the report's duplicate counts
+and groups (the same in both), and whether the two files are the same bytes.
+
+    .venv/bin/python benchmarks/bench_streamed_load.py [--rows 2000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_CHILD = """
+import json, sys, time
+sys.path.insert(0, {root!r})
+from aflite_core.heap_trim import map_large_allocations
+map_large_allocations()
+from aflite_core.io.datasets import load_dataset
+from aflite_core.io.streamed_load import load_to_disk
+def peak_gb():  # VmHWM: this program's own peak (ru_maxrss keeps the forking parent's)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1e6
+start = time.perf_counter()
+if sys.argv[1] == "streamed":
+    ds = load_to_disk(sys.argv[2], sys.argv[3])
+else:
+    ds = load_dataset(sys.argv[2]).with_texts_on_disk(sys.argv[3])
+print(json.dumps({{"seconds": time.perf_counter() - start,
+                  "peak_gb": peak_gb(),
+                  "loaded_by": ds.loaded_by, "rows": len(ds),
+                  "duplicates": ds.report.duplicates, "groups": ds.report.n_groups}}))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    args = parser.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from bench_distributed import write_shards
+
+    with tempfile.TemporaryDirectory(prefix="bench-streamed-load-") as tmp:
+        data = Path(tmp) / "data"
+        data.mkdir()
+        write_shards(args.rows, data)
+        print(f"{args.rows:,} rows in 8 Parquet shards", flush=True)
+        child = _CHILD.format(root=str(ROOT))
+        results = {}
+        for mode in ("whole", "streamed"):
+            out = Path(tmp) / f"{mode}.parquet"
+            done = subprocess.run([sys.executable, "-c", child, mode, str(data), str(out)],
+                                  capture_output=True, text=True, check=True)
+            results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+            r = results[mode]
+            print(f"  {mode:9s} {r['seconds']:6.1f} s  peak RSS {r['peak_gb']:.2f} GB  "
+                  f"loaded {r['loaded_by']}  duplicates {r['duplicates']}  groups "
+                  f"{r['groups']}", flush=True)
+        same = (Path(tmp) / "whole.parquet").read_bytes() == \
+            (Path(tmp) / "streamed.parquet").read_bytes()
+        print(f"  the two texts files are {'the same bytes' if same else 'DIFFERENT'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
