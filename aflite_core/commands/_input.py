@@ -129,28 +129,12 @@ class ShardsOnCluster:
         """The tables one at a time, in shard order (the streamed load,
         :func:`aflite_core.io.streamed_load.load_to_disk`): ``ahead`` shards (default: two
         per worker) are read on the workers while this process takes the next, and each is
-        let go once taken; closing the iterator cancels the reads left. A shard's error
+        let go once taken; closing the iterator cancels the reads left
+        (:func:`aflite_core.represent.fold_pool.stream_ordered`). A shard's error
         (FileNotFoundError when the workers do not see the files) is raised as it is."""
-        from collections import deque
+        from aflite_core.represent.fold_pool import stream_ordered
 
-        from aflite_core.represent.fold_pool import cluster_workers
-
-        paths = list(paths)
-        ahead = int(ahead) or 2 * max(len(cluster_workers(self.client)), 1)
-        waiting: deque = deque()
-        at = 0
-        try:
-            while at < len(paths) or waiting:
-                while at < len(paths) and len(waiting) < ahead:
-                    waiting.append(self.client.submit(read, paths[at], pure=False))
-                    at += 1
-                future = waiting.popleft()
-                table = future.result()
-                future.release()
-                yield table
-        finally:
-            if waiting:
-                self.client.cancel(list(waiting))
+        return stream_ordered(self.client, read, list(paths), ahead=ahead)
 
 
 def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",

@@ -237,6 +237,42 @@ def map_streamed(fit: Callable[[T], R], tasks: Iterable[T], *,
     return results
 
 
+def stream_ordered(client: Any, fn: Callable[[T], R], items: Iterable[T], *,
+                   ahead: int = 0) -> Iterator[R]:
+    """``fn`` of each item as tasks on ``client``'s workers, the results yielded in the items'
+    order: ``ahead`` tasks (default: two per worker) in flight while this process takes the
+    next result, each task let go once its result is taken, the items made only as they are
+    sent (an iterator of chunks read one at a time stays one at a time here). Closing the
+    iterator cancels the tasks in flight; a task's error is raised as it is. ``fn`` is sent
+    by value or reference like any task (a module-level function or a partial of one)."""
+    from collections import deque
+
+    ahead = int(ahead) or 2 * max(len(cluster_workers(client)), 1)
+    items = iter(items)
+    waiting: deque = deque()
+    more = True
+    try:
+        while True:
+            while more and len(waiting) < ahead:
+                try:
+                    item = next(items)
+                except StopIteration:
+                    more = False
+                    break
+                waiting.append(client.submit(fn, item, pure=False))
+                del item
+            if not waiting:
+                return
+            future = waiting.popleft()
+            result = future.result()
+            future.release()
+            yield result
+            del result
+    finally:
+        if waiting:
+            client.cancel(list(waiting))
+
+
 def _with_resident(fit: Callable[..., R], resident: Any, task: T) -> R:
     return fit(task, resident)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -205,6 +205,7 @@ def export_run(
     sanitize: bool = True,
     overwrite: bool = False,
     chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    map_chunks: Callable[[Callable, Iterable], Iterable] | None = None,
 ) -> ExportResult:
     """Export part of a run as CSV or Parquet, streamed in chunks.
 
@@ -232,6 +233,11 @@ def export_run(
         Replace an existing file.
     chunk_rows : int, default 50000
         Rows per chunk.
+    map_chunks : callable, optional
+        CSV: where each chunk is encoded (:func:`~aflite_core.io.tables.write_csv`'s
+        ``map_chunks``; the CLI's ``export --scheduler``: a task per chunk on the cluster's
+        workers, :func:`~aflite_core.represent.fold_pool.stream_ordered`); the file is the
+        same bytes. Parquet is encoded here (one writer).
 
     Returns
     -------
@@ -258,7 +264,7 @@ def export_run(
         raise ValueError(f"what: expected one of {choices}, got {what!r}")
     if fmt == "csv":
         n = write_csv(chunks, out, sanitize=sanitize, overwrite=overwrite,
-                      guard=check_not_in_run)
+                      guard=check_not_in_run, map_chunks=map_chunks)
     else:
         n = write_parquet(chunks, out, overwrite=overwrite, guard=check_not_in_run)
     path = None if hasattr(out, "write") else Path(out)
