@@ -261,8 +261,14 @@ class AuditConfig:
         return dataclasses.replace(self, **{f: values[f] for f in missing})
 
     def to_dict(self) -> dict:
-        """The configuration as plain values (for ``summary.json``)."""
-        data = dataclasses.asdict(self)
+        """The configuration as plain values (for ``summary.json``); a Dask client given as
+        ``scheduler`` is written as its scheduler's address (a client cannot be copied)."""
+        client = None if isinstance(self.scheduler, str) else self.scheduler
+        data = dataclasses.asdict(self if client is None
+                                  else dataclasses.replace(self, scheduler=None))
+        if client is not None:
+            scheduler = getattr(client, "scheduler", None)
+            data["scheduler"] = str(getattr(scheduler, "address", None) or type(client).__name__)
         if self.measures is None:
             from aflite_core.measures import registry
 

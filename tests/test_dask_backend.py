@@ -325,6 +325,21 @@ def test_the_streamed_load_reads_the_shards_on_the_workers_one_at_a_time(cluster
     pd.testing.assert_frame_equal(fallback.frame, here.frame, check_exact=True)
 
 
+def test_an_audit_config_with_a_client_is_written_with_its_address(cluster):
+    """``AuditConfig(scheduler=Client)`` (the Python way to audit on an existing cluster):
+    ``summary.json``'s configuration names the scheduler's address (a client cannot be
+    copied into it)."""
+    import json
+
+    from aflite_core.pipeline import AuditConfig
+
+    local, client = cluster
+    data = AuditConfig(backend="dask", scheduler=client, measures=("cues",)).to_dict()
+    assert data["scheduler"] == local.scheduler_address
+    assert json.loads(json.dumps(data))["backend"] == "dask"
+    assert AuditConfig(backend="dask", scheduler="local:2").to_dict()["scheduler"] == "local:2"
+
+
 def test_the_audits_client_keeps_no_task_inputs_alive_after_their_tasks(cluster):
     """Dask keeps the last messages of a stream for debugging (1,000 by default), and a kept
     message holds its tasks' arguments: the audit's client keeps 16, so the inputs of
