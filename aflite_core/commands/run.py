@@ -30,6 +30,7 @@ from aflite_core.commands.parameter_flags import add_parameter_flags, given_para
 from aflite_core.parameters import FIELD, FILTER_PARAM, PARAMETERS, REPRESENTATION_PARAM
 from aflite_core.runs.folder import DATASET_FILE, SUMMARY_FILE, check_run_name
 from aflite_core.runs.names import TEMP_PREFIX, hidden_name
+from aflite_core.runs.owners import claim
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
 _PARAMETER_FLAGS = {**{p.name: p.flag for p in PARAMETERS}, "measures": "--measures"}
@@ -287,6 +288,7 @@ def _run(args: argparse.Namespace) -> int:
         if client is not None:  # the driver keeps no text: read from the run's dataset file
             texts = Path(root) / hidden_name(TEMP_PREFIX, "texts")
             texts.mkdir(parents=True)
+            claim(texts)  # killed outright, this process's folder goes at the next cleanup
         try:
             # with a client, shards are read on its workers and their texts go to the file a
             # shard at a time (streamed_load), never all in this process

@@ -69,6 +69,7 @@ from aflite_core.runs.names import (  # noqa: F401 - re-exported: part of the fo
     sanitize_run_name,
     unique_run_name,
 )
+from aflite_core.runs.owners import abandoned
 
 # --------------------------------------------------------------------------- json
 
@@ -190,7 +191,9 @@ def cleanup_stale(
     left missing (a complete run is restored, never deleted). Then the folders whose name
     starts with ``.tmp-``, ``.new-`` or ``.old-`` and the export temporary files
     (``.<name>.part-<token>``) whose modification time is older than ``max_age`` seconds
-    are removed; a younger one may belong to a run or an export still in progress.
+    are removed; a younger one may belong to a run or an export still in progress, unless
+    its owner (:func:`aflite_core.runs.owners.claim`: the CLI's texts folder) is a process
+    of this host that is gone.
 
     Returns
     -------
@@ -211,7 +214,7 @@ def cleanup_stale(
         except OSError:
             continue
         if (entry.name.startswith((TEMP_PREFIX, OLD_PREFIX, NEW_PREFIX)) and entry.is_dir()
-                and age >= max_age):
+                and (age >= max_age or abandoned(entry))):
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     removed += sweep_stale_parts(root_path, max_age=max_age)
