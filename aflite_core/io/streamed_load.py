@@ -46,8 +46,13 @@ from aflite_core.io.per_choice import QUESTION_NAMES
 from aflite_core.io.readers import MAX_LINE_BYTES, RawTable
 from aflite_core.io.tables import parquet_safe_table, unique_column_name
 from aflite_core.io.text_columns import arrow_text
-from aflite_core.io.text_facts import TextFacts
-from aflite_core.io.texts_on_disk import ROW_GROUP, TextsFile, row_group_starts
+from aflite_core.io.text_facts import TextFacts, fact_trims
+from aflite_core.io.texts_on_disk import (
+    ROW_GROUP,
+    TextsFile,
+    row_group_starts,
+    texts_off_frame,
+)
 
 __all__ = ["load_to_disk"]
 
@@ -223,9 +228,8 @@ class _Layout:
                 read.add(column)
         placeholders = {c for c in columns
                         if c not in read and arrow_text(first.frame[c]) is not None}
-        trims = ({hypothesis: "both"} if premise is None
-                 else {premise: "left", hypothesis: "right"})
-        return cls(columns, placeholders, trims, unique_column_name("row_id", columns))
+        return cls(columns, placeholders, fact_trims(premise, hypothesis),
+                   unique_column_name("row_id", columns))
 
     def lean(self, table: RawTable, shard: str) -> RawTable:
         """``table`` with a one-byte placeholder instead of each text column no check reads
@@ -362,29 +366,17 @@ def _same_columns(table: RawTable, first: RawTable, shard: str, first_shard: str
 
 def _on_disk(dataset: Any, path: Path, info: dict, layout: _Layout,
              components: np.ndarray | None) -> Any:
-    """The dataset as :func:`~aflite_core.io.texts_on_disk.move_texts` leaves it: the texts
-    no check read (and the placeholders) only in the file, the label and split columns as
-    categoricals."""
+    """The dataset as :func:`~aflite_core.io.texts_on_disk.move_texts` leaves it
+    (:func:`~aflite_core.io.texts_on_disk.texts_off_frame`): the file's text columns are the
+    Arrow text columns and the placeholders."""
     import pyarrow.parquet as pq
 
-    mapping = dataset.columns
-    kept = {mapping.label, mapping.split, mapping.group}
     frame = dataset.frame
-    texts = [c for c in frame.columns
-             if c in layout.placeholders or arrow_text(frame[c]) is not None]
-    moved = tuple(str(c) for c in texts if c not in kept and not str(c).startswith("question_id"))
-    frame = frame.drop(columns=list(moved))
-    for column in (mapping.label, mapping.split):
-        if column is not None and column in frame.columns \
-                and arrow_text(frame[column]) is not None:
-            frame[column] = frame[column].astype("category")
-    written = TextsFile(path=path, columns=moved, info={**info, "row_id_column": layout.row_id},
+    texts = tuple(str(c) for c in frame.columns
+                  if c in layout.placeholders or arrow_text(frame[c]) is not None)
+    written = TextsFile(path=path, columns=texts, info={**info, "row_id_column": layout.row_id},
                         starts=row_group_starts(pq.ParquetFile(path)))
-    out = replace(dataset, frame=frame, texts_file=written,
-                  exclusion=dataset.exclusion.astype("category"))
-    if components is not None:
-        out.set_linked_components(components)
-    return out
+    return texts_off_frame(dataset, written, components)
 
 
 def _release_arrow_pool() -> None:

@@ -16,7 +16,6 @@ loader did before it read them here: the same functions, the same values.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,7 @@ from aflite_core.io.text_columns import (
     text_lengths,
 )
 
-__all__ = ["FACTS", "TextFacts", "text_facts"]
+__all__ = ["FACTS", "TextFacts", "fact_trims", "text_facts"]
 
 #: The per-row arrays of a :class:`TextFacts`, and their dtypes.
 FACTS = {"missing": np.bool_, "blank": np.bool_, "lengths": np.int64, "hashes": np.uint64,
@@ -143,6 +142,14 @@ class TextFacts:
                 FACTS[name], copy=False) for name in sorted(names[0])})
 
 
+def fact_trims(premise: str | None, hypothesis: str) -> dict[str, str]:
+    """The text columns the loader reads facts of, and the end each one's normalised text is
+    trimmed at: the premise's left and the hypothesis' right (both ends without a premise), so
+    that a pair's hash is that of the pair's normalised text."""
+    return ({hypothesis: "both"} if premise is None
+            else {premise: "left", hypothesis: "right"})
+
+
 def text_facts(frame: pd.DataFrame, premise: str | None, hypothesis: str,
                given: dict[str, TextFacts] | None = None) -> dict[str, TextFacts]:
     """The facts the loader reads of ``frame``'s text columns, by column name: ``given``
@@ -155,8 +162,7 @@ def text_facts(frame: pd.DataFrame, premise: str | None, hypothesis: str,
     ValueError
         If ``given`` lacks one of the two columns, or its trims are not those.
     """
-    trims: dict[Any, str] = ({hypothesis: "both"} if premise is None
-                             else {premise: "left", hypothesis: "right"})
+    trims = fact_trims(premise, hypothesis)
     if given is None:
         return {column: TextFacts.of(frame[column], trim=trim) for column, trim in trims.items()}
     for column, trim in trims.items():

@@ -29,7 +29,8 @@ from aflite_core.io.tables import index_values, parquet_safe_table, unique_colum
 from aflite_core.io.text_columns import arrow_text, text_hashes, texts
 
 __all__ = ["ROW_GROUP", "ColumnOnDisk", "TextsFile", "all_texts", "column_hashes",
-           "link_or_copy", "move_texts", "row_group_starts", "take_rows", "write_frame"]
+           "link_or_copy", "move_texts", "row_group_starts", "take_rows", "texts_off_frame",
+           "write_frame"]
 
 #: Rows per row group of ``dataset.parquet``: a reader of some rows or of every row a batch
 #: at a time (the exports, the report's examples, Explore, the texts on disk) decodes one group
@@ -232,13 +233,22 @@ def move_texts(dataset: Any, path: str | os.PathLike, *,
     ValueError
         If the dataset's texts were moved already.
     """
-    from dataclasses import replace
-
     if dataset.texts_file is not None:
         raise ValueError(f"the texts were moved to {dataset.texts_file.path} already")
+    written = TextsFile.write(dataset.frame, path)
+    return texts_off_frame(dataset, written, components)
+
+
+def texts_off_frame(dataset: Any, written: TextsFile, components: np.ndarray | None) -> Any:
+    """``dataset`` once its frame is in ``written``: the columns of ``written.columns`` leave
+    the frame but for the label, split and group columns and a multiple-choice question id
+    (what the audit reads whole); the label and split columns become categoricals; the
+    linked-text ``components`` (None: none) are kept for the new frame. Shared by
+    :func:`move_texts` and the streamed load (:mod:`aflite_core.io.streamed_load`)."""
+    from dataclasses import replace
+
     mapping = dataset.columns
     kept = {mapping.label, mapping.split, mapping.group}
-    written = TextsFile.write(dataset.frame, path)
     moved = tuple(c for c in written.columns
                   if c not in kept and not c.startswith("question_id"))
     frame = dataset.frame.drop(columns=[c for c in dataset.frame.columns if str(c) in moved])
@@ -252,5 +262,5 @@ def move_texts(dataset: Any, path: str | os.PathLike, *,
     out = replace(dataset, frame=frame, texts_file=replace(written, columns=moved),
                   exclusion=dataset.exclusion.astype("category"))
     if components is not None:  # the same rows and texts: the components stand
-        out._components = (frame, (mapping.premise, mapping.hypothesis), components)
+        out.set_linked_components(components)
     return out
