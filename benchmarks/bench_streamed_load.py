@@ -1,18 +1,21 @@
-"""Loading a folder of shards with its texts to disk: whole vs streamed (issue 27, item 2).
+"""Loading data with its texts to disk: whole vs streamed (issue 27, item 2).
 
-The seeded SNLI-like input of ``bench_distributed`` (8 Parquet shards) is loaded into a texts
-file twice, each in a fresh process with large allocations handed back to the system when
-freed (as the CLI's driver does), its peak RSS read from ``/proc/self/status`` (``VmHWM``:
-``ru_maxrss`` would keep the forking parent's, which built the input):
+The seeded SNLI-like input of ``bench_distributed`` (8 Parquet shards; with ``--layout csv``
+or ``--layout parquet`` the same rows as one file, Parquet in row groups of 131,072 rows) is
+loaded into a texts file twice, each in a fresh process with large allocations handed back
+to the system when freed (as the CLI's driver does), its peak RSS read from
+``/proc/self/status`` (``VmHWM``: ``ru_maxrss`` would keep the forking parent's, which built
+the input):
 
 - ``whole``: ``load_dataset(DIR).with_texts_on_disk(FILE)`` (every row's text in memory while
   the rows are checked: how the CLI loaded shards on a cluster before the streamed load);
-- ``streamed``: ``streamed_load.load_to_disk(DIR, FILE)`` (one shard's text at a time).
+- ``streamed``: ``streamed_load.load_to_disk(DIR, FILE)`` (one shard's text at a time; a
+  single file a piece at a time: 65,536 CSV rows, or whole Parquet row groups).
 
 Printed per mode: seconds, peak RSS, how the data was loaded, the report's duplicate counts
 and groups (the same in both), and whether the two files are the same bytes.
 
-    .venv/bin/python benchmarks/bench_streamed_load.py [--rows 2000000]
+    .venv/bin/python benchmarks/bench_streamed_load.py [--rows 2000000] [--layout shards]
 """
 
 from __future__ import annotations
@@ -52,6 +55,8 @@ print(json.dumps({{"seconds": time.perf_counter() - start,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--layout", choices=("shards", "csv", "parquet"), default="shards",
+                        help="8 Parquet shards, or the same rows as one CSV or Parquet file")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_distributed import write_shards
@@ -60,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         data = Path(tmp) / "data"
         data.mkdir()
         write_shards(args.rows, data)
-        print(f"{args.rows:,} rows in 8 Parquet shards", flush=True)
+        if args.layout != "shards":
+            data = _one_file(data, args.layout)
+        held = "8 Parquet shards" if args.layout == "shards" else data.name
+        print(f"{args.rows:,} rows in {held}", flush=True)
         child = _CHILD.format(root=str(ROOT))
         results = {}
         for mode in ("whole", "streamed"):
@@ -76,6 +84,27 @@ def main(argv: list[str] | None = None) -> int:
             (Path(tmp) / "streamed.parquet").read_bytes()
         print(f"  the two texts files are {'the same bytes' if same else 'DIFFERENT'}")
     return 0
+
+
+def _one_file(shards: Path, layout: str) -> Path:
+    """The shards' rows as one file (the shards removed)."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    files = sorted(shards.glob("*.parquet"))
+    out = shards.parent / f"data.{layout}"
+    schema = pq.ParquetFile(files[0]).schema_arrow
+    writer = (pq.ParquetWriter(out, schema) if layout == "parquet"
+              else pacsv.CSVWriter(out, schema))
+    with writer:
+        for file in files:
+            table = pq.read_table(file).cast(schema)
+            if layout == "parquet":
+                writer.write_table(table, row_group_size=131_072)
+            else:
+                writer.write_table(table)
+            file.unlink()
+    return out
 
 
 if __name__ == "__main__":

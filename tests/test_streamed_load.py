@@ -129,13 +129,9 @@ def test_one_shard_at_a_time(tmp_path):
 
 
 def test_data_it_cannot_stream_is_loaded_whole(tmp_path):
-    """One file, multiple-choice data, a per-choice layout and shards whose column types
-    differ: loaded whole, the same dataset as ever."""
+    """Multiple-choice data, a per-choice layout and shards whose column types differ:
+    loaded whole, the same dataset as ever (one file: tests/test_file_pieces.py)."""
     frame = _planted(2_000, seed=2, premises=300)
-    one = tmp_path / "one.csv"
-    frame.to_csv(one, index=False)
-    assert load_to_disk(one, tmp_path / "1.parquet").loaded_by == "whole"
-
     mixed = _write_shards(frame, tmp_path / "mixed", [1_000, 1_000], "parquet")
     part = frame.iloc[1_000:].assign(score=frame["score"].iloc[1_000:].astype(str))
     part.to_parquet(mixed / "part-01.parquet", index=False)  # numbers, then texts

@@ -139,45 +139,124 @@ def _space_row(row: list[str], delimiter: str) -> bool:
     return len(row) == 1 and row[0].isspace()
 
 
-class _Columns:
-    """Rows in batches of Python lists, turned into Arrow arrays a batch at a time."""
+class DelimitedBatches:
+    """The rows of CSV or TSV lines as Arrow batches (see :func:`parse_delimited`).
 
-    def __init__(self, n_columns: int, name: str, check_nul: bool) -> None:
-        self.chunks: list[list[pa.Array]] = [[] for _ in range(n_columns)]
-        self.starts: list[np.ndarray] = []
-        self.rows: list[list[str]] = []
-        self.row_starts: list[int] = []
-        self.name, self.check_nul = name, check_nul
+    Iterating gives ``(arrays, starts)`` for every :data:`BATCH_ROWS` rows (the last batch
+    may be shorter): one ``large_string`` array per column and each row's first line. The
+    header is read and checked before the first batch; ``warnings`` and ``n_rows`` are
+    complete once the iteration ends. An error is raised where it is met, so a caller that
+    takes the batches as they come (:mod:`aflite_core.io.file_pieces`) may have taken some
+    before it.
+    """
+
+    def __init__(self, lines: _Lines, name: str, delimiter: str, *,
+                 max_cell: int | None = None, check_nul: bool = True) -> None:
+        self.lines, self.name, self.delimiter = lines, name, delimiter
+        self.max_cell, self.check_nul = max_cell, check_nul
+        self.header: list[str] | None = None
+        self.warnings: list[str] = []
         self.n_rows = 0
+        self._named = False  # the header's names checked
 
-    def add(self, row: list[str], start: int) -> None:
-        self.rows.append(row)
-        self.row_starts.append(start)
-        if len(self.rows) >= BATCH_ROWS:
-            self.flush()
+    def __iter__(self) -> Iterator[tuple[list[pa.Array], np.ndarray]]:
+        limit = min(int(self.max_cell), 2**31 - 1) if self.max_cell is not None else 2**31 - 1
+        if csv.field_size_limit() != limit:
+            csv.field_size_limit(limit)  # cells of a million characters are legitimate
+        name, delimiter = self.name, self.delimiter
+        kind = "TSV" if delimiter == "\t" else "CSV"
+        reader = _reader(self.lines, delimiter)
+        header: list[str] | None = None
+        rows: list[list[str]] = []
+        row_starts: list[int] = []
+        header_line = ncols = blank = 0
+        start = 1
+        all_space = True
+        try:
+            for row in reader:
+                if not row:
+                    blank += 1
+                    start = reader.line_num + 1
+                    continue
+                if all_space:
+                    all_space = _space_row(row, delimiter)
+                if header is None:
+                    header, header_line, ncols = row, start, len(row)
+                    check_column_count(ncols, name)
+                    if self.check_nul and any("\x00" in h for h in header):
+                        raise nul_error(name, start)
+                    self.header = header
+                elif len(row) != ncols:
+                    end = reader.line_num
+                    span = f"line {start}" if end == start else f"lines {start}-{end}"
+                    hint = _ragged_hint(kind, row, ncols, start != end)
+                    raise DatasetFormatError(
+                        f"{name}: {span}: expected {ncols} fields (as in the header on line "
+                        f"{header_line}), found {len(row)}.{hint}"
+                    )
+                else:
+                    rows.append(row)
+                    row_starts.append(start)
+                    if len(rows) >= BATCH_ROWS:
+                        if not all_space:  # (an all-space file is "empty", said at the end)
+                            self._check_names()
+                        batch = self._batch(rows, row_starts, ncols)
+                        rows, row_starts = [], []  # their strings freed before the next
+                        yield batch
+                        del batch
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise _csv_error(exc, name, kind, start, reader.line_num) from None
+        if header is None or all_space:
+            raise DatasetFormatError(f"{name}: the file is empty")
+        self._check_names()
+        if rows:
+            yield self._batch(rows, row_starts, ncols)
+        if not self.n_rows:
+            raise DatasetFormatError(
+                f"{name}: the file has a header ({', '.join(map(short_repr, header[:8]))}) but "
+                "no data rows"
+            )
+        warnings = list(self.lines.warnings)
+        if blank:
+            warnings.append(f"{blank} blank line(s) skipped")
+        if len(header) == 1:
+            for sep in (";", "|", "\t", ","):
+                if sep != delimiter and sep in header[0]:
+                    warnings.append(
+                        f"the header is one column containing {sep!r}: is {sep!r} the separator?"
+                    )
+                    break
+        self.warnings = warnings
 
-    def flush(self) -> None:
-        if not self.rows:
-            return
-        starts = np.asarray(self.row_starts, dtype=np.int64)
-        for j, values in enumerate(zip(*self.rows, strict=True)):
+    def _check_names(self) -> None:
+        if not self._named:
+            check_duplicate_names(self.header, self.name, "header")
+            self._named = True
+
+    def _batch(self, rows: list[list[str]], row_starts: list[int],
+               ncols: int) -> tuple[list[pa.Array], np.ndarray]:
+        """Rows parsed as Python lists turned into Arrow arrays (their strings then freed)."""
+        starts = np.asarray(row_starts, dtype=np.int64)
+        arrays = []
+        for values in zip(*rows, strict=True):
             array = pa.array(values, type=pa.large_string(), memory_pool=_POOL)
             if self.check_nul:
                 nul = pc.match_substring(array, "\x00").to_numpy(zero_copy_only=False)
                 if nul.any():
                     raise nul_error(self.name, int(starts[np.flatnonzero(nul)[0]]))
-            self.chunks[j].append(array)
-        self.starts.append(starts)
-        self.n_rows += len(self.rows)
-        self.rows, self.row_starts = [], []
+            arrays.append(array)
+        self.n_rows += len(rows)
+        return arrays, starts
 
-    def frame(self, header: list[str]) -> pd.DataFrame:
-        self.flush()
-        data = {
-            h: pd.array(pa.chunked_array(chunks, type=pa.large_string()), dtype=TEXT_DTYPE)
-            for h, chunks in zip(header, self.chunks, strict=True)
-        }
-        return pd.DataFrame(data, copy=False)
+
+def text_frame(header: list[str], chunks: list[list[pa.Array]]) -> pd.DataFrame:
+    """String columns (:data:`TEXT_DTYPE`) from each column's Arrow chunks."""
+    data = {
+        h: pd.array(pa.chunked_array(parts, type=pa.large_string()), dtype=TEXT_DTYPE)
+        for h, parts in zip(header, chunks, strict=True)
+    }
+    return pd.DataFrame(data, copy=False)
 
 
 def parse_delimited(
@@ -190,63 +269,16 @@ def parse_delimited(
     line limit alone does not bound it); None: no limit beyond the csv module's 2**31 - 1.
     ``check_nul``: refuse NUL characters here (the UTF-8 stream checks its bytes itself).
     """
-    limit = min(int(max_cell), 2**31 - 1) if max_cell is not None else 2**31 - 1
-    if csv.field_size_limit() != limit:
-        csv.field_size_limit(limit)  # cells of a million characters are legitimate
-    kind = "TSV" if delimiter == "\t" else "CSV"
-    reader = _reader(lines, delimiter)
-    header: list[str] | None = None
-    columns: _Columns | None = None
-    header_line = ncols = blank = 0
-    start = 1
-    all_space = True
-    try:
-        for row in reader:
-            if not row:
-                blank += 1
-                start = reader.line_num + 1
-                continue
-            if all_space:
-                all_space = _space_row(row, delimiter)
-            if header is None:
-                header, header_line, ncols = row, start, len(row)
-                check_column_count(ncols, name)
-                if check_nul and any("\x00" in h for h in header):
-                    raise nul_error(name, start)
-                columns = _Columns(ncols, name, check_nul)
-            elif len(row) != ncols:
-                end = reader.line_num
-                span = f"line {start}" if end == start else f"lines {start}-{end}"
-                hint = _ragged_hint(kind, row, ncols, start != end)
-                raise DatasetFormatError(
-                    f"{name}: {span}: expected {ncols} fields (as in the header on line "
-                    f"{header_line}), found {len(row)}.{hint}"
-                )
-            else:
-                columns.add(row, start)
-            start = reader.line_num + 1
-    except csv.Error as exc:
-        raise _csv_error(exc, name, kind, start, reader.line_num) from None
-    if header is None or all_space:
-        raise DatasetFormatError(f"{name}: the file is empty")
-    check_duplicate_names(header, name, "header")
-    frame = columns.frame(header)
-    if not len(frame):
-        raise DatasetFormatError(
-            f"{name}: the file has a header ({', '.join(map(short_repr, header[:8]))}) but no data "
-            "rows"
-        )
-    warnings = list(lines.warnings)
-    if blank:
-        warnings.append(f"{blank} blank line(s) skipped")
-    if len(header) == 1:
-        for sep in (";", "|", "\t", ","):
-            if sep != delimiter and sep in header[0]:
-                warnings.append(
-                    f"the header is one column containing {sep!r}: is {sep!r} the separator?"
-                )
-                break
-    return frame, np.concatenate(columns.starts), warnings
+    batches = DelimitedBatches(lines, name, delimiter, max_cell=max_cell, check_nul=check_nul)
+    chunks: list[list[pa.Array]] = []
+    starts: list[np.ndarray] = []
+    for arrays, batch_starts in batches:
+        if not chunks:
+            chunks = [[] for _ in arrays]
+        for parts, array in zip(chunks, arrays, strict=True):
+            parts.append(array)
+        starts.append(batch_starts)
+    return text_frame(batches.header, chunks), np.concatenate(starts), batches.warnings
 
 
 def _ragged_hint(kind: str, row: list[str], ncols: int, multiline: bool) -> str:

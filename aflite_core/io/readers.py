@@ -295,28 +295,9 @@ def read_parquet(
     dropped: dict[str, str] = {}
     try:
         pfile = pq.ParquetFile(io.BytesIO(data))
-        meta = pfile.metadata
-        schema = pfile.schema_arrow
-        check_column_count(len(schema.names), name)
-        if max_bytes is not None:
-            # the pages as stored once decompressed (a dictionary page of one huge value
-            # counts here), before anything is read; the values' decoded size is counted
-            # batch by batch below
-            expanded = max(
-                sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)),
-                sum(meta.row_group(i).column(j).total_uncompressed_size
-                    for i in range(meta.num_row_groups)
-                    for j in range(meta.row_group(i).num_columns)))
-            if expanded > max_bytes:
-                raise DatasetSizeError(
-                    f"{name}: the Parquet data expands to {_fmt_bytes(expanded)}, past the "
-                    f"limit of {_fmt_bytes(max_bytes)} (max_bytes={max_bytes}); not read"
-                )
-        check_duplicate_names(list(schema.names), name, "Parquet schema")
-        if meta.num_rows == 0:
-            cols = ", ".join(map(short_repr, schema.names[:8]))
-            raise DatasetFormatError(f"{name}: the Parquet file has columns ({cols}) but no rows")
-        table = _read_parquet_budgeted(data, schema, name, max_bytes)
+        check_parquet_footer(pfile, name, max_bytes)
+        table, _ = read_parquet_rows(io.BytesIO(data), pfile.schema_arrow, name,
+                                     max_bytes)
         table = drop_unheld_columns(table, name, warnings, dropped)
         frame = table.to_pandas()
     except DatasetError:
@@ -328,6 +309,32 @@ def read_parquet(
     frame.index = pd.RangeIndex(len(frame))
     types = {str(f.name): str(f.type) for f in table.schema}
     return frame, types, warnings, dropped
+
+
+def check_parquet_footer(pfile: Any, name: str, max_bytes: int | None) -> None:
+    """What a Parquet file's footer alone refuses: too many or duplicate columns, pages that
+    expand past ``max_bytes`` once decompressed, no rows (:func:`read_parquet`)."""
+    meta = pfile.metadata
+    schema = pfile.schema_arrow
+    check_column_count(len(schema.names), name)
+    if max_bytes is not None:
+        # the pages as stored once decompressed (a dictionary page of one huge value
+        # counts here), before anything is read; the values' decoded size is counted
+        # batch by batch (read_parquet_rows)
+        expanded = max(
+            sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups)),
+            sum(meta.row_group(i).column(j).total_uncompressed_size
+                for i in range(meta.num_row_groups)
+                for j in range(meta.row_group(i).num_columns)))
+        if expanded > max_bytes:
+            raise DatasetSizeError(
+                f"{name}: the Parquet data expands to {_fmt_bytes(expanded)}, past the "
+                f"limit of {_fmt_bytes(max_bytes)} (max_bytes={max_bytes}); not read"
+            )
+    check_duplicate_names(list(schema.names), name, "Parquet schema")
+    if meta.num_rows == 0:
+        cols = ", ".join(map(short_repr, schema.names[:8]))
+        raise DatasetFormatError(f"{name}: the Parquet file has columns ({cols}) but no rows")
 
 
 _PARQUET_BATCH = 65_536
@@ -344,20 +351,25 @@ def _is_text_type(typ: Any) -> bool:
             or pa.types.is_binary(typ) or pa.types.is_large_binary(typ))
 
 
-def _read_parquet_budgeted(data: bytes, schema: Any, name: str, max_bytes: int | None) -> Any:
-    """The whole table, read batch by batch under a running budget of decoded bytes."""
+def read_parquet_rows(source: Any, schema: Any, name: str, max_bytes: int | None, *,
+                      row_groups: list[int] | None = None, rows_before: int = 0,
+                      ) -> tuple[Any, int]:
+    """The table (or its ``row_groups``), read batch by batch under a running budget of
+    decoded bytes; returns ``(table, decoded bytes)`` (0 without ``max_bytes``).
+    ``rows_before``: rows of the file before these (for the message)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     if max_bytes is None:
-        return pq.ParquetFile(io.BytesIO(data)).read()
+        pfile = pq.ParquetFile(source)
+        return (pfile.read() if row_groups is None else pfile.read_row_groups(row_groups)), 0
     text_columns = [f.name for f in schema if _is_text_type(f.type)]
-    pfile = pq.ParquetFile(io.BytesIO(data), read_dictionary=text_columns)
+    pfile = pq.ParquetFile(source, read_dictionary=text_columns)
     budget = 0
     batches = []
-    rows = 0
-    for batch in pfile.iter_batches(batch_size=_PARQUET_BATCH):
+    rows = rows_before
+    for batch in pfile.iter_batches(batch_size=_PARQUET_BATCH, row_groups=row_groups):
         columns = []
         for field_, column in zip(batch.schema, batch.columns, strict=True):
             if pa.types.is_dictionary(field_.type) and field_.name in text_columns:
@@ -373,14 +385,19 @@ def _read_parquet_budgeted(data: bytes, schema: Any, name: str, max_bytes: int |
                 budget += column.nbytes
             columns.append(column)
         if budget > max_bytes:
-            raise DatasetSizeError(
-                f"{name}: the Parquet data expands past the limit of {_fmt_bytes(max_bytes)} "
-                f"(max_bytes={max_bytes}) within its first {rows + len(batch):,} rows (its "
-                "footer understates the size: dictionary-encoded values repeat); not read"
-            )
+            raise parquet_budget_error(name, max_bytes, rows + len(batch))
         rows += len(batch)
         batches.append(pa.RecordBatch.from_arrays(columns, names=batch.schema.names))
-    return pa.Table.from_batches(batches, schema=schema)
+    return pa.Table.from_batches(batches, schema=schema), budget
+
+
+def parquet_budget_error(name: str, max_bytes: int, rows: int) -> DatasetSizeError:
+    """A Parquet file whose values, decoded, pass ``max_bytes`` within its first ``rows``."""
+    return DatasetSizeError(
+        f"{name}: the Parquet data expands past the limit of {_fmt_bytes(max_bytes)} "
+        f"(max_bytes={max_bytes}) within its first {rows:,} rows (its "
+        "footer understates the size: dictionary-encoded values repeat); not read"
+    )
 
 
 def drop_unheld_columns(table: Any, name: str, warnings: list[str], dropped: dict[str, str],
@@ -486,9 +503,29 @@ def read_table(
                             max_line_bytes=max_line_bytes)
 
 
-def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | None,
-                 max_bytes: int | None, max_line_bytes: int | None) -> RawTable:
-    """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole."""
+@dataclass
+class ReadPlan:
+    """How :func:`read_table` reads an input, from its first chunk: ``format`` (what it
+    is read as: Parquet, or the text format named, implied by the suffix or sniffed),
+    ``named`` (``format=`` or the suffix; None: told from the content), ``explicit``
+    (``format=`` was given), and for text its ``codec`` and line ``guard``."""
+
+    format: str
+    named: str | None
+    explicit: bool
+    codec: str | None = None
+    guard: LineGuard | None = None
+
+
+def read_plan(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | None,
+              max_line_bytes: int | None) -> ReadPlan:
+    """The :class:`ReadPlan` of ``inflow`` (``fmt``: ``format=``, normalised).
+
+    Raises
+    ------
+    DatasetFormatError
+        The input is empty.
+    """
     head = inflow.head
     if not head:
         raise DatasetFormatError(f"{label}: the file is empty")
@@ -498,14 +535,24 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
     if not explicit and head.startswith(PARQUET_MAGIC):  # the content wins over a suffix
         fmt = "parquet"
     if fmt == "parquet":
-        data = inflow.read_all()
-        frame, types, warnings, dropped = read_parquet(data, label, max_bytes)
-        return RawTable(frame, label, fmt, inflow.hexdigest(), warnings=warnings,
-                        column_types=types, dropped=dropped)
+        return ReadPlan("parquet", fmt, explicit)
     codec = text_codec(head, encoding)
     sniffed = fmt or sniff_format(head, head.decode(codec, errors="ignore"))
     guard = (LineGuard(label, max_line_bytes)
              if max_line_bytes is not None and sniffed != "json" else None)
+    return ReadPlan(sniffed, fmt, explicit, codec, guard)
+
+
+def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | None,
+                 max_bytes: int | None, max_line_bytes: int | None) -> RawTable:
+    """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole."""
+    plan = read_plan(inflow, label, fmt, encoding=encoding, max_line_bytes=max_line_bytes)
+    sniffed, codec, guard = plan.format, plan.codec, plan.guard
+    if sniffed == "parquet":
+        data = inflow.read_all()
+        frame, types, warnings, dropped = read_parquet(data, label, max_bytes)
+        return RawTable(frame, label, sniffed, inflow.hexdigest(), warnings=warnings,
+                        column_types=types, dropped=dropped)
     if sniffed == "jsonl":  # streamed a line at a time
         inflow.watch(guard, nul=is_utf8(codec))
         with decoded_lines(inflow, codec, newline="\n") as lines:
@@ -520,8 +567,8 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
         return RawTable(frame, label, sniffed, inflow.hexdigest(), lines, codec, warnings)
     inflow.watch(guard)
     data = inflow.read_all()
-    return _read_text_table(data, label, fmt, explicit=explicit, encoding=encoding,
-                            content_hash=inflow.hexdigest(),
+    return _read_text_table(data, label, plan.named, explicit=plan.explicit,
+                            encoding=encoding, content_hash=inflow.hexdigest(),
                             max_cell=max_line_bytes if guard is not None else None)
 
 

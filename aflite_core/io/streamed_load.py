@@ -42,6 +42,7 @@ import pandas as pd
 
 from aflite_core.errors import DatasetError
 from aflite_core.io.column_roles import ID_NAMES, _guess_mapping, _norm
+from aflite_core.io.file_pieces import FilePieces, Unstreamable, file_pieces
 from aflite_core.io.per_choice import QUESTION_NAMES
 from aflite_core.io.readers import MAX_LINE_BYTES, RawTable
 from aflite_core.io.tables import parquet_safe_table, unique_column_name
@@ -52,6 +53,7 @@ from aflite_core.io.texts_on_disk import (
     TextsFile,
     row_group_starts,
     texts_off_frame,
+    write_row_groups,
 )
 
 __all__ = ["load_to_disk"]
@@ -121,57 +123,48 @@ def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
               read_options: dict, options: dict) -> Any:
     from aflite_core.io import shards
     from aflite_core.io.datasets import LINKED_TEXT, NotStreamable, prepare_dataset
-    from aflite_core.io.readers import read_table
 
     folder = isinstance(source, (str, os.PathLike)) and Path(source).is_dir()
-    if not (folder or shards.looks_like_glob(source)):
-        raise _Whole("one file")
     if folder and any((Path(source) / f).is_file() for f in (shards.HF_STATE, shards.HF_DICT)):
         raise _Whole("a Hugging Face datasets folder")
     if options.get("choices") is not None:
         raise _Whole("multiple-choice data")
-    if not name:  # as read_source names it
-        pattern = Path(source)
-        name = pattern.name if folder else f"{pattern.parent.name}/{pattern.name}"
-    files = shards._shard_files(source, name)
-    shards._check_total_size(files, name, read_options["max_bytes"])
-    names = [shards._relative(f, source) for f in files]
-
-    def read(file: Path, limit: int | None) -> RawTable:
-        return read_table(file, format=read_options["format"],
-                          encoding=read_options["encoding"], max_bytes=limit,
-                          max_line_bytes=read_options["max_line_bytes"])
+    if folder or shards.looks_like_glob(source):
+        stream: _Shards | _Pieces = _Shards(source, name, read_options, map_shards)
+    else:
+        try:
+            stream = _Pieces(file_pieces(source, name=name, **read_options), map_shards)
+        except Unstreamable as exc:
+            raise _Whole(str(exc)) from None
 
     writer = _ShardWriter(path)
     lean: list[RawTable] = []
     facts: dict[str, list[TextFacts]] = {}
     layout: _Layout | None = None
-    stream = _shard_tables(read, read_options["max_bytes"], files, map_shards)
     try:
         i = -1
         for table in stream.tables():  # not enumerate: its kept tuple would hold the last one
             i += 1
             if layout is None:
-                layout = _Layout.of(replace(table, name=name), options)
+                layout = _Layout.of(replace(table, name=stream.name), options)
             else:
-                _same_columns(table, lean[0], names[i], names[0], name)
+                _same_columns(table, lean[0], stream.part(i), stream.part(0), stream.name)
             trims = layout.trims
             for column, trim in trims.items():
                 facts.setdefault(column, []).append(
                     TextFacts.of(table.frame[column], trim=trim).computed())
             writer.append(table.frame, layout, options.get("id"))
-            lean.append(layout.lean(table, names[i]))
+            lean.append(layout.lean(table, stream.part(i)))
             del table
             _release_arrow_pool()  # the shard's buffers, not kept under the next one's
         info = writer.close()
+    except Unstreamable as exc:
+        raise _Whole(str(exc)) from None
     finally:
         stream.close()
         writer.abort()
-    raw = shards._concatenate(lean, names, name)
+    raw = stream.join(lean)
     del lean
-    raw.read_by = stream.engine
-    if stream.notice:
-        raw.warnings.append(stream.notice)
     joined = {column: TextFacts.concat(parts) for column, parts in facts.items()}
     del facts
     try:
@@ -296,7 +289,7 @@ class _ShardWriter:
         import pyarrow as pa
 
         pending = pa.concat_tables(self._pending)
-        self._writer.write_table(pending.slice(0, rows), row_group_size=ROW_GROUP)
+        write_row_groups(self._writer, pending.slice(0, rows))
         rest = pending.slice(rows)
         self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
@@ -313,10 +306,11 @@ class _ShardWriter:
 
 
 class _ShardStream:
-    """The shards' tables in order, read by ``map_shards.stream`` (on a cluster's workers)
-    or here; a shard the workers cannot open is read here, with a notice."""
+    """The shards' tables (or a file's pieces: ``files`` are then its pieces' items) in
+    order, read by ``map_shards.stream`` (on a cluster's workers) or here; a shard the
+    workers cannot open is read here, with a notice."""
 
-    def __init__(self, read: Callable, files: Sequence[Path], map_shards: Any) -> None:
+    def __init__(self, read: Callable, files: Sequence[Any], map_shards: Any) -> None:
         self._read, self._files = read, list(files)
         self._remote = getattr(map_shards, "stream", None)
         self.engine = str(getattr(map_shards, "engine", "local")) if self._remote else "local"
@@ -354,6 +348,87 @@ def _shard_tables(read: Callable, max_bytes: int | None, files: Sequence[Path],
     from aflite_core.io.shards import _read_shard
 
     return _ShardStream(functools.partial(_read_shard, read, max_bytes), files, map_shards)
+
+
+class _Shards:
+    """A folder or glob's shards, a shard at a time, then joined as the whole load joins
+    them (:func:`~aflite_core.io.shards.read_sharded`)."""
+
+    def __init__(self, source: Any, name: str | None, read_options: dict,
+                 map_shards: Any) -> None:
+        from aflite_core.io import shards
+        from aflite_core.io.readers import read_table
+
+        if not name:  # as read_source names it
+            pattern = Path(source)
+            name = (pattern.name if Path(source).is_dir()
+                    else f"{pattern.parent.name}/{pattern.name}")
+        self.name = name
+        files = shards._shard_files(source, name)
+        shards._check_total_size(files, name, read_options["max_bytes"])
+        self._names = [shards._relative(f, source) for f in files]
+
+        def read(file: Path, limit: int | None) -> RawTable:
+            return read_table(file, format=read_options["format"],
+                              encoding=read_options["encoding"], max_bytes=limit,
+                              max_line_bytes=read_options["max_line_bytes"])
+
+        self._stream = _shard_tables(read, read_options["max_bytes"], files, map_shards)
+
+    def tables(self) -> Iterator[RawTable]:
+        return self._stream.tables()
+
+    def part(self, i: int) -> str:
+        return self._names[i]
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def join(self, lean: list[RawTable]) -> RawTable:
+        from aflite_core.io import shards
+
+        raw = shards._concatenate(lean, self._names, self.name)
+        raw.read_by = self._stream.engine
+        if self._stream.notice:
+            raw.warnings.append(self._stream.notice)
+        return raw
+
+
+class _Pieces:
+    """One file's pieces (:func:`~aflite_core.io.file_pieces.file_pieces`): a Parquet
+    file's row groups read through ``map_shards`` (on the workers when it can stream), a
+    CSV/TSV file parsed here."""
+
+    def __init__(self, pieces: FilePieces, map_shards: Any) -> None:
+        self.pieces, self.name = pieces, pieces.name
+        self._stream = (_ShardStream(pieces.read, pieces.items, map_shards)
+                        if pieces.read is not None else None)
+
+    def tables(self) -> Iterator[RawTable]:
+        source = self._stream.tables() if self._stream is not None else self.pieces.local()
+        while True:  # no loop variable: it would hold a piece while the next is read
+            try:
+                taken = self.pieces.take(next(source))
+            except StopIteration:
+                return
+            yield taken
+            del taken
+
+    def part(self, i: int) -> str:
+        return f"{self.name} (piece {i + 1})"
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        self.pieces.close()
+
+    def join(self, lean: list[RawTable]) -> RawTable:
+        raw = self.pieces.join([t.frame for t in lean], [t.lines for t in lean])
+        if self._stream is not None:
+            raw.read_by = self._stream.engine
+            if self._stream.notice:
+                raw.warnings.append(self._stream.notice)
+        return raw
 
 
 def _same_columns(table: RawTable, first: RawTable, shard: str, first_shard: str,

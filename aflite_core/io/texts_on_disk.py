@@ -30,7 +30,7 @@ from aflite_core.io.text_columns import arrow_text, text_hashes, texts
 
 __all__ = ["ROW_GROUP", "ColumnOnDisk", "TextsFile", "all_texts", "column_hashes",
            "link_or_copy", "move_texts", "row_group_starts", "take_rows", "texts_off_frame",
-           "write_frame"]
+           "write_frame", "write_row_groups"]
 
 #: Rows per row group of ``dataset.parquet``: a reader of some rows or of every row a batch
 #: at a time (the exports, the report's examples, Explore, the texts on disk) decodes one group
@@ -66,9 +66,19 @@ def write_frame(frame: pd.DataFrame, path: str | os.PathLike, *,
     data.insert(0, id_col, index_values(frame.index))
     table, converted = parquet_safe_table(data)
     del data
-    pq.write_table(table, path, row_group_size=row_group or ROW_GROUP)
+    with pq.ParquetWriter(path, table.schema) as writer:
+        write_row_groups(writer, table, row_group or ROW_GROUP)
     return {"row_id_column": id_col, "n_rows": int(len(frame)),
             "columns": [str(c) for c in frame.columns], "converted_columns": converted}
+
+
+def write_row_groups(writer: Any, table: Any, rows: int = ROW_GROUP) -> None:
+    """``table`` appended to a ``pyarrow.parquet.ParquetWriter`` in row groups of ``rows``
+    rows, each written from one contiguous piece of every column: the writer cuts its pages
+    where the input's chunks end, so the bytes would otherwise depend on how the rows were
+    read (a file read whole is one chunk, a file read a row group at a time is several)."""
+    for start in range(0, table.num_rows, rows):
+        writer.write_table(table.slice(start, rows).combine_chunks(), row_group_size=rows)
 
 
 def row_group_starts(source: Any) -> np.ndarray:

@@ -1,0 +1,271 @@
+"""One data file's rows a piece at a time: :func:`file_pieces`.
+
+The streamed load (:mod:`aflite_core.io.streamed_load`) takes a folder of shards a shard at
+a time; a single large file is taken here as a sequence of pieces, each a
+:class:`~aflite_core.io.readers.RawTable` of some of its rows, so that no process holds
+every row's text:
+
+* **CSV and TSV** (plain or gzipped) are parsed in order by this process, as
+  :func:`~aflite_core.io.readers.read_table` parses them (the same stream, decoder, line
+  limit and checks: :class:`~aflite_core.io.delimited.DelimitedBatches`), a piece per
+  65,536 rows. A CSV field may hold newlines inside quotes, so a CSV file cannot be cut at
+  byte offsets without parsing what comes before: it is parsed by one process.
+* **Parquet** (a plain file on a path) is read by row groups: each piece is one or more
+  whole row groups (:data:`PIECE_ROWS` rows or more, or one group), read by
+  :func:`read_parquet_piece` -- on a cluster's workers when the caller maps it there. The
+  footer is checked first, as the whole read checks it; each piece is read under
+  ``max_bytes`` and the pieces' decoded sizes are added here, in order.
+
+Together the pieces are what the whole read gives: the rows in order, the same warnings,
+dropped columns and types, line numbers, and ``content_hash`` (:meth:`FilePieces.join`).
+Where that cannot be promised piece by piece, :class:`Unstreamable` says why and the caller
+reads the file whole: JSON and JSON Lines (a column's type is decided over every record),
+a gzipped Parquet file or a source that is not a path, a Parquet file with a stored pandas
+index or a dictionary-typed (Categorical) column, and pieces whose dropped columns or
+warnings differ (a binary column that is UTF-8 in one row group and not in another).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core.errors import DatasetError, DatasetFormatError
+from aflite_core.io.delimited import DelimitedBatches, decoded_lines, is_utf8, text_frame
+from aflite_core.io.inflow import open_input
+from aflite_core.io.readers import (
+    MAX_LINE_BYTES,
+    RawTable,
+    check_parquet_footer,
+    drop_unheld_columns,
+    normalise_format,
+    parquet_budget_error,
+    read_parquet_rows,
+    read_plan,
+    source_name,
+)
+
+__all__ = ["PIECE_ROWS", "FilePieces", "Unstreamable", "file_pieces", "read_parquet_piece"]
+
+#: Rows a Parquet piece gathers (whole row groups) before it is handed on.
+PIECE_ROWS = 65_536
+
+
+class Unstreamable(Exception):
+    """The file must be read whole to give the whole read's table; the message says why."""
+
+
+@dataclass
+class FilePieces:
+    """A file's pieces (:func:`file_pieces`).
+
+    ``read`` and ``items``: for Parquet, ``read(item)`` gives one piece (as
+    ``(RawTable, decoded bytes)``), to be called in ``items`` order here or elsewhere (a
+    cluster's workers); for CSV/TSV ``read`` is None and :meth:`local` gives the pieces.
+    Each piece is passed through :meth:`take` in order; :meth:`join` makes the whole table
+    of the pieces' (possibly leaner) frames once every piece was taken.
+    """
+
+    name: str
+    format: str
+    read: Callable[[Any], Any] | None = None
+    items: list = field(default_factory=list)
+    max_bytes: int | None = None
+    _local: Iterator[RawTable] | None = None
+    _inflow: Any = None
+    _first: RawTable | None = None
+    _decoded = 0
+    _rows = 0
+    _hash = ""
+    _encoding: str | None = None
+    _warnings: list[str] = field(default_factory=list)
+
+    def local(self) -> Iterator[RawTable]:
+        """The pieces of a text file, parsed here in order."""
+        if self._local is None:
+            raise TypeError("the pieces are read by read(item)")
+        return self._local
+
+    def close(self) -> None:
+        """Let go of the file (a text file's stream, read or not)."""
+        if self._local is not None:
+            self._local.close()
+        if self._inflow is not None:
+            self._inflow.close()
+
+    def take(self, piece: Any) -> RawTable:
+        """A piece as read (in order): its table, checked to agree with the first piece's
+        dropped columns and warnings (:class:`Unstreamable` otherwise) and, for Parquet,
+        its decoded size added to the others' under ``max_bytes``."""
+        if isinstance(piece, tuple):
+            piece, decoded = piece
+            self._decoded += decoded
+            if self.max_bytes is not None and self._decoded > self.max_bytes:
+                raise parquet_budget_error(self.name, self.max_bytes,
+                                           self._rows + len(piece.frame))
+        if self._first is None:  # what the others must agree with, not its rows
+            self._first = RawTable(pd.DataFrame(columns=piece.frame.columns), piece.name,
+                                   piece.format, "", warnings=list(piece.warnings),
+                                   column_types=dict(piece.column_types),
+                                   dropped=dict(piece.dropped))
+        elif (set(piece.dropped) != set(self._first.dropped)
+              or piece.warnings != self._first.warnings
+              or piece.column_types != self._first.column_types):
+            raise Unstreamable("the file's row groups differ in the columns it drops or "
+                               "decodes, or in their types")
+        self._rows += len(piece.frame)
+        return piece
+
+    def join(self, frames: list[pd.DataFrame], lines: list[np.ndarray | None]) -> RawTable:
+        """The whole table of the pieces' frames (in order) and row lines, with the whole
+        read's name, format, hash, encoding, warnings, types and dropped columns."""
+        first = self._first
+        if first is None:
+            raise DatasetFormatError(f"{self.name}: no rows were read")
+        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+        frame.index = pd.RangeIndex(len(frame))
+        starts = None if any(x is None for x in lines) else np.concatenate(lines)
+        warnings = self._warnings if self.read is None else list(first.warnings)
+        return RawTable(frame, self.name, self.format, self._hash, starts, self._encoding,
+                        list(warnings), dict(first.column_types), dict(first.dropped))
+
+
+def file_pieces(source: Any, *, name: str | None = None, format: str | None = None,
+                encoding: str | None = None, max_bytes: int | None = None,
+                max_line_bytes: int | None = MAX_LINE_BYTES) -> FilePieces:
+    """The pieces of one data file, read as :func:`~aflite_core.io.readers.read_table`
+    reads it whole (same options).
+
+    Raises
+    ------
+    Unstreamable
+        The file must be read whole (see the module docstring).
+    DatasetError
+        What the whole read refuses before its first row (a special file, over
+        ``max_bytes``, empty, a Parquet footer it refuses).
+    """
+    if not isinstance(source, (str, os.PathLike)):
+        raise Unstreamable("not a file on a path")
+    label = source_name(source, name)
+    fmt = normalise_format(format)
+    inflow = open_input(source, label, max_bytes)
+    try:
+        plan = read_plan(inflow, label, fmt, encoding=encoding, max_line_bytes=max_line_bytes)
+        if plan.format == "parquet":
+            if inflow.gzip:
+                raise Unstreamable("a gzipped Parquet file")
+            while inflow.read1(1 << 20):  # the content hash, as the whole read takes it
+                pass
+            pieces = _parquet_pieces(Path(source), label, max_bytes)
+            pieces._hash = inflow.hexdigest()
+            return pieces
+        if plan.format not in ("csv", "tsv"):
+            raise Unstreamable(f"{plan.format}: a column's type is decided over every record")
+    except BaseException:
+        inflow.close()
+        raise
+    pieces = FilePieces(label, plan.format)
+    pieces._encoding = plan.codec
+    pieces._inflow = inflow
+    pieces._local = _delimited_pieces(inflow, plan, pieces, max_line_bytes)
+    return pieces
+
+
+def _delimited_pieces(inflow: Any, plan: Any, pieces: FilePieces,
+                      max_line_bytes: int | None) -> Iterator[RawTable]:
+    """CSV/TSV pieces, as :func:`~aflite_core.io.readers.read_table` parses the stream."""
+    label, codec = pieces.name, plan.codec
+    with inflow:
+        inflow.watch(plan.guard, nul=is_utf8(codec))
+        with decoded_lines(inflow, codec, newline="") as lines:
+            batches = DelimitedBatches(
+                lines, label, "\t" if plan.format == "tsv" else ",",
+                max_cell=max_line_bytes if plan.guard is not None else None,
+                check_nul=not is_utf8(codec))
+            for arrays, starts in batches:
+                piece = RawTable(text_frame(batches.header, [[array] for array in arrays]),
+                                 label, plan.format, "", starts, codec)
+                del arrays
+                yield piece
+                del piece  # not held while the next piece is parsed
+        pieces._warnings = batches.warnings
+        pieces._hash = inflow.hexdigest()
+
+
+def _parquet_pieces(path: Path, name: str, max_bytes: int | None) -> FilePieces:
+    """The row-group pieces of a Parquet file, its footer checked as the whole read does."""
+    import functools
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pfile = pq.ParquetFile(path)
+        check_parquet_footer(pfile, name, max_bytes)
+        schema = pfile.schema_arrow
+        meta = pfile.metadata
+    except DatasetError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+        raise DatasetFormatError(f"{name}: not a readable Parquet file: {exc}") from exc
+    if any(pa.types.is_dictionary(f.type) for f in schema):
+        raise Unstreamable("a dictionary-typed (Categorical) column: its categories are "
+                           "those of the whole file")
+    index = (schema.pandas_metadata or {}).get("index_columns") or []
+    if any(not (isinstance(i, dict) and i.get("kind") == "range" and i.get("start") == 0
+                and i.get("step") == 1) for i in index):
+        raise Unstreamable("a stored pandas index")
+    items, group, rows, before = [], [], 0, 0
+    for i in range(meta.num_row_groups):
+        group.append(i)
+        rows += meta.row_group(i).num_rows
+        if rows >= PIECE_ROWS:
+            items.append((tuple(group), before))
+            group, before, rows = [], before + rows, 0
+    if group:
+        items.append((tuple(group), before))
+    read = functools.partial(read_parquet_piece, str(path), name, max_bytes)
+    return FilePieces(name, "parquet", read=read, items=items, max_bytes=max_bytes)
+
+
+def read_parquet_piece(path: str, name: str, max_bytes: int | None,
+                       item: tuple[tuple[int, ...], int]) -> tuple[RawTable, int]:
+    """Some row groups of a Parquet file as the whole read reads them (a task a cluster's
+    worker may run): ``item`` is ``(row groups, rows before them)``. Returns the piece and
+    its decoded size (0 without ``max_bytes``).
+
+    Raises
+    ------
+    FileNotFoundError
+        The file is not on this process's storage (the caller then reads it itself).
+    DatasetSizeError
+        The piece alone passes ``max_bytes``.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"{path!r} is not on the storage of the process reading it")
+    groups, before = item
+    warnings: list[str] = []
+    dropped: dict[str, str] = {}
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+        table, decoded = read_parquet_rows(path, schema, name, max_bytes,
+                                           row_groups=list(groups), rows_before=before)
+        table = drop_unheld_columns(table, name, warnings, dropped)
+        frame = table.to_pandas()
+    except DatasetError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
+        raise DatasetFormatError(f"{name}: not a readable Parquet file: {exc}") from exc
+    frame.index = pd.RangeIndex(len(frame))
+    types = {str(f.name): str(f.type) for f in table.schema}
+    return RawTable(frame, name, "parquet", "", warnings=warnings, column_types=types,
+                    dropped=dropped), decoded

@@ -1,0 +1,184 @@
+"""One data file read a piece at a time (``aflite_core.io.file_pieces``) and loaded by the
+streamed load: the pieces joined are the whole read's table (rows, lines, warnings, dropped
+columns, hash), the dataset is ``load_dataset(...).with_texts_on_disk(path)``'s with the
+file byte for byte, errors are the whole read's and leave no file, and what cannot be
+promised piece by piece is loaded whole."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from aflite_core.io.datasets import DatasetError, load_dataset
+from aflite_core.io.file_pieces import PIECE_ROWS, Unstreamable, file_pieces
+from aflite_core.io.readers import read_table
+from aflite_core.io.streamed_load import load_to_disk
+from tests.test_streamed_load import _assert_same, _planted
+
+
+def _pieces_of(path, **options):
+    """Every piece of ``path`` (read here) and the joined table."""
+    pieces = file_pieces(path, **options)
+    got = []
+    source = pieces.local() if pieces.read is None else map(pieces.read, pieces.items)
+    for piece in source:
+        got.append(pieces.take(piece))
+    pieces.close()
+    return got, pieces.join([p.frame for p in got], [p.lines for p in got])
+
+
+def _assert_same_raw(joined, whole) -> None:
+    pd.testing.assert_frame_equal(joined.frame, whole.frame, check_exact=True)
+    for name in ("name", "format", "content_hash", "encoding", "warnings", "column_types",
+                 "dropped"):
+        assert getattr(joined, name) == getattr(whole, name), name
+    if whole.lines is None:
+        assert joined.lines is None
+    else:
+        np.testing.assert_array_equal(joined.lines, whole.lines)
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv", "csv.gz", "parquet"])
+def test_pieces_joined_are_the_whole_read(tmp_path, kind):
+    frame = _planted(150_000, seed=5, premises=2_000)
+    frame.loc[7, "sentence2"] = 'quoted, "with"\nnewline'  # a CSV record over two lines
+    path = tmp_path / f"data.{kind}"
+    if kind == "parquet":
+        frame.to_parquet(path, index=False, row_group_size=20_000)
+    elif kind == "tsv":
+        frame.assign(sentence2=frame["sentence2"].str.replace("\n", " ")).to_csv(
+            path, sep="\t", index=False)
+        with open(path, "a") as out:
+            out.write("\n\n")  # blank lines: a warning, as the whole read gives
+    else:
+        text = frame.to_csv(index=False).encode()
+        path.write_bytes(gzip.compress(text) if kind.endswith(".gz") else text)
+    pieces, joined = _pieces_of(path)
+    _assert_same_raw(joined, read_table(path))
+    sizes = [len(p.frame) for p in pieces]
+    if kind == "parquet":  # whole row groups of 20,000 rows, PIECE_ROWS or more a piece
+        assert sizes == [80_000, 70_000]
+    else:
+        assert sizes == [PIECE_ROWS, PIECE_ROWS, 150_000 - 2 * PIECE_ROWS]
+
+
+@pytest.mark.parametrize("case", [
+    ("csv", {}, 25_000),             # linked-text groups
+    ("tsv", {"id": "pairID"}, 4_000),
+    ("parquet", {}, 3),              # one giant linked group: grouped by the premise
+    ("parquet", {"group": "pairID", "split": ""}, 4_000),
+])
+def test_one_file_streamed_is_the_whole_load_with_its_texts_on_disk(tmp_path, case):
+    fmt, options, premises = case
+    frame = _planted(140_000, seed=len(str(case)), premises=premises)
+    path = tmp_path / f"data.{fmt}"
+    if fmt == "parquet":
+        frame.to_parquet(path, index=False, row_group_size=30_000)
+    else:
+        frame.to_csv(path, sep="\t" if fmt == "tsv" else ",", index=False)
+    streamed = load_to_disk(path, tmp_path / "a.parquet", **options)
+    whole = load_dataset(path, **options).with_texts_on_disk(tmp_path / "b.parquet")
+    assert (streamed.loaded_by, whole.loaded_by) == ("streamed", "whole")
+    _assert_same(streamed, whole)
+    assert "sentence2" in streamed.texts_file.columns and "sentence2" not in streamed.frame
+
+
+def test_parquet_pieces_are_read_by_the_mapper_one_at_a_time(tmp_path):
+    """A Parquet file's pieces go through ``map_shards.stream`` (a cluster's workers), each
+    let go before the next is taken; workers that cannot open the file leave it here."""
+    import gc
+    import weakref
+
+    frame = _planted(100_000, seed=8, premises=1_000)
+    path = tmp_path / "data.parquet"
+    frame.to_parquet(path, index=False, row_group_size=10_000)
+    alive: list[weakref.ref] = []
+    held: list[int] = []
+
+    class Reader:
+        engine = "test"
+
+        def stream(self, read, items):
+            for item in items:
+                gc.collect()
+                held.append(sum(ref() is not None for ref in alive))
+                piece = read(item)
+                alive.append(weakref.ref(piece[0].frame))
+                yield piece
+                del piece
+
+    streamed = load_to_disk(path, tmp_path / "a.parquet", map_shards=Reader())
+    assert streamed.read_by == "test" and held == [0, 0]
+    _assert_same(streamed, load_dataset(path).with_texts_on_disk(tmp_path / "b.parquet"))
+
+    class Elsewhere:
+        engine = "test"
+
+        def stream(self, read, items):
+            raise FileNotFoundError("not on the workers' storage")
+            yield  # pragma: no cover
+
+    here = load_to_disk(path, tmp_path / "c.parquet", map_shards=Elsewhere())
+    assert here.read_by == "local" and any("were read here" in w for w in here.report.warnings)
+
+
+def test_files_it_cannot_stream_are_loaded_whole(tmp_path):
+    """JSON Lines, a Categorical column, a column whose pandas type differs between row
+    groups, a binary column UTF-8 in one row group only: the whole load, the same dataset."""
+    rows, group = 70_000, 66_000  # two pieces: a row group of PIECE_ROWS or more, and one
+    frame = _planted(rows, seed=9, premises=3_000)
+    cases = {}
+    cases["data.jsonl"] = lambda p: frame.to_json(p, orient="records", lines=True)
+    cases["categorical.parquet"] = lambda p: frame.astype({"split": "category"}).to_parquet(
+        p, index=False)
+    counts = list(range(rows))
+    counts[-10] = None  # no pandas metadata: int64 in the first row group, float64 after
+    cases["nulls.parquet"] = lambda p: pq.write_table(
+        pa.Table.from_pandas(frame, preserve_index=False).replace_schema_metadata(None)
+        .append_column("count", pa.array(counts, pa.int64())), p, row_group_size=group)
+    blobs = [b"text"] * rows
+    blobs[-10] = b"\xff\xfe\x00"
+    cases["binary.parquet"] = lambda p: pq.write_table(
+        pa.Table.from_pandas(frame, preserve_index=False).append_column(
+            "blob", pa.array(blobs, pa.binary())), p, row_group_size=group)
+    for file, write in cases.items():
+        path = tmp_path / file
+        write(path)
+        streamed = load_to_disk(path, tmp_path / f"{file}.texts")
+        assert streamed.loaded_by == "whole", file
+        _assert_same(streamed, load_dataset(path).with_texts_on_disk(tmp_path / f"{file}.b"))
+    with pytest.raises(Unstreamable, match="jsonl"):
+        file_pieces(tmp_path / "data.jsonl")
+
+
+def test_errors_are_the_whole_reads_and_leave_no_file(tmp_path):
+    """A ragged row past the first piece, a header with a name twice, a Parquet file past
+    max_bytes: the whole read's refusal, and no texts file."""
+    frame = _planted(100_000, seed=10, premises=1_000)
+    text = frame.to_csv(index=False)
+    lines = text.split("\n")
+    lines[90_000] += ",extra"
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("\n".join(lines))
+    twice = tmp_path / "twice.csv"
+    twice.write_text(text.replace("sentence2", "sentence1", 1))
+    big = tmp_path / "big.parquet"
+    frame.to_parquet(big, index=False, row_group_size=10_000)
+    said = {}
+    for path, options in ((ragged, {}), (twice, {}), (big, {"max_bytes": 4_000_000})):
+        with pytest.raises(DatasetError) as streamed:
+            load_to_disk(path, tmp_path / "out.parquet", **options)
+        with pytest.raises(DatasetError) as whole:
+            load_dataset(path, **options)
+        assert type(streamed.value) is type(whole.value)
+        if path is not big:  # (past max_bytes: counted a piece at a time, not a batch)
+            assert str(streamed.value) == str(whole.value)
+        assert not (tmp_path / "out.parquet").exists()
+        said[path.name] = str(streamed.value)
+    assert "line 90001: expected 6 fields" in said["ragged.csv"]
+    assert "'sentence1'" in said["twice.csv"] and "past the limit" in said["big.parquet"]
