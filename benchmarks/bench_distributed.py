@@ -31,7 +31,10 @@ time, and holds the stages' own working sets (the retained rows ``score_heldout`
 the writers' tables).
 
     .venv/bin/python benchmarks/bench_distributed.py [--rows 1000000] [--workers 2]
-        [--memory-limit 4GB] [--kill-after-round 3] [--skip-local]
+        [--memory-limit 4GB] [--kill-after-round 3] [--skip-local] [--layout shards]
+
+``--layout csv`` / ``parquet``: the same rows as one file (a single file is taken a piece at
+a time: ``io/file_pieces.py``).
 """
 
 from __future__ import annotations
@@ -186,7 +189,7 @@ def _stage_seconds(a: Path | None, b: Path) -> str:
 
 
 def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
-        work: Path, skip_local: bool = False) -> None:
+        work: Path, skip_local: bool = False, layout: str = "shards") -> None:
     from distributed import Client, LocalCluster
 
     data = work / f"snli_like_{n_rows}"
@@ -194,7 +197,12 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
     # in a child process: the built frame (several GB at 5M rows) is not kept by this one
     subprocess.run([sys.executable, __file__, "--write-shards", str(n_rows), str(data)],
                    check=True, env={**BASE_ENV, "PYTHONPATH": str(REPO)})
-    print(f"\n{n_rows:,} rows, 8 Parquet shards; LocalCluster of {workers} workers x 1 "
+    if layout != "shards":
+        from bench_streamed_load import _one_file
+
+        data = _one_file(data, layout)
+    held = "8 Parquet shards" if layout == "shards" else f"one {layout.upper()} file"
+    print(f"\n{n_rows:,} rows, {held}; LocalCluster of {workers} workers x 1 "
           f"thread, memory limit {memory_limit} each", flush=True)
     local = None
     if not skip_local:
@@ -266,11 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-after-round", type=int, default=None)
     parser.add_argument("--skip-local", action="store_true",
                         help="only the Dask run (no comparison with the local one)")
+    parser.add_argument("--layout", choices=("shards", "csv", "parquet"), default="shards",
+                        help="the input as 8 Parquet shards (default) or as one file")
     args = parser.parse_args(argv)
     for n in (int(s) for s in args.rows.split(",")):
         with tempfile.TemporaryDirectory(prefix="bench-distributed-") as tmp:
             one(n, args.workers, args.memory_limit, args.kill_after_round, Path(tmp),
-                skip_local=args.skip_local)
+                skip_local=args.skip_local, layout=args.layout)
     return 0
 
 

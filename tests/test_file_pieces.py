@@ -43,13 +43,19 @@ def _assert_same_raw(joined, whole) -> None:
         np.testing.assert_array_equal(joined.lines, whole.lines)
 
 
-@pytest.mark.parametrize("kind", ["csv", "tsv", "csv.gz", "parquet"])
+@pytest.mark.parametrize("kind", ["csv", "tsv", "csv.gz", "jsonl", "parquet"])
 def test_pieces_joined_are_the_whole_read(tmp_path, kind):
     frame = _planted(150_000, seed=5, premises=2_000)
     frame.loc[7, "sentence2"] = 'quoted, "with"\nnewline'  # a CSV record over two lines
     path = tmp_path / f"data.{kind}"
     if kind == "parquet":
         frame.to_parquet(path, index=False, row_group_size=20_000)
+    elif kind == "jsonl":  # numbers, text and a key missing here and there in every piece
+        frame.assign(n=np.arange(len(frame))).to_json(path, orient="records", lines=True)
+        text = path.read_text().split("\n")
+        for i in range(0, len(text) - 1, 1000):
+            text[i] = text[i].replace('"score":', '"other":')
+        path.write_text("\n".join(text))
     elif kind == "tsv":
         frame.assign(sentence2=frame["sentence2"].str.replace("\n", " ")).to_csv(
             path, sep="\t", index=False)
@@ -70,6 +76,7 @@ def test_pieces_joined_are_the_whole_read(tmp_path, kind):
 @pytest.mark.parametrize("case", [
     ("csv", {}, 25_000),             # linked-text groups
     ("tsv", {"id": "pairID"}, 4_000),
+    ("jsonl", {}, 4_000),
     ("parquet", {}, 3),              # one giant linked group: grouped by the premise
     ("parquet", {"group": "pairID", "split": ""}, 4_000),
 ])
@@ -79,6 +86,8 @@ def test_one_file_streamed_is_the_whole_load_with_its_texts_on_disk(tmp_path, ca
     path = tmp_path / f"data.{fmt}"
     if fmt == "parquet":
         frame.to_parquet(path, index=False, row_group_size=30_000)
+    elif fmt == "jsonl":
+        frame.to_json(path, orient="records", lines=True)
     else:
         frame.to_csv(path, sep="\t" if fmt == "tsv" else ",", index=False)
     streamed = load_to_disk(path, tmp_path / "a.parquet", **options)
@@ -128,12 +137,18 @@ def test_parquet_pieces_are_read_by_the_mapper_one_at_a_time(tmp_path):
 
 
 def test_files_it_cannot_stream_are_loaded_whole(tmp_path):
-    """JSON Lines, a Categorical column, a column whose pandas type differs between row
-    groups, a binary column UTF-8 in one row group only: the whole load, the same dataset."""
+    """JSON Lines whose pieces type a column differently, a Categorical column, a column
+    whose pandas type differs between row groups, a binary column UTF-8 in one row group
+    only: the whole load, the same dataset."""
     rows, group = 70_000, 66_000  # two pieces: a row group of PIECE_ROWS or more, and one
     frame = _planted(rows, seed=9, premises=3_000)
     cases = {}
-    cases["data.jsonl"] = lambda p: frame.to_json(p, orient="records", lines=True)
+    # integers in the first piece, a float among them in the second
+    def jsonl(path):
+        frame.assign(n=np.arange(rows)).to_json(path, orient="records", lines=True)
+        path.write_text(path.read_text().replace(f'"n":{rows - 5}}}', f'"n":{rows - 5}.5}}'))
+
+    cases["data.jsonl"] = jsonl
     cases["categorical.parquet"] = lambda p: frame.astype({"split": "category"}).to_parquet(
         p, index=False)
     counts = list(range(rows))
@@ -152,8 +167,9 @@ def test_files_it_cannot_stream_are_loaded_whole(tmp_path):
         streamed = load_to_disk(path, tmp_path / f"{file}.texts")
         assert streamed.loaded_by == "whole", file
         _assert_same(streamed, load_dataset(path).with_texts_on_disk(tmp_path / f"{file}.b"))
-    with pytest.raises(Unstreamable, match="jsonl"):
-        file_pieces(tmp_path / "data.jsonl")
+    (tmp_path / "document.json").write_text(frame.iloc[:5].to_json(orient="records"))
+    with pytest.raises(Unstreamable, match="JSON document"):
+        file_pieces(tmp_path / "document.json")
 
 
 def test_errors_are_the_whole_reads_and_leave_no_file(tmp_path):

@@ -10,6 +10,9 @@ every row's text:
   limit and checks: :class:`~aflite_core.io.delimited.DelimitedBatches`), a piece per
   65,536 rows. A CSV field may hold newlines inside quotes, so a CSV file cannot be cut at
   byte offsets without parsing what comes before: it is parsed by one process.
+* **JSON Lines** likewise, 65,536 records a piece (:func:`~aflite_core.io.json_tables.
+  jsonl_pieces`); each piece's columns are typed over its records, so the pieces must agree
+  on every column's type (text in all, integers in all, ...) and give no notice.
 * **Parquet** (a plain file on a path) is read by row groups: each piece is one or more
   whole row groups (:data:`PIECE_ROWS` rows or more, or one group), read by
   :func:`read_parquet_piece` -- on a cluster's workers when the caller maps it there. The
@@ -19,8 +22,9 @@ every row's text:
 Together the pieces are what the whole read gives: the rows in order, the same warnings,
 dropped columns and types, line numbers, and ``content_hash`` (:meth:`FilePieces.join`).
 Where that cannot be promised piece by piece, :class:`Unstreamable` says why and the caller
-reads the file whole: JSON and JSON Lines (a column's type is decided over every record),
-a gzipped Parquet file or a source that is not a path, a Parquet file with a stored pandas
+reads the file whole: a JSON document, JSON Lines whose pieces type a column differently (a
+key missing from some records, integers in one piece and floats in another), a gzipped
+Parquet file or a source that is not a path, a Parquet file with a stored pandas
 index or a dictionary-typed (Categorical) column, and pieces whose dropped columns or
 warnings differ (a binary column that is UTF-8 in one row group and not in another).
 """
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,7 @@ import pandas as pd
 from aflite_core.errors import DatasetError, DatasetFormatError
 from aflite_core.io.delimited import DelimitedBatches, decoded_lines, is_utf8, text_frame
 from aflite_core.io.inflow import open_input
+from aflite_core.io.json_tables import jsonl_pieces
 from aflite_core.io.readers import (
     MAX_LINE_BYTES,
     RawTable,
@@ -80,6 +85,8 @@ class FilePieces:
     _local: Iterator[RawTable] | None = None
     _inflow: Any = None
     _first: RawTable | None = None
+    _dtypes: list = field(default_factory=list)
+    _columns: list = field(default_factory=list)
     _decoded = 0
     _rows = 0
     _hash = ""
@@ -109,16 +116,29 @@ class FilePieces:
             if self.max_bytes is not None and self._decoded > self.max_bytes:
                 raise parquet_budget_error(self.name, self.max_bytes,
                                            self._rows + len(piece.frame))
-        if self._first is None:  # what the others must agree with, not its rows
+        if piece.warnings and self.format == "jsonl":
+            raise Unstreamable("a JSON Lines column is typed with a notice (integers "
+                               "beyond 64 bits): the notice is the whole file's")
+        if self._first is not None and list(piece.frame.columns) != self._columns \
+                and set(piece.frame.columns) == set(self._columns):
+            # JSON Lines keys met in another order: the whole file's order is the first
+            # piece's, which has every key
+            piece = replace(piece, frame=piece.frame[self._columns])
+        dtypes = list(zip(piece.frame.columns, piece.frame.dtypes, strict=True))
+        if self._first is None:
+            # what the others must agree with, not its rows
+            self._columns = list(piece.frame.columns)
+            self._dtypes = dtypes
             self._first = RawTable(pd.DataFrame(columns=piece.frame.columns), piece.name,
                                    piece.format, "", warnings=list(piece.warnings),
                                    column_types=dict(piece.column_types),
                                    dropped=dict(piece.dropped))
         elif (set(piece.dropped) != set(self._first.dropped)
               or piece.warnings != self._first.warnings
-              or piece.column_types != self._first.column_types):
-            raise Unstreamable("the file's row groups differ in the columns it drops or "
-                               "decodes, or in their types")
+              or piece.column_types != self._first.column_types
+              or dtypes != self._dtypes):
+            raise Unstreamable("the file's pieces differ in their columns, their types or "
+                               "the columns dropped or decoded (the whole file decides them)")
         self._rows += len(piece.frame)
         return piece
 
@@ -165,15 +185,16 @@ def file_pieces(source: Any, *, name: str | None = None, format: str | None = No
             pieces = _parquet_pieces(Path(source), label, max_bytes)
             pieces._hash = inflow.hexdigest()
             return pieces
-        if plan.format not in ("csv", "tsv"):
-            raise Unstreamable(f"{plan.format}: a column's type is decided over every record")
+        if plan.format not in ("csv", "tsv", "jsonl"):
+            raise Unstreamable(f"{plan.format}: a JSON document is parsed whole")
     except BaseException:
         inflow.close()
         raise
     pieces = FilePieces(label, plan.format)
     pieces._encoding = plan.codec
     pieces._inflow = inflow
-    pieces._local = _delimited_pieces(inflow, plan, pieces, max_line_bytes)
+    pieces._local = (_jsonl_pieces(inflow, plan, pieces) if plan.format == "jsonl"
+                     else _delimited_pieces(inflow, plan, pieces, max_line_bytes))
     return pieces
 
 
@@ -195,6 +216,24 @@ def _delimited_pieces(inflow: Any, plan: Any, pieces: FilePieces,
                 yield piece
                 del piece  # not held while the next piece is parsed
         pieces._warnings = batches.warnings
+        pieces._hash = inflow.hexdigest()
+
+
+def _jsonl_pieces(inflow: Any, plan: Any, pieces: FilePieces) -> Iterator[RawTable]:
+    """JSON Lines pieces, as :func:`~aflite_core.io.readers.read_table` reads the stream,
+    each piece's columns typed over its records (:meth:`FilePieces.take` checks that they
+    agree)."""
+    label, codec = pieces.name, plan.codec
+    with inflow:
+        inflow.watch(plan.guard, nul=is_utf8(codec))
+        with decoded_lines(inflow, codec, newline="\n") as lines:
+            for frame, starts, warnings in jsonl_pieces(lines, label,
+                                                        check_nul=not is_utf8(codec)):
+                piece = RawTable(frame, label, "jsonl", "", starts, codec, warnings)
+                del frame
+                yield piece
+                del piece
+            pieces._warnings = list(lines.warnings)
         pieces._hash = inflow.hexdigest()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -51,10 +51,46 @@ def read_jsonl(lines: Iterable[str], name: str, *, check_nul: bool = False,
 
     ``check_nul``: refuse NUL characters here (the UTF-8 stream checks its bytes itself).
     """
+    columns = _RecordColumns(name)
+    for value, number in jsonl_records(lines, name, check_nul=check_nul):
+        columns.add(value, number)
+    if not columns.n_records:
+        raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
+    warnings: list[str] = []
+    frame, lines_of = columns.frame(warnings)
+    return frame, lines_of, warnings
+
+
+def jsonl_pieces(lines: Iterable[str], name: str, *, check_nul: bool = False,
+                 ) -> Iterator[tuple[pd.DataFrame, np.ndarray, list[str]]]:
+    """:func:`read_jsonl` a piece of :data:`BATCH_RECORDS` records at a time: each piece's
+    columns typed over its own records (``(frame, lines, warnings)``); a caller joining
+    them must check that they agree (:mod:`aflite_core.io.file_pieces`)."""
+    columns = _RecordColumns(name)
+    seen = 0
+    for value, number in jsonl_records(lines, name, check_nul=check_nul):
+        columns.add(value, number)
+        if columns.n_records >= BATCH_RECORDS:
+            seen += columns.n_records
+            warnings: list[str] = []
+            piece = columns.frame(warnings)
+            columns = _RecordColumns(name)
+            yield (*piece, warnings)
+            del piece
+    if not seen + columns.n_records:
+        raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
+    if columns.n_records:
+        warnings = []
+        yield (*columns.frame(warnings), warnings)
+
+
+def jsonl_records(lines: Iterable[str], name: str, *, check_nul: bool = False,
+                  ) -> Iterator[tuple[dict, int]]:
+    """Each non-blank line's JSON object and its line number, checked (invalid JSON, not
+    an object, duplicate keys, nesting past the parser, lone surrogates, NUL)."""
     current = [0]
     hook = _pairs_hook(name, lambda: f"line {current[0]}")
     decoder = json.JSONDecoder(object_pairs_hook=hook)
-    columns = _RecordColumns(name)
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -77,12 +113,7 @@ def read_jsonl(lines: Iterable[str], name: str, *, check_nul: bool = False,
                 f"{name}: line {number}: expected a JSON object ({{...}}), found "
                 f"{_json_kind(value)}"
             )
-        columns.add(value, number)
-    if not columns.n_records:
-        raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
-    warnings: list[str] = []
-    frame, lines_of = columns.frame(warnings)
-    return frame, lines_of, warnings
+        yield value, number
 
 
 class _RecordColumns:
