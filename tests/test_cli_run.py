@@ -220,17 +220,26 @@ def test_a_scheduler_run_reads_its_texts_from_a_file_it_removes(snli_sample, tmp
     def failing(dataset, *args, **kwargs):
         mapping = dataset.columns
         seen.append((dataset.texts_file.path, dataset.texts_file.path.is_file(),
-                     {mapping.premise, mapping.hypothesis} & set(dataset.frame.columns)))
+                     {mapping.premise, mapping.hypothesis} & set(dataset.frame.columns),
+                     dataset.loaded_by))
         raise RuntimeError("the audit failed here")
 
     monkeypatch.setattr(pipeline, "run_audit", failing)
     code = main(["run", str(snli_sample), "--out", str(tmp_path / "r"), "-q",
                  "--scheduler", "local:2"])
     assert code != 0 and "the audit failed here" in capsys.readouterr().err
-    (path, existed, texts_in_memory), = seen
+    (path, existed, texts_in_memory, loaded_by), = seen
     assert existed and path.parent.parent == tmp_path and path.parent.name.startswith(".tmp-")
-    assert texts_in_memory == set()
+    assert texts_in_memory == set() and loaded_by == "streamed"  # one CSV, a piece at a time
     assert not path.parent.exists() and not (tmp_path / "r").exists()
+
+    # a JSON document is parsed whole: the driver held every row's text, and says so
+    document = tmp_path / "data.json"
+    pd.read_csv(snli_sample).to_json(document, orient="records")
+    code = main(["run", str(document), "--out", str(tmp_path / "r"), "--scheduler", "local:2"])
+    err = capsys.readouterr().err
+    assert code != 0 and seen[-1][3] == "whole"
+    assert "data.json was loaded whole" in err and "JSON document is parsed whole" in err
 
 
 def test_scheduler_address_must_be_valid(snli_sample, tmp_path, capsys):

@@ -324,6 +324,24 @@ def test_the_streamed_load_reads_the_shards_on_the_workers_one_at_a_time(cluster
                for w in fallback.report.warnings)
     pd.testing.assert_frame_equal(fallback.frame, here.frame, check_exact=True)
 
+    # one file: a TSV file's parts and a Parquet file's row groups parsed on the workers
+    import aflite_core.io.line_parts as line_parts
+
+    tsv, parquet = tmp_path / "one.tsv", tmp_path / "one.parquet"
+    frame.to_csv(tsv, sep="\t", index=False)
+    frame.to_parquet(parquet, index=False, row_group_size=500)
+    for one in (tsv, parquet):
+        line_parts.PART_BYTES, was = 64 << 10, line_parts.PART_BYTES
+        try:
+            there = load_to_disk(one, tmp_path / "d.parquet", map_shards=shards)
+        finally:
+            line_parts.PART_BYTES = was
+        here = load_dataset(one).with_texts_on_disk(tmp_path / "e.parquet")
+        assert (there.read_by, there.loaded_by) == ("dask", "streamed"), one.name
+        pd.testing.assert_frame_equal(there.frame, here.frame, check_exact=True)
+        assert there.report.to_dict() == here.report.to_dict()
+        assert (tmp_path / "d.parquet").read_bytes() == (tmp_path / "e.parquet").read_bytes()
+
 
 def test_an_audit_config_with_a_client_is_written_with_its_address(cluster):
     """``AuditConfig(scheduler=Client)`` (the Python way to audit on an existing cluster):

@@ -93,6 +93,7 @@ def test_one_file_streamed_is_the_whole_load_with_its_texts_on_disk(tmp_path, ca
     streamed = load_to_disk(path, tmp_path / "a.parquet", **options)
     whole = load_dataset(path, **options).with_texts_on_disk(tmp_path / "b.parquet")
     assert (streamed.loaded_by, whole.loaded_by) == ("streamed", "whole")
+    assert streamed.loaded_whole_because == ""
     _assert_same(streamed, whole)
     assert "sentence2" in streamed.texts_file.columns and "sentence2" not in streamed.frame
 
@@ -165,7 +166,7 @@ def test_files_it_cannot_stream_are_loaded_whole(tmp_path):
         path = tmp_path / file
         write(path)
         streamed = load_to_disk(path, tmp_path / f"{file}.texts")
-        assert streamed.loaded_by == "whole", file
+        assert streamed.loaded_by == "whole" and streamed.loaded_whole_because, file
         _assert_same(streamed, load_dataset(path).with_texts_on_disk(tmp_path / f"{file}.b"))
     (tmp_path / "document.json").write_text(frame.iloc[:5].to_json(orient="records"))
     with pytest.raises(Unstreamable, match="JSON document"):
@@ -198,3 +199,134 @@ def test_errors_are_the_whole_reads_and_leave_no_file(tmp_path):
         said[path.name] = str(streamed.value)
     assert "line 90001: expected 6 fields" in said["ragged.csv"]
     assert "'sentence1'" in said["twice.csv"] and "past the limit" in said["big.parquet"]
+
+
+def _parts_of(path, **options):
+    """Every part of ``path`` parsed apart (``split=True``) and the joined table."""
+    pieces = file_pieces(path, split=True, **options)
+    assert pieces.read is not None, "not cut into parts"
+    got = [t for t in (pieces.take(pieces.read(item)) for item in pieces.items)
+           if t is not None]
+    return pieces, got, pieces.join([p.frame for p in got], [p.lines for p in got])
+
+
+def _tsv_and_jsonl(tmp_path, rows: int = 6_000):
+    """A TSV file (a byte-order mark, blank lines before the header and inside, CRLF line
+    ends, text past ASCII) and a JSON Lines file (a BOM, blank lines, keys in another order
+    here and there, a key missing in every part)."""
+    frame = _planted(rows, seed=11, premises=500)
+    frame["sentence2"] = frame["sentence2"] + " é ☃"
+    tsv = tmp_path / "data.tsv"
+    text = frame.to_csv(sep="\t", index=False, lineterminator="\r\n")
+    lines = text.split("\r\n")
+    for i in range(300, len(lines) - 1, 997):
+        lines[i] = "\r\n" + lines[i]
+    tsv.write_bytes(b"\xef\xbb\xbf\r\n\r\n" + "\r\n".join(lines).encode())
+    jsonl = tmp_path / "data.jsonl"
+    frame.to_json(jsonl, orient="records", lines=True, force_ascii=False)
+    records = jsonl.read_text(encoding="utf-8").split("\n")
+    for i in range(0, len(records) - 1, 50):
+        records[i] = records[i].replace('"score":', '"other":')
+    for i in range(7, len(records) - 1, 1300):
+        head, tail = records[i][1:-1].split(",", 1)
+        records[i] = "{" + tail + "," + head + "}"
+        records[i] += "\n"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + "\n".join(records).encode())
+    return tsv, jsonl
+
+
+@pytest.mark.parametrize("kind", ["tsv", "jsonl"])
+def test_line_parts_joined_are_the_whole_read(tmp_path, monkeypatch, kind):
+    """A TSV or JSON Lines file cut at line ends and parsed part by part is the whole read:
+    rows, the file's line numbers, warnings (BOM, blank lines), hash."""
+    import aflite_core.io.line_parts as line_parts
+
+    monkeypatch.setattr(line_parts, "PART_BYTES", 64 << 10)
+    path = dict(zip(("tsv", "jsonl"), _tsv_and_jsonl(tmp_path), strict=True))[kind]
+    pieces, got, joined = _parts_of(path)
+    assert len(pieces.items) > 5 and len(got) == len(pieces.items)
+    whole = read_table(path)
+    _assert_same_raw(joined, whole)
+    assert any("blank line" in w for w in whole.warnings) or kind == "jsonl"
+    # the parts' bytes are the file's, each cut after a line end
+    data = path.read_bytes()
+    assert pieces.items[-1][1] == len(data)
+    assert all(data[start - 1:start] == b"\n" for start, *_ in pieces.items[1:])
+
+
+def test_line_parts_refuse_what_the_whole_read_refuses_naming_the_files_line(tmp_path,
+                                                                          monkeypatch):
+    """An error in a later part is the whole read's, with the file's line and byte offset."""
+    import aflite_core.io.line_parts as line_parts
+
+    monkeypatch.setattr(line_parts, "PART_BYTES", 64 << 10)
+    tsv, jsonl = _tsv_and_jsonl(tmp_path)
+    cases = []
+    for path, bad in ((tsv, b"\tone more field"), (jsonl, b"{not json"),
+                      (tsv, b"\xff\xfe"), (jsonl, b"\x00"), (tsv, b"x" * 5_000)):
+        data = bytearray(path.read_bytes())
+        at = data.index(b"\n", len(data) * 3 // 4)  # the end of a line in a later part
+        at -= data[at - 1:at] == b"\r"
+        data[at:at] = bad
+        broken = tmp_path / f"broken-{len(cases)}{path.suffix}"
+        broken.write_bytes(bytes(data))
+        cases.append(broken)
+    said = []
+    for path in cases:
+        options = {"max_line_bytes": 4_000}
+        with pytest.raises(DatasetError) as whole:
+            read_table(path, **options)
+        with pytest.raises(DatasetError) as parts:
+            _parts_of(path, **options)
+        assert type(parts.value) is type(whole.value)
+        assert str(parts.value) == str(whole.value)
+        said.append(str(whole.value))
+    assert "expected 6 fields" in said[0] and "invalid JSON" in said[1]
+    assert "cannot decode" in said[2] and "NUL" in said[3] and "longer than" in said[4]
+
+
+def test_files_the_parts_cannot_reproduce_are_parsed_in_order(tmp_path):
+    """A lone carriage return (the csv module ends a TSV line there), gzip, a header past
+    the first chunk: not cut (read in order, the same table); a CSV is never cut."""
+    frame = _planted(3_000, seed=12, premises=300)
+    lone = tmp_path / "lone.tsv"
+    text = frame.to_csv(sep="\t", index=False)
+    lines = text.split("\n")
+    lines[5] += "\r\r"  # the csv module: a line end, then a blank line; one "\n" here
+    lone.write_text("\n".join(lines))
+    packed = tmp_path / "packed.jsonl.gz"
+    packed.write_bytes(gzip.compress(frame.to_json(orient="records", lines=True).encode()))
+    wide = tmp_path / "wide.tsv"
+    wide.write_text("h" * 1_100_000 + "\tlabel\n" + "x\ty\n" * 10)  # a header of 1.1 MB
+    plain = tmp_path / "plain.csv"
+    frame.to_csv(plain, index=False)
+    for path in (lone, packed, wide, plain):
+        pieces = file_pieces(path, split=True)
+        assert pieces.read is None, path.name
+        got = [pieces.take(p) for p in pieces.local()]
+        pieces.close()
+        _assert_same_raw(pieces.join([p.frame for p in got], [p.lines for p in got]),
+                         read_table(path))
+
+
+def test_one_tsv_file_is_parsed_by_the_mapper_part_by_part(tmp_path, monkeypatch):
+    """The streamed load sends a TSV file's parts through ``map_shards.stream`` (the
+    workers): the dataset and texts file are the whole load's."""
+    import aflite_core.io.line_parts as line_parts
+
+    monkeypatch.setattr(line_parts, "PART_BYTES", 256 << 10)
+    tsv, _ = _tsv_and_jsonl(tmp_path, rows=80_000)
+    taken = []
+
+    class Reader:
+        engine = "test"
+
+        def stream(self, read, items):
+            for item in items:
+                taken.append(item)
+                yield read(item)
+
+    streamed = load_to_disk(tsv, tmp_path / "a.parquet", map_shards=Reader())
+    assert streamed.loaded_by == "streamed" and streamed.read_by == "test"
+    assert len(taken) > 10
+    _assert_same(streamed, load_dataset(tsv).with_texts_on_disk(tmp_path / "b.parquet"))

@@ -297,6 +297,11 @@ def _run(args: argparse.Namespace) -> int:
                                  texts_to=None if texts is None else texts / DATASET_FILE)
             if texts is not None:  # the read's pages handed back: not under every stage
                 release_free_heap()  # (at 5M rows: 1.2 GB held after the move, 0.5 trimmed)
+                if dataset.loaded_whole_because and not args.quiet:
+                    print(f"note: {args.data} was loaded whole, every row's text in this "
+                          f"process while it was checked: {dataset.loaded_whole_because} "
+                          "(docs/scaling.md, 'The load a shard at a time')",
+                          file=sys.stderr, flush=True)
             config = audit_config(args, filter_units(
                 dataset, split_policy=args.split_policy or "auto",
                 instance=args.instance or "auto"))

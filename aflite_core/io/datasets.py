@@ -145,6 +145,8 @@ class AuditDataset:
     #: How :func:`~aflite_core.io.streamed_load.load_to_disk` loaded it: ``"streamed"`` (a
     #: shard's text at a time) or ``"whole"`` (every row's text at once, as here).
     loaded_by: str = "whole"
+    #: Why ``load_to_disk`` loaded it whole (what it could not stream), else ``""``.
+    loaded_whole_because: str = ""
     #: The file its text columns moved to (:meth:`with_texts_on_disk`; not in ``frame``).
     texts_file: TextsFile | None = None
 

@@ -59,20 +59,29 @@ def read_delimited_stream(
 
 
 @contextlib.contextmanager
-def decoded_lines(inflow: Inflow, codec: str, *, newline: str) -> Iterator[_Lines]:
+def decoded_lines(inflow: Inflow, codec: str, *, newline: str,
+                  at_start: bool = True) -> Iterator[_Lines]:
     """The lines of ``inflow`` decoded with ``codec`` (split as ``open(newline=...)`` does),
     byte-order marks at the start removed (:func:`_without_boms`).
 
     Inside the block, undecodable bytes become an error naming the line and byte offset,
     and NUL bytes found by the stream (:class:`~aflite_core.errors.NulSeen`) the NUL
     message -- after the rest is decoded, since undecodable bytes are the better message.
+
+    ``at_start=False``: ``inflow`` is a part of a UTF-8 file after its start
+    (:func:`~aflite_core.io.inflow.open_range`): decoded as UTF-8, a leading U+FEFF kept
+    (it is text there), messages naming ``codec`` as for the whole file.
     """
-    text = io.TextIOWrapper(inflow, encoding=codec, errors="strict", newline=newline)
+    decoder = codec if at_start else "utf-8"
+    text = io.TextIOWrapper(inflow, encoding=decoder, errors="strict", newline=newline)
     text._CHUNK_SIZE = _TEXT_CHUNK
     try:
         first = text.readline()
-        strip_one = not codec.replace("_", "-").lower().startswith("utf-8-sig")
-        yield _without_boms(first, text, strip_one)
+        if at_start:
+            strip_one = not codec.replace("_", "-").lower().startswith("utf-8-sig")
+            yield _without_boms(first, text, strip_one)
+        else:
+            yield _Lines(itertools.chain([first] if first else [], text), [])
     except UnicodeDecodeError as exc:
         raise inflow.decode_error(exc, codec) from None
     except NulSeen as seen:
@@ -148,16 +157,24 @@ class DelimitedBatches:
     complete once the iteration ends. An error is raised where it is met, so a caller that
     takes the batches as they come (:mod:`aflite_core.io.file_pieces`) may have taken some
     before it.
+
+    ``part=(header, header_line, first_line)``: the lines are a part of a TSV file after its
+    header (read in parts: :mod:`aflite_core.io.file_pieces`), starting at line
+    ``first_line``; every row is data with the header's fields, lines in messages are the
+    file's, and what only the whole file can tell (empty, no rows, the warnings) is left to
+    the caller: ``blank`` counts the part's blank lines.
     """
 
     def __init__(self, lines: _Lines, name: str, delimiter: str, *,
-                 max_cell: int | None = None, check_nul: bool = True) -> None:
+                 max_cell: int | None = None, check_nul: bool = True,
+                 part: tuple[list[str], int, int] | None = None) -> None:
         self.lines, self.name, self.delimiter = lines, name, delimiter
         self.max_cell, self.check_nul = max_cell, check_nul
-        self.header: list[str] | None = None
+        self.header: list[str] | None = None if part is None else list(part[0])
         self.warnings: list[str] = []
-        self.n_rows = 0
-        self._named = False  # the header's names checked
+        self.n_rows = self.blank = 0
+        self._part = part
+        self._named = part is not None  # the header's names checked (a part: by the caller)
 
     def __iter__(self) -> Iterator[tuple[list[pa.Array], np.ndarray]]:
         limit = min(int(self.max_cell), 2**31 - 1) if self.max_cell is not None else 2**31 - 1
@@ -166,17 +183,21 @@ class DelimitedBatches:
         name, delimiter = self.name, self.delimiter
         kind = "TSV" if delimiter == "\t" else "CSV"
         reader = _reader(self.lines, delimiter)
-        header: list[str] | None = None
+        header: list[str] | None = self.header
         rows: list[list[str]] = []
         row_starts: list[int] = []
         header_line = ncols = blank = 0
-        start = 1
+        first = 1  # the line the reader's first line is
         all_space = True
+        if self._part is not None:
+            header_line, first = self._part[1], self._part[2]
+            ncols, all_space = len(header), False
+        start = first
         try:
             for row in reader:
                 if not row:
                     blank += 1
-                    start = reader.line_num + 1
+                    start = reader.line_num + first
                     continue
                 if all_space:
                     all_space = _space_row(row, delimiter)
@@ -187,7 +208,7 @@ class DelimitedBatches:
                         raise nul_error(name, start)
                     self.header = header
                 elif len(row) != ncols:
-                    end = reader.line_num
+                    end = reader.line_num + first - 1
                     span = f"line {start}" if end == start else f"lines {start}-{end}"
                     hint = _ragged_hint(kind, row, ncols, start != end)
                     raise DatasetFormatError(
@@ -204,30 +225,22 @@ class DelimitedBatches:
                         rows, row_starts = [], []  # their strings freed before the next
                         yield batch
                         del batch
-                start = reader.line_num + 1
+                start = reader.line_num + first
         except csv.Error as exc:
-            raise _csv_error(exc, name, kind, start, reader.line_num) from None
+            raise _csv_error(exc, name, kind, start, reader.line_num + first - 1) from None
+        if self._part is not None:
+            self.blank = blank
+            if rows:
+                yield self._batch(rows, row_starts, ncols)
+            return
         if header is None or all_space:
             raise DatasetFormatError(f"{name}: the file is empty")
         self._check_names()
         if rows:
             yield self._batch(rows, row_starts, ncols)
         if not self.n_rows:
-            raise DatasetFormatError(
-                f"{name}: the file has a header ({', '.join(map(short_repr, header[:8]))}) but "
-                "no data rows"
-            )
-        warnings = list(self.lines.warnings)
-        if blank:
-            warnings.append(f"{blank} blank line(s) skipped")
-        if len(header) == 1:
-            for sep in (";", "|", "\t", ","):
-                if sep != delimiter and sep in header[0]:
-                    warnings.append(
-                        f"the header is one column containing {sep!r}: is {sep!r} the separator?"
-                    )
-                    break
-        self.warnings = warnings
+            raise no_rows_error(name, header)
+        self.warnings = table_warnings(self.lines.warnings, blank, header, delimiter)
 
     def _check_names(self) -> None:
         if not self._named:
@@ -248,6 +261,31 @@ class DelimitedBatches:
             arrays.append(array)
         self.n_rows += len(rows)
         return arrays, starts
+
+
+def no_rows_error(name: str, header: list[str]) -> DatasetFormatError:
+    """A CSV/TSV file with a header and no data row."""
+    return DatasetFormatError(
+        f"{name}: the file has a header ({', '.join(map(short_repr, header[:8]))}) but "
+        "no data rows"
+    )
+
+
+def table_warnings(decoding: list[str], blank: int, header: list[str],
+                   delimiter: str) -> list[str]:
+    """A CSV/TSV file's warnings: the decoder's (extra byte-order marks), the blank lines
+    skipped, a one-column header that holds another separator."""
+    warnings = list(decoding)
+    if blank:
+        warnings.append(f"{blank} blank line(s) skipped")
+    if len(header) == 1:
+        for sep in (";", "|", "\t", ","):
+            if sep != delimiter and sep in header[0]:
+                warnings.append(
+                    f"the header is one column containing {sep!r}: is {sep!r} the separator?"
+                )
+                break
+    return warnings
 
 
 def text_frame(header: list[str], chunks: list[list[pa.Array]]) -> pd.DataFrame:

@@ -41,9 +41,16 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.errors import DatasetError, DatasetFormatError
-from aflite_core.io.delimited import DelimitedBatches, decoded_lines, is_utf8, text_frame
+from aflite_core.io.delimited import (
+    DelimitedBatches,
+    decoded_lines,
+    is_utf8,
+    no_rows_error,
+    text_frame,
+)
 from aflite_core.io.inflow import open_input
-from aflite_core.io.json_tables import jsonl_pieces
+from aflite_core.io.json_tables import jsonl_pieces, no_records_error
+from aflite_core.io.line_parts import LineParts, plan_line_parts, read_line_part, whole_warnings
 from aflite_core.io.readers import (
     MAX_LINE_BYTES,
     RawTable,
@@ -55,6 +62,7 @@ from aflite_core.io.readers import (
     read_plan,
     source_name,
 )
+from aflite_core.io.table_checks import check_duplicate_names
 
 __all__ = ["PIECE_ROWS", "FilePieces", "Unstreamable", "file_pieces", "read_parquet_piece"]
 
@@ -86,6 +94,9 @@ class FilePieces:
     _inflow: Any = None
     _first: RawTable | None = None
     _dtypes: list = field(default_factory=list)
+    _parts: LineParts | None = None
+    _blank = 0
+    _decoding: list[str] = field(default_factory=list)
     _columns: list = field(default_factory=list)
     _decoded = 0
     _rows = 0
@@ -106,16 +117,26 @@ class FilePieces:
         if self._inflow is not None:
             self._inflow.close()
 
-    def take(self, piece: Any) -> RawTable:
-        """A piece as read (in order): its table, checked to agree with the first piece's
-        dropped columns and warnings (:class:`Unstreamable` otherwise) and, for Parquet,
-        its decoded size added to the others' under ``max_bytes``."""
+    def take(self, piece: Any) -> RawTable | None:
+        """A piece as read (in order): its table (None: a part without rows), checked to
+        agree with the first piece's columns, types, dropped columns and warnings
+        (:class:`Unstreamable` otherwise); for Parquet its decoded size added to the
+        others' under ``max_bytes``; for a line part its blank lines and decoder's
+        warnings kept for the whole file's."""
         if isinstance(piece, tuple):
-            piece, decoded = piece
-            self._decoded += decoded
-            if self.max_bytes is not None and self._decoded > self.max_bytes:
-                raise parquet_budget_error(self.name, self.max_bytes,
-                                           self._rows + len(piece.frame))
+            piece, info = piece
+            if "decoded" in info:
+                self._decoded += info["decoded"]
+                if self.max_bytes is not None and self._decoded > self.max_bytes:
+                    raise parquet_budget_error(self.name, self.max_bytes,
+                                               self._rows + len(piece.frame))
+            else:
+                self._blank += info["blank"]
+                self._decoding = self._decoding or info["decoding"]
+                if piece is None:
+                    return None
+                if self._first is None and self._parts.header is not None:
+                    check_duplicate_names(self._parts.header, self.name, "header")
         if piece.warnings and self.format == "jsonl":
             raise Unstreamable("a JSON Lines column is typed with a notice (integers "
                                "beyond 64 bits): the notice is the whole file's")
@@ -146,21 +167,32 @@ class FilePieces:
         """The whole table of the pieces' frames (in order) and row lines, with the whole
         read's name, format, hash, encoding, warnings, types and dropped columns."""
         first = self._first
+        if self._parts is not None:
+            if first is None:  # no part held a row
+                if self._parts.header is None:
+                    raise no_records_error(self.name)
+                check_duplicate_names(self._parts.header, self.name, "header")
+                raise no_rows_error(self.name, self._parts.header)
+            self._warnings = whole_warnings(self._parts, self._blank, self._decoding)
         if first is None:
             raise DatasetFormatError(f"{self.name}: no rows were read")
         frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
         frame.index = pd.RangeIndex(len(frame))
         starts = None if any(x is None for x in lines) else np.concatenate(lines)
-        warnings = self._warnings if self.read is None else list(first.warnings)
+        warnings = (self._warnings if self.read is None or self._parts is not None
+                    else list(first.warnings))
         return RawTable(frame, self.name, self.format, self._hash, starts, self._encoding,
                         list(warnings), dict(first.column_types), dict(first.dropped))
 
 
 def file_pieces(source: Any, *, name: str | None = None, format: str | None = None,
                 encoding: str | None = None, max_bytes: int | None = None,
-                max_line_bytes: int | None = MAX_LINE_BYTES) -> FilePieces:
+                max_line_bytes: int | None = MAX_LINE_BYTES,
+                split: bool = False) -> FilePieces:
     """The pieces of one data file, read as :func:`~aflite_core.io.readers.read_table`
-    reads it whole (same options).
+    reads it whole (same options). ``split``: a TSV or JSON Lines file is cut into parts
+    that ``read`` parses apart (:mod:`aflite_core.io.line_parts`; for a caller that maps
+    them onto a cluster's workers), where that gives the whole read's table.
 
     Raises
     ------
@@ -187,6 +219,15 @@ def file_pieces(source: Any, *, name: str | None = None, format: str | None = No
             return pieces
         if plan.format not in ("csv", "tsv", "jsonl"):
             raise Unstreamable(f"{plan.format}: a JSON document is parsed whole")
+        if split and plan.format in ("tsv", "jsonl"):
+            parts = plan_line_parts(inflow, plan.format, plan.codec,
+                                    max_line_bytes=max_line_bytes)
+            inflow.close()
+            if parts is not None:
+                return _line_pieces(Path(source), label, parts, max_line_bytes)
+            inflow = open_input(source, label, max_bytes)  # read in order, from the start
+            plan = read_plan(inflow, label, fmt, encoding=encoding,
+                             max_line_bytes=max_line_bytes)
     except BaseException:
         inflow.close()
         raise
@@ -217,6 +258,17 @@ def _delimited_pieces(inflow: Any, plan: Any, pieces: FilePieces,
                 del piece  # not held while the next piece is parsed
         pieces._warnings = batches.warnings
         pieces._hash = inflow.hexdigest()
+
+
+def _line_pieces(path: Path, name: str, parts: LineParts,
+                 max_line_bytes: int | None) -> FilePieces:
+    import functools
+
+    read = functools.partial(read_line_part, str(path), name, parts.format, parts.codec,
+                             max_line_bytes, parts.header, parts.header_line)
+    pieces = FilePieces(name, parts.format, read=read, items=list(parts.items))
+    pieces._parts, pieces._hash, pieces._encoding = parts, parts.content_hash, parts.codec
+    return pieces
 
 
 def _jsonl_pieces(inflow: Any, plan: Any, pieces: FilePieces) -> Iterator[RawTable]:
@@ -274,10 +326,10 @@ def _parquet_pieces(path: Path, name: str, max_bytes: int | None) -> FilePieces:
 
 
 def read_parquet_piece(path: str, name: str, max_bytes: int | None,
-                       item: tuple[tuple[int, ...], int]) -> tuple[RawTable, int]:
+                       item: tuple[tuple[int, ...], int]) -> tuple[RawTable, dict]:
     """Some row groups of a Parquet file as the whole read reads them (a task a cluster's
     worker may run): ``item`` is ``(row groups, rows before them)``. Returns the piece and
-    its decoded size (0 without ``max_bytes``).
+    ``{"decoded": its decoded size}`` (0 without ``max_bytes``).
 
     Raises
     ------
@@ -307,4 +359,4 @@ def read_parquet_piece(path: str, name: str, max_bytes: int | None,
     frame.index = pd.RangeIndex(len(frame))
     types = {str(f.name): str(f.type) for f in table.schema}
     return RawTable(frame, name, "parquet", "", warnings=warnings, column_types=types,
-                    dropped=dropped), decoded
+                    dropped=dropped), {"decoded": decoded}

@@ -94,7 +94,10 @@ class Inflow(io.BufferedIOBase):
     """
 
     def __init__(self, handle: Any, name: str, max_bytes: int | None, *,
-                 owns_handle: bool = False) -> None:
+                 owns_handle: bool = False, at: tuple[int, int] | None = None) -> None:
+        """``at``: ``(byte offset, newlines before it)`` when ``handle`` gives a part of a
+        file from that offset on (:func:`open_range`): never gunzipped, and the lines and
+        offsets in messages are the file's."""
         super().__init__()
         self.name, self.max_bytes = name, max_bytes
         self._handle, self._owns = handle, owns_handle
@@ -104,7 +107,7 @@ class Inflow(io.BufferedIOBase):
         self._nul = False
         self._eof = False
         first = self._raw_read(CHUNK)
-        self.gzip = first[:2] == GZIP_MAGIC
+        self.gzip = at is None and first[:2] == GZIP_MAGIC
         self._source: Any = handle
         if self.gzip:
             self._source = gzip.GzipFile(fileobj=_Prefixed(first, handle))
@@ -114,7 +117,8 @@ class Inflow(io.BufferedIOBase):
         self.head = first
         self._buf, self._pos = first, 0  # the current chunk, and how much of it is handed out
         self._checked = False  # whether the text checks have seen the current chunk
-        self._base_bytes = self._base_newlines = 0  # bytes and newlines of earlier chunks
+        # bytes and newlines of earlier chunks (and of the file before a part of it)
+        self._base_bytes, self._base_newlines = at or (0, 0)
 
     # -------------------------------------------------------------- reading the source
 
@@ -271,6 +275,38 @@ def open_input(source: Any, name: str, max_bytes: int | None) -> Inflow:
         "source: expected a path (str or pathlib.Path), a file-like object or bytes, "
         f"got {type(source).__name__}"
     )
+
+
+class _Range:
+    """The bytes ``[start, end)`` of a file, as a file object."""
+
+    def __init__(self, path: Path, start: int, end: int) -> None:
+        self._handle = path.open("rb")
+        self._handle.seek(start)
+        self._left = end - start
+
+    def read(self, n: int = -1) -> bytes:
+        n = self._left if n is None or n < 0 else min(n, self._left)
+        data = self._handle.read(n)
+        self._left -= len(data)
+        return data
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def open_range(path: str | os.PathLike, name: str, start: int, end: int,
+               newlines_before: int) -> Inflow:
+    """An :class:`Inflow` over the bytes ``[start, end)`` of a plain (not gzipped) file that
+    has ``newlines_before`` newlines before ``start``: its messages name the file's lines
+    and byte offsets (a line-delimited text file read in parts: :mod:`aflite_core.io.
+    file_pieces`)."""
+    handle = _Range(Path(path), start, end)
+    try:
+        return Inflow(handle, name, None, owns_handle=True, at=(start, newlines_before))
+    except BaseException:
+        handle.close()
+        raise
 
 
 def _open_path(path: Path, name: str, max_bytes: int | None) -> Inflow:

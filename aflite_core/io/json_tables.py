@@ -55,7 +55,7 @@ def read_jsonl(lines: Iterable[str], name: str, *, check_nul: bool = False,
     for value, number in jsonl_records(lines, name, check_nul=check_nul):
         columns.add(value, number)
     if not columns.n_records:
-        raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
+        raise no_records_error(name)
     warnings: list[str] = []
     frame, lines_of = columns.frame(warnings)
     return frame, lines_of, warnings
@@ -78,20 +78,41 @@ def jsonl_pieces(lines: Iterable[str], name: str, *, check_nul: bool = False,
             yield (*piece, warnings)
             del piece
     if not seen + columns.n_records:
-        raise DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
+        raise no_records_error(name)
     if columns.n_records:
         warnings = []
         yield (*columns.frame(warnings), warnings)
 
 
+def no_records_error(name: str) -> DatasetFormatError:
+    """A JSON Lines file without a record."""
+    return DatasetFormatError(f"{name}: the file is empty (no JSON objects)")
+
+
+def jsonl_part(lines: Iterable[str], name: str, *, check_nul: bool = False,
+               first_line: int = 1) -> tuple[pd.DataFrame, np.ndarray, list[str]] | None:
+    """The records of a part of a JSON Lines file that starts at line ``first_line`` (read
+    in parts: :mod:`aflite_core.io.file_pieces`), typed over the part's records as
+    :func:`jsonl_pieces` types a piece; None when it holds no record."""
+    columns = _RecordColumns(name)
+    for value, number in jsonl_records(lines, name, check_nul=check_nul,
+                                       first_line=first_line):
+        columns.add(value, number)
+    if not columns.n_records:
+        return None
+    warnings: list[str] = []
+    return (*columns.frame(warnings), warnings)
+
+
 def jsonl_records(lines: Iterable[str], name: str, *, check_nul: bool = False,
-                  ) -> Iterator[tuple[dict, int]]:
-    """Each non-blank line's JSON object and its line number, checked (invalid JSON, not
-    an object, duplicate keys, nesting past the parser, lone surrogates, NUL)."""
+                  first_line: int = 1) -> Iterator[tuple[dict, int]]:
+    """Each non-blank line's JSON object and its line number (the first line is
+    ``first_line``), checked (invalid JSON, not an object, duplicate keys, nesting past the
+    parser, lone surrogates, NUL)."""
     current = [0]
     hook = _pairs_hook(name, lambda: f"line {current[0]}")
     decoder = json.JSONDecoder(object_pairs_hook=hook)
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=first_line):
         if not line.strip():
             continue
         current[0] = number

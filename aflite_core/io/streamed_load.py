@@ -90,7 +90,7 @@ def load_to_disk(source: Any, path: str | os.PathLike, *, map_shards: Any = None
     -------
     AuditDataset
         Its texts read from ``path`` (``texts_file``); ``loaded_by`` says how:
-        ``"streamed"`` or ``"whole"``.
+        ``"streamed"`` or ``"whole"`` (then ``loaded_whole_because`` says why).
 
     Raises
     ------
@@ -108,11 +108,12 @@ def load_to_disk(source: Any, path: str | os.PathLike, *, map_shards: Any = None
                                 read_options=read_options, options=options)
             dataset.loaded_by = "streamed"
             return dataset
-        except _Whole:
+        except _Whole as exc:
             path.unlink(missing_ok=True)
+            because = str(exc)
         dataset = load_dataset(source, name=name, map_shards=map_shards, **read_options,
                                **options).with_texts_on_disk(path)
-        dataset.loaded_by = "whole"
+        dataset.loaded_by, dataset.loaded_whole_because = "whole", because
         return dataset
     except BaseException:
         path.unlink(missing_ok=True)
@@ -133,7 +134,9 @@ def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
         stream: _Shards | _Pieces = _Shards(source, name, read_options, map_shards)
     else:
         try:
-            stream = _Pieces(file_pieces(source, name=name, **read_options), map_shards)
+            pieces = file_pieces(source, name=name, split=hasattr(map_shards, "stream"),
+                                 **read_options)
+            stream = _Pieces(pieces, map_shards)
         except Unstreamable as exc:
             raise _Whole(str(exc)) from None
 
@@ -261,7 +264,8 @@ class _ShardWriter:
         table, converted = parquet_safe_table(data)
         del data
         if converted:
-            raise _Whole(f"columns Parquet stores as text: {sorted(converted)}")
+            raise _Whole(f"columns Parquet stores as text (values of mixed types): "
+                         f"{sorted(converted)}")
         if self._writer is None:
             self._schema = table.schema
             self._columns = [str(c) for c in frame.columns]
@@ -269,7 +273,7 @@ class _ShardWriter:
         elif not table.schema.equals(self._schema, check_metadata=False):
             # loaded whole, the shards' columns are joined (numbers and texts: an object
             # column stored as text); not cast here, which could give other values
-            raise _Whole("a shard's column types differ from the first shard's")
+            raise _Whole("a shard's or piece's column types differ from the first one's")
         self._rows += len(frame)
         # whole row groups of ROW_GROUP rows across the shards' ends, as write_frame makes
         # them: the same file, byte for byte, as the frame written at once
@@ -411,7 +415,8 @@ class _Pieces:
                 taken = self.pieces.take(next(source))
             except StopIteration:
                 return
-            yield taken
+            if taken is not None:  # (a part of a file without rows)
+                yield taken
             del taken
 
     def part(self, i: int) -> str:
