@@ -16,6 +16,13 @@ Printed per mode: seconds, peak RSS, how the data was loaded, the report's dupli
 and groups (the same in both), and whether the two files are the same bytes.
 
     .venv/bin/python benchmarks/bench_streamed_load.py [--rows 2000000] [--layout shards]
+        [--workers 0]
+
+``--layout csv|tsv|jsonl|parquet``: the rows as one file (JSON Lines by pandas, TSV unquoted
+as SNLI's, CSV and Parquet by pyarrow). ``--workers N``: the streamed load reads on a
+LocalCluster of N workers (``ShardsOnCluster``: shards, a Parquet file's row groups and a
+TSV/JSON Lines file's parts there; a CSV file is parsed here), the peak printed being this
+process's only.
 """
 
 from __future__ import annotations
@@ -40,14 +47,22 @@ def peak_gb():  # VmHWM: this program's own peak (ru_maxrss keeps the forking pa
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1e6
+workers = int(sys.argv[4])
+if workers:  # a LocalCluster (its workers are other processes: not in this peak)
+    from distributed import Client, LocalCluster
+    from aflite_core.commands._input import ShardsOnCluster
+    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, host="127.0.0.1",
+                           dashboard_address=None)
+    client = Client(cluster)
 start = time.perf_counter()
 if sys.argv[1] == "streamed":
-    ds = load_to_disk(sys.argv[2], sys.argv[3])
+    ds = load_to_disk(sys.argv[2], sys.argv[3],
+                      map_shards=ShardsOnCluster(client) if workers else None)
 else:
     ds = load_dataset(sys.argv[2]).with_texts_on_disk(sys.argv[3])
 print(json.dumps({{"seconds": time.perf_counter() - start,
                   "peak_gb": peak_gb(),
-                  "loaded_by": ds.loaded_by, "rows": len(ds),
+                  "loaded_by": ds.loaded_by, "read_by": ds.read_by, "rows": len(ds),
                   "duplicates": ds.report.duplicates, "groups": ds.report.n_groups}}))
 """
 
@@ -55,8 +70,11 @@ print(json.dumps({{"seconds": time.perf_counter() - start,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
-    parser.add_argument("--layout", choices=("shards", "csv", "parquet"), default="shards",
-                        help="8 Parquet shards, or the same rows as one CSV or Parquet file")
+    parser.add_argument("--layout", choices=("shards", "csv", "tsv", "jsonl", "parquet"),
+                        default="shards",
+                        help="8 Parquet shards, or the same rows as one file")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="the streamed load reads on a LocalCluster of N workers")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_distributed import write_shards
@@ -73,13 +91,14 @@ def main(argv: list[str] | None = None) -> int:
         results = {}
         for mode in ("whole", "streamed"):
             out = Path(tmp) / f"{mode}.parquet"
-            done = subprocess.run([sys.executable, "-c", child, mode, str(data), str(out)],
-                                  capture_output=True, text=True, check=True)
+            workers = args.workers if mode == "streamed" else 0
+            done = subprocess.run([sys.executable, "-c", child, mode, str(data), str(out),
+                                   str(workers)], capture_output=True, text=True, check=True)
             results[mode] = json.loads(done.stdout.strip().splitlines()[-1])
             r = results[mode]
             print(f"  {mode:9s} {r['seconds']:6.1f} s  peak RSS {r['peak_gb']:.2f} GB  "
-                  f"loaded {r['loaded_by']}  duplicates {r['duplicates']}  groups "
-                  f"{r['groups']}", flush=True)
+                  f"loaded {r['loaded_by']}, read {r['read_by']}  duplicates "
+                  f"{r['duplicates']}  groups {r['groups']}", flush=True)
         same = (Path(tmp) / "whole.parquet").read_bytes() == \
             (Path(tmp) / "streamed.parquet").read_bytes()
         print(f"  the two texts files are {'the same bytes' if same else 'DIFFERENT'}")
@@ -93,6 +112,20 @@ def _one_file(shards: Path, layout: str) -> Path:
 
     files = sorted(shards.glob("*.parquet"))
     out = shards.parent / f"data.{layout}"
+    if layout in ("jsonl", "tsv"):  # (TSV as published: no quoting)
+        with open(out, "w", encoding="utf-8") as handle:
+            for i, file in enumerate(files):
+                frame = pq.read_table(file).to_pandas()
+                if layout == "jsonl":
+                    frame.to_json(handle, orient="records", lines=True, force_ascii=False)
+                else:
+                    if i == 0:
+                        handle.write("\t".join(frame.columns) + "\n")
+                    for row in zip(*(frame[c].astype(str) for c in frame.columns),
+                                   strict=True):
+                        handle.write("\t".join(row) + "\n")
+                file.unlink()
+        return out
     schema = pq.ParquetFile(files[0]).schema_arrow
     writer = (pq.ParquetWriter(out, schema) if layout == "parquet"
               else pacsv.CSVWriter(out, schema))
