@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.errors import DatasetError, DatasetFormatError
+from aflite_core.errors import DatasetFormatError
 from aflite_core.io.delimited import (
     DelimitedBatches,
     decoded_lines,
@@ -55,10 +55,10 @@ from aflite_core.io.readers import (
     MAX_LINE_BYTES,
     RawTable,
     check_parquet_footer,
-    drop_unheld_columns,
     normalise_format,
     parquet_budget_error,
-    read_parquet_rows,
+    parquet_errors,
+    parquet_frame,
     read_plan,
     source_name,
 )
@@ -296,15 +296,11 @@ def _parquet_pieces(path: Path, name: str, max_bytes: int | None) -> FilePieces:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    try:
+    with parquet_errors(name):
         pfile = pq.ParquetFile(path)
         check_parquet_footer(pfile, name, max_bytes)
         schema = pfile.schema_arrow
         meta = pfile.metadata
-    except DatasetError:
-        raise
-    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
-        raise DatasetFormatError(f"{name}: not a readable Parquet file: {exc}") from exc
     if any(pa.types.is_dictionary(f.type) for f in schema):
         raise Unstreamable("a dictionary-typed (Categorical) column: its categories are "
                            "those of the whole file")
@@ -338,25 +334,15 @@ def read_parquet_piece(path: str, name: str, max_bytes: int | None,
     DatasetSizeError
         The piece alone passes ``max_bytes``.
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"{path!r} is not on the storage of the process reading it")
     groups, before = item
-    warnings: list[str] = []
-    dropped: dict[str, str] = {}
-    try:
+    with parquet_errors(name):
         schema = pq.ParquetFile(path).schema_arrow
-        table, decoded = read_parquet_rows(path, schema, name, max_bytes,
-                                           row_groups=list(groups), rows_before=before)
-        table = drop_unheld_columns(table, name, warnings, dropped)
-        frame = table.to_pandas()
-    except DatasetError:
-        raise
-    except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
-        raise DatasetFormatError(f"{name}: not a readable Parquet file: {exc}") from exc
+        frame, types, warnings, dropped, decoded = parquet_frame(
+            path, schema, name, max_bytes, row_groups=list(groups), rows_before=before)
     frame.index = pd.RangeIndex(len(frame))
-    types = {str(f.name): str(f.type) for f in table.schema}
     return RawTable(frame, name, "parquet", "", warnings=warnings, column_types=types,
                     dropped=dropped), {"decoded": decoded}

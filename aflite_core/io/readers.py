@@ -32,10 +32,12 @@ Rules (documented in ``load_dataset``):
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import io
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -288,27 +290,47 @@ def read_parquet(
     UTF-8 (an image, audio) is dropped with a warning, and refused, naming the column and
     record, only if a role names it (:func:`drop_unheld_columns`).
     """
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    warnings: list[str] = []
-    dropped: dict[str, str] = {}
-    try:
+    with parquet_errors(name):
         pfile = pq.ParquetFile(io.BytesIO(data))
         check_parquet_footer(pfile, name, max_bytes)
-        table, _ = read_parquet_rows(io.BytesIO(data), pfile.schema_arrow, name,
-                                     max_bytes)
-        table = drop_unheld_columns(table, name, warnings, dropped)
-        frame = table.to_pandas()
+        frame, types, warnings, dropped, _ = parquet_frame(
+            io.BytesIO(data), pfile.schema_arrow, name, max_bytes)
+    if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0:
+        frame = frame.reset_index()
+    frame.index = pd.RangeIndex(len(frame))
+    return frame, types, warnings, dropped
+
+
+@contextlib.contextmanager
+def parquet_errors(name: str) -> Iterator[None]:
+    """Arrow's and the file system's errors reading a Parquet file as
+    :class:`DatasetFormatError` ("not a readable Parquet file"); the loader's own pass."""
+    import pyarrow as pa
+
+    try:
+        yield
     except DatasetError:
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError) as exc:
         raise DatasetFormatError(f"{name}: not a readable Parquet file: {exc}") from exc
-    if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0:
-        frame = frame.reset_index()
-    frame.index = pd.RangeIndex(len(frame))
+
+
+def parquet_frame(source: Any, schema: Any, name: str, max_bytes: int | None, *,
+                  row_groups: list[int] | None = None, rows_before: int = 0,
+                  ) -> tuple[pd.DataFrame, dict, list[str], dict[str, str], int]:
+    """A Parquet file's rows (or its ``row_groups``') as a frame, read under ``max_bytes``
+    (:func:`read_parquet_rows`), the columns the audit cannot hold dropped
+    (:func:`drop_unheld_columns`): ``(frame, arrow types, warnings, dropped, decoded
+    bytes)``."""
+    warnings: list[str] = []
+    dropped: dict[str, str] = {}
+    table, decoded = read_parquet_rows(source, schema, name, max_bytes, row_groups=row_groups,
+                                       rows_before=rows_before)
+    table = drop_unheld_columns(table, name, warnings, dropped)
     types = {str(f.name): str(f.type) for f in table.schema}
-    return frame, types, warnings, dropped
+    return table.to_pandas(), types, warnings, dropped, decoded
 
 
 def check_parquet_footer(pfile: Any, name: str, max_bytes: int | None) -> None:
