@@ -78,11 +78,12 @@ class Unstreamable(Exception):
 class FilePieces:
     """A file's pieces (:func:`file_pieces`).
 
-    ``read`` and ``items``: for Parquet, ``read(item)`` gives one piece (as
-    ``(RawTable, decoded bytes)``), to be called in ``items`` order here or elsewhere (a
-    cluster's workers); for CSV/TSV ``read`` is None and :meth:`local` gives the pieces.
-    Each piece is passed through :meth:`take` in order; :meth:`join` makes the whole table
-    of the pieces' (possibly leaner) frames once every piece was taken.
+    ``read`` and ``items``: for Parquet and a TSV/JSON Lines file cut into parts,
+    ``read(item)`` gives one piece as ``(RawTable or None, info)``, to be called in
+    ``items`` order here or elsewhere (a cluster's workers); for a file parsed in order
+    ``read`` is None and :meth:`local` gives the pieces. Each piece is passed through
+    :meth:`take` in order; :meth:`join` makes the whole table of the pieces' (possibly
+    leaner) frames once every piece was taken.
     """
 
     name: str
