@@ -191,3 +191,28 @@ def test_server_paths_can_be_limited_to_folders(snli, tmp_path, monkeypatch):
         source_stamp(str(inside / "*.parquet"), roots=allowed_roots())
     with pytest.raises(FileNotFoundError, match="no such file, folder or matching shard"):
         source_stamp(str(inside / "missing-*.csv"))
+
+
+def test_a_datasets_folder_is_streamed_a_piece_at_a_time(snli, tmp_path, monkeypatch):
+    """The streamed load takes a Dataset or DatasetDict folder a piece at a time: the same
+    dataset (labels by name, dropped columns and their notices, the split column, row
+    locations) and texts file as the whole load; never loaded whole."""
+    import aflite_core.io.hf_pieces as hf_pieces
+    from aflite_core.io.streamed_load import load_to_disk
+    from tests.test_streamed_load import _assert_same
+
+    monkeypatch.setattr(hf_pieces, "PIECE_ROWS", 300)  # several pieces of 1,200 rows
+    n = len(snli)
+    image = [bytes([0xFF, 0xD8, i % 256]) for i in range(n)]
+    whole = _hf(snli, image=image, vector=[[0.1, float(i)] for i in range(n)])
+    whole.save_to_disk(str(tmp_path / "one"), max_shard_size="100KB")  # several Arrow files
+    datasets.DatasetDict({"train": whole.select(range(1000)),
+                          "test": whole.select(range(1000, n))}).save_to_disk(
+        str(tmp_path / "dd"))
+    for folder in ("one", "dd"):
+        streamed = load_to_disk(tmp_path / folder, tmp_path / f"{folder}.parquet")
+        loaded = load_dataset(tmp_path / folder).with_texts_on_disk(tmp_path / f"{folder}.b")
+        assert streamed.loaded_by == "streamed", streamed.loaded_whole_because
+        _assert_same(streamed, loaded)
+    assert streamed.columns.split == "split" and "'image'" in " ".join(
+        load_to_disk(tmp_path / "one", tmp_path / "again.parquet").report.warnings)

@@ -336,6 +336,14 @@ def check_same_columns(first: list, columns: list, shard: str, first_shard: str,
 
 def _read_hf_dict(path: Path, name: str) -> RawTable:
     """A ``DatasetDict`` folder: each split's Dataset, its key in the split column."""
+    splits = hf_dict_splits(path, name)
+    tables = [_read_hf_dataset(hf_split_folder(path, split, name), f"{name}/{split}")
+              for split in splits]
+    return _join_splits(tables, splits, name)
+
+
+def hf_dict_splits(path: Path, name: str) -> list[str]:
+    """The splits a ``DatasetDict`` folder's index lists, in its order."""
     try:
         splits = json.loads((path / HF_DICT).read_text(encoding="utf-8"))["splits"]
         splits = [str(s) for s in splits]
@@ -344,23 +352,40 @@ def _read_hf_dict(path: Path, name: str) -> RawTable:
                                  f"({exc}); expected {{\"splits\": [...]}}") from None
     if not splits:
         raise DatasetFormatError(f"{name}: {HF_DICT} lists no split")
-    tables = []
-    for split in splits:
-        folder = path / split
-        if not (folder / HF_STATE).is_file():
-            raise DatasetFormatError(f"{name}: split {split!r} of {HF_DICT} has no folder "
-                                     f"{str(folder)!r} with a {HF_STATE}")
-        tables.append(_read_hf_dataset(folder, f"{name}/{split}"))
-    return _join_splits(tables, splits, name)
+    return splits
+
+
+def hf_split_folder(path: Path, split: str, name: str) -> Path:
+    """The ``Dataset`` folder of a ``DatasetDict``'s split (refused when it is not one)."""
+    folder = path / split
+    if not (folder / HF_STATE).is_file():
+        raise DatasetFormatError(f"{name}: split {split!r} of {HF_DICT} has no folder "
+                                 f"{str(folder)!r} with a {HF_STATE}")
+    return folder
 
 
 def _join_splits(tables: list[RawTable], splits: list[str], name: str) -> RawTable:
     """A DatasetDict's splits as one table, each split's key in the split column
     (``hf_split`` when the data has a ``split`` column of its own)."""
-    columns = list(tables[0].frame.columns)
-    column = SPLIT_COLUMN if SPLIT_COLUMN not in columns else "hf_split"
+    column = split_column(list(tables[0].frame.columns))
     for table, split in zip(tables, splits, strict=True):
-        table.frame[column] = pd.array([split] * len(table.frame), dtype="string")
+        add_split(table.frame, column, split)
+    return joined_splits(tables, splits, name, column)
+
+
+def split_column(columns: list) -> str:
+    """The column a DatasetDict's keys fill, given its first split's columns."""
+    return SPLIT_COLUMN if SPLIT_COLUMN not in columns else "hf_split"
+
+
+def add_split(frame: pd.DataFrame, column: str, split: str) -> None:
+    """A split's key as the column ``column`` of (some of) its rows."""
+    frame[column] = pd.array([split] * len(frame), dtype="string")
+
+
+def joined_splits(tables: list[RawTable], splits: list[str], name: str,
+                  column: str) -> RawTable:
+    """The splits' tables (their key in ``column``) as one, with the DatasetDict's notice."""
     out = _concatenate(tables, splits, name, unit="splits")
     out.warnings.insert(1, f"a datasets DatasetDict: its keys ({', '.join(splits)}) fill "
                            f"the column {column!r}")
@@ -371,43 +396,68 @@ def _read_hf_dataset(path: Path, name: str) -> RawTable:
     """A ``Dataset`` folder: its Arrow stream files, in ``state.json``'s order."""
     import pyarrow as pa
 
+    files, fingerprint = hf_data_files(path, name)
+    batches, schema = [], None
+    for file in files:
+        for batch, file_schema in hf_batches(file, name):
+            schema = schema or file_schema
+            if batch is not None:
+                batches.append(batch)
+    table = pa.Table.from_batches(batches, schema=schema)
+    return arrow_raw(table, hf_features(path / HF_INFO), name, hf_digest(files, fingerprint))
+
+
+def hf_data_files(path: Path, name: str) -> tuple[list[Path], Any]:
+    """A ``Dataset`` folder's Arrow files in ``state.json``'s order, and its fingerprint."""
     try:
         state = json.loads((path / HF_STATE).read_text(encoding="utf-8"))
         files = [path / entry["filename"] for entry in state["_data_files"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise DatasetFormatError(f"{name}: {HF_STATE} is not a datasets state file ({exc}); "
                                  "expected the folder Dataset.save_to_disk writes") from None
-    features = _features(path / HF_INFO)
-    batches, schema = [], None
+    return files, state.get("_fingerprint")
+
+
+def hf_batches(file: Path, name: str) -> Any:
+    """The record batches of one Arrow file of a ``datasets`` folder (a stream, or an IPC
+    file), each with the file's schema, read as they are taken (memory-mapped); first
+    ``(None, schema)`` (a file may hold no batch)."""
+    import pyarrow as pa
+
+    try:
+        with pa.memory_map(str(file), "r") as source:
+            try:
+                stream = pa.ipc.open_stream(source)
+            except pa.ArrowInvalid:  # an Arrow IPC file rather than a stream
+                source.seek(0)
+                reader = pa.ipc.open_file(source)
+                yield None, reader.schema
+                for i in range(reader.num_record_batches):
+                    yield reader.get_batch(i), reader.schema
+            else:
+                yield None, stream.schema
+                for batch in stream:
+                    yield batch, stream.schema
+    except FileNotFoundError:
+        raise DatasetFormatError(f"{name}: {HF_STATE} lists {file.name!r}, which is "
+                                 "missing") from None
+    except (pa.ArrowException, OSError) as exc:
+        raise DatasetFormatError(f"{name}: {file.name} is not an Arrow file: "
+                                 f"{exc}") from None
+
+
+def hf_digest(files: list[Path], fingerprint: Any) -> str:
+    """A ``Dataset`` folder's content hash: its Arrow files' bytes (a file of 64 MiB or
+    more by its name, size and the folder's fingerprint)."""
     digest = hashlib.sha256()
     for file in files:
-        try:
-            with pa.memory_map(str(file), "r") as source:
-                try:
-                    stream = pa.ipc.open_stream(source)
-                except pa.ArrowInvalid:  # an Arrow IPC file rather than a stream
-                    source.seek(0)
-                    stream = pa.ipc.open_file(source)
-                    parts = [stream.get_batch(i) for i in range(stream.num_record_batches)]
-                else:
-                    parts = list(stream)
-                schema = schema or stream.schema
-        except FileNotFoundError:
-            raise DatasetFormatError(f"{name}: {HF_STATE} lists {file.name!r}, which is "
-                                     "missing") from None
-        except (pa.ArrowException, OSError) as exc:
-            raise DatasetFormatError(f"{name}: {file.name} is not an Arrow file: "
-                                     f"{exc}") from None
-        batches.extend(parts)
         digest.update(file.read_bytes() if file.stat().st_size < (64 << 20)
-                      else f"{file.name}:{file.stat().st_size}:{state.get('_fingerprint')}"
-                      .encode())
-    table = pa.Table.from_batches(batches, schema=schema)
-    return _arrow_raw(table, features, name, digest.hexdigest())
+                      else f"{file.name}:{file.stat().st_size}:{fingerprint}".encode())
+    return digest.hexdigest()
 
 
-def _arrow_raw(table: Any, class_labels: dict[str, list[str]], name: str,
-               content_hash: str) -> RawTable:
+def arrow_raw(table: Any, class_labels: dict[str, list[str]], name: str,
+              content_hash: str) -> RawTable:
     """A ``datasets`` table as a RawTable: unheld columns dropped, ClassLabels named."""
     warnings: list[str] = []
     dropped: dict[str, str] = {}
@@ -446,10 +496,10 @@ def read_hf_object(source: Any, name: str) -> RawTable:
               if type(v).__name__ == "ClassLabel"}
     fingerprint = getattr(source, "_fingerprint", None) or str(len(table))
     digest = hashlib.sha256(f"datasets:{fingerprint}:{table.num_rows}".encode()).hexdigest()
-    return _arrow_raw(table, labels, name, digest)
+    return arrow_raw(table, labels, name, digest)
 
 
-def _features(info_path: Path) -> dict[str, list[str]]:
+def hf_features(info_path: Path) -> dict[str, list[str]]:
     """ClassLabel columns of a ``dataset_info.json`` and their names ({} when unknown)."""
     try:
         features = json.loads(info_path.read_text(encoding="utf-8")).get("features") or {}

@@ -1,4 +1,4 @@
-"""Load a folder or glob of shards with its texts straight to disk: :func:`load_to_disk`.
+"""Load data with its texts straight to disk, a shard or piece at a time: :func:`load_to_disk`.
 
 :func:`~aflite_core.io.datasets.load_dataset` holds every row's text while it checks the rows
 (0.62 GB of Arrow text at 5M SNLI-like rows, more with long texts), and only then does an
@@ -17,12 +17,14 @@ ShardsOnCluster`, else here), and each shard, before the next is taken:
 
 The shards' lean tables are then checked as one (:func:`~aflite_core.io.datasets.
 prepare_dataset` with the facts) and the dataset is the one ``load_dataset(...).
-with_texts_on_disk(path)`` gives: the same frame, exclusions, report, groups and texts; only
-the file's row groups may end at shard boundaries. At most one shard's text is in this process
-at a time.
+with_texts_on_disk(path)`` gives: the same frame, exclusions, report, groups and texts, and
+the file byte for byte. At most one shard's text is in this process at a time.
 
-Data the streamed load does not change but must see whole is loaded whole (the result is the
-same): a single file, a Hugging Face ``datasets`` folder, multiple-choice data (``choices=``),
+One file is taken a piece at a time as well (:mod:`aflite_core.io.file_pieces`: a Parquet
+file's row groups and a TSV or JSON Lines file's parts read by ``map_shards`` too, a CSV file
+parsed here), and so is a Hugging Face ``datasets`` folder (:mod:`aflite_core.io.hf_pieces`,
+read here). Data the streamed load does not change but must see whole is loaded whole (the
+result is the same; ``loaded_whole_because`` says why): multiple-choice data (``choices=``),
 a per-choice layout, a text column that is not Arrow text in every shard, a shard whose
 columns Parquet cannot type as they are or whose types differ from the first shard's, and a
 first shard whose column roles cannot be guessed (the whole load then says why).
@@ -126,12 +128,19 @@ def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
     from aflite_core.io.datasets import LINKED_TEXT, NotStreamable, prepare_dataset
 
     folder = isinstance(source, (str, os.PathLike)) and Path(source).is_dir()
-    if folder and any((Path(source) / f).is_file() for f in (shards.HF_STATE, shards.HF_DICT)):
-        raise _Whole("a Hugging Face datasets folder")
     if options.get("choices") is not None:
         raise _Whole("multiple-choice data")
-    if folder or shards.looks_like_glob(source):
-        stream: _Shards | _Pieces = _Shards(source, name, read_options, map_shards)
+    if folder and any((Path(source) / f).is_file() for f in (shards.HF_STATE, shards.HF_DICT)):
+        from aflite_core.io.hf_pieces import DatasetFolderPieces
+
+        path_ = Path(source)
+        name = name or path_.name  # as read_source names it
+        # the Arrow files hold the values as they are in memory: their size is what is read
+        shards._check_total_size(sorted(path_.rglob("*.arrow")), name,
+                                 read_options["max_bytes"])
+        stream: _Shards | _Pieces | DatasetFolderPieces = DatasetFolderPieces(path_, name)
+    elif folder or shards.looks_like_glob(source):
+        stream = _Shards(source, name, read_options, map_shards)
     else:
         try:
             pieces = file_pieces(source, name=name, split=hasattr(map_shards, "stream"),
