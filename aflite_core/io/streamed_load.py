@@ -323,8 +323,9 @@ class _ShardStream:
     order, read by ``map_shards.stream`` (on a cluster's workers) or here; a shard the
     workers cannot open is read here, with a notice."""
 
-    def __init__(self, read: Callable, files: Sequence[Any], map_shards: Any) -> None:
-        self._read, self._files = read, list(files)
+    def __init__(self, read: Callable, files: Sequence[Any], map_shards: Any, *,
+                 one_file: bool = False) -> None:
+        self._read, self._files, self._one_file = read, list(files), one_file
         self._remote = getattr(map_shards, "stream", None)
         self.engine = str(getattr(map_shards, "engine", "local")) if self._remote else "local"
         self.notice = ""
@@ -340,9 +341,11 @@ class _ShardStream:
             try:
                 yield next(self._source)
             except FileNotFoundError as exc:  # the workers do not see the driver's files
-                self.notice = (f"the shards were read here: the cluster's workers could not "
-                               f"open them ({exc}); put them on storage the workers share to "
-                               "read them there")
+                what, it = ("the file was", "it") if self._one_file else ("the shards were",
+                                                                          "them")
+                self.notice = (f"{what} read here: the cluster's workers could not open {it} "
+                               f"({exc}); put {it} on storage the workers share to read {it} "
+                               "there")
                 self.close()
                 self._remote, self.engine = None, "local"
                 index = self._files.index(file)
@@ -414,7 +417,7 @@ class _Pieces:
 
     def __init__(self, pieces: FilePieces, map_shards: Any) -> None:
         self.pieces, self.name = pieces, pieces.name
-        self._stream = (_ShardStream(pieces.read, pieces.items, map_shards)
+        self._stream = (_ShardStream(pieces.read, pieces.items, map_shards, one_file=True)
                         if pieces.read is not None else None)
 
     def tables(self) -> Iterator[RawTable]:
