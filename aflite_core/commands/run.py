@@ -300,7 +300,7 @@ def _run(args: argparse.Namespace) -> int:
                 if dataset.loaded_whole_because and not args.quiet:
                     print(f"note: {args.data} was loaded whole, every row's text in this "
                           f"process while it was checked: {dataset.loaded_whole_because} "
-                          "(docs/scaling.md, 'The load a shard at a time')",
+                          "(docs/scaling.md, 'One file a piece at a time')",
                           file=sys.stderr, flush=True)
             config = audit_config(args, filter_units(
                 dataset, split_policy=args.split_policy or "auto",
