@@ -45,9 +45,6 @@ class DatasetFolderPieces:
     """The pieces of a ``datasets`` folder (a ``Dataset`` or a ``DatasetDict``), in order,
     with the streamed load's interface: :meth:`tables`, :meth:`part`, :meth:`join`."""
 
-    engine = "local"
-    notice = ""
-
     def __init__(self, path: Path, name: str, *, rows: int | None = None) -> None:
         self.name, self._rows = name, rows or PIECE_ROWS
         self._dict = (path / HF_DICT).is_file()

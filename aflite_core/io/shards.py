@@ -49,7 +49,8 @@ from aflite_core.io.readers import (
 )
 
 __all__ = ["GLOB_CHARS", "ROOTS_VARIABLE", "allowed_roots", "check_same_columns", "is_hf_object",
-           "looks_like_glob", "read_hf_object", "read_sharded", "read_source", "source_stamp"]
+           "looks_like_glob", "read_hf_object", "read_sharded", "read_source", "shard_reader",
+           "sharded_name", "source_stamp"]
 
 #: Characters that make a path a glob pattern.
 GLOB_CHARS = frozenset("*?[")
@@ -77,16 +78,30 @@ def read_source(source: Any, *, name: str | None = None, format: str | None = No
     if not (folder or looks_like_glob(source)):
         return read_table(source, name=name, format=format, encoding=encoding,
                           max_bytes=max_bytes, max_line_bytes=max_line_bytes)
-    if not name:  # a folder by its name; a glob with its folder: "train/*.parquet"
-        pattern = Path(source)
-        name = pattern.name if folder else f"{pattern.parent.name}/{pattern.name}"
+    return read_sharded(source, name=name or sharded_name(source),
+                        reader=shard_reader(format, encoding, max_line_bytes),
+                        max_bytes=max_bytes, map_shards=map_shards)
 
-    def one(path: Path, limit: int | None) -> RawTable:
-        return read_table(path, format=format, encoding=encoding, max_bytes=limit,
-                          max_line_bytes=max_line_bytes)
 
-    return read_sharded(source, name=name, reader=one, max_bytes=max_bytes,
-                        map_shards=map_shards)
+def sharded_name(source: str | os.PathLike) -> str:
+    """How messages name a folder (by its name) or a glob (with its folder:
+    ``"train/*.parquet"``)."""
+    pattern = Path(source)
+    return pattern.name if pattern.is_dir() else f"{pattern.parent.name}/{pattern.name}"
+
+
+def shard_reader(format: str | None, encoding: str | None,
+                 max_line_bytes: int | None) -> Callable[[Path, int | None], RawTable]:
+    """``reader(path, max_bytes)``: one shard read with the caller's options
+    (:func:`read_sharded`'s ``reader``)."""
+    return functools.partial(_read_one, format=format, encoding=encoding,
+                             max_line_bytes=max_line_bytes)
+
+
+def _read_one(path: Path, limit: int | None, *, format: str | None, encoding: str | None,
+              max_line_bytes: int | None) -> RawTable:
+    return read_table(path, format=format, encoding=encoding, max_bytes=limit,
+                      max_line_bytes=max_line_bytes)
 
 
 def looks_like_glob(source: Any) -> bool:

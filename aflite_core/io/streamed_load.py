@@ -134,7 +134,7 @@ def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
         from aflite_core.io.hf_pieces import DatasetFolderPieces
 
         path_ = Path(source)
-        name = name or path_.name  # as read_source names it
+        name = name or shards.sharded_name(path_)
         # the Arrow files hold the values as they are in memory: their size is what is read
         shards._check_total_size(sorted(path_.rglob("*.arrow")), name,
                                  read_options["max_bytes"])
@@ -358,6 +358,13 @@ class _ShardStream:
             self._source.close()
             self._source = None
 
+    def noted(self, raw: RawTable) -> RawTable:
+        """``raw`` with where it was read (``read_by``) and the notice, if any."""
+        raw.read_by = self.engine
+        if self.notice:
+            raw.warnings.append(self.notice)
+        return raw
+
 
 def _shard_tables(read: Callable, max_bytes: int | None, files: Sequence[Path],
                   map_shards: Any) -> _ShardStream:
@@ -373,22 +380,13 @@ class _Shards:
     def __init__(self, source: Any, name: str | None, read_options: dict,
                  map_shards: Any) -> None:
         from aflite_core.io import shards
-        from aflite_core.io.readers import read_table
 
-        if not name:  # as read_source names it
-            pattern = Path(source)
-            name = (pattern.name if Path(source).is_dir()
-                    else f"{pattern.parent.name}/{pattern.name}")
-        self.name = name
+        self.name = name = name or shards.sharded_name(source)  # as read_source names it
         files = shards._shard_files(source, name)
         shards._check_total_size(files, name, read_options["max_bytes"])
         self._names = [shards._relative(f, source) for f in files]
-
-        def read(file: Path, limit: int | None) -> RawTable:
-            return read_table(file, format=read_options["format"],
-                              encoding=read_options["encoding"], max_bytes=limit,
-                              max_line_bytes=read_options["max_line_bytes"])
-
+        read = shards.shard_reader(read_options["format"], read_options["encoding"],
+                                   read_options["max_line_bytes"])
         self._stream = _shard_tables(read, read_options["max_bytes"], files, map_shards)
 
     def tables(self) -> Iterator[RawTable]:
@@ -403,11 +401,7 @@ class _Shards:
     def join(self, lean: list[RawTable]) -> RawTable:
         from aflite_core.io import shards
 
-        raw = shards._concatenate(lean, self._names, self.name)
-        raw.read_by = self._stream.engine
-        if self._stream.notice:
-            raw.warnings.append(self._stream.notice)
-        return raw
+        return self._stream.noted(shards._concatenate(lean, self._names, self.name))
 
 
 class _Pieces:
@@ -441,11 +435,7 @@ class _Pieces:
 
     def join(self, lean: list[RawTable]) -> RawTable:
         raw = self.pieces.join([t.frame for t in lean], [t.lines for t in lean])
-        if self._stream is not None:
-            raw.read_by = self._stream.engine
-            if self._stream.notice:
-                raw.warnings.append(self._stream.notice)
-        return raw
+        return raw if self._stream is None else self._stream.noted(raw)
 
 
 def _same_columns(table: RawTable, first: RawTable, shard: str, first_shard: str,
