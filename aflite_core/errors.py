@@ -17,6 +17,7 @@ from collections.abc import Sequence
 __all__ = [
     "AuditCancelled",
     "ColumnError",
+    "DamagedFileError",
     "DatasetError",
     "DatasetFormatError",
     "DatasetSizeError",
@@ -107,6 +108,12 @@ class ResourceMissingError(LookupError):
 
 
 # ---------------------------------------------------------------- runs
+
+
+class DamagedFileError(ValueError):
+    """A JSON file of a run, a cache or a datasets folder is over the size or nesting limit,
+    not UTF-8 or not JSON (:mod:`aflite_core.json_files`); the message names the file (not
+    its path) and the limit."""
 
 
 class RunError(ValueError):

@@ -37,6 +37,7 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from aflite_core.json_files import read_json_file
 from aflite_core.process_exit import exit_now
 from aflite_core.runs.folder import to_jsonable
 
@@ -108,7 +109,7 @@ def read_job(folder: str | os.PathLike) -> tuple[Any, Any, Path, str | None]:
     from aflite_core.io.datasets import AuditDataset, ColumnMapping, ValidationReport
 
     folder = Path(folder)
-    job = json.loads((folder / JOB_FILE).read_text(encoding="utf-8"))
+    job = read_json_file(folder / JOB_FILE)
     info = job["dataset"]
     frame = pq.read_table(folder / FRAME_FILE).to_pandas()
     exclusion = frame.pop(info["exclusion_column"]).astype(str)

@@ -385,7 +385,10 @@ def test_list_runs_newest_first_and_ignores_incomplete(tmp_path):
     (root / "junk" / "summary.json").write_text("[]")
     (root / "file.txt").write_text("x")
     infos = list_runs(root)
-    assert [i.name for i in infos] == ["newer", "older"]
+    # a folder with a damaged summary is listed as damaged (to be seen and removed)
+    assert [i.name for i in infos] == ["newer", "older", "junk"]
+    assert infos[2].damaged == "summary.json: expected a JSON object, found list"
+    infos = infos[:2]
     assert infos[1].sizes == {"input": 12} and infos[1].input_name == "toy.csv"
     assert infos[0].disk_bytes == sum(p.stat().st_size for p in (root / "newer").iterdir())
     assert list_runs(tmp_path / "missing") == []

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import logging
 import os
 import shutil
@@ -37,6 +36,8 @@ import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from aflite_core.json_files import loads_json
 
 LOGGER = logging.getLogger(__name__)
 
@@ -377,7 +378,7 @@ def _unused_runner(*args: Any, **kwargs: Any) -> Path:  # pragma: no cover - nev
 
 def _parse(line: str) -> dict[str, Any] | None:
     try:
-        event = json.loads(line)
+        event = loads_json(line, name="progress line")
     except ValueError:
         return None
     return event if isinstance(event, dict) else None

@@ -583,6 +583,9 @@ def _refuse_dropped(raw: RawTable, *columns: str | None) -> None:
     for column in columns:
         if column is not None and column in raw.dropped:
             raise DatasetFormatError(raw.dropped[column])
+        if column is not None and column in raw.retyped:  # typed differently by the shards
+            raise DatasetFormatError(raw.retyped[column].replace("; it is read as text in "
+                                                                 "every one", "", 1))
 
 
 def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Series,

@@ -131,6 +131,9 @@ class RawTable:
     shards, shard_of, shard_rows, shard_unit
         For a table read from several files (:mod:`aflite_core.io.shards`): the shards'
         names, each row's shard, its line or record number there, and which of the two.
+    retyped : dict
+        Columns the shards typed differently, read as text in every shard, each with its
+        notice (:func:`aflite_core.io.shards.reconcile_types`); a role on one is refused.
     """
 
     frame: pd.DataFrame
@@ -149,6 +152,7 @@ class RawTable:
     #: ``map_shards`` function that read them (``"dask"``: on a cluster's workers).
     read_by: str = "local"
     shard_unit: str = "record"
+    retyped: dict[str, str] = field(default_factory=dict)
 
     def where(self, position: int) -> str:
         """Human-readable location of the row at 0-based ``position``."""

@@ -26,9 +26,7 @@ the shard (``train-00001.parquet, record 7``).
 from __future__ import annotations
 
 import functools
-import glob as globbing
 import hashlib
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -37,6 +35,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aflite_core.errors import DamagedFileError
+from aflite_core.io.file_walk import GLOB_CHARS, glob_files, inside, walk_files
 from aflite_core.io.readers import (
     MAX_LINE_BYTES,
     DatasetFormatError,
@@ -47,13 +47,13 @@ from aflite_core.io.readers import (
     read_table,
     short_repr,
 )
+from aflite_core.json_files import read_json_file
 
-__all__ = ["GLOB_CHARS", "ROOTS_VARIABLE", "allowed_roots", "check_same_columns", "is_hf_object",
+__all__ = ["GLOB_CHARS", "ROOTS_VARIABLE", "allowed_roots", "check_same_columns",
+           "reconcile_types", "check_total_size", "hf_folder_files", "is_hf_object",
            "looks_like_glob", "read_hf_object", "read_sharded", "read_source", "shard_reader",
            "sharded_name", "source_stamp"]
 
-#: Characters that make a path a glob pattern.
-GLOB_CHARS = frozenset("*?[")
 #: Name of the split column a DatasetDict's keys fill (``hf_split`` if the data has one).
 SPLIT_COLUMN = "split"
 #: Files of a Hugging Face ``datasets`` folder.
@@ -140,11 +140,13 @@ def source_stamp(source: str, *, roots: list[Path] | None = None) -> str:
         _check_inside(path.parent if looks_like_glob(source) else path, source, roots)
     if path.is_file():
         files = [path]
+    elif path.is_dir() and is_hf_folder(path):  # exactly the files the read will open
+        files = hf_folder_files(path, source) + [
+            p for p in walk_files(path, name=source) if p.suffix == ".json"]
     elif path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.is_file())
+        files = walk_files(path, name=source)
     elif looks_like_glob(source):
-        files = sorted(Path(p) for p in globbing.glob(str(path), recursive=True)
-                       if Path(p).is_file())
+        files = glob_files(str(path), name=source)
     else:
         files = []
     if not files:
@@ -199,14 +201,14 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
         Shards larger than ``max_bytes`` together.
     """
     path = Path(source)
-    if path.is_dir() and ((path / HF_DICT).is_file() or (path / HF_STATE).is_file()):
+    if path.is_dir() and is_hf_folder(path):
         # Arrow files hold the values as they are in memory: their size is what is read
-        _check_total_size(sorted(path.rglob("*.arrow")), name, max_bytes)
+        check_total_size(hf_folder_files(path, name), name, max_bytes)
         if (path / HF_DICT).is_file():
             return _read_hf_dict(path, name)
         return _read_hf_dataset(path, name)
     files = _shard_files(source, name)
-    _check_total_size(files, name, max_bytes)
+    check_total_size(files, name, max_bytes)
     read_by, notice = "local", None
     tables = None
     if map_shards is not None:
@@ -241,9 +243,11 @@ def _shard_files(source: str | Path, name: str) -> list[Path]:
     """The shard files of a folder or glob, in name order, one format (refused otherwise)."""
     path = Path(source)
     if path.is_dir():
-        found = sorted(p for p in path.iterdir() if p.is_file() and _is_data_name(p.name))
+        found = [p for p in walk_files(path, name=name, recursive=False)
+                 if _is_data_name(p.name)]
         if not found:
-            subfolders = sorted(p.name for p in path.iterdir() if p.is_dir())
+            subfolders = sorted(p.name for p in path.iterdir()
+                                if p.is_dir() and not p.is_symlink())
             more = (f"; it has subfolders ({', '.join(map(short_repr, subfolders[:5]))}): "
                     f"pass a glob such as '{path}/*/*.parquet'" if subfolders else "")
             raise DatasetFormatError(
@@ -251,8 +255,7 @@ def _shard_files(source: str | Path, name: str) -> list[Path]:
                 ".tsv, .jsonl, optionally .gz) directly inside, or a Hugging Face datasets "
                 f"folder (save_to_disk: {HF_STATE} or {HF_DICT}){more}")
     else:
-        found = sorted(Path(p) for p in globbing.glob(str(source), recursive=True)
-                       if Path(p).is_file() and _is_data_name(Path(p).name))
+        found = [p for p in glob_files(str(source), name=name) if _is_data_name(p.name)]
         if not found:
             raise DatasetFormatError(f"{name}: the pattern {str(source)!r} matches no data "
                                      "file (.parquet, .csv, .tsv, .jsonl, optionally .gz)")
@@ -280,7 +283,9 @@ def _relative(path: Path, source: str | Path) -> str:
         return path.name
 
 
-def _check_total_size(files: list[Path], name: str, max_bytes: int | None) -> None:
+def check_total_size(files: list[Path], name: str, max_bytes: int | None) -> None:
+    """Refuse data files that hold more than ``max_bytes`` on disk together (each file
+    counted as often as it is read: the readers name every file once)."""
     if max_bytes is None:
         return
     total = sum(f.stat().st_size for f in files)
@@ -302,6 +307,7 @@ def _concatenate(tables: list[RawTable], names: list[str], name: str,
     first = list(tables[0].frame.columns)
     for table, shard in zip(tables[1:], names[1:], strict=True):
         check_same_columns(first, list(table.frame.columns), shard, names[0], name)
+    retyped = reconcile_types([t.frame for t in tables], names, name, unit=unit[:-1])
     frame = pd.concat([t.frame[first] for t in tables], ignore_index=True)
     shard_of = np.repeat(np.arange(len(tables), dtype=np.int32),
                          [len(t.frame) for t in tables])
@@ -318,8 +324,10 @@ def _concatenate(tables: list[RawTable], names: list[str], name: str,
     warnings.insert(0, f"read {len(tables)} {unit} ({len(frame):,} rows), in "
                        + ("name order" if unit == "shards" else "the DatasetDict's order"))
     dropped = {k: v for t in tables for k, v in t.dropped.items()}
+    warnings += list(retyped.values())
+    types = {**tables[0].column_types, **{c: "string" for c in retyped}}
     return RawTable(frame, name, tables[0].format, digest.hexdigest(), None,
-                    tables[0].encoding, warnings, dict(tables[0].column_types), dropped,
+                    tables[0].encoding, warnings, types, dropped, retyped=retyped,
                     shards=names, shard_of=shard_of, shard_rows=within,
                     shard_unit="line" if all(t.lines is not None for t in tables)
                     else "record")
@@ -346,6 +354,77 @@ def check_same_columns(first: list, columns: list, shard: str, first_shard: str,
         "same columns")
 
 
+def _kind(values: pd.Series) -> str | None:
+    """What a column holds, as far as joining shards goes: number, text, bool, time, other
+    (None for a column of missing values only, which joins with any)."""
+    from pandas.api import types
+
+    if types.is_bool_dtype(values):
+        return "true/false values"
+    if types.is_numeric_dtype(values):
+        return "numbers"
+    if types.is_datetime64_any_dtype(values):
+        return "times"
+    if types.is_string_dtype(values) or isinstance(values.dtype, pd.CategoricalDtype):
+        present = values.dropna()
+        if not len(present):
+            return None
+        if values.dtype == object:
+            sample = present.iloc[: 1000]
+            kinds = {("numbers" if isinstance(v, (int, float, np.number))
+                      and not isinstance(v, bool) else "text") for v in sample}
+            return kinds.pop() if len(kinds) == 1 else "mixed values"
+        return "text"
+    return str(values.dtype)
+
+
+def reconcile_types(frames: list[pd.DataFrame], names: list[str], name: str, *,
+                    unit: str = "shard") -> dict[str, str]:
+    """Columns that shards type differently (numbers in one, text in another), made text in
+    every shard, each with the notice that says so.
+
+    Joined as they are, ``0`` beside ``"0"`` or ``"entailment"`` become different values
+    without a word (integer labels in one shard and text in another made six classes of
+    three). Each such column becomes text in every shard (``1`` is ``"1"``) and its notice
+    names the column, the shards and their types; :func:`aflite_core.io.datasets.load_dataset`
+    refuses a column role (the label, the texts, the split, the ids) on such a column with that
+    notice. Integers and floats join as numbers; a column that is empty in a shard joins with
+    any type.
+
+    Returns
+    -------
+    dict
+        Column -> notice, for every column made text (``frames`` are changed in place).
+    """
+    retyped: dict[str, str] = {}
+    if len(frames) < 2:
+        return retyped
+    for column in frames[0].columns:
+        first: tuple[str, str] | None = None
+        for frame, shard in zip(frames, names, strict=True):
+            kind = _kind(frame[column]) if column in frame else None
+            if kind is None:
+                continue
+            if first is None:
+                first = (kind, shard)
+            elif kind != first[0]:
+                retyped[str(column)] = (
+                    f"{name}: column {short_repr(column)} holds {first[0]} in {unit} "
+                    f"{short_repr(first[1])} but {kind} in {unit} {short_repr(shard)}; it is "
+                    "read as text in every one (a 0 and a '0' are one value, a 0 and an "
+                    f"'entailment' two); write it with one type in every {unit} to use it "
+                    "as a label, a text, a split or an id")
+                break
+        if str(column) in retyped:
+            for frame in frames:
+                if column in frame:
+                    values = frame[column]
+                    frame[column] = pd.array(
+                        [None if v is None or (isinstance(v, float) and np.isnan(v))
+                         or v is pd.NA else str(v) for v in values], dtype="string")
+    return retyped
+
+
 # -------------------------------------------------------------- Hugging Face datasets
 
 
@@ -357,25 +436,93 @@ def _read_hf_dict(path: Path, name: str) -> RawTable:
     return _join_splits(tables, splits, name)
 
 
-def hf_dict_splits(path: Path, name: str) -> list[str]:
-    """The splits a ``DatasetDict`` folder's index lists, in its order."""
+def is_hf_folder(path: Path) -> bool:
+    """Whether the folder ``path`` is a ``datasets`` folder (``state.json`` or
+    ``dataset_dict.json`` directly inside)."""
+    return (path / HF_DICT).is_file() or (path / HF_STATE).is_file()
+
+
+def hf_folder_files(path: Path, name: str) -> list[Path]:
+    """Every Arrow file a ``datasets`` folder's read opens, each once, in reading order
+    (a DatasetDict's splits in its order): what its size guard counts.
+
+    Raises
+    ------
+    DatasetFormatError
+        An index or state file that names an entry outside the folder, or twice.
+    """
+    if (path / HF_DICT).is_file():
+        return [file for split in hf_dict_splits(path, name)
+                for file in hf_data_files(hf_split_folder(path, split, name),
+                                          f"{name}/{split}")[0]]
+    return hf_data_files(path, name)[0]
+
+
+def _hf_json(path: Path, name: str) -> Any:
     try:
-        splits = json.loads((path / HF_DICT).read_text(encoding="utf-8"))["splits"]
-        splits = [str(s) for s in splits]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DatasetFormatError(f"{name}: {HF_DICT} is not a datasets DatasetDict index "
-                                 f"({exc}); expected {{\"splits\": [...]}}") from None
+        return read_json_file(path)
+    except DamagedFileError as exc:
+        raise DatasetFormatError(f"{name}: {exc}") from None
+    except OSError as exc:
+        raise DatasetFormatError(f"{name}: {path.name} cannot be read "
+                                 f"({exc.strerror or type(exc).__name__})") from None
+
+
+def _entry_inside(folder: Path, entry: Any, what: str, index_file: str, name: str) -> Path:
+    """``folder / entry`` for a plain relative name that stays inside ``folder`` (no absolute
+    name, no ``..``, no symbolic link leading out); refused otherwise, naming the entry."""
+    shown = short_repr(entry)
+    if not isinstance(entry, str) or not entry or "\x00" in entry:
+        raise DatasetFormatError(f"{name}: {index_file} names the {what} {shown}; expected "
+                                 "the name of an entry of the folder")
+    parts = Path(entry).parts
+    if Path(entry).is_absolute() or ".." in parts or "\\" in entry:
+        raise DatasetFormatError(
+            f"{name}: {index_file} names the {what} {shown}, which is not inside the folder; "
+            "every name must be relative to it, without '..'")
+    target = folder / entry
+    if (target.exists() or target.is_symlink()) and not inside(target, folder):
+        raise DatasetFormatError(
+            f"{name}: {index_file} names the {what} {shown}, a symbolic link that leads out "
+            "of the folder; it is not followed")
+    return target
+
+
+def _named_once(entries: list[Any], what: str, index_file: str, name: str) -> None:
+    seen: set[str] = set()
+    for entry in entries:
+        key = os.path.normpath(str(entry))
+        if key in seen:
+            count = sum(os.path.normpath(str(e)) == key for e in entries)
+            raise DatasetFormatError(
+                f"{name}: {index_file} names the {what} {short_repr(entry)} {count} times; "
+                "each must be named once (its rows would be read again)")
+        seen.add(key)
+
+
+def hf_dict_splits(path: Path, name: str) -> list[str]:
+    """The splits a ``DatasetDict`` folder's index lists, in its order (each a folder name
+    inside it, named once)."""
+    index = _hf_json(path / HF_DICT, name)
+    splits = index.get("splits") if isinstance(index, dict) else None
+    if not isinstance(splits, list):
+        raise DatasetFormatError(f"{name}: {HF_DICT} is not a datasets DatasetDict index; "
+                                 "expected {\"splits\": [...]}")
     if not splits:
         raise DatasetFormatError(f"{name}: {HF_DICT} lists no split")
-    return splits
+    for split in splits:
+        _entry_inside(path, split, "split", HF_DICT, name)
+    _named_once(splits, "split", HF_DICT, name)
+    return [str(s) for s in splits]
 
 
 def hf_split_folder(path: Path, split: str, name: str) -> Path:
-    """The ``Dataset`` folder of a ``DatasetDict``'s split (refused when it is not one)."""
-    folder = path / split
+    """The ``Dataset`` folder of a ``DatasetDict``'s split (refused when it is not one, or
+    lies outside the folder)."""
+    folder = _entry_inside(path, split, "split", HF_DICT, name)
     if not (folder / HF_STATE).is_file():
-        raise DatasetFormatError(f"{name}: split {split!r} of {HF_DICT} has no folder "
-                                 f"{str(folder)!r} with a {HF_STATE}")
+        raise DatasetFormatError(f"{name}: split {short_repr(split)} of {HF_DICT} has no "
+                                 f"folder {short_repr(split)} with a {HF_STATE}")
     return folder
 
 
@@ -423,13 +570,21 @@ def _read_hf_dataset(path: Path, name: str) -> RawTable:
 
 
 def hf_data_files(path: Path, name: str) -> tuple[list[Path], Any]:
-    """A ``Dataset`` folder's Arrow files in ``state.json``'s order, and its fingerprint."""
-    try:
-        state = json.loads((path / HF_STATE).read_text(encoding="utf-8"))
-        files = [path / entry["filename"] for entry in state["_data_files"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DatasetFormatError(f"{name}: {HF_STATE} is not a datasets state file ({exc}); "
-                                 "expected the folder Dataset.save_to_disk writes") from None
+    """A ``Dataset`` folder's Arrow files in ``state.json``'s order, and its fingerprint.
+
+    Each file must be named once, by a plain name inside the folder (no absolute name, no
+    ``..``, no symbolic link leading out); refused otherwise, naming the entry.
+    """
+    state = _hf_json(path / HF_STATE, name)
+    entries = state.get("_data_files") if isinstance(state, dict) else None
+    if not isinstance(entries, list) or not all(
+            isinstance(e, dict) and "filename" in e for e in entries):
+        raise DatasetFormatError(f"{name}: {HF_STATE} is not a datasets state file (expected "
+                                 "'_data_files': [{\"filename\": ...}, ...]); expected the "
+                                 "folder Dataset.save_to_disk writes")
+    names = [e["filename"] for e in entries]
+    files = [_entry_inside(path, n, "data file", HF_STATE, name) for n in names]
+    _named_once(names, "data file", HF_STATE, name)
     return files, state.get("_fingerprint")
 
 
@@ -515,13 +670,27 @@ def read_hf_object(source: Any, name: str) -> RawTable:
 
 
 def hf_features(info_path: Path) -> dict[str, list[str]]:
-    """ClassLabel columns of a ``dataset_info.json`` and their names ({} when unknown)."""
-    try:
-        features = json.loads(info_path.read_text(encoding="utf-8")).get("features") or {}
-    except (OSError, ValueError):
+    """ClassLabel columns of a ``dataset_info.json`` and their names ({} when the file is
+    absent or names no ClassLabel).
+
+    Raises
+    ------
+    DatasetFormatError
+        The file is damaged (not JSON, over the limits, not an object).
+    """
+    if not info_path.is_file():
+        return {}
+    name = info_path.parent.name
+    info = _hf_json(info_path, name)
+    if not isinstance(info, dict):
+        raise DatasetFormatError(f"{name}: {HF_INFO} is not a datasets info file (expected a "
+                                 f"JSON object, found {type(info).__name__})")
+    features = info.get("features") or {}
+    if not isinstance(features, dict):
         return {}
     return {str(k): [str(n) for n in v["names"]] for k, v in features.items()
-            if isinstance(v, dict) and v.get("_type") == "ClassLabel" and v.get("names")}
+            if isinstance(v, dict) and v.get("_type") == "ClassLabel"
+            and isinstance(v.get("names"), list) and v["names"]}
 
 
 def _class_names(values: pd.Series, names: list[str]) -> pd.Series:

@@ -136,7 +136,7 @@ def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
         path_ = Path(source)
         name = name or shards.sharded_name(path_)
         # the Arrow files hold the values as they are in memory: their size is what is read
-        shards._check_total_size(sorted(path_.rglob("*.arrow")), name,
+        shards.check_total_size(shards.hf_folder_files(path_, name), name,
                                  read_options["max_bytes"])
         stream: _Shards | _Pieces | DatasetFolderPieces = DatasetFolderPieces(path_, name)
     elif folder or shards.looks_like_glob(source):
@@ -383,7 +383,7 @@ class _Shards:
 
         self.name = name = name or shards.sharded_name(source)  # as read_source names it
         files = shards._shard_files(source, name)
-        shards._check_total_size(files, name, read_options["max_bytes"])
+        shards.check_total_size(files, name, read_options["max_bytes"])
         self._names = [shards._relative(f, source) for f in files]
         read = shards.shard_reader(read_options["format"], read_options["encoding"],
                                    read_options["max_line_bytes"])

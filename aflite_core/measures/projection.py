@@ -38,6 +38,7 @@ from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import check_choice, check_int, check_real, make_rng
 from aflite_core.io.text_columns import shared_strings
+from aflite_core.json_files import read_json_file
 from aflite_core.measures import map_regions
 from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
@@ -97,7 +98,7 @@ def cache_key(X: np.ndarray, params: dict) -> str:
 def _load_cached(path: Path, n_rows: int) -> tuple[np.ndarray, dict] | None:
     try:
         coords = np.load(path, allow_pickle=False)
-        info = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        info = read_json_file(path.with_suffix(".json"))
     except (OSError, ValueError):
         return None
     if coords.shape != (n_rows, 2) or coords.dtype != np.float32 or not isinstance(info, dict):

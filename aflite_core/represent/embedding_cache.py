@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from aflite_core.json_files import read_json_file
 from aflite_core.text import default_cache_dir as user_cache_dir
 from aflite_core.text import hash_texts
 
@@ -89,7 +90,7 @@ def _load(path: Path, n_rows: int, model_id: str) -> np.ndarray | None:
     if not path.is_file():
         return None
     try:
-        record = json.loads(_record(path).read_text(encoding="utf-8"))
+        record = read_json_file(_record(path))
         E = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError):
         return None  # no record, or an empty, truncated or foreign file

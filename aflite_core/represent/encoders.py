@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from aflite_core.errors import OptionalDependencyError, RepresentationError
+from aflite_core.json_files import read_json_file
 from aflite_core.represent.embedding_cache import cached_embed
 
 __all__ = [
@@ -447,6 +447,6 @@ def estimate_seconds(family: str, model: str | None, n_distinct_texts: int) -> f
 def describe_static_folder(folder: str | os.PathLike) -> dict:
     """``config.json`` of a model2vec folder (empty dict when absent or unreadable)."""
     try:
-        return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+        return read_json_file(Path(folder) / "config.json")
     except (OSError, ValueError):
         return {}

@@ -30,10 +30,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.errors import RunError  # noqa: F401 - re-exported: its public home
+from aflite_core.errors import (
+    DamagedFileError,
+    RunError,  # noqa: F401 - re-exported: its public home
+)
 from aflite_core.io.tables import (
     sweep_stale_parts,
 )
+from aflite_core.json_files import read_json_file
 from aflite_core.runs.checks import scores_problem, summary_problem
 from aflite_core.runs.column_reads import parquet_rows, read_columns
 from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
@@ -227,16 +231,21 @@ def cleanup_stale(
 def _read_summary(path: Path) -> dict:
     summary_path = path / SUMMARY_FILE
     if not path.is_dir():
-        raise RunError(f"run folder {path} does not exist or is not a folder")
+        raise RunError(f"run folder {path.name} does not exist or is not a folder")
     if not summary_path.is_file():
         raise RunError(
-            f"{path} is not a complete run: {SUMMARY_FILE} is missing "
+            f"{path.name} is not a complete run: {SUMMARY_FILE} is missing "
             "(a run still being written, or one that failed, has no summary)"
         )
+    label = f"{path.name}/{SUMMARY_FILE}"
     try:
-        summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RunError(f"{summary_path} is not valid JSON: {exc}") from exc
+        summary = read_json_file(summary_path, name=label)
+    except DamagedFileError as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"{label} cannot be read ({exc.strerror or type(exc).__name__})"
+                       ) from None
+    summary_path = Path(label)  # messages below name the run, not the server's path
     if not isinstance(summary, dict):
         raise RunError(f"{summary_path}: expected a JSON object, found {type(summary).__name__}")
     version = summary.get("format_version")
@@ -247,11 +256,11 @@ def _read_summary(path: Path) -> dict:
         )
     if not isinstance(version, int) or version < 1:
         raise RunError(
-            f"{summary_path}: format_version must be a positive integer, got {version!r}"
+            f"{summary_path}: format_version must be a positive integer, got {repr(version)[:40]}"
         )
     if version > FORMAT_VERSION:
         raise RunError(
-            f"{path} was written in run format {version} by a newer aflite_core; this version "
+            f"{path.name} was written in run format {version} by a newer aflite_core; this version "
             f"reads formats up to {FORMAT_VERSION}; upgrade aflite_core to open it"
         )
     return summary
@@ -620,10 +629,20 @@ class AuditRun:
         return self.read_json(BASELINES_FILE)
 
     def read_json(self, filename: str) -> Any | None:
-        """Read a JSON artifact of the run, or None when absent."""
+        """Read a JSON artifact of the run, or None when absent.
+
+        Raises
+        ------
+        RunError
+            The file is damaged (over the size or nesting limit of
+            :mod:`aflite_core.json_files`, not UTF-8 or not JSON); the message names the run.
+        """
         if not self.has(filename):
             return None
-        return json.loads((self.path / filename).read_text(encoding="utf-8"))
+        try:
+            return read_json_file(self.path / filename, name=f"{self.path.name}/{filename}")
+        except DamagedFileError as exc:
+            raise RunError(f"run {exc}") from None
 
     def status_mask(self, status: str) -> np.ndarray:
         """Boolean mask over :attr:`scores` rows with the given status."""
@@ -718,7 +737,7 @@ def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None
         meta = pq.ParquetFile(scores).metadata
         names = meta.schema.to_arrow_schema().names
     except (OSError, pa.ArrowException, ValueError) as exc:
-        return f"{SCORES_FILE} is unreadable ({type(exc).__name__}: {str(exc)[:120]})"
+        return f"{SCORES_FILE} is unreadable ({_short_error(exc, path)})"
     missing_cols = [c for c in SCORES_COLUMNS if c not in names]
     if missing_cols:
         return f"{SCORES_FILE} lacks column(s) {', '.join(missing_cols)}"
@@ -733,7 +752,47 @@ def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None
                       and not (path / f).is_file())
         if gone:
             return f"file(s) missing: {', '.join(gone[:5])}" + (" ..." if len(gone) > 5 else "")
+    # every other Parquet file: a truncated one has lost its footer (the footer alone is read)
+    for table in sorted(path.glob("*.parquet")):
+        if table.name == SCORES_FILE or not table.is_file():
+            continue
+        try:
+            pq.ParquetFile(table).metadata  # noqa: B018 - reading the footer is the check
+        except (OSError, pa.ArrowException, ValueError) as exc:
+            return f"{table.name} is unreadable ({_short_error(exc, path)})"
     return ""
+
+
+def _short_error(exc: BaseException, folder: Path) -> str:
+    """An exception's type and message cut to 120 characters, the server's paths out."""
+    text = str(exc).replace(str(folder.resolve()), folder.name).replace(str(folder), folder.name)
+    return f"{type(exc).__name__}: {text[:120]}"
+
+
+def _run_info(entry: Path) -> RunInfo | None:
+    """The list entry of one folder: None for a folder that is not a run (no summary)."""
+    if not (entry / SUMMARY_FILE).is_file():
+        return None
+    try:
+        summary = _read_summary(entry)
+    except RunError as exc:  # there, but damaged: listed, so that it can be seen and removed
+        return RunInfo(name=entry.name, path=entry, created="", input_name="",
+                       disk_bytes=_folder_bytes(entry),
+                       damaged=str(exc).replace(f"{entry.name}/", "", 1))
+    problem = summary_problem(summary)
+    sound = not problem
+    created = summary.get("created", "")
+    return RunInfo(
+        name=entry.name,
+        path=entry,
+        created=created if isinstance(created, str) else "",
+        input_name=str((summary.get("input") or {}).get("name", "")) if sound else "",
+        sizes=dict(summary.get("sizes") or {}) if sound else {},
+        parameters=dict(summary.get("parameters") or {}) if sound else {},
+        disk_bytes=_folder_bytes(entry),
+        format_version=int(summary["format_version"]),
+        damaged=(f"{SUMMARY_FILE}: {problem}" if problem else run_damage(entry, summary)),
+    )
 
 
 def list_runs(root: str | os.PathLike) -> list[RunInfo]:
@@ -741,9 +800,11 @@ def list_runs(root: str | os.PathLike) -> list[RunInfo]:
 
     A complete run hidden by an interrupted ``overwrite`` is first put back
     (:func:`recover_runs`). Dot-folders (runs being written, or left by killed processes)
-    and folders without a readable ``summary.json`` are ignored; a run whose
-    ``scores.parquet`` is missing or unreadable, or that lost a file it lists, is listed
-    with :attr:`RunInfo.damaged` saying why.
+    and folders without a ``summary.json`` are ignored; a run whose ``summary.json`` is
+    damaged (over the limits of :mod:`aflite_core.json_files`, wrong types), whose
+    ``scores.parquet`` is missing or unreadable, whose other Parquet files are truncated, or
+    that lost a file it lists, is listed with :attr:`RunInfo.damaged` saying why. No content
+    of any folder makes it raise.
     """
     root_path = Path(root)
     if not root_path.is_dir():
@@ -751,28 +812,15 @@ def list_runs(root: str | os.PathLike) -> list[RunInfo]:
     recover_runs(root_path)
     runs = []
     for entry in root_path.iterdir():
-        if entry.name.startswith(".") or not entry.is_dir():
-            continue
         try:
-            summary = _read_summary(entry)
-        except RunError:
-            continue
-        problem = summary_problem(summary)
-        sound = not problem
-        runs.append(
-            RunInfo(
-                name=entry.name,
-                path=entry,
-                created=str(summary.get("created", "")),
-                input_name=str((summary.get("input") or {}).get("name", "")) if sound else "",
-                sizes=dict(summary.get("sizes") or {}) if sound else {},
-                parameters=dict(summary.get("parameters") or {}) if sound else {},
-                disk_bytes=_folder_bytes(entry),
-                format_version=int(summary["format_version"]),
-                damaged=(f"{SUMMARY_FILE}: {problem}" if problem
-                         else run_damage(entry, summary)),
-            )
-        )
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+            info = _run_info(entry)
+        except Exception as exc:  # noqa: BLE001 - no folder's content may break the list
+            info = RunInfo(name=entry.name, path=entry, created="", input_name="",
+                           damaged=f"it cannot be read ({type(exc).__name__})")
+        if info is not None:
+            runs.append(info)
     runs.sort(key=lambda r: r.name, reverse=True)
     runs.sort(key=lambda r: r.created, reverse=True)
     return runs

@@ -17,6 +17,8 @@ import os
 import socket
 from pathlib import Path
 
+from aflite_core.json_files import read_json_file
+
 __all__ = ["OWNER_FILE", "abandoned", "claim"]
 
 #: The owner's record inside a claimed folder.
@@ -44,7 +46,7 @@ def claim(folder: str | os.PathLike) -> None:
 def abandoned(folder: str | os.PathLike) -> bool:
     """Whether ``folder``'s owner (:func:`claim`) is a process of this host that is gone."""
     try:
-        record = json.loads((Path(folder) / OWNER_FILE).read_text(encoding="utf-8"))
+        record = read_json_file(Path(folder) / OWNER_FILE)
         host, pid, started = str(record["host"]), int(record["pid"]), record["started"]
     except (OSError, ValueError, KeyError, TypeError):
         return False

@@ -31,6 +31,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from aflite_core.errors import DamagedFileError
+from aflite_core.json_files import loads_json
 from aflite_core.runs.folder import (
     MAX_NAME_BYTES,
     SCORES_COLUMNS,
@@ -183,10 +185,9 @@ def _read(path: Path) -> Subset:
         raise ValueError(f"subset file {path} is unreadable: {exc}") from None
     raw = (schema.metadata or {}).get(METADATA_KEY)
     try:
-        info = json.loads(raw.decode("utf-8")) if raw else {}
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ValueError(f"subset file {path}: its {METADATA_KEY.decode()} metadata is not "
-                         f"valid JSON: {exc}") from None
+        info = loads_json(raw, name=f"{METADATA_KEY.decode()} metadata") if raw else {}
+    except DamagedFileError as exc:
+        raise ValueError(f"subset file {path.name}: {exc}") from None
     if "row_id" not in schema.names:
         raise ValueError(f"subset file {path} has no row_id column")
     n_rows = pq.ParquetFile(path).metadata.num_rows
