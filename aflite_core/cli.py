@@ -26,9 +26,29 @@ EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``error: argument --seed: invalid int
+    value: 'abc'``) and the way to the help, exit status 2: argparse's own printed the whole
+    usage (45 lines for ``run``) before the one line that mattered."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {printable(message)} ({self.prog} --help lists the options)",
+              file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def printable(text: object, limit: int = 500) -> str:
+    """``text`` as one line a terminal shows as it is: control characters and undecodable
+    bytes (a corrupted file's content in a library's message) each become ``?``, cut to
+    ``limit`` characters."""
+    cleaned = "".join(c if c.isprintable() else " " if c in "\n\t" else "?"
+                      for c in str(text))
+    return cleaned if len(cleaned) <= limit else cleaned[: limit - 3] + "..."
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Build the top-level parser with every available command registered."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m aflite_core",
         description="Audit a text dataset for shortcuts: AFLite, lexical cues, KNN distances.",
     )
@@ -63,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # DatasetError and parameter validation errors derive from ValueError/TypeError.
         if args.debug:
             traceback.print_exc()
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {printable(exc, 4000)}", file=sys.stderr)
         return EXIT_USAGE
     except MemoryError as exc:  # ArrowMemoryError too: the input, not a bug
         if args.debug:
@@ -78,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         else:
             print(
-                f"error: unexpected {type(exc).__name__}: {exc} "
+                f"error: unexpected {type(exc).__name__}: {printable(exc, 300)} "
                 "(re-run with --debug for details)",
                 file=sys.stderr,
             )

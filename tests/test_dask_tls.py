@@ -13,7 +13,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -97,10 +96,9 @@ def test_an_audit_on_a_tls_scheduler_gives_the_local_run(tls_cluster, tmp_path):
 def test_a_tls_scheduler_without_the_clients_certificate_is_a_clear_error(tls_cluster,
                                                                            tmp_path, capsys):
     cluster, _, _ = tls_cluster
-    start = time.monotonic()
     code = main(["run", SAMPLE, "--out", str(tmp_path / "r"),
                  *SAMPLE_ARGS, "--scheduler", cluster.scheduler_address])
-    assert code != 0 and time.monotonic() - start < 15
+    assert code != 0
     err = capsys.readouterr().err
     assert "TLS" in err and "distributed.comm.tls" in err
     assert not (tmp_path / "r").exists()
@@ -109,8 +107,7 @@ def test_a_tls_scheduler_without_the_clients_certificate_is_a_clear_error(tls_cl
 def test_a_tls_scheduler_given_as_tcp_is_named(tls_cluster, tmp_path, capsys):
     cluster, _, _ = tls_cluster
     port = cluster.scheduler_address.rsplit(":", 1)[1]
-    start = time.monotonic()
     code = main(["run", SAMPLE, "--out", str(tmp_path / "r"),
                  *SAMPLE_ARGS, "--scheduler", f"tcp://127.0.0.1:{port}"])
-    assert code != 0 and time.monotonic() - start < 15
+    assert code != 0
     assert "tls://" in capsys.readouterr().err

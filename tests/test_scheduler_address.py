@@ -37,6 +37,16 @@ class _Garbage(socketserver.BaseRequestHandler):
         self.request.sendall(b"\xff" * 64)  # a length of 2**64 - 1 bytes: not Dask's
 
 
+class _Stall(socketserver.BaseRequestHandler):
+    """Sends a plausible handshake length (200 bytes), then nothing: once a hang."""
+
+    def handle(self) -> None:
+        import struct
+
+        self.request.sendall(struct.pack("<Q", 200) + b"\x00" * 10)
+        self.server.release.wait(30)  # type: ignore[attr-defined]
+
+
 @pytest.fixture
 def server(request):
     """A web server or a garbage server on a free loopback port; yields its address."""
@@ -48,32 +58,56 @@ def server(request):
 
         handler = Quiet
     else:
-        handler = _Garbage
+        handler = {"garbage": _Garbage, "stall": _Stall}[handler]
     srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    srv.release = threading.Event()
     srv.daemon_threads = True
     thread = threading.Thread(target=srv.serve_forever, daemon=True)
     thread.start()
     yield f"tcp://127.0.0.1:{srv.server_address[1]}"
+    srv.release.set()
     srv.shutdown()
     srv.server_close()
 
 
 def test_nothing_listening_is_a_connection_error_at_once():
-    start = time.monotonic()
     with pytest.raises(ConnectionError, match="nothing answers at 127.0.0.1"):
         probe_scheduler(f"tcp://127.0.0.1:{_free_port()}", timeout=1.0)
-    assert time.monotonic() - start < 2
 
 
 @pytest.mark.parametrize("server, message", [
     ("http", "sent no Dask handshake within 1 s"),
     ("garbage", "not as a Dask scheduler"),
+    ("stall", "began a Dask handshake \\(200 bytes announced\\) but did not finish it within "
+              "1 s"),
 ], indirect=["server"])
-def test_a_service_that_is_not_dask_is_refused_within_the_timeout(server, message):
-    start = time.monotonic()
+def test_a_service_that_is_not_dask_is_refused_within_the_timeout(server, message,
+                                                                  monkeypatch):
+    """The timeout that fires is the one given: every read of the handshake is given what
+    is left of one deadline (the stalling listener once made the client wait forever)."""
+    import aflite_core.filter.backends as backends
+
+    given = []
+    real = backends._read_until
+
+    def read_until(sock, n, deadline):
+        given.append(deadline - time.monotonic())
+        return real(sock, n, deadline)
+
+    monkeypatch.setattr(backends, "_read_until", read_until)
     with pytest.raises(ValueError, match=message):
         probe_scheduler(server, timeout=1.0)
-    assert time.monotonic() - start < 3
+    assert given and all(left <= 1.0 for left in given)
+
+
+@pytest.mark.parametrize("address", ["inproc://x", "ws://127.0.0.1:8786", "ucx://h:1",
+                                     "http://127.0.0.1:8787"])
+def test_an_unsupported_scheme_is_named(address, tmp_path):
+    with pytest.raises(ValueError, match="is not supported; expected tcp://HOST:PORT or "
+                                         "tls://HOST:PORT"):
+        probe_scheduler(address)
+    with pytest.raises(ValueError, match="is not supported"):
+        AuditConfig(backend="dask", scheduler=address).validate()
 
 
 def test_a_real_scheduler_passes_the_probe():
@@ -96,17 +130,28 @@ def test_local_workers_are_bounded_by_the_cores():
         probe_scheduler("tcp://127.0.0.1")
 
 
-@pytest.mark.parametrize("server", ["http"], indirect=True)
+@pytest.mark.parametrize("server", ["http", "stall"], indirect=True)
 def test_the_cli_refuses_a_web_server_before_reading_the_data(server, tmp_path):
-    """Once this hung with no output; now one line and exit status 1 well within 10 s."""
-    start = time.monotonic()
+    """Once this hung with no output; now one line, within the probe's timeout (the message
+    names the 5 s that fired; how long it takes is for benchmarks, not this test)."""
     result = subprocess.run(
         [sys.executable, "-m", "aflite_core", "run", "aflite_core/data/snli_sample.csv",
          "--scheduler", server, "--out", str(tmp_path / "run")],
         cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    elapsed = time.monotonic() - start
-    assert result.returncode != 0
-    assert "not a Dask scheduler" in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert "within 5 s" in result.stderr
+    assert "not a Dask scheduler" in result.stderr or "not a working Dask" in result.stderr
     assert "Traceback" not in result.stderr
-    assert elapsed < 10
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_cli_names_an_unsupported_scheme_in_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "aflite_core", "run", "aflite_core/data/snli_sample.csv",
+         "--scheduler", "inproc://x", "--out", str(tmp_path / "run")],
+        cwd=REPO, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2, result.stderr
+    assert "'inproc' of 'inproc://x' is not supported" in result.stderr
+    assert "Traceback" not in result.stderr and "unpack" not in result.stderr
     assert not (tmp_path / "run").exists()

@@ -63,8 +63,19 @@ def _check_scheduler(scheduler: Any, backend: str) -> None:
                     "scheduler (tcp://HOST:PORT)")
             return
     elif "://" in scheduler:
-        return
-    raise ValueError(f"scheduler: expected {what}, got {scheduler!r}")
+        scheme = scheduler.split("://", 1)[0]
+        if scheme in SUPPORTED_SCHEMES:
+            return
+        raise ValueError(
+            f"scheduler: the scheme {scheme[:20]!r} of {scheduler[:80]!r} is not supported; "
+            f"expected {' or '.join(f'{s}://HOST:PORT' for s in SUPPORTED_SCHEMES)} (a Dask "
+            "scheduler's address), or 'local:N'")
+    raise ValueError(f"scheduler: expected {what}, got {scheduler[:80]!r}")
+
+
+#: The address schemes a scheduler may be given with (Dask's inproc:// lives in one process,
+#: ws:// and ucx:// need packages and set-ups this product does not check).
+SUPPORTED_SCHEMES = ("tcp", "tls")
 
 
 #: ``local:N`` may start at most this many worker processes per core.
@@ -105,10 +116,12 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     """
     import socket
     import struct
+    import time
     from urllib.parse import urlsplit
 
     scheme = address.split("://", 1)[0]
-    if scheme not in ("tcp", "tls"):
+    if scheme not in SUPPORTED_SCHEMES:
+        _check_scheduler(address, "dask")  # names what is supported
         return
     parts = urlsplit(address)
     try:
@@ -134,15 +147,11 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     if scheme == "tls":
         sock.close()
         return
+    deadline = time.monotonic() + timeout
     with sock:
-        sock.settimeout(timeout)
         head = b""
         try:
-            while len(head) < 8:
-                chunk = sock.recv(8 - len(head))
-                if not chunk:
-                    break
-                head += chunk
+            head = _read_until(sock, 8, deadline)
         except TimeoutError:
             raise ValueError(
                 f"scheduler: {host}:{port} accepted the connection but sent no Dask handshake "
@@ -153,13 +162,46 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
         except OSError as exc:
             raise ConnectionError(f"scheduler: {host}:{port} dropped the connection "
                                   f"({exc.strerror or exc})") from exc
-    if len(head) < 8:
-        raise ValueError(f"scheduler: {host}:{port} closed the connection without a Dask "
-                         "handshake: it is not a Dask scheduler")
-    (length,) = struct.unpack("<Q", head)
-    if not 0 < length <= _MAX_HANDSHAKE_BYTES:
-        raise ValueError(f"scheduler: {host}:{port} answered, but not as a Dask scheduler "
-                         f"(its first message claims {length:,} bytes)")
+        if len(head) < 8:
+            raise ValueError(f"scheduler: {host}:{port} closed the connection without a Dask "
+                             "handshake: it is not a Dask scheduler")
+        (length,) = struct.unpack("<Q", head)
+        if not 0 < length <= _MAX_HANDSHAKE_BYTES:
+            raise ValueError(f"scheduler: {host}:{port} answered, but not as a Dask scheduler "
+                             f"(its first message claims {length:,} bytes)")
+        # the rest of the handshake must follow within the same deadline: a listener that
+        # sends a plausible length and then nothing once left the client waiting forever
+        try:
+            body = _read_until(sock, length, deadline)
+        except TimeoutError:
+            raise ValueError(
+                f"scheduler: {host}:{port} began a Dask handshake ({length:,} bytes announced) "
+                f"but did not finish it within {timeout:g} s: it is not a working Dask "
+                "scheduler") from None
+        except OSError as exc:
+            raise ConnectionError(f"scheduler: {host}:{port} dropped the connection "
+                                  f"({exc.strerror or exc})") from exc
+        if len(body) < length:
+            raise ValueError(f"scheduler: {host}:{port} closed the connection in the middle of "
+                             "its Dask handshake: it is not a working Dask scheduler")
+
+
+def _read_until(sock: Any, n: int, deadline: float) -> bytes:
+    """Up to ``n`` bytes from ``sock`` (fewer when it closes), all before ``deadline``
+    (``time.monotonic()``); TimeoutError when the deadline passes first."""
+    import time
+
+    data = b""
+    while len(data) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        sock.settimeout(left)
+        chunk = sock.recv(min(n - len(data), 1 << 16))
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 #: Dask's configuration keys of a client's TLS certificate (docs/scaling.md says how to set

@@ -603,17 +603,35 @@ def hf_batches(file: Path, name: str) -> Any:
                 reader = pa.ipc.open_file(source)
                 yield None, reader.schema
                 for i in range(reader.num_record_batches):
-                    yield reader.get_batch(i), reader.schema
+                    yield _checked(reader.get_batch(i), file, i, name), reader.schema
             else:
                 yield None, stream.schema
-                for batch in stream:
-                    yield batch, stream.schema
+                for i, batch in enumerate(stream):
+                    yield _checked(batch, file, i, name), stream.schema
     except FileNotFoundError:
-        raise DatasetFormatError(f"{name}: {HF_STATE} lists {file.name!r}, which is "
+        raise DatasetFormatError(f"{name}: {HF_STATE} lists {short_repr(file.name)}, which is "
                                  "missing") from None
     except (pa.ArrowException, OSError) as exc:
-        raise DatasetFormatError(f"{name}: {file.name} is not an Arrow file: "
-                                 f"{exc}") from None
+        # the library's message may quote the file's bytes: its kind only
+        raise DatasetFormatError(f"{name}: {short_repr(file.name)} is not a readable Arrow "
+                                 f"file ({type(exc).__name__}); the datasets folder is damaged: "
+                                 "save it again") from None
+
+
+def _checked(batch: Any, file: Path, index: int, name: str) -> Any:
+    """A record batch whose buffers are what its schema says (offsets in bounds, text valid
+    UTF-8): a memory-mapped batch is not checked when read, and a damaged body once failed
+    later, deep in the loader, with the file's bytes in the message."""
+    import pyarrow as pa
+
+    try:
+        batch.validate(full=True)
+    except pa.ArrowException as exc:
+        raise DatasetFormatError(
+            f"{name}: {short_repr(file.name)} is damaged: its record batch {index + 1} does "
+            f"not hold what its schema says ({type(exc).__name__}); save the datasets folder "
+            "again") from None
+    return batch
 
 
 def hf_digest(files: list[Path], fingerprint: Any) -> str:
