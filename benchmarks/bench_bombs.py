@@ -27,10 +27,17 @@ subprocess: time, peak RSS and outcome. Goal (issue 31):
 peak RSS while reading <= 2x the decompressed size + 300 MB, and a line past the limit
 refused at that line.
 
+With ``--cells`` it loads the two shapes of issue 60 the same way: a gzip CSV of 16 rows
+whose premise is 60 MB each (each line under the 64 MiB line limit; about 1 MB on disk,
+960 MB decoded), which must be read within 2x its decoded size + 300 MB, and a Parquet file
+of 3 cells of 300 MB each (about 30 KB on disk), which the cell limit (``--max-line-bytes``,
+64 MiB) must refuse before any cell is decoded.
+
 Usage::
 
     python benchmarks/bench_bombs.py [--max-bytes 64M] [--expand 200M]
     python benchmarks/bench_bombs.py --lines 300M,600M,1G --well-formed 1G [--formats csv,jsonl]
+    python benchmarks/bench_bombs.py --cells
 """
 
 from __future__ import annotations
@@ -74,13 +81,17 @@ elif mode == "cli-defaults":  # as `run` loads: max_bytes 1G, the 64 MiB line li
     try:
         ds = load_dataset(path, max_bytes=1 << 30)
         message = f"read {len(ds.frame):,} rows"
-    except DatasetSizeError as exc:
+    except (DatasetSizeError, ValueError) as exc:
         message = "refused: " + str(exc)
     message = f"{time.perf_counter() - start:.1f} s, " + message
 else:  # reference: materialise the Parquet table with pyarrow, no budget
     table = pyarrow.parquet.read_table(path)
     message = f"materialised {table.nbytes / 2**20:.0f} MiB of Arrow data"
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# VmHWM: this process's own high-water mark (ru_maxrss keeps the parent's RSS at the fork
+# across exec, so a parent that built a large file made every child look large)
+with open("/proc/self/status") as fh:
+    peak = next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")),
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 print(json.dumps({"base_kib": base, "peak_kib": peak, "message": message}))
 """
 
@@ -174,7 +185,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="also load a well-formed CSV of about this size")
     parser.add_argument("--formats", default="csv", metavar="LIST",
                         help="formats of the well-formed file: csv, jsonl or csv,jsonl")
+    parser.add_argument("--cells", action="store_true",
+                        help="the large-cell shapes: 16 x 60 MB cells (gzip CSV), 3 x 300 MB "
+                             "cells (Parquet)")
     args = parser.parse_args(argv)
+    if args.cells:
+        return large_cells()
     if args.lines or args.well_formed:
         return lines_and_well_formed(args.lines, args.well_formed, args.formats.split(","))
     ceiling, expand = args.max_bytes, args.expand
@@ -202,6 +218,64 @@ def main(argv: list[str] | None = None) -> int:
     goal = "met" if worst <= 2 else "NOT met"
     print(f"worst increase over the baseline: {worst:.2f}x the ceiling (goal <= 2x: {goal})")
     return 0 if worst <= 2 else 1
+
+
+def make_big_cells_csv(path: Path, rows: int = 16, cell: int = 60 << 20) -> int:
+    """A gzip CSV of ``rows`` rows whose premise is ``cell`` bytes each; returns the decoded
+    size."""
+    block = b"word " * (1 << 18)  # 1.25 MiB
+    size = 0
+    with gzip.open(path, "wb", compresslevel=6) as fh:
+        header = b"premise,hypothesis,label\n"
+        fh.write(header)
+        size += len(header)
+        for i in range(rows):
+            left = cell
+            while left > 0:
+                piece = block[:left]
+                fh.write(piece)
+                left -= len(piece)
+            line = f",hypothesis {i},{'ab'[i % 2]}\n".encode()
+            fh.write(line)
+            size += cell + len(line)
+    return size
+
+
+def make_big_cells_parquet(path: Path, rows: int = 3, cell: int = 300 << 20) -> int:
+    """A Parquet file of ``rows`` rows whose premise is ``cell`` bytes each (dictionary
+    encoded and compressed: a few KB); returns the decoded size."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    value = "w" * cell
+    table = pa.table({"premise": pa.array([value] * rows).dictionary_encode(),
+                      "hypothesis": [f"hypothesis {i}" for i in range(rows)],
+                      "label": ["a", "b", "a"][:rows]})
+    del value
+    pq.write_table(table, path, compression="zstd")
+    return rows * cell
+
+
+def large_cells() -> int:
+    """Issue 60's shapes, each loaded as ``run`` loads it in a fresh process."""
+    mib = 1 << 20
+    failed = 0
+    print(f"{'input':<34} {'file':>9} {'decoded':>9} {'peak RSS':>9} {'goal':>9}  outcome")
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs = [("16 x 60 MB cells (.csv.gz)", Path(tmp) / "cells.csv.gz", make_big_cells_csv),
+                ("3 x 300 MB cells (.parquet)", Path(tmp) / "cells.parquet",
+                 make_big_cells_parquet)]
+        for label, path, make in jobs:
+            size = make(path)
+            r = measure(path, 0, "cli-defaults")
+            peak = r["peak_kib"] * 1024
+            goal = 2 * size + 300 * mib
+            ok = peak <= goal
+            failed += not ok
+            print(f"{label:<34} {path.stat().st_size / mib:>7.2f}Mi {size / mib:>7.0f}Mi "
+                  f"{peak / mib:>7.0f}Mi {goal / mib:>7.0f}Mi  {'ok ' if ok else 'OVER'} "
+                  f"{r['message'][:140]}")
+    return 1 if failed else 0
 
 
 def lines_and_well_formed(lines: str, well_formed: int | None,

@@ -231,6 +231,119 @@ def write_pickle_npy(folder: Path, name: str = "emb.npy") -> Path:
     return path
 
 
+# ------------------------------------------------------------ datasets folders, shards
+
+
+def _arrow_stream(frame: pd.DataFrame) -> bytes:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    sink = io.BytesIO()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def _hf_dataset(folder: Path, frame: pd.DataFrame, *, names: list[Any] | None = None,
+                info: Any = None) -> Path:
+    """A ``Dataset.save_to_disk`` folder written with pyarrow alone: one Arrow stream file,
+    ``state.json`` naming ``names`` (default: that file) and ``dataset_info.json``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "data-00000-of-00001.arrow").write_bytes(_arrow_stream(frame))
+    files = names if names is not None else ["data-00000-of-00001.arrow"]
+    state = {"_data_files": [{"filename": f} for f in files], "_fingerprint": "f00d",
+             "_format_type": None, "_split": None}
+    (folder / "state.json").write_text(json.dumps(state), encoding="utf-8")
+    (folder / "dataset_info.json").write_text(
+        json.dumps(info if info is not None else {"features": {}}), encoding="utf-8")
+    return folder
+
+
+def _hf_writer(names: Callable[[Path], list[Any]] | None = None, *, info: Any = None,
+               state_text: str | None = None) -> Callable[[Path], Path]:
+    def write(folder: Path) -> Path:
+        data = folder / "ds"
+        outside = folder / "outside.arrow"  # a readable Arrow file next to the dataset
+        outside.write_bytes(_arrow_stream(base_frame()))
+        _hf_dataset(data, base_frame(), names=names(folder) if names else None, info=info)
+        if state_text is not None:
+            (data / "state.json").write_text(state_text, encoding="utf-8")
+        return data
+
+    return write
+
+
+def _hf_link_out(folder: Path) -> list[Any]:
+    (folder / "ds").mkdir(parents=True, exist_ok=True)
+    (folder / "ds" / "linked.arrow").symlink_to(folder / "outside.arrow")
+    return ["linked.arrow"]
+
+
+def _hf_dict_writer(splits: list[Any]) -> Callable[[Path], Path]:
+    def write(folder: Path) -> Path:
+        data = folder / "dd"
+        _hf_dataset(data / "train", base_frame())
+        _hf_dataset(folder / "elsewhere", base_frame())
+        (data / "dataset_dict.json").write_text(json.dumps({"splits": splits}),
+                                                encoding="utf-8")
+        return data
+
+    return write
+
+
+def _damaged_arrow_body(folder: Path) -> Path:
+    data = _hf_dataset(folder / "ds", base_frame())
+    arrow = data / "data-00000-of-00001.arrow"
+    body = bytearray(arrow.read_bytes())
+    middle = len(body) // 2  # inside the text data and its offsets
+    body[middle:middle + 64] = bytes(range(200, 256)) + b"\x00" * 8
+    arrow.write_bytes(bytes(body))
+    return data
+
+
+def _shards_writer(make: Callable[[Path], None], pattern: str | None = None
+                   ) -> Callable[[Path], Path]:
+    def write(folder: Path) -> Path:
+        data = folder / "shards"
+        data.mkdir()
+        make(data)
+        return data / pattern if pattern else data
+
+    return write
+
+
+def _label_types_differ(data: Path) -> None:
+    frame = base_frame()
+    first = frame.iloc[:30].assign(label=np.arange(30) % 2)  # integer labels
+    first.to_parquet(data / "part-0.parquet", index=False)
+    frame.iloc[30:].to_parquet(data / "part-1.parquet", index=False)  # text labels
+
+
+def _self_links(data: Path) -> None:
+    (data / "a.csv").write_text(csv_text(base_frame()), encoding="utf-8")
+    (data / "loop1").symlink_to(data)
+    (data / "loop2").symlink_to(data)
+
+
+def _shard_link_out(data: Path) -> None:
+    frame = base_frame()
+    (data / "a.csv").write_text(csv_text(frame.iloc[:30]), encoding="utf-8")
+    outside = data.parent / "secret.csv"
+    outside.write_text(csv_text(frame.iloc[30:]), encoding="utf-8")
+    (data / "b.csv").symlink_to(outside)
+
+
+def _big_parquet_cell() -> bytes:
+    """60 rows, one premise of 65 MiB (over the 64 MiB cell limit), a few KB compressed."""
+    frame = base_frame()
+    premise = frame["premise"].tolist()
+    premise[3] = "w" * (65 << 20)
+    table = pa.table({"premise": pa.array(premise).dictionary_encode(),
+                      "hypothesis": frame["hypothesis"].tolist(),
+                      "label": frame["label"].tolist()})
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, compression="zstd")
+    return buffer.getvalue()
+
+
 def _with_embeddings(make: Callable[[Path], None]) -> Callable[[Path], Path]:
     def write(folder: Path) -> Path:
         data = folder / "data.csv"
@@ -736,6 +849,59 @@ CASES: list[Case] = [
     Case("embeddings-missing-file", "embeddings", _with_embeddings(lambda folder: None),
          "refused", stage="audit", args=("--representation", "precomputed:{dir}/nope.npy"),
          error=("embedding file not found", "nope.npy")),
+    # ------------------------------------------- datasets folders and shards (a path)
+    Case("datasets-folder-absolute-name", "folders",
+         _hf_writer(lambda folder: [str(folder / "outside.arrow")]),
+         "refused: state.json names a file outside the folder (it was read: any Arrow file "
+         "the server could read was served)",
+         error=("ds:", "state.json names the data file", "outside.arrow",
+                "not inside the folder")),
+    Case("datasets-folder-dotdot-name", "folders", _hf_writer(lambda f: ["../outside.arrow"]),
+         "refused: a '..' name leaves the folder",
+         error=("ds:", "state.json names the data file '../outside.arrow'",
+                "not inside the folder")),
+    Case("datasets-folder-link-out", "folders", _hf_writer(_hf_link_out),
+         "refused: a symbolic link leading out of the folder is not followed",
+         error=("ds:", "'linked.arrow'", "symbolic link that leads out")),
+    Case("datasets-folder-file-named-300-times", "folders",
+         _hf_writer(lambda f: ["data-00000-of-00001.arrow"] * 300),
+         "refused, naming the file and the count (it became 300 times the rows, past the "
+         "size guard, which counted the file once)",
+         error=("ds:", "'data-00000-of-00001.arrow' 300 times", "each must be named once")),
+    Case("datasets-dict-split-named-200-times", "folders", _hf_dict_writer(["train"] * 200),
+         "refused (a split listed 200 times turned 60 rows into 12,000, silently)",
+         error=("dd:", "dataset_dict.json names the split 'train' 200 times")),
+    Case("datasets-dict-split-outside", "folders", _hf_dict_writer(["train", "../elsewhere"]),
+         "refused: a split must be a folder inside",
+         error=("dd:", "the split '../elsewhere'", "not inside the folder")),
+    Case("datasets-state-nested-1000-deep", "folders",
+         _hf_writer(state_text="[" * 1000 + "]" * 1000),
+         "refused as damaged (once: RecursionError)",
+         error=("ds:", "state.json is damaged", "nested deeper than 64 levels")),
+    Case("datasets-info-not-an-object", "folders", _hf_writer(info=[1, 2]),
+         "refused (once: 'unexpected AttributeError')",
+         error=("ds:", "dataset_info.json is not a datasets info file", "found list")),
+    Case("datasets-arrow-body-damaged", "folders", _damaged_arrow_body,
+         "refused, naming the file and batch; no byte of it in the message (once: binary "
+         "garbage in an 'unexpected ArrowException', exit 1)",
+         error=("ds:", "'data-00000-of-00001.arrow' is damaged", "record batch 1")),
+    Case("glob-folder-linked-to-itself", "folders",
+         _shards_writer(_self_links, "**/*.csv"),
+         "read: links to folders are not followed, so the shard is read once (once: the "
+         "glob followed the links without end and the CLI hung with no output)"),
+    Case("shard-link-out", "folders", _shards_writer(_shard_link_out, "*.csv"),
+         "refused: a shard that links out of the folder is not followed",
+         error=("'b.csv' is a symbolic link to a file outside",)),
+    Case("shards-label-int-and-text", "folders", _shards_writer(_label_types_differ),
+         "refused: integer labels in one shard and text in another (once: merged, silently, "
+         "into new classes)",
+         error=("shards:", "column 'label' holds numbers in shard 'part-0.parquet' but text "
+                "in shard 'part-1.parquet'")),
+    Case("parquet-cell-over-the-limit", "size", _writer("cell.parquet", _big_parquet_cell),
+         "refused at the cell limit, naming the record and column (once: Parquet cells had "
+         "no limit, and 3 cells of 300 MB in a 30 KB file grew the server past 4.4 GB)",
+         error=("cell.parquet", "record 4, column 'premise'", "a cell of 65.0 MiB",
+                "over the limit of 64.0 MiB a cell")),
 ]
 
 #: Parameter cases: CLI flags, the AuditConfig keywords the dashboard passes, and fragments
@@ -811,3 +977,84 @@ def read_csv_rows(path: Path, encoding: str = "utf-8") -> list[list[str]]:
     csv.field_size_limit(2**31 - 1)  # million-character cells
     with open(path, newline="", encoding=encoding) as fh:
         return [row for row in csv.reader(fh) if row]
+
+
+# ------------------------------------------------------------------ damaged run folders
+
+
+def _nested(depth: int) -> Any:
+    """A JSON value nested ``depth`` levels (built without recursion)."""
+    value: Any = "x"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+def _summary_with(**changes: Any) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        summary.update(changes)
+        text = json.dumps(summary) if "deep" not in changes else (
+            json.dumps({k: v for k, v in summary.items() if k != "deep"})[:-1]
+            + ', "deep": ' + '{"k": ' * changes["deep"] + '"x"' + "}" * changes["deep"] + "}")
+        (run / "summary.json").write_text(text, encoding="utf-8")
+
+    return damage
+
+
+def _truncate(name: str) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        path = run / name
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+    return damage
+
+
+def _write(name: str, content: bytes) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        (run / name).write_bytes(content)
+
+    return damage
+
+
+@dataclass(frozen=True)
+class RunCase:
+    """A complete run folder damaged by ``damage``: ``list_runs`` lists it as damaged with
+    ``listed`` in its reason, ``load_run`` (the pages, the CLI) refuses it naming the run,
+    and every page stays up with it in the runs root (``test_run_folder_cases.py``)."""
+
+    id: str
+    damage: Callable[[Path], None]
+    expect: str
+    listed: tuple[str, ...]
+
+
+RUN_CASES: list[RunCase] = [
+    RunCase("summary-extra-key-1000-deep", _summary_with(deep=1000),
+            "listed as damaged (a 15 KB file once raised RecursionError in list_runs and took "
+            "every page down)", ("summary.json is damaged", "nested deeper than 64 levels")),
+    RunCase("summary-extra-key-100-deep", _summary_with(deep=100),
+            "listed as damaged: parsed, but past the 64-level limit",
+            ("summary.json is damaged", "nested deeper than 64 levels")),
+    RunCase("summary-random-bytes", _write("summary.json", bytes(range(256)) * 4),
+            "listed as damaged", ("summary.json is damaged", "not UTF-8")),
+    RunCase("summary-not-json", _write("summary.json", b'{"format_version": 1,'),
+            "listed as damaged", ("summary.json is damaged", "not valid JSON")),
+    RunCase("summary-a-list", _write("summary.json", b"[1, 2]"),
+            "listed as damaged", ("summary.json: expected a JSON object, found list",)),
+    RunCase("summary-parameters-wrong-type", _summary_with(parameters=[1, 2]),
+            "listed as damaged", ("summary.json", "parameters")),
+    RunCase("summary-sizes-wrong-type", _summary_with(sizes="many"),
+            "listed as damaged", ("summary.json", "sizes")),
+    RunCase("summary-huge-integer", _write("summary.json", b'{"format_version": ' + b"9" * 5000
+                                           + b"}"),
+            "listed as damaged (an integer of 5,000 digits)", ("summary.json is damaged",)),
+    RunCase("dataset-parquet-truncated", _truncate("dataset.parquet"),
+            "listed as damaged (once listed as healthy; Explore and Cues then showed pyarrow's "
+            "message with the server's path)", ("dataset.parquet is unreadable",)),
+    RunCase("scores-parquet-truncated", _truncate("scores.parquet"),
+            "listed as damaged", ("scores.parquet is unreadable",)),
+    RunCase("baselines-json-deep", _write("baselines.json", b"[" * 5000 + b"]" * 5000),
+            "the run opens; the Report's baselines section says the file is damaged",
+            ()),
+]

@@ -157,7 +157,7 @@ def test_cli_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture) -> 
         run_dir = Path(out.strip())
         assert run_dir == runs / "r" and sorted(p.name for p in runs.iterdir()) == ["r"]
         run = load_run(run_dir)
-        if data.suffix not in (".jsonl", ".parquet"):
+        if data.suffix not in (".jsonl", ".parquet") and data.is_file():
             assert_rows_exact(run_dir, data, case.options.get("encoding"))
         else:
             assert run.sizes["input"] == N
@@ -187,6 +187,10 @@ def test_dashboard_loader_case(case: Case, tmp_path: Path, monkeypatch: pytest.M
     if "max_bytes" in options:  # the dashboard's ceiling, lowered for the test
         monkeypatch.setattr(cache, "MAX_DATASET_BYTES", options.pop("max_bytes"))
     encoding = options.pop("encoding", None)
+    if not data.is_file():  # a folder or a glob: the Data page's "path on this server"
+        monkeypatch.setenv("AFLITE_DATA_ROOTS", str(folder))
+        _path_panel_case(case, data, options)
+        return
     content = data.read_bytes()
 
     def load():
@@ -216,6 +220,30 @@ def test_dashboard_loader_case(case: Case, tmp_path: Path, monkeypatch: pytest.M
     assert_fragments(str(info.value), case.dashboard_error())
     assert not (folder / PICKLE_SENTINEL).exists(), "data was unpickled"
     assert_nothing_left(root)
+
+
+def _path_panel_case(case: Case, data: Path, options: dict) -> None:
+    """What the Data page's "path on this server" does (``ui.data.view.path_panel``), with
+    ``AFLITE_DATA_ROOTS`` set to the input's folder: stamp the path (every file it reads
+    must lie inside the roots), read its columns, load with the guessed mapping."""
+    from ui import cache
+
+    def load():
+        stamp = cache.path_stamp(str(data))
+        columns, _preview = cache.read_path_columns(str(data), stamp)
+        guess = cache.guess_roles(columns)
+        mapping = {role: guess[role] for role in ("hypothesis", "premise", "label", "split")}
+        mapping.update(options)
+        return cache.load_server_path(str(data), stamp, **mapping)
+
+    if not case.ok:
+        with pytest.raises((ValueError, OSError)) as info:
+            load()
+        assert_fragments(str(info.value), case.dashboard_error())
+        assert len(str(info.value)) <= MAX_MESSAGE
+        return
+    dataset = load()
+    assert len(dataset.frame) == dataset.report.n_read == case.rows
 
 
 def test_the_pickle_payload_is_live(tmp_path: Path) -> None:

@@ -79,8 +79,19 @@ def show_error(message: str, *, hint: str | None = None) -> None:
     ``message`` may quote dataset content (column names, values); it is escaped. ``hint``
     is project text and may use Markdown.
     """
-    body = md_escape(message)
+    body = md_escape(without_paths(message))
     st.error(body if not hint else f"{body}\n\n{hint}", icon=":material/error:")
+
+
+#: An absolute path of two parts or more (not after a scheme's ``//``, a word or a dot).
+_SERVER_PATH = re.compile(r"(?<![\w.:/~-])/(?:[^\s'\"/:,;()]+/)+([^\s'\"/:,;()]*)")
+
+
+def without_paths(message: str) -> str:
+    """``message`` with every absolute path cut to its last part (``/srv/runs/r/scores.parquet``
+    -> ``scores.parquet``): a library's message (pyarrow's, the OS's) names the server's
+    folders, which a page never shows."""
+    return _SERVER_PATH.sub(lambda m: m.group(1) or "…", str(message))
 
 
 def text_columns(columns: Iterable[str]) -> list[str]:

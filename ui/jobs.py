@@ -245,6 +245,98 @@ CANCEL_GRACE_SECONDS = 20.0
 STDERR_TAIL_LINES = 20
 
 
+#: Environment variable: how many audit workers may run at once in this server (the rest
+#: wait in a queue, first come first served).
+MAX_AUDITS_VARIABLE = "AFLITE_MAX_AUDITS"
+#: Memory one audit worker is given room for when the cap is derived from the machine
+#: (a default audit of the sample peaks near 0.5 GB; larger data more).
+WORKER_MEMORY_BYTES = 1 << 30
+
+
+def default_max_audits() -> int:
+    """Audit workers the machine allows at once: one per core this process may use, and no
+    more than its memory holds at :data:`WORKER_MEMORY_BYTES` each (at least one)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):
+        memory = WORKER_MEMORY_BYTES
+    return max(1, min(cores, memory // WORKER_MEMORY_BYTES))
+
+
+def max_audits() -> int:
+    """The cap on audit workers at once: :data:`MAX_AUDITS_VARIABLE`, else
+    :func:`default_max_audits`.
+
+    Raises
+    ------
+    ValueError
+        The variable is set to anything but a whole number >= 1.
+    """
+    raw = os.environ.get(MAX_AUDITS_VARIABLE, "").strip()
+    if not raw:
+        return default_max_audits()
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{MAX_AUDITS_VARIABLE}: expected a whole number >= 1 (audit workers "
+                         f"at once), got {raw[:40]!r}")
+    return int(raw)
+
+
+class _WorkerQueue:
+    """First come, first served slots for audit workers: at most :func:`max_audits` run at
+    once in this server; the others wait, each knowing its place."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._waiting: list[str] = []
+        self._running: set[str] = set()
+
+    def position(self, job_id: str) -> int:
+        """1 for the next to start; 0 once started (or not queued)."""
+        with self._changed:
+            return self._waiting.index(job_id) + 1 if job_id in self._waiting else 0
+
+    def running(self) -> int:
+        with self._changed:
+            return len(self._running)
+
+    def wait(self, job_id: str, cap: int, cancelled: threading.Event,
+             report: Callable[[int], None]) -> bool:
+        """Wait for a slot; ``report(position)`` whenever the place in the queue changes.
+        False when ``cancelled`` is set first."""
+        with self._changed:
+            self._waiting.append(job_id)
+            last = 0
+            try:
+                while True:
+                    place = self._waiting.index(job_id) + 1
+                    if place == 1 and len(self._running) < cap:
+                        self._waiting.remove(job_id)
+                        self._running.add(job_id)
+                        return True
+                    if cancelled.is_set():
+                        self._waiting.remove(job_id)
+                        return False
+                    if place != last:
+                        report(place)
+                        last = place
+                    self._changed.wait(0.25)
+            finally:
+                self._changed.notify_all()
+
+    def release(self, job_id: str) -> None:
+        with self._changed:
+            self._running.discard(job_id)
+            self._changed.notify_all()
+
+
+#: The server's one queue of audit workers.
+WORKER_QUEUE = _WorkerQueue()
+
+
 class WorkerAuditJob(AuditJob):
     """An audit run by ``python -m aflite_core.worker`` in a process of its own.
 
@@ -273,10 +365,17 @@ class WorkerAuditJob(AuditJob):
 
         outcome: dict[str, Any] | None = None
         log = None
+        slot = False
         try:
+            cap = max_audits()
             write_job(self.job_dir, self._dataset, self.config, runs_root=self._runs_root,
                       name=self._name)
             self._dataset = None  # the worker has its own copy now
+            slot = WORKER_QUEUE.wait(self.id, cap, self._cancel,
+                                     lambda place: self._queued(place, cap))
+            if not slot:
+                outcome = {"type": "cancelled"}
+                return
             log = (self.job_dir / "worker.log").open("w", encoding="utf-8")
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(
                 [str(REPO_ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
@@ -302,13 +401,25 @@ class WorkerAuditJob(AuditJob):
                 else:
                     outcome = {"type": kind, **event}
             self.exit_code = self.process.wait()
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             outcome = {"type": "error", "expected": True,
                        "message": f"the audit could not be started: {exc}"}
         finally:
+            if slot:
+                WORKER_QUEUE.release(self.id)
             if log is not None:
                 log.close()
-        self._finish(outcome)
+            self._finish(outcome)
+
+    def _queued(self, place: int, cap: int) -> None:
+        """Progress while waiting for a free worker: the place in the queue (not an audit
+        report: the ETA's clock does not start)."""
+        ahead = "next to start" if place == 1 else f"{place - 1} audit(s) ahead of it"
+        with self._lock:
+            self._last = {
+                "stage": "queued", "fraction": 0.0, "queue_position": place,
+                "message": (f"Waiting for a free audit worker: {ahead} (at most {cap} run at "
+                            f"once on this server; {MAX_AUDITS_VARIABLE} sets it)")}
 
     def _watch_cancel(self) -> None:
         """Terminate the worker if a cancel request is not honoured in time."""

@@ -29,6 +29,9 @@ from aflite_core.io.table_checks import check_column_count, check_duplicate_name
 
 #: Rows parsed before they become Arrow arrays (their Python strings are then freed).
 BATCH_ROWS = 65_536
+#: A batch is also cut once its cells hold this many characters: 65,536 rows of 60 MB cells
+#: were once held as Python strings whole before their Arrow copy was made (5x the file).
+BATCH_CHARS = 32 << 20
 #: The text dtype of a column read from CSV/TSV: pandas' ``str``, stored in Arrow.
 TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 #: Characters that decode to a byte-order mark at the start of the text.
@@ -186,6 +189,7 @@ class DelimitedBatches:
         header: list[str] | None = self.header
         rows: list[list[str]] = []
         row_starts: list[int] = []
+        held = 0  # characters of the rows held
         header_line = ncols = blank = 0
         first = 1  # the line the reader's first line is
         all_space = True
@@ -218,11 +222,12 @@ class DelimitedBatches:
                 else:
                     rows.append(row)
                     row_starts.append(start)
-                    if len(rows) >= BATCH_ROWS:
+                    held += sum(map(len, row))
+                    if len(rows) >= BATCH_ROWS or held >= BATCH_CHARS:
                         if not all_space:  # (an all-space file is "empty", said at the end)
                             self._check_names()
                         batch = self._batch(rows, row_starts, ncols)
-                        rows, row_starts = [], []  # their strings freed before the next
+                        rows, row_starts, held = [], [], 0  # freed before the next
                         yield batch
                         del batch
                 start = reader.line_num + first

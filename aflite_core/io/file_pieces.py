@@ -215,7 +215,7 @@ def file_pieces(source: Any, *, name: str | None = None, format: str | None = No
                 raise Unstreamable("a gzipped Parquet file")
             while inflow.read1(1 << 20):  # the content hash, as the whole read takes it
                 pass
-            pieces = _parquet_pieces(Path(source), label, max_bytes)
+            pieces = _parquet_pieces(Path(source), label, max_bytes, max_line_bytes)
             pieces._hash = inflow.hexdigest()
             return pieces
         if plan.format not in ("csv", "tsv", "jsonl"):
@@ -290,7 +290,8 @@ def _jsonl_pieces(inflow: Any, plan: Any, pieces: FilePieces) -> Iterator[RawTab
         pieces._hash = inflow.hexdigest()
 
 
-def _parquet_pieces(path: Path, name: str, max_bytes: int | None) -> FilePieces:
+def _parquet_pieces(path: Path, name: str, max_bytes: int | None,
+                    max_cell: int | None = None) -> FilePieces:
     """The row-group pieces of a Parquet file, its footer checked as the whole read does."""
     import functools
 
@@ -299,7 +300,7 @@ def _parquet_pieces(path: Path, name: str, max_bytes: int | None) -> FilePieces:
 
     with parquet_errors(name):
         pfile = pq.ParquetFile(path)
-        check_parquet_footer(pfile, name, max_bytes)
+        check_parquet_footer(pfile, name, max_bytes, max_cell=max_cell)
         schema = pfile.schema_arrow
         meta = pfile.metadata
     if any(pa.types.is_dictionary(f.type) for f in schema):
@@ -318,12 +319,13 @@ def _parquet_pieces(path: Path, name: str, max_bytes: int | None) -> FilePieces:
             group, before, rows = [], before + rows, 0
     if group:
         items.append((tuple(group), before))
-    read = functools.partial(read_parquet_piece, str(path), name, max_bytes)
+    read = functools.partial(read_parquet_piece, str(path), name, max_bytes, max_cell=max_cell)
     return FilePieces(name, "parquet", read=read, items=items, max_bytes=max_bytes)
 
 
 def read_parquet_piece(path: str, name: str, max_bytes: int | None,
-                       item: tuple[tuple[int, ...], int]) -> tuple[RawTable, dict]:
+                       item: tuple[tuple[int, ...], int], *, max_cell: int | None = None
+                       ) -> tuple[RawTable, dict]:
     """Some row groups of a Parquet file as the whole read reads them (a task a cluster's
     worker may run): ``item`` is ``(row groups, rows before them)``. Returns the piece and
     ``{"decoded": its decoded size}`` (0 without ``max_bytes``).
@@ -343,7 +345,8 @@ def read_parquet_piece(path: str, name: str, max_bytes: int | None,
     with parquet_errors(name):
         schema = pq.ParquetFile(path).schema_arrow
         frame, types, warnings, dropped, decoded = parquet_frame(
-            path, schema, name, max_bytes, row_groups=list(groups), rows_before=before)
+            path, schema, name, max_bytes, row_groups=list(groups), rows_before=before,
+            max_cell=max_cell)
     frame.index = pd.RangeIndex(len(frame))
     return RawTable(frame, name, "parquet", "", warnings=warnings, column_types=types,
                     dropped=dropped), {"decoded": decoded}

@@ -45,8 +45,9 @@ class DatasetFolderPieces:
     """The pieces of a ``datasets`` folder (a ``Dataset`` or a ``DatasetDict``), in order,
     with the streamed load's interface: :meth:`tables`, :meth:`part`, :meth:`join`."""
 
-    def __init__(self, path: Path, name: str, *, rows: int | None = None) -> None:
-        self.name, self._rows = name, rows or PIECE_ROWS
+    def __init__(self, path: Path, name: str, *, rows: int | None = None,
+                 max_cell: int | None = None) -> None:
+        self.name, self._rows, self._max_cell = name, rows or PIECE_ROWS, max_cell
         self._dict = (path / HF_DICT).is_file()
         self._splits = hf_dict_splits(path, name) if self._dict else [None]
         self._path = path
@@ -62,7 +63,7 @@ class DatasetFolderPieces:
             else:
                 folder, label = hf_split_folder(self._path, split, self.name), \
                     f"{self.name}/{split}"
-            pieces = _dataset_pieces(folder, label, self._rows)
+            pieces = _dataset_pieces(folder, label, self._rows, self._max_cell)
             self._pieces.append(pieces)
             self._counts.append(0)
             for piece in pieces.local():
@@ -97,25 +98,27 @@ class DatasetFolderPieces:
         return joined_splits(tables, [str(s) for s in self._splits], self.name, self._column)
 
 
-def _dataset_pieces(folder: Path, name: str, rows: int) -> FilePieces:
+def _dataset_pieces(folder: Path, name: str, rows: int, max_cell: int | None = None
+                    ) -> FilePieces:
     """A ``Dataset`` folder's pieces (:class:`~aflite_core.io.file_pieces.FilePieces` read
     here), its content hash the whole read's."""
     files, fingerprint = hf_data_files(folder, name)
     pieces = FilePieces(name, "arrow")
     pieces._hash = hf_digest(files, fingerprint)
     pieces._local = _batches_as_pieces(files, hf_features(folder / HF_INFO), name, rows,
-                                       pieces)
+                                       pieces, max_cell)
     return pieces
 
 
 def _batches_as_pieces(files: list[Path], labels: dict, name: str, rows: int,
-                       pieces: FilePieces) -> Iterator[RawTable]:
+                       pieces: FilePieces, max_cell: int | None = None
+                       ) -> Iterator[RawTable]:
     import pyarrow as pa
 
     group, held, schema = [], 0, None
     made = False
     for file in files:
-        for batch, file_schema in hf_batches(file, name):
+        for batch, file_schema in hf_batches(file, name, max_cell=max_cell):
             schema = schema or file_schema
             if batch is None:
                 continue

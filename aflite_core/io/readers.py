@@ -279,7 +279,7 @@ def _decode_error(
 
 
 def read_parquet(
-    data: bytes, name: str, max_bytes: int | None
+    data: bytes, name: str, max_bytes: int | None, *, max_cell: int | None = None,
 ) -> tuple[pd.DataFrame, dict, list[str], dict[str, str]]:
     """Read a Parquet file, keeping column types; returns ``(frame, arrow types, warnings,
     dropped columns)``.
@@ -293,14 +293,18 @@ def read_parquet(
     Binary columns (``bytes`` cells) are decoded as UTF-8 text with a warning; one that is not
     UTF-8 (an image, audio) is dropped with a warning, and refused, naming the column and
     record, only if a role names it (:func:`drop_unheld_columns`).
+
+    ``max_cell`` (the loader's ``max_line_bytes``) bounds each text or binary cell: its
+    length is read before the value is decoded, and the first cell past it is refused, naming
+    the column and the record.
     """
     import pyarrow.parquet as pq
 
     with parquet_errors(name):
         pfile = pq.ParquetFile(io.BytesIO(data))
-        check_parquet_footer(pfile, name, max_bytes)
+        check_parquet_footer(pfile, name, max_bytes, max_cell=max_cell)
         frame, types, warnings, dropped, _ = parquet_frame(
-            io.BytesIO(data), pfile.schema_arrow, name, max_bytes)
+            io.BytesIO(data), pfile.schema_arrow, name, max_bytes, max_cell=max_cell)
     if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0:
         frame = frame.reset_index()
     frame.index = pd.RangeIndex(len(frame))
@@ -323,6 +327,7 @@ def parquet_errors(name: str) -> Iterator[None]:
 
 def parquet_frame(source: Any, schema: Any, name: str, max_bytes: int | None, *,
                   row_groups: list[int] | None = None, rows_before: int = 0,
+                  max_cell: int | None = None,
                   ) -> tuple[pd.DataFrame, dict, list[str], dict[str, str], int]:
     """A Parquet file's rows (or its ``row_groups``') as a frame, read under ``max_bytes``
     (:func:`read_parquet_rows`), the columns the audit cannot hold dropped
@@ -331,18 +336,23 @@ def parquet_frame(source: Any, schema: Any, name: str, max_bytes: int | None, *,
     warnings: list[str] = []
     dropped: dict[str, str] = {}
     table, decoded = read_parquet_rows(source, schema, name, max_bytes, row_groups=row_groups,
-                                       rows_before=rows_before)
+                                       rows_before=rows_before, max_cell=max_cell)
     table = drop_unheld_columns(table, name, warnings, dropped)
     types = {str(f.name): str(f.type) for f in table.schema}
     return table.to_pandas(), types, warnings, dropped, decoded
 
 
-def check_parquet_footer(pfile: Any, name: str, max_bytes: int | None) -> None:
+def check_parquet_footer(pfile: Any, name: str, max_bytes: int | None, *,
+                         max_cell: int | None = None) -> None:
     """What a Parquet file's footer alone refuses: too many or duplicate columns, pages that
-    expand past ``max_bytes`` once decompressed, no rows (:func:`read_parquet`)."""
+    expand past ``max_bytes`` once decompressed, a text column whose cells average more than
+    ``max_cell`` bytes in a row group (a 30 KB file of three 300 MB cells: reading its
+    dictionary page alone took 1.2 GB), no rows (:func:`read_parquet`)."""
     meta = pfile.metadata
     schema = pfile.schema_arrow
     check_column_count(len(schema.names), name)
+    if max_cell is not None:
+        _check_mean_cells(meta, schema, name, max_cell)
     if max_bytes is not None:
         # the pages as stored once decompressed (a dictionary page of one huge value
         # counts here), before anything is read; the values' decoded size is counted
@@ -366,6 +376,28 @@ def check_parquet_footer(pfile: Any, name: str, max_bytes: int | None) -> None:
 _PARQUET_BATCH = 65_536
 
 
+def _check_mean_cells(meta: Any, schema: Any, name: str, max_cell: int) -> None:
+    """Refuse a row group whose text column, decompressed, holds more than ``max_cell``
+    bytes a row on average: one of its cells is over the limit, said before any is read."""
+    text = {f.name for f in schema if _is_text_type(f.type)}
+    for i in range(meta.num_row_groups):
+        group = meta.row_group(i)
+        if not group.num_rows:
+            continue
+        for j in range(group.num_columns):
+            column = group.column(j)
+            if column.path_in_schema not in text:
+                continue
+            mean = column.total_uncompressed_size / group.num_rows
+            if mean > max_cell:
+                raise DatasetFormatError(
+                    f"{name}: column {short_repr(column.path_in_schema)} holds "
+                    f"{_fmt_bytes(column.total_uncompressed_size)} in row group {i + 1} of "
+                    f"{group.num_rows:,} rows: its cells average {_fmt_bytes(int(mean))}, over "
+                    f"the limit of {_fmt_bytes(max_cell)} a cell (max_line_bytes={max_cell}); "
+                    "not read")
+
+
 def _is_text_type(typ: Any) -> bool:
     """Text or binary values, plain or dictionary-encoded in the file's Arrow schema (a
     column written from a pandas Categorical is typed ``dictionary<string>``)."""
@@ -379,15 +411,16 @@ def _is_text_type(typ: Any) -> bool:
 
 def read_parquet_rows(source: Any, schema: Any, name: str, max_bytes: int | None, *,
                       row_groups: list[int] | None = None, rows_before: int = 0,
-                      ) -> tuple[Any, int]:
+                      max_cell: int | None = None) -> tuple[Any, int]:
     """The table (or its ``row_groups``), read batch by batch under a running budget of
-    decoded bytes; returns ``(table, decoded bytes)`` (0 without ``max_bytes``).
-    ``rows_before``: rows of the file before these (for the message)."""
+    decoded bytes, each text cell within ``max_cell``; returns ``(table, decoded bytes)``
+    (0 without ``max_bytes``). ``rows_before``: rows of the file before these (for the
+    message)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    if max_bytes is None:
+    if max_bytes is None and max_cell is None:
         pfile = pq.ParquetFile(source)
         return (pfile.read() if row_groups is None else pfile.read_row_groups(row_groups)), 0
     text_columns = [f.name for f in schema if _is_text_type(f.type)]
@@ -401,8 +434,10 @@ def read_parquet_rows(source: Any, schema: Any, name: str, max_bytes: int | None
             if pa.types.is_dictionary(field_.type) and field_.name in text_columns:
                 # the decoded size: each row's value length, plus offsets and validity
                 lengths = pc.binary_length(column.dictionary).take(column.indices)
+                if max_cell is not None:
+                    check_cell_lengths(lengths, max_cell, name, field_.name, rows)
                 budget += int(pc.sum(lengths).as_py() or 0) + 9 * len(column)
-                if budget > max_bytes:
+                if max_bytes is not None and budget > max_bytes:
                     break
                 # decoded to the file's own type (within budget), or kept a dictionary with
                 # the file's index width when the file stores one (a pandas Categorical)
@@ -410,11 +445,51 @@ def read_parquet_rows(source: Any, schema: Any, name: str, max_bytes: int | None
             else:  # (a column typed as dictionary stays one: pandas keeps a Categorical)
                 budget += column.nbytes
             columns.append(column)
-        if budget > max_bytes:
+        if max_bytes is not None and budget > max_bytes:
             raise parquet_budget_error(name, max_bytes, rows + len(batch))
         rows += len(batch)
         batches.append(pa.RecordBatch.from_arrays(columns, names=batch.schema.names))
     return pa.Table.from_batches(batches, schema=schema), budget
+
+
+def check_cell_lengths(lengths: Any, max_cell: int, name: str, column: Any,
+                       rows_before: int) -> None:
+    """Refuse the first cell whose length (an Arrow array of byte lengths, one per row) is
+    over ``max_cell``, naming the column and its record (1-based, ``rows_before`` rows of the
+    source before these).
+
+    Raises
+    ------
+    DatasetFormatError
+        A cell over ``max_cell`` bytes.
+    """
+    import pyarrow.compute as pc
+
+    longest = pc.max(lengths).as_py()
+    if longest is None or longest <= max_cell:
+        return
+    first = int(pc.index(pc.greater(lengths, max_cell), True).as_py())
+    size = int(lengths[first].as_py())
+    raise DatasetFormatError(
+        f"{name}: record {rows_before + first + 1:,}, column {short_repr(column)}: a cell of "
+        f"{_fmt_bytes(size)}, over the limit of {_fmt_bytes(max_cell)} a cell "
+        f"(max_line_bytes={max_cell}); not read")
+
+
+def check_batch_cells(batch: Any, max_cell: int | None, name: str, rows_before: int) -> None:
+    """:func:`check_cell_lengths` over every text or binary column of an Arrow record
+    batch (a ``datasets`` folder's, read memory-mapped: lengths come from the offsets)."""
+    if max_cell is None:
+        return
+    import pyarrow.compute as pc
+
+    for field_, column in zip(batch.schema, batch.columns, strict=True):
+        if _is_text_type(field_.type):
+            values = column.dictionary if hasattr(column, "dictionary") else column
+            lengths = pc.binary_length(values)
+            if hasattr(column, "indices"):
+                lengths = lengths.take(column.indices)
+            check_cell_lengths(lengths, max_cell, name, field_.name, rows_before)
 
 
 def parquet_budget_error(name: str, max_bytes: int, rows: int) -> DatasetSizeError:
@@ -576,7 +651,8 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
     sniffed, codec, guard = plan.format, plan.codec, plan.guard
     if sniffed == "parquet":
         data = inflow.read_all()
-        frame, types, warnings, dropped = read_parquet(data, label, max_bytes)
+        frame, types, warnings, dropped = read_parquet(data, label, max_bytes,
+                                                       max_cell=max_line_bytes)
         return RawTable(frame, label, sniffed, inflow.hexdigest(), warnings=warnings,
                         column_types=types, dropped=dropped)
     if sniffed == "jsonl":  # streamed a line at a time

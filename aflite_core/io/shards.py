@@ -42,6 +42,7 @@ from aflite_core.io.readers import (
     DatasetFormatError,
     DatasetSizeError,
     RawTable,
+    check_batch_cells,
     drop_unheld_columns,
     format_from_name,
     read_table,
@@ -80,7 +81,7 @@ def read_source(source: Any, *, name: str | None = None, format: str | None = No
                           max_bytes=max_bytes, max_line_bytes=max_line_bytes)
     return read_sharded(source, name=name or sharded_name(source),
                         reader=shard_reader(format, encoding, max_line_bytes),
-                        max_bytes=max_bytes, map_shards=map_shards)
+                        max_bytes=max_bytes, map_shards=map_shards, max_cell=max_line_bytes)
 
 
 def sharded_name(source: str | os.PathLike) -> str:
@@ -170,7 +171,8 @@ def _check_inside(path: Path, source: str, roots: list[Path]) -> None:
 
 
 def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None,
-                 map_shards: Callable | None = None) -> RawTable:
+                 map_shards: Callable | None = None, max_cell: int | None = MAX_LINE_BYTES
+                 ) -> RawTable:
     """Read a folder or a glob of shards, or a ``datasets`` folder, as one table.
 
     Parameters
@@ -191,6 +193,9 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
         that cannot open a shard (the path is not on storage they share) leave the reading
         to this process, with a warning. Default: one shard after another, here. A
         ``datasets`` folder is always read here.
+    max_cell : int or None
+        Bound on each text cell of a ``datasets`` folder's Arrow files (shards: the
+        ``reader``'s own ``max_line_bytes``).
 
     Raises
     ------
@@ -205,8 +210,8 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
         # Arrow files hold the values as they are in memory: their size is what is read
         check_total_size(hf_folder_files(path, name), name, max_bytes)
         if (path / HF_DICT).is_file():
-            return _read_hf_dict(path, name)
-        return _read_hf_dataset(path, name)
+            return _read_hf_dict(path, name, max_cell)
+        return _read_hf_dataset(path, name, max_cell)
     files = _shard_files(source, name)
     check_total_size(files, name, max_bytes)
     read_by, notice = "local", None
@@ -428,10 +433,11 @@ def reconcile_types(frames: list[pd.DataFrame], names: list[str], name: str, *,
 # -------------------------------------------------------------- Hugging Face datasets
 
 
-def _read_hf_dict(path: Path, name: str) -> RawTable:
+def _read_hf_dict(path: Path, name: str, max_cell: int | None = None) -> RawTable:
     """A ``DatasetDict`` folder: each split's Dataset, its key in the split column."""
     splits = hf_dict_splits(path, name)
-    tables = [_read_hf_dataset(hf_split_folder(path, split, name), f"{name}/{split}")
+    tables = [_read_hf_dataset(hf_split_folder(path, split, name), f"{name}/{split}",
+                               max_cell)
               for split in splits]
     return _join_splits(tables, splits, name)
 
@@ -476,7 +482,12 @@ def _entry_inside(folder: Path, entry: Any, what: str, index_file: str, name: st
         raise DatasetFormatError(f"{name}: {index_file} names the {what} {shown}; expected "
                                  "the name of an entry of the folder")
     parts = Path(entry).parts
-    if Path(entry).is_absolute() or ".." in parts or "\\" in entry:
+    if Path(entry).is_absolute():  # named by its last part: a page shows no server path
+        raise DatasetFormatError(
+            f"{name}: {index_file} names the {what} {short_repr('…/' + Path(entry).name)} by "
+            "an absolute path, which is not inside the folder; every name must be relative "
+            "to it, without '..'")
+    if ".." in parts or "\\" in entry:
         raise DatasetFormatError(
             f"{name}: {index_file} names the {what} {shown}, which is not inside the folder; "
             "every name must be relative to it, without '..'")
@@ -554,14 +565,14 @@ def joined_splits(tables: list[RawTable], splits: list[str], name: str,
     return out
 
 
-def _read_hf_dataset(path: Path, name: str) -> RawTable:
+def _read_hf_dataset(path: Path, name: str, max_cell: int | None = None) -> RawTable:
     """A ``Dataset`` folder: its Arrow stream files, in ``state.json``'s order."""
     import pyarrow as pa
 
     files, fingerprint = hf_data_files(path, name)
     batches, schema = [], None
     for file in files:
-        for batch, file_schema in hf_batches(file, name):
+        for batch, file_schema in hf_batches(file, name, max_cell=max_cell):
             schema = schema or file_schema
             if batch is not None:
                 batches.append(batch)
@@ -588,10 +599,11 @@ def hf_data_files(path: Path, name: str) -> tuple[list[Path], Any]:
     return files, state.get("_fingerprint")
 
 
-def hf_batches(file: Path, name: str) -> Any:
+def hf_batches(file: Path, name: str, *, max_cell: int | None = None) -> Any:
     """The record batches of one Arrow file of a ``datasets`` folder (a stream, or an IPC
     file), each with the file's schema, read as they are taken (memory-mapped); first
-    ``(None, schema)`` (a file may hold no batch)."""
+    ``(None, schema)`` (a file may hold no batch). Each batch is validated (a damaged body
+    is refused, naming the file) and its text cells held to ``max_cell`` bytes."""
     import pyarrow as pa
 
     try:
@@ -602,12 +614,18 @@ def hf_batches(file: Path, name: str) -> Any:
                 source.seek(0)
                 reader = pa.ipc.open_file(source)
                 yield None, reader.schema
+                rows = 0
                 for i in range(reader.num_record_batches):
-                    yield _checked(reader.get_batch(i), file, i, name), reader.schema
+                    batch = _checked(reader.get_batch(i), file, i, name, max_cell, rows)
+                    rows += batch.num_rows
+                    yield batch, reader.schema
             else:
                 yield None, stream.schema
+                rows = 0
                 for i, batch in enumerate(stream):
-                    yield _checked(batch, file, i, name), stream.schema
+                    batch = _checked(batch, file, i, name, max_cell, rows)
+                    rows += batch.num_rows
+                    yield batch, stream.schema
     except FileNotFoundError:
         raise DatasetFormatError(f"{name}: {HF_STATE} lists {short_repr(file.name)}, which is "
                                  "missing") from None
@@ -618,7 +636,8 @@ def hf_batches(file: Path, name: str) -> Any:
                                  "save it again") from None
 
 
-def _checked(batch: Any, file: Path, index: int, name: str) -> Any:
+def _checked(batch: Any, file: Path, index: int, name: str, max_cell: int | None,
+             rows_before: int) -> Any:
     """A record batch whose buffers are what its schema says (offsets in bounds, text valid
     UTF-8): a memory-mapped batch is not checked when read, and a damaged body once failed
     later, deep in the loader, with the file's bytes in the message."""
@@ -631,6 +650,7 @@ def _checked(batch: Any, file: Path, index: int, name: str) -> Any:
             f"{name}: {short_repr(file.name)} is damaged: its record batch {index + 1} does "
             f"not hold what its schema says ({type(exc).__name__}); save the datasets folder "
             "again") from None
+    check_batch_cells(batch, max_cell, f"{name}/{file.name}", rows_before)
     return batch
 
 

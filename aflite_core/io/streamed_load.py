@@ -138,7 +138,8 @@ def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
         # the Arrow files hold the values as they are in memory: their size is what is read
         shards.check_total_size(shards.hf_folder_files(path_, name), name,
                                  read_options["max_bytes"])
-        stream: _Shards | _Pieces | DatasetFolderPieces = DatasetFolderPieces(path_, name)
+        stream: _Shards | _Pieces | DatasetFolderPieces = DatasetFolderPieces(
+            path_, name, max_cell=read_options["max_line_bytes"])
     elif folder or shards.looks_like_glob(source):
         stream = _Shards(source, name, read_options, map_shards)
     else:

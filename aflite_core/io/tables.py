@@ -144,7 +144,8 @@ def part_name(final_name: str, token: str | None = None) -> str:
 def sweep_stale_parts(folder: str | os.PathLike, *, prefix: str = ".",
                       max_age: float = STALE_PART_SECONDS) -> list[Path]:
     """Remove ``.part-`` temporary files in ``folder`` (only those whose name starts with
-    ``prefix``) older than ``max_age`` seconds: left by a process killed mid-export."""
+    ``prefix``) left by a process killed mid-export: at once when no process holds one's lock
+    (:func:`_hold`), else once older than ``max_age`` seconds."""
     import time
 
     removed: list[Path] = []
@@ -160,7 +161,7 @@ def sweep_stale_parts(folder: str | os.PathLike, *, prefix: str = ".",
         try:
             if entry.is_symlink() or not entry.is_file():
                 continue
-            if now - entry.stat().st_mtime >= max_age:
+            if now - entry.stat().st_mtime >= max_age or _abandoned(entry):
                 entry.unlink()
                 removed.append(entry)
         except OSError:
@@ -185,8 +186,40 @@ def _open_target(out: str | os.PathLike | IO[bytes], overwrite: bool,
     if not final.parent.is_dir():
         raise FileNotFoundError(f"folder {final.parent} of the export target does not exist")
     tmp = final.parent / part_name(final.name)
-    sweep_stale_parts(final.parent, prefix=tmp.name.split(PART_MARKER)[0] + PART_MARKER)
-    return open(tmp, "wb"), tmp, final  # noqa: SIM115 - closed by _finish
+    sweep_stale_parts(final.parent)
+    handle = open(tmp, "wb")  # noqa: SIM115 - closed by _finish
+    _hold(handle)
+    return handle, tmp, final
+
+
+def _hold(handle: IO[bytes]) -> None:
+    """Lock the open temporary file for as long as this process has it open: the lock goes
+    with the process, so a later export's sweep can tell a killed export's file (unlocked)
+    from one still being written (locked) at once, instead of waiting a day."""
+    try:
+        import fcntl
+
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except (ImportError, OSError):  # no flock here (Windows, some network file systems)
+        pass
+
+
+def _abandoned(path: Path) -> bool:
+    """Whether no process holds the temporary file ``path`` open for writing (its lock,
+    :func:`_hold`, can be taken); False where locks cannot be taken."""
+    try:
+        import fcntl
+    except ImportError:
+        return False
+    try:
+        with open(path, "rb") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return False  # locked: an export in progress
+            return True
+    except OSError:
+        return False
 
 
 def _finish(handle, tmp: Path | None, final: Path | None, ok: bool) -> None:
@@ -197,10 +230,20 @@ def _finish(handle, tmp: Path | None, final: Path | None, ok: bool) -> None:
     """
     if tmp is None:
         return
+    renamed = False
     try:
-        handle.close()
         if ok:
+            handle.flush()  # a full disk raises here, before the rename
+            # renamed while still open (and locked): a sweep never sees it unlocked
             os.replace(tmp, final)
+            renamed = True
+        handle.close()
+    except BaseException:
+        with contextlib.suppress(OSError):
+            handle.close()
+        if renamed:
+            final.unlink(missing_ok=True)
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 

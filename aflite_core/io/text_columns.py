@@ -165,8 +165,8 @@ def text_hashes(series: pd.Series, transform: Callable[[Any], Any] | None = None
     if data is None:
         data = pa.chunked_array([pa.array(texts(series), type=pa.large_string())])
     out = np.empty(len(data), dtype=np.uint64)
-    for start in range(0, len(data), _HASH_ROWS):
-        block = pc.fill_null(data.slice(start, _HASH_ROWS), "")
+    for start, size in byte_blocks(data, _HASH_ROWS):
+        block = pc.fill_null(data.slice(start, size), "")
         if transform is not None:
             block = transform(block)
         values = block.to_numpy(zero_copy_only=False)
@@ -174,6 +174,34 @@ def text_hashes(series: pd.Series, transform: Callable[[Any], Any] | None = None
     if missing_apart:
         out[missing_mask(series)] = MISSING_HASH
     return out
+
+
+#: Characters a block of texts made Python strings may hold (:func:`byte_blocks`).
+BLOCK_BYTES = 32 << 20
+
+
+def byte_blocks(data: Any, max_rows: int, max_bytes: int = BLOCK_BYTES
+                ) -> Iterator[tuple[int, int]]:
+    """``(start, rows)`` blocks over an Arrow text array: at most ``max_rows`` rows and,
+    past its first row, at most ``max_bytes`` bytes of text each, so what a block becomes
+    as Python strings is bounded whatever the cells' sizes (16 cells of 60 MB were once one
+    block of 960 MB). A block of ``max_rows`` rows within ``max_bytes`` is not looked into."""
+    n = len(data)
+    for first in range(0, n, max_rows):
+        rows = min(max_rows, n - first)
+        block = data.slice(first, rows)
+        if block.nbytes <= max_bytes:
+            yield first, rows
+            continue
+        lengths = pc.fill_null(pc.binary_length(block), 0).to_numpy()
+        ends = np.cumsum(lengths, dtype=np.int64)
+        start = 0
+        while start < rows:
+            before = ends[start - 1] if start else 0
+            stop = int(np.searchsorted(ends, before + max_bytes, side="right"))
+            stop = max(start + 1, min(stop, rows))
+            yield first + start, stop - start
+            start = stop
 
 
 def missing_mask(series: pd.Series) -> np.ndarray:

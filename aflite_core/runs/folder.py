@@ -680,7 +680,9 @@ def load_run(path: str | os.PathLike) -> AuditRun:
     problem = summary_problem(run.summary)
     if problem:
         raise RunError(f"run {run.path.name} is damaged: {SUMMARY_FILE}: {problem}")
-    problem = scores_problem(run.check_scores(), run.summary)  # not kept: read on use
+    problem = run_damage(run.path, run.summary)  # footers only: a truncated table
+    if not problem:
+        problem = scores_problem(run.check_scores(), run.summary)  # not kept: read on use
     if problem:
         raise RunError(f"run {run.path.name} is damaged: {problem}")
     return run

@@ -44,6 +44,7 @@ Source: Le Bras et al., *Adversarial Filters of Dataset Biases*, ICML 2020, Algo
 #: Progress stage names: the pipeline's own stages, then one per registered measure.
 STAGES = {
     "start": "starting",
+    "queued": "waiting for a free audit worker",
     "representation": "building the representation",
     "aflite": "filtering",
     **{m.name: m.label for m in registry.measures()},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -105,6 +106,9 @@ def upload_panel(page: str) -> None:
     sha = cache.upload_digest(uploaded)
     try:
         columns, preview = cache.read_columns(data, uploaded.name, encoding=encoding, key=sha)
+    except MemoryError:  # ArrowMemoryError too: the file, not the server, is the problem
+        components.show_error(OUT_OF_MEMORY.format(name=uploaded.name))
+        return
     except (ValueError, OSError) as exc:
         hint = "Check the file and upload it again."
         if "decode" in str(exc) or "encoding" in str(exc):
@@ -117,6 +121,13 @@ def upload_panel(page: str) -> None:
                  load=lambda mapping: cache.load_upload(data, uploaded.name, key=sha,
                                                         **mapping),
                  origin="upload")
+
+
+#: The one notice of an input that needs more memory than the server has to read.
+OUT_OF_MEMORY = ("{name}: reading it needs more memory than this server has; nothing was "
+                 "loaded. Its cells may be very large: check the file, or audit it from the "
+                 "command line (python -m aflite_core run), which refuses cells over "
+                 "--max-line-bytes.")
 
 
 def path_panel(page: str) -> None:
@@ -133,6 +144,9 @@ def path_panel(page: str) -> None:
     try:
         stamp = cache.path_stamp(path)
         columns, preview = cache.read_path_columns(path, stamp)
+    except MemoryError:
+        components.show_error(OUT_OF_MEMORY.format(name=Path(path).name))
+        return
     except (ValueError, OSError) as exc:
         components.show_error(str(exc), hint="Check the path: it is read on the machine that "
                                              "runs the dashboard.")
@@ -218,6 +232,9 @@ def mapping_form(page: str, label: str, columns: list[str], preview: pd.DataFram
         return
     try:
         dataset = load(mapping)
+    except MemoryError:
+        components.show_error(OUT_OF_MEMORY.format(name=label))
+        return
     except (ValueError, OSError) as exc:
         components.show_error(str(exc))
         return

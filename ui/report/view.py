@@ -343,7 +343,13 @@ def measure_section(run: Any, measure: Measure, state: str = "ok") -> None:
     if not box.open:
         return
     with box:
-        _measure_body(run, measure, state)
+        try:
+            _measure_body(run, measure, state)
+        except (ValueError, OSError) as exc:  # a damaged file of this measure: the rest stands
+            components.show_error(
+                f"{measure.label} cannot be shown: {exc}",
+                hint="The other sections read other files; rerun the audit to rewrite this "
+                     "one.")
 
 
 def _measure_body(run: Any, measure: Measure, state: str) -> None:
