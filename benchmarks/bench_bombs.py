@@ -29,7 +29,8 @@ refused at that line.
 
 With ``--cells`` it loads the two shapes of issue 60 the same way: a gzip CSV of 16 rows
 whose premise is 60 MB each (each line under the 64 MiB line limit; about 1 MB on disk,
-960 MB decoded), which must be read within 2x its decoded size + 300 MB, and a Parquet file
+960 MB decoded; and the same rows as JSON Lines), which must be read within 2x its decoded
+size + 300 MB, and a Parquet file
 of 3 cells of 300 MB each (about 30 KB on disk), which the cell limit (``--max-line-bytes``,
 64 MiB) must refuse before any cell is decoded.
 
@@ -241,6 +242,19 @@ def make_big_cells_csv(path: Path, rows: int = 16, cell: int = 60 << 20) -> int:
     return size
 
 
+def make_big_cells_jsonl(path: Path, rows: int = 16, cell: int = 60 << 20) -> int:
+    """The same 16 x 60 MB cells as JSON Lines (gzip); returns the decoded size."""
+    size = 0
+    value = "word " * (cell // 5)
+    with gzip.open(path, "wb", compresslevel=6) as fh:
+        for i in range(rows):
+            line = json.dumps({"premise": value, "hypothesis": f"hypothesis {i}",
+                               "label": "ab"[i % 2]}).encode() + b"\n"
+            fh.write(line)
+            size += len(line)
+    return size
+
+
 def make_big_cells_parquet(path: Path, rows: int = 3, cell: int = 300 << 20) -> int:
     """A Parquet file of ``rows`` rows whose premise is ``cell`` bytes each (dictionary
     encoded and compressed: a few KB); returns the decoded size."""
@@ -263,6 +277,8 @@ def large_cells() -> int:
     print(f"{'input':<34} {'file':>9} {'decoded':>9} {'peak RSS':>9} {'goal':>9}  outcome")
     with tempfile.TemporaryDirectory() as tmp:
         jobs = [("16 x 60 MB cells (.csv.gz)", Path(tmp) / "cells.csv.gz", make_big_cells_csv),
+                ("16 x 60 MB cells (.jsonl.gz)", Path(tmp) / "cells.jsonl.gz",
+                 make_big_cells_jsonl),
                 ("3 x 300 MB cells (.parquet)", Path(tmp) / "cells.parquet",
                  make_big_cells_parquet)]
         for label, path, make in jobs:

@@ -34,6 +34,7 @@ from hostile_cases import (
     PARAMETER_CASES,
     PATH_CASES,
     PICKLE_SENTINEL,
+    RUN_CASES,
     RUN_NAMES,
     Case,
     N,
@@ -518,7 +519,7 @@ def test_every_case_is_documented() -> None:
     """docs/hostile-inputs.md lists every case of the table (and nothing is renamed away)."""
     doc = (REPO_ROOT / "docs" / "hostile-inputs.md").read_text(encoding="utf-8")
     ids = [c.id for c in CASES] + [c[0] for c in (*PARAMETER_CASES, *ARGPARSE_CASES,
-                                                  *PATH_CASES)]
+                                                  *PATH_CASES)] + [c.id for c in RUN_CASES]
     assert len(set(ids)) == len(ids)
     assert [i for i in ids if f"`{i}`" not in doc] == []
 

@@ -267,8 +267,12 @@ def test_stale_part_files_are_swept(tmp_path):
     for p in (stale, young):
         p.write_bytes(b"half")
     _age(stale, 2 * DAY)
-    cleanup_stale(root)
-    assert not stale.exists() and young.exists()
+    with open(young, "ab") as writing:  # an export in progress holds its file's lock
+        tables._hold(writing)
+        cleanup_stale(root)
+        assert not stale.exists() and young.exists()
+    cleanup_stale(root)  # its writer gone (the lock with it): swept at once
+    assert not young.exists()
     # the next export to the same target sweeps a stale one next to it
     out = tmp_path / "all.csv"
     left = tmp_path / ".all.csv.part-0123abcd"
@@ -276,6 +280,49 @@ def test_stale_part_files_are_swept(tmp_path):
     _age(left, 2 * DAY)
     export_run(root / "r", "all", out)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["all.csv", "runs"]
+
+
+KILLED_EXPORT = textwrap.dedent('''
+    import os, sys
+    from aflite_core.io import tables
+    handle, tmp, final = tables._open_target(sys.argv[1], False)
+    handle.write(b"half of an export")
+    handle.flush()
+    print(tmp.name, flush=True)
+    os.kill(os.getpid(), 9)  # killed mid-export: its .part file stays behind
+''')
+
+HELD_EXPORT = textwrap.dedent('''
+    import sys, time
+    from aflite_core.io import tables
+    handle, tmp, final = tables._open_target(sys.argv[1], False)
+    print(tmp.name, flush=True)
+    sys.stdin.readline()  # an export in progress until told to stop
+''')
+
+
+def test_a_killed_exports_part_file_is_swept_by_the_next_export_at_once(tmp_path):
+    """Its lock died with it: the next export to the folder removes it without waiting a
+    day, and keeps the .part file of an export that is still being written (locked)."""
+    root = tmp_path / "runs"
+    path = make_run(root, "r")
+    out = tmp_path / "out"
+    out.mkdir()
+    killed = subprocess.run([sys.executable, "-c", KILLED_EXPORT, str(out / "a.csv")],
+                            env=ENV, capture_output=True, text=True, timeout=60)
+    assert killed.returncode == -9
+    left = out / killed.stdout.strip()
+    assert left.exists()
+    held = subprocess.Popen([sys.executable, "-c", HELD_EXPORT, str(out / "b.csv")],
+                            env=ENV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        busy = out / held.stdout.readline().strip()
+        assert busy.exists()
+        export_run(path, "all", out / "c.csv")  # another target in the same folder
+        assert not left.exists() and busy.exists()
+        assert sorted(p.name for p in out.iterdir()) == sorted([busy.name, "c.csv"])
+    finally:
+        held.communicate("\n", timeout=30)
 
 
 def test_export_temp_name_fits_when_the_target_name_fits(tmp_path):

@@ -114,3 +114,51 @@ def test_worker_errors_are_messages(tmp_path):
                            job_dir=tmp_path / "s")
     assert job.join(120)
     assert job.state == jobs.FAILED and job.error.startswith("target_size"), job.error
+
+
+def test_audit_workers_beyond_the_cap_wait_in_a_queue_showing_their_place(dataset, tmp_path,
+                                                                          monkeypatch):
+    """With AFLITE_MAX_AUDITS=1 a second and third audit wait (their place shown, no worker
+    process started) until the first ends; cancelling a queued audit leaves the queue."""
+    monkeypatch.setenv(jobs.MAX_AUDITS_VARIABLE, "1")
+    first = jobs.start_audit(dataset, _slow_config(), runs_root=tmp_path / "a",
+                             job_dir=tmp_path / "s")
+    assert _wait(first, lambda: first.process is not None)
+    second = jobs.start_audit(dataset, AuditConfig(**FAST), runs_root=tmp_path / "b",
+                              job_dir=tmp_path / "s")
+    third = jobs.start_audit(dataset, AuditConfig(**FAST), runs_root=tmp_path / "c",
+                             job_dir=tmp_path / "s")
+    assert _wait(third, lambda: third.snapshot().get("queue_position") == 2), third.snapshot()
+    snap = second.snapshot()
+    assert snap["stage"] == "queued" and snap["queue_position"] == 1
+    assert "next to start" in snap["message"] and "at most 1 run at once" in snap["message"]
+    assert "1 audit(s) ahead of it" in third.snapshot()["message"]
+    assert second.process is None and third.process is None  # no worker while queued
+    assert snap["eta"] is None  # the ETA's clock has not started
+    third.cancel()
+    assert third.join(30) and third.state == jobs.CANCELLED
+    assert jobs.WORKER_QUEUE.position(third.id) == 0
+    first.cancel()
+    assert first.join(60)
+    assert second.join(300) and second.state == jobs.DONE, second.error
+    assert jobs.WORKER_QUEUE.running() == 0
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])
+def test_a_bad_worker_cap_is_one_message_naming_the_variable(value, dataset, tmp_path,
+                                                             monkeypatch):
+    monkeypatch.setenv(jobs.MAX_AUDITS_VARIABLE, value)
+    job = jobs.start_audit(dataset, AuditConfig(**FAST), runs_root=tmp_path / "r",
+                           job_dir=tmp_path / "s")
+    assert job.join(60) and job.state == jobs.FAILED
+    assert "AFLITE_MAX_AUDITS: expected a whole number >= 1" in job.error, job.error
+
+
+def test_the_default_cap_follows_cores_and_memory(monkeypatch):
+    monkeypatch.setattr(jobs.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(jobs.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096}.get(
+        name, (3 << 30) // 4096))  # 3 GiB of memory: 3 workers of 1 GiB, though 4 cores
+    assert jobs.default_max_audits() == 3
+    monkeypatch.setattr(jobs.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096}.get(
+        name, (256 << 20) // 4096))  # too little memory for one: still one
+    assert jobs.default_max_audits() == 1

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from aflite_core.errors import ColumnError, DatasetFormatError
-from aflite_core.io.delimited import TEXT_DTYPE
+from aflite_core.errors import ColumnError, DatasetFormatError, DatasetSizeError
+from aflite_core.io.delimited import BATCH_CHARS, TEXT_DTYPE
 from aflite_core.io.inflow import nul_error
 from aflite_core.io.table_checks import check_column_count, short_repr
 
@@ -149,12 +149,14 @@ class _RecordColumns:
         self.lines: list[np.ndarray] = []
         self.n_records = 0
         self._flushed = 0
+        self._held = 0  # characters of the batch's text values
 
     def add(self, record: dict, line: int) -> None:
         self.batch.append(record)
         self.numbers.append(line)
         self.n_records += 1
-        if len(self.batch) >= BATCH_RECORDS:
+        self._held += sum(len(v) for v in record.values() if type(v) is str)
+        if len(self.batch) >= BATCH_RECORDS or self._held >= BATCH_CHARS:
             self.flush()
 
     def flush(self) -> None:
@@ -173,7 +175,7 @@ class _RecordColumns:
                 chunks.append(values)
         self.lines.append(np.asarray(self.numbers, dtype=np.int64))
         self._flushed += len(self.batch)
-        self.batch, self.numbers = [], []
+        self.batch, self.numbers, self._held = [], [], 0
 
     def frame(self, warnings: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
         self.flush()
@@ -195,6 +197,28 @@ class _RecordColumns:
             data[key] = _column(key, values, self.name, warnings,
                                 lambda i: f"line {lines[i]}")
         return pd.DataFrame(data, copy=False), lines
+
+
+#: The largest JSON document (an array of records) read, in bytes: it is parsed whole, into
+#: Python objects of several times its size; JSON Lines are read a record at a time.
+MAX_JSON_DOCUMENT_BYTES = 64 << 20
+
+
+def check_json_document_size(size: int, name: str) -> None:
+    """Refuse a JSON document over :data:`MAX_JSON_DOCUMENT_BYTES` before it is parsed.
+
+    Raises
+    ------
+    DatasetSizeError
+        The document is larger.
+    """
+    if size > MAX_JSON_DOCUMENT_BYTES:
+        raise DatasetSizeError(
+            f"{name}: a JSON document of {size / 2**20:,.1f} MiB; documents (one array of "
+            f"records) are parsed whole and may be at most {MAX_JSON_DOCUMENT_BYTES >> 20} MiB "
+            "(its objects would take several times that in memory). Save it as JSON Lines, "
+            "one record a line (e.g. jq -c '.[]' data.json > data.jsonl), which is read a "
+            "record at a time whatever its size")
 
 
 def read_json(text: str, name: str) -> tuple[pd.DataFrame, None, list[str]]:

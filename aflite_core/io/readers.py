@@ -67,7 +67,12 @@ from aflite_core.io.inflow import (  # noqa: F401 - special_file_kind: re-export
     open_input,
     special_file_kind,
 )
-from aflite_core.io.json_tables import looks_like_jsonl, read_json, read_jsonl
+from aflite_core.io.json_tables import (
+    check_json_document_size,
+    looks_like_jsonl,
+    read_json,
+    read_jsonl,
+)
 from aflite_core.io.line_limit import MAX_LINE_BYTES, LineGuard
 from aflite_core.io.table_checks import (  # noqa: F401 - re-exported
     MAX_COLUMNS,
@@ -689,6 +694,8 @@ def _read_text_table(
     ``explicit``: the format was named with ``format=`` (a ``.json`` suffix alone does not
     stop JSON Lines content from being read as such).
     """
+    if fmt in ("json", None) and data.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"[":
+        check_json_document_size(len(data), name)  # a document, parsed whole
     text, used = decode_text(data, name, encoding)
     warnings: list[str] = []
     extra_boms = len(text) - len(text.lstrip("\ufeff"))
