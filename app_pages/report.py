@@ -36,14 +36,14 @@ st.caption("Each section below is drawn when you open it (a closed one costs not
            "HTML report under Downloads holds them all.")
 breakdown = report_view.lazy_section("breakdown", "**Removal rate by column**")
 if breakdown.open:
-    with breakdown:
+    with breakdown, components.shown_errors("The removal rate by column"):
         breakdown_view.report_panel(run, path)
 states = run.measure_states()
 for measure in registry.measures():
     report_view.measure_section(run, measure, states[measure.name])
 stages = report_view.lazy_section("stages", "**Stages: time, and where each ran**")
 if stages.open:
-    with stages:
+    with stages, components.shown_errors("The stages"):
         report_view.stages(run)
 failed = {k: v for k, v in run.measures.items() if isinstance(v, dict)
           and v.get("status") not in (None, "ok") and k not in states}

@@ -1010,6 +1010,17 @@ def _truncate(name: str) -> Callable[[Path], None]:
     return damage
 
 
+def _zero_middle(name: str, span: int = 2000) -> Callable[[Path], None]:
+    def damage(run: Path) -> None:
+        path = run / name
+        body = bytearray(path.read_bytes())
+        middle = len(body) // 3
+        body[middle:middle + span] = bytes(min(span, len(body) - middle))
+        path.write_bytes(bytes(body))
+
+    return damage
+
+
 def _write(name: str, content: bytes) -> Callable[[Path], None]:
     def damage(run: Path) -> None:
         (run / name).write_bytes(content)
@@ -1054,6 +1065,10 @@ RUN_CASES: list[RunCase] = [
             "message with the server's path)", ("dataset.parquet is unreadable",)),
     RunCase("scores-parquet-truncated", _truncate("scores.parquet"),
             "listed as damaged", ("scores.parquet is unreadable",)),
+    RunCase("dataset-parquet-damaged-page", _zero_middle("dataset.parquet"),
+            "listed as ok (its footer is sound; listing reads no data); Explore and the "
+            "Report's sections that read the rows each say the file cannot be read, with no "
+            "server path, and the rest of the pages stand", ()),
     RunCase("baselines-json-deep", _write("baselines.json", b"[" * 5000 + b"]" * 5000),
             "the run opens; the Report's baselines section says the file is damaged",
             ()),

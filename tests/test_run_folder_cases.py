@@ -98,7 +98,7 @@ def test_every_page_stays_up_with_every_damaged_run_in_the_root(good_run, tmp_pa
     assert states["good"] == "ok"
     assert all(states[c.id].startswith("damaged") for c in RUN_CASES if c.listed), states
     for name in ("good", "baselines-json-deep", "dataset-parquet-truncated",
-                 "summary-extra-key-1000-deep"):
+                 "dataset-parquet-damaged-page", "summary-extra-key-1000-deep"):
         open_run(at, root / name)
         for page in PAGES:
             goto(at, page)
@@ -128,9 +128,10 @@ def _summaries(draw) -> bytes:
         return draw(st.binary(max_size=300))
     if kind == "json":
         return json.dumps(draw(_json_values())).encode()
-    if kind == "deep":
-        return json.dumps({"format_version": 1, "extra": _nested(
-            draw(st.integers(50, 3000)))}).encode()
+    if kind == "deep":  # written as text: json.dumps itself recurses
+        depth = draw(st.integers(50, 3000))
+        return ('{"format_version": 1, "extra": ' + '{"k": ' * depth + '"x"' + "}" * depth
+                + "}").encode()
     summary = {key: draw(_json_values()) for key in _SUMMARY_KEYS if draw(st.booleans())}
     summary["format_version"] = draw(st.integers(-2, 3) | _json_values())
     return json.dumps(summary).encode()

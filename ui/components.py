@@ -6,9 +6,10 @@ Dataset text is always shown through ``st.dataframe``, ``st.text`` or ``st.code`
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import pandas as pd
 import streamlit as st
@@ -81,6 +82,19 @@ def show_error(message: str, *, hint: str | None = None) -> None:
     """
     body = md_escape(without_paths(message))
     st.error(body if not hint else f"{body}\n\n{hint}", icon=":material/error:")
+
+
+@contextlib.contextmanager
+def shown_errors(what: str, *, hint: str | None = None) -> Iterator[None]:
+    """Draw a part of a page; a bad file behind it (``ValueError``/``OSError``: a damaged
+    table, a measure's damaged record) becomes one error box naming ``what``, and the rest
+    of the page is drawn."""
+    try:
+        yield
+    except (ValueError, OSError) as exc:
+        show_error(f"{what} cannot be shown: {exc}",
+                   hint=hint or "The rest of the run reads other files; rerun the audit to "
+                                "rewrite this one.")
 
 
 #: An absolute path of two parts or more (not after a scheme's ``//``, a word or a dot).

@@ -38,7 +38,7 @@ from aflite_core.io.tables import (
     sweep_stale_parts,
 )
 from aflite_core.json_files import read_json_file
-from aflite_core.runs.checks import scores_problem, summary_problem
+from aflite_core.runs.checks import run_damage, scores_problem, summary_problem
 from aflite_core.runs.column_reads import parquet_rows, read_columns
 from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
     BASELINES_FILE,
@@ -719,56 +719,6 @@ def _folder_bytes(path: Path) -> int:
         except OSError:
             continue
     return total
-
-
-def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None) -> str:
-    """Why the run folder ``path`` is damaged, or ``""`` when it looks fine.
-
-    Cheap checks, no table is read in full: ``scores.parquet`` must be present, a
-    readable Parquet file (its footer) with the required columns, and every file the
-    summary lists under ``artifacts`` must still be there.
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    path = Path(path)
-    scores = path / SCORES_FILE
-    if not scores.is_file():
-        return f"{SCORES_FILE} is missing"
-    try:
-        meta = pq.ParquetFile(scores).metadata
-        names = meta.schema.to_arrow_schema().names
-    except (OSError, pa.ArrowException, ValueError) as exc:
-        return f"{SCORES_FILE} is unreadable ({_short_error(exc, path)})"
-    missing_cols = [c for c in SCORES_COLUMNS if c not in names]
-    if missing_cols:
-        return f"{SCORES_FILE} lacks column(s) {', '.join(missing_cols)}"
-    expected = ((summary or {}).get("sizes") or {}).get("input")
-    if isinstance(expected, int) and meta.num_rows != expected:
-        return (f"{SCORES_FILE} has {meta.num_rows:,} rows, but {SUMMARY_FILE} says input is "
-                f"{expected:,}")
-    listed = (summary or {}).get("artifacts") or []
-    if isinstance(listed, list):
-        gone = sorted(str(f) for f in listed
-                      if isinstance(f, str) and SAFE_FILE_NAME.match(f) and ".." not in f
-                      and not (path / f).is_file())
-        if gone:
-            return f"file(s) missing: {', '.join(gone[:5])}" + (" ..." if len(gone) > 5 else "")
-    # every other Parquet file: a truncated one has lost its footer (the footer alone is read)
-    for table in sorted(path.glob("*.parquet")):
-        if table.name == SCORES_FILE or not table.is_file():
-            continue
-        try:
-            pq.ParquetFile(table).metadata  # noqa: B018 - reading the footer is the check
-        except (OSError, pa.ArrowException, ValueError) as exc:
-            return f"{table.name} is unreadable ({_short_error(exc, path)})"
-    return ""
-
-
-def _short_error(exc: BaseException, folder: Path) -> str:
-    """An exception's type and message cut to 120 characters, the server's paths out."""
-    text = str(exc).replace(str(folder.resolve()), folder.name).replace(str(folder), folder.name)
-    return f"{type(exc).__name__}: {text[:120]}"
 
 
 def _run_info(entry: Path) -> RunInfo | None:

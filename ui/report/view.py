@@ -342,14 +342,8 @@ def measure_section(run: Any, measure: Measure, state: str = "ok") -> None:
     box = lazy_section(measure.name, title)
     if not box.open:
         return
-    with box:
-        try:
-            _measure_body(run, measure, state)
-        except (ValueError, OSError) as exc:  # a damaged file of this measure: the rest stands
-            components.show_error(
-                f"{measure.label} cannot be shown: {exc}",
-                hint="The other sections read other files; rerun the audit to rewrite this "
-                     "one.")
+    with box, components.shown_errors(measure.label):  # a damaged file: the rest stands
+        _measure_body(run, measure, state)
 
 
 def _measure_body(run: Any, measure: Measure, state: str) -> None:
