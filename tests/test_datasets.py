@@ -1098,14 +1098,23 @@ def test_a_quoted_cell_past_the_limit_is_refused_though_its_lines_are_short(tmp_
     assert load_dataset(path).frame["hypothesis"].iloc[0] == cell
 
 
-def test_json_documents_and_parquet_have_no_line_limit(tmp_path):
-    rows = [{"hypothesis": "x" * 3000, "label": "a"}, {"hypothesis": "y", "label": "b"}]
+def test_json_documents_and_parquet_have_no_line_limit_but_a_cell_limit(tmp_path):
+    """A JSON array on one line is legitimate: the line limit does not apply, but each cell
+    is held to the same limit as every format's (issue 60: Parquet's had none)."""
+    rows = [{"hypothesis": "x" * 800, "label": "a"}] * 4 + [{"hypothesis": "y", "label": "b"}]
     path = tmp_path / "one_line.json"
-    path.write_text(json.dumps(rows))  # one JSON array on one line: legitimate
-    assert len(load_dataset(path, max_line_bytes=1000).frame) == 2
+    path.write_text(json.dumps(rows))  # one line of 3,300 bytes, no cell over 1,000
+    assert len(load_dataset(path, max_line_bytes=1000).frame) == 5
+    with pytest.raises(DatasetFormatError, match=r"one_line.json: record 1, column "
+                                                 r"'hypothesis': a cell of 800 bytes, over "
+                                                 r"the limit of 500 bytes a cell"):
+        load_dataset(path, max_line_bytes=500)
     pq_path = tmp_path / "d.parquet"
     pd.DataFrame(rows).to_parquet(pq_path)
-    assert len(load_dataset(pq_path, max_line_bytes=100).frame) == 2
+    assert len(load_dataset(pq_path, max_line_bytes=1000).frame) == 5
+    with pytest.raises(DatasetFormatError, match=r"d.parquet: .*over the limit of 100 bytes "
+                                                 r"a cell"):
+        load_dataset(pq_path, max_line_bytes=100)
 
 
 def test_lazy_texts_are_the_listed_texts():

@@ -76,8 +76,10 @@ from aflite_core.io.json_tables import (
 from aflite_core.io.line_limit import MAX_LINE_BYTES, LineGuard
 from aflite_core.io.table_checks import (  # noqa: F401 - re-exported
     MAX_COLUMNS,
+    cell_error,
     check_column_count,
     check_duplicate_names,
+    check_frame_cells,
     short_repr,
 )
 
@@ -474,11 +476,8 @@ def check_cell_lengths(lengths: Any, max_cell: int, name: str, column: Any,
     if longest is None or longest <= max_cell:
         return
     first = int(pc.index(pc.greater(lengths, max_cell), True).as_py())
-    size = int(lengths[first].as_py())
-    raise DatasetFormatError(
-        f"{name}: record {rows_before + first + 1:,}, column {short_repr(column)}: a cell of "
-        f"{_fmt_bytes(size)}, over the limit of {_fmt_bytes(max_cell)} a cell "
-        f"(max_line_bytes={max_cell}); not read")
+    raise cell_error(name, rows_before + first + 1, column, int(lengths[first].as_py()),
+                     max_cell)
 
 
 def check_batch_cells(batch: Any, max_cell: int | None, name: str, rows_before: int) -> None:
@@ -676,7 +675,7 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
     data = inflow.read_all()
     return _read_text_table(data, label, plan.named, explicit=plan.explicit,
                             encoding=encoding, content_hash=inflow.hexdigest(),
-                            max_cell=max_line_bytes if guard is not None else None)
+                            max_cell=max_line_bytes)
 
 
 def _read_text_table(
@@ -721,4 +720,5 @@ def _read_text_table(
         frame, lines, extra = read_jsonl(text.split("\n"), name)
     else:
         frame, lines, extra = read_json(text, name)
+        check_frame_cells(frame, max_cell, name)  # one line, but each cell within the limit
     return RawTable(frame, name, fmt, content_hash, lines, used, warnings + extra)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aflite_core.errors import ColumnError, DatasetSizeError
+from aflite_core._validation import fmt_bytes
+from aflite_core.errors import ColumnError, DatasetFormatError, DatasetSizeError
 
 #: Most columns a dataset may have. Text datasets have tens of columns; a file with tens of
 #: thousands is almost always a transposed or broken export, and every step that keeps every
@@ -55,3 +56,30 @@ def short_repr(value: Any, limit: int = 80) -> str:
     if isinstance(value, str):
         return f"{value[: max(limit - 20, 8)]!r}... ({len(value):,} characters)"
     return text[:limit] + "..."
+
+
+def cell_error(name: str, record: int, column: Any, size: int,
+               max_cell: int) -> DatasetFormatError:
+    """The refusal of a cell over the cell limit (``max_line_bytes``), naming the record
+    (1-based) and the column: the one wording for Parquet, Arrow and JSON documents."""
+    return DatasetFormatError(
+        f"{name}: record {record:,}, column {short_repr(column)}: a cell of "
+        f"{fmt_bytes(size)}, over the limit of {fmt_bytes(max_cell)} a cell "
+        f"(max_line_bytes={max_cell}); not read")
+
+
+def check_frame_cells(frame: Any, max_cell: int | None, name: str) -> None:
+    """Refuse the first text cell of ``frame`` (a JSON document's records) over ``max_cell``
+    bytes in UTF-8, by :func:`cell_error`."""
+    if max_cell is None:
+        return
+    for column in frame.columns:
+        values = frame[column]
+        if values.dtype != object and str(values.dtype) not in ("string", "str"):
+            continue
+        for position, value in enumerate(values):
+            # a str of n characters is at most 4n and at least n bytes of UTF-8
+            if isinstance(value, str) and len(value) * 4 > max_cell:
+                size = len(value.encode("utf-8", "surrogatepass"))
+                if size > max_cell:
+                    raise cell_error(name, position + 1, column, size, max_cell)

@@ -155,9 +155,18 @@ def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None
                       and not (path / f).is_file())
         if gone:
             return f"file(s) missing: {', '.join(gone[:5])}" + (" ..." if len(gone) > 5 else "")
-    # every other Parquet file: a truncated one has lost its footer (the footer alone is read)
+    return unreadable_table(path)
+
+
+def unreadable_table(path: str | os.PathLike) -> str:
+    """Why a Parquet file of the run folder ``path`` cannot be read (a truncated one has
+    lost its footer; the footers alone are read), or ``""``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
     for table in sorted(path.glob("*.parquet")):
-        if table.name == SCORES_FILE or not table.is_file():
+        if not table.is_file():
             continue
         try:
             pq.ParquetFile(table).metadata  # noqa: B018 - reading the footer is the check

@@ -38,7 +38,12 @@ from aflite_core.io.tables import (
     sweep_stale_parts,
 )
 from aflite_core.json_files import read_json_file
-from aflite_core.runs.checks import run_damage, scores_problem, summary_problem
+from aflite_core.runs.checks import (
+    run_damage,
+    scores_problem,
+    summary_problem,
+    unreadable_table,
+)
 from aflite_core.runs.column_reads import parquet_rows, read_columns
 from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
     BASELINES_FILE,
@@ -680,7 +685,7 @@ def load_run(path: str | os.PathLike) -> AuditRun:
     problem = summary_problem(run.summary)
     if problem:
         raise RunError(f"run {run.path.name} is damaged: {SUMMARY_FILE}: {problem}")
-    problem = run_damage(run.path, run.summary)  # footers only: a truncated table
+    problem = unreadable_table(run.path)  # footers only: a truncated table
     if not problem:
         problem = scores_problem(run.check_scores(), run.summary)  # not kept: read on use
     if problem:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import json
 import os
 import shutil
 import sys
@@ -25,6 +24,7 @@ import pandas as pd
 
 from aflite_core.io.tables import index_values, parquet_safe_table, same_ids, write_csv
 from aflite_core.io.texts_on_disk import ROW_GROUP, TextsFile, link_or_copy, write_frame
+from aflite_core.json_files import read_json_file
 from aflite_core.runs.folder import AuditRun, cleanup_stale, dump_json, to_jsonable, utc_now_iso
 from aflite_core.runs.layout import (
     DATASET_FILE,
@@ -441,7 +441,7 @@ class RunWriter:
                 continue
             if name != self.name:  # the summary names the folder it lives in
                 self.name, self.path = name, target
-                summary = json.loads(self.file(SUMMARY_FILE).read_text(encoding="utf-8"))
+                summary = read_json_file(self.file(SUMMARY_FILE))  # written above
                 summary["name"] = name
                 dump_json(summary, self.file(SUMMARY_FILE))
             try:
