@@ -23,12 +23,18 @@ __all__ = [
     "DatasetSizeError",
     "DuplicateIdError",
     "EmbeddingFileError",
+    "LoadWhole",
+    "LostOnCluster",
     "MeasureSkipped",
+    "NotStreamable",
     "NulSeen",
     "OptionalDependencyError",
+    "PartitionLost",
     "RepresentationError",
     "ResourceMissingError",
     "RunError",
+    "StreamClosed",
+    "Unstreamable",
 ]
 
 
@@ -63,6 +69,26 @@ class NulSeen(Exception):  # noqa: N818 - a signal, not an error shown to anyone
     def __init__(self, line: int) -> None:
         super().__init__(line)
         self.line = line
+
+
+class Unstreamable(Exception):  # noqa: N818 - a signal to the streamed load, never shown
+    """A file must be read whole to give the whole read's table; the message says why
+    (raised by :mod:`aflite_core.io.file_pieces`, caught by the streamed load)."""
+
+
+class LoadWhole(Exception):  # noqa: N818 - a signal inside the streamed load, never shown
+    """The streamed load must load the data whole (:mod:`aflite_core.io.streamed_load`);
+    the message says why (``AuditDataset.loaded_whole_because``)."""
+
+
+class NotStreamable(ValueError):
+    """:func:`aflite_core.io.datasets.prepare_dataset` with given facts met data whose rows it
+    must change (per-choice questions add columns): the caller loads the data whole instead."""
+
+
+class StreamClosed(OSError):
+    """The reader of a byte stream went away; the writer stops
+    (:mod:`aflite_core.io.byte_stream`)."""
 
 
 # ---------------------------------------------------------------- representations
@@ -105,6 +131,19 @@ class ResourceMissingError(LookupError):
         self.family = family
         self.missing = tuple(missing)
         self.command = command
+
+
+# ---------------------------------------------------------------- clusters
+
+
+class LostOnCluster(RuntimeError):
+    """Work lost with a worker that left the cluster, after the retries this project makes
+    (the fit function's holder gone too often; partitions: :class:`PartitionLost`)."""
+
+
+class PartitionLost(LostOnCluster):
+    """A worker holding a partition of Φ's rows (or a step's result) left the cluster
+    (:mod:`aflite_core.represent.partitions`)."""
 
 
 # ---------------------------------------------------------------- runs

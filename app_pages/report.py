@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import streamlit as st
 
-from aflite_core.measures import registry
 from ui import cache, components, state
 from ui.report import breakdown as breakdown_view
 from ui.report import view as report_view
@@ -38,15 +37,13 @@ breakdown = report_view.lazy_section("breakdown", "**Removal rate by column**")
 if breakdown.open:
     with breakdown, components.shown_errors("The removal rate by column"):
         breakdown_view.report_panel(run, path)
-states = run.measure_states()
-for measure in registry.measures():
-    report_view.measure_section(run, measure, states[measure.name])
+report_view.measure_sections(run)
 stages = report_view.lazy_section("stages", "**Stages: time, and where each ran**")
 if stages.open:
     with stages, components.shown_errors("The stages"):
         report_view.stages(run)
 failed = {k: v for k, v in run.measures.items() if isinstance(v, dict)
-          and v.get("status") not in (None, "ok") and k not in states}
+          and v.get("status") not in (None, "ok") and k not in run.measure_states()}
 if failed:
     with st.expander(f"{len(failed)} step(s) could not be completed"):
         for name, info in failed.items():

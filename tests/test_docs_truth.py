@@ -157,3 +157,37 @@ def test_the_readmes_snli_dev_figures_are_a_fresh_runs(tmp_path):
     block = run.summary["aflite"]["blocks"]["all"]
     assert (run.summary["aflite"]["n_rounds"], run.sizes["retained"], run.sizes["filtered"],
             block["target"]) == (rounds, kept, total, target)
+
+
+def test_every_exception_class_of_the_core_is_in_errors_py():
+    """docs/architecture.md: "every exception class of the package is in aflite_core/errors.py";
+    five once lived beside the code that raised them."""
+    import ast as syntax
+
+    errors = REPO / "aflite_core" / "errors.py"
+    defined_there = {node.name for node in syntax.walk(syntax.parse(errors.read_text()))
+                     if isinstance(node, syntax.ClassDef)}
+    known = set(defined_there) | {"Exception", "BaseException", "ValueError", "OSError",
+                                  "RuntimeError", "LookupError", "ImportError", "TypeError",
+                                  "KeyError", "IndexError", "TimeoutError", "Warning",
+                                  "UserWarning", "ArithmeticError", "MemoryError"}
+    elsewhere = []
+    for path in sorted((REPO / "aflite_core").rglob("*.py")):
+        if path == errors:
+            continue
+        for node in syntax.walk(syntax.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, syntax.ClassDef):
+                bases = {getattr(b, "id", getattr(b, "attr", "")) for b in node.bases}
+                if bases & known:
+                    elsewhere.append(f"{path.relative_to(REPO)}: {node.name}")
+    assert elsewhere == [], elsewhere
+
+
+def test_pages_reach_the_core_only_through_ui():
+    """docs/architecture.md: app_pages/ are thin scripts that call ui/; no page imports
+    aflite_core (the shared and page modules of ui/ do, cache.py for the cached work)."""
+    offenders = [f"{p.relative_to(REPO)}: {line.strip()}"
+                 for p in sorted((REPO / "app_pages").glob("*.py"))
+                 for line in p.read_text(encoding="utf-8").splitlines()
+                 if re.match(r"\s*(from|import) aflite_core", line)]
+    assert offenders == [], offenders

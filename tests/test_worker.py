@@ -118,28 +118,35 @@ def test_worker_errors_are_messages(tmp_path):
 
 def test_audit_workers_beyond_the_cap_wait_in_a_queue_showing_their_place(dataset, tmp_path,
                                                                           monkeypatch):
-    """With AFLITE_MAX_AUDITS=1 a second and third audit wait (their place shown, no worker
-    process started) until the first ends; cancelling a queued audit leaves the queue."""
+    """With AFLITE_MAX_AUDITS=1 and the one slot taken (by a planted holder, so that no
+    audit's speed decides the order), two audits wait, their places shown and no worker
+    process started; cancelling a queued audit leaves the queue; when the slot is freed the
+    next one runs to the end."""
+    import threading
+
     monkeypatch.setenv(jobs.MAX_AUDITS_VARIABLE, "1")
-    first = jobs.start_audit(dataset, _slow_config(), runs_root=tmp_path / "a",
-                             job_dir=tmp_path / "s")
-    assert _wait(first, lambda: first.process is not None)
-    second = jobs.start_audit(dataset, AuditConfig(**FAST), runs_root=tmp_path / "b",
-                              job_dir=tmp_path / "s")
-    third = jobs.start_audit(dataset, AuditConfig(**FAST), runs_root=tmp_path / "c",
-                             job_dir=tmp_path / "s")
-    assert _wait(third, lambda: third.snapshot().get("queue_position") == 2), third.snapshot()
-    snap = second.snapshot()
-    assert snap["stage"] == "queued" and snap["queue_position"] == 1
-    assert "next to start" in snap["message"] and "at most 1 run at once" in snap["message"]
-    assert "1 audit(s) ahead of it" in third.snapshot()["message"]
-    assert second.process is None and third.process is None  # no worker while queued
-    assert snap["eta"] is None  # the ETA's clock has not started
-    third.cancel()
-    assert third.join(30) and third.state == jobs.CANCELLED
-    assert jobs.WORKER_QUEUE.position(third.id) == 0
-    first.cancel()
-    assert first.join(60)
+    holder = threading.Event()
+    assert jobs.WORKER_QUEUE.wait("holder", 1, holder, lambda place: None)
+    try:
+        second = jobs.start_audit(dataset, AuditConfig(**FAST), runs_root=tmp_path / "b",
+                                  job_dir=tmp_path / "s")
+        assert _wait(second, lambda: second.snapshot().get("queue_position") == 1)
+        third = jobs.start_audit(dataset, AuditConfig(**FAST), runs_root=tmp_path / "c",
+                                 job_dir=tmp_path / "s")
+        assert _wait(third, lambda: third.snapshot().get("queue_position") == 2), \
+            third.snapshot()
+        snap = second.snapshot()
+        assert snap["stage"] == "queued" and snap["queue_position"] == 1
+        assert "next to start" in snap["message"] and "at most 1 run at once" in snap["message"]
+        assert "1 audit(s) ahead of it" in third.snapshot()["message"]
+        assert second.process is None and third.process is None  # no worker while queued
+        assert snap["eta"] is None  # the ETA's clock has not started
+        third.cancel()
+        assert third.join(30) and third.state == jobs.CANCELLED
+        assert jobs.WORKER_QUEUE.position(third.id) == 0
+        assert second.running and second.process is None  # still waiting for the slot
+    finally:
+        jobs.WORKER_QUEUE.release("holder")
     assert second.join(300) and second.state == jobs.DONE, second.error
     assert jobs.WORKER_QUEUE.running() == 0
 

@@ -20,6 +20,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import IO, Any
 
+from aflite_core.errors import StreamClosed  # noqa: F401 - re-exported: raised here
+
 #: Default size of one chunk handed to the reader (bytes).
 CHUNK_BYTES = 1 << 20
 #: Default number of chunks waiting between the writer and the reader.
@@ -27,8 +29,6 @@ MAX_CHUNKS = 8
 _DONE = object()
 
 
-class StreamClosed(OSError):
-    """The reader of a byte stream went away; the writer stops."""
 
 
 class _QueueWriter:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from aflite_core.errors import NotStreamable  # noqa: F401 - re-exported: raised here
 from aflite_core.io.choices import _expand_choices, _mc_locator
 from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re-exported
     HYPOTHESIS_NAMES,
@@ -425,11 +426,6 @@ def load_dataset(
     return prepare_dataset(raw, premise=premise, hypothesis=hypothesis, label=label,
                            split=split, id=id, choices=choices, answer=answer,
                            answer_base=answer_base, group=group, question=question)
-
-
-class NotStreamable(ValueError):
-    """:func:`prepare_dataset` with given facts met data whose rows it must change (per-choice
-    questions add columns): the caller loads the data whole instead."""
 
 
 def prepare_dataset(

@@ -40,7 +40,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.errors import DatasetFormatError
+from aflite_core.errors import (
+    DatasetFormatError,
+    Unstreamable,  # noqa: F401 - re-exported: raised here
+)
 from aflite_core.io.delimited import (
     DelimitedBatches,
     decoded_lines,
@@ -70,8 +73,6 @@ __all__ = ["PIECE_ROWS", "FilePieces", "Unstreamable", "file_pieces", "read_parq
 PIECE_ROWS = 65_536
 
 
-class Unstreamable(Exception):
-    """The file must be read whole to give the whole read's table; the message says why."""
 
 
 @dataclass

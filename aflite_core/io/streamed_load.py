@@ -42,7 +42,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.errors import DatasetError
+from aflite_core.errors import (
+    DatasetError,
+    LoadWhole,  # noqa: F401 - re-exported: raised here
+)
 from aflite_core.io.column_roles import ID_NAMES, _guess_mapping, _norm
 from aflite_core.io.file_pieces import FilePieces, Unstreamable, file_pieces
 from aflite_core.io.per_choice import QUESTION_NAMES
@@ -64,8 +67,7 @@ __all__ = ["load_to_disk"]
 _PLACEHOLDER = ""
 
 
-class _Whole(Exception):
-    """The data must be loaded whole (see the module docstring); the message says why."""
+_Whole = LoadWhole  # the data must be loaded whole; the message says why
 
 
 def load_to_disk(source: Any, path: str | os.PathLike, *, map_shards: Any = None,

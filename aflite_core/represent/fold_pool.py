@@ -37,14 +37,13 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from aflite_core.errors import LostOnCluster  # noqa: F401 - re-exported: raised here
+
 __all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "LostOnCluster", "available_cores",
            "cluster_workers", "dask_folds", "departed_workers", "fold_threads",
            "lost_on_cluster", "map_folds", "map_streamed", "on_dask"]
 
 
-class LostOnCluster(RuntimeError):
-    """Work lost with a worker that left the cluster, after the retries this project makes
-    (the fit function's holder gone too often; partitions: ``partitions.PartitionLost``)."""
 
 T = TypeVar("T")
 R = TypeVar("R")

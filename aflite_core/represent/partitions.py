@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from aflite_core.represent.fold_pool import LostOnCluster, _lost_data, cluster_workers
+from aflite_core.errors import PartitionLost  # noqa: F401 - re-exported: raised here
+from aflite_core.represent.fold_pool import _lost_data, cluster_workers
 
 __all__ = ["SCATTER_TIMEOUT_S", "DaskPartitions", "LocalPartitions", "PartitionLost",
            "scatter_within"]
@@ -32,10 +33,6 @@ __all__ = ["SCATTER_TIMEOUT_S", "DaskPartitions", "LocalPartitions", "PartitionL
 #: Seconds a scatter to the workers may take before it counts as a lost worker (a scatter
 #: aimed at a worker killed a moment before hung for minutes on a loaded machine).
 SCATTER_TIMEOUT_S = 120.0
-
-
-class PartitionLost(LostOnCluster):
-    """A worker holding a partition (or a step's result) left the cluster."""
 
 
 def scatter_within(client: Any, objs: list, timeout: float, **kwargs: Any) -> list:

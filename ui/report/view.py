@@ -7,6 +7,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from aflite_core.measures import registry
 from aflite_core.measures.baselines import BASELINE_LABELS
 from aflite_core.measures.baselines import format_figure as baseline_fmt
 from aflite_core.measures.registry import Measure
@@ -344,6 +345,13 @@ def measure_section(run: Any, measure: Measure, state: str = "ok") -> None:
         return
     with box, components.shown_errors(measure.label):  # a damaged file: the rest stands
         _measure_body(run, measure, state)
+
+
+def measure_sections(run: Any) -> None:
+    """Every registered measure's section, in the registry's order (:func:`measure_section`)."""
+    states = run.measure_states()
+    for measure in registry.measures():
+        measure_section(run, measure, states[measure.name])
 
 
 def _measure_body(run: Any, measure: Measure, state: str) -> None:
