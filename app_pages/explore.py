@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, components, state
-from ui.explore import url_state
+from ui import cache, components, state, url_state
 from ui.explore import view as explore_view
-from ui.report import datamap as datamap_view
+from ui.panels import datamap as datamap_view
 
 st.title("Explore")
 components.explainer(explore_view.SUMMARY, explore_view.FORMULA,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from ui import cache, components, state
-from ui.report import breakdown as breakdown_view
+from ui.panels import breakdown as breakdown_view
 from ui.report import view as report_view
 
 st.title("Report")

@@ -392,7 +392,7 @@ def phase_server(run_path: Path, meter: Meter) -> None:
     interaction("sort by hypothesis", filters.RowFilter(**base), sort_by="hypothesis")
     ids = index.row_ids()[::10].tolist()
     interaction(f"map selection of {len(ids):,} ids", filters.RowFilter(**base, row_ids=ids))
-    from ui.report import breakdown as breakdown_view
+    from ui.panels import breakdown as breakdown_view
 
     with meter.step("breakdown columns (cold)") as info:
         offered = breakdown_view.columns(run, run_path)

@@ -25,8 +25,7 @@ from apptest_support import (  # noqa: F401 - fixtures are imported by name
 from streamlit.testing.v1 import AppTest
 
 from aflite_core.runs.subsets import list_subsets, load_subset
-from ui import filters
-from ui.explore import url_state
+from ui import filters, url_state
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from apptest_support import (  # noqa: F401 - fixtures are imported by name
 from test_slices import planted_frame
 
 from aflite_core.measures import slices
-from ui.report import slices as slices_view
+from ui.panels import slices as slices_view
 
 
 @pytest.fixture(scope="module")

@@ -192,6 +192,23 @@ def test_a_pages_code_is_found_from_the_pages_name():
     assert leaks == []
 
 
+def test_no_page_package_imports_another():
+    """What two pages share lives below both (ui/panels/, ui/url_state.py): Explore and the
+    Report once imported each other's modules, a circle at folder level."""
+    pages = {f"ui.{p.stem}" for p in (REPO / "app_pages").glob("*.py")}
+
+    def page_of(module: str) -> str | None:
+        head = ".".join(module.split(".")[:2])
+        return head if head in pages else None
+
+    crossings = sorted(f"{a} imports {b}" for a in SOURCES for b in EDGES[a]
+                       if page_of(a) and page_of(b) and page_of(a) != page_of(b))
+    assert crossings == []
+    # ...and the check sees one when it is there
+    planted = {"ui.explore.view": {"ui.report.view"}}
+    assert [a for a, bs in planted.items() for b in bs if page_of(a) != page_of(b)]
+
+
 def test_no_file_over_800_lines_unless_it_says_why():
     long = []
     for name, path in sorted(SOURCES.items()):

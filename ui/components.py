@@ -52,7 +52,7 @@ def empty_state(message: str, *, page: str | None = None, label: str | None = No
         Link label.
     """
     st.info(message, icon=icon)
-    problem = st.session_state.get("url:link_problem")  # ui.explore.url_state.LINK_PROBLEM
+    problem = st.session_state.get("url:link_problem")  # ui.url_state.LINK_PROBLEM
     if problem:
         st.warning(problem, icon=":material/link_off:")
     if page:

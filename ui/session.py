@@ -15,8 +15,7 @@ import streamlit as st
 
 from aflite_core.config import suggest_config
 from aflite_core.filter.policy import filter_units
-from ui import cache, components, current, jobs, state
-from ui.explore import url_state
+from ui import cache, components, current, jobs, state, url_state
 
 
 def load_sample() -> str | None:

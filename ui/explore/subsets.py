@@ -14,8 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.runs import subsets
-from ui import cache, components, filters, state
-from ui.explore import url_state
+from ui import cache, components, filters, state, url_state
 
 PAGE = "explore"
 NAME_KEY = state.key(PAGE, "subset_name")

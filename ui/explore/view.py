@@ -12,13 +12,12 @@ import streamlit as st
 
 from aflite_core.runs import views
 from aflite_core.runs.layout import STATUS_NAMES, STATUSES
-from ui import cache, charts, components, downloads, filters, state
+from ui import cache, charts, components, downloads, filters, state, url_state
 from ui.explore import subsets as subsets_view
-from ui.explore import url_state
-from ui.report import breakdown as breakdown_view
-from ui.report import datamap as datamap_view
-from ui.report import label_issues as label_issues_view
-from ui.report import slices as slices_view
+from ui.panels import breakdown as breakdown_view
+from ui.panels import datamap as datamap_view
+from ui.panels import label_issues as label_issues_view
+from ui.panels import slices as slices_view
 
 PAGE = "explore"
 #: A column header clicked in a rows table, applied as the page's one sort on the next run.

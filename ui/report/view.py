@@ -14,9 +14,9 @@ from aflite_core.measures.registry import Measure
 from aflite_core.runs import views
 from ui import cache, charts, components, state
 from ui import downloads as streamed
-from ui.report import datamap as datamap_view
-from ui.report import label_issues as label_issues_view
-from ui.report import slices as slices_view
+from ui.panels import datamap as datamap_view
+from ui.panels import label_issues as label_issues_view
+from ui.panels import slices as slices_view
 
 PAGE = "report"
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from aflite_core.runs import breakdown
 from ui import cache, components, state
-from ui.report import slices as slices_view
+from ui.panels import slices as slices_view
 
 CAPTION = (
     "Share of each value's filtered rows (retained + removed) that the filter removed, with a "
@@ -56,7 +56,7 @@ def table(path: str | Path, column: str) -> pd.DataFrame:
 
 
 def _chart_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The columns :func:`ui.report.slices.interval_chart` draws."""
+    """The columns :func:`ui.panels.slices.interval_chart` draws."""
     return frame.assign(rank=range(1, len(frame) + 1), description=frame["value"],
                         size=frame["rows"], difference=frame["removal_rate"]
                         - frame["base_rate"])

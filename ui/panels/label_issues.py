@@ -14,8 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.measures import label_issues
-from ui import components, state
-from ui.explore import url_state
+from ui import components, state, url_state
 
 #: Session key (not a widget's): Explore should open on the flagged rows.
 REQUEST = "explore:label_issues_request"

@@ -79,7 +79,7 @@ NAMES = (*(p.name for p in PARAMS), COLUMN_VALUES)
 
 
 def breakdown_values_key(column: str) -> str:
-    """Widget key of the value filter of ``column`` (see ``ui.report.breakdown``)."""
+    """Widget key of the value filter of ``column`` (see ``ui.panels.breakdown``)."""
     return _k(f"breakdown_values:{column}")
 
 
