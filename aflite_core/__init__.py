@@ -22,6 +22,8 @@ _PUBLIC = {
     "AuditDataset": "aflite_core.io.datasets",
     "AFLite": "aflite_core.filter.aflite",
     "MultipleChoiceAFLite": "aflite_core.filter.multiple_choice",
+    "ZFilter": "aflite_core.filter.zfilter",
+    "cue_statistics": "aflite_core.cues.statistics",
     "AuditConfig": "aflite_core.config",
     "suggest_config": "aflite_core.config",
     "run_audit": "aflite_core.pipeline",

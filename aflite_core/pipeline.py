@@ -210,6 +210,19 @@ def run_audit(
         For invalid parameters or data (e.g. a single label, ``target_size`` too large).
     FileExistsError
         If a run called ``name`` exists and ``overwrite`` is False.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from aflite_core import AuditConfig, load_dataset, load_run, run_audit
+    >>> from aflite_core.data import SAMPLE
+    >>> sample = load_dataset(SAMPLE)
+    >>> small = load_dataset(sample.frame.head(600).reset_index(), name="small.csv")
+    >>> config = AuditConfig(target_size=300, n_partitions=8, measures=(), report=False,
+    ...                      random_state=0)
+    >>> path = run_audit(small, config, runs_root=tempfile.mkdtemp(), name="toy")
+    >>> path.name, load_run(path).sizes["retained"]
+    ('toy', 393)
     """
     config = (config or AuditConfig()).validate()
     check_labels(dataset)

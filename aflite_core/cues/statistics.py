@@ -374,6 +374,24 @@ def cue_statistics(
         mse_proportion, jsd, cueness, cueness_proportion, pmi_label, pmi, lmi_label, lmi,
         z_label, z, z_significant, pmi_<label>..., lmi_<label>..., z_<label>...``.
         ``attrs`` records labels, the split, thresholds and the feature methods.
+
+    Examples
+    --------
+    "nobody" gives contradiction away and "a" entailment, in training and test rows alike:
+
+    >>> from aflite_core.cues.linguistic import extract_features
+    >>> from aflite_core.cues.statistics import cue_statistics
+    >>> from aflite_core.splits import resolve_split
+    >>> hypotheses = ["nobody is sleeping", "a man is sleeping", "nobody eats",
+    ...               "a woman eats"] * 20
+    >>> labels = ["contradiction", "entailment"] * 40
+    >>> features = extract_features(hypotheses, features=("word",), cache=False)
+    >>> split = resolve_split(["train"] * 60 + ["test"] * 20, labels)
+    >>> table = cue_statistics(features, labels, split, min_count=5)
+    >>> print(table[["feature", "majority_label", "majority_share"]].head(2).to_string())
+      feature majority_label  majority_share
+    0       a     entailment             1.0
+    1  nobody  contradiction             1.0
     """
     _check_cue_arguments(features, labels, split, min_count=min_count,
                          pmi_smoothing=pmi_smoothing, sort_by=sort_by)

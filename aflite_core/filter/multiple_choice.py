@@ -167,6 +167,24 @@ class MultipleChoiceAFLite(BaseEstimator):
     n_features_in_ : int
     target_size_, slice_size_ : int
         The resolved sizes, in questions.
+
+    Examples
+    --------
+    100 questions of 4 choices; in the first 50 a shortcut marks the right choice, and those
+    questions leave first:
+
+    >>> import numpy as np
+    >>> from aflite_core import MultipleChoiceAFLite
+    >>> rng = np.random.default_rng(0)
+    >>> questions = np.repeat(np.arange(100), 4)
+    >>> right = np.zeros(400, dtype=int)
+    >>> right[np.arange(100) * 4 + rng.integers(0, 4, 100)] = 1
+    >>> X = rng.normal(size=(400, 6))
+    >>> X[:200, 0] += 3 * right[:200]
+    >>> mc = MultipleChoiceAFLite(target_size=0.5, n_partitions=8, random_state=0)
+    >>> kept = mc.fit(X, right, groups=questions).question_keep_mask_
+    >>> int(kept.sum()), int(kept[:50].sum()) < int(kept[50:].sum())
+    (54, True)
     """
 
     def __init__(

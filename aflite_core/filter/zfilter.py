@@ -345,6 +345,22 @@ class ZFilter(BaseEstimator):
     stop_reason_ : str
         ``"converged"``, ``"target_size"``, ``"callback"`` or ``"no_candidates"``.
     target_size_, batch_size_ : int or None
+
+    Examples
+    --------
+    One feature column marks "no" on half the rows, the other nothing: rows are removed
+    until its |z| is under the Bonferroni bar:
+
+    >>> import numpy as np
+    >>> from aflite_core import ZFilter
+    >>> labels = np.array(["yes", "no"] * 60)
+    >>> X = np.zeros((120, 2))
+    >>> X[:60, 0] = labels[:60] == "no"
+    >>> z = ZFilter(random_state=0).fit(X, labels)
+    >>> bool(z.max_abs_z_before_ > z.threshold_), bool(z.max_abs_z_after_ <= z.threshold_)
+    (True, True)
+    >>> z.stop_reason_, bool(z.keep_mask_.sum() < 120)
+    ('converged', True)
     """
 
     def __init__(

@@ -420,6 +420,25 @@ def load_dataset(
     Rows whose label is ``-`` (SNLI's "no gold label") or empty/whitespace/missing, and
     rows whose hypothesis text is empty or whitespace-only, are excluded from the audit
     but kept in ``frame``; ``exclusion`` and ``report.excluded`` say why.
+
+    Examples
+    --------
+    The bundled SNLI sample; the column roles are found from their names:
+
+    >>> from aflite_core import load_dataset
+    >>> from aflite_core.data import SAMPLE
+    >>> dataset = load_dataset(SAMPLE)
+    >>> len(dataset.frame), dataset.columns.label, dataset.columns.split
+    (4000, 'label', 'split')
+
+    A table in memory works the same way (every original column is kept):
+
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"sentence": ["a cat sleeps", "nobody sleeps", "-"],
+    ...                       "gold": ["yes", "no", "-"], "source": ["x", "y", "z"]})
+    >>> toy = load_dataset(frame, name="toy.csv", hypothesis="sentence", label="gold")
+    >>> list(toy.frame.columns), toy.exclusion.tolist()
+    (['sentence', 'gold', 'source'], ['', '', "label '-'"])
     """
     raw = read_table(source, name=name, format=format, encoding=encoding, max_bytes=max_bytes,
                      max_line_bytes=max_line_bytes, map_shards=map_shards)

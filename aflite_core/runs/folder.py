@@ -680,6 +680,22 @@ def load_run(path: str | os.PathLike) -> AuditRun:
         up, scores that disagree with them: :mod:`aflite_core.runs.checks`); the message
         names the run and says what is wrong, e.g. ``run r is damaged: summary.json:
         sizes.retained is -5 (expected a whole number >= 0)``.
+
+    Examples
+    --------
+    A run written by :func:`aflite_core.run_audit` (or ``python -m aflite_core run``):
+
+    >>> import tempfile
+    >>> from aflite_core import AuditConfig, load_dataset, load_run, run_audit
+    >>> from aflite_core.data import SAMPLE
+    >>> small = load_dataset(load_dataset(SAMPLE).frame.head(600).reset_index(), name="s.csv")
+    >>> path = run_audit(small, AuditConfig(target_size=300, n_partitions=8, measures=(),
+    ...                                     report=False), runs_root=tempfile.mkdtemp())
+    >>> run = load_run(path)
+    >>> run.sizes["input"], sorted(run.scores["status"].unique())
+    (600, ['removed', 'retained'])
+    >>> len(run.row_ids("removed")) == run.sizes["removed"]
+    True
     """
     run = AuditRun(path)
     problem = summary_problem(run.summary)
