@@ -167,14 +167,24 @@ def make_rng(random_state: Any, name: str = "random_state") -> np.random.Generat
     )
 
 
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the system has one (a
+    process pinned with ``taskset`` or a container's cpuset), else every core. Every pool
+    and worker count of the package follows this, never ``os.cpu_count()``."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
 def resolve_n_jobs(n_jobs: Any, name: str = "n_jobs") -> int:
-    """Worker count: None -> 1, -1 -> every core, else an int >= 1."""
+    """Worker count: None -> 1, -1 -> every core this process may use, else an int >= 1."""
     if n_jobs is None:
         return 1
     if not _is_int(n_jobs):
         raise TypeError(f"{name}: expected None, -1 or an int >= 1, got {n_jobs!r}")
     if n_jobs == -1:
-        return os.cpu_count() or 1
+        return available_cores()
     if n_jobs < 1:
         raise ValueError(f"{name}: expected None, -1 or an int >= 1, got {n_jobs!r}")
     return int(n_jobs)

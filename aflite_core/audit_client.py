@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from contextvars import ContextVar
 from typing import Any
+
+from aflite_core._validation import available_cores
 
 __all__ = ["audit_client"]
 
@@ -29,7 +30,7 @@ def audit_client(config: Any) -> Iterator[Any]:
         return
     from aflite_core.filter.backends import connect
 
-    client, owned = connect(config.scheduler, os.cpu_count() or 1)
+    client, owned = connect(config.scheduler, available_cores())
     token = _OPEN_CLIENT.set(client)
     try:
         yield client

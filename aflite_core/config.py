@@ -47,6 +47,7 @@ from aflite_core.parameters import (  # noqa: F401 - re-exported: config's publi
     STRATEGIES,
     check_value,
 )
+from aflite_core.represent.fold_pool import fold_threads
 
 #: Keyword arguments of :class:`~aflite_core.filter.zfilter.ZFilter` that ``filter_params``
 #: may set (with ``filter="z"``).
@@ -191,6 +192,7 @@ class AuditConfig:
 
             _check_scheduler(self.scheduler, self.backend)  # local:N bounded, addresses
         check_value(_PARAMETER["random_state"], self.random_state)
+        fold_threads()  # $AFLITE_FOLD_THREADS checked before any data is read
         known = registry.names()
         if self.measures is None:
             self.measures = registry.default_names()

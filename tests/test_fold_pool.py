@@ -70,13 +70,19 @@ def test_a_failing_fit_propagates_its_error():
 
 
 def test_pool_size_from_the_environment(monkeypatch):
+    from aflite_core.represent import fold_pool
+
+    monkeypatch.setattr(fold_pool, "available_cores", lambda: 4)  # a 4-core process
     monkeypatch.setenv(FOLD_THREADS_ENV, "3")
     assert fold_threads() == 3
     monkeypatch.delenv(FOLD_THREADS_ENV)
-    assert 1 <= fold_threads() <= 4
-    for bad in ("0", "two", "-1"):
+    assert fold_threads() == 4
+    monkeypatch.setattr(fold_pool, "available_cores", lambda: 1)  # pinned to one core
+    assert fold_threads() == 1
+    for bad in ("0", "two", "-1", "2"):  # "2": more threads than the one core allowed
         monkeypatch.setenv(FOLD_THREADS_ENV, bad)
-        with pytest.raises(ValueError, match=f"{FOLD_THREADS_ENV} must be a positive integer"):
+        with pytest.raises(ValueError, match=f"{FOLD_THREADS_ENV} must be a positive integer "
+                                             r"\(threads for fold fits\) of at most 1"):
             fold_threads()
 
 
@@ -97,6 +103,9 @@ def _measures(n: int = 1200) -> dict:
 def test_fold_fits_on_threads_are_bit_identical_to_one_thread(monkeypatch):
     """PVI, the label issues' probabilities and a baseline's every fold accuracy, on planted
     data, with the folds one after the other and side by side."""
+    from aflite_core.represent import fold_pool
+
+    monkeypatch.setattr(fold_pool, "available_cores", lambda: 4)  # three threads allowed
     monkeypatch.setenv(FOLD_THREADS_ENV, "1")
     one = _measures()
     monkeypatch.setenv(FOLD_THREADS_ENV, "3")

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from aflite_core._validation import available_cores
 from aflite_core.runs.exports import FORMATS, LABEL_ISSUE_EXPORTS, ROW_EXPORTS, TABLE_EXPORTS
 
 
@@ -98,13 +99,12 @@ def _chunk_mapper(scheduler: str | None) -> Iterator[Any]:
         yield None
         return
     import functools
-    import os
 
     from aflite_core.filter.backends import _check_scheduler, connect
     from aflite_core.represent.fold_pool import stream_ordered
 
     _check_scheduler(scheduler, "dask")  # local:N bounded; an address is probed by connect
-    client, owned = connect(scheduler, os.cpu_count() or 1)
+    client, owned = connect(scheduler, available_cores())
     try:
         yield functools.partial(stream_ordered, client)
     finally:

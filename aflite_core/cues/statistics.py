@@ -7,11 +7,8 @@ product ``X.T @ one_hot(labels)``, and every statistic is a vectorised function 
 (LaTeX, plain text and source), and implemented once, below.
 
 Train and test: the statistics compare a feature's label distribution on the training rows
-``R_f`` with that on the test rows ``S_f``. :func:`dataset_inputs` takes them from the split
-column, from a second file, or from a seeded stratified (optionally grouped) hold-out, and says
-which; the split vocabulary and the hold-out live in :mod:`aflite_core.splits` (``Split``,
-``resolve_split``, ``holdout_split``, ``TRAIN_VALUES`` and ``TEST_VALUES`` are re-exported here
-for existing callers).
+``R_f`` with that on the test rows ``S_f`` (:func:`dataset_inputs`: the split column, a second
+file, or a seeded stratified hold-out; :mod:`aflite_core.splits`, re-exported here).
 """
 
 from __future__ import annotations
@@ -344,19 +341,15 @@ def cue_statistics(
 
     Parameters
     ----------
-    features : FeatureMatrix
-        Indicator matrix, one row per example.
-    labels : sequence
-        Gold label per example.
+    features, labels : FeatureMatrix, sequence
+        Indicator matrix, one row per example, and each example's gold label.
     split : Split
         Training and test rows (see :func:`aflite_core.splits.resolve_split`).
     min_count : int
         A feature qualifies when it occurs in at least this many training rows *and* at
         least this many test rows.
-    pmi_smoothing : float
-        k of the add-k smoothed PMI.
-    alpha : float
-        Family-wise significance level of the z test (Bonferroni over all tests).
+    pmi_smoothing, alpha : float
+        k of the add-k smoothed PMI; family-wise level of the z test (Bonferroni).
     sort_by : {'cueness_shrunk', 'cueness', 'cueness_proportion', 'z', 'pmi', 'lmi'}
         Descending sort key (default :data:`DEFAULT_SORT`; see :data:`SHRINKAGE` for why).
     label_order : sequence, optional
@@ -377,21 +370,16 @@ def cue_statistics(
 
     Examples
     --------
-    "nobody" gives contradiction away and "a" entailment, in training and test rows alike:
-
+    >>> from aflite_core import cue_statistics
     >>> from aflite_core.cues.linguistic import extract_features
-    >>> from aflite_core.cues.statistics import cue_statistics
     >>> from aflite_core.splits import resolve_split
-    >>> hypotheses = ["nobody is sleeping", "a man is sleeping", "nobody eats",
-    ...               "a woman eats"] * 20
+    >>> hyps = ["nobody sleeps", "a man eats"] * 40
     >>> labels = ["contradiction", "entailment"] * 40
-    >>> features = extract_features(hypotheses, features=("word",), cache=False)
     >>> split = resolve_split(["train"] * 60 + ["test"] * 20, labels)
-    >>> table = cue_statistics(features, labels, split, min_count=5)
-    >>> print(table[["feature", "majority_label", "majority_share"]].head(2).to_string())
-      feature majority_label  majority_share
-    0       a     entailment             1.0
-    1  nobody  contradiction             1.0
+    >>> table = cue_statistics(extract_features(hyps, features=("word",), cache=False), labels,
+    ...                        split)
+    >>> table.set_index("feature").loc[["nobody", "a"], "majority_label"].tolist()
+    ['contradiction', 'entailment']
     """
     _check_cue_arguments(features, labels, split, min_count=min_count,
                          pmi_smoothing=pmi_smoothing, sort_by=sort_by)

@@ -6,7 +6,6 @@ the mask does not depend on the backend or on ``n_jobs``.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from aflite_core._validation import (
+    available_cores,
     resolve_n_jobs,
 )
 from aflite_core.filter.linear import (
@@ -53,7 +53,7 @@ def _check_scheduler(scheduler: Any, backend: str) -> None:
     if scheduler.startswith("local:"):
         count = scheduler[len("local:") :]
         if count.isdigit() and int(count) >= 1:
-            cores = os.cpu_count() or 1
+            cores = available_cores()
             if int(count) > MAX_LOCAL_WORKERS_PER_CORE * cores:
                 raise ValueError(
                     f"scheduler: {scheduler!r} asks for {int(count):,} local workers; at most "
@@ -238,7 +238,7 @@ def _resolve_workers(n_jobs: Any, backend: str) -> int:
     """
     workers = resolve_n_jobs(n_jobs)
     if backend == "dask" and n_jobs is None:
-        return os.cpu_count() or 1
+        return available_cores()
     return workers
 
 

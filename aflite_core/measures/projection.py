@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from aflite_core._validation import check_choice, check_int, check_real, make_rng
+from aflite_core._validation import available_cores, check_choice, check_int, check_real, make_rng
 from aflite_core.io.text_columns import shared_strings
 from aflite_core.json_files import read_json_file
 from aflite_core.measures import map_regions
@@ -349,7 +349,7 @@ def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np
         near, near_d = search(start) if early.cancel() else early.result()
         return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
 
-    workers = min(len(starts), os.cpu_count() or 1)
+    workers = min(len(starts), available_cores())
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="umap-place")
     try:
         with threadpool_limits(limits=1, user_api="blas"):

@@ -37,6 +37,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from aflite_core._validation import available_cores
 from aflite_core.errors import LostOnCluster  # noqa: F401 - re-exported: raised here
 
 __all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "LostOnCluster", "available_cores",
@@ -55,14 +56,6 @@ FOLD_THREADS_ENV = "AFLITE_FOLD_THREADS"
 MAX_THREADS = 4
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system has one)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def fold_threads() -> int:
     """Threads :func:`map_folds` uses: ``$AFLITE_FOLD_THREADS`` if set, else the cores this
     process may use, at most :data:`MAX_THREADS`.
@@ -70,18 +63,21 @@ def fold_threads() -> int:
     Raises
     ------
     ValueError
-        When ``$AFLITE_FOLD_THREADS`` is not a positive integer.
+        When ``$AFLITE_FOLD_THREADS`` is not a positive integer, or is more than the cores
+        this process may use (more threads than cores only wait on each other).
     """
     raw = os.environ.get(FOLD_THREADS_ENV, "").strip()
+    cores = available_cores()
     if not raw:
-        return max(1, min(MAX_THREADS, available_cores()))
+        return max(1, min(MAX_THREADS, cores))
     try:
         value = int(raw)
     except ValueError:
         value = 0
-    if value < 1:
+    if not 1 <= value <= cores:
         raise ValueError(f"{FOLD_THREADS_ENV} must be a positive integer (threads for fold "
-                         f"fits); got {raw!r}")
+                         f"fits) of at most {cores}, the cores this process may use; got "
+                         f"{raw[:40]!r}")
     return value
 
 
