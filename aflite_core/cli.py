@@ -17,8 +17,8 @@ from typing import NoReturn
 from aflite_core.process_exit import exit_now
 
 #: Command modules under ``aflite_core.commands``, in the order shown by ``--help``.
-COMMANDS = ("run", "cues", "resources", "export", "report", "compare", "inoculate", "ood",
-            "encoders")
+COMMANDS = ("run", "cues", "resources", "export", "decide", "report", "compare", "inoculate",
+            "ood", "encoders")
 
 #: Exit code for bad input or parameters (the user can fix it).
 EXIT_USAGE = 2

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite_core._validation import available_cores
+from aflite_core.runs.curated import CURATED_FORMATS
 from aflite_core.runs.exports import FORMATS, LABEL_ISSUE_EXPORTS, ROW_EXPORTS, TABLE_EXPORTS
 
 
@@ -37,9 +38,16 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder")
     p.add_argument("--what", required=True,
-                   choices=[*ROW_EXPORTS, *LABEL_ISSUE_EXPORTS, *TABLE_EXPORTS])
-    p.add_argument("--format", choices=FORMATS, default=None,
-                   help="csv or parquet (default: from the --out suffix, else csv)")
+                   choices=[*ROW_EXPORTS, *LABEL_ISSUE_EXPORTS, *TABLE_EXPORTS, "curated"],
+                   help="curated: the input's rows with the review decisions applied "
+                        "(python -m aflite_core decide), every original column and nothing "
+                        "added; OUT.changes.csv lists each change")
+    p.add_argument("--format", choices=sorted({*FORMATS, *CURATED_FORMATS}), default=None,
+                   help="csv or parquet (default: from the --out suffix, else csv); "
+                        "--what curated also tsv, jsonl, json, hf (default: the input's own)")
+    p.add_argument("--apply-filter", action="store_true",
+                   help="--what curated: leave AFLite's removed rows out too (a row decided "
+                        "keep stays)")
     p.add_argument("--out", required=True, metavar="FILE", help="file to write")
     p.add_argument("--no-sanitize", action="store_true",
                    help="CSV: write exact values, without spreadsheet formula neutralising")
@@ -69,6 +77,13 @@ def run(args: argparse.Namespace) -> int:
     from aflite_core.runs.exports import export_run
 
     _exit_cleanly_on_sigterm()  # SIGTERM -> SystemExit: the .part- file is removed
+    if args.what == "curated":
+        return _curated(args)
+    if args.apply_filter:
+        raise ValueError("--apply-filter: only with --what curated")
+    if args.format not in (None, *FORMATS):
+        raise ValueError(f"--format {args.format}: only with --what curated; expected "
+                         f"{' or '.join(FORMATS)}")
     columns = None
     if args.columns:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
@@ -87,6 +102,24 @@ def run(args: argparse.Namespace) -> int:
         )  # fmt: skip
     note = " (spreadsheet-safe)" if result.sanitized else ""
     print(f"wrote {result.n_rows:,} rows to {args.out} as {result.format}{note}",
+          file=sys.stderr)
+    return 0
+
+
+def _curated(args: argparse.Namespace) -> int:
+    """The curated dataset (:func:`aflite_core.runs.curated.export_curated`)."""
+    from aflite_core.runs.curated import export_curated
+
+    for flag, given in (("--columns", args.columns), ("--rows", args.rows),
+                        ("--subset", args.subset), ("--scheduler", args.scheduler)):
+        if given:
+            raise ValueError(f"{flag}: not with --what curated (it writes every row the "
+                             "decisions keep, every original column)")
+    result = export_curated(args.run_dir, args.out, format=args.format,
+                            apply_filter=args.apply_filter, overwrite=args.overwrite)
+    print(f"wrote {result.n_rows:,} rows to {args.out} as {result.format} "
+          f"({result.dropped:,} dropped, {result.relabelled:,} relabelled, "
+          f"{result.filtered:,} filtered out); the changes in {result.changes.name}",
           file=sys.stderr)
     return 0
 

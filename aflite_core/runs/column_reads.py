@@ -10,8 +10,9 @@ import pandas as pd
 
 from aflite_core.errors import RunError
 from aflite_core.io.texts_on_disk import take_rows
+from aflite_core.runs.layout import DATASET_FILE, ROW_CSV_FILES, SCORES_FILE, STATUSES
 
-__all__ = ["parquet_rows", "read_columns"]
+__all__ = ["frame_from_csvs", "parquet_rows", "read_columns"]
 
 
 def read_columns(path: Path, columns: list[str] | None = None,
@@ -55,3 +56,40 @@ def parquet_rows(path: Path, positions: np.ndarray, columns: list[str] | None,
     frame = take_rows(path, positions, [id_col, *wanted]).to_pandas().set_index(id_col)
     frame.index.name = "row_id"
     return frame
+
+
+def frame_from_csvs(path: Path, scores: pd.DataFrame) -> pd.DataFrame:
+    """The original rows of a run folder written before ``dataset.parquet`` existed, rebuilt
+    from its per-status CSV files (every value a string), in input order, index ``row_id``.
+
+    Raises
+    ------
+    RunError
+        A status's CSV file is missing, or its row ids are not those of ``scores``.
+    """
+    present = set(scores["status"].astype(str))
+    parts = []
+    missing = []
+    for status in STATUSES:
+        if status not in present:
+            continue
+        csv_path = path / ROW_CSV_FILES[status]
+        if not csv_path.is_file():
+            missing.append(ROW_CSV_FILES[status])
+            continue
+        parts.append(pd.read_csv(csv_path, dtype=str, keep_default_na=False))
+    if missing:
+        raise RunError(
+            f"run {path} has neither {DATASET_FILE} nor {', '.join(missing)}; "
+            "the original rows cannot be shown"
+        )
+    frame = pd.concat(parts, ignore_index=True)
+    ids = scores["row_id"]
+    # the CSVs hold row ids as text: map them back to the typed ids of scores.parquet
+    by_text = pd.Series(np.arange(len(ids)), index=ids.astype(str).to_numpy())
+    order = by_text.reindex(frame["row_id"].to_numpy()).to_numpy()
+    if np.isnan(order.astype(float)).any():
+        raise RunError(f"run {path}: row ids in the CSV files do not match {SCORES_FILE}")
+    frame = frame.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
+    frame.index = pd.Index(ids.to_numpy(), name="row_id")
+    return frame.drop(columns="row_id")

@@ -44,7 +44,7 @@ from aflite_core.runs.checks import (
     summary_problem,
     unreadable_table,
 )
-from aflite_core.runs.column_reads import parquet_rows, read_columns
+from aflite_core.runs.column_reads import frame_from_csvs, parquet_rows, read_columns
 from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
     BASELINES_FILE,
     CUES_FILE,
@@ -543,7 +543,7 @@ class AuditRun:
             frame = frame.set_index(id_col)
             frame.index.name = "row_id"
             return frame
-        return self._frame_from_csvs()
+        return frame_from_csvs(self.path, self.scores)
 
     def frame_rows(self, positions: np.ndarray, columns: list[str] | None = None
                    ) -> pd.DataFrame:
@@ -563,35 +563,6 @@ class AuditRun:
             return frame.iloc[positions] if columns is None else frame.iloc[positions][columns]
         return parquet_rows(self.path / DATASET_FILE, positions, columns,
                             self.dataset_row_id_column)
-
-    def _frame_from_csvs(self) -> pd.DataFrame:
-        scores = self.scores
-        present = set(scores["status"].astype(str))
-        parts = []
-        missing = []
-        for status in STATUSES:
-            if status not in present:
-                continue
-            csv_path = self.path / ROW_CSV_FILES[status]
-            if not csv_path.is_file():
-                missing.append(ROW_CSV_FILES[status])
-                continue
-            parts.append(pd.read_csv(csv_path, dtype=str, keep_default_na=False))
-        if missing:
-            raise RunError(
-                f"run {self.path} has neither {DATASET_FILE} nor {', '.join(missing)}; "
-                "the original rows cannot be shown"
-            )
-        frame = pd.concat(parts, ignore_index=True)
-        ids = scores["row_id"]
-        # the CSVs hold row ids as text: map them back to the typed ids of scores.parquet
-        by_text = pd.Series(np.arange(len(ids)), index=ids.astype(str).to_numpy())
-        order = by_text.reindex(frame["row_id"].to_numpy()).to_numpy()
-        if np.isnan(order.astype(float)).any():
-            raise RunError(f"run {self.path}: row ids in the CSV files do not match {SCORES_FILE}")
-        frame = frame.iloc[np.argsort(order, kind="stable")].reset_index(drop=True)
-        frame.index = pd.Index(ids.to_numpy(), name="row_id")
-        return frame.drop(columns="row_id")
 
     @cached_property
     def cues(self) -> pd.DataFrame | None:
@@ -658,6 +629,26 @@ class AuditRun:
     def row_ids(self, status: str) -> np.ndarray:
         """Row ids with the given status, in input order."""
         return self.scores["row_id"].to_numpy()[self.status_mask(status)]
+
+    # -- review decisions (decisions.parquet: aflite_core.runs.decisions, which imports
+    # this module, hence the imports inside the methods)
+    def decisions(self) -> pd.DataFrame:
+        """The review decisions in force (the latest per row, reverts taken back):
+        ``row_id, decision, label, note, reviewer, decided_at``; read afresh each call."""
+        from aflite_core.runs.decisions import decisions_in_force
+
+        return decisions_in_force(self)
+
+    def decide(self, row_ids: Any, decision: str, *, label: Any = None, note: str = "",
+               reviewer: str = "") -> int:
+        """Record ``decision`` (keep, drop, relabel, revert) on ``row_ids`` in
+        ``decisions.parquet`` (atomically, under a lock); returns how many rows. ``label``:
+        the new label of a relabel, one of the run's labels. Nothing is recorded when any
+        row id or the label is not the run's (``ValueError``) or the folder cannot be written
+        (:class:`RunError`); see :func:`aflite_core.runs.decisions.decide`."""
+        from aflite_core.runs.decisions import decide
+
+        return decide(self, row_ids, decision, label=label, note=note, reviewer=reviewer)
 
 
 def load_run(path: str | os.PathLike) -> AuditRun:
