@@ -1,6 +1,10 @@
 """``python -m aflite_core report RUN_DIR --out report.html``: one self-contained HTML file.
 
 The page inlines Plotly's JavaScript, so it opens offline; all dataset text is escaped.
+``--format md`` (or an ``.md`` file) writes the card to hand on instead: GitHub Markdown of
+at most 150 lines for a dataset card or a README (what was audited, the headline figures with
+their caveats, top cues and slices, label issues, the review decisions and the curated
+export), with no HTML and no link to this machine.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ def register(subparsers: Any) -> None:
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
     p.add_argument("run_dir", metavar="RUN_DIR", help="a run folder")
-    p.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
+    p.add_argument("--out", required=True, metavar="FILE",
+                   help="file to write (HTML, or Markdown with --format md or a .md name)")
+    p.add_argument("--format", choices=("html", "md"), default=None,
+                   help="html (default) or md: the Markdown card for a dataset card")
     p.add_argument("--samples", type=int, default=5, metavar="N",
                    help="examples shown per label and status (default 5)")
     p.add_argument("--top-cues", type=int, default=20, metavar="N",
@@ -29,6 +36,13 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Build and write the report."""
+    fmt = args.format or ("md" if str(args.out).lower().endswith(".md") else "html")
+    if fmt == "md":
+        from aflite_core.report.card import write_card
+
+        print(f"wrote {write_card(args.run_dir, args.out, overwrite=args.overwrite)}",
+              file=sys.stderr)
+        return 0
     from aflite_core.report.html import write_report
 
     path = write_report(args.run_dir, args.out, overwrite=args.overwrite,
