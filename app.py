@@ -37,6 +37,7 @@ PAGES = [
     st.Page("app_pages/audit.py", title="Audit", icon=":material/filter_alt:"),
     st.Page("app_pages/explore.py", title="Explore", icon=":material/travel_explore:"),
     st.Page("app_pages/cues.py", title="Cues", icon=":material/key:"),
+    st.Page("app_pages/review.py", title="Review", icon=":material/rate_review:"),
     st.Page("app_pages/report.py", title="Report", icon=":material/summarize:"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
 ]

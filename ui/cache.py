@@ -662,3 +662,31 @@ def measure_tables(path: str | Path, name: str) -> dict[str, pd.DataFrame]:
     rerun."""
     path = Path(path)
     return _measure_tables(str(path.resolve()), _stamp(path), name)
+
+
+# --------------------------------------------------------------------------- review
+@st.cache_data(max_entries=8, show_spinner=False)
+def _review_queue(path: str, stamp: float, source: str, key: str | None) -> Any:
+    from aflite_core.runs.review import review_queue as queue
+
+    return queue(_open_run(path, stamp), source, key)
+
+
+def review_queue(path: str | Path, source: str, key: str | None = None) -> Any:
+    """The row ids of a review queue, in review order (cached: the run's tables do not
+    change; the decisions, which do, are read by the page on every rerun)."""
+    path = Path(path)
+    return _review_queue(str(path.resolve()), _stamp(path), source, key)
+
+
+def curated_csv(path: str | Path, *, apply_filter: bool = False) -> bytes:
+    """The curated dataset as CSV bytes (:func:`aflite_core.runs.curated.export_curated`);
+    not cached: it follows the decisions."""
+    import tempfile
+
+    from aflite_core.runs.curated import export_curated
+
+    with tempfile.TemporaryDirectory(prefix="aflite-curated-") as tmp:
+        out = Path(tmp) / "curated.csv"
+        export_curated(open_run(path), out, format="csv", apply_filter=apply_filter)
+        return out.read_bytes()

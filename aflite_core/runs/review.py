@@ -1,0 +1,170 @@
+"""A review queue: the rows of one set the product shows, in the order to review them, and
+what a reviewer needs to see of each (the dashboard's Review page reads it).
+
+Sources (:data:`SOURCES`): the flagged label issues, lowest label quality first; AFLite's
+removed rows, most predictable first; the rows of a stored slice, of a map region or of a
+saved subset, in input order. :func:`row_card` gives a row's texts, label, suggested label,
+the scores that flagged it, and its nearest rows on the map with their labels;
+:func:`undo` takes a reviewer's last decision on a row back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from aflite_core.measures.slices import member_mask
+from aflite_core.runs.decisions import all_decisions, decide
+from aflite_core.runs.folder import AuditRun
+from aflite_core.runs.subsets import load_subset
+
+__all__ = ["SOURCES", "review_queue", "row_card", "source_keys", "undo"]
+
+#: What a queue can be made of, as the page offers it.
+SOURCES = {"label_issues": "Label issues (lowest label quality first)",
+           "removed": "Rows AFLite removed (most predictable first)",
+           "slice": "A slice (why-removed)",
+           "region": "A map region",
+           "subset": "A saved subset"}
+#: Neighbours shown per row.
+NEIGHBOURS = 5
+
+
+def source_keys(run: AuditRun, source: str) -> list[tuple[str, str]]:
+    """The choices within a source (``(key, label)``): the stored slices, the map's regions,
+    the saved subsets; ``[]`` for a source that needs none."""
+    if source == "slice" and run.has("slices_members.parquet"):
+        members = run.read_parquet("slices_members.parquet").sort_values("rank")
+        described = {}
+        if run.has("slices.parquet"):
+            table = run.read_parquet("slices.parquet")
+            described = dict(zip(table["slice_id"].astype(str), table["description"],
+                                 strict=False))
+        return [(str(s), f"{described.get(str(s), s)} ({int(n):,} rows)")
+                for s, n in zip(members["slice_id"], members["n_rows"], strict=True)]
+    if source == "region" and run.has("map_regions.parquet"):
+        regions = run.read_parquet("map_regions.parquet")
+        return [(str(int(r)), f"{name} ({int(n):,} rows)")
+                for r, name, n in zip(regions["region"], regions["name"], regions["rows"],
+                                      strict=True)]
+    if source == "subset":
+        from aflite_core.runs.subsets import list_subsets
+
+        return [(s.name, f"{s.name} ({s.n_rows:,} rows)") for s in list_subsets(run)]
+    return []
+
+
+def review_queue(run: AuditRun, source: str, key: str | None = None) -> np.ndarray:
+    """The row ids of a queue, in review order.
+
+    Raises
+    ------
+    ValueError
+        An unknown source, a source the run lacks (no label issues, no map), or a key that is
+        not among :func:`source_keys`.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"source: expected one of {', '.join(SOURCES)}, got {source!r}")
+    ids = run.score_columns(["row_id"])["row_id"].to_numpy()
+    if source == "label_issues":
+        if not run.has("label_issues.parquet"):
+            raise ValueError(f"run {run.name} has no label issues: audit it with the label "
+                             "issues measure")
+        table = run.read_parquet("label_issues.parquet")
+        flagged = table[table["is_label_issue"].astype(bool)]
+        return flagged.sort_values("label_quality", kind="stable")["row_id"].to_numpy()
+    if source == "removed":
+        scores = run.score_columns(["row_id", "status", "predictability"])
+        removed = scores[scores["status"].astype(str) == "removed"]
+        return removed.sort_values("predictability", ascending=False,
+                                   kind="stable")["row_id"].to_numpy()
+    if key is None:
+        raise ValueError(f"{SOURCES[source]}: choose which one")
+    if source == "slice":
+        try:
+            return ids[member_mask(run, key)]
+        except LookupError as exc:
+            raise ValueError(str(exc)) from None
+    if source == "region":
+        if not run.has("projection.parquet"):
+            raise ValueError(f"run {run.name} has no map")
+        projection = run.read_parquet("projection.parquet")
+        return projection["row_id"].to_numpy()[projection["region"].to_numpy() == int(key)]
+    return np.asarray(load_subset(run, key).row_ids)
+
+
+def row_card(run: AuditRun, row_id: Any) -> dict[str, Any]:
+    """What a reviewer sees of a row: ``texts`` (column -> value: premise and hypothesis),
+    ``label``, ``status``, ``predictability``, ``suggested_label``, ``label_quality``,
+    ``is_label_issue`` (None without label issues), ``decision`` in force, and
+    ``neighbours`` (the nearest rows on the map: row id, distance, label, hypothesis)."""
+    columns = run.input.get("columns") or {}
+    scores = run.score_columns(["row_id", "status", "predictability", "label"])
+    position = np.flatnonzero(scores["row_id"].to_numpy() == row_id)
+    if not len(position):
+        raise ValueError(f"row_id {row_id!r} is not a row of run {run.name}")
+    i = int(position[0])
+    text_columns = [c for c in (columns.get("premise"), columns.get("hypothesis")) if c]
+    rows = run.frame_rows(np.array([i]), text_columns)
+    card: dict[str, Any] = {
+        "row_id": row_id, "texts": {c: str(rows[c].iloc[0]) for c in text_columns},
+        "label": str(scores["label"].iloc[i]), "status": str(scores["status"].iloc[i]),
+        "predictability": float(scores["predictability"].iloc[i]),
+        "suggested_label": None, "label_quality": None, "is_label_issue": None,
+        "decision": None, "neighbours": []}
+    if run.has("label_issues.parquet"):
+        issues = run.read_parquet("label_issues.parquet")
+        hit = issues[issues["row_id"] == row_id]
+        if len(hit):
+            card.update(suggested_label=str(hit["suggested_label"].iloc[0]),
+                        label_quality=float(hit["label_quality"].iloc[0]),
+                        is_label_issue=bool(hit["is_label_issue"].iloc[0]))
+    force = run.decisions()
+    mine = force[force["row_id"] == row_id]
+    if len(mine):
+        card["decision"] = {k: mine[k].iloc[0] for k in ("decision", "label", "note",
+                                                         "reviewer")}
+    card["neighbours"] = _map_neighbours(run, row_id, scores)
+    return card
+
+
+def _map_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[dict]:
+    if not run.has("projection.parquet"):
+        return []
+    projection = run.read_parquet("projection.parquet", columns=["row_id", "x", "y"])
+    ids = projection["row_id"].to_numpy()
+    at = np.flatnonzero(ids == row_id)
+    if not len(at):
+        return []
+    xy = projection[["x", "y"]].to_numpy(dtype=np.float64)
+    distance = np.hypot(*(xy - xy[at[0]]).T)
+    distance[at[0]] = np.inf
+    nearest = np.argsort(distance, kind="stable")[:NEIGHBOURS]
+    labels = scores.set_index("row_id")["label"]
+    hypothesis = (run.input.get("columns") or {}).get("hypothesis")
+    positions = pd.Index(scores["row_id"]).get_indexer(ids[nearest])
+    texts = run.frame_rows(positions, [hypothesis]) if hypothesis else None
+    return [{"row_id": ids[j], "distance": float(distance[j]),
+             "label": str(labels.get(ids[j], "")),
+             "text": str(texts[hypothesis].iloc[k]) if texts is not None else ""}
+            for k, j in enumerate(nearest)]
+
+
+def undo(run: AuditRun, row_id: Any, *, reviewer: str = "") -> str:
+    """Take the last decision on ``row_id`` back: the decision before it is in force again
+    (recorded anew), or none (a ``revert``). Returns the decision now in force, or ``""``."""
+    history = all_decisions(run)
+    mine = history[history["row_id"] == row_id]
+    if mine.empty:
+        return ""
+    earlier = mine.iloc[:-1]
+    if earlier.empty or earlier["decision"].iloc[-1] == "revert":
+        decide(run, [row_id], "revert", reviewer=reviewer)
+        return ""
+    last = earlier.iloc[-1]
+    decide(run, [row_id], str(last["decision"]),
+           label=last["label"] if last["decision"] == "relabel" else None,
+           note=str(last["note"] or ""), reviewer=str(last["reviewer"] or reviewer))
+    return str(last["decision"])

@@ -1,0 +1,1 @@
+"""The Review page's code (``app_pages/review.py`` draws it)."""
