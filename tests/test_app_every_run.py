@@ -10,7 +10,7 @@ import pytest
 from apptest_support import goto, new_app, open_run, plain, texts
 from run_kinds import KINDS, build
 
-PAGES = ("data", "audit", "explore", "cues", "report", "compare")
+PAGES = ("data", "audit", "explore", "cues", "review", "report", "compare")
 
 
 @pytest.fixture(scope="module")

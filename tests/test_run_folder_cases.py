@@ -24,7 +24,7 @@ from aflite_core.errors import RunError
 from aflite_core.json_files import MAX_JSON_DEPTH, json_depth, loads_json, read_json_file
 from aflite_core.runs.folder import list_runs, load_run
 
-PAGES = ("data", "audit", "explore", "cues", "report", "compare")
+PAGES = ("data", "audit", "explore", "cues", "review", "report", "compare")
 
 
 @pytest.fixture(scope="module")

@@ -57,10 +57,36 @@ MAX_TEXT = 2000
 
 def run_labels(run: Any) -> list[str]:
     """The labels a row of the run may be given: those of its audited rows (every status
-    but ``excluded``), as text, sorted."""
+    but ``excluded``), as text, sorted (from ``summary.json``'s label counts; the scores'
+    labels for a summary without them)."""
+    counts = run.summary.get("labels") or {}
+    named = {str(k) for part in ("before", "unfiltered", "warmup")
+             for k in (counts.get(part) or {})} if isinstance(counts, dict) else set()
+    if named:
+        return sorted(named - {""})
     scores = run.score_columns(["status", "label"])
     audited = scores["status"].astype(str) != "excluded"
     return sorted({str(v) for v in scores["label"][audited].astype(str)} - {""})
+
+
+def _resolve(ids: pd.Series, rows: Sequence[Any]) -> list[Any]:
+    """The run's row id of each of ``rows`` (the id itself, or its text as a CSV holds it),
+    None where it is not one: a hash lookup, not a table of every id as text (1M rows)."""
+    index = pd.Index(ids)
+    numeric = ids.dtype.kind in "iu"
+    wanted: list[Any] = []
+    for row in rows:
+        text = str(row).strip()
+        if numeric:
+            try:
+                wanted.append(int(text))
+            except ValueError:
+                wanted.append(None)
+        else:
+            wanted.append(text)
+    positions = index.get_indexer([w if w is not None else object() for w in wanted])
+    values = ids.to_numpy()
+    return [values[p] if p >= 0 else None for p in positions]
 
 
 def _row_ids(run: Any) -> pd.Series:
@@ -126,14 +152,11 @@ def check_decisions(run: Any, row_ids: Sequence[Any], decisions: Sequence[str],
     them) and every problem of the batch as ``(position, what)``: an unknown row id, an
     unknown decision, a ``relabel`` without a label of the run or a label on another
     decision."""
-    ids = _row_ids(run)
-    by_text = {str(v): v for v in ids.tolist()}
+    resolved = _resolve(_row_ids(run), row_ids)
     allowed = set(run_labels(run))
-    resolved: list[Any] = []
     problems: list[tuple[int, str]] = []
-    for i, (row, decision, label) in enumerate(zip(row_ids, decisions, labels, strict=True)):
-        key = by_text.get(str(row).strip())
-        resolved.append(key)
+    for i, (row, key, decision, label) in enumerate(zip(row_ids, resolved, decisions, labels,
+                                                        strict=True)):
         if key is None:
             problems.append((i, f"row_id {short_repr(row)} is not a row of run "
                                 f"{run.path.name}"))

@@ -99,26 +99,27 @@ def review_panel(run: Any, ids: np.ndarray, queue_id: str) -> None:
     _card(card)
     st.text_input("Note (saved with the next decision)", key=state.key(PAGE, "note"))
     labels = run_labels(run)
-    buttons = st.columns(4 + min(len(labels), MAX_LABEL_KEYS) + 3)
+    buttons = st.columns(6)
     buttons[0].button("Keep", key=state.key(PAGE, "keep"), shortcut="K", type="primary",
                       on_click=_decide, args=(run, queue_id, n, row_id, "keep"))
     buttons[1].button("Drop", key=state.key(PAGE, "drop"), shortcut="D",
                       on_click=_decide, args=(run, queue_id, n, row_id, "drop"))
+    buttons[2].button("Skip", key=state.key(PAGE, "skip"), shortcut="S",
+                      on_click=_move, args=(queue_id, n, +1))
+    buttons[3].button("◀ Previous", key=state.key(PAGE, "previous"), shortcut="Left",
+                      on_click=_move, args=(queue_id, n, -1))
+    buttons[4].button("Next ▶", key=state.key(PAGE, "next"), shortcut="Right",
+                      on_click=_move, args=(queue_id, n, +1))
+    buttons[5].button("Undo", key=state.key(PAGE, "undo_button"), shortcut="U",
+                      disabled=not st.session_state.get(state.key(PAGE, "undo")),
+                      on_click=_undo, args=(run,))
+    relabel = st.columns(min(len(labels), MAX_LABEL_KEYS) + 1)
+    relabel[0].markdown("**Relabel to**")
     for i, label in enumerate(labels[:MAX_LABEL_KEYS]):
-        buttons[2 + i].button(f"→ {label}", key=state.key(PAGE, f"relabel:{i}"),
-                              shortcut=str(i + 1), help=f"Relabel to {label}",
+        relabel[i + 1].button(label, key=state.key(PAGE, f"relabel:{i}"),
+                              shortcut=str(i + 1), help=f"Relabel this row to {label}",
                               disabled=label == card["label"], on_click=_decide,
                               args=(run, queue_id, n, row_id, "relabel", label))
-    rest = buttons[2 + min(len(labels), MAX_LABEL_KEYS):]
-    rest[0].button("Skip", key=state.key(PAGE, "skip"), shortcut="S",
-                   on_click=_move, args=(queue_id, n, +1))
-    rest[1].button("◀", key=state.key(PAGE, "previous"), shortcut="Left", help="Previous",
-                   on_click=_move, args=(queue_id, n, -1))
-    rest[2].button("▶", key=state.key(PAGE, "next"), shortcut="Right", help="Next",
-                   on_click=_move, args=(queue_id, n, +1))
-    rest[3].button("Undo", key=state.key(PAGE, "undo_button"), shortcut="U",
-                   disabled=not st.session_state.get(state.key(PAGE, "undo")),
-                   on_click=_undo, args=(run,))
     if card["neighbours"]:
         st.caption("Nearest rows on the map (neighbours in the 2-D layout, not in Φ) and "
                    "their labels:")
@@ -133,9 +134,9 @@ def _card(card: dict) -> None:
     cells = [("Label", card["label"], None), ("Status", card["status"], None),
              ("Predictability", f"{card['predictability']:.2f}", None)]
     if card["suggested_label"] is not None:
+        flagged = " (flagged)" if card["is_label_issue"] else ""
         cells += [("Suggested label", card["suggested_label"], None),
-                  ("Label quality", f"{card['label_quality']:.3f}",
-                   "flagged" if card["is_label_issue"] else None)]
+                  (f"Label quality{flagged}", f"{card['label_quality']:.3f}", None)]
     components.metric_row(cells)
     decision = card["decision"]
     if decision:
