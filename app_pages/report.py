@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import cache, components, state
+from ui import components, current
 from ui.panels import breakdown as breakdown_view
 from ui.report import view as report_view
 
 st.title("Report")
 components.explainer(report_view.SUMMARY, report_view.FORMULA, title="Measures, formulas")
 
-path = state.get_run_path()
-if path is None:
-    components.empty_state("No audit run is open yet: run an audit on the Audit page (or "
-                           "reopen a previous one there) and its report appears here.",
-                           page="app_pages/audit.py", label="Go to Audit")
-    st.stop()
-try:
-    run = cache.open_run(path)
-except (ValueError, OSError) as exc:
-    components.show_error(f"The run {path.name} cannot be opened: {exc}",
-                          hint="Reopen another run on the Audit page.")
-    st.stop()
+path, run = current.open_run_or_stop("and its report appears here")
 
 st.caption(f"Run {components.md_escape(run.name)} · input "
            f"{components.md_escape(run.input.get('name', '?'))} · created "

@@ -20,7 +20,7 @@ from aflite_core.runs.decisions import all_decisions, decide
 from aflite_core.runs.folder import AuditRun
 from aflite_core.runs.subsets import load_subset
 
-__all__ = ["SOURCES", "review_queue", "row_card", "source_keys", "undo"]
+__all__ = ["SOURCES", "available_sources", "review_queue", "row_card", "source_keys", "undo"]
 
 #: What a queue can be made of, as the page offers it.
 SOURCES = {"label_issues": "Label issues (lowest label quality first)",
@@ -30,6 +30,18 @@ SOURCES = {"label_issues": "Label issues (lowest label quality first)",
            "subset": "A saved subset"}
 #: Neighbours shown per row.
 NEIGHBOURS = 5
+
+
+def available_sources(run: AuditRun) -> list[str]:
+    """The sources this run can make a queue of (label issues only when it has them, a
+    slice or region only when it stored some, subsets only when one is saved)."""
+    out = []
+    if run.has("label_issues.parquet"):
+        out.append("label_issues")
+    if int(run.sizes.get("removed", 0) or 0) > 0:
+        out.append("removed")
+    out += [s for s in ("slice", "region", "subset") if source_keys(run, s)]
+    return out
 
 
 def source_keys(run: AuditRun, source: str) -> list[tuple[str, str]]:

@@ -28,8 +28,13 @@ MAX_LABEL_KEYS = 9
 
 def queue_picker(run: Any) -> tuple[str, str | None] | None:
     """The queue's source (and which slice, region or subset); None while none is chosen."""
+    sources = review.available_sources(run)
+    if not sources:
+        st.info("This run has nothing to review yet: no label issues, no removed rows, no "
+                "stored slice or map region and no saved subset.", icon=":material/info:")
+        return None
     left, right = st.columns([1, 2])
-    source = left.selectbox("Rows to review", list(review.SOURCES),
+    source = left.selectbox("Rows to review", sources,
                             format_func=review.SOURCES.get, key=state.key(PAGE, "source"))
     if source in ("label_issues", "removed"):
         return source, None
