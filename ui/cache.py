@@ -665,7 +665,7 @@ def measure_tables(path: str | Path, name: str) -> dict[str, pd.DataFrame]:
 
 
 # --------------------------------------------------------------------------- review
-@st.cache_data(max_entries=8, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def _review_queue(path: str, stamp: float, source: str, key: str | None) -> Any:
     from aflite_core.runs.review import review_queue as queue
 
