@@ -84,3 +84,27 @@ def test_review_a_queue_row_by_row(audited, tmp_path, monkeypatch):
     position = int(load_run(root / "r").score_columns(["row_id"])["row_id"].tolist().index(
         queue[2]))
     assert curated.set_index("id").loc[original.loc[position, "id"], "label"] == labels[other]
+
+
+def test_a_bulk_action_is_offered_only_with_measured_precision(audited, tmp_path, monkeypatch):
+    root = tmp_path / "runs"
+    shutil.copytree(audited, root / "r")
+    monkeypatch.setenv("AFLITE_RUNS_DIR", str(root))
+    run = load_run(root / "r")
+    queue = review_queue(run, "label_issues")
+    run.decide(list(queue[:20]), "drop")
+    at = new_app(autoload=False)
+    open_run(at, root / "r")
+    goto(at, "review")
+    assert "After 30 reviews in this queue (20 so far)" in plain(texts(at))
+    assert not [b for b in at.button if str(b.key).endswith(":bulk:drop")]
+    run.decide(list(queue[20:30]), "keep")
+    at.run()
+    shown = plain(texts(at))
+    rest = len(queue) - 30
+    assert f"**Drop** all {rest:,}: you dropped 67% of the 30 rows reviewed here" in shown
+    assert "95 % interval 49%-81%" in shown  # Wilson's, for 20 of 30
+    _button(at, ":bulk:drop").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    force = load_run(root / "r").decisions()
+    assert len(force) == len(queue) and (force["decision"] == "drop").sum() == len(queue) - 10

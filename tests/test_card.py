@@ -65,8 +65,9 @@ def test_the_card_is_short_plain_markdown_with_its_caveats(audited, tmp_path, ca
     assert cues_at < lines.index("- Caveat: PLANTED CUE CAVEAT") < slices_at
     assert "2 rows reviewed by ana." in lines
     assert any(line.startswith("Of 2 reviewed rows flagged as label issues, 1 were "
-                               "relabelled (observed precision of the flags 0.50), 1 of them "
-                               "to the suggested label.") for line in lines)
+                               "relabelled (observed precision of the flags 0.50, 95 % "
+                               "interval 0.09-0.91), 1 of them to the suggested label.")
+               for line in lines)
     assert markdown_card(run_dir) == text
 
 

@@ -19,6 +19,7 @@ from aflite_core.measures.baselines import format_figure, headline_figures
 from aflite_core.runs.curated import curated_rows
 from aflite_core.runs.decisions import decisions_in_force
 from aflite_core.runs.folder import AuditRun, RunError, check_not_in_run, load_run
+from aflite_core.runs.review import flag_precision
 
 __all__ = ["MAX_LINES", "markdown_card", "measure_caveats", "write_card"]
 
@@ -168,20 +169,15 @@ def _decisions(run: AuditRun) -> list[str]:
 
 def _flag_precision(run: AuditRun, force: pd.DataFrame) -> list[str]:
     """Among reviewed rows the label issues flagged: how many the reviewers relabelled (the
-    flags' observed precision) and how often to the suggested label."""
-    if not run.has("label_issues.parquet"):
+    flags' observed precision, with its 95 % interval) and how often to the suggested label."""
+    reviews = flag_precision(run)
+    if reviews is None:
         return []
-    issues = run.read_parquet("label_issues.parquet").set_index("row_id")
-    reviewed = force.set_index("row_id").join(issues, how="inner")
-    flagged = reviewed[reviewed["is_label_issue"].astype(bool)]
-    if flagged.empty:
-        return []
-    relabelled = flagged[flagged["decision"] == "relabel"]
-    same = (relabelled["label"].astype(str) == relabelled["suggested_label"].astype(str)).sum()
-    return [f"Of {len(flagged):,} reviewed rows flagged as label issues, "
-            f"{len(relabelled):,} were relabelled (observed precision of the flags "
-            f"{len(relabelled) / len(flagged):.2f}), {int(same):,} of them to the suggested "
-            "label."]
+    low, high = reviews["precision_interval"]
+    return [f"Of {reviews['reviewed']:,} reviewed rows flagged as label issues, "
+            f"{reviews['relabelled']:,} were relabelled (observed precision of the flags "
+            f"{reviews['precision']:.2f}, 95 % interval {low:.2f}-{high:.2f}), "
+            f"{reviews['to_suggested']:,} of them to the suggested label."]
 
 
 def write_card(run: AuditRun | str | os.PathLike, out: str | os.PathLike, *,

@@ -180,3 +180,67 @@ def undo(run: AuditRun, row_id: Any, *, reviewer: str = "") -> str:
            label=last["label"] if last["decision"] == "relabel" else None,
            note=str(last["note"] or ""), reviewer=str(last["reviewer"] or reviewer))
     return str(last["decision"])
+
+
+#: Reviews of a queue before a bulk action on the rest of it is offered.
+MIN_REVIEWS_FOR_BULK = 30
+
+
+def wilson_interval(hits: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a share ``hits / n`` (``(nan, nan)`` for ``n = 0``)."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+
+
+def flag_precision(run: AuditRun) -> dict[str, Any] | None:
+    """What reviews say of the label-issue flags: among reviewed flagged rows, how many were
+    relabelled (the flags' observed precision) and how many to the suggested label, each with
+    its 95 % Wilson interval; None without label issues or a reviewed flagged row."""
+    if not run.has("label_issues.parquet"):
+        return None
+    force = run.decisions()
+    if force.empty:
+        return None
+    issues = run.read_parquet("label_issues.parquet").set_index("row_id")
+    reviewed = force.set_index("row_id").join(issues, how="inner")
+    flagged = reviewed[reviewed["is_label_issue"].astype(bool)]
+    if flagged.empty:
+        return None
+    relabelled = flagged[flagged["decision"] == "relabel"]
+    suggested = int((relabelled["label"].astype(str)
+                     == relabelled["suggested_label"].astype(str)).sum())
+    n = len(flagged)
+    return {"reviewed": n, "relabelled": len(relabelled), "to_suggested": suggested,
+            "precision": len(relabelled) / n,
+            "precision_interval": wilson_interval(len(relabelled), n),
+            "suggestion_precision": suggested / n,
+            "suggestion_interval": wilson_interval(suggested, n)}
+
+
+def bulk_offer(run: AuditRun, ids: np.ndarray) -> dict[str, Any]:
+    """What a bulk action on the queue's unreviewed rows would do, from the reviews so far:
+    ``reviewed``, ``remaining`` (their row ids), and per action (``drop``; with label issues
+    ``relabel`` to the suggested label) the share of reviewed rows decided that way with its
+    95 % interval. ``offered`` is False before :data:`MIN_REVIEWS_FOR_BULK` reviews."""
+    force = run.decisions()
+    decided = force[force["row_id"].isin(ids)] if len(force) else force
+    remaining = ids[~np.isin(ids, decided["row_id"].to_numpy())] if len(decided) else ids
+    n = len(decided)
+    actions = {"drop": int((decided["decision"] == "drop").sum()) if n else 0}
+    suggested = None
+    if run.has("label_issues.parquet"):
+        issues = run.read_parquet("label_issues.parquet").set_index("row_id")
+        if n:
+            joined = decided.set_index("row_id").join(issues, how="left")
+            actions["relabel"] = int(((joined["decision"] == "relabel")
+                                      & (joined["label"].astype(str)
+                                         == joined["suggested_label"].astype(str))).sum())
+        suggested = issues["suggested_label"].reindex(remaining)
+    return {"reviewed": n, "remaining": remaining, "offered": n >= MIN_REVIEWS_FOR_BULK,
+            "suggested": suggested,
+            "actions": {k: {"share": v / n if n else float("nan"),
+                            "interval": wilson_interval(v, n)} for k, v in actions.items()}}

@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.measures import label_issues
+from aflite_core.runs import review
 from ui import components, state, url_state
 
 #: Session key (not a widget's): Explore should open on the flagged rows.
@@ -34,6 +35,16 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     for title, table in tables.items():
         st.markdown(f"**{components.md_escape(title)}**")
         st.dataframe(table, hide_index=True, column_config=percent)
+    reviews = review.flag_precision(run)
+    if reviews is not None:
+        low, high = reviews["precision_interval"]
+        s_low, s_high = reviews["suggestion_interval"]
+        st.markdown(
+            f"**After review**: of {reviews['reviewed']:,} flagged rows reviewed, "
+            f"{reviews['relabelled']:,} were relabelled: the flags' observed precision is "
+            f"{reviews['precision']:.2f} (95 % interval {low:.2f}-{high:.2f}); "
+            f"{reviews['to_suggested']:,} to the suggested label "
+            f"({reviews['suggestion_precision']:.2f}, {s_low:.2f}-{s_high:.2f}).")
     n_flagged = int(info.get("n_label_issues") or 0)
     if n_flagged and st.button(
             f"Show the {n_flagged:,} flagged rows in Explore",

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from aflite_core.runs import review
+from aflite_core.runs import decisions, review
 from aflite_core.runs.decisions import run_labels
 from ui import cache, components, state
 
@@ -125,12 +125,59 @@ def review_panel(run: Any, ids: np.ndarray, queue_id: str) -> None:
                               shortcut=str(i + 1), help=f"Relabel this row to {label}",
                               disabled=label == card["label"], on_click=_decide,
                               args=(run, queue_id, n, row_id, "relabel", label))
+    bulk_panel(run, ids)
     if card["neighbours"]:
         st.caption("Nearest rows on the map (neighbours in the 2-D layout, not in Φ) and "
                    "their labels:")
         st.dataframe(pd.DataFrame(card["neighbours"]), hide_index=True,
                      column_config={"distance": st.column_config.NumberColumn(format="%.3f"),
                                     "text": st.column_config.TextColumn(width="large")})
+
+
+def _apply_to_rest(run: Any, row_ids: list, decision: str, labels: list | None) -> None:
+    reviewer = st.session_state.get(state.key(PAGE, "reviewer"), "")
+    try:
+        decisions.decide(run, row_ids, decision, labels=labels, reviewer=reviewer,
+                         note="bulk action, from the precision measured on the reviewed rows")
+    except (ValueError, OSError) as exc:
+        st.session_state[state.key(PAGE, "error")] = str(exc)
+
+
+def bulk_panel(run: Any, ids: np.ndarray) -> None:
+    """A bulk action on the queue's unreviewed rows, offered only with the precision the
+    reviews of this queue measured (after :data:`review.MIN_REVIEWS_FOR_BULK` of them), and
+    saying what it would change."""
+    offer = review.bulk_offer(run, ids)
+    remaining = [r for r in offer["remaining"].tolist()]
+    if not remaining:
+        return
+    if not offer["offered"]:
+        st.caption(f"After {review.MIN_REVIEWS_FOR_BULK} reviews in this queue "
+                   f"({offer['reviewed']} so far), a decision on all {len(remaining):,} "
+                   "remaining rows is offered, with the precision your reviews measured.")
+        return
+    with st.expander(f"Apply to the {len(remaining):,} rows not reviewed yet"):
+        n = offer["reviewed"]
+        for action, figures in offer["actions"].items():
+            low, high = figures["interval"]
+            if action == "drop":
+                what = (f"**Drop** all {len(remaining):,}: you dropped "
+                        f"{figures['share']:.0%} of the {n} rows reviewed here (95 % interval "
+                        f"{low:.0%}-{high:.0%}), so about {low * len(remaining):,.0f}-"
+                        f"{high * len(remaining):,.0f} of them would be rightly dropped and the "
+                        "rest lost.")
+                labels = None
+            else:
+                what = (f"**Relabel** all {len(remaining):,} to their suggested labels: you "
+                        f"relabelled {figures['share']:.0%} of the {n} rows reviewed here to "
+                        f"the suggested label (95 % interval {low:.0%}-{high:.0%}), so about "
+                        f"{low * len(remaining):,.0f}-{high * len(remaining):,.0f} of these "
+                        "changes would be right and the rest would put errors in.")
+                labels = offer["suggested"].reindex(remaining).astype(str).tolist()
+            st.markdown(what)
+            st.button(f"{action.capitalize()} the {len(remaining):,} remaining rows",
+                      key=state.key(PAGE, f"bulk:{action}"), on_click=_apply_to_rest,
+                      args=(run, remaining, action, labels))
 
 
 def _card(card: dict) -> None:
