@@ -68,9 +68,13 @@ def md_escape(text: object) -> str:
 
 
 def measure_warnings(run: object, measure: str) -> None:
-    """The warnings ``measure`` recorded in the run's ``summary.json``, one box each."""
-    info = (run.summary.get("measures") or {}).get(measure) or {}
-    for warning in info.get("warnings") or []:
+    """The warnings ``measure`` recorded in the run's ``summary.json``, one box each
+    (:func:`aflite_core.measures.registry.measure_caveats`, which the HTML report, the card
+    and the CLI read too)."""
+    # imported here: the registry costs the first page 0.12 s, and only run pages draw this
+    from aflite_core.measures.registry import measure_caveats
+
+    for warning in measure_caveats(run, measure):
         st.warning(md_escape(warning), icon=":material/warning:")
 
 

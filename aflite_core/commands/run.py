@@ -310,12 +310,16 @@ def _run(args: argparse.Namespace) -> int:
         finally:
             if texts is not None:  # the run folder links the file: its own name stays
                 shutil.rmtree(texts, ignore_errors=True)
+    from aflite_core.measures import registry  # after the audit: the CLI starts light
+
     run_ = load_run(path)
     sizes = run_.sizes
     if not args.quiet:
         for measure, info in run_.measures.items():
             if info.get("status") == "error":
                 print(f"warning: {measure} failed: {info.get('error')}", file=sys.stderr)
+            for caveat in registry.measure_caveats(run_, measure):  # as the report shows them
+                print(f"caveat ({measure}): {caveat}", file=sys.stderr)
         unfiltered = int(sizes.get("unfiltered", 0))
         print(
             f"retained {sizes.get('retained', 0):,} of {sizes.get('filtered', 0):,} filtered rows "

@@ -527,6 +527,15 @@ def default_names() -> tuple[str, ...]:
     return tuple(m.name for m in measures() if m.default)
 
 
+def measure_caveats(run: Any, name: str) -> list[str]:
+    """The warnings measure ``name`` wrote into the run's ``summary.json`` (its
+    ``info["warnings"]``): the one place the HTML report, the Markdown card, the Report page
+    and the CLI summary take a measure's caveats from, to print beside its figures."""
+    record = ((getattr(run, "summary", None) or {}).get("measures") or {}).get(name)
+    warnings = record.get("warnings") if isinstance(record, dict) else None
+    return [" ".join(str(w).split()) for w in warnings] if isinstance(warnings, list) else []
+
+
 def get(name: str) -> Measure:
     """The measure called ``name``.
 

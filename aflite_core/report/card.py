@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from aflite_core.measures.baselines import format_figure, headline_figures
+from aflite_core.measures.registry import measure_caveats
 from aflite_core.runs.curated import curated_rows
 from aflite_core.runs.decisions import decisions_in_force
 from aflite_core.runs.folder import AuditRun, RunError, check_not_in_run, load_run
@@ -38,13 +39,6 @@ def _table(header: list[str], rows: list[list[Any]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
     return lines
-
-
-def measure_caveats(run: AuditRun, name: str) -> list[str]:
-    """The warnings measure ``name`` wrote into ``summary.json`` (its figures' caveats)."""
-    record = (run.measures or {}).get(name) or {}
-    warnings = record.get("warnings") if isinstance(record, dict) else None
-    return [str(w) for w in warnings] if isinstance(warnings, list) else []
 
 
 def _caveat_lines(run: AuditRun, name: str) -> list[str]:
@@ -79,9 +73,18 @@ def markdown_card(run: AuditRun | str | os.PathLike) -> str:
     lines += _slices(run)
     lines += _label_issues(run)
     lines += _decisions(run)
+    lines += _other_caveats(run, shown=("baselines", "cues", "slices", "label_issues"))
     if len(lines) > MAX_LINES:
         lines = lines[: MAX_LINES - 1] + ["(cut to 150 lines)"]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _other_caveats(run: AuditRun, *, shown: tuple[str, ...]) -> list[str]:
+    """The caveats of the measures whose figures the card does not print: a reader of the
+    card still learns what each measure of the run warned about."""
+    lines = [f"- {name}: {w[:400]}" for name in (run.measures or {})
+             if name not in shown for w in measure_caveats(run, name)]
+    return ["## Other caveats of this run", "", *lines, ""] if lines else []
 
 
 def _headline(run: AuditRun) -> list[str]:

@@ -32,7 +32,7 @@ from aflite_core.measures.baselines import format_figure, headline_figures
 from aflite_core.measures.datamap import FIGURE_POINTS
 from aflite_core.measures.duplicates import SUMMARY_COLUMNS as DUPLICATES_COLUMNS
 from aflite_core.measures.inoculation import SUMMARY_COLUMNS as INOCULATION_COLUMNS
-from aflite_core.measures.registry import Measure, stored_summary
+from aflite_core.measures.registry import Measure, measure_caveats, stored_summary
 from aflite_core.runs.folder import (
     STATUSES,
     AuditRun,
@@ -507,6 +507,12 @@ def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
     return outcome + charts + html_table(table)
 
 
+def _caveats_html(run: AuditRun, anchor: str) -> str:
+    """A measure's caveats (:func:`registry.measure_caveats`), above its figures."""
+    return "".join(f'<p class="warning"><strong>Caveat:</strong> {esc(w)}</p>'
+                   for w in measure_caveats(run, anchor))
+
+
 def _section_measure(run: AuditRun, measure: Measure, fig: _Figures) -> str:
     """A measure without a section of its own: its description, its figures
     (:meth:`Measure.draw`) and its before/after tables."""
@@ -526,9 +532,6 @@ def _section_datamap(run: AuditRun, fig: _Figures) -> str:
         return _absent("The data map was not computed in this run.")
     note = f"<p>{esc(measure.description)} The map draws a seeded sample of at most " \
            f"{FIGURE_POINTS:,} rows; the counts below are exact.</p>"
-    info = (run.summary.get("measures") or {}).get("datamap") or {}
-    note += "".join(f"<p><strong>Warning:</strong> {esc(w)}</p>"
-                    for w in info.get("warnings") or [])
     return (note + "".join(fig(chart, height=chart.layout.height or 460) for chart in charts)
             + _tables_html(_measure_tables(run, "datamap")))
 
@@ -648,7 +651,7 @@ def build_report(
     parts = []
     for anchor, title in every:
         try:
-            body = bodies[anchor]()
+            body = _caveats_html(run, anchor) + bodies[anchor]()
         except (KeyError, ValueError, TypeError, OSError, IndexError) as exc:
             body = (f'<p class="error">This section could not be drawn: '
                     f"{esc(type(exc).__name__)}: {esc(exc)}</p>")

@@ -201,7 +201,6 @@ def measure_filters(table: pd.DataFrame, index: Any = None) -> tuple[dict, dict]
 # --------------------------------------------------------------------------- Report page
 def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """Report: the data map coloured by status, and the region tables."""
-    components.measure_warnings(run, "datamap")
     table = cache.datamap_table(run.path)
     if not table.empty:
         points, total = datamap.sample_points(table, max_points=5_000, seed=0)

@@ -25,7 +25,6 @@ def report_panel(run: Any, tables: dict[str, pd.DataFrame]) -> None:
     """The flagged rows per status and per label pair, the scoring model's caveat, and a
     button to the flagged rows in Explore."""
     info = (run.summary.get("measures") or {}).get("label_issues") or {}
-    components.measure_warnings(run, "label_issues")
     if info.get("n_rows_scored") and info.get("n_rows_total", 0) > info["n_rows_scored"]:
         st.caption(f"Scored {info['n_rows_scored']:,} of {info['n_rows_total']:,} filtered "
                    "rows (a seeded sample of whole groups; option *Label issues: rows scored "

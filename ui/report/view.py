@@ -357,6 +357,7 @@ def measure_sections(run: Any) -> None:
 def _measure_body(run: Any, measure: Measure, state: str) -> None:
     if measure.description:
         st.caption(measure.description)
+    components.measure_warnings(run, measure.name)  # the caveats beside the figures
     if state == "error":
         error = (run.measures.get(measure.name) or {}).get("error", "unknown error")
         components.show_error(f"{measure.label} could not be computed in this run: {error}",
