@@ -131,7 +131,15 @@ def test_a_run_writes_the_issues_and_exports_the_clean_and_the_flagged_rows(plan
     retained = set(status.index[status == "retained"])
     assert {r["row_id"] for r in clean} == retained - flagged_ids
     assert {r["status"] for r in clean} == {"retained"}
-    assert {r["row_id"] for r in exported("flagged")} == flagged_ids
+    flagged_rows = exported("flagged")
+    assert {r["row_id"] for r in flagged_rows} == flagged_ids
+    # the file for relabelling carries what flagged each row and the suggested label
+    by_id = issues.set_index("row_id")
+    for row in flagged_rows:
+        truth = by_id.loc[row["row_id"]]
+        assert row["is_label_issue"] == "True"
+        assert row["suggested_label"] == truth["suggested_label"]
+        assert abs(float(row["label_quality"]) - truth["label_quality"]) < 1e-12
     # Explore's columns: the label quality and the flag of every scored row
     from aflite_core.runs.views import rows_table
 

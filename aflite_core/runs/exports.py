@@ -90,6 +90,30 @@ def _label_issue_rows(run: AuditRun, what: str, row_ids: Iterable[Any] | None
     return statuses, ids[keep].tolist()
 
 
+#: The label-issue columns a label-issue row export carries after the row's own.
+LABEL_ISSUE_COLUMNS = ("label_quality", "is_label_issue", "suggested_label")
+
+
+def with_label_issue_columns(chunks: Iterable[pa.Table], issues: pd.DataFrame
+                             ) -> Iterator[pa.Table]:
+    """Each chunk of rows with its rows' ``label_quality``, ``is_label_issue`` and
+    ``suggested_label`` appended (empty for a row the measure did not score; a name the data
+    already uses becomes ``aflite_<name>``): the file for relabelling carries what flagged
+    each row and the label suggested."""
+    by_id = issues.set_index("row_id")
+    for table in chunks:
+        ids = table.column(0).to_pandas()
+        positions = by_id.index.get_indexer(ids)
+        found = positions >= 0
+        for name in LABEL_ISSUE_COLUMNS:
+            values = by_id[name].to_numpy()
+            column = pd.Series(values[np.where(found, positions, 0)], dtype=object)
+            column[~found] = None
+            column_name = unique_column_name(name, table.column_names)
+            table = table.append_column(column_name, pa.array(column.tolist(), from_pandas=True))
+        yield table
+
+
 def table_exports() -> dict[str, str]:
     """Table exports and the run file each copies: the scores, then every table a
     registered measure offers (looked up on each call, so plug-in measures are included)."""
@@ -253,8 +277,9 @@ def export_run(
         )
     elif what in LABEL_ISSUE_EXPORTS:
         statuses, wanted = _label_issue_rows(run, what, row_ids)
-        chunks = iter_row_chunks(run, statuses, columns=columns, row_ids=wanted,
-                                 chunk_rows=chunk_rows)
+        chunks = with_label_issue_columns(
+            iter_row_chunks(run, statuses, columns=columns, row_ids=wanted,
+                            chunk_rows=chunk_rows), run.read_parquet(LABEL_ISSUES_FILE))
     elif what in table_exports():
         chunks = iter_table_chunks(
             run, what, columns=columns, row_ids=row_ids, chunk_rows=chunk_rows
