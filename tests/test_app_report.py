@@ -54,9 +54,15 @@ def test_before_vs_after_and_downloads(runs_root, shared_run) -> None:
     # percentage points, with the spread over the random draws
     from aflite_core.measures.baselines import figure_verdict
 
-    verdict = figure_verdict("hypothesis_only", block)["verdict"]
-    expected = (f"{block['bias_removed_beyond_size_pp']:+.1f} pp ± "
-                f"{block['bias_removed_std_pp']:.1f}")
+    figure = figure_verdict("hypothesis_only", block)
+    verdict = figure["verdict"]
+    # the ± combines the draws' spread with the retained accuracy's sampling error
+    retained = block["retained"]
+    sampling = 100 * (retained["accuracy"] * (1 - retained["accuracy"])
+                      / retained["n_rows"]) ** 0.5
+    combined = (block["bias_removed_std_pp"] ** 2 + sampling ** 2) ** 0.5
+    assert abs(figure["uncertainty_pp"] - combined) < 1e-9 and combined >= sampling > 0
+    expected = f"{block['bias_removed_beyond_size_pp']:+.1f} pp ± {combined:.1f}"
     assert metrics["Bias removed beyond size: hypothesis-only n-grams"] == (
         expected if verdict == "ok" else f"{expected} ({verdict})")
     from aflite_core.measures import registry

@@ -386,10 +386,30 @@ def figure_verdict(name: str, block: dict) -> dict:
         caveats.append(f"The {label} is trained on the representation AFLite filtered on: "
                        "its drop largely measures AFLite's own objective; read the models "
                        "whose features AFLite did not see first.")
+    spread = block.get("bias_removed_std_pp")
+    sampling = sampling_error_pp(block.get("retained") or {})
+    parts = [float(x) for x in (spread, sampling)
+             if isinstance(x, (int, float)) and np.isfinite(x)]
     return {"baseline": name, "label": label, "sees_filter_features": sees,
             "value_pp": float(value) if isinstance(value, (int, float)) else None,
-            "spread_pp": block.get("bias_removed_std_pp"), "verdict": verdict,
-            "capped_pp": capped, "caveats": caveats}
+            "spread_pp": spread, "sampling_pp": sampling,
+            "uncertainty_pp": float(np.sqrt(sum(x * x for x in parts))) if parts else None,
+            "verdict": verdict, "capped_pp": capped, "caveats": caveats}
+
+
+#: What the ± of a headline figure holds (:func:`format_figure`), said wherever it is shown.
+UNCERTAINTY_NOTE = ("± combines the spread over the random control's draws with the retained "
+                    "accuracy's own sampling error (sqrt(p(1 - p)/n) over its n held-out "
+                    "rows), added in quadrature")
+
+
+def sampling_error_pp(part: dict) -> float | None:
+    """The standard error of an accuracy ``p`` measured on ``n`` rows, in percentage points:
+    ``100 sqrt(p (1 - p) / n)`` (None without both)."""
+    acc, n = part.get("accuracy"), part.get("n_rows")
+    if not isinstance(acc, (int, float)) or not isinstance(n, (int, float)) or n <= 0:
+        return None
+    return float(100 * np.sqrt(max(float(acc) * (1 - float(acc)), 0.0) / float(n)))
 
 
 def headline_figures(data: dict | None) -> list[dict]:
@@ -407,11 +427,11 @@ def headline_figures(data: dict | None) -> list[dict]:
 
 def format_figure(figure: dict) -> str:
     """A headline figure as text: ``+3.9 pp ± 1.2``, marked when it is not to be read as
-    is (``(overstated)``, ``(not meaningful)``)."""
+    is (``(overstated)``, ``(not meaningful)``); the ± is :data:`UNCERTAINTY_NOTE`'s."""
     value = figure.get("value_pp")
     if value is None:
         return "–"
-    spread = figure.get("spread_pp")
+    spread = figure.get("uncertainty_pp", figure.get("spread_pp"))
     text = f"{value:+.1f} pp" + (f" ± {spread:.1f}" if isinstance(spread, (int, float))
                                   and np.isfinite(spread) else "")
     if figure.get("verdict") not in (None, "ok"):

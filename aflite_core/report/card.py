@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from aflite_core.measures.baselines import format_figure, headline_figures
+from aflite_core.measures.baselines import UNCERTAINTY_NOTE, format_figure, headline_figures
 from aflite_core.measures.registry import measure_caveats
 from aflite_core.runs.curated import curated_rows
 from aflite_core.runs.decisions import decisions_in_force
@@ -94,7 +94,8 @@ def _headline(run: AuditRun) -> list[str]:
         return []
     lines = ["## Bias removed beyond size", "",
              "Accuracy a model loses on the retained rows, beyond what a label-matched random "
-             "subset of the same size loses (control), in percentage points:", ""]
+             f"subset of the same size loses (control), in percentage points; {UNCERTAINTY_NOTE}"
+             ":", ""]
     lines += _table(["model", "bias removed beyond size", "reading"],
                     [[f["label"], format_figure(f), f.get("verdict", "ok")] for f in figures])
     lines.append("")

@@ -28,7 +28,7 @@ from aflite_core.chart_style import (
 )
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.measures import registry
-from aflite_core.measures.baselines import format_figure, headline_figures
+from aflite_core.measures.baselines import UNCERTAINTY_NOTE, format_figure, headline_figures
 from aflite_core.measures.datamap import FIGURE_POINTS
 from aflite_core.measures.duplicates import SUMMARY_COLUMNS as DUPLICATES_COLUMNS
 from aflite_core.measures.inoculation import SUMMARY_COLUMNS as INOCULATION_COLUMNS
@@ -471,10 +471,11 @@ def _section_baselines(run: AuditRun, fig: _Figures) -> str:
             "<p>Cross-validated accuracy on the full data, on the retained rows, and on random "
             "subsets with the retained rows' size and label counts (the control: a smaller "
             "set is harder whatever its content, and a label shift is not bias). <b>bias "
-            "removed beyond size</b> = random − retained, in percentage points ± the spread "
-            "over draws. Dashed lines: the majority-class rate and chance of the full data; "
-            "an accuracy below the majority rate is listed under Warnings with its likely "
-            "causes.</p>" + "".join(fig(chart) for chart in registry.get("baselines").draw(run))
+            "removed beyond size</b> = random − retained, in percentage points; "
+            f"{esc(UNCERTAINTY_NOTE)}. Dashed lines: the majority-class rate and chance of "
+            "the full data; an accuracy below the majority rate is listed under Warnings "
+            "with its likely causes.</p>"
+            + "".join(fig(chart) for chart in registry.get("baselines").draw(run))
             + _tables_html(tables))
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.measures import registry
-from aflite_core.measures.baselines import BASELINE_LABELS
+from aflite_core.measures.baselines import BASELINE_LABELS, UNCERTAINTY_NOTE
 from aflite_core.measures.baselines import format_figure as baseline_fmt
 from aflite_core.measures.registry import Measure
 from aflite_core.runs import views
@@ -171,8 +171,8 @@ def baselines(run: Any, tables: dict[str, pd.DataFrame]) -> None:
                 if pd.notna(row.get("spread over seeds (pp)"))]
             if seed_notes:
                 st.caption("Spread over AFLite seeds: " + "; ".join(seed_notes) + ".")
-        st.caption("Percentage points of accuracy: random control minus retained rows, ± the "
-                   "spread over random draws. The control has the retained rows' size and "
+        st.caption("Percentage points of accuracy: random control minus retained rows; "
+                   f"{UNCERTAINTY_NOTE}. The control has the retained rows' size and "
                    "label counts (unless the run chose 'uniform').")
     warnings = tables.get("Warnings")
     if warnings is not None and not warnings.empty:
