@@ -31,5 +31,6 @@ explore_view.run_header(run)
 explore_view.charts_row(path, run)
 selected = explore_view.map_panel(path)
 selected = datamap_view.panel(path, run, selected)
+state.put(state.EXPLORE_SELECTION, list(selected) if selected else None)  # Review's queue
 st.divider()
 explore_view.table_section(table, run, path, selected)

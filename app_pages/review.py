@@ -18,7 +18,8 @@ picked = review_view.queue_picker(run)
 if picked is not None:
     source, key = picked
     with components.shown_errors("This queue"):
-        ids = cache.review_queue(path, source, key)
+        ids = (review_view.selection_ids(run) if source == review_view.SELECTION
+               else cache.review_queue(path, source, key))
         review_view.review_panel(run, ids, f"{source}:{key}")
 st.divider()
 st.subheader("The curated dataset")

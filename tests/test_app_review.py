@@ -108,3 +108,26 @@ def test_a_bulk_action_is_offered_only_with_measured_precision(audited, tmp_path
     assert not at.exception, [e.message for e in at.exception]
     force = load_run(root / "r").decisions()
     assert len(force) == len(queue) and (force["decision"] == "drop").sum() == len(queue) - 10
+
+
+def test_the_rows_selected_on_the_map_are_a_queue(audited, tmp_path, monkeypatch):
+    """A box, a lasso or a region's ◇ on Explore's map selects rows; Review offers them."""
+    from ui import state
+
+    root = tmp_path / "runs"
+    shutil.copytree(audited, root / "r")
+    monkeypatch.setenv("AFLITE_RUNS_DIR", str(root))
+    ids = load_run(root / "r").score_columns(["row_id"])["row_id"].tolist()
+    picked = [ids[40], ids[7], ids[300]]
+    at = new_app(autoload=False)
+    open_run(at, root / "r")
+    goto(at, "review")
+    assert "selection" not in at.selectbox(key="review:source").options
+    at.session_state[state.EXPLORE_SELECTION] = picked
+    at.run()
+    box = at.selectbox(key="review:source")
+    assert box.options[0].startswith("The 3 rows selected on Explore")  # offered first
+    box.select("selection").run()
+    assert "Reviewed 0 of 3" in plain(at.get("progress")[0].proto.text)
+    _button(at, ":drop").click().run()
+    assert load_run(root / "r").decisions()["row_id"].tolist() == [ids[7]]  # input order

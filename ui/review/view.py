@@ -26,17 +26,26 @@ SUMMARY = ("Decide, row by row, what happens to the rows the audit points at: **
 MAX_LABEL_KEYS = 9
 
 
+#: The queue of the rows selected on Explore's map (a box, a lasso, a region's ◇).
+SELECTION = "selection"
+
+
 def queue_picker(run: Any) -> tuple[str, str | None] | None:
     """The queue's source (and which slice, region or subset); None while none is chosen."""
     sources = review.available_sources(run)
+    selected = state.get(state.EXPLORE_SELECTION)
+    names = dict(review.SOURCES)
+    if selected:
+        sources = [SELECTION, *sources]
+        names[SELECTION] = f"The {len(selected):,} rows selected on Explore's map"
     if not sources:
         st.info("This run has nothing to review yet: no label issues, no removed rows, no "
                 "stored slice or map region and no saved subset.", icon=":material/info:")
         return None
     left, right = st.columns([1, 2])
     source = left.selectbox("Rows to review", sources,
-                            format_func=review.SOURCES.get, key=state.key(PAGE, "source"))
-    if source in ("label_issues", "removed"):
+                            format_func=names.get, key=state.key(PAGE, "source"))
+    if source in ("label_issues", "removed", SELECTION):
         return source, None
     choices = review.source_keys(run, source)
     if not choices:
@@ -47,6 +56,13 @@ def queue_picker(run: Any) -> tuple[str, str | None] | None:
     key = right.selectbox("Which one", list(labels), format_func=labels.get,
                           key=state.key(PAGE, f"key:{source}"))
     return source, key
+
+
+def selection_ids(run: Any) -> np.ndarray:
+    """The rows selected on Explore's map, in input order, as the run's row ids."""
+    selected = state.get(state.EXPLORE_SELECTION) or []
+    ids = run.score_columns(["row_id"])["row_id"]
+    return ids[ids.isin(list(selected))].to_numpy()
 
 
 def _position_key(queue_id: str) -> str:
