@@ -35,19 +35,25 @@ def _button(at, key_end: str):
     return next(b for b in at.button if str(b.key).endswith(key_end))
 
 
-def test_review_a_queue_row_by_row(audited, tmp_path, monkeypatch):
+def _review_page(audited: Path, tmp_path: Path, monkeypatch) -> tuple[object, Path]:
+    """A session on the Review page of a copy of the audited run (the copy's folder too)."""
     root = tmp_path / "runs"
     shutil.copytree(audited, root / "r")
     monkeypatch.setenv("AFLITE_RUNS_DIR", str(root))
-    run = load_run(root / "r")
-    queue = review_queue(run, "label_issues")
     at = new_app(autoload=False)
     open_run(at, root / "r")
     goto(at, "review")
+    return at, root / "r"
+
+
+def test_review_a_queue_row_by_row(audited, tmp_path, monkeypatch):
+    at, run_dir = _review_page(audited, tmp_path, monkeypatch)
+    run = load_run(run_dir)
+    queue = review_queue(run, "label_issues")
     assert not at.exception, [e.message for e in at.exception]
     shown = plain(texts(at))
     assert f"Reviewed 0 of {len(queue):,}" in plain(at.get("progress")[0].proto.text)
-    first = load_run(root / "r").score_columns(["row_id", "label"]).set_index("row_id")
+    first = load_run(run_dir).score_columns(["row_id", "label"]).set_index("row_id")
     assert first.loc[queue[0], "label"] in shown or any(
         first.loc[queue[0], "label"] == m.value for m in at.metric)
     at.text_input(key="review:reviewer").input("ana").run()
@@ -61,7 +67,7 @@ def test_review_a_queue_row_by_row(audited, tmp_path, monkeypatch):
     _button(at, ":drop").click().run()  # row 5 dropped ...
     _button(at, ":undo_button").click().run()  # ... and taken back
     assert not at.exception, [e.message for e in at.exception]
-    force = load_run(root / "r").decisions().set_index("row_id")
+    force = load_run(run_dir).decisions().set_index("row_id")
     assert list(force.index) == list(queue[:3])
     assert force["decision"].tolist() == ["keep", "drop", "relabel"]
     assert force.loc[queue[2], "label"] == labels[other]
@@ -81,21 +87,17 @@ def test_review_a_queue_row_by_row(audited, tmp_path, monkeypatch):
     assert len(curated) == 900 - 1
     original = pd.read_csv(SAMPLE).head(900)
     assert list(curated.columns) == list(original.columns)
-    position = int(load_run(root / "r").score_columns(["row_id"])["row_id"].tolist().index(
+    position = int(load_run(run_dir).score_columns(["row_id"])["row_id"].tolist().index(
         queue[2]))
     assert curated.set_index("id").loc[original.loc[position, "id"], "label"] == labels[other]
 
 
 def test_a_bulk_action_is_offered_only_with_measured_precision(audited, tmp_path, monkeypatch):
-    root = tmp_path / "runs"
-    shutil.copytree(audited, root / "r")
-    monkeypatch.setenv("AFLITE_RUNS_DIR", str(root))
-    run = load_run(root / "r")
+    at, run_dir = _review_page(audited, tmp_path, monkeypatch)
+    run = load_run(run_dir)
     queue = review_queue(run, "label_issues")
     run.decide(list(queue[:20]), "drop")
-    at = new_app(autoload=False)
-    open_run(at, root / "r")
-    goto(at, "review")
+    at.run()
     assert "After 30 reviews in this queue (20 so far)" in plain(texts(at))
     assert not [b for b in at.button if str(b.key).endswith(":bulk:drop")]
     run.decide(list(queue[20:30]), "keep")
@@ -106,7 +108,7 @@ def test_a_bulk_action_is_offered_only_with_measured_precision(audited, tmp_path
     assert "95 % interval 49%-81%" in shown  # Wilson's, for 20 of 30
     _button(at, ":bulk:drop").click().run()
     assert not at.exception, [e.message for e in at.exception]
-    force = load_run(root / "r").decisions()
+    force = load_run(run_dir).decisions()
     assert len(force) == len(queue) and (force["decision"] == "drop").sum() == len(queue) - 10
 
 
@@ -114,14 +116,9 @@ def test_the_rows_selected_on_the_map_are_a_queue(audited, tmp_path, monkeypatch
     """A box, a lasso or a region's ◇ on Explore's map selects rows; Review offers them."""
     from ui import state
 
-    root = tmp_path / "runs"
-    shutil.copytree(audited, root / "r")
-    monkeypatch.setenv("AFLITE_RUNS_DIR", str(root))
-    ids = load_run(root / "r").score_columns(["row_id"])["row_id"].tolist()
+    at, run_dir = _review_page(audited, tmp_path, monkeypatch)
+    ids = load_run(run_dir).score_columns(["row_id"])["row_id"].tolist()
     picked = [ids[40], ids[7], ids[300]]
-    at = new_app(autoload=False)
-    open_run(at, root / "r")
-    goto(at, "review")
     assert "selection" not in at.selectbox(key="review:source").options
     at.session_state[state.EXPLORE_SELECTION] = picked
     at.run()
@@ -130,4 +127,4 @@ def test_the_rows_selected_on_the_map_are_a_queue(audited, tmp_path, monkeypatch
     box.select("selection").run()
     assert "Reviewed 0 of 3" in plain(at.get("progress")[0].proto.text)
     _button(at, ":drop").click().run()
-    assert load_run(root / "r").decisions()["row_id"].tolist() == [ids[7]]  # input order
+    assert load_run(run_dir).decisions()["row_id"].tolist() == [ids[7]]  # input order

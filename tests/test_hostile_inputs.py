@@ -203,10 +203,7 @@ def test_dashboard_loader_case(case: Case, tmp_path: Path, monkeypatch: pytest.M
         return cache.load_upload(content, data.name, encoding=encoding, **mapping)
 
     if case.stage == "load" and not case.ok:
-        with pytest.raises((ValueError, OSError)) as info:
-            load()
-        assert_fragments(str(info.value), case.dashboard_error())
-        assert len(str(info.value)) <= MAX_MESSAGE
+        _assert_refused_in_the_dashboard(load, case)
         return
     dataset = load()
     assert len(dataset.frame) == dataset.report.n_read == case.rows
@@ -238,13 +235,19 @@ def _path_panel_case(case: Case, data: Path, options: dict) -> None:
         return cache.load_server_path(str(data), stamp, **mapping)
 
     if not case.ok:
-        with pytest.raises((ValueError, OSError)) as info:
-            load()
-        assert_fragments(str(info.value), case.dashboard_error())
-        assert len(str(info.value)) <= MAX_MESSAGE
+        _assert_refused_in_the_dashboard(load, case)
         return
     dataset = load()
     assert len(dataset.frame) == dataset.report.n_read == case.rows
+
+
+def _assert_refused_in_the_dashboard(load, case: Case) -> None:
+    """The page's load raises what the Data page catches and shows (``ValueError`` or
+    ``OSError``), holding the case's fragments, in one message of a readable length."""
+    with pytest.raises((ValueError, OSError)) as info:
+        load()
+    assert_fragments(str(info.value), case.dashboard_error())
+    assert len(str(info.value)) <= MAX_MESSAGE
 
 
 def test_the_pickle_payload_is_live(tmp_path: Path) -> None:
