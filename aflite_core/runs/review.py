@@ -32,6 +32,16 @@ SOURCES = {"label_issues": "Label issues (lowest label quality first)",
 NEIGHBOURS = 5
 
 
+def _label_issues(run: AuditRun) -> pd.DataFrame:
+    """``label_issues.parquet``, read once per opened run: the Review page asks for it on
+    every rerun, and the table of a finished run never changes (kept on the run object, as
+    the run keeps its scores)."""
+    kept = run.__dict__.get("_review_label_issues")
+    if kept is None:
+        kept = run.__dict__["_review_label_issues"] = run.read_parquet("label_issues.parquet")
+    return kept
+
+
 def available_sources(run: AuditRun) -> list[str]:
     """The sources this run can make a queue of (label issues only when it has them, a
     slice or region only when it stored some, subsets only when one is saved)."""
@@ -48,7 +58,8 @@ def source_keys(run: AuditRun, source: str) -> list[tuple[str, str]]:
     """The choices within a source (``(key, label)``): the stored slices, the map's regions,
     the saved subsets; ``[]`` for a source that needs none."""
     if source == "slice" and run.has("slices_members.parquet"):
-        members = run.read_parquet("slices_members.parquet").sort_values("rank")
+        members = run.read_parquet("slices_members.parquet",  # not the member bits
+                                   columns=["slice_id", "rank", "n_rows"]).sort_values("rank")
         described = {}
         if run.has("slices.parquet"):
             table = run.read_parquet("slices.parquet")
@@ -84,7 +95,7 @@ def review_queue(run: AuditRun, source: str, key: str | None = None) -> np.ndarr
         if not run.has("label_issues.parquet"):
             raise ValueError(f"run {run.name} has no label issues: audit it with the label "
                              "issues measure")
-        table = run.read_parquet("label_issues.parquet")
+        table = _label_issues(run)
         flagged = table[table["is_label_issue"].astype(bool)]
         return flagged.sort_values("label_quality", kind="stable")["row_id"].to_numpy()
     if source == "removed":
@@ -127,7 +138,7 @@ def row_card(run: AuditRun, row_id: Any) -> dict[str, Any]:
         "suggested_label": None, "label_quality": None, "is_label_issue": None,
         "decision": None, "neighbours": []}
     if run.has("label_issues.parquet"):
-        issues = run.read_parquet("label_issues.parquet")
+        issues = _label_issues(run)
         hit = issues[issues["row_id"] == row_id]
         if len(hit):
             card.update(suggested_label=str(hit["suggested_label"].iloc[0]),
@@ -145,7 +156,7 @@ def row_card(run: AuditRun, row_id: Any) -> dict[str, Any]:
 def _map_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[dict]:
     if not run.has("projection.parquet"):
         return []
-    projection = run.read_parquet("projection.parquet", columns=["row_id", "x", "y"])
+    projection = run.projection  # kept by the run (the map's table): read once
     ids = projection["row_id"].to_numpy()
     at = np.flatnonzero(ids == row_id)
     if not len(at):
@@ -153,15 +164,19 @@ def _map_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[di
     xy = projection[["x", "y"]].to_numpy(dtype=np.float64)
     distance = np.hypot(*(xy - xy[at[0]]).T)
     distance[at[0]] = np.inf
-    nearest = np.argsort(distance, kind="stable")[:NEIGHBOURS]
+    k = min(NEIGHBOURS, len(distance) - 1)
+    if k < 1:
+        return []
+    nearest = np.argpartition(distance, k - 1)[:k]  # the k nearest, then in order
+    nearest = nearest[np.argsort(distance[nearest], kind="stable")]
     labels = scores.set_index("row_id")["label"]
     hypothesis = (run.input.get("columns") or {}).get("hypothesis")
     positions = pd.Index(scores["row_id"]).get_indexer(ids[nearest])
     texts = run.frame_rows(positions, [hypothesis]) if hypothesis else None
     return [{"row_id": ids[j], "distance": float(distance[j]),
              "label": str(labels.get(ids[j], "")),
-             "text": str(texts[hypothesis].iloc[k]) if texts is not None else ""}
-            for k, j in enumerate(nearest)]
+             "text": str(texts[hypothesis].iloc[i]) if texts is not None else ""}
+            for i, j in enumerate(nearest)]
 
 
 def undo(run: AuditRun, row_id: Any, *, reviewer: str = "") -> str:
@@ -205,7 +220,7 @@ def flag_precision(run: AuditRun) -> dict[str, Any] | None:
     force = run.decisions()
     if force.empty:
         return None
-    issues = run.read_parquet("label_issues.parquet").set_index("row_id")
+    issues = _label_issues(run).set_index("row_id")
     reviewed = force.set_index("row_id").join(issues, how="inner")
     flagged = reviewed[reviewed["is_label_issue"].astype(bool)]
     if flagged.empty:
@@ -233,7 +248,7 @@ def bulk_offer(run: AuditRun, ids: np.ndarray) -> dict[str, Any]:
     actions = {"drop": int((decided["decision"] == "drop").sum()) if n else 0}
     suggested = None
     if run.has("label_issues.parquet"):
-        issues = run.read_parquet("label_issues.parquet").set_index("row_id")
+        issues = _label_issues(run).set_index("row_id")
         if n:
             joined = decided.set_index("row_id").join(issues, how="left")
             actions["relabel"] = int(((joined["decision"] == "relabel")
