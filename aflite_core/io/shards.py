@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas.api import types
 
 from aflite_core.errors import DamagedFileError
 from aflite_core.io.file_walk import GLOB_CHARS, glob_files, inside, walk_files
@@ -362,8 +363,6 @@ def check_same_columns(first: list, columns: list, shard: str, first_shard: str,
 def _kind(values: pd.Series) -> str | None:
     """What a column holds, as far as joining shards goes: number, text, bool, time, other
     (None for a column of missing values only, which joins with any)."""
-    from pandas.api import types
-
     if types.is_bool_dtype(values):
         return "true/false values"
     if types.is_numeric_dtype(values):
