@@ -142,6 +142,34 @@ class AuditConfig:
     filter: str = "aflite"
     filter_params: dict = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # the measures' options are checked when the config is made: a bad option is refused
+        # before any data is read (the rest waits for validate(), which fills defaults in)
+        self._check_measure_params()
+
+    def _check_measure_params(self) -> None:
+        """Every measure option against its declaration (:mod:`aflite_core.schema`): an
+        unknown measure or key is refused listing the allowed ones, a value out of its
+        declaration with what was expected and what arrived."""
+        if not self.measure_params:
+            return
+        from aflite_core.measures import registry
+
+        if not isinstance(self.measure_params, Mapping) or not all(
+            isinstance(v, Mapping) for v in self.measure_params.values()
+        ):
+            raise TypeError(
+                "measure_params: expected a dict of dicts such as "
+                f"{{'projection': {{'method': 'pca'}}}}, got {self.measure_params!r}"
+            )
+        known = registry.names()
+        bad = sorted(set(self.measure_params) - set(known))
+        if bad:
+            raise ValueError(f"measure_params: unknown measure(s) {bad}; expected some of "
+                             f"{list(known)}")
+        for name, values in self.measure_params.items():
+            registry.get(name).check_params(values)
+
     def validate(self) -> AuditConfig:
         """Check the values that can be checked without data; return ``self``.
 
@@ -201,16 +229,11 @@ class AuditConfig:
         if bad:
             raise ValueError(f"measures: unknown {bad}; expected some of {known}")
         self.measures = measures
-        if not isinstance(self.measure_params, Mapping) or not all(
-            isinstance(v, Mapping) for v in self.measure_params.values()
-        ):
-            raise TypeError(
-                "measure_params: expected a dict of dicts such as "
-                f"{{'projection': {{'method': 'pca'}}}}, got {self.measure_params!r}"
-            )
-        bad = sorted(set(self.measure_params) - set(known))
-        if bad:
-            raise ValueError(f"measure_params: unknown measure(s) {bad}; expected {known}")
+        if not isinstance(self.measure_params, Mapping):
+            raise TypeError("measure_params: expected a dict of dicts such as "
+                            f"{{'projection': {{'method': 'pca'}}}}, got "
+                            f"{self.measure_params!r}")
+        self._check_measure_params()
         return self
 
     def _validate_filter(self) -> None:

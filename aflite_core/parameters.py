@@ -14,14 +14,13 @@ fills it in for the rows (or questions) it filters, exactly as ``suggest_config`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from aflite_core._validation import check_choice, check_int, check_real, check_size
 from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
+from aflite_core.measures import registry
+from aflite_core.schema import SCALED, Option
 
-#: The default of a parameter scaled to the data (see :func:`aflite_core.config.size_defaults`).
-SCALED = "scaled to the data"
 
 #: Representations Φ (the last two are text encoders, optional extras).
 REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "static", "sentence_transformers")
@@ -45,55 +44,34 @@ FIELD, FILTER_PARAM, REPRESENTATION_PARAM = "field", "filter_params", "represent
 
 
 @dataclass(frozen=True)
-class Parameter:
-    """One run parameter.
+class Parameter(Option):
+    """One run parameter: an :class:`~aflite_core.schema.Option` with a ``run`` flag and a
+    place in :class:`~aflite_core.config.AuditConfig`.
 
     Attributes
     ----------
-    name : str
-        The :class:`~aflite_core.config.AuditConfig` field, or the key in
-        ``filter_params`` / ``representation_params`` (see ``where``).
-    where : {"field", "filter_params", "representation_params"}
-        Where the value goes in ``AuditConfig``.
     flag : str
         The ``run`` command's flag.
-    label : str
-        The dashboard widget's label.
-    help : str
-        One line: the widget's help and the flag's help.
-    kind : {"int", "float", "size", "choice", "bool"}
-        ``size``: a number of rows (int >= 1) or a fraction in (0, 1).
-    default : Any
-        The value, or :data:`SCALED`.
-    choices : tuple, optional
-        Allowed values of a ``choice``.
-    minimum, maximum : float, optional
-        Bounds of a number (inclusive unless ``open_bounds``).
-    open_bounds : bool
-        The bounds themselves are not allowed (a level alpha in (0, 1)).
+    where : {"field", "filter_params", "representation_params"}
+        Where the value goes in ``AuditConfig`` (``name`` is the field, or the key).
     section : str
         ``aflite``, ``z`` (Z-filter), ``representation`` or ``audit``: which part of the form
         and of ``run --help`` shows it.
-    scaled_rule : str
-        For a :data:`SCALED` default: the rule, as the table of defaults says it.
-    cli_syntax : str
-        How the flag's value is written when that differs from the value itself.
+
+    The rest (name, label, help, kind, default, choices, bounds, ``scaled_rule``,
+    ``cli_syntax``) is the option's; a ``size`` is a number of rows (int >= 1) or a fraction
+    in (0, 1).
     """
 
-    name: str
-    flag: str
-    label: str
-    help: str
-    kind: str
-    default: Any
-    where: str = FIELD
-    choices: tuple[Any, ...] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    open_bounds: bool = False
-    section: str = "aflite"
-    scaled_rule: str = ""
-    cli_syntax: str = ""
+    flag: str = field(default="", kw_only=True)
+    where: str = field(default=FIELD, kw_only=True)
+    section: str = field(default="aflite", kw_only=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.flag.startswith("--"):
+            raise ValueError(f"parameter {self.name!r}: expected a flag such as --tau, got "
+                             f"{self.flag!r}")
 
     @property
     def dest(self) -> str:
@@ -101,79 +79,85 @@ class Parameter:
         return self.flag.lstrip("-").replace("-", "_")
 
 
+def _p(name: str, flag: str, label: str, help: str, kind: str, default: Any,
+       **declared: Any) -> Parameter:
+    """A :class:`Parameter` written in the order the table below reads."""
+    return Parameter(name, label, default, help=help, kind=kind, flag=flag, **declared)
+
+
 _SIZE_RULE = "<= 10k rows: {small}; <= 100k: {medium}; above: {large}"
 
 PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("filter", "--filter", "Filter", "AFLite removes the rows linear models on Φ "
+    _p("filter", "--filter", "Filter", "AFLite removes the rows linear models on Φ "
               "predict best; the Z-filter removes rows until no hypothesis word's label "
               "distribution differs significantly from the data's (|z| under the Bonferroni "
               "threshold) or the target size is reached.", "choice", "aflite",
               choices=FILTERS, section="audit"),
-    Parameter("target_size", "--target-size", "Target size (rows)", "How many rows the "
+    _p("target_size", "--target-size", "Target size (rows)", "How many rows the "
               "filter keeps at least (a number of rows, or a fraction of the filterable "
               "rows); it never goes below this size.", "size", SCALED,
               scaled_rule=_SIZE_RULE.format(small="50%", medium="50%", large="1/3")),
-    Parameter("n_partitions", "--partitions", "Partitions m", "m: random train/held-out "
+    _p("n_partitions", "--partitions", "Partitions m", "m: random train/held-out "
               "splits per round; more gives steadier scores.", "int", SCALED,
               minimum=1, maximum=512,
               scaled_rule=_SIZE_RULE.format(small="32", medium="64", large="64")),
-    Parameter("train_size", "--train-size", "Train size t (share, or rows if ≥ 1)",
+    _p("train_size", "--train-size", "Train size t (share, or rows if ≥ 1)",
               "t: rows each split trains on (or a fraction of the current set); the rest "
               "is held out.", "size", SCALED,
               scaled_rule=_SIZE_RULE.format(small="40% of n", medium="40% of n",
                                             large="min(50,000, n/10)")
               + "; below the target: 80% of a smaller target"),
-    Parameter("slice_size", "--slice-size", "Slice size k (rows)", "k: at most this many "
+    _p("slice_size", "--slice-size", "Slice size k (rows)", "k: at most this many "
               "of the most predictable rows are removed per round (1 with the greedy "
               "strategy).", "size", SCALED,
               scaled_rule=_SIZE_RULE.format(small="5% of n", medium="2.5% of n",
                                             large="min(10,000, n/50)")
               + "; 1 for strategy greedy"),
-    Parameter("tau", "--tau", "Threshold τ", "Only rows predicted right at least this share "
+    _p("tau", "--tau", "Threshold τ", "Only rows predicted right at least this share "
               "of the time can be removed.", "float", DEFAULT_TAU, minimum=0.0, maximum=1.0),
-    Parameter("strategy", "--strategy", "Strategy", "greedy slicing = the paper's AFLite; "
+    _p("strategy", "--strategy", "Strategy", "greedy slicing = the paper's AFLite; "
               "slice sampling draws k by predictability; greedy removes one row per round.",
               "choice", "greedy_slicing", choices=STRATEGIES),
-    Parameter("group_partitions", "--group-partitions", "AFLite's partitions keep groups "
+    _p("group_partitions", "--group-partitions", "AFLite's partitions keep groups "
               "together", "on: each partition trains on whole groups (a premise's "
               "hypotheses, linked texts, the --group column), so no row is scored by a model "
               "that saw its group; off: rows, as in the paper; auto: on when the data has "
               "groups and none holds more than 25% of the filtered rows.", "choice", "auto",
               choices=GROUP_PARTITIONS),
-    Parameter("random_state", "--seed", "Seed", "Seed of every random choice; same data + "
+    _p("random_state", "--seed", "Seed", "Seed of every random choice; same data + "
               "parameters + seed = same result.", "int", 0, minimum=0, maximum=2**32 - 1,
               section="audit"),
-    Parameter("split_policy", "--split-policy", "Split policy", "auto: filter the train "
+    _p("split_policy", "--split-policy", "Split policy", "auto: filter the train "
               "split only and keep dev/test (scored by models of the retained train rows) "
               "when there is a split column with train rows, else every row together; "
               "joint: every row together (the paper); per_split: each split on its own.",
               "choice", "auto", choices=SPLIT_POLICIES, section="audit"),
-    Parameter("instance", "--instance", "Instance", "auto: a question for multiple-choice "
+    _p("instance", "--instance", "Instance", "auto: a question for multiple-choice "
               "data (kept or removed whole), else a row.", "choice", "auto",
               choices=INSTANCES, section="audit"),
-    Parameter("alpha", "--z-alpha", "Z-filter level α", "Family-wise level of the z tests "
+    _p("alpha", "--z-alpha", "Z-filter level α", "Family-wise level of the z tests "
               "(two-sided, Bonferroni over every word and label).", "float", 0.01,
               where=FILTER_PARAM, minimum=0.0, maximum=1.0, open_bounds=True, section="z"),
-    Parameter("until", "--z-until", "Z-filter stops", "threshold: stop once no word's |z| "
+    _p("until", "--z-until", "Z-filter stops", "threshold: stop once no word's |z| "
               "passes the threshold (or at the target size); target_size: go on to the "
               "target size.", "choice", "threshold", where=FILTER_PARAM, choices=Z_UNTIL,
               section="z"),
-    Parameter("min_count", "--z-min-count", "Z-filter minimum count", "Words in fewer rows "
+    _p("min_count", "--z-min-count", "Z-filter minimum count", "Words in fewer rows "
               "than this are not tested.", "int", 5, where=FILTER_PARAM, minimum=1,
               maximum=10_000, section="z"),
-    Parameter("representation", "--representation", "Representation Φ", "Features Φ the "
+    _p("representation", "--representation", "Representation Φ", "Features Φ the "
               "linear models see (AFLite needs a fixed representation).", "choice",
               "tfidf_svd", choices=REPRESENTATIONS, section="representation",
               cli_syntax="tfidf-svd | warmup | precomputed:PATH | static:NAME | "
                          "sentence-transformers:NAME (NAME: a model folder, a packaged model "
                          "such as all-MiniLM-L6-v2, or a hub name, which may download it)"),
-    Parameter("n_components", "--n-components", "Dimensions", "Dimension of Φ (TF-IDF reduced "
+    _p("n_components", "--n-components", "Dimensions", "Dimension of Φ (TF-IDF reduced "
               "by SVD, or the warm-up model's hidden layer).", "int", DEFAULT_COMPONENTS,
               where=REPRESENTATION_PARAM, minimum=2, maximum=1024, section="representation"),
-    Parameter("warmup_fraction", "--warmup-fraction", "Warm-up fraction", "Share of rows used "
+    _p("warmup_fraction", "--warmup-fraction", "Warm-up fraction", "Share of rows used "
               "to train the warm-up model; they are not filtered.", "float", 0.1,
               where=REPRESENTATION_PARAM, minimum=0.02, maximum=0.5, section="representation"),
-    Parameter("combine", "--combine", "Premise and hypothesis", "Encoders: how the premise (u) "
+    _p("combine", "--combine", "Premise and hypothesis", "Encoders: how the premise (u) "
               "and hypothesis (v) embeddings make one row of Φ: [u, v, |u−v|, u·v], [u, v] "
               "or v alone.", "choice", "interaction", where=REPRESENTATION_PARAM,
               choices=COMBINE_MODES, section="representation"),
@@ -196,35 +180,26 @@ def get(name: str) -> Parameter:
         raise KeyError(f"no parameter {name!r}; expected one of {sorted(BY_NAME)}") from None
 
 
-def check_value(parameter: Parameter, value: Any) -> Any:
-    """Check ``value`` against the declaration; return it.
+def check_value(parameter: Option, value: Any) -> Any:
+    """Check ``value`` against the declaration (:meth:`~aflite_core.schema.Option.check`);
+    return it.
 
     Raises
     ------
     TypeError, ValueError
         ``"{name}: expected ..., got ..."``.
     """
-    if parameter.kind == "choice":
-        return check_choice(parameter.name, value, parameter.choices)
-    if parameter.kind == "bool":
-        if not isinstance(value, bool):
-            raise TypeError(f"{parameter.name}: expected a bool, got {value!r}")
-        return value
-    if parameter.kind == "size":
-        return check_size(parameter.name, value)
-    if parameter.kind == "int":
-        return check_int(parameter.name, value, minimum=parameter.minimum,
-                         maximum=parameter.maximum)
-    return check_real(parameter.name, value, low=parameter.minimum, high=parameter.maximum,
-                      low_open=parameter.open_bounds, high_open=parameter.open_bounds)
+    return parameter.check(value)
 
 
-def shown_default(parameter: Parameter) -> str:
+def shown_default(parameter: Option) -> str:
     """The default as help texts and the table show it."""
-    if parameter.default == SCALED:
-        return f"scaled to the data ({parameter.scaled_rule})"
-    return str(parameter.default).lower() if isinstance(parameter.default, bool) \
-        else str(parameter.default)
+    return parameter.shown_default()
+
+
+def measure_flag(measure: str, option: str) -> str:
+    """The ``run`` flag of a measure's option: ``--projection-n-neighbors``."""
+    return f"--{measure.replace('_', '-')}-{option.replace('_', '-')}"
 
 
 def defaults_table(measures: Mapping[str, Any] | None = None) -> str:
@@ -234,41 +209,15 @@ def defaults_table(measures: Mapping[str, Any] | None = None) -> str:
     ``--<measure>-<option>``. ``docs/architecture.md`` holds this table (a test keeps it
     equal).
     """
-    from aflite_core.measures import registry
-
     rows = ["| parameter | `run` flag | default | allowed |", "|---|---|---|---|"]
     for p in PARAMETERS:
         where = p.name if p.where == FIELD else f"{p.where}[{p.name!r}]"
-        rows.append(f"| `{where}` | `{p.flag}` | {shown_default(p)} | {_allowed(p)} |")
+        rows.append(f"| `{where}` | `{p.flag}` | {p.shown_default()} | {p.allowed()} |")
     for measure in (registry.measures() if measures is None else measures.values()):
         for option in measure.options:
-            flag = f"--{measure.name.replace('_', '-')}-{option.name.replace('_', '-')}"
-            default = "scaled to the data" if callable(option.default) else str(option.default)
-            allowed = (" \\| ".join(map(str, option.choices)) if option.choices
-                       else _bounds(option.minimum, option.maximum, False))
-            rows.append(f"| `measure_params[{measure.name!r}][{option.name!r}]` | `{flag}` | "
-                        f"{default} | {allowed} |")
+            flag = (option.cli_syntax if option.name in measure.inputs
+                    else measure_flag(measure.name, option.name))
+            rows.append(f"| `measure_params[{measure.name!r}][{option.name!r}]` | "
+                        f"`{flag}` | "
+                        f"{option.shown_default()} | {option.allowed()} |")
     return "\n".join(rows) + "\n"
-
-
-def _bounds(low: float | None, high: float | None, open_bounds: bool) -> str:
-    if low is None and high is None:
-        return "any"
-    left, right = ("(", ")") if open_bounds else ("[", "]")
-    low_s = "-inf" if low is None else _number(low)
-    high_s = "inf" if high is None else _number(high)
-    return f"{left}{low_s}, {high_s}{right}"
-
-
-def _number(x: float) -> str:
-    return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
-
-
-def _allowed(p: Parameter) -> str:
-    if p.kind == "choice":
-        return " \\| ".join(map(str, p.choices))
-    if p.kind == "bool":
-        return "true \\| false (a switch)"
-    if p.kind == "size":
-        return "rows (int >= 1) or a fraction in (0, 1)"
-    return _bounds(p.minimum, p.maximum, p.open_bounds)

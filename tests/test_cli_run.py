@@ -134,7 +134,7 @@ def test_missing_file_exits_cleanly(tmp_path):
         (["--tau", "1.5"], "tau: expected a number in [0, 1]"),
         (["--target-size", "5000"], "target_size"),
         (["--measures", "knn,magic"], "unknown measure(s) magic"),
-        (["--seed", "abc"], "invalid int value: 'abc'"),
+        (["--seed", "abc"], "--seed: expected a whole number, got 'abc'"),
         (["--target-size", "1.5"], "a fraction must be between 0 and 1"),
         (["--representation", "bert"], "expected tfidf-svd, warmup"),
     ],
@@ -268,9 +268,16 @@ def test_cli_can_unset_a_guessed_column_and_the_grouping(snli_sample, tmp_path):
 
 def _changed_value(option):
     """A valid value of ``option`` other than its default (as command-line text)."""
-    default = option.default(10_000) if callable(option.default) else option.default
+    default = option.value_for(10_000)
+    if option.kind == "strs":
+        return str(option.choices[0]) if option.choices else "a.csv"
+    if option.kind == "ints":
+        return ",".join(str(v + 1) for v in default)
     if option.choices:
         return str(next(c for c in option.choices if c != default))
+    if default is None:  # automatic: a value inside the bounds
+        return str(option.minimum + 1 if option.kind == "int"
+                   else (option.minimum + option.maximum) / 2)
     if isinstance(default, float):
         lo = option.minimum if option.minimum is not None else default - 1
         hi = option.maximum if option.maximum is not None else default + 1
@@ -290,6 +297,8 @@ def test_every_measure_option_is_a_run_flag():
     flags, expected = [], {}
     for measure in registry.measures():
         for option in measure.options:
+            if option.name in measure.inputs:  # files: --challenge FILE
+                continue
             flag = f"--{measure.name.replace('_', '-')}-{option.name.replace('_', '-')}"
             text = _changed_value(option)
             flags += [flag, text]
@@ -298,14 +307,18 @@ def test_every_measure_option_is_a_run_flag():
     args = build_parser().parse_args(["run", "data.csv", "--out", "r", *flags])
     config = audit_config(args, 10_000)
     for (measure, option), text in expected.items():
-        assert str(config.measure_params[measure][option]) == text, (measure, option)
+        value = config.measure_params[measure][option]
+        shown = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        assert shown == text, (measure, option)
     # the defaults are the dashboard form's when no flag is given
     plain = audit_config(build_parser().parse_args(["run", "data.csv", "--out", "r"]), 10_000)
     assert plain.measure_params["projection"]["method"] == "umap"
 
 
 @pytest.mark.parametrize("flag, value, message", [
-    ("--knn-max-queries", "5", "argument --knn-max-queries: expected at least 100"),
+    ("--knn-max-queries", "5", "argument --knn-max-queries: expected an int in [100, "),
+    ("--knn-ks", "1,0", "argument --knn-ks: expected whole numbers in [1, 1,000], got (1, 0)"),
+    ("--projection-min-dist", "2", "--projection-min-dist: expected a number in [0, 1]"),
     ("--projection-method", "tsne", "--projection-method: expected one of umap, pca"),
     ("--baselines-n-splits", "two", "--baselines-n-splits: expected a whole number"),
 ])

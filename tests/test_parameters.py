@@ -14,7 +14,7 @@ import pytest
 
 from aflite_core import parameters
 from aflite_core.cli import build_parser, main
-from aflite_core.commands.measure_flags import flag_name
+from aflite_core.commands.parameter_flags import flag_name
 from aflite_core.commands.run import audit_config
 from aflite_core.config import AuditConfig, suggest_config
 from aflite_core.measures import registry
@@ -48,7 +48,7 @@ def test_the_docs_table_of_defaults_is_the_declaration():
 
 
 @pytest.mark.parametrize("p", PARAMETERS, ids=lambda p: p.name)
-def test_every_parameter_is_a_run_flag_with_its_declared_choices_and_bounds(p):
+def test_every_parameter_is_a_run_flag_with_its_declared_choices_and_bounds(p, capsys):
     parser = _run_parser()
     action = _action(parser, p.flag)
     assert action.default is None  # left out: the data-scaled default of suggest_config
@@ -69,9 +69,24 @@ def test_every_parameter_is_a_run_flag_with_its_declared_choices_and_bounds(p):
         if p.open_bounds:
             refused += [p.maximum, p.minimum]
         for value in refused:
-            text = str(int(value) if p.kind == "int" else value)
+            value = int(value) if p.kind == "int" else value
+            # the flag refuses it by the declaration, naming itself ...
+            with pytest.raises(SystemExit):
+                _parse(p.flag, str(value), *_needs(p))
+            err = capsys.readouterr().err
+            assert f"argument {p.flag}: expected" in err and str(value) in err, err
+            # ... and so does the API, naming the parameter
             with pytest.raises(ValueError, match=rf"^{p.name}: expected"):
-                audit_config(_parse(p.flag, text, *_needs(p)), 10_000)
+                _config_with(p, value)
+
+
+def _config_with(p, value) -> AuditConfig:
+    """``AuditConfig`` with parameter ``p`` set to ``value``, validated."""
+    if p.where == parameters.FIELD:
+        return AuditConfig(**{p.name: value}).validate()
+    if p.where == parameters.FILTER_PARAM:
+        return AuditConfig(filter="z", filter_params={p.name: value}).validate()
+    return AuditConfig(representation_params={p.name: value}).validate()
 
 
 def _needs(p) -> tuple[str, ...]:
@@ -84,11 +99,16 @@ def test_every_measure_option_is_a_run_flag_with_the_forms_choices_and_bounds():
     for measure in registry.measures():
         for option in measure.options:
             flag = flag_name(measure.name, option.name)
+            if option.name in measure.inputs:  # files have flags of their own
+                assert not any(flag in a.option_strings for a in parser._actions)
+                continue
             action = _action(parser, flag)
             dest = action.dest
             if option.choices:
                 value = option.choices[-1]
-                assert getattr(_parse(flag, str(value)), dest) == value
+                listed = option.kind in ("ints", "strs")
+                assert getattr(_parse(flag, str(value)), dest) == ((value,) if listed
+                                                                   else value)
                 with pytest.raises(SystemExit):
                     _parse(flag, "no-such-value")
             elif option.maximum is not None:

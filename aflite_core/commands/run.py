@@ -25,8 +25,12 @@ from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_M
     load_input,
     parse_bytes,
 )
-from aflite_core.commands.measure_flags import add_measure_flags, measure_options
-from aflite_core.commands.parameter_flags import add_parameter_flags, given_parameters
+from aflite_core.commands.parameter_flags import (
+    add_measure_flags,
+    add_parameter_flags,
+    given_parameters,
+    measure_options,
+)
 from aflite_core.parameters import FIELD, FILTER_PARAM, PARAMETERS, REPRESENTATION_PARAM
 from aflite_core.runs.folder import DATASET_FILE, SUMMARY_FILE, check_run_name
 from aflite_core.runs.names import TEMP_PREFIX, hidden_name

@@ -461,9 +461,10 @@ def _sampling_note(result: dict, n_total: int, rows: np.ndarray) -> None:
 
 def _baselines(ctx: MeasureContext) -> MeasureResult:
     hypotheses = ctx.hypothesis_texts()  # the sample's are taken; no list of every row's
-    params = {"random_state": ctx.random_state, **ctx.params}
-    n_seeds = int(params.pop("aflite_seeds", 1))
-    max_rows = int(params.pop("max_rows", MAX_ROWS))
+    params = {"random_state": ctx.random_state,
+              **MEASURE.check_params(ctx.params, n_rows=len(ctx.y))}
+    n_seeds = int(params.pop("aflite_seeds"))
+    max_rows = int(params.pop("max_rows"))
     rows = sample_rows(len(ctx.y), max_rows, groups=ctx.groups,
                        random_state=ctx.random_state)
     if len(rows) < len(ctx.y):

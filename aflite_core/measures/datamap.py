@@ -423,7 +423,8 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             "this run's filter made no held-out predictions (the Z-filter tests features "
             "against the labels and trains no model), and a data map is drawn from them; "
             "AFLite's runs have one")
-    shares = check_shares(**{k: v for k, v in ctx.params.items() if k in SHARES})
+    params = MEASURE.check_params(ctx.params, n_rows=len(ctx.keep))
+    shares = check_shares(**{k: params[k] for k in SHARES})
     dm = ctx.datamap
     scored = np.flatnonzero(np.asarray(dm["n_heldout"]) > 0)  # positions: the map's rows
     n_filtered = len(dm)
@@ -434,7 +435,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     thresholds = calibrated_thresholds(evidence, dm["variability"].to_numpy()[scored],
                                        n_classes=n_classes, **shares)
     del evidence
-    fixed = {k: v for k, v in ctx.params.items() if k in THRESHOLDS}
+    fixed = {k: params[k] for k in THRESHOLDS if params[k] is not None}
     thresholds = check_thresholds(**{**thresholds, **fixed})
     # the table's rows taken from each column first (datamap_table takes the same ones):
     # no column of every filtered row beside the table (5 of them, 40 MB each at 5M rows)
@@ -687,5 +688,10 @@ MEASURE = Measure(
                minimum=0.0, maximum=0.9,
                help="Easy-to-learn: the rows of highest label evidence, at most this share "
                     "of them and only above chance (1/K)."),
+        *(Option(name, f"Data map: fixed {name.replace('_', ' ')}", None, kind="float",
+                 minimum=0.0, maximum=1.0, optional=True, form=False,
+                 help=f"A fixed {name.replace('_', ' ')} instead of the calibrated one "
+                      "(none: calibrated from the shares above).")
+          for name in THRESHOLDS),
     ),
 )

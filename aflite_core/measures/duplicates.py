@@ -261,7 +261,8 @@ def _duplicates(ctx: MeasureContext) -> MeasureResult:
     hyps, prems = ctx.texts()
     ctx.progress(0.0, "exact and near duplicates")
     result = find_duplicates(
-        hyps, premises=prems, X=ctx.X, retained_mask=ctx.keep, row_ids=ctx.row_ids, **ctx.params
+        hyps, premises=prems, X=ctx.X, retained_mask=ctx.keep, row_ids=ctx.row_ids,
+        **MEASURE.check_params(ctx.params, n_rows=len(ctx.keep)),
     )
     return MeasureResult(
         tables={
@@ -337,5 +338,8 @@ MEASURE = Measure(
             help="Two rows are near duplicates when the cosine "
             "similarity of their Φ is at least this.",
         ),
+        Option("max_pairs", "Near duplicates: pairs kept at most", MAX_PAIRS, minimum=1,
+               maximum=100_000_000, form=False,
+               help="The near-duplicate pairs stored (the most similar first)."),
     ),
 )

@@ -96,6 +96,7 @@ from aflite_core.measures.registry import (
     Measure,
     MeasureContext,
     MeasureResult,
+    Option,
     stored_summary,
 )
 from aflite_core.represent.pair_inputs import PAIR_SEPARATOR
@@ -604,11 +605,12 @@ def _inoculation(ctx: MeasureContext) -> MeasureResult:
     hyps, prems = ctx.texts()
     texts = np.asarray(pair_texts(prems, hyps), dtype=object)
     labels = ctx.y
-    params = {"random_state": ctx.random_state, **ctx.params}
+    params = {"random_state": ctx.random_state,
+              **MEASURE.check_params(ctx.params, n_rows=len(labels))}
     # the pool also feeds the challenge dev set (dev_fraction of it), so it is enlarged to
     # leave max(SIZES) rows to inoculate with
-    dev_fraction = params.get("dev_fraction", DEV_FRACTION)
-    largest = max([*SIZES, *params.get("sizes", SIZES)])
+    dev_fraction = params["dev_fraction"]
+    largest = max([*SIZES, *params["sizes"]])
     pool_size = int(np.ceil(largest / (1.0 - dev_fraction)))
     parts = split_for_inoculation(len(labels), ctx.keep, labels=labels, groups=ctx.groups,
                                   pool_size=max(pool_size, 2),
@@ -675,4 +677,27 @@ MEASURE = Measure(
     order=60,
     tables=_inoculation_tables,
     figures=_inoculation_figures,
+    options=(
+        Option("sizes", "Inoculation: challenge examples n", SIZES, minimum=0,
+               maximum=1_000_000, form=False,
+               help="The numbers of challenge examples the curves are drawn at (0 is "
+                    "always added)."),
+        Option("mode", "Inoculation: mode", "finetune", choices=MODES,
+               help="finetune: anchor the original model and fit on the challenge "
+                    "examples; retrain: train on both, the challenge examples weighted."),
+        Option("n_repeats", "Inoculation: repeats", 3, minimum=1, maximum=20,
+               help="Independent nested samples of challenge examples; the curves are "
+                    "their mean."),
+        Option("dev_fraction", "Inoculation: dev share", DEV_FRACTION, minimum=0.0,
+               maximum=1.0, open_bounds=True, form=False,
+               help="Share of the challenge and original training rows held out to choose "
+                    "the strength."),
+        Option("select_tolerance", "Inoculation: tie width", None, kind="float",
+               minimum=0.0, maximum=1.0, optional=True, form=False,
+               help="Dev scores this close to the best are tied (none: one standard error "
+                    "of the best)."),
+        Option("C", "Inoculation: inverse regularisation C", 1.0, minimum=1e-6,
+               maximum=1e6, form=False,
+               help="Inverse L2 regularisation of the original logistic regression."),
+    ),
 )

@@ -641,11 +641,12 @@ def query_sample(held: np.ndarray, max_queries: int, random_state: int | None
 def _knn(ctx: MeasureContext) -> MeasureResult:
     X, y, ids = ctx.X, ctx.y, ctx.row_ids
     held = heldout_mask(y, splits=ctx.splits, groups=ctx.groups, random_state=ctx.random_state)
-    max_queries = int(ctx.params.get("max_queries", MAX_QUERIES))
+    params = MEASURE.check_params(ctx.params, n_rows=len(y))
+    max_queries = int(params["max_queries"])
     queries = query_sample(held, max_queries, ctx.random_state)
     train = ~held
-    n_draws = int(ctx.params.get("n_random_draws", 3))
-    n_seeds = int(ctx.params.get("aflite_seeds", 1))
+    n_draws = int(params["n_random_draws"])
+    n_seeds = int(params["aflite_seeds"])
     draws = _control_draws(y[train], ctx.keep[train], n_draws, ctx.random_state)
     seed_masks = []
     if n_seeds > 1 and ctx.refit is not None:
@@ -657,7 +658,7 @@ def _knn(ctx: MeasureContext) -> MeasureResult:
         retained_mask=ctx.keep[train],
         control_masks=draws + [ctx.keep[train]] + seed_masks if seed_masks else draws,
         train_row_ids=ids[train], heldout_row_ids=ids[queries],
-        random_state=ctx.random_state,
+        ks=tuple(sorted(set(params["ks"]))), random_state=ctx.random_state,
         callback=ctx.callback(),
     )  # fmt: skip
     parts = [result.table, _over_masks(result.controls[:n_draws], "random", "random_std",
@@ -749,5 +750,8 @@ MEASURE = Measure(
              Option("max_queries", "KNN: held-out rows queried", MAX_QUERIES, minimum=100,
                     maximum=1_000_000,
                     help="Above this many held-out rows, a seeded sample of them is "
-                         "queried; the bootstrap intervals include the sampling error."),),
+                         "queried; the bootstrap intervals include the sampling error."),
+             Option("ks", "KNN: neighbours k", KS, minimum=1, maximum=1_000,
+                    help="The numbers of nearest training rows each held-out row's mean "
+                         "distance is taken over (comma-separated on the command line)."),),
 )

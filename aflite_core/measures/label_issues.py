@@ -336,8 +336,8 @@ def label_pairs(table: pd.DataFrame) -> pd.DataFrame:
 
 def compute(ctx: MeasureContext) -> MeasureResult:
     """Label issues of the filtered rows (see the module docstring)."""
-    params = {"n_splits": 2, "max_rows": MAX_ROWS, **ctx.params}
-    n_splits = check_int("n_splits", params["n_splits"], minimum=2)
+    params = MEASURE.check_params(ctx.params, n_rows=len(ctx.y))
+    n_splits = params["n_splits"]
     # codes of the sorted label texts from the scores' label codes (a byte a row): np.unique
     # of astype(str) without a fixed-width copy of every row's label, nor str_codes' two intp
     # arrays (80 MB at 5M rows); only the sample's rows are made texts, below

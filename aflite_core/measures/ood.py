@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_choice
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.splits import label_matched_subsets
 
 #: The run-folder file.
@@ -218,10 +218,8 @@ def _compute(ctx: MeasureContext) -> MeasureResult:
     from aflite_core.io.datasets import load_dataset
     from aflite_core.represent.text_models import pair_texts
 
-    params = dict(ctx.params)
-    paths = params.pop("challenges", None) or ()
-    if isinstance(paths, str):
-        paths = (paths,)
+    params = MEASURE.check_params(ctx.params, n_rows=len(ctx.y))
+    paths = params.pop("challenges") or ()
     if not paths:
         raise ValueError("no challenge files: pass --challenge FILE to `run`, or use "
                          "`python -m aflite_core ood RUN FILE...` on a finished run")
@@ -258,4 +256,16 @@ MEASURE = Measure(
     order=55,
     cost=15.0,  # seconds per 100k rows, rough: a model per challenge set
     inputs=("challenges",),
+    options=(
+        Option("challenges", "OOD: challenge files", None, kind="strs", optional=True,
+               form=False, cli_syntax="--challenge FILE",
+               help="The challenge sets' files (`run --challenge FILE`, one "
+                                "flag per file)."),
+        Option("model", "OOD: model", "full_input", choices=MODELS,
+               help="The text model trained on the retained rows and on each random "
+                    "subset: the whole input, or the hypothesis alone."),
+        Option("n_draws", "OOD: random subsets", 5, minimum=1, maximum=50,
+               help="Random subsets of the retained rows' size and label counts: the "
+                    "control's spread."),
+    ),
 )

@@ -587,7 +587,8 @@ def _cost(n: int, params: dict) -> float:
 
 def _projection(ctx: MeasureContext) -> MeasureResult:
     rep = ctx.representation
-    params = {"random_state": ctx.random_state, **ctx.params}
+    params = {"random_state": ctx.random_state,
+              **MEASURE.check_params(ctx.params, n_rows=len(ctx.labels))}
     report = ctx.callback()
 
     def scaled(info: dict) -> None:  # the map is 90 % of the measure, the regions the rest
@@ -688,5 +689,18 @@ MEASURE = Measure(
             "most 20,000 rows, the rest placed as its transform does; about 2 s at 10k rows, "
             "10 s at 100k); PCA is instant but a poor map of text.",
         ),
+        Option("n_neighbors", "Map: UMAP neighbours", 15, minimum=2, maximum=200,
+               help="UMAP's n_neighbors: how many neighbours of a row shape its place "
+                    "(fewer: finer local structure; more: the broad layout)."),
+        Option("min_dist", "Map: UMAP minimum distance", 0.1, minimum=0.0, maximum=1.0,
+               help="UMAP's min_dist: how tightly rows pack on the map (0: dense clumps)."),
+        Option("sample_size", "Map: rows UMAP is fitted on", SAMPLE_SIZE, minimum=100,
+               maximum=10_000_000, form=False,
+               help="UMAP is fitted on a seeded sample of at most this many rows; the rest "
+                    "is placed by its transform."),
+        Option("pca_dims", "Map: dimensions before UMAP", PCA_DIMS, minimum=2,
+               maximum=1_024, optional=True, form=False,
+               help="UMAP only: the rows are reduced to this many principal components "
+                    "before the neighbour searches (none: every dimension)."),
     ),
 )

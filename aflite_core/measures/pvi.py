@@ -219,7 +219,7 @@ TABLE_TYPES = {"status": "string", "label": "string", "predicted": "str", "fold"
 def compute(ctx: MeasureContext) -> MeasureResult:
     """Hypothesis-only PVI of the filtered rows (folds grouped by ``ctx.groups``)."""
     hypotheses = ctx.hypothesis_texts()  # made a chunk at a time (no premises)
-    params = {"n_splits": 5, **ctx.params}
+    params = MEASURE.check_params(ctx.params, n_rows=len(ctx.y))
     table = hypothesis_only_pvi(hypotheses, ctx.y, groups=ctx.groups,
                                 random_state=ctx.random_state, callback=ctx.callback(),
                                 **params)
@@ -276,7 +276,7 @@ MEASURE = Measure(
     row_columns=row_columns,
     options=(
         Option("n_splits", "PVI folds", lambda n: 5 if n <= 100_000 else 3,
-               minimum=2, maximum=10,
+               minimum=2, maximum=10, scaled_rule="5 up to 100,000 rows, 3 above",
                help="k-fold cross-validation of the hypothesis-only model; every row's "
                     "probability comes from a model that did not train on it (nor on its "
                     "group). 5 folds up to 100,000 rows, 3 above (each model still trains on "

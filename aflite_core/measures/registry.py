@@ -31,6 +31,7 @@ import pandas as pd
 
 from aflite_core.errors import MeasureSkipped  # re-exported: what a measure raises to skip
 from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.schema import Option, check_options  # Option re-exported: the one schema
 
 __all__ = [
     "Measure",
@@ -43,37 +44,6 @@ __all__ = [
     "measures",
     "names",
 ]
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of a measure, as the dashboard's parameter form offers it.
-
-    Attributes
-    ----------
-    name : str
-        Keyword the measure's ``compute`` reads from ``ctx.params``.
-    label : str
-        Widget label.
-    default : int, float, str or callable
-        Value the form starts with (and :func:`aflite_core.config.suggest_config` uses); a
-        callable gets the number of audited rows and returns the value.
-    choices : tuple, optional
-        Allowed values (a select box); else a number input between ``minimum`` and
-        ``maximum``.
-    minimum, maximum : float, optional
-        Bounds of a number option.
-    help : str
-        One line shown as the widget's help.
-    """
-
-    name: str
-    label: str
-    default: Any
-    choices: tuple[Any, ...] | None = None
-    minimum: float | None = None
-    maximum: float | None = None
-    help: str = ""
 
 
 def _checked_rows(rows: Any, n: int) -> np.ndarray:
@@ -385,7 +355,9 @@ class Measure:
     exports : dict
         Export name -> file name, for ``python -m aflite_core export --what NAME``.
     options : tuple of Option
-        Options offered by the dashboard's parameter form.
+        Every option ``compute`` reads from ``ctx.params`` (:class:`aflite_core.schema.Option`:
+        the CLI flags, the form's widgets, the validation and the docs table are made from
+        them); ``ctx.params`` holds each of them, its default filled in when not given.
     cost : float or callable
         Expected seconds per 100,000 audited rows on two cores (``bench_pipeline.py``): the
         measure's share of the progress bar, hence of the ETA (see
@@ -448,8 +420,16 @@ class Measure:
 
     def defaults(self, n_rows: int) -> dict[str, Any]:
         """The options' default values for a dataset of ``n_rows`` audited rows."""
-        return {o.name: o.default(n_rows) if callable(o.default) else o.default
-                for o in self.options}
+        return {o.name: o.value_for(n_rows) for o in self.options}
+
+    def check_params(self, params: Mapping[str, Any], *, n_rows: int | None = None
+                     ) -> dict[str, Any]:
+        """``params`` checked against :attr:`options` (an unknown key, or a value out of its
+        declaration, is refused naming it: ``measure_params['knn']['ks']: expected ...``);
+        with ``n_rows``, every option not given filled in with its default for that many
+        rows, as ``compute`` reads them from ``ctx.params``."""
+        return check_options(self.options, params, where=f"measure_params[{self.name!r}]",
+                             n_rows=n_rows)
 
     def draw(self, run: Any) -> list[Any]:
         """The measure's figures of ``run`` (empty when it has none or wrote nothing)."""

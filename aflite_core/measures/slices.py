@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_int, check_seed
+from aflite_core.cues.linguistic import FAMILIES
 from aflite_core.measures import map_regions, slices_on_workers
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.measures.slices_chart import slices_figures
@@ -386,18 +387,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     """Slices of the filtered rows, ranked by the |z| of their removal rate."""
     from aflite_core.cues import linguistic
 
-    params = dict(ctx.params)
-    n_filtered = int(np.asarray(ctx.filterable).sum())
-    min_support = check_int("min_support", params.get(
-        "min_support", default_min_support(n_filtered)), minimum=1)
-    pair_top = check_int("pair_top", params.get("pair_top", 30), minimum=0, maximum=500)
-    n_clusters = check_int("n_clusters", params.get(
-        "n_clusters", default_n_clusters(n_filtered)), minimum=0)
-    n_stored = check_int("n_stored", params.get("n_stored", 100), minimum=0)
-    length_bins = check_int("length_bins", params.get("length_bins", 5), minimum=2,
-                            maximum=50)
-    families = tuple(params.get("features", linguistic.FAMILIES))
-    text = params.get("text", "hypothesis")
+    params = MEASURE.check_params(ctx.params, n_rows=int(np.asarray(ctx.filterable).sum()))
+    min_support, pair_top = params["min_support"], params["pair_top"]
+    n_clusters, n_stored = params["n_clusters"], params["n_stored"]
+    length_bins, families, text = params["length_bins"], params["features"], params["text"]
     seed = check_seed(ctx.random_state)
 
     scope = _scope(ctx)
@@ -591,12 +584,27 @@ MEASURE = Measure(
     figures=slices_figures,
     exports={"slices": FILE},
     options=(
-        Option("min_support", "Slices: minimum rows", default_min_support, minimum=2,
-               maximum=100_000, help="Smallest slice ranked (rows)."),
-        Option("pair_top", "Slices: cues paired", 30, minimum=0, maximum=200,
+        Option("min_support", "Slices: minimum rows", default_min_support, minimum=1,
+               maximum=100_000, scaled_rule="0.1 % of the rows, between 10 and 200",
+               help="Smallest slice ranked (rows)."),
+        Option("pair_top", "Slices: cues paired", 30, minimum=0, maximum=500,
                help="Pairs are formed among this many strongest single cues."),
         Option("n_clusters", "Slices: clusters of Φ", default_n_clusters, minimum=0,
-               maximum=500, help="k of the k-means of Φ (0: no cluster slices)."),
+               maximum=500, scaled_rule="about sqrt(n)/3, between 4 and 50; 0 below 200 rows",
+               help="k of the k-means of Φ (0: no cluster slices)."),
+        Option("n_stored", "Slices: slices whose rows are stored", 100, minimum=0,
+               maximum=10_000, form=False,
+               help="The rows of this many top slices are kept for Explore's slice filter."),
+        Option("length_bins", "Slices: hypothesis-length bins", 5, minimum=2, maximum=50,
+               form=False, help="Slices of hypothesis length: this many bins at most."),
+        Option("features", "Slices: cue families", FAMILIES, choices=FAMILIES, form=False,
+               help="The linguistic families whose cues are slices."),
+        Option("text", "Slices: text the cues are read from", "hypothesis",
+               choices=("hypothesis", "premise", "both"), form=False,
+               help="The cues of the hypothesis (the default), of the premise, or of both."),
+        Option("n_jobs", "Slices: tagging processes", None, minimum=1, maximum=1_024,
+               kind="int", optional=True, form=False,
+               help="Processes that tag the texts (none: the cores this process may use)."),
     ),
     order=12,
     # seconds per 100k rows (bench_pipeline.py), cues cached; about 0.3 s whatever the size

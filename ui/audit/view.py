@@ -196,17 +196,33 @@ def _duration(seconds: float) -> str:
 
 def _widget(where: Any, name: str, default: Any, key: str, *, options: list | None = None,
             label: str | None = None, maximum: float | None = None, step: Any = None) -> Any:
-    """The widget of the declared parameter ``name`` (:mod:`aflite_core.parameters`): its
-    label, help, bounds or choices, starting at ``default``; return its value."""
-    p = parameters.get(name)
+    """The widget of the declared run parameter ``name`` (:mod:`aflite_core.parameters`)."""
+    return option_widget(where, parameters.get(name), default, key, options=options,
+                         label=label, maximum=maximum, step=step)
+
+
+def option_widget(where: Any, p: Any, default: Any, key: str, *, options: list | None = None,
+                  label: str | None = None, maximum: float | None = None,
+                  step: Any = None) -> Any:
+    """The widget of a declared option (:class:`aflite_core.schema.Option`: a run parameter
+    or a measure's option): its label, help, bounds or choices, starting at ``default``;
+    return its value. The one renderer of the form, as ``run``'s flags have one maker."""
     label = label or p.label
     if p.kind == "choice":
         choices = list(options if options is not None else p.choices)
         return where.selectbox(label, choices, index=choices.index(default), key=key,
-                               format_func=lambda v: params.NAMES.get(name, {}).get(v, v),
+                               format_func=lambda v: params.NAMES.get(p.name, {}).get(v, v),
                                help=p.help)
     if p.kind == "bool":
         return bool(where.checkbox(label, value=bool(default), key=key, help=p.help))
+    if p.kind in ("ints", "strs"):  # a list, written as the CLI writes it
+        text = where.text_input(label, ",".join(map(str, default)), key=key,
+                                help=f"{p.help} Comma-separated.")
+        try:
+            return p.parse(text)
+        except ValueError as exc:
+            where.error(f"{label}: {exc}; using {','.join(map(str, default))}")
+            return tuple(default)
     high = p.maximum if maximum is None else maximum
     if p.kind == "int":
         return int(where.number_input(label, min_value=int(p.minimum), max_value=int(high),
@@ -315,27 +331,17 @@ def _measure_options(dataset: Any, measures: list[str], n: int,
                      start: dict | None = None) -> dict:
     """The options each chosen measure declares in the registry, as widgets."""
     out: dict[str, dict] = {}
-    options = [(mm, o) for mm in registry.measures() if mm.name in measures for o in mm.options]
-    if not options:
-        return out
-    columns = st.columns(4)
+    chosen = [mm for mm in registry.measures() if mm.name in measures]
+    for measure in chosen:  # the options the form does not offer keep their start values
+        values = {**measure.defaults(n), **(start or {}).get(measure.name, {})}
+        out[measure.name] = {o.name: values[o.name] for o in measure.options if not o.form}
+    options = [(mm, o) for mm in chosen for o in mm.options if o.form]
+    columns = st.columns(4) if options else []
     for i, (measure, option) in enumerate(options):
-        col = columns[i % 4]
         default = {**measure.defaults(n), **(start or {}).get(measure.name, {})}[option.name]
-        key = _wkey(f"{measure.name}:{option.name}", dataset)
-        if option.choices is not None:
-            value = col.selectbox(option.label, list(option.choices),
-                                  index=list(option.choices).index(default), key=key,
-                                  help=option.help)
-        elif isinstance(default, float):
-            value = float(col.slider(option.label, float(option.minimum), float(option.maximum),
-                                     default, 0.01, key=key, help=option.help))
-        else:
-            value = int(col.number_input(option.label, int(option.minimum),
-                                         int(option.maximum), int(default), key=key,
-                                         help=option.help))
-        out.setdefault(measure.name, {})[option.name] = value
-    return out
+        out[measure.name][option.name] = option_widget(
+            columns[i % 4], option, default, _wkey(f"{measure.name}:{option.name}", dataset))
+    return {name: values for name, values in out.items() if values}
 
 
 def _embeddings_input(dataset: Any, embeddings: str | None, rep_params: dict) -> bool:
