@@ -21,7 +21,6 @@ from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
 from aflite_core.measures import registry
 from aflite_core.schema import SCALED, Option
 
-
 #: Representations Φ (the last two are text encoders, optional extras).
 REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "static", "sentence_transformers")
 #: AFLite's strategies (greedy: one row per round, the slice size is 1).

@@ -924,14 +924,15 @@ PARAMETER_CASES = [
 
 #: Argument-parsing errors: flags, fragment of argparse's error line.
 ARGPARSE_CASES = [
-    ("seed-as-text", ("--seed", "abc"), ("argument --seed", "invalid int value: 'abc'")),
-    ("tau-as-text", ("--tau", "high"), ("argument --tau", "invalid float value: 'high'")),
+    ("seed-as-text", ("--seed", "abc"), ("argument --seed", "expected a whole number, got 'abc'")),
+    ("tau-as-text", ("--tau", "high"), ("argument --tau", "expected a number, got 'high'")),
     ("target-as-text", ("--target-size", "half"), ("argument --target-size", "'half'")),
     ("target-fraction-over-one", ("--target-size", "150%"), ("--target-size", "between 0 and 1")),
     ("representation-unknown", ("--representation", "magic"),
      ("argument --representation", "'magic'")),
     ("max-bytes-bad", ("--max-bytes", "lots"), ("argument --max-bytes", "'lots'")),
-    ("strategy-unknown", ("--strategy", "best"), ("argument --strategy", "invalid choice")),
+    ("strategy-unknown", ("--strategy", "best"),
+     ("argument --strategy", "expected one of greedy_slicing, slice_sampling, greedy, got 'best'")),
     ("measure-unknown", ("--measures", "cues,magic"), ("argument --measures", "magic")),
 ]
 

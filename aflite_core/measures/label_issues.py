@@ -436,7 +436,7 @@ MEASURE = Measure(
                help="Cross-validation folds of the full-input model whose out-of-fold "
                     "probabilities score each row (more folds: each model trains on more "
                     "rows, at more cost)."),
-        Option("max_rows", "Label issues: rows scored at most", MAX_ROWS, minimum=1_000,
+        Option("max_rows", "Label issues: rows scored at most", MAX_ROWS, minimum=100,
                maximum=10_000_000,
                help="Above this many filtered rows, a seeded sample of whole groups of this "
                     "many rows is scored."),

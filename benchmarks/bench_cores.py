@@ -1,0 +1,193 @@
+"""How the default audit scales with the cores it is given (issue 63, item 1).
+
+For each core count of ``--cores`` (default 1,2), runs the CLI's default audit
+(``python -m aflite_core run DATA --out RUN --no-report``, the dashboard's defaults) in a fresh
+process pinned to that many cores by CPU affinity (``os.sched_setaffinity`` before the
+interpreter starts, as ``taskset -c 0-{k-1}`` would), on ``bench_cues.build(N)`` (SNLI-like
+rows, the shared SNLI train sample lightly perturbed, seeded) or SNLI dev for
+``--rows 9842`` and below. It prints, per stage, the seconds from ``summary.json`` at each core
+count and the speed-up against the first count (one core by default), then the whole run's
+wall time, its speed-up, its peak RSS (the child's ``VmHWM``) and the ETA's worst factor
+(as ``bench_pipeline.py`` reads it from the progress lines).
+
+It also checks what the audit's pools see: a child pinned to k cores reports
+``aflite_core._validation.available_cores()``, the OpenBLAS / OpenMP thread counts
+(``threadpoolctl``) and numba's thread count, which must all be k (none may follow
+``os.cpu_count()``), and that the run folders' files, timings aside, are the same bytes at
+every core count (the scores, and every Parquet file of the run).
+
+Usage::
+
+    python benchmarks/bench_cores.py --rows 100000 --cores 1,2
+    python benchmarks/bench_cores.py --rows 300000 --cores 1,2,4,8,16   # a 16-core host
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_cues import build  # noqa: E402
+from bench_pipeline import eta_factor, watch_peak  # noqa: E402
+
+#: What a pinned child reports about its thread pools.
+PROBE = """
+import json, os
+from aflite_core._validation import available_cores
+import numpy, numba
+from threadpoolctl import threadpool_info
+pools = sorted({(p["internal_api"], p["num_threads"]) for p in threadpool_info()})
+print(json.dumps({"affinity": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
+                  "available_cores": available_cores(), "pools": pools,
+                  "numba": numba.get_num_threads()}))
+"""
+
+
+def _pin(cores: int):
+    """A ``preexec_fn`` that pins the child to the first ``cores`` CPUs it may use."""
+    allowed = sorted(os.sched_getaffinity(0))[:cores]
+
+    def pin() -> None:
+        os.sched_setaffinity(0, allowed)
+
+    return pin
+
+
+def probe(cores: int) -> dict:
+    """What a child pinned to ``cores`` CPUs sees (see :data:`PROBE`)."""
+    done = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, capture_output=True,
+                          text=True, preexec_fn=_pin(cores), check=False)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip()[-300:]}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def audit(data: Path, out: Path, cores: int, timeout: float
+          ) -> tuple[int, float, float, list, str]:
+    """The default audit pinned to ``cores`` CPUs: exit code, wall s, peak RSS MB, the
+    progress lines (seconds, fraction, line) and stderr's tail."""
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
+                             str(out), "--no-report"], cwd=REPO, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_pin(cores))
+    lines: list[tuple[float, str]] = []
+
+    def read() -> None:
+        for line in proc.stderr:
+            lines.append((time.perf_counter() - start, line.rstrip()))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    peak = [0.0]
+    watcher = threading.Thread(target=watch_peak, args=(proc.pid, peak), daemon=True)
+    watcher.start()
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    _, status, _ = os.wait4(proc.pid, 0)
+    timer.cancel()
+    wall = time.perf_counter() - start
+    reader.join(5)
+    watcher.join(5)
+    progress = [(t, int(m.group(1)) / 100, line) for t, line in lines
+                if (m := re.match(r"\[\s*(\d+)%\]", line))]
+    return (os.waitstatus_to_exitcode(status), wall, peak[0], progress,
+            "\n".join(line for _, line in lines[-5:]))
+
+
+def files_digest(run: Path) -> str:
+    """One digest of the run folder's Parquet files (the results; timings live in
+    ``summary.json``, which is left out)."""
+    digest = hashlib.sha256()
+    for path in sorted(run.glob("*.parquet")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--cores", default="1,2", help="comma-separated core counts")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per audit")
+    args = parser.parse_args()
+    counts = [int(c) for c in args.cores.split(",")]
+    have = len(os.sched_getaffinity(0))
+    if max(counts) > have:
+        print(f"error: --cores asks for {max(counts)} cores; this process may use {have}",
+              file=sys.stderr)
+        return 2
+    print(f"{args.rows:,} rows, the default audit (--no-report), pinned by CPU affinity; "
+          f"this machine lets the benchmark use {have} cores")
+    for k in counts:
+        seen = probe(k)
+        ok = (seen.get("available_cores") == k and seen.get("numba") == k
+              and all(n == k for _, n in seen.get("pools", [])))
+        print(f"  pinned to {k}: {json.dumps(seen)}  {'ok' if ok else 'MISMATCH'}")
+    with tempfile.TemporaryDirectory(prefix="bench-cores-") as tmp:
+        tmp = Path(tmp)
+        data = tmp / f"snli_{args.rows}.csv"
+        if args.rows <= 9_842:
+            shared = REPO.parent / "shared" / "data" / "snli" / "snli_dev.csv"
+            pd.read_csv(shared, keep_default_na=False).iloc[:args.rows].to_csv(data,
+                                                                                index=False)
+        else:
+            build(args.rows).to_csv(data, index=False)
+        results = {}
+        for k in counts:
+            out = tmp / f"run_{k}"
+            code, wall, peak, progress, tail = audit(data, out, k, args.timeout)
+            if code != 0:
+                print(f"\n{k} cores: the audit did not finish (exit {code}, {wall:.0f} s): "
+                      f"{tail[-400:]}")
+                continue
+            summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+            eta, _ = eta_factor(progress, wall)
+            results[k] = {"timings": summary["timings"], "wall": wall, "peak": peak,
+                          "eta": eta, "digest": files_digest(out)}
+    if not results:
+        return 1
+    base = counts[0] if counts[0] in results else min(results)
+    stages = [s for s in results[base]["timings"] if s != "total"]
+    print(f"\n{'stage':16s}" + "".join(f" {k:>3d} cores s" for k in results)
+          + "".join(f"  x{k}/{base}" for k in results if k != base))
+    for stage in stages:
+        secs = [results[k]["timings"].get(stage) for k in results]
+        line = f"{stage:16s}" + "".join(f" {s:11.2f}" if s is not None else f" {'-':>11s}"
+                                         for s in secs)
+        first = results[base]["timings"].get(stage) or 0.0
+        for k in results:
+            if k != base:
+                s = results[k]["timings"].get(stage)
+                line += f"  {first / s:6.2f}" if s else f"  {'-':>6s}"
+        print(line)
+    print(f"{'whole run (wall)':16s}" + "".join(f" {results[k]['wall']:11.2f}" for k in results)
+          + "".join(f"  {results[base]['wall'] / results[k]['wall']:6.2f}"
+                    for k in results if k != base))
+    print(f"{'peak RSS MB':16s}" + "".join(f" {results[k]['peak']:11.0f}" for k in results))
+    print(f"{'ETA worst x':16s}" + "".join(
+        f" {results[k]['eta']:11.2f}" if results[k]["eta"] else f" {'-':>11s}"
+        for k in results))
+    digests = {k: results[k]["digest"] for k in results}
+    same = len(set(digests.values())) == 1
+    listed = ", ".join(f"{k}: {d}" for k, d in digests.items())
+    print(f"run files (Parquet, timings aside): "
+          f"{'the same bytes at every core count' if same else 'DIFFER'} ({listed})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
