@@ -31,7 +31,6 @@ ValueError: ks: expected whole numbers in [1, 1,000], got (0, 5)
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -324,5 +323,3 @@ def check_options(options: tuple[Option, ...], values: Any, *, where: str,
                 out[option.name] = option.value_for(n_rows)
     return out
 
-
-DefaultRule = Callable[[int], Any]

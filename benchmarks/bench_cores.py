@@ -81,9 +81,12 @@ def audit(data: Path, out: Path, cores: int, timeout: float
     """The default audit pinned to ``cores`` CPUs: exit code, wall s, peak RSS MB, the
     progress lines (seconds, fraction, line) and stderr's tail."""
     start = time.perf_counter()
+    # a cache folder of its own: no run reads the cue tags an earlier one wrote
+    env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}")}
     proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
                              str(out), "--no-report"], cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_pin(cores))
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_pin(cores),
+                            env=env)
     lines: list[tuple[float, str]] = []
 
     def read() -> None:
