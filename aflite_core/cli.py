@@ -8,12 +8,12 @@ non-zero exit code; ``--debug`` shows the traceback instead.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from aflite_core import commands
 from aflite_core.process_exit import exit_now
 
 #: Command modules under ``aflite_core.commands``, in the order shown by ``--help``.
@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"aflite_core.commands.{name}").register(subparsers)
+        getattr(commands, name).register(subparsers)  # the face loads each on first use
     return parser
 
 

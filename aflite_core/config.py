@@ -34,7 +34,7 @@ from aflite_core._validation import (
     check_size,
 )
 from aflite_core._validation import resolve_size as _resolve_size
-from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
+from aflite_core.filter import INSTANCES, SPLIT_POLICIES
 from aflite_core.parameters import (  # noqa: F401 - re-exported: config's public names
     DEFAULT_COMPONENTS,
     DEFAULT_TAU,
@@ -47,7 +47,7 @@ from aflite_core.parameters import (  # noqa: F401 - re-exported: config's publi
     STRATEGIES,
     check_value,
 )
-from aflite_core.represent.fold_pool import fold_threads
+from aflite_core.represent import fold_threads
 
 #: Keyword arguments of :class:`~aflite_core.filter.zfilter.ZFilter` that ``filter_params``
 #: may set (with ``filter="z"``).
@@ -216,9 +216,9 @@ class AuditConfig:
                 f"with backend={self.backend!r}"
             )
         if self.scheduler is not None:
-            from aflite_core.filter.backends import _check_scheduler
+            from aflite_core.filter import check_scheduler
 
-            _check_scheduler(self.scheduler, self.backend)  # local:N bounded, addresses
+            check_scheduler(self.scheduler, self.backend)  # local:N bounded, addresses
         check_value(_PARAMETER["random_state"], self.random_state)
         fold_threads()  # $AFLITE_FOLD_THREADS checked before any data is read
         known = registry.names()
@@ -380,7 +380,7 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
     from aflite_core.measures import registry
 
     if hasattr(n_rows, "report") and hasattr(n_rows, "frame"):  # an AuditDataset
-        from aflite_core.filter.policy import filter_units
+        from aflite_core.filter import filter_units
 
         n_rows = filter_units(n_rows, split_policy=changes.get("split_policy", "auto"),
                               instance=changes.get("instance", "auto"))

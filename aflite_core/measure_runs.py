@@ -35,9 +35,9 @@ from typing import Any
 
 from aflite_core.errors import AuditCancelled, MeasureSkipped
 from aflite_core.heap_trim import release_free_heap
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
-from aflite_core.represent.fold_pool import on_dask
-from aflite_core.runs.writer import RunWriter
+from aflite_core.measures import Measure, MeasureContext, MeasureResult
+from aflite_core.represent import on_dask
+from aflite_core.runs import RunWriter
 
 __all__ = ["BESIDE_MAX_ROWS", "EarlierTables", "Progress", "beside_measures", "run_measure",
            "run_measures"]

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from aflite_core.filter.policy import INSTANCES, SPLIT_POLICIES
+from aflite_core.filter import INSTANCES, SPLIT_POLICIES
 from aflite_core.measures import registry
 from aflite_core.schema import SCALED, Option
 

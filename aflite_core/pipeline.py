@@ -41,23 +41,21 @@ from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's pub
 from aflite_core.errors import (
     AuditCancelled,  # noqa: F401 - re-exported: its public home
 )
-from aflite_core.filter.policy import FilterPlan, filter_units, plan_filter
-from aflite_core.filter.rounds import select_rows
+from aflite_core.filter import FilterPlan, filter_units, plan_filter, select_rows
 from aflite_core.heap_trim import release_free_heap
-from aflite_core.io.datasets import LINKED_TEXT
-from aflite_core.io.text_columns import label_factors, shared_strings, str_codes
+from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, str_codes
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
-from aflite_core.represent.partitioned_rows import is_partitioned
-from aflite_core.runs.folder import (
+from aflite_core.represent import is_partitioned
+from aflite_core.runs import (
     REPORT_FILE,
     STATUSES,
+    RunWriter,
     default_run_name,
     unique_run_name,
     utc_now_iso,
 )
-from aflite_core.runs.writer import RunWriter
 from aflite_core.scores import build_scores
 
 #: Most distinct labels an audit accepts: each AFLite round holds ``m x labels x d`` class
@@ -81,7 +79,7 @@ def check_labels(dataset) -> None:
     ValueError
         Naming the dataset, the label column, the labels concerned and what to do.
     """
-    from aflite_core.io.readers import short_repr
+    from aflite_core.io import short_repr
 
     codes, uniq = str_codes(dataset.label_objects())  # np.unique's, no str copy per row
     column = dataset.columns.label
@@ -425,7 +423,7 @@ def _fewer_collections(n_rows: int) -> Iterator[None]:
 
 
 def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None):
-    from aflite_core.represent.builders import ENCODER_METHODS, build_representation
+    from aflite_core.represent import ENCODER_METHODS, build_representation
 
     kwargs = {k: v for k, v in config.representation_params.items() if v is not None}
     if progress is not None and (config.representation in ENCODER_METHODS
@@ -600,8 +598,7 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
                span: tuple[float, float], progress: _Progress, *,
                groups: np.ndarray | None = None):
     """AFLite (or multiple-choice AFLite) on one block; progress within ``span``."""
-    from aflite_core.filter.aflite import AFLite
-    from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
+    from aflite_core.filter import AFLite, MultipleChoiceAFLite
 
     whole = progress.span("aflite")
     lo = whole[0] + (whole[1] - whole[0]) * span[0]
@@ -654,7 +651,7 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
 
 def _word_features(dataset):
     """The Z-filter's input: hypothesis words of the included rows (the cue tokenizer)."""
-    from aflite_core.filter.zfilter import binary_features
+    from aflite_core.filter import binary_features
 
     return binary_features(dataset.hypotheses(), features="word")[0]
 
@@ -662,7 +659,7 @@ def _word_features(dataset):
 def _fit_zfilter(X, y, questions, config: AuditConfig, target: int, n_units: int, lo: float,
                  on_round, progress: _Progress):
     """The Z-filter on one block (see :mod:`aflite_core.filter.zfilter`)."""
-    from aflite_core.filter.zfilter import ZFilter
+    from aflite_core.filter import ZFilter
 
     if questions is not None:
         raise ValueError("instance: the Z-filter filters rows; use instance='row' (or "
@@ -771,7 +768,7 @@ def _split_sizes(dataset, status: np.ndarray) -> dict[str, dict[str, int]]:
 
 
 def _write_report(writer: RunWriter, summary: dict) -> None:
-    from aflite_core.report.html import build_report
+    from aflite_core.report import build_report
 
     try:
         text = build_report(writer.open_partial(summary))

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.tables import index_values, same_ids
-from aflite_core.runs.folder import STATUSES
+from aflite_core.io import index_values, same_ids
+from aflite_core.runs import STATUSES
 
 __all__ = ["build_scores"]
 

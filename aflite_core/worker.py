@@ -39,7 +39,7 @@ from typing import IO, Any
 
 from aflite_core.json_files import read_json_file
 from aflite_core.process_exit import exit_now
-from aflite_core.runs.folder import to_jsonable
+from aflite_core.runs import to_jsonable
 
 #: Files of a job folder.
 JOB_FILE = "job.json"
@@ -74,7 +74,7 @@ def write_job(folder: str | os.PathLike, dataset: Any, config: Any, *,
     """
     import pyarrow.parquet as pq
 
-    from aflite_core.io.tables import parquet_safe_table, unique_column_name
+    from aflite_core.io import parquet_safe_table, unique_column_name
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -106,7 +106,7 @@ def read_job(folder: str | os.PathLike) -> tuple[Any, Any, Path, str | None]:
     import pyarrow.parquet as pq
 
     from aflite_core.config import AuditConfig
-    from aflite_core.io.datasets import AuditDataset, ColumnMapping, ValidationReport
+    from aflite_core.io import AuditDataset, ColumnMapping, ValidationReport
 
     folder = Path(folder)
     job = read_json_file(folder / JOB_FILE)

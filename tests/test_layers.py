@@ -39,6 +39,25 @@ def _sources() -> dict[str, Path]:
 SOURCES = _sources()
 
 
+def _face(path: Path) -> dict[str, str]:
+    """A package's face (its ``__init__.py``'s ``_FACE`` and ``_NAMESPACES``, names resolved
+    on first use): public name -> the module of the package that defines it."""
+    out: dict[str, str] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+            if isinstance(target, ast.Name) and target.id == "_FACE":
+                out.update(ast.literal_eval(node.value))
+            if isinstance(target, ast.Name) and target.id == "_NAMESPACES":
+                out.update({m: m for m in ast.literal_eval(node.value)})
+    return out
+
+
+#: Package -> its face, for every package of the repository that has one.
+FACES = {name: face for name, path in SOURCES.items() if path.name == "__init__.py"
+         and (face := _face(path))}
+
+
 def _imports(name: str, path: Path) -> set[str]:
     """The repository modules ``name`` imports (anywhere in the file)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -52,7 +71,13 @@ def _imports(name: str, path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            targets = [base] + [f"{base}.{a.name}" for a in node.names]
+            if base in FACES and not name.startswith(base + "."):
+                # through a face: to the modules that define the names (the face itself
+                # imports nothing until a name is used)
+                face = FACES[base]
+                targets = [f"{base}.{face.get(a.name, a.name)}" for a in node.names]
+            else:
+                targets = [base] + [f"{base}.{a.name}" for a in node.names]
         else:
             continue
         for target in targets:
@@ -218,3 +243,69 @@ def test_no_file_over_800_lines_unless_it_says_why():
         if len(lines) > MAX_LINES and LONG_FILE_MARK not in " ".join(lines[:6]).lower():
             long.append(f"{path.relative_to(REPO)}: {len(lines)} lines")
     assert long == [], f"over {MAX_LINES} lines, first lines not saying why: {long}"
+
+
+#: The subpackages of ``aflite_core`` with a public face (issue 61): from outside one, only
+#: ``from aflite_core.<package> import <name of its __all__>``.
+FACED = ("io", "represent", "cues", "filter", "measures", "runs", "report", "commands")
+
+
+def _past_faces(importer: str, source: str) -> list[str]:
+    """The imports of ``source`` (the module ``importer``) that reach past a package's face:
+    into one of its modules, or a name the face does not list (a private one included)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            modules = [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            modules = [(node.module, [a.name for a in node.names])]
+        else:
+            continue
+        for module, names in modules:
+            parts = module.split(".")
+            if parts[0] != "aflite_core":
+                continue
+            if len(parts) == 1 and names:  # from aflite_core import io: the package itself
+                parts, names = [*parts, names[0]], None
+            if len(parts) < 2 or parts[1] not in FACED:
+                continue
+            package = ".".join(parts[:2])
+            if importer == package or importer.startswith(package + "."):
+                continue  # inside the package: its own modules are its business
+            if len(parts) > 2:
+                found.append(f"{importer}:{node.lineno} imports {module} (past the face of "
+                             f"{package})")
+            for name in names or ():
+                if name not in FACES.get(package, {}) or name.startswith("_"):
+                    found.append(f"{importer}:{node.lineno} imports {name} from {package}, "
+                                 "which its face does not list")
+    return found
+
+
+def test_every_package_has_a_face_listing_what_is_used_from_outside():
+    for package in FACED:
+        path = REPO / "aflite_core" / package / "__init__.py"
+        text = path.read_text(encoding="utf-8")
+        assert "__all__" in text and "def __getattr__" in text, package
+        face = FACES.get(f"aflite_core.{package}", {})
+        assert face, f"aflite_core.{package} lists no public name"
+        for name, module in face.items():
+            assert (REPO / "aflite_core" / package / f"{module}.py").is_file(), (package, name)
+
+
+def test_from_outside_a_package_only_its_face_is_imported():
+    """From the rest of aflite_core, ui/, the pages and app.py: ``from aflite_core.runs import
+    load_run``, never ``from aflite_core.runs.folder import ...`` nor a private name."""
+    offenders = [line for name, path in SOURCES.items()
+                 for line in _past_faces(name, path.read_text(encoding="utf-8"))]
+    assert not offenders, "\n".join(sorted(offenders))
+
+
+def test_the_face_check_finds_planted_imports_past_a_face():
+    planted = ("from aflite_core.runs.folder import load_run\n"
+               "import aflite_core.io.readers\n"
+               "from aflite_core.runs import _private_helper\n"
+               "from aflite_core.runs import load_run\n")
+    found = _past_faces("ui.planted", planted)
+    assert len(found) == 3, found
+    assert _past_faces("aflite_core.runs.views", planted.splitlines()[0]) == []  # inside

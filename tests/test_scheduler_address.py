@@ -19,7 +19,7 @@ import pytest
 from aflite_core.config import AuditConfig
 from aflite_core.filter.backends import (
     MAX_LOCAL_WORKERS_PER_CORE,
-    _check_scheduler,
+    check_scheduler,
     probe_scheduler,
 )
 
@@ -121,9 +121,9 @@ def test_a_real_scheduler_passes_the_probe():
 
 def test_local_workers_are_bounded_by_the_cores():
     cores = os.cpu_count() or 1
-    _check_scheduler(f"local:{MAX_LOCAL_WORKERS_PER_CORE * cores}", "dask")
+    check_scheduler(f"local:{MAX_LOCAL_WORKERS_PER_CORE * cores}", "dask")
     with pytest.raises(ValueError, match="at most 4 per core"):
-        _check_scheduler("local:99999", "dask")
+        check_scheduler("local:99999", "dask")
     with pytest.raises(ValueError, match="asks for 99,999 local workers"):
         AuditConfig(backend="dask", scheduler="local:99999").validate()
     with pytest.raises(ValueError, match="not an address"):

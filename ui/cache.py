@@ -25,14 +25,16 @@ import streamlit as st
 
 from aflite_core.cues import linguistic
 from aflite_core.filter import synthetic
-from aflite_core.io import datasets, shards
-from aflite_core.io.datasets import AuditDataset
+from aflite_core.io import AuditDataset, datasets, shards
 from aflite_core.measures import map_regions, registry
-from aflite_core.runs import exports, views
+from aflite_core.runs import (
+    AUDIT_COLUMNS,  # noqa: F401 - re-exported for the pages
+    AuditRun,
+    RowIndex,
+    exports,
+    views,
+)
 from aflite_core.runs import folder as runs
-from aflite_core.runs.folder import AuditRun
-from aflite_core.runs.row_index import RowIndex
-from aflite_core.runs.views import AUDIT_COLUMNS  # noqa: F401 - re-exported for the pages
 from ui import charts
 
 #: Largest decompressed input accepted from an upload (a gzip bomb stops reading here).
@@ -667,7 +669,7 @@ def measure_tables(path: str | Path, name: str) -> dict[str, pd.DataFrame]:
 # --------------------------------------------------------------------------- review
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _review_queue(path: str, stamp: float, source: str, key: str | None) -> Any:
-    from aflite_core.runs.review import review_queue as queue
+    from aflite_core.runs import review_queue as queue
 
     return queue(_open_run(path, stamp), source, key)
 
@@ -684,7 +686,7 @@ def curated_csv(path: str | Path, *, apply_filter: bool = False) -> bytes:
     not cached: it follows the decisions."""
     import tempfile
 
-    from aflite_core.runs.curated import export_curated
+    from aflite_core.runs import export_curated
 
     with tempfile.TemporaryDirectory(prefix="aflite-curated-") as tmp:
         out = Path(tmp) / "curated.csv"

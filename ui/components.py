@@ -72,7 +72,7 @@ def measure_warnings(run: object, measure: str) -> None:
     (:func:`aflite_core.measures.registry.measure_caveats`, which the HTML report, the card
     and the CLI read too)."""
     # imported here: the registry costs the first page 0.12 s, and only run pages draw this
-    from aflite_core.measures.registry import measure_caveats
+    from aflite_core.measures import measure_caveats
 
     for warning in measure_caveats(run, measure):
         st.warning(md_escape(warning), icon=":material/warning:")

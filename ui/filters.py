@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from aflite_core.runs.row_index import RowIndex
+from aflite_core.runs import RowIndex
 
 
 class SearchError(ValueError):

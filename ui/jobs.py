@@ -467,7 +467,7 @@ class WorkerAuditJob(AuditJob):
 
     def _remove_temp_folder(self) -> None:
         """Remove the run's temporary folder a killed worker left (only that one)."""
-        from aflite_core.runs.folder import TEMP_PREFIX
+        from aflite_core.runs import TEMP_PREFIX
 
         folder = self._temp_folder
         if (folder is not None and folder.name.startswith(TEMP_PREFIX)

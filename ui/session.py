@@ -14,7 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 from aflite_core.config import suggest_config
-from aflite_core.filter.policy import filter_units
+from aflite_core.filter import filter_units
 from ui import cache, components, current, jobs, state, url_state
 
 
@@ -55,7 +55,7 @@ def audit_sample() -> None:
 def _sweep_once(runs_root: str) -> bool:
     """Once per server process and runs root: restore runs a killed swap hid, sweep stale
     temporary folders and files, and other dead sessions' folders (see docs/hostile-inputs.md)."""
-    from aflite_core.runs.folder import cleanup_stale
+    from aflite_core.runs import cleanup_stale
 
     try:
         state.sweep_stale_sessions()

@@ -197,7 +197,7 @@ def sweep_stale_sessions(base: str | os.PathLike | None = None, *,
     process ``pid`` no longer runs (a folder of the older ``session-<hex>-...`` form, with
     no owner recorded, only by age); stale ``.part-`` files in the root go too.
     """
-    from aflite_core.io.tables import sweep_stale_parts
+    from aflite_core.io import sweep_stale_parts
 
     root = Path(base) if base is not None else session_root()
     removed: list[Path] = []
@@ -251,7 +251,7 @@ def session_dir() -> Path:
     base.mkdir(parents=True, exist_ok=True)
     sweep_stale_sessions(base)
     with contextlib.suppress(OSError):
-        from aflite_core.runs.folder import cleanup_stale
+        from aflite_core.runs import cleanup_stale
 
         cleanup_stale(runs_root())
     prefix = f"{_SESSION_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-"

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from aflite_core.runs.row_index import RowIndex
+from aflite_core.runs import RowIndex
 from ui import state
 
 PAGE = "explore"
@@ -302,7 +302,7 @@ def open_run_from_url() -> bool:
     bool
         Whether a run was opened.
     """
-    from aflite_core.runs.folder import check_run_name, is_run_folder
+    from aflite_core.runs import check_run_name, is_run_folder
 
     name = st.query_params.get(RUN_PARAM)
     if not name or name == state.get(_RUN_APPLIED):

@@ -120,7 +120,7 @@ class ShardsOnCluster:
         self.client = client
 
     def __call__(self, read: Any, paths: Any) -> list:
-        from aflite_core.represent.fold_pool import map_folds, on_dask
+        from aflite_core.represent import map_folds, on_dask
 
         with on_dask(self.client):
             return map_folds(read, list(paths))
@@ -132,7 +132,7 @@ class ShardsOnCluster:
         let go once taken; closing the iterator cancels the reads left
         (:func:`aflite_core.represent.fold_pool.stream_ordered`). A shard's error
         (FileNotFoundError when the workers do not see the files) is raised as it is."""
-        from aflite_core.represent.fold_pool import stream_ordered
+        from aflite_core.represent import stream_ordered
 
         return stream_ordered(self.client, read, list(paths), ahead=ahead)
 
@@ -155,9 +155,7 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
     DatasetError
         With the loader's hints rephrased as CLI options (``--label 'x'``).
     """
-    from aflite_core.io.datasets import DatasetError, load_dataset
-    from aflite_core.io.readers import special_file_kind
-    from aflite_core.io.shards import looks_like_glob
+    from aflite_core.io import DatasetError, load_dataset, looks_like_glob, special_file_kind
 
     sharded = Path(path).is_dir() or looks_like_glob(path)
     if not sharded and not Path(path).is_file():
@@ -174,7 +172,7 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
              for role in ("premise", "hypothesis", "label", "split")}
     load: Any = load_dataset
     if texts_to is not None:
-        from aflite_core.io.streamed_load import load_to_disk
+        from aflite_core.io import load_to_disk
 
         load = functools.partial(load_to_disk, path=texts_to)
     try:

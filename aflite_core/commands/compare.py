@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite_core.runs.folder import RunError
+from aflite_core.runs import RunError
 
 
 def register(subparsers: Any) -> None:
@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 def _open(path: str, which: str) -> Any:
     """The run at ``path``, or a RunError naming which run could not be opened and why."""
-    from aflite_core.runs.folder import load_run
+    from aflite_core.runs import load_run
 
     try:
         return load_run(path)
@@ -48,8 +48,7 @@ def _open(path: str, which: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the two runs, print the summary, write the HTML page if asked."""
-    from aflite_core.report.compare import side_by_side, summary_text
-    from aflite_core.report.compare_html import write_compare_html
+    from aflite_core.report import side_by_side, summary_text, write_compare_html
 
     if args.out is not None and Path(args.out).exists() and not args.overwrite:
         raise FileExistsError(f"{args.out} already exists; pass --overwrite to replace it")
@@ -59,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         data = (side.comparison.to_dict() if side.comparison is not None
                 else {"a": side.a.name, "b": side.b.name, "note": side.note})
         data["headline"] = {"a": side.a.headline, "b": side.b.headline}
-        from aflite_core.runs.folder import to_jsonable
+        from aflite_core.runs import to_jsonable
 
         print(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False))
     else:

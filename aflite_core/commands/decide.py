@@ -42,8 +42,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Import or export, and say how many decisions."""
-    from aflite_core.runs.decisions import decide, decisions_in_force
-    from aflite_core.runs.folder import check_not_in_run, load_run
+    from aflite_core.runs import check_not_in_run, decide, decisions_in_force, load_run
 
     opened = load_run(args.run_dir)
     if args.export_file:

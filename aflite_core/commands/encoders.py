@@ -36,8 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from aflite_core.represent import encoders
-    from aflite_core.represent.embedding_cache import default_cache_dir
+    from aflite_core.represent import default_cache_dir, encoders
 
     for family in encoders.FAMILIES:
         module = encoders._MODULE[family]
@@ -55,7 +54,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _distill(args: argparse.Namespace) -> int:
-    from aflite_core.represent.distill import distill_static
+    from aflite_core.represent import distill_static
 
     last = [-1]
 

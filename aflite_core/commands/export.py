@@ -25,8 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from aflite_core._validation import available_cores
-from aflite_core.runs.curated import CURATED_FORMATS
-from aflite_core.runs.exports import FORMATS, LABEL_ISSUE_EXPORTS, ROW_EXPORTS, TABLE_EXPORTS
+from aflite_core.runs import (
+    CURATED_FORMATS,
+    FORMATS,
+    LABEL_ISSUE_EXPORTS,
+    ROW_EXPORTS,
+    TABLE_EXPORTS,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -74,7 +79,7 @@ def _read_row_ids(path: str) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Write the export and report how many rows went out."""
     from aflite_core.commands.run import _exit_cleanly_on_sigterm
-    from aflite_core.runs.exports import export_run
+    from aflite_core.runs import export_run
 
     _exit_cleanly_on_sigterm()  # SIGTERM -> SystemExit: the .part- file is removed
     if args.what == "curated":
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--rows and --subset: give one of them, not both")
     row_ids = _read_row_ids(args.rows) if args.rows else None
     if args.subset:
-        from aflite_core.runs.subsets import load_subset
+        from aflite_core.runs import load_subset
 
         row_ids = load_subset(args.run_dir, args.subset).row_ids.tolist()
     with _chunk_mapper(args.scheduler) as map_chunks:
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _curated(args: argparse.Namespace) -> int:
     """The curated dataset (:func:`aflite_core.runs.curated.export_curated`)."""
-    from aflite_core.runs.curated import export_curated
+    from aflite_core.runs import export_curated
 
     for flag, given in (("--columns", args.columns), ("--rows", args.rows),
                         ("--subset", args.subset), ("--scheduler", args.scheduler)):
@@ -133,10 +138,10 @@ def _chunk_mapper(scheduler: str | None) -> Iterator[Any]:
         return
     import functools
 
-    from aflite_core.filter.backends import _check_scheduler, connect
-    from aflite_core.represent.fold_pool import stream_ordered
+    from aflite_core.filter import check_scheduler, connect
+    from aflite_core.represent import stream_ordered
 
-    _check_scheduler(scheduler, "dask")  # local:N bounded; an address is probed by connect
+    check_scheduler(scheduler, "dask")  # local:N bounded; an address is probed by connect
     client, owned = connect(scheduler, available_cores())
     try:
         yield functools.partial(stream_ordered, client)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite_core.commands._input import add_input_arguments, load_input
-from aflite_core.measures.inoculation import (
+from aflite_core.measures import (
     ANCHORS,
     CHALLENGE_WEIGHTS,
     DEV_FRACTION,
@@ -108,10 +108,10 @@ def _inputs(dataset, args: argparse.Namespace, phi_path: str | None, use_pair: b
     import numpy as np
 
     if args.model == "linear_phi":
-        from aflite_core.represent.builders import build_representation
+        from aflite_core.represent import build_representation
 
         return build_representation(dataset, "precomputed", path=phi_path).X
-    from aflite_core.represent.text_models import pair_texts
+    from aflite_core.represent import pair_texts
 
     premises = dataset.premises() if use_pair else None
     return np.array(pair_texts(premises, dataset.hypotheses()), dtype=object)
@@ -131,7 +131,7 @@ def _split(labels, test_fraction: float, seed: int):
 
 def run(args: argparse.Namespace) -> int:
     """Run the inoculation experiment and write its results."""
-    from aflite_core.measures.inoculation import inoculate
+    from aflite_core.measures import inoculate
 
     if not 0.0 < args.test_fraction < 1.0:
         raise ValueError(f"--test-fraction: expected a number in (0, 1), got {args.test_fraction}")

@@ -52,10 +52,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Evaluate, print the summary, add ``ood.json`` to the run."""
-    from aflite_core.measures.ood import dataset_challenge, evaluate_ood
-    from aflite_core.report.updates import add_measure
-    from aflite_core.represent.text_models import pair_texts
-    from aflite_core.runs.folder import load_run
+    from aflite_core.measures import dataset_challenge, evaluate_ood
+    from aflite_core.report import add_measure
+    from aflite_core.represent import pair_texts
+    from aflite_core.runs import load_run
 
     run_ = load_run(args.run_dir)
     status = run_.scores["status"].astype(str).to_numpy()

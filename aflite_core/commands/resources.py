@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 def _where(location: str | None) -> str:
     """Say where a resource was found: the bundled copy, or the user's own folder."""
-    from aflite_core.cues.resources import BUNDLED_DATA
+    from aflite_core.cues import BUNDLED_DATA
 
     if location is None:
         return "not found"
@@ -45,7 +45,7 @@ def _where(location: str | None) -> str:
 
 
 def _print_status() -> list:
-    from aflite_core.cues.resources import BUNDLED_DATA, refused_entries, search_path, status
+    from aflite_core.cues import BUNDLED_DATA, refused_entries, search_path, status
 
     refused = refused_entries()
     if refused:
@@ -69,7 +69,7 @@ def _print_status() -> list:
 
 def run(args: argparse.Namespace) -> int:
     """Print the status; download missing resources when asked."""
-    from aflite_core.cues.resources import DOWNLOAD_COMMAND, download, get_resource, nltk_command
+    from aflite_core.cues import DOWNLOAD_COMMAND, download, get_resource, nltk_command
 
     rows = _print_status()
     missing = [s.resource.name for s in rows if not s.installed]

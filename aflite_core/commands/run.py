@@ -32,9 +32,14 @@ from aflite_core.commands.parameter_flags import (
     measure_options,
 )
 from aflite_core.parameters import FIELD, FILTER_PARAM, PARAMETERS, REPRESENTATION_PARAM
-from aflite_core.runs.folder import DATASET_FILE, SUMMARY_FILE, check_run_name
-from aflite_core.runs.names import TEMP_PREFIX, hidden_name
-from aflite_core.runs.owners import claim
+from aflite_core.runs import (
+    DATASET_FILE,
+    SUMMARY_FILE,
+    TEMP_PREFIX,
+    check_run_name,
+    claim,
+    hidden_name,
+)
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
 _PARAMETER_FLAGS = {**{p.name: p.flag for p in PARAMETERS}, "measures": "--measures"}
@@ -99,7 +104,7 @@ def parse_representation(text: str) -> tuple[str, dict]:
 
 def parse_measures(text: str) -> tuple[str, ...]:
     """Comma-separated measure names; ``none`` for no measure."""
-    from aflite_core.measures.registry import names
+    from aflite_core.measures import names
 
     MEASURES = names()
 
@@ -116,7 +121,7 @@ def parse_measures(text: str) -> tuple[str, ...]:
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` command."""
-    from aflite_core.measures.registry import default_names
+    from aflite_core.measures import default_names
 
     default_measures = default_names()
 
@@ -219,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     Error messages name the CLI options (``--label``, ``--tau``) rather than the Python
     keywords the library uses.
     """
-    from aflite_core.io.datasets import DatasetError
+    from aflite_core.io import DatasetError
 
     try:
         return _run(args)
@@ -265,20 +270,20 @@ def audit_config(args: argparse.Namespace, n_rows: int):
 
 def _run(args: argparse.Namespace) -> int:
     from aflite_core.audit_client import audit_client
-    from aflite_core.filter.policy import filter_units
+    from aflite_core.filter import filter_units
     from aflite_core.heap_trim import map_large_allocations, release_free_heap
     from aflite_core.pipeline import run_audit
-    from aflite_core.runs.folder import load_run
+    from aflite_core.runs import load_run
 
     root, name = _target(args.out, args.overwrite)
     audit_config(args, 10_000)  # options are checked before the data is read
     if args.scheduler:  # and the scheduler answers as one, before minutes of reading
-        from aflite_core.filter.backends import probe_scheduler
+        from aflite_core.filter import probe_scheduler
 
         probe_scheduler(args.scheduler)
         # the driver of a cluster's audit: its large arrays' pages go back when freed
         map_large_allocations()
-    from aflite_core.io.shards import looks_like_glob
+    from aflite_core.io import looks_like_glob
 
     if not Path(args.data).exists() and not looks_like_glob(args.data):
         raise FileNotFoundError(f"DATA: no such file: {args.data}")

@@ -41,7 +41,7 @@ import scipy.sparse as sp
 
 from aflite_core.cues import tagging
 from aflite_core.cues.annotation_cache import _cache_save
-from aflite_core.cues.linguistic import FAMILIES, _extract_with_annotations, word_method
+from aflite_core.cues.linguistic import FAMILIES, extract_with_annotations, word_method
 from aflite_core.cues.statistics import (
     DEFAULT_SORT,
     CueCounts,
@@ -113,7 +113,7 @@ class _ChunkCounts:
 
 def _count_chunk(chunk: _Chunk, *, options: _ExtractOptions, n_columns: int) -> _ChunkCounts:
     """The map: one chunk's features, counted per cell (runs on a worker)."""
-    features, tagged = _extract_with_annotations(
+    features, tagged = extract_with_annotations(
         chunk.hypotheses, chunk.premises, features=options.features, text=options.text,
         min_count=1, lemma=options.lemma, sentiment_lexicon=options.sentiment_lexicon,
         cache=options.cache, cache_dir=None, n_jobs=1, on_missing=options.on_missing)
@@ -216,7 +216,7 @@ def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
     """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
     frame a chunk at a time (:class:`~aflite_core.io.text_columns.RowTexts`) and the labels
     as the dataset gives them: no list of every row's text, no Python str per label."""
-    from aflite_core.io.text_columns import RowTexts, label_objects, row_positions
+    from aflite_core.io import RowTexts, label_objects, row_positions
     from aflite_core.splits import resolve_split
 
     mask = dataset.included_mask
@@ -303,7 +303,7 @@ def cue_tables(
         raise ValueError(f"chunk_rows: expected an integer >= 1, got {chunk_rows!r}")
     check_cue_options(min_count=min_count, pmi_smoothing=pmi_smoothing, sort_by=sort_by)
     if mapper is None:
-        from aflite_core.represent.fold_pool import map_folds as mapper
+        from aflite_core.represent import map_folds as mapper
     if streamed:
         inputs = _row_inputs(dataset, test_size=test_size, groups=groups,
                              random_state=random_state)

@@ -435,13 +435,13 @@ def extract_features(
     when the cue map-reduce's chunks run on the threads of one Dask worker. The extraction is
     pure Python (the GIL), so threads would not run it side by side anyway.
     """
-    return _extract_with_annotations(
+    return extract_with_annotations(
         hypotheses, premises, features=features, text=text, min_count=min_count, lemma=lemma,
         sentiment_lexicon=sentiment_lexicon, cache=cache, cache_dir=cache_dir, n_jobs=n_jobs,
         on_missing=on_missing)[0]
 
 
-def _extract_with_annotations(hypotheses: Sequence[str], premises: Sequence[str] | None,
+def extract_with_annotations(hypotheses: Sequence[str], premises: Sequence[str] | None,
                               **options) -> tuple[FeatureMatrix, dict[str, dict]]:
     """:func:`extract_features`, and the tagging annotations it made, per side
     (``{side: {"tense": ..., "ner": ..., "typo": ...}}``, one value per example; empty when

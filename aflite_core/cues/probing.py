@@ -28,8 +28,7 @@ import scipy.sparse as sp
 from aflite_core._validation import check_choice
 from aflite_core.cues.linguistic import FeatureMatrix, extract_features
 from aflite_core.cues.statistics import cue_statistics, dataset_inputs, jensen_shannon
-from aflite_core.represent.on_use import text_model
-from aflite_core.represent.pair_inputs import pair_texts
+from aflite_core.represent import pair_texts, text_model
 from aflite_core.splits import Split
 
 #: Built-in baseline "models".
@@ -212,7 +211,7 @@ def baseline_predictions(
     y = np.asarray(labels, dtype=object)
     if len(np.unique(y[train_mask])) < 2:
         raise ValueError("labels: the training rows need at least two different labels")
-    from aflite_core.represent.text_models import single_blas_thread  # scikit-learn, on use
+    from aflite_core.represent import single_blas_thread  # scikit-learn, on use
 
     texts = pair_texts(premises if kind == "full_input" else None, hypotheses)
     model = text_model(kind, random_state=random_state)

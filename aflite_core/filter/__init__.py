@@ -1,1 +1,46 @@
-"""Filtering: the AFLite estimator, its linear kernels, backends and synthetic workloads."""
+"""Filtering: the AFLite estimator, its linear kernels, backends and synthetic workloads.
+
+Its face: what the rest of ``aflite_core``, ``ui/`` and the pages may import from it
+(``from aflite_core.filter import NAME``; never from one of its modules). Names are resolved
+on first use, so importing the package stays as cheap as importing one of its modules
+(the dashboard's first paint and ``python -m aflite_core --help`` import it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Public name -> the module of this package that defines it.
+_FACE = {
+    "AFLite": "aflite",
+    "FilterPlan": "policy",
+    "INSTANCES": "policy",
+    "MultipleChoiceAFLite": "multiple_choice",
+    "SPLIT_POLICIES": "policy",
+    "ZFilter": "zfilter",
+    "binary_features": "zfilter",
+    "check_scheduler": "backends",
+    "connect": "backends",
+    "filter_units": "policy",
+    "plan_filter": "policy",
+    "probe_scheduler": "backends",
+    "select_rows": "rounds",
+}
+#: Modules whose names are used as a namespace from outside (``views.rows_table``).
+_NAMESPACES = ("synthetic",)
+
+__all__ = sorted([*_FACE, *_NAMESPACES])
+
+
+def __getattr__(name: str) -> Any:
+    # not cached in the package: a test that patches the defining module is seen
+    if name in _FACE:
+        return getattr(importlib.import_module(f"{__name__}.{_FACE[name]}"), name)
+    if name in _NAMESPACES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

@@ -47,10 +47,10 @@ from aflite_core.filter.aflite_rounds import (
 from aflite_core.filter.backends import (
     _MAX_BLOCK_ROWS,
     BACKENDS,
-    _check_scheduler,
     _make_backend,
     _resolve_workers,
     _single_threaded_blas,
+    check_scheduler,
 )
 from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import (
@@ -71,7 +71,7 @@ from aflite_core.filter.rounds import (
     _resolve_target_size,
     _resolve_train_size,
 )
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent import is_partitioned
 
 __all__ = ["AFLite", "STRATEGIES", "CLASSIFIERS", "BACKENDS"]
 CLASSIFIERS = ("lda",)
@@ -487,7 +487,7 @@ class AFLite(BaseEstimator):
         check_choice("classifier", self.classifier, CLASSIFIERS)
         callback = check_callback(self.callback)
         backend = check_choice("backend", self.backend, BACKENDS)
-        _check_scheduler(self.scheduler, backend)
+        check_scheduler(self.scheduler, backend)
         return FitConfig(
             n_samples=n,
             target_size=target_size,

@@ -25,8 +25,7 @@ from aflite_core.filter.linear import (
 from aflite_core.filter.rounds import (
     _release_pages,
 )
-from aflite_core.represent.partitioned_rows import is_partitioned
-from aflite_core.represent.partitions import scatter_within
+from aflite_core.represent import is_partitioned, scatter_within
 
 BACKENDS = ("local", "dask")
 _BLOCK_TARGET_BYTES = 2 << 20
@@ -35,7 +34,7 @@ _GROUP_BLOCKS = 64
 _MAX_BLOCK_ROWS = 4096
 
 
-def _check_scheduler(scheduler: Any, backend: str) -> None:
+def check_scheduler(scheduler: Any, backend: str) -> None:
     if scheduler is None:
         return
     if backend != "dask":
@@ -121,7 +120,7 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
 
     scheme = address.split("://", 1)[0]
     if scheme not in SUPPORTED_SCHEMES:
-        _check_scheduler(address, "dask")  # names what is supported
+        check_scheduler(address, "dask")  # names what is supported
         return
     parts = urlsplit(address)
     try:
@@ -466,7 +465,7 @@ class _DaskBackend:
             raise
 
     def _workers(self) -> list[str]:
-        from aflite_core.represent.fold_pool import cluster_workers
+        from aflite_core.represent import cluster_workers
 
         workers = sorted(cluster_workers(self._client))
         if not workers:
@@ -513,7 +512,7 @@ class _DaskBackend:
     def _lost_groups(self) -> list[int]:
         """Groups whose worker has left (asked again for up to 2 s: the scheduler may learn
         of a death a moment after the client does)."""
-        from aflite_core.represent.fold_pool import departed_workers
+        from aflite_core.represent import departed_workers
 
         gone = departed_workers(self._client, self._holders)
         return [i for i, w in enumerate(self._holders) if w in gone]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import linalg
 
-from aflite_core.represent.partitioned_rows import add_rows, is_partitioned
+from aflite_core.represent import add_rows, is_partitioned
 
 __all__ = [
     "FIT_BLOCK_ROWS",

@@ -77,7 +77,7 @@ def question_ids(dataset: Any) -> np.ndarray | None:
 
 def _split_roles(dataset: Any) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Split value of each included row (as written, trimmed) and whether it is training."""
-    from aflite_core.io.text_columns import label_factors
+    from aflite_core.io import label_factors
     from aflite_core.splits import TRAIN_VALUES
 
     column = dataset.columns.split

@@ -22,7 +22,7 @@ from aflite_core._validation import (
     resolve_size,
 )
 from aflite_core.filter.datamap import DatamapTracker
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent import is_partitioned
 
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
 #: Default slice size (rows removed per round) as a fraction of the input; the paper's SNLI

@@ -242,7 +242,7 @@ def biased_circles_dataset(n: int, *, random_state: int = 0, flip: float = 0.05)
     """
     import io
 
-    from aflite_core.io.datasets import load_dataset
+    from aflite_core.io import load_dataset
 
     X, y, biased, flipped = make_biased_circles(n, flip=flip, random_state=random_state)
     buffer = io.BytesIO()

@@ -64,7 +64,7 @@ from aflite_core._validation import (
     make_rng,
     resolve_size,
 )
-from aflite_core.cues.statistics import shrunk_shares, z_statistic, z_threshold
+from aflite_core.cues import shrunk_shares, z_statistic, z_threshold
 from aflite_core.filter.rounds import STOP_CALLBACK, STOP_TARGET, _encode_labels, asks_to_stop
 
 __all__ = ["ZFilter", "UNTIL", "binary_features", "subset_z"]
@@ -97,7 +97,7 @@ def _is_texts(X: Any) -> bool:
 
 
 def _check_families(features: Any) -> tuple[str, ...]:
-    from aflite_core.cues.linguistic import FAMILIES
+    from aflite_core.cues import FAMILIES
 
     families = (features,) if isinstance(features, str) else tuple(features)
     if not families:
@@ -131,7 +131,7 @@ def binary_features(X: Any, *, features: str | Sequence[str] = "word", min_count
     """
     min_count = check_int("min_count", min_count, minimum=1)
     if _is_texts(X):
-        from aflite_core.cues.linguistic import extract_features
+        from aflite_core.cues import extract_features
 
         families = _check_families(features)
         fm = extract_features([str(t) for t in X], features=families, min_count=1,
@@ -537,7 +537,7 @@ class ZFilter(BaseEstimator):
     def _columns(self, X: Any) -> sp.csr_matrix:
         """``X`` as the tested feature columns of ``fit``."""
         if _is_texts(X):
-            from aflite_core.cues.linguistic import extract_features
+            from aflite_core.cues import extract_features
 
             fm = extract_features([str(t) for t in X], features=_check_families(self.features),
                                   min_count=1, cache=False, on_missing="raise")

@@ -57,10 +57,16 @@ from aflite_core.measures.baseline_figures import (  # noqa: F401 - re-exported:
     sampling_error_pp,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_pool import dask_folds, lost_on_cluster, map_folds
-from aflite_core.represent.on_use import evaluator, text_model
-from aflite_core.represent.pair_inputs import pair_texts
-from aflite_core.represent.partitioned_rows import RowsOnWorkers, is_partitioned
+from aflite_core.represent import (
+    RowsOnWorkers,
+    dask_folds,
+    evaluator,
+    is_partitioned,
+    lost_on_cluster,
+    map_folds,
+    pair_texts,
+    text_model,
+)
 from aflite_core.splits import cv_folds, group_codes, label_matched_subsets, sample_rows
 
 SUBSETS = ("full", "retained", "random")

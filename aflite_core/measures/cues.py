@@ -20,7 +20,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     On a Dask cluster the tables come from a map-reduce over row chunks on the workers
     (:mod:`aflite_core.cues.count_tables`, the same table); here, from all rows at once.
     """
-    from aflite_core.represent.fold_pool import cluster_workers, dask_folds
+    from aflite_core.represent import cluster_workers, dask_folds
 
     ctx.progress(0.0, "cue statistics of the full and the retained data")
     scopes = {"full": None, "retained": ctx.retained_ids}
@@ -28,7 +28,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     if cluster is not None:
         from aflite_core.cues import count_tables
         from aflite_core.measures.slices import features_on_workers
-        from aflite_core.represent.fold_pool import map_streamed
+        from aflite_core.represent import map_streamed
 
         chunk_rows = count_tables.chunk_rows_for(len(ctx.dataset),
                                                  len(cluster_workers(cluster.client)))

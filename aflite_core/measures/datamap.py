@@ -48,7 +48,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
-from aflite_core.io.text_columns import compact_categorical, str_codes
+from aflite_core.io import compact_categorical, str_codes
 from aflite_core.measures.registry import (
     Measure,
     MeasureContext,

@@ -99,8 +99,8 @@ from aflite_core.measures.registry import (
     Option,
     stored_summary,
 )
-from aflite_core.represent.pair_inputs import PAIR_SEPARATOR
-from aflite_core.represent.pair_inputs import pair_texts as pair_texts  # re-exported
+from aflite_core.represent import PAIR_SEPARATOR
+from aflite_core.represent import pair_texts as pair_texts  # re-exported
 from aflite_core.splits import group_codes, holdout_mask
 
 #: Challenge-set sizes of Liu et al. (2019).

@@ -13,7 +13,7 @@ import pandas as pd
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
-from aflite_core.represent.pair_inputs import pair_texts as pair_texts  # re-exported
+from aflite_core.represent import pair_texts as pair_texts  # re-exported
 
 # --------------------------------------------------------------------------------------------
 # model: text_models features + multinomial logistic regression with explicit weights
@@ -27,7 +27,7 @@ class _LinearModel:
     """
 
     def __init__(self, kind: str, C: float, random_state: int | None, classes: np.ndarray):
-        from aflite_core.represent.text_models import text_model  # scikit-learn, on use
+        from aflite_core.represent import text_model  # scikit-learn, on use
 
         pipeline = text_model(kind, C=C, random_state=random_state)
         self.features = pipeline.named_steps["features"]
@@ -44,7 +44,7 @@ class _LinearModel:
     def fit_weights(self, F, y, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
         from sklearn.base import clone
 
-        from aflite_core.represent.text_models import single_blas_thread
+        from aflite_core.represent import single_blas_thread
 
         with single_blas_thread():
             lr = clone(self.classifier).fit(F, y, sample_weight=sample_weight)

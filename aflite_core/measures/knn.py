@@ -38,8 +38,7 @@ from aflite_core.measures.neighbors import (  # noqa: F401 - nearest_neighbors: 
     nearest_neighbors,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_pool import dask_folds, map_folds
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent import dask_folds, is_partitioned, map_folds
 from aflite_core.splits import TEST_VALUES, holdout_mask, split_masks
 
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
@@ -441,7 +440,7 @@ def _search_there(Qn: np.ndarray, Rn: _UnitRowsThere, references: list[_Referenc
     those rows of the normalised matrix, bit for bit) and searches them as the driver
     would. A worker lost meanwhile has Φ built again (:meth:`PartitionedRows.restore_lost`)
     and the sets searched again."""
-    from aflite_core.represent.fold_pool import _lost_data
+    from aflite_core.represent import lost_data
 
     client, X = Rn.folds.client, Rn.X
     while True:
@@ -461,7 +460,7 @@ def _search_there(Qn: np.ndarray, Rn: _UnitRowsThere, references: list[_Referenc
                 on_block(len(Qn), len(references[g][2]))
             break
         except Exception as exc:  # noqa: BLE001 - re-raised unless rows of Φ were lost
-            if not _lost_data(exc) or not X.restore_lost():
+            if not lost_data(exc) or not X.restore_lost():
                 raise
         finally:
             client.cancel([*futures, queries])

@@ -68,9 +68,14 @@ import pyarrow as pa
 from aflite_core._validation import check_callback, check_int
 from aflite_core.errors import MeasureSkipped
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_pool import dask_folds, lost_on_cluster, map_folds
-from aflite_core.represent.on_use import evaluator, text_model
-from aflite_core.represent.pair_inputs import pair_texts
+from aflite_core.represent import (
+    dask_folds,
+    evaluator,
+    lost_on_cluster,
+    map_folds,
+    pair_texts,
+    text_model,
+)
 from aflite_core.splits import cv_folds, group_codes, sample_rows
 
 __all__ = ["FILE", "MAX_ROWS", "find_label_issues", "issue_summary", "label_pairs"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.text_columns import str_codes
+from aflite_core.io import str_codes
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
 
 #: The run-folder file: one row per (split, label), split ``all`` for the whole data.

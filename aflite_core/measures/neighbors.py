@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent import is_partitioned
 
 #: ``method="auto"`` uses the approximate index when n_queries x n_reference exceeds this many
 #: pairs (about 8 minutes of exact search on two cores; exact 10k x 100k takes ~10 s).

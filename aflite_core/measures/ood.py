@@ -130,7 +130,7 @@ def evaluate_ood(texts: Sequence[str], labels: Sequence[Any], keep: np.ndarray,
     ValueError
         For no challenge sets, or a challenge set none of whose labels a model can predict.
     """
-    from aflite_core.represent.text_models import single_blas_thread, text_model
+    from aflite_core.represent import single_blas_thread, text_model
 
     check_choice("model", model, MODELS)
     if not challenges:
@@ -204,7 +204,7 @@ def _summary_row(scores: pd.DataFrame, challenge: Challenge, truth: np.ndarray,
 
 def dataset_challenge(dataset: Any, name: str | None = None) -> Challenge:
     """A loaded :class:`~aflite_core.io.datasets.AuditDataset` as a challenge set."""
-    from aflite_core.represent.text_models import pair_texts
+    from aflite_core.represent import pair_texts
 
     return Challenge(name or str(dataset.name),
                      pair_texts(dataset.premises(), dataset.hypotheses()),
@@ -215,8 +215,8 @@ def dataset_challenge(dataset: Any, name: str | None = None) -> Challenge:
 
 
 def _compute(ctx: MeasureContext) -> MeasureResult:
-    from aflite_core.io.datasets import load_dataset
-    from aflite_core.represent.text_models import pair_texts
+    from aflite_core.io import load_dataset
+    from aflite_core.represent import pair_texts
 
     params = MEASURE.check_params(ctx.params, n_rows=len(ctx.y))
     paths = params.pop("challenges") or ()

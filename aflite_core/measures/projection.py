@@ -37,13 +37,12 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import available_cores, check_choice, check_int, check_real, make_rng
-from aflite_core.io.text_columns import shared_strings
+from aflite_core.io import shared_strings
 from aflite_core.json_files import read_json_file
 from aflite_core.measures import map_regions
 from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_pool import dask_folds, map_folds
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent import dask_folds, is_partitioned, map_folds
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.
 SAMPLE_SIZE: int = 20_000

@@ -30,11 +30,16 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_callback, check_int
-from aflite_core.io.text_columns import str_codes
+from aflite_core.io import str_codes
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent.fold_pool import dask_folds, map_folds
-from aflite_core.represent.on_use import counts_evaluator, evaluator, text_model
-from aflite_core.represent.pair_inputs import pair_texts
+from aflite_core.represent import (
+    counts_evaluator,
+    dask_folds,
+    evaluator,
+    map_folds,
+    pair_texts,
+    text_model,
+)
 from aflite_core.splits import cv_folds, group_codes
 
 __all__ = ["FILE", "PROB_FLOOR", "hypothesis_only_pvi", "pvi_summary"]
@@ -107,7 +112,7 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
     record = dask_folds()
     if record is not None and n >= WORKER_COUNTS_MIN_ROWS:
         # counted on the workers and left there: the folds read the evaluator where it is
-        from aflite_core.represent.partitioned_counts import ngram_counts_on_workers
+        from aflite_core.represent import ngram_counts_on_workers
 
         chunks = (pair_texts(None, chunk) for chunk in _chunks(hypotheses))
         counts = ngram_counts_on_workers(record.client, chunks)

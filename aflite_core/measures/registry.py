@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.errors import MeasureSkipped  # re-exported: what a measure raises to skip
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent import is_partitioned
 from aflite_core.schema import Option, check_options  # Option re-exported: the one schema
 
 __all__ = [
@@ -213,7 +213,7 @@ class MeasureContext:
         ``pd.Categorical`` of their strings makes it (the values present, sorted), from the
         scores' own 1-byte codes: no object nor intp code per row. None when the column is
         not categorical of str or a row has no value (the caller converts strings)."""
-        from aflite_core.io.text_columns import compact_categorical
+        from aflite_core.io import compact_categorical
 
         values = self.scores.get(column)
         if values is None or not isinstance(values.dtype, pd.CategoricalDtype) or not all(
@@ -238,7 +238,7 @@ class MeasureContext:
         ``str_codes(y[rows])`` gives them, ``(codes, classes)``: ``classes`` the labels
         present, sorted (a str array), ``classes[codes]`` every row's; the codes the smallest
         integers (from the scores' label codes: a byte a row, not two intp arrays)."""
-        from aflite_core.io.text_columns import str_codes
+        from aflite_core.io import str_codes
 
         labels = self.scores_categorical("label", rows)
         if labels is None:
@@ -252,7 +252,7 @@ class MeasureContext:
         """``scores``' status of each filterable row (of ``rows`` among them: positions), as
         an object array holding one str per status (``<NA>`` for a row not in ``scores``):
         no Python str per row."""
-        from aflite_core.io.text_columns import str_codes
+        from aflite_core.io import str_codes
 
         status = self.scores_categorical("status", rows)
         if status is not None:
@@ -285,7 +285,7 @@ class MeasureContext:
         return None if column is None else self._row_texts(column)
 
     def _row_texts(self, column: str) -> Sequence[str]:
-        from aflite_core.io.text_columns import RowTexts
+        from aflite_core.io import RowTexts
 
         dataset = self.dataset
         included = dataset.included_mask

@@ -41,7 +41,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_int, check_seed
-from aflite_core.cues.linguistic import FAMILIES
+from aflite_core.cues import FAMILIES
 from aflite_core.measures import map_regions, slices_on_workers
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.measures.slices_chart import slices_figures
@@ -62,7 +62,7 @@ from aflite_core.measures.slices_features import (  # noqa: F401  (the measure's
     word_counts,
 )
 from aflite_core.measures.slices_fold import fold_by_overlap
-from aflite_core.represent.fold_pool import dask_folds
+from aflite_core.represent import dask_folds
 
 __all__ = [
     "FILE",
@@ -499,7 +499,7 @@ def label_codes(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     >>> values.tolist(), codes.tolist()
     (['1', 'a', 'b'], [2, 1, 2, 0])
     """
-    from aflite_core.io.text_columns import str_codes
+    from aflite_core.io import str_codes
 
     codes, classes = str_codes(labels)
     return classes, codes
@@ -511,9 +511,9 @@ def _chunked_counts(ctx: MeasureContext, record, rep_rows: np.ndarray, weights: 
     """The cue features of every included row extracted on the workers, a chunk at a time
     (the cue measure's chunks: their annotations are in the workers' caches), and left
     there (:mod:`.slices_on_workers`)."""
-    from aflite_core.cues.count_tables import chunk_rows_for
-    from aflite_core.io.text_columns import RowTexts, row_positions
-    from aflite_core.represent.fold_pool import cluster_workers
+    from aflite_core.cues import chunk_rows_for
+    from aflite_core.io import RowTexts, row_positions
+    from aflite_core.represent import cluster_workers
 
     dataset = ctx.dataset
     n_included = int(np.count_nonzero(dataset.included_mask))

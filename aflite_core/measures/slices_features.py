@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite_core._validation import check_int
-from aflite_core.represent.partitioned_rows import is_partitioned
+from aflite_core.represent import is_partitioned
 
 __all__ = [
     "KMEANS_SAMPLE",

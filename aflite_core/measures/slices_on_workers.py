@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from aflite_core.cues.linguistic import FAMILIES
+from aflite_core.cues import FAMILIES
 from aflite_core.measures.slices_counts import SliceColumns, SliceSpec
 from aflite_core.measures.slices_features import (
     SliceFeatures,
@@ -93,9 +93,9 @@ class _Summary:
 def _extract(hypotheses: list[str], premises: list[str] | None, scope: np.ndarray,
              options: ExtractOptions) -> _ChunkFeatures:
     """A chunk's features (runs on a worker; its result stays there)."""
-    from aflite_core.cues.linguistic import _extract_with_annotations
+    from aflite_core.cues import extract_with_annotations
 
-    matrix = _extract_with_annotations(
+    matrix = extract_with_annotations(
         hypotheses, premises, features=options.features, text=options.text, min_count=1,
         lemma=False, sentiment_lexicon="opinion", cache=True, cache_dir=None, n_jobs=1,
         on_missing="report")[0]
@@ -240,7 +240,7 @@ class ChunkedCounts:
     # ---------------------------------------------------------------- the merged features
 
     def _merge(self, parts: list[_Summary], min_count: int) -> None:
-        from aflite_core.cues.count_tables import check_same_extraction
+        from aflite_core.cues import check_same_extraction
 
         check_same_extraction(parts)
         first = parts[0]

@@ -15,12 +15,16 @@ from typing import Any
 
 import pandas as pd
 
-from aflite_core.measures.baselines import UNCERTAINTY_NOTE, format_figure, headline_figures
-from aflite_core.measures.registry import measure_caveats
-from aflite_core.runs.curated import curated_rows
-from aflite_core.runs.decisions import decisions_in_force
-from aflite_core.runs.folder import AuditRun, RunError, check_not_in_run, load_run
-from aflite_core.runs.review import flag_precision
+from aflite_core.measures import UNCERTAINTY_NOTE, format_figure, headline_figures, measure_caveats
+from aflite_core.runs import (
+    AuditRun,
+    RunError,
+    check_not_in_run,
+    curated_rows,
+    decisions_in_force,
+    flag_precision,
+    load_run,
+)
 
 __all__ = ["MAX_LINES", "markdown_card", "measure_caveats", "write_card"]
 

@@ -20,9 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.measures.baselines import figure_verdict
-from aflite_core.runs.folder import AuditRun, load_run, to_jsonable
-from aflite_core.runs.views import FILTER_NAMES
+from aflite_core.measures import figure_verdict
+from aflite_core.runs import FILTER_NAMES, AuditRun, load_run, to_jsonable
 
 
 @dataclass

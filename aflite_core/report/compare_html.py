@@ -17,7 +17,7 @@ import pandas as pd
 
 from aflite_core.report.compare import SideBySide, side_by_side
 from aflite_core.report.html import esc, html_table, write_atomically
-from aflite_core.runs.folder import AuditRun, check_not_in_run
+from aflite_core.runs import AuditRun, check_not_in_run
 
 #: Rows of a table shown per column (the measure tables are before/after summaries; a
 #: long one, such as the cue table, is cut with a note).

@@ -27,19 +27,25 @@ from aflite_core.chart_style import (
     rounds_figure,
 )
 from aflite_core.heap_trim import release_free_heap
-from aflite_core.measures import registry
-from aflite_core.measures.baselines import UNCERTAINTY_NOTE, format_figure, headline_figures
-from aflite_core.measures.datamap import FIGURE_POINTS
-from aflite_core.measures.duplicates import SUMMARY_COLUMNS as DUPLICATES_COLUMNS
-from aflite_core.measures.inoculation import SUMMARY_COLUMNS as INOCULATION_COLUMNS
-from aflite_core.measures.registry import Measure, measure_caveats, stored_summary
-from aflite_core.runs.folder import (
+from aflite_core.measures import (
+    FIGURE_POINTS,
+    UNCERTAINTY_NOTE,
+    Measure,
+    duplicates,
+    format_figure,
+    headline_figures,
+    inoculation,
+    measure_caveats,
+    registry,
+    stored_summary,
+)
+from aflite_core.runs import (
+    STATUS_NAMES,
     STATUSES,
     AuditRun,
     check_not_in_run,
     load_run,
 )
-from aflite_core.runs.layout import STATUS_NAMES
 
 #: Longest cell shown in tables of examples (characters).
 MAX_CELL_CHARS = 400
@@ -215,7 +221,7 @@ def _section_provenance(run: AuditRun) -> str:
             }
         ),
     ]
-    from aflite_core.runs.views import stage_table
+    from aflite_core.runs import stage_table
 
     stages = stage_table(run)
     if stages is not None:
@@ -272,7 +278,7 @@ def _section_sizes(run: AuditRun, fig: _Figures) -> str:
         )
     )
     chart.update_layout(title="Rows by status", yaxis_title="rows")
-    from aflite_core.runs.views import filter_description, split_sizes
+    from aflite_core.runs import filter_description, split_sizes
 
     what = filter_description(run)
     per_split = split_sizes(run)
@@ -329,7 +335,7 @@ def _section_labels(run: AuditRun, fig: _Figures) -> str:
 
 
 def _section_rounds(run: AuditRun, fig: _Figures) -> str:
-    from aflite_core.runs.views import round_name, stop_explanation
+    from aflite_core.runs import round_name, stop_explanation
 
     history = run.history
     if history.empty or "size" not in history.columns or "removed" not in history.columns:
@@ -480,7 +486,8 @@ def _section_baselines(run: AuditRun, fig: _Figures) -> str:
 
 
 def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
-    data, table = stored_summary(run, "duplicates", "duplicates.json", DUPLICATES_COLUMNS)
+    data, table = stored_summary(run, "duplicates", "duplicates.json",
+                                 duplicates.SUMMARY_COLUMNS)
     if data is None:
         return _absent("Duplicate detection was not computed in this run.")
     if table is None:
@@ -494,7 +501,8 @@ def _section_duplicates(run: AuditRun, fig: _Figures) -> str:
 
 
 def _section_inoculation(run: AuditRun, fig: _Figures) -> str:
-    data, table = stored_summary(run, "inoculation", "inoculation.json", INOCULATION_COLUMNS)
+    data, table = stored_summary(run, "inoculation", "inoculation.json",
+                                 inoculation.SUMMARY_COLUMNS)
     if data is None:
         return _absent("Inoculation was not computed in this run.")
     if table is None:

@@ -12,11 +12,17 @@ from typing import Any
 
 import pandas as pd
 
-from aflite_core.io.tables import parquet_safe_table
+from aflite_core.io import parquet_safe_table
 from aflite_core.report.html import build_report
-from aflite_core.runs.folder import AuditRun, dump_json, load_run
-from aflite_core.runs.layout import REPORT_FILE, SUMMARY_FILE
-from aflite_core.runs.names import TEMP_PREFIX, check_file_name
+from aflite_core.runs import (
+    REPORT_FILE,
+    SUMMARY_FILE,
+    TEMP_PREFIX,
+    AuditRun,
+    check_file_name,
+    dump_json,
+    load_run,
+)
 
 
 def add_measure(path: str | os.PathLike, name: str, *,

@@ -51,7 +51,7 @@ from aflite_core.errors import (  # noqa: F401 - re-exported: their public home
     OptionalDependencyError,
     RepresentationError,
 )
-from aflite_core.io.datasets import AuditDataset
+from aflite_core.io import AuditDataset
 
 __all__ = [
     "METHODS",

@@ -194,7 +194,7 @@ def _collect(futures: list, results: list, on_done: Callable[[int, R], object] |
             result = future.result()
         except Exception as exc:
             client.cancel(futures)
-            if not _lost_data(exc) or not _left(client, holders):
+            if not lost_data(exc) or not _left(client, holders):
                 raise  # the fit's own error (or the cluster's, with its holder alive)
             return exc
         results.append(result)
@@ -276,7 +276,7 @@ def _is_future(value: Any) -> bool:
     return type(value).__name__ == "Future" and hasattr(value, "key")
 
 
-def _lost_data(error: BaseException) -> bool:
+def lost_data(error: BaseException) -> bool:
     """Whether ``error`` is how Dask reports a task it gave up (cancelled for lost data, a
     worker killed, a closed connection), not an error raised by the fit itself."""
     # FutureCancelledError is a CancelledError, CommClosedError an OSError
@@ -287,7 +287,7 @@ def lost_on_cluster(error: BaseException) -> bool:
     """Whether ``error`` says work was lost with a worker that left (Dask's lost data, a
     killed worker, :class:`LostOnCluster`), not an error of the work itself: a caller may then
     do the work another way (e.g. on rows fetched to this process)."""
-    return isinstance(error, LostOnCluster) or _lost_data(error)
+    return isinstance(error, LostOnCluster) or lost_data(error)
 
 
 def _left(client: Any, holders: set[str]) -> bool:

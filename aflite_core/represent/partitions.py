@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from aflite_core.errors import PartitionLost  # noqa: F401 - re-exported: raised here
-from aflite_core.represent.fold_pool import _lost_data, cluster_workers
+from aflite_core.represent.fold_pool import cluster_workers, lost_data
 
 __all__ = ["SCATTER_TIMEOUT_S", "DaskPartitions", "LocalPartitions", "PartitionLost",
            "scatter_within"]
@@ -153,7 +153,7 @@ class DaskPartitions:
             raise PartitionLost(f"a scatter to the workers took more than "
                                 f"{SCATTER_TIMEOUT_S:.0f} s (a worker left?)") from None
         except Exception as exc:
-            if _lost_data(exc):
+            if lost_data(exc):
                 raise PartitionLost("a worker left the cluster during a scatter") from exc
             raise
 
@@ -183,7 +183,7 @@ class DaskPartitions:
         try:
             return self.client.gather(list(handles))
         except Exception as exc:
-            if _lost_data(exc):
+            if lost_data(exc):
                 raise PartitionLost(
                     "a worker holding rows of the representation left the cluster") from exc
             raise

@@ -1,1 +1,81 @@
-"""Run folders: the on-disk format, reading and listing runs, exports."""
+"""Run folders: the on-disk format, reading and listing runs, exports.
+
+Its face: what the rest of ``aflite_core``, ``ui/`` and the pages may import from it
+(``from aflite_core.runs import NAME``; never from one of its modules). Names are resolved
+on first use, so importing the package stays as cheap as importing one of its modules
+(the dashboard's first paint and ``python -m aflite_core --help`` import it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Public name -> the module of this package that defines it.
+_FACE = {
+    "AUDIT_COLUMNS": "views",
+    "AuditRun": "folder",
+    "CURATED_FORMATS": "curated",
+    "DATASET_FILE": "folder",
+    "FILTER_NAMES": "views",
+    "FORMATS": "exports",
+    "LABEL_ISSUE_EXPORTS": "exports",
+    "REPORT_FILE": "layout",
+    "ROW_EXPORTS": "exports",
+    "RowIndex": "row_index",
+    "RunError": "folder",
+    "RunWriter": "writer",
+    "STATUSES": "layout",
+    "STATUS_NAMES": "layout",
+    "SUMMARY_FILE": "layout",
+    "TABLE_EXPORTS": "exports",
+    "TEMP_PREFIX": "names",
+    "check_file_name": "names",
+    "check_not_in_run": "folder",
+    "check_run_name": "folder",
+    "claim": "owners",
+    "cleanup_stale": "folder",
+    "curated_rows": "curated",
+    "decide": "decisions",
+    "decisions_in_force": "decisions",
+    "default_run_name": "folder",
+    "dump_json": "folder",
+    "export_curated": "curated",
+    "export_run": "exports",
+    "filter_description": "views",
+    "flag_precision": "review",
+    "hidden_name": "names",
+    "is_run_folder": "folder",
+    "load_run": "folder",
+    "load_subset": "subsets",
+    "neutralize_frame": "exports",
+    "review_queue": "review",
+    "round_name": "views",
+    "run_labels": "decisions",
+    "split_sizes": "views",
+    "stage_table": "views",
+    "stop_explanation": "views",
+    "to_jsonable": "folder",
+    "unique_run_name": "folder",
+    "utc_now_iso": "folder",
+}
+#: Modules whose names are used as a namespace from outside (``views.rows_table``).
+_NAMESPACES = (
+    "breakdown", "decisions", "exports", "folder", "map_selection", "review", "subsets",
+    "views",
+)
+
+__all__ = sorted([*_FACE, *_NAMESPACES])
+
+
+def __getattr__(name: str) -> Any:
+    # not cached in the package: a test that patches the defining module is seen
+    if name in _FACE:
+        return getattr(importlib.import_module(f"{__name__}.{_FACE[name]}"), name)
+    if name in _NAMESPACES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

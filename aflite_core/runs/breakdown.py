@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_int
-from aflite_core.measures.slices import wilson_interval
+from aflite_core.measures import wilson_interval
 
 __all__ = ["MAX_VALUES", "breakdown_columns", "removal_breakdown"]
 

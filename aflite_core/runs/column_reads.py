@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.errors import RunError
-from aflite_core.io.texts_on_disk import take_rows
+from aflite_core.io import take_rows
 from aflite_core.runs.layout import DATASET_FILE, ROW_CSV_FILES, SCORES_FILE, STATUSES
 
 __all__ = ["frame_from_csvs", "parquet_rows", "read_columns"]

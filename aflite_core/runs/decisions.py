@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from aflite_core.errors import RunError
-from aflite_core.io.table_checks import short_repr
+from aflite_core.io import short_repr
 from aflite_core.json_files import loads_json
 
 #: ``run`` below is an :class:`aflite_core.runs.folder.AuditRun` (not imported: the folder's

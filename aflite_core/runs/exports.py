@@ -32,8 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from aflite_core.io.byte_stream import stream_bytes
-from aflite_core.io.tables import (  # noqa: F401 - re-exported for callers of the exports
+from aflite_core.io import (  # noqa: F401 - re-exported for callers of the exports
     CSV_LINE_TERMINATOR,
     DEFAULT_CHUNK_ROWS,
     FORMULA_PREFIXES,
@@ -41,6 +40,7 @@ from aflite_core.io.tables import (  # noqa: F401 - re-exported for callers of t
     neutralize_cell,
     neutralize_frame,
     parquet_safe_table,
+    stream_bytes,
     unique_column_name,
     write_csv,
     write_parquet,

@@ -34,7 +34,7 @@ from aflite_core.errors import (
     DamagedFileError,
     RunError,  # noqa: F401 - re-exported: its public home
 )
-from aflite_core.io.tables import (
+from aflite_core.io import (
     sweep_stale_parts,
 )
 from aflite_core.json_files import read_json_file

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.measures.slices import member_mask
+from aflite_core.measures import member_mask
 from aflite_core.runs.decisions import all_decisions, decide
 from aflite_core.runs.folder import AuditRun
 from aflite_core.runs.subsets import load_subset

@@ -16,8 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from aflite_core.io.tables import DEFAULT_CHUNK_ROWS, unique_column_name
-from aflite_core.io.text_columns import shared_strings
+from aflite_core.io import DEFAULT_CHUNK_ROWS, shared_strings, unique_column_name
 from aflite_core.runs.layout import DATASET_FILE, SCORES_COLUMNS, SCORES_FILE, STATUSES
 
 #: Columns added to row exports after the original columns.

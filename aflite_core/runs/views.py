@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.datasets import load_dataset
+from aflite_core.io import load_dataset
 from aflite_core.runs.folder import AuditRun, list_runs, load_run
 
 #: Columns the audit adds to the rows shown in Explore.

@@ -22,8 +22,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.io.tables import index_values, parquet_safe_table, same_ids, write_csv
-from aflite_core.io.texts_on_disk import ROW_GROUP, TextsFile, link_or_copy, write_frame
+from aflite_core.io import (
+    ROW_GROUP,
+    TextsFile,
+    index_values,
+    link_or_copy,
+    parquet_safe_table,
+    same_ids,
+    write_csv,
+    write_frame,
+)
 from aflite_core.json_files import read_json_file
 from aflite_core.runs.folder import AuditRun, cleanup_stale, dump_json, to_jsonable, utc_now_iso
 from aflite_core.runs.layout import (

@@ -12,7 +12,7 @@ import streamlit as st
 
 from aflite_core import parameters, pipeline
 from aflite_core.config import FILTERS, estimate_rounds, suggest_config
-from aflite_core.filter.policy import filter_units
+from aflite_core.filter import filter_units
 from aflite_core.measures import registry
 from ui import cache, components, jobs, state
 from ui.audit import params

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from aflite_core.report.compare import format_value
+from aflite_core.report import format_value
 from ui import cache, components, state
 
 PAGE = "compare"

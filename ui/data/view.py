@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from aflite_core.io.datasets import NO_COLUMN
+from aflite_core.io import NO_COLUMN
 from ui import cache, charts, components, current, state
 
 #: Formula / rules text of the Data page explainer.

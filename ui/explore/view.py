@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from aflite_core.runs import views
-from aflite_core.runs.layout import STATUS_NAMES, STATUSES
+from aflite_core.runs import STATUS_NAMES, STATUSES, views
 from ui import cache, charts, components, downloads, filters, state, url_state
 from ui.explore import subsets as subsets_view
 from ui.panels import breakdown as breakdown_view

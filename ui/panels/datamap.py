@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from aflite_core.measures import datamap, pvi
-from aflite_core.runs.row_index import RowIndex
+from aflite_core.runs import RowIndex
 from ui import cache, charts, components, downloads, state
 
 PAGE = "explore"

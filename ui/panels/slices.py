@@ -16,8 +16,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from aflite_core.measures import slices
-from aflite_core.measures.slices_chart import interval_chart  # noqa: F401 - Explore draws it too
+from aflite_core.measures import (
+    interval_chart,  # noqa: F401 - Explore draws it too
+    slices,
+)
 from ui import cache, charts, components, state
 
 #: Session key: the slice the Report page asked Explore to show.

@@ -7,10 +7,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from aflite_core.measures import registry
-from aflite_core.measures.baselines import BASELINE_LABELS, UNCERTAINTY_NOTE
-from aflite_core.measures.baselines import format_figure as baseline_fmt
-from aflite_core.measures.registry import Measure
+from aflite_core.measures import BASELINE_LABELS, UNCERTAINTY_NOTE, Measure, registry
+from aflite_core.measures import format_figure as baseline_fmt
 from aflite_core.runs import views
 from ui import cache, charts, components, state
 from ui import downloads as streamed

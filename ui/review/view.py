@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from aflite_core.runs import decisions, review
-from aflite_core.runs.decisions import run_labels
+from aflite_core.runs import decisions, review, run_labels
 from ui import cache, components, state
 
 PAGE = "review"
