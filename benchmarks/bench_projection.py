@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 SHARED = Path(os.environ.get("AFLITE_SHARED", ROOT.parent / "shared"))
 
 from aflite_core.measures import map_regions  # noqa: E402
-from aflite_core.measures.neighbors import _exact_topk, l2_normalize  # noqa: E402
+from aflite_core.measures.neighbors import exact_topk, l2_normalize  # noqa: E402
 from aflite_core.measures.projection import project, projection_info  # noqa: E402
 from aflite_core.represent.builders import _svd, tfidf_blocks  # noqa: E402
 
@@ -73,7 +73,7 @@ def quality(Xn: np.ndarray, coords: np.ndarray, rows: np.ndarray) -> tuple[float
     from sklearn.manifold import trustworthiness
 
     trust = trustworthiness(Xn[rows], coords[rows], n_neighbors=K, metric="cosine")
-    _, high = _exact_topk(Xn[rows], Xn, K + 1, 256)
+    _, high = exact_topk(Xn[rows], Xn, K + 1, 256)
     low = cKDTree(coords).query(coords[rows], k=K + 1)[1]
     recall = np.mean([len((set(h) - {r}) & (set(lo) - {r})) / K
                       for r, h, lo in zip(rows, high, low, strict=True)])

@@ -255,12 +255,12 @@ def test_same_result_whatever_n_jobs_when_held_out_rows_are_drawn_and_a_callback
 @pytest.mark.parametrize(("train_size", "block_rows"), [(30, 100), (0.7, 100), (0.7, 1200)])
 def test_round_partitions_have_exactly_t_training_rows_among_alive_rows(train_size, block_rows):
     from aflite_core.filter.aflite_rounds import _draw_round
-    from aflite_core.filter.backends import _Blocks
+    from aflite_core.filter.backends import RowBlocks
 
     rng = np.random.default_rng(0)
     n = 1200
     codes = rng.choice(3, size=n, p=[0.8, 0.1, 0.1])  # > 255 training rows in one segment
-    blocks = _Blocks(codes, 3, block_rows)
+    blocks = RowBlocks(codes, 3, block_rows)
     alive = rng.random(n) < 0.6
     m = 5
     drawn = _draw_round(rng, blocks, alive, {"m": m, "train": train_size})
@@ -285,14 +285,14 @@ def test_packed_draws_are_the_bool_draws_packed_from_the_same_random_stream(grou
     local backend's masks bit for bit, with the same counts and held-out numbers, and leave
     the random stream where the bool draws leave it (the next round draws alike)."""
     from aflite_core.filter.aflite_rounds import _draw_round
-    from aflite_core.filter.backends import _Blocks
+    from aflite_core.filter.backends import RowBlocks
 
     rng = np.random.default_rng(7)
     for case in range(40):
         n = int(rng.integers(20, 700))
         n_classes = int(rng.integers(2, 4))
         codes = rng.integers(0, n_classes, n)
-        blocks = _Blocks(codes, n_classes, int(rng.integers(9, 300)))  # blocks of odd sizes
+        blocks = RowBlocks(codes, n_classes, int(rng.integers(9, 300)))  # blocks of odd sizes
         alive = rng.random(n) < rng.uniform(0.4, 1.0)
         alive[:2] = True
         groups = rng.integers(0, max(2, n // 3), n) if grouped else None

@@ -7,7 +7,7 @@ import pytest
 
 from aflite_core.filter.aflite import AFLite, _group_codes
 from aflite_core.filter.aflite_rounds import _draw_round
-from aflite_core.filter.backends import _Blocks
+from aflite_core.filter.backends import RowBlocks
 
 
 def _twins(n_groups=300, d=64, seed=0):
@@ -25,7 +25,7 @@ def _twins(n_groups=300, d=64, seed=0):
 def test_no_partition_splits_a_group():
     X, y, groups = _twins()
     codes = _group_codes(groups, len(y))
-    blocks = _Blocks(y.astype(np.int64), 2, 10_000)
+    blocks = RowBlocks(y.astype(np.int64), 2, 10_000)
     alive = np.ones(len(y), dtype=bool)
     alive[::7] = False  # a group may have lost a row: the rest still stays together
     drawn = _draw_round(np.random.default_rng(0), blocks, alive,
@@ -48,7 +48,7 @@ def test_a_large_group_does_not_end_a_draw_short_of_t():
     there: training sizes down to a few rows)."""
     groups = np.r_[np.zeros(150, dtype=np.int64), np.repeat(np.arange(1, 301), 2)]
     y = np.random.default_rng(1).integers(0, 2, len(groups))
-    blocks = _Blocks(y.astype(np.int64), 2, 10_000)
+    blocks = RowBlocks(y.astype(np.int64), 2, 10_000)
     drawn = _draw_round(np.random.default_rng(0), blocks, np.ones(len(y), dtype=bool),
                         {"m": 32, "train": 200}, groups)
     train = np.concatenate(drawn["train_w"], axis=1)

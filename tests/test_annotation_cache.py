@@ -6,23 +6,23 @@ from __future__ import annotations
 import numpy as np
 
 from aflite_core.cues import annotation_cache
-from aflite_core.cues.annotation_cache import _cache_key, _cache_load, _cache_save
+from aflite_core.cues.annotation_cache import cache_key, cache_load, cache_save
 
 
 def test_an_entry_reads_back_and_an_unreadable_one_is_a_miss(tmp_path, monkeypatch):
-    key = _cache_key("tense", "abc")
+    key = cache_key("tense", "abc")
     arrays = {"codes": np.arange(5, dtype=np.int32), "text": np.frombuffer(b"a\nb", np.uint8)}
-    _cache_save(tmp_path, key, arrays)
-    loaded = _cache_load(tmp_path, key)
+    cache_save(tmp_path, key, arrays)
+    loaded = cache_load(tmp_path, key)
     assert set(loaded) == set(arrays)
     assert all(np.array_equal(loaded[k], arrays[k]) for k in arrays)
-    assert _cache_load(tmp_path, _cache_key("tense", "other")) is None  # not there
+    assert cache_load(tmp_path, cache_key("tense", "other")) is None  # not there
 
     def racing(*args, **kwargs):  # what CPython 3.11 raised on a Dask worker (gh-106905)
         raise SystemError("AST constructor recursion depth mismatch (before=78, after=69)")
 
     monkeypatch.setattr(annotation_cache.np, "load", racing)
-    assert _cache_load(tmp_path, key) is None
+    assert cache_load(tmp_path, key) is None
     monkeypatch.undo()
     (tmp_path / f"{key}.npz").write_bytes(b"PK\x03\x04 truncated")
-    assert _cache_load(tmp_path, key) is None
+    assert cache_load(tmp_path, key) is None

@@ -68,9 +68,9 @@ def test_pools_follow_the_affinity_not_the_machine(tmp_path):
     code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
             "from aflite_core._validation import available_cores, resolve_n_jobs; "
             "from aflite_core.represent.fold_pool import fold_threads; "
-            "from aflite_core.filter.backends import _resolve_workers; "
+            "from aflite_core.filter.backends import resolve_workers; "
             "print(available_cores(), resolve_n_jobs(-1), fold_threads(), "
-            "_resolve_workers(None, 'dask'), os.cpu_count())")
+            "resolve_workers(None, 'dask'), os.cpu_count())")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.returncode == 0, out.stderr

@@ -309,3 +309,30 @@ def test_the_face_check_finds_planted_imports_past_a_face():
     found = _past_faces("ui.planted", planted)
     assert len(found) == 3, found
     assert _past_faces("aflite_core.runs.views", planted.splitlines()[0]) == []  # inside
+
+
+def _private_imports(importer: str, source: str) -> list[str]:
+    """Private names (``_name``) ``source`` imports from another module of the repository: a
+    helper two modules share is a public name of its package (a private module of one's own
+    package, ``from aflite_core.measures import _umap_layout``, is fine)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                and node.module.split(".")[0] in ("aflite_core", "ui")):
+            continue
+        for alias in node.names:
+            name = alias.name
+            if not name.startswith("_") or name.startswith("__"):
+                continue
+            if f"{node.module}.{name}" in SOURCES and importer.startswith(node.module + "."):
+                continue  # a private module of the importer's own package
+            found.append(f"{importer}:{node.lineno} imports {name} from {node.module}")
+    return found
+
+
+def test_no_private_name_is_imported_from_another_module():
+    offenders = [line for name, path in SOURCES.items()
+                 for line in _private_imports(name, path.read_text(encoding="utf-8"))]
+    assert not offenders, "\n".join(sorted(offenders))
+    planted = "from aflite_core.filter.rounds import _check_X\n"
+    assert _private_imports("aflite_core.filter.aflite", planted)  # the check can fail

@@ -78,10 +78,10 @@ def _read_row_ids(path: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Write the export and report how many rows went out."""
-    from aflite_core.commands.run import _exit_cleanly_on_sigterm
+    from aflite_core.commands.run import exit_cleanly_on_sigterm
     from aflite_core.runs import export_run
 
-    _exit_cleanly_on_sigterm()  # SIGTERM -> SystemExit: the .part- file is removed
+    exit_cleanly_on_sigterm()  # SIGTERM -> SystemExit: the .part- file is removed
     if args.what == "curated":
         return _curated(args)
     if args.apply_filter:

@@ -177,7 +177,7 @@ def _target(out: str, overwrite: bool) -> tuple[Path, str]:
     return path.parent, name
 
 
-def _exit_cleanly_on_sigterm() -> None:
+def exit_cleanly_on_sigterm() -> None:
     """Turn SIGTERM into ``SystemExit`` so the temporary run folder is removed on the way out
     (SIGKILL cannot be caught: its hidden folder is ignored and cleaned up later)."""
     import signal
@@ -287,7 +287,7 @@ def _run(args: argparse.Namespace) -> int:
 
     if not Path(args.data).exists() and not looks_like_glob(args.data):
         raise FileNotFoundError(f"DATA: no such file: {args.data}")
-    _exit_cleanly_on_sigterm()
+    exit_cleanly_on_sigterm()
     printer = _Printer(args.quiet)
     if not args.quiet:
         print(f"loading {args.data}", file=sys.stderr, flush=True)

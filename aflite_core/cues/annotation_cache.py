@@ -18,12 +18,12 @@ import numpy as np
 EXTRACTOR_VERSION = "1"
 
 
-def _cache_key(kind: str, texts_hash: str, *parts: str) -> str:
+def cache_key(kind: str, texts_hash: str, *parts: str) -> str:
     raw = "|".join((EXTRACTOR_VERSION, kind, texts_hash, *parts))
     return f"{kind}-{hashlib.sha256(raw.encode()).hexdigest()[:40]}"
 
 
-def _cache_load(cache_dir: Path | None, key: str) -> dict[str, np.ndarray] | None:
+def cache_load(cache_dir: Path | None, key: str) -> dict[str, np.ndarray] | None:
     if cache_dir is None:
         return None
     path = cache_dir / f"{key}.npz"
@@ -41,7 +41,7 @@ def _cache_load(cache_dir: Path | None, key: str) -> dict[str, np.ndarray] | Non
         return None
 
 
-def _cache_save(cache_dir: Path | None, key: str, arrays: dict[str, np.ndarray]) -> None:
+def cache_save(cache_dir: Path | None, key: str, arrays: dict[str, np.ndarray]) -> None:
     if cache_dir is None:
         return
     try:
@@ -55,11 +55,11 @@ def _cache_save(cache_dir: Path | None, key: str, arrays: dict[str, np.ndarray])
         return
 
 
-def _encode_strings(values: Sequence[str]) -> np.ndarray:
+def encode_strings(values: Sequence[str]) -> np.ndarray:
     return np.frombuffer("\n".join(values).encode("utf-8"), dtype=np.uint8)
 
 
-def _decode_strings(buffer: np.ndarray) -> list[str]:
+def decode_strings(buffer: np.ndarray) -> list[str]:
     text = buffer.tobytes().decode("utf-8")
     return text.split("\n") if text else []
 

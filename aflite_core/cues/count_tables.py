@@ -40,15 +40,15 @@ import pandas as pd
 import scipy.sparse as sp
 
 from aflite_core.cues import tagging
-from aflite_core.cues.annotation_cache import _cache_save
+from aflite_core.cues.annotation_cache import cache_save
 from aflite_core.cues.linguistic import FAMILIES, extract_with_annotations, word_method
 from aflite_core.cues.statistics import (
     DEFAULT_SORT,
     CueCounts,
     CueInputs,
-    _label_codes,
     check_cue_options,
     dataset_inputs,
+    encode_label_codes,
     listed_features,
     stack_scopes,
     statistics_from_counts,
@@ -193,7 +193,7 @@ def _chunks(inputs, scope_masks: list[np.ndarray], codes: np.ndarray, n_labels: 
 
 
 def sorted_label_codes(labels: Sequence) -> tuple[np.ndarray, list]:
-    """``_label_codes(labels, sorted(pd.unique(labels), key=str))`` by one factorisation
+    """``encode_label_codes(labels, sorted(pd.unique(labels), key=str))`` by one factorisation
     instead of a dictionary lookup per row, and without a Python str per label: each row's
     code and the distinct labels ordered by their text. A missing value (NaN, None) is one
     label, ``nan``.
@@ -313,7 +313,7 @@ def cue_tables(
     if len(inputs.labels) == 0:
         raise ValueError("dataset: expected at least one included row, got none")
     codes, order = (sorted_label_codes(inputs.labels) if streamed else
-                    _label_codes(inputs.labels, sorted(pd.unique(inputs.labels), key=str)))
+                    encode_label_codes(inputs.labels, sorted(pd.unique(inputs.labels), key=str)))
     row_ids = pd.Index(inputs.row_ids)
     scope_masks = [np.ones(len(codes), dtype=bool) if ids is None else
                    np.asarray(row_ids.isin(pd.Index(np.asarray(ids))), dtype=bool)
@@ -374,5 +374,5 @@ def _seed_driver_cache(inputs, parts: list[_ChunkCounts]) -> None:
             continue
         joined = {name: np.concatenate([part.tagged[side][name] for part in parts])
                   for name in arrays}
-        _cache_save(default_cache_dir(), tagging.tagged_cache_key(hash_texts(texts),
+        cache_save(default_cache_dir(), tagging.tagged_cache_key(hash_texts(texts),
                                                                   *first.tag_key), joined)

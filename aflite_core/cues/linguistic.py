@@ -41,21 +41,21 @@ from aflite_core._validation import check_choice, check_int, resolve_n_jobs
 from aflite_core.cues import resources
 from aflite_core.cues.annotation_cache import (
     EXTRACTOR_VERSION,  # noqa: F401 - re-exported
-    _cache_key,
-    _cache_load,
-    _cache_save,
-    _decode_strings,
-    _encode_strings,
+    cache_key,
+    cache_load,
+    cache_save,
+    decode_strings,
+    encode_strings,
 )
 from aflite_core.cues.tagging import (  # noqa: F401 - the taggers' public names: re-exported
-    _CLITICS,
+    CLITICS,
     FUTURE_MODALS,
     NER_COLUMNS,
     TENSES,
     FastPerceptronTagger,
-    _tagged_annotations,
     ner_heuristic,
     ner_method,
+    tagged_annotations,
     tense_of,
     typo_candidates,
 )
@@ -182,20 +182,20 @@ def _count_tokens(texts: Sequence[str]) -> tuple[sp.csr_matrix, list[str]]:
 
 def _lexicon(texts: Sequence[str], cache_dir: Path | None) -> _Lexicon:
     texts_hash = hash_texts(texts)
-    key = _cache_key("tokens", texts_hash)
-    cached = _cache_load(cache_dir, key)
+    key = cache_key("tokens", texts_hash)
+    cached = cache_load(cache_dir, key)
     if cached is not None:
         counts = sp.csr_matrix(
             (cached["data"], cached["indices"], cached["indptr"]),
             shape=tuple(cached["shape"]),
         )
-        return _Lexicon(counts, _decode_strings(cached["vocab"]), cached["codes"], texts_hash)
+        return _Lexicon(counts, decode_strings(cached["vocab"]), cached["codes"], texts_hash)
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), sort=False)
     counts, vocab = _count_tokens(list(uniques))
     codes = codes.astype(np.int32)
-    _cache_save(cache_dir, key, {
+    cache_save(cache_dir, key, {
         "data": counts.data, "indices": counts.indices, "indptr": counts.indptr,
-        "shape": np.asarray(counts.shape, dtype=np.int64), "vocab": _encode_strings(vocab),
+        "shape": np.asarray(counts.shape, dtype=np.int64), "vocab": encode_strings(vocab),
         "codes": codes,
     })
     return _Lexicon(counts, vocab, codes, texts_hash)
@@ -329,7 +329,7 @@ def _negation_family(lexicons: list[_Lexicon]) -> sp.csr_matrix:
 def _stopwords() -> frozenset[str]:
     from nltk.corpus import stopwords
 
-    return frozenset(w.lower() for w in stopwords.words("english")) | _CLITICS
+    return frozenset(w.lower() for w in stopwords.words("english")) | CLITICS
 
 
 def _overlap_family(premise: _Lexicon, hypothesis: _Lexicon) -> sp.csr_matrix:
@@ -595,7 +595,7 @@ class _Annotations:
 
     def _tagged_side(self, side: str) -> dict[str, np.ndarray]:
         if side not in self._tagged:
-            self._tagged[side] = _tagged_annotations(
+            self._tagged[side] = tagged_annotations(
                 self.texts[side], ner_method=self.ner_method,  # type: ignore[arg-type]
                 n_jobs=self.n_jobs, cache_dir=self.cache_dir,
                 texts_hash=self.lexicon(side).texts_hash,

@@ -311,7 +311,7 @@ def z_threshold(n_tests: int, *, alpha: float = 0.01) -> float:
 # --------------------------------------------------------------------------------------
 
 
-def _label_codes(labels: Sequence, label_order: Sequence | None) -> tuple[np.ndarray, list]:
+def encode_label_codes(labels: Sequence, label_order: Sequence | None) -> tuple[np.ndarray, list]:
     y = np.asarray(labels, dtype=object)
     order = list(label_order) if label_order is not None else sorted(pd.unique(y), key=str)
     index = {lab: k for k, lab in enumerate(order)}
@@ -383,7 +383,7 @@ def cue_statistics(
     """
     _check_cue_arguments(features, labels, split, min_count=min_count,
                          pmi_smoothing=pmi_smoothing, sort_by=sort_by)
-    codes, order = _label_codes(labels, label_order)
+    codes, order = encode_label_codes(labels, label_order)
     train_counts, test_counts = split_label_counts(features.X, codes, len(order), split)
     counts = CueCounts(train_counts, test_counts, features.feature_type, features.feature,
                        features.text, dict(features.methods), dict(features.unavailable))

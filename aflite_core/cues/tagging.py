@@ -20,9 +20,9 @@ import pandas as pd
 
 from aflite_core.cues import resources
 from aflite_core.cues.annotation_cache import (
-    _cache_key,
-    _cache_load,
-    _cache_save,
+    cache_key,
+    cache_load,
+    cache_save,
 )
 from aflite_core.text import tokenize
 
@@ -42,7 +42,7 @@ NER_COLUMNS = {
     ),
 }
 _NE_CHUNK_LABELS = {"PERSON", "ORGANIZATION", "GPE", "LOCATION", "FACILITY", "GSP"}
-_CLITICS = frozenset({"n't", "'s", "'re", "'ve", "'ll", "'d", "'m"})
+CLITICS = frozenset({"n't", "'s", "'re", "'ve", "'ll", "'d", "'m"})
 
 #: Inputs below this many distinct texts are tagged in the calling process.
 _PARALLEL_MIN = 40_000
@@ -352,7 +352,7 @@ def _annotate_in_worker(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.nd
     return _annotate_tagged_chunk(texts, _WORKER_CONTEXT)
 
 
-def _tagged_annotations(
+def tagged_annotations(
     texts: Sequence[str], *, ner_method: str, n_jobs: int, cache_dir: Path | None,
     texts_hash: str,
 ) -> dict[str, np.ndarray]:
@@ -361,13 +361,13 @@ def _tagged_annotations(
     Distinct texts are annotated once, then spread back to every example.
     """
     key = tagged_cache_key(texts_hash, ner_method, *tagger_versions())
-    cached = _cache_load(cache_dir, key)
+    cached = cache_load(cache_dir, key)
     if cached is not None:
         return cached
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), sort=False)
     arrays = _tag_unique(list(uniques), ner_method=ner_method, n_jobs=n_jobs)
     arrays = {k: v[codes] for k, v in arrays.items()}
-    _cache_save(cache_dir, key, arrays)
+    cache_save(cache_dir, key, arrays)
     return arrays
 
 
@@ -382,7 +382,7 @@ def tagger_versions() -> tuple[str, str]:
 def tagged_cache_key(texts_hash: str, ner_method: str, nltk_version: str,
                      spell_version: str) -> str:
     """The annotation-cache key of a text column's tagging annotations."""
-    return _cache_key("tagged", texts_hash, ner_method, nltk_version, spell_version)
+    return cache_key("tagged", texts_hash, ner_method, nltk_version, spell_version)
 
 
 def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, np.ndarray]:

@@ -40,17 +40,17 @@ from aflite_core._validation import (
     resolve_n_jobs,
 )
 from aflite_core.filter.aflite_rounds import (
-    _MAX_MODEL_ELEMENTS,
+    MAX_MODEL_ELEMENTS,
+    FilterRun,
     FitConfig,
-    _FilterRun,
 )
 from aflite_core.filter.backends import (
-    _MAX_BLOCK_ROWS,
     BACKENDS,
-    _make_backend,
-    _resolve_workers,
-    _single_threaded_blas,
+    MAX_BLOCK_ROWS,
     check_scheduler,
+    make_backend,
+    resolve_workers,
+    single_threaded_blas,
 )
 from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import (
@@ -62,14 +62,14 @@ from aflite_core.filter.linear import (
 )
 from aflite_core.filter.rounds import (
     STRATEGIES,
-    _check_tau,
-    _check_X,
-    _column_mean,
-    _encode_labels,
-    _heldout_train_size,
-    _resolve_slice_size,
-    _resolve_target_size,
-    _resolve_train_size,
+    check_tau,
+    check_X,
+    column_mean,
+    encode_labels,
+    heldout_train_size,
+    resolve_slice_size,
+    resolve_target_size,
+    resolve_train_size,
 )
 from aflite_core.represent import is_partitioned
 
@@ -272,7 +272,7 @@ class AFLite(BaseEstimator):
         ValueError
             A parameter, ``X`` or ``y`` of the right type but an invalid value.
         """
-        with _single_threaded_blas():
+        with single_threaded_blas():
             return self._fit(X, y, groups)
 
     def fit_predict(self, X: Any, y: Any, *, groups: Any = None) -> np.ndarray:
@@ -282,13 +282,13 @@ class AFLite(BaseEstimator):
     def _fit(self, X: Any, y: Any, groups: Any = None) -> AFLite:
         """Validate, prepare the run, play its rounds on a backend, store the results."""
         started = time.perf_counter()
-        X = _check_X(X)
-        codes, classes = _encode_labels(y, X.shape[0])
+        X = check_X(X)
+        codes, classes = encode_labels(y, X.shape[0])
         cfg = self._fit_config(X.shape[0])
         rng = make_rng(self.random_state)
         _check_model_size(len(classes), cfg.n_partitions, X.shape[1])
-        run = _FilterRun(X, codes, len(classes), cfg, rng, _group_codes(groups, X.shape[0]))
-        backend = _make_backend(cfg.backend, cfg.scheduler, X, run.shift, run.blocks,
+        run = FilterRun(X, codes, len(classes), cfg, rng, _group_codes(groups, X.shape[0]))
+        backend = make_backend(cfg.backend, cfg.scheduler, X, run.shift, run.blocks,
                                 cfg.n_workers)
         try:
             run.run_rounds(backend, started)
@@ -363,20 +363,20 @@ class AFLite(BaseEstimator):
             data ``fit`` saw.
         """
         check_is_fitted(self, "keep_mask_")
-        with _single_threaded_blas():
+        with single_threaded_blas():
             return self._score_heldout(X_new, y_new, X, y, n_partitions, train_size,
                                        random_state, bool(return_datamap))
 
     def _score_heldout(self, X_new, y_new, X, y, n_partitions, train_size,
                        random_state, datamap: bool = False) -> np.ndarray | pd.DataFrame:
         X, codes = self._check_fit_data(X, y)
-        X_new = _check_X(X_new)
+        X_new = check_X(X_new)
         if X_new.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X_new: expected {self.n_features_in_} feature columns as in fit, got "
                 f"{X_new.shape[1]}"
             )
-        _column_mean(X_new)  # raises ValueError naming the first NaN/inf
+        column_mean(X_new)  # raises ValueError naming the first NaN/inf
         y_new = np.asarray(y_new)
         if y_new.ndim != 1 or len(y_new) != X_new.shape[0]:
             raise ValueError(
@@ -387,7 +387,7 @@ class AFLite(BaseEstimator):
                       self.n_partitions if n_partitions is None else n_partitions, minimum=1)
         retained = np.flatnonzero(self.keep_mask_)
         n_r = len(retained)
-        t = _heldout_train_size(self.train_size if train_size is None else train_size, n_r)
+        t = heldout_train_size(self.train_size if train_size is None else train_size, n_r)
         rng = make_rng(self.random_state if random_state is None else random_state)
         n_classes = len(self.classes_)
         _check_model_size(n_classes, m, X.shape[1])
@@ -429,7 +429,7 @@ class AFLite(BaseEstimator):
         # scored side by side on the estimator's threads: every row's margins are the same
         # products in the same 2,048-row chunks as when a block was scored whole (the same
         # scores, bit for bit), and a block's (C - 1) x m x rows margins are never held at once
-        step = _MAX_BLOCK_ROWS * 16
+        step = MAX_BLOCK_ROWS * 16
         # above MAX_CLASSES_MARGINS classes the kernel chunks its logits otherwise: whole blocks
         piece = _HELDOUT_PIECE_ROWS if n_classes <= MAX_CLASSES_MARGINS else step
         blocks = [rows[np.argsort(new_codes[rows], kind="stable")]
@@ -455,14 +455,14 @@ class AFLite(BaseEstimator):
 
     def _check_fit_data(self, X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
         """``X`` (float32) and ``y``'s codes, after checking they are the data of ``fit``."""
-        X = _check_X(X)
+        X = check_X(X)
         n = len(self.keep_mask_)
         if X.shape != (n, self.n_features_in_):
             raise ValueError(
                 f"X: expected the features passed to fit, of shape {(n, self.n_features_in_)}, "
                 f"got shape {X.shape}"
             )
-        codes, classes = _encode_labels(y, n)
+        codes, classes = encode_labels(y, n)
         if len(classes) != len(self.classes_) or np.any(classes != self.classes_):
             raise ValueError(
                 f"y: expected the labels passed to fit ({self.classes_.tolist()[:5]}), got "
@@ -478,12 +478,12 @@ class AFLite(BaseEstimator):
 
     def _fit_config(self, n: int) -> FitConfig:
         """Validate the parameters against ``n`` input rows; return the resolved values."""
-        target_size = _resolve_target_size(self.target_size, n)
+        target_size = resolve_target_size(self.target_size, n)
         n_partitions = check_int("n_partitions", self.n_partitions, minimum=1)
-        train_size = _resolve_train_size(self.train_size, n, target_size)
+        train_size = resolve_train_size(self.train_size, n, target_size)
         strategy = check_choice("strategy", self.strategy, STRATEGIES)
-        slice_size = _resolve_slice_size(self.slice_size, n, strategy)
-        tau = _check_tau(self.tau)
+        slice_size = resolve_slice_size(self.slice_size, n, strategy)
+        tau = check_tau(self.tau)
         check_choice("classifier", self.classifier, CLASSIFIERS)
         callback = check_callback(self.callback)
         backend = check_choice("backend", self.backend, BACKENDS)
@@ -498,11 +498,11 @@ class AFLite(BaseEstimator):
             strategy=strategy,
             backend=backend,
             scheduler=self.scheduler,
-            n_workers=_resolve_workers(self.n_jobs, backend),
+            n_workers=resolve_workers(self.n_jobs, backend),
             callback=callback,
         )
 
-    def _store_results(self, run: _FilterRun, classes: np.ndarray, n_features: int) -> None:
+    def _store_results(self, run: FilterRun, classes: np.ndarray, n_features: int) -> None:
         """Set the fitted attributes from a finished run."""
         self.keep_mask_ = run.alive
         self.predictability_ = run.predictability
@@ -528,8 +528,8 @@ def _data_fingerprint(X: np.ndarray, codes: np.ndarray) -> tuple[int, int]:
 def _check_model_size(n_classes: int, m: int, d: int) -> None:
     """Refuse label sets whose per-partition class means would not fit comfortably in memory."""
     size = n_classes * m * d
-    if size > _MAX_MODEL_ELEMENTS:
-        most = max(1, _MAX_MODEL_ELEMENTS // (m * d))
+    if size > MAX_MODEL_ELEMENTS:
+        most = max(1, MAX_MODEL_ELEMENTS // (m * d))
         raise ValueError(
             f"y has {n_classes} distinct labels: with n_partitions={m} and {d} features the "
             f"per-partition class means would hold {size:,} numbers (about "

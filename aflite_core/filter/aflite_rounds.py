@@ -1,6 +1,6 @@
 """AFLite's rounds over rows: the set S, one round's draw, scores and removals, the history.
 
-:class:`_FilterRun` is the state of one ``AFLite.fit``; it reads only a :class:`FitConfig`,
+:class:`FilterRun` is the state of one ``AFLite.fit``; it reads only a :class:`FitConfig`,
 never the estimator's raw parameters.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from aflite_core.filter.backends import (
-    _block_rows,
-    _Blocks,
+    RowBlocks,
+    rows_per_block,
 )
 from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import (
@@ -26,12 +26,12 @@ from aflite_core.filter.linear import (
 )
 from aflite_core.filter.rounds import (
     RoundState,
-    _column_mean,
-    _round_train_size,
+    column_mean,
+    round_train_size,
 )
 
 _COMPACT_BELOW = 0.8
-_MAX_MODEL_ELEMENTS = 1 << 25
+MAX_MODEL_ELEMENTS = 1 << 25
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ class _RoundResult:
         return self.size_before - self.removed
 
 
-class _FilterRun(RoundState):
+class FilterRun(RoundState):
     """The state of one ``fit``: the set S of rows, the scores so far and the history (the
     bookkeeping every filter shares is :class:`~aflite_core.filter.rounds.RoundState`'s).
 
@@ -128,10 +128,10 @@ class _FilterRun(RoundState):
     def __init__(self, X: np.ndarray, codes: np.ndarray, n_classes: int, cfg: FitConfig,
                  rng: np.random.Generator, groups: np.ndarray | None = None) -> None:
         n, d = X.shape
-        self.shift = _column_mean(X)
+        self.shift = column_mean(X)
         super().__init__(n, cfg, rng)
         self.groups = groups
-        self.blocks = _Blocks(codes, n_classes, _block_rows(d, cfg.n_partitions, n_classes))
+        self.blocks = RowBlocks(codes, n_classes, rows_per_block(d, cfg.n_partitions, n_classes))
 
     def run_rounds(self, backend, started: float) -> None:
         """Play rounds until a stop rule holds (``stop_reason`` is then set)."""
@@ -225,7 +225,7 @@ def _partition_shape(cfg: FitConfig | Mapping[str, Any]) -> tuple[int, int | flo
     return cfg.n_partitions, cfg.train_size
 
 
-def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
+def _draw_round(rng: np.random.Generator, blocks: RowBlocks, alive: np.ndarray,
                 cfg: FitConfig | Mapping[str, Any], groups: np.ndarray | None = None,
                 packed: bool = False) -> dict:
     """The random partitions of a round over the alive rows, as per-block train masks.
@@ -252,7 +252,7 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
     positions = blocks.alive_positions(alive)
     s_rows = np.concatenate([r[p] for r, p in zip(blocks.rows, positions, strict=True)])
     n_s = len(s_rows)
-    t = _round_train_size(train, n_s)
+    t = round_train_size(train, n_s)
     small = min(t, n_s - t)
     drawn_train = small == t
     # The masks of all working copies side by side: block b is columns offsets[b]:offsets[b+1].
@@ -287,7 +287,7 @@ def _draw_round(rng: np.random.Generator, blocks: _Blocks, alive: np.ndarray,
             "counts": counts, "held": held}
 
 
-def _draw_packed(rng: np.random.Generator, blocks: _Blocks, offsets: np.ndarray,
+def _draw_packed(rng: np.random.Generator, blocks: RowBlocks, offsets: np.ndarray,
                  s_rows: np.ndarray, s_cols: np.ndarray, positions: list[np.ndarray], m: int,
                  t: int, small: int, s_groups: np.ndarray | None) -> dict:
     """:func:`_draw_round` with ``packed``: each partition's mask drawn into one row (the
@@ -386,7 +386,7 @@ def _fitting(rest: np.ndarray, sizes: np.ndarray, room: int, chunk: int = 4096) 
     return np.concatenate(out) if out else rest[:0]
 
 
-def _score_round(backend, blocks: _Blocks, drawn: dict, factor, shift, cfg: FitConfig,
+def _score_round(backend, blocks: RowBlocks, drawn: dict, factor, shift, cfg: FitConfig,
                  datamap: bool = False):
     """One round's predictabilities from its partitions (see :func:`_draw_round`).
 
@@ -451,7 +451,7 @@ def _positions_by_block(s_index: np.ndarray, positions: list[np.ndarray]) -> lis
     return [pos[s_index[cuts[b] : cuts[b + 1]] - edges[b]] for b, pos in enumerate(positions)]
 
 
-def _compact_blocks(backend, blocks: _Blocks, alive: np.ndarray) -> None:
+def _compact_blocks(backend, blocks: RowBlocks, alive: np.ndarray) -> None:
     """Compact the working copies of blocks with fewer than ``_COMPACT_BELOW`` rows alive."""
     keeps = {}
     for b, rows in enumerate(blocks.rows):

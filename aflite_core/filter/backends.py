@@ -23,7 +23,7 @@ from aflite_core.filter.linear import (
     row_stats,
 )
 from aflite_core.filter.rounds import (
-    _release_pages,
+    release_pages,
 )
 from aflite_core.represent import is_partitioned, scatter_within
 
@@ -31,7 +31,7 @@ BACKENDS = ("local", "dask")
 _BLOCK_TARGET_BYTES = 2 << 20
 _BLOCK_MARGIN_ELEMENTS = 1 << 22
 _GROUP_BLOCKS = 64
-_MAX_BLOCK_ROWS = 4096
+MAX_BLOCK_ROWS = 4096
 
 
 def check_scheduler(scheduler: Any, backend: str) -> None:
@@ -230,7 +230,7 @@ def _check_tls_client(address: str) -> None:
         "CERT and DASK_DISTRIBUTED__COMM__TLS__CLIENT__KEY (docs/scaling.md)")
 
 
-def _resolve_workers(n_jobs: Any, backend: str) -> int:
+def resolve_workers(n_jobs: Any, backend: str) -> int:
     """Threads (local backend) or local-cluster workers (Dask backend) for ``n_jobs``.
 
     ``None`` means one thread locally and every core for a Dask cluster.
@@ -242,15 +242,15 @@ def _resolve_workers(n_jobs: Any, backend: str) -> int:
 
 
 # -- row blocks and kernels -----------------------------------------------------------------
-def _block_rows(d: int, m: int, n_classes: int) -> int:
+def rows_per_block(d: int, m: int, n_classes: int) -> int:
     """Rows per block: a few MiB of features (cache-friendly products), bounded margin
-    temporaries, a multiple of 1024 between 1024 and ``_MAX_BLOCK_ROWS``."""
+    temporaries, a multiple of 1024 between 1024 and ``MAX_BLOCK_ROWS``."""
     rows = min(_BLOCK_TARGET_BYTES // (4 * d),
                _BLOCK_MARGIN_ELEMENTS // (m * max(n_classes - 1, 1)))
-    return int(min(max(1024, rows // 1024 * 1024), _MAX_BLOCK_ROWS))
+    return int(min(max(1024, rows // 1024 * 1024), MAX_BLOCK_ROWS))
 
 
-class _Blocks:
+class RowBlocks:
     """Driver-side layout of the row blocks and of each block's working copy.
 
     Block ``b`` covers input rows ``starts[b]:stops[b]``. Its *working copy* (held by the
@@ -325,7 +325,7 @@ class _LocalBackend:
     #: The rounds' train masks come as bool arrays (``_draw_round``'s ``packed``).
     packed_masks = False
 
-    def __init__(self, X, shift, blocks: _Blocks, n_jobs: int) -> None:
+    def __init__(self, X, shift, blocks: RowBlocks, n_jobs: int) -> None:
         self._groups = blocks.groups
         self._pool = ThreadPoolExecutor(n_jobs) if n_jobs > 1 else None
         # All working copies live in one buffer (block b at rows offsets[b]:offsets[b + 1]) and
@@ -336,7 +336,7 @@ class _LocalBackend:
         def build(b):
             wc = self._buffer[offsets[b] : offsets[b + 1]]
             np.subtract(np.asarray(X[blocks.rows[b]]), shift, out=wc)
-            _release_pages(X, blocks.starts[b], blocks.stops[b])
+            release_pages(X, blocks.starts[b], blocks.stops[b])
             return wc
 
         self._wc = self._map(build, range(len(blocks)))
@@ -449,7 +449,7 @@ class _DaskBackend:
     #: The rounds' train masks come packed (``_draw_round``'s ``packed``), as they travel.
     packed_masks = True
 
-    def __init__(self, X, shift, blocks: _Blocks, scheduler, n_jobs: int) -> None:
+    def __init__(self, X, shift, blocks: RowBlocks, scheduler, n_jobs: int) -> None:
         self._client, self._owned = connect(scheduler, n_jobs)
         self._groups = blocks.groups
         self._X, self._shift, self._rows = X, shift, blocks.rows
@@ -495,7 +495,7 @@ class _DaskBackend:
             return future, worker
         raw = self._client.scatter(np.ascontiguousarray(self._X[start:stop]),
                                    workers=[worker])
-        _release_pages(self._X, start, stop)
+        release_pages(self._X, start, stop)
         return self._client.submit(_dask_build, raw, local_rows, self._shift,
                                    workers=[worker], pure=False), worker
 
@@ -695,7 +695,7 @@ _BLAS_CONTROLLER: list = []
 
 
 @contextlib.contextmanager
-def _single_threaded_blas():
+def single_threaded_blas():
     """Limit BLAS to one thread while AFLite runs (parallelism comes from ``n_jobs``).
 
     Many small BLAS calls with several BLAS threads spin-wait badly when the cores are shared
@@ -715,7 +715,7 @@ def _single_threaded_blas():
         yield
 
 
-def _make_backend(name: str, scheduler: Any, X, shift, blocks: _Blocks, n_jobs: int):
+def make_backend(name: str, scheduler: Any, X, shift, blocks: RowBlocks, n_jobs: int):
     if name == "dask":
         return _DaskBackend(X, shift, blocks, scheduler, n_jobs)
     return _LocalBackend(X, shift, blocks, n_jobs)

@@ -57,7 +57,7 @@ from aflite_core._validation import (
     make_rng,
     resolve_n_jobs,
 )
-from aflite_core.filter.backends import _single_threaded_blas
+from aflite_core.filter.backends import single_threaded_blas
 from aflite_core.filter.datamap import RoundDatamap
 from aflite_core.filter.linear import (
     ScatterStats,
@@ -68,13 +68,13 @@ from aflite_core.filter.linear import (
 from aflite_core.filter.rounds import (
     STRATEGIES,
     RoundState,
-    _check_tau,
-    _check_X,
-    _column_mean,
-    _resolve_slice_size,
-    _resolve_target_size,
-    _resolve_train_size,
-    _round_train_size,
+    check_tau,
+    check_X,
+    column_mean,
+    resolve_slice_size,
+    resolve_target_size,
+    resolve_train_size,
+    round_train_size,
 )
 
 __all__ = ["MultipleChoiceAFLite", "MCFitConfig"]
@@ -246,7 +246,7 @@ class MultipleChoiceAFLite(BaseEstimator):
             A wrong value: e.g. a question with no right choice, several right choices or a
             single choice (the message names the question and its rows).
         """
-        with _single_threaded_blas():
+        with single_threaded_blas():
             return self._fit(X, y, groups)
 
     def fit_predict(self, X: Any, y: Any, *, groups: Any = None) -> np.ndarray:
@@ -255,12 +255,12 @@ class MultipleChoiceAFLite(BaseEstimator):
 
     def _fit(self, X: Any, y: Any, groups: Any) -> MultipleChoiceAFLite:
         started = time.perf_counter()
-        X = _check_X(X)
+        X = check_X(X)
         n = X.shape[0]
         if n == 0:
             raise ValueError("X: expected at least one row, got 0 sample(s) (shape="
                              f"{X.shape}) while a minimum of 1 is required.")
-        _column_mean(X)  # raises ValueError naming the first NaN/inf
+        column_mean(X)  # raises ValueError naming the first NaN/inf
         right = _check_right(y, n)
         if groups is None:
             raise ValueError("groups: expected the question of each row (multiple-choice "
@@ -276,18 +276,18 @@ class MultipleChoiceAFLite(BaseEstimator):
     def _fit_config(self, n_questions: int) -> MCFitConfig:
         """Validate the parameters against ``n_questions``; sizes are in questions."""
         with _in_questions():
-            target_size = _resolve_target_size(self.target_size, n_questions)
+            target_size = resolve_target_size(self.target_size, n_questions)
             n_partitions = check_int("n_partitions", self.n_partitions, minimum=1)
-            train_size = _resolve_train_size(self.train_size, n_questions, target_size)
+            train_size = resolve_train_size(self.train_size, n_questions, target_size)
             strategy = check_choice("strategy", self.strategy, STRATEGIES)
-            slice_size = _resolve_slice_size(self.slice_size, n_questions, strategy)
+            slice_size = resolve_slice_size(self.slice_size, n_questions, strategy)
         return MCFitConfig(
             n_questions=n_questions,
             target_size=target_size,
             n_partitions=n_partitions,
             train_size=train_size,
             slice_size=slice_size,
-            tau=_check_tau(self.tau),
+            tau=check_tau(self.tau),
             strategy=strategy,
             n_workers=resolve_n_jobs(self.n_jobs),
             callback=check_callback(self.callback),
@@ -529,7 +529,7 @@ class _MCRun(RoundState):
             t_round = time.perf_counter()
             s_q = np.flatnonzero(self.alive)
             n_s = len(s_q)
-            t = _round_train_size(cfg.train_size, n_s)
+            t = round_train_size(cfg.train_size, n_s)
             train = self._draw(s_q, t)  # (m, n_questions) bool, False outside S
             scores, gold = self._score(pool, stats, train, s_q)
             removed_pos, n_above = self.choose(s_q, scores)

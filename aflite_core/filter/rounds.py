@@ -42,7 +42,7 @@ _RECORD_DATAMAP = True
 
 
 # -- parameter validation -------------------------------------------------------------------
-def _resolve_target_size(value: Any, n: int) -> int:
+def resolve_target_size(value: Any, n: int) -> int:
     target = resolve_size("target_size", value, n)
     if target >= n:
         raise ValueError(
@@ -52,7 +52,7 @@ def _resolve_target_size(value: Any, n: int) -> int:
     return target
 
 
-def _resolve_train_size(value: Any, n: int, target_size: int) -> int | float:
+def resolve_train_size(value: Any, n: int, target_size: int) -> int | float:
     train = check_size("train_size", value)
     if isinstance(train, int):
         if train >= n:
@@ -69,7 +69,7 @@ def _resolve_train_size(value: Any, n: int, target_size: int) -> int | float:
     return train
 
 
-def _resolve_slice_size(value: Any, n: int, strategy: str) -> int:
+def resolve_slice_size(value: Any, n: int, strategy: str) -> int:
     if strategy == "greedy":
         if value is not None and check_size("slice_size", value, allow_all=True) != 1:
             raise ValueError(
@@ -81,7 +81,7 @@ def _resolve_slice_size(value: Any, n: int, strategy: str) -> int:
     return resolve_size("slice_size", value, n, allow_all=True, rounding="nearest")
 
 
-def _heldout_train_size(value: Any, n_retained: int) -> int:
+def heldout_train_size(value: Any, n_retained: int) -> int:
     """Training rows per model of :meth:`AFLite.score_heldout` out of ``n_retained`` rows."""
     train = check_size("train_size", value)
     if isinstance(train, int):
@@ -93,7 +93,7 @@ def _heldout_train_size(value: Any, n_retained: int) -> int:
     return int(min(max(round(train * n_retained), 1), n_retained))
 
 
-def _check_tau(value: Any) -> float:
+def check_tau(value: Any) -> float:
     return check_fraction("tau", value, closed=True)
 
 
@@ -160,7 +160,7 @@ def select_rows(X: Any, rows: np.ndarray) -> Any:
     return X[rows]
 
 
-def _check_X(X: Any) -> np.ndarray:
+def check_X(X: Any) -> np.ndarray:
     """2-D real-valued float32 features without NaN/inf; memory maps are kept as they are
     (and a :class:`RowSelection`, validated when it was made, is read through)."""
     if isinstance(X, RowSelection) or is_partitioned(X):
@@ -188,7 +188,7 @@ def _check_X(X: Any) -> np.ndarray:
     return X
 
 
-def _encode_labels(y: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+def encode_labels(y: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Integer codes and sorted classes of ``y``, validated against ``n`` rows."""
     if y is None:
         raise ValueError("AFLite requires y to be passed, but the target y is None")
@@ -220,7 +220,7 @@ def _encode_labels(y: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64).reshape(-1), classes
 
 
-def _column_mean(X: np.ndarray) -> np.ndarray:
+def column_mean(X: np.ndarray) -> np.ndarray:
     """Column means (float32) of a finite ``X``; raises ValueError naming the first NaN/inf.
 
     The float64 column sums are finite exactly when every entry is (an inf or NaN entry makes
@@ -235,7 +235,7 @@ def _column_mean(X: np.ndarray) -> np.ndarray:
     else:
         for start in range(0, X.shape[0], step):
             total += X[start : start + step].sum(axis=0, dtype=np.float64)
-            _release_pages(X, start, start + step)
+            release_pages(X, start, start + step)
     if not np.isfinite(total).all():
         for start in range(0, X.shape[0], step):
             block = X[start : start + step]
@@ -249,7 +249,7 @@ def _column_mean(X: np.ndarray) -> np.ndarray:
     return (total / X.shape[0]).astype(np.float32)
 
 
-def _release_pages(X: np.ndarray, start: int, stop: int) -> None:
+def release_pages(X: np.ndarray, start: int, stop: int) -> None:
     """Drop rows ``start:stop`` of a read-only memory map from this process's resident set.
 
     A best-effort hint (``madvise(MADV_DONTNEED)``): the pages stay in the OS page cache and
@@ -275,7 +275,7 @@ def _release_pages(X: np.ndarray, start: int, stop: int) -> None:
 
 
 # -- round mechanics ----------------------------------------------------------------------
-def _round_train_size(train: int | float, n_s: int) -> int:
+def round_train_size(train: int | float, n_s: int) -> int:
     if isinstance(train, int):
         return train
     return int(min(max(round(train * n_s), 1), n_s - 1))

@@ -65,7 +65,7 @@ from aflite_core._validation import (
     resolve_size,
 )
 from aflite_core.cues import shrunk_shares, z_statistic, z_threshold
-from aflite_core.filter.rounds import STOP_CALLBACK, STOP_TARGET, _encode_labels, asks_to_stop
+from aflite_core.filter.rounds import STOP_CALLBACK, STOP_TARGET, asks_to_stop, encode_labels
 
 __all__ = ["ZFilter", "UNTIL", "binary_features", "subset_z"]
 
@@ -430,7 +430,7 @@ class ZFilter(BaseEstimator):
         if not _is_texts(X) and np.ndim(X) == 2 and np.shape(X)[1] == 0:
             raise ValueError(f"X: expected at least one feature, got 0 feature(s) (shape="
                              f"{tuple(np.shape(X))}) while a minimum of 1 is required.")
-        codes, classes = _encode_labels(y, n)
+        codes, classes = encode_labels(y, n)
         target = None
         if self.target_size is not None:
             target = resolve_size("target_size", self.target_size, n)

@@ -19,12 +19,12 @@ from aflite_core.io.column_roles import (
     SPLIT_NAMES,
     WRONG,
     ColumnMapping,
-    _check_ids,
-    _check_scalar_columns,
-    _column_names,
-    _columns_text,
-    _find,
-    _require_column,
+    check_ids,
+    check_scalar_columns,
+    column_names,
+    columns_text,
+    find,
+    require_column,
 )
 from aflite_core.io.readers import (
     ColumnError,
@@ -45,14 +45,14 @@ def _unique_name(base: str, existing: set[str]) -> str:
     return name
 
 
-def _mc_locator(raw: RawTable, k: int) -> Callable[[int], str]:
+def mc_locator(raw: RawTable, k: int) -> Callable[[int], str]:
     def where(position: int) -> str:
         return f"{raw.where(position // k)}, choice {position % k}"
 
     return where
 
 
-def _expand_choices(
+def expand_choices(
     raw: RawTable,
     *,
     choices: Sequence[str],
@@ -72,10 +72,10 @@ def _expand_choices(
         raw, choices, answer=answer, premise=premise, split=split, id_column=id_column
     )
     roles = {"premise": premise, "split": split, "answer": answer}
-    _check_scalar_columns(raw, roles | {f"choice {c!r}": c for c in choices})
+    check_scalar_columns(raw, roles | {f"choice {c!r}": c for c in choices})
     index = _answer_indices(raw, raw.frame, choices, answer, answer_base)
     questions = _question_ids(raw, id_column)
-    columns = _mc_column_names(set(_column_names(raw)))
+    columns = _mc_column_names(set(column_names(raw)))
     out = _expanded_frame(raw.frame, choices, index, questions, columns,
                           positions=id_column is None)
     _, _, choice_col, label_col = columns
@@ -102,13 +102,13 @@ def _check_choice_arguments(
         raise ValueError(f"choices: expected at least 2 columns, got {choices!r}")
     if len(set(choices)) != len(choices):
         raise ValueError(f"choices: a column is listed twice in {choices!r}")
-    names = _column_names(raw)
+    names = column_names(raw)
     for col in choices:
-        _require_column(col, names, raw, "choices")
+        require_column(col, names, raw, "choices")
     if answer is None:
         raise ColumnError(
             f"{raw.name}: answer= is required with choices=: name the column holding the "
-            f"right choice (its index or text); columns are {_columns_text(names)}"
+            f"right choice (its index or text); columns are {columns_text(names)}"
         )
     if hypothesis is not None or label is not None:
         raise ColumnError(
@@ -130,12 +130,12 @@ def _choice_context_roles(
     id_column: str | None,
 ) -> tuple[str | None, str | None]:
     """Premise (the context) and split columns of multiple-choice data: given or guessed."""
-    names = _column_names(raw)
+    names = column_names(raw)
     taken = {*choices, answer} | ({id_column} if id_column else set())
     if premise is None:
-        premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
+        premise = find(names, PREMISE_NAMES, taken, raw, "premise")
     if split is None:
-        split = _find(names, SPLIT_NAMES, taken | {premise}, raw, "split")
+        split = find(names, SPLIT_NAMES, taken | {premise}, raw, "split")
     return premise or None, split or None
 
 
@@ -143,7 +143,7 @@ def _question_ids(raw: RawTable, id_column: str | None) -> list[Any]:
     """Each question's id: the ``id=`` column's values (checked unique) or its position."""
     if id_column is None:
         return list(range(len(raw.frame)))
-    _check_ids(raw, raw.frame[id_column], id_column, raw.where)
+    check_ids(raw, raw.frame[id_column], id_column, raw.where)
     return raw.frame[id_column].tolist()
 
 

@@ -94,7 +94,7 @@ class ColumnMapping:
 # ------------------------------------------------------------------ loading steps
 
 
-def _column_names(raw: RawTable) -> list[str]:
+def column_names(raw: RawTable) -> list[str]:
     """The file's column names as str."""
     return [str(c) for c in raw.frame.columns]
 
@@ -102,17 +102,17 @@ def _column_names(raw: RawTable) -> list[str]:
 # ------------------------------------------------------------------ column roles
 
 
-def _norm(name: str) -> str:
+def normalized_name(name: str) -> str:
     return re.sub(r"[\s_\-.]+", "", str(name).strip().lower())
 
 
-def _find(
+def find(
     names: list[str], candidates: Sequence[str], taken: set[str], raw: RawTable, role: str
 ) -> str | None:
     """First candidate present among ``names`` (normalised match), or None."""
     for cand in candidates:
-        key = _norm(cand)
-        hits = [n for n in names if _norm(n) == key and n not in taken]
+        key = normalized_name(cand)
+        hits = [n for n in names if normalized_name(n) == key and n not in taken]
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
@@ -126,17 +126,17 @@ def _find(
     return None
 
 
-def _columns_text(names: list[str]) -> str:
+def columns_text(names: list[str]) -> str:
     shown = ", ".join(map(short_repr, names[:30]))
     return shown + (f", ... ({len(names)} columns)" if len(names) > 30 else "")
 
 
 def _closest(wanted: Sequence[str], names: list[str]) -> str | None:
-    by_norm = {_norm(n): n for n in names}
+    by_norm = {normalized_name(n): n for n in names}
     best: tuple[float, str] | None = None
     for w in wanted:
-        for match in difflib.get_close_matches(_norm(w), list(by_norm), n=1, cutoff=0.6):
-            score = difflib.SequenceMatcher(None, _norm(w), match).ratio()
+        for match in difflib.get_close_matches(normalized_name(w), list(by_norm), n=1, cutoff=0.6):
+            score = difflib.SequenceMatcher(None, normalized_name(w), match).ratio()
             if best is None or score > best[0]:
                 best = (score, by_norm[match])
     return best[1] if best else None
@@ -153,14 +153,14 @@ def _delimiter_hint(raw: RawTable, names: list[str]) -> str:
     return ""
 
 
-def _require_column(column: str, names: list[str], raw: RawTable, arg: str) -> None:
+def require_column(column: str, names: list[str], raw: RawTable, arg: str) -> None:
     if column in names:
         return
     close = _closest([column], names)
     hint = f" Did you mean {short_repr(close)}?" if close else ""
     raise ColumnError(
         f"{raw.name}: column {short_repr(column)} ({arg}=) not found; the file has columns "
-        f"{_columns_text(names)}.{hint}{_delimiter_hint(raw, names)}"
+        f"{columns_text(names)}.{hint}{_delimiter_hint(raw, names)}"
     )
 
 
@@ -174,7 +174,7 @@ def _missing_role(raw: RawTable, names: list[str], role: str, candidates: Sequen
     )
     raise ColumnError(
         f"{raw.name}: no {role} column found: expected one named like {expected}, ...; "
-        f"the file has columns {_columns_text(names)}.{hint} Otherwise pass "
+        f"the file has columns {columns_text(names)}.{hint} Otherwise pass "
         f"{role}='<column>'.{_delimiter_hint(raw, names)}"
     )
 
@@ -211,7 +211,7 @@ def guess_roles(columns: Sequence[str]) -> dict[str, str | None]:
     return roles
 
 
-def _guess_mapping(
+def guess_mapping(
     raw: RawTable,
     names: list[str],
     premise: str | None,
@@ -221,21 +221,21 @@ def _guess_mapping(
 ) -> ColumnMapping:
     taken = {c for c in (premise, hypothesis, label, split) if c}
     if label is None:
-        label = _find(names, LABEL_NAMES, taken, raw, "label")
+        label = find(names, LABEL_NAMES, taken, raw, "label")
         if label is None:
             _missing_role(raw, names, "label", LABEL_NAMES)
         taken.add(label)
     if hypothesis is None:
-        hypothesis = _find(names, HYPOTHESIS_NAMES, taken, raw, "hypothesis")
+        hypothesis = find(names, HYPOTHESIS_NAMES, taken, raw, "hypothesis")
         if hypothesis is None:
             _missing_role(raw, names, "hypothesis", HYPOTHESIS_NAMES)
         taken.add(hypothesis)
     if premise is None:
-        premise = _find(names, PREMISE_NAMES, taken, raw, "premise")
+        premise = find(names, PREMISE_NAMES, taken, raw, "premise")
         if premise is not None:
             taken.add(premise)
     if split is None:
-        split = _find(names, SPLIT_NAMES, taken, raw, "split")
+        split = find(names, SPLIT_NAMES, taken, raw, "split")
     mapping = ColumnMapping(hypothesis=hypothesis, label=label, premise=premise or None,
                             split=split or None)
     _check_distinct(raw, mapping)
@@ -254,7 +254,7 @@ def _check_distinct(raw: RawTable, mapping: ColumnMapping) -> None:
         seen[col] = role
 
 
-def _check_scalar_columns(raw: RawTable, roles: dict[str, str | None]) -> None:
+def check_scalar_columns(raw: RawTable, roles: dict[str, str | None]) -> None:
     """Role columns (text, label, split, ...) must hold one scalar per row, not
     lists or structs; ``roles`` maps a role name to its column (None: absent)."""
     for role, col in roles.items():
@@ -270,9 +270,9 @@ def _check_scalar_columns(raw: RawTable, roles: dict[str, str | None]) -> None:
                 )
 
 
-def _suggest_id(frame: pd.DataFrame, names: list[str]) -> str | None:
+def suggest_id(frame: pd.DataFrame, names: list[str]) -> str | None:
     for cand in ID_NAMES:
-        hits = [n for n in names if _norm(n) == _norm(cand)]
+        hits = [n for n in names if normalized_name(n) == normalized_name(cand)]
         if len(hits) == 1:
             col = frame[hits[0]]
             if not col.isna().any() and col.is_unique:
@@ -280,16 +280,16 @@ def _suggest_id(frame: pd.DataFrame, names: list[str]) -> str | None:
     return None
 
 
-def _row_index(raw: RawTable, id_column: str | None) -> pd.Index:
+def row_index(raw: RawTable, id_column: str | None) -> pd.Index:
     n = len(raw.frame)
     if id_column is None:
         return pd.RangeIndex(n, name="row_id")
     values = raw.frame[id_column]
-    _check_ids(raw, values, id_column, raw.where)
+    check_ids(raw, values, id_column, raw.where)
     return pd.Index(values.to_numpy(), name="row_id")
 
 
-def _check_ids(raw: RawTable, values: pd.Series, column: str, where: Any) -> None:
+def check_ids(raw: RawTable, values: pd.Series, column: str, where: Any) -> None:
     missing = np.flatnonzero(values.isna().to_numpy())
     if len(missing):
         at = ", ".join(where(int(i)) for i in missing[:5])

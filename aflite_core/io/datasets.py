@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.errors import NotStreamable  # noqa: F401 - re-exported: raised here
-from aflite_core.io.choices import _expand_choices, _mc_locator
+from aflite_core.io.choices import expand_choices, mc_locator
 from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re-exported
     HYPOTHESIS_NAMES,
     ID_NAMES,
@@ -46,13 +46,13 @@ from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re
     SPLIT_NAMES,
     WRONG,
     ColumnMapping,
-    _check_scalar_columns,
-    _column_names,
-    _guess_mapping,
-    _require_column,
-    _row_index,
-    _suggest_id,
+    check_scalar_columns,
+    column_names,
+    guess_mapping,
     guess_roles,
+    require_column,
+    row_index,
+    suggest_id,
 )
 from aflite_core.io.linked_groups import linked_components, linked_text_groups  # noqa: F401
 from aflite_core.io.load_report import ValidationReport
@@ -477,7 +477,7 @@ def prepare_dataset(
     roles = {"premise": premise, "hypothesis": hypothesis, "label": label, "split": split}
     _refuse_dropped(raw, *roles.values(), id, answer, group, question, *(choices or ()))
     _require_named_columns(raw, {**roles, "id": id, "answer": answer, "group": group})
-    suggested_id = _suggest_id(raw.frame, _column_names(raw)) if id is None else None
+    suggested_id = suggest_id(raw.frame, column_names(raw)) if id is None else None
     if choices is not None and question:
         raise ColumnError(f"{raw.name}: question= names the question column of a per-choice "
                           "file (one row per choice); with choices=[...] (one row per "
@@ -485,18 +485,18 @@ def prepare_dataset(
     if choices is not None and facts is not None:
         raise NotStreamable("multiple-choice data (choices=) makes a row per choice")
     if choices is not None:  # multiple choice: one row per (question, choice)
-        frame, mapping = _expand_choices(
+        frame, mapping = expand_choices(
             raw, choices=choices, answer=answer, id_column=id, answer_base=answer_base, **roles
         )
         n_questions: int | None = len(raw.frame)
-        locate = _mc_locator(raw, len(choices))
+        locate = mc_locator(raw, len(choices))
         per_choice = None
     else:
         frame, mapping = _map_columns(
             raw, id_column=id, answer=answer, answer_base=answer_base, **roles
         )
         if question:
-            _require_column(question, _column_names(raw), raw, "question")
+            require_column(question, column_names(raw), raw, "question")
         per_choice = find_per_choice(frame, mapping, question)
         n_questions = None
         if per_choice is not None:
@@ -559,10 +559,10 @@ def prepare_dataset(
 
 def _require_named_columns(raw: RawTable, named: dict[str, str | None]) -> None:
     """Every column named by an argument (``argument -> column``, None: not given) exists."""
-    names = _column_names(raw)
+    names = column_names(raw)
     for arg, value in named.items():
         if value is not None and value != NO_COLUMN:
-            _require_column(value, names, raw, arg)
+            require_column(value, names, raw, arg)
 
 
 def _map_columns(
@@ -582,13 +582,13 @@ def _map_columns(
             f"{raw.name}: answer=/answer_base= only apply to multiple-choice data; "
             "pass choices=[...] with the columns holding the choices"
         )
-    names = _column_names(raw)
-    mapping = _guess_mapping(raw, [*names, *(c for c in raw.dropped if c not in names)],
+    names = column_names(raw)
+    mapping = guess_mapping(raw, [*names, *(c for c in raw.dropped if c not in names)],
                              premise, hypothesis, label, split)
     _refuse_dropped(raw, *asdict(mapping).values())
-    _check_scalar_columns(raw, asdict(mapping))
+    check_scalar_columns(raw, asdict(mapping))
     frame = raw.frame.copy(deep=False)
-    frame.index = _row_index(raw, id_column)
+    frame.index = row_index(raw, id_column)
     return frame, replace(mapping, id=id_column)
 
 

@@ -144,7 +144,7 @@ def _reader(lines: Iterable[str], delimiter: str) -> csv.Reader:
     return csv.reader(lines, delimiter=delimiter, strict=True)
 
 
-def _space_row(row: list[str], delimiter: str) -> bool:
+def space_row(row: list[str], delimiter: str) -> bool:
     """Whether the line(s) of ``row`` held only whitespace (an empty file's content)."""
     if delimiter == "\t":
         return all(not f or f.isspace() for f in row)
@@ -204,7 +204,7 @@ class DelimitedBatches:
                     start = reader.line_num + first
                     continue
                 if all_space:
-                    all_space = _space_row(row, delimiter)
+                    all_space = space_row(row, delimiter)
                 if header is None:
                     header, header_line, ncols = row, start, len(row)
                     check_column_count(ncols, name)

@@ -32,9 +32,9 @@ import numpy as np
 
 from aflite_core.io.delimited import (
     DelimitedBatches,
-    _space_row,
     decoded_lines,
     is_utf8,
+    space_row,
     table_warnings,
     text_frame,
 )
@@ -129,7 +129,7 @@ def _tsv_header(head: bytes, name: str, codec: str, max_line_bytes: int | None,
             if not row:
                 blank += 1
                 continue
-            if _space_row(row, "\t"):
+            if space_row(row, "\t"):
                 return None  # maybe an all-blank file: "empty", said by the whole read
             check_column_count(len(row), name)
             line = reader.line_num

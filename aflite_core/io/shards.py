@@ -219,7 +219,7 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
     tables = None
     if map_shards is not None:
         try:
-            tables = list(map_shards(functools.partial(_read_shard, reader, max_bytes), files))
+            tables = list(map_shards(functools.partial(read_shard, reader, max_bytes), files))
             read_by = str(getattr(map_shards, "engine", "mapped"))
         except FileNotFoundError as exc:  # the workers do not see the driver's files
             notice = (f"the shards were read here: the cluster's workers could not open them "
@@ -233,7 +233,7 @@ def read_sharded(source: str | Path, *, name: str, reader, max_bytes: int | None
     return table
 
 
-def _read_shard(reader: Callable, max_bytes: int | None, path: Path) -> RawTable:
+def read_shard(reader: Callable, max_bytes: int | None, path: Path) -> RawTable:
     """One shard (a task of ``map_shards``). The driver listed it, so a shard that is not
     there is on storage this worker does not share: FileNotFoundError (the reader would say
     "file not found" as a DatasetError), and the driver reads the shards itself."""

@@ -46,7 +46,7 @@ from aflite_core.errors import (
     DatasetError,
     LoadWhole,  # noqa: F401 - re-exported: raised here
 )
-from aflite_core.io.column_roles import ID_NAMES, _guess_mapping, _norm
+from aflite_core.io.column_roles import ID_NAMES, guess_mapping, normalized_name
 from aflite_core.io.file_pieces import FilePieces, Unstreamable, file_pieces
 from aflite_core.io.per_choice import QUESTION_NAMES
 from aflite_core.io.readers import MAX_LINE_BYTES, RawTable
@@ -218,7 +218,7 @@ class _Layout:
         if any(c and c not in columns for c in named):
             raise _Whole("a column named by an option is not in the first shard")
         try:
-            mapping = _guess_mapping(first, [*columns, *(c for c in first.dropped
+            mapping = guess_mapping(first, [*columns, *(c for c in first.dropped
                                                          if c not in columns)], **roles)
         except DatasetError as exc:
             raise _Whole(f"column roles: {exc}") from None
@@ -229,9 +229,9 @@ class _Layout:
         hypothesis = mapping.hypothesis
         read = {mapping.label, mapping.split, options.get("group"), options.get("id"),
                 options.get("question")}
-        id_names = {_norm(n) for n in ID_NAMES}
+        id_names = {normalized_name(n) for n in ID_NAMES}
         for column in columns:
-            if _norm(column) in id_names or (column.lower() in QUESTION_NAMES
+            if normalized_name(column) in id_names or (column.lower() in QUESTION_NAMES
                                              and column not in (premise, hypothesis)):
                 read.add(column)
         placeholders = {c for c in columns
@@ -371,9 +371,9 @@ class _ShardStream:
 
 def _shard_tables(read: Callable, max_bytes: int | None, files: Sequence[Path],
                   map_shards: Any) -> _ShardStream:
-    from aflite_core.io.shards import _read_shard
+    from aflite_core.io.shards import read_shard
 
-    return _ShardStream(functools.partial(_read_shard, read, max_bytes), files, map_shards)
+    return _ShardStream(functools.partial(read_shard, read, max_bytes), files, map_shards)
 
 
 class _Shards:

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from aflite_core._validation import check_real
-from aflite_core.measures.neighbors import _as_matrix, l2_normalize
+from aflite_core.measures.neighbors import as_matrix, l2_normalize
 from aflite_core.measures.registry import (
     Measure,
     MeasureContext,
@@ -91,7 +91,7 @@ def near_duplicate_pairs(X, *, threshold: float = NEAR_THRESHOLD, max_pairs: int
     i, j : int64 arrays with ``i < j``, sorted by (i, j)
     similarity : float32 array
     """
-    Xn = l2_normalize(_as_matrix(X, "X"))
+    Xn = l2_normalize(as_matrix(X, "X"))
     threshold = check_real("threshold", threshold, low=0.0, high=1.0, low_open=True)
     n = len(Xn)
     rows = block_size or max(1, min(4096, 16 * 1024 * 1024 // max(n, 1)))

@@ -86,10 +86,10 @@ from aflite_core._validation import (
     make_rng,
 )
 from aflite_core.measures.inoculation_curves import (
-    _curves,
-    _fit_original,
-    _LinearModel,
-    _summarise,
+    LinearModel,
+    compute_curves,
+    fit_original,
+    summarise,
 )
 from aflite_core.measures.ood import SKEWED_FACTOR
 from aflite_core.measures.registry import (
@@ -416,12 +416,12 @@ def inoculate(original_train, original_test, challenge_train, challenge_test, *,
 
     emit(0.0, "training on the original data")
     kind = _model_kind(model, parts["original_fit"][0])
-    start = _fit_original(parts, _LinearModel(kind, C, random_state, classes),
+    start = fit_original(parts, LinearModel(kind, C, random_state, classes),
                           balanced=metric == "balanced_accuracy")
-    curves, selection, orders = _curves(
+    curves, selection, orders = compute_curves(
         start, sizes, mode=mode, n_repeats=n_repeats, strengths=strengths,
         tolerance=select_tolerance, rng=rng, emit=emit)
-    summary = _summarise(curves, conservative=max if mode == "finetune" else min)
+    summary = summarise(curves, conservative=max if mode == "finetune" else min)
     outcome, closed_at, explanation = classify_outcome(summary, thresholds)
     if metric == "balanced_accuracy":
         explanation += (f" The challenge test set is skewed (majority label {majority:.0%}, "

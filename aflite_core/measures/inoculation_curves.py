@@ -19,7 +19,7 @@ from aflite_core.represent import pair_texts as pair_texts  # re-exported
 # model: text_models features + multinomial logistic regression with explicit weights
 
 
-class _LinearModel:
+class LinearModel:
     """The features and classifier of ``text_model(kind)``, with the weights (W, b) exposed.
 
     The features are fitted once, on the original training rows; the classifier is refitted
@@ -34,7 +34,7 @@ class _LinearModel:
         self.classifier = pipeline.named_steps["model"]
         self.classes = classes
 
-    def fit_features(self, data) -> _LinearModel:
+    def fit_features(self, data) -> LinearModel:
         self.features.fit(data)
         return self
 
@@ -113,7 +113,7 @@ def _scores(truth: np.ndarray, predicted: np.ndarray) -> tuple[float, float]:
 class _Start:
     """The model trained on the original data, and every part in its feature space."""
 
-    lm: _LinearModel
+    lm: LinearModel
     features: dict  # part name -> feature matrix
     labels: dict  # part name -> labels
     W0: np.ndarray
@@ -135,7 +135,7 @@ class _Start:
                 "challenge": balanced if self.balanced else accuracy}
 
 
-def _fit_original(parts: dict, lm: _LinearModel, *, balanced: bool) -> _Start:
+def fit_original(parts: dict, lm: LinearModel, *, balanced: bool) -> _Start:
     """Fit the features and the weights W0, b0 on ``original_fit``; transform every part."""
     lm.fit_features(parts["original_fit"][0])
     names = ("original_fit", "original_dev", "original_test", "challenge_pool",
@@ -193,7 +193,7 @@ def _choose(candidates: list[dict], tolerance: float | None, n_dev: tuple[int, i
     return conservative(best, key=lambda i: candidates[i]["strength"])
 
 
-def _curves(start: _Start, sizes: list[int], *, mode: str, n_repeats: int,
+def compute_curves(start: _Start, sizes: list[int], *, mode: str, n_repeats: int,
             strengths: tuple[float, ...], tolerance: float | None, rng: np.random.Generator,
             emit
             ) -> tuple[pd.DataFrame, pd.DataFrame, list[np.ndarray]]:
@@ -236,7 +236,7 @@ def _curves(start: _Start, sizes: list[int], *, mode: str, n_repeats: int,
     return pd.DataFrame.from_records(records), pd.DataFrame.from_records(selection), orders
 
 
-def _summarise(curves: pd.DataFrame, *, conservative=max) -> pd.DataFrame:
+def summarise(curves: pd.DataFrame, *, conservative=max) -> pd.DataFrame:
     """Mean and spread over the repeats, per size, the gap between the two curves and the
     strength chosen most often (ties to the ``conservative`` one)."""
     grouped = curves.groupby("n", sort=True)

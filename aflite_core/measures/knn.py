@@ -25,17 +25,17 @@ import pandas as pd
 from aflite_core._validation import check_fraction
 from aflite_core.measures.neighbors import (  # noqa: F401 - nearest_neighbors: re-exported
     ProgressCallback,
-    _approx_topk,
-    _as_labels,
-    _as_mask,
-    _as_matrix,
-    _block_rows,
-    _check_ks,
-    _emit,
-    _exact_topk,
-    _resolve_method,
+    approx_topk,
+    as_labels,
+    as_mask,
+    as_matrix,
+    check_ks,
+    emit,
+    exact_topk,
     l2_normalize,
     nearest_neighbors,
+    query_block_rows,
+    resolve_method,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent import dask_folds, is_partitioned, map_folds
@@ -115,7 +115,7 @@ def heldout_mask(labels, *, splits=None, fraction: float = 0.1,
     n = len(labels)
     fraction = check_fraction("fraction", fraction)
     if splits is not None:
-        splits = _as_labels(splits, n, "splits")
+        splits = as_labels(splits, n, "splits")
         _, mask = split_masks(splits, n=n, test_values=heldout_splits)
         if mask.any() and not mask.all():
             return mask
@@ -220,8 +220,8 @@ def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_ma
     -------
     KNNResult
     """
-    Xt = _as_matrix(X_train, "X_train")
-    Xh = Xt if X_heldout is X_train else _as_matrix(X_heldout, "X_heldout")
+    Xt = as_matrix(X_train, "X_train")
+    Xh = Xt if X_heldout is X_train else as_matrix(X_heldout, "X_heldout")
     if Xt.shape[1] != Xh.shape[1]:
         raise ValueError(f"X_train and X_heldout must have the same number of columns; got "
                          f"{Xt.shape[1]} and {Xh.shape[1]}")
@@ -232,22 +232,22 @@ def knn_distance_measures(X_train, y_train, X_heldout, y_heldout, *, retained_ma
     if n_train == 0 or n_held == 0:
         raise ValueError(f"need at least one training and one held-out row; got {n_train} and "
                          f"{n_held}")
-    yt = _as_labels(y_train, n_train, "y_train")
-    yh = _as_labels(y_heldout, n_held, "y_heldout")
-    retained = None if retained_mask is None else _as_mask(retained_mask, n_train,
+    yt = as_labels(y_train, n_train, "y_train")
+    yh = as_labels(y_heldout, n_held, "y_heldout")
+    retained = None if retained_mask is None else as_mask(retained_mask, n_train,
                                                             "retained_mask")
-    controls = [_as_mask(m, n_train, f"control_masks[{i}]")
+    controls = [as_mask(m, n_train, f"control_masks[{i}]")
                 for i, m in enumerate(control_masks or [])]
-    ks = _check_ks(ks)
+    ks = check_ks(ks)
     if int(n_bootstrap) < 0:
         raise ValueError(f"n_bootstrap must be >= 0; got {n_bootstrap!r}")
     if not 0.0 < float(confidence) < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
-    train_ids = np.arange(n_train) if train_row_ids is None else _as_labels(
+    train_ids = np.arange(n_train) if train_row_ids is None else as_labels(
         train_row_ids, n_train, "train_row_ids")
-    held_ids = np.arange(n_held) if heldout_row_ids is None else _as_labels(
+    held_ids = np.arange(n_held) if heldout_row_ids is None else as_labels(
         heldout_row_ids, n_held, "heldout_row_ids")
-    resolved = _resolve_method(method, n_held, n_train)
+    resolved = resolve_method(method, n_held, n_train)
     folds = dask_folds()
     Qn = l2_normalize(Xh, rows=heldout_rows)
     if (is_partitioned(Xt) and resolved != "approximate" and folds is not None
@@ -315,7 +315,7 @@ def _knn_measures(Rn: np.ndarray, yt: np.ndarray, Qn: np.ndarray, yh: np.ndarray
                 values["after"], nearest["after"] = merged["mask0"], near["mask0"]
         control_values += [merged[name] for name in names
                            if name != "before" and (retained is None or name != "mask0")]
-    _emit(callback, 0.92, "bootstrap intervals")
+    emit(callback, 0.92, "bootstrap intervals")
     table = _distance_table(values, yh, classes, scopes, ks, n_bootstrap=n_bootstrap,
                             confidence=confidence, random_state=random_state)
     control_tables = [_distance_table({"after": v}, yh, classes, ("after",), ks,
@@ -323,7 +323,7 @@ def _knn_measures(Rn: np.ndarray, yt: np.ndarray, Qn: np.ndarray, yh: np.ndarray
                                       random_state=random_state)
                       for v in control_values]
     per_example = _per_example(values, nearest, yh, scopes, train_ids, held_ids)
-    _emit(callback, 1.0, "done")
+    emit(callback, 1.0, "done")
     params = {"ks": list(ks), "method": method, "n_bootstrap": n_bootstrap,
               "confidence": confidence, "random_state": random_state,
               "n_train": int(len(Rn)), "n_heldout": int(len(Qn)),
@@ -375,20 +375,20 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
     nq = len(Qn)
     total = float(sum(len(r[2]) for r in references) * nq) or 1.0
     done = [0.0]
-    block_rows = _block_rows(max((len(r[2]) for r in references), default=1), block_size)
+    block_rows = query_block_rows(max((len(r[2]) for r in references), default=1), block_size)
 
     def on_block(n_rows: int, n_reference: int) -> None:
         done[0] += n_rows * n_reference
-        _emit(callback, 0.9 * done[0] / total, "nearest-neighbour search")
+        emit(callback, 0.9 * done[0] / total, "nearest-neighbour search")
 
-    _emit(callback, 0.0, "nearest-neighbour search")
+    emit(callback, 0.0, "nearest-neighbour search")
     sims_per_set, top1 = [], []
     if isinstance(Rn, _UnitRowsThere):
         return _search_there(Qn, Rn, references, K, block_rows, on_block)
     if method != "approximate" and dask_folds() is not None:
         # on a cluster: one task per reference set, the same search as below
         def search(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            return _exact_topk(Qn, Rn[rows], K, block_rows, nearest_only=True)
+            return exact_topk(Qn, Rn[rows], K, block_rows, nearest_only=True)
 
         def found_in(g: int, found: tuple[np.ndarray, np.ndarray]) -> None:
             rows = references[g][2]
@@ -400,10 +400,10 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
         return sims_per_set, top1
     for _c, _member, rows in references:
         if method == "approximate":
-            sims, idx = _approx_topk(Qn, Rn[rows], K, random_state)
+            sims, idx = approx_topk(Qn, Rn[rows], K, random_state)
             on_block(nq, len(rows))
         else:
-            sims, idx = _exact_topk(Qn, Rn[rows], K, block_rows,
+            sims, idx = exact_topk(Qn, Rn[rows], K, block_rows,
                                     functools.partial(on_block, n_reference=len(rows)),
                                     nearest_only=True)
         sims_per_set.append(sims)
@@ -428,7 +428,7 @@ def _search_set(pieces: list[np.ndarray], Qn: np.ndarray, K: int, block_rows: in
     """On a worker: one reference set's rows of Φ (pieces of its partitions, in order) made
     unit-length and searched, as the driver would search ``Rn[rows]``."""
     rows = pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
-    return _exact_topk(Qn, l2_normalize(rows), K, block_rows, nearest_only=True)
+    return exact_topk(Qn, l2_normalize(rows), K, block_rows, nearest_only=True)
 
 
 def _search_there(Qn: np.ndarray, Rn: _UnitRowsThere, references: list[_Reference], K: int,

@@ -29,7 +29,7 @@ ProgressCallback = Callable[[dict], object]
 # validation and small helpers
 
 
-def _as_matrix(X, name: str) -> np.ndarray:
+def as_matrix(X, name: str) -> np.ndarray:
     if is_partitioned(X):  # Φ's rows on the workers: checked there, read a block at a time
         if not X.all_finite():
             raise ValueError(f"{name} must be finite; found NaN or infinite values")
@@ -47,18 +47,18 @@ def _as_matrix(X, name: str) -> np.ndarray:
     return X
 
 
-#: Rows per step of :func:`_as_matrix`'s finiteness check.
+#: Rows per step of :func:`as_matrix`'s finiteness check.
 FINITE_CHUNK = 65_536
 
 
-def _as_labels(y, n: int, name: str) -> np.ndarray:
+def as_labels(y, n: int, name: str) -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1 or len(y) != n:
         raise ValueError(f"{name} must be 1-D with {n} entries (one per row); got shape {y.shape}")
     return y
 
 
-def _as_mask(mask, n: int, name: str) -> np.ndarray:
+def as_mask(mask, n: int, name: str) -> np.ndarray:
     mask = np.asarray(mask)
     if mask.dtype != bool or mask.shape != (n,):
         raise ValueError(
@@ -68,7 +68,7 @@ def _as_mask(mask, n: int, name: str) -> np.ndarray:
     return mask
 
 
-def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
+def check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     try:
         out = tuple(sorted({int(k) for k in ks}))
     except (TypeError, ValueError):
@@ -104,7 +104,7 @@ def l2_normalize(X: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
-def _block_rows(n_reference: int, block_size: int | None) -> int:
+def query_block_rows(n_reference: int, block_size: int | None) -> int:
     if block_size is not None:
         if int(block_size) < 1:
             raise ValueError(f"block_size must be a positive integer; got {block_size!r}")
@@ -112,7 +112,7 @@ def _block_rows(n_reference: int, block_size: int | None) -> int:
     return max(1, min(4096, BLOCK_CELLS // max(1, n_reference)))
 
 
-def _emit(callback: ProgressCallback | None, fraction: float, message: str) -> None:
+def emit(callback: ProgressCallback | None, fraction: float, message: str) -> None:
     if callback is not None:
         callback({"stage": "knn", "fraction": float(min(1.0, max(0.0, fraction))),
                   "message": message})
@@ -169,7 +169,7 @@ def _topk_values_block(block: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarra
     return np.ascontiguousarray(vals), nearest
 
 
-def _exact_topk(Qn: np.ndarray, Rn: np.ndarray, k: int, block_rows: int,
+def exact_topk(Qn: np.ndarray, Rn: np.ndarray, k: int, block_rows: int,
                 on_block: Callable[[int], None] | None = None, *,
                 nearest_only: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` similarities of each query over ``Rn`` and their row indices (with
@@ -191,10 +191,10 @@ def _exact_topk(Qn: np.ndarray, Rn: np.ndarray, k: int, block_rows: int,
     return sims, idx
 
 
-def _approx_topk(Qn: np.ndarray, Rn: np.ndarray, k: int,
+def approx_topk(Qn: np.ndarray, Rn: np.ndarray, k: int,
                  random_state: int | None) -> tuple[np.ndarray, np.ndarray]:
     if Rn.shape[0] < APPROX_MIN_REFERENCE:  # an index does not pay off (nor work) on few rows
-        return _exact_topk(Qn, Rn, k, _block_rows(Rn.shape[0], None))
+        return exact_topk(Qn, Rn, k, query_block_rows(Rn.shape[0], None))
     from pynndescent import NNDescent  # lazy: numba compilation is slow
 
     k = min(k, Rn.shape[0])
@@ -207,7 +207,7 @@ def _approx_topk(Qn: np.ndarray, Rn: np.ndarray, k: int,
     return np.take_along_axis(sims, order, axis=1), np.take_along_axis(idx, order, axis=1)
 
 
-def _resolve_method(method: str, n_queries: int, n_reference: int) -> str:
+def resolve_method(method: str, n_queries: int, n_reference: int) -> str:
     if method not in ("auto", "exact", "approximate"):
         raise ValueError(f"method must be 'auto', 'exact' or 'approximate'; got {method!r}")
     if method == "auto":
@@ -241,8 +241,8 @@ def nearest_neighbors(queries, reference, *, n_neighbors: int = 10, method: str 
     indices : ndarray of shape (n_queries, k), int64
         Row positions in ``reference``.
     """
-    Q = _as_matrix(queries, "queries")
-    R = _as_matrix(reference, "reference")
+    Q = as_matrix(queries, "queries")
+    R = as_matrix(reference, "reference")
     if Q.shape[1] != R.shape[1]:
         raise ValueError(f"queries and reference must have the same number of columns; got "
                          f"{Q.shape[1]} and {R.shape[1]}")
@@ -251,9 +251,9 @@ def nearest_neighbors(queries, reference, *, n_neighbors: int = 10, method: str 
     if int(n_neighbors) < 1:
         raise ValueError(f"n_neighbors must be a positive integer; got {n_neighbors!r}")
     Qn, Rn = l2_normalize(Q), l2_normalize(R)
-    if _resolve_method(method, len(Q), len(R)) == "approximate":
-        sims, idx = _approx_topk(Qn, Rn, int(n_neighbors), random_state)
+    if resolve_method(method, len(Q), len(R)) == "approximate":
+        sims, idx = approx_topk(Qn, Rn, int(n_neighbors), random_state)
     else:
-        sims, idx = _exact_topk(Qn, Rn, int(n_neighbors), _block_rows(len(R), block_size))
+        sims, idx = exact_topk(Qn, Rn, int(n_neighbors), query_block_rows(len(R), block_size))
     return np.clip(1.0 - sims, 0.0, 2.0).astype(np.float32), idx
 

@@ -40,7 +40,7 @@ from aflite_core._validation import available_cores, check_choice, check_int, ch
 from aflite_core.io import shared_strings
 from aflite_core.json_files import read_json_file
 from aflite_core.measures import map_regions
-from aflite_core.measures.neighbors import _as_matrix, _exact_topk, l2_normalize
+from aflite_core.measures.neighbors import as_matrix, exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent import dask_folds, is_partitioned, map_folds
 
@@ -80,7 +80,7 @@ def _emit(callback: ProgressCallback | None, fraction: float, message: str) -> N
 
 def _knn(queries: np.ndarray, reference: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosine neighbours of unit rows: (int32 indices, float32 distances)."""
-    sims, idx = _exact_topk(queries, reference, k,
+    sims, idx = exact_topk(queries, reference, k,
                             max(1, SEARCH_BLOCK_CELLS // max(1, len(reference))))
     return idx.astype(np.int32), np.clip(1.0 - sims, 0.0, 2.0).astype(np.float32)
 
@@ -478,7 +478,7 @@ def project(X, *, method: str = "umap", row_ids=None, n_neighbors: int = 15,
     (a UMAP that fell back to PCA says why).
     """
     check_choice("method", method, METHODS)
-    X = _as_matrix(X, "X")
+    X = as_matrix(X, "X")
     n = X.shape[0]
     if row_ids is None:
         row_ids = np.arange(n)

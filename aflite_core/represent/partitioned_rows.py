@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite_core.represent.partitions import LocalPartitions, PartitionLost, _on_one_thread
+from aflite_core.represent.partitions import LocalPartitions, PartitionLost, on_one_thread
 
 __all__ = ["MAX_RESTORES", "PartitionedRows", "RowsOnWorkers", "add_rows", "is_partitioned"]
 
@@ -467,7 +467,7 @@ class PartitionedRows:
                     taken = runner.map(_take, [store.handles[p] for p, _, _, _ in runs],
                                        each=[(local,) for _, local, _, _ in runs])
                     pending[j] = client.submit(
-                        _on_one_thread, _apply_pieces, taken, fn,
+                        on_one_thread, _apply_pieces, taken, fn,
                         *((starts[j],) if with_start else ()), *sent, pure=False)
                     runner.release(taken)  # kept by the scheduler until that task ran
             try:

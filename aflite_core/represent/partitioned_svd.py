@@ -47,9 +47,9 @@ from aflite_core.represent.partitions import LocalPartitions, PartitionLost
 from aflite_core.represent.svd import (
     MOMENT_CHUNK_ROWS,
     X_MOMENT_CHUNK_ROWS,
-    _gram64,
     column_moments,
     explained_variance_ratio,
+    gram64,
     randomized_range_svd,
     row_moments,
     sum_chunk_moments,
@@ -105,7 +105,7 @@ def _basis_rows(M: sp.csr_matrix, Q: np.ndarray) -> np.ndarray:
 
 
 def _gram_chunks(B: np.ndarray) -> list[np.ndarray]:
-    return [_gram64(B[lo:lo + MOMENT_CHUNK_ROWS]) for lo in range(0, len(B), MOMENT_CHUNK_ROWS)]
+    return [gram64(B[lo:lo + MOMENT_CHUNK_ROWS]) for lo in range(0, len(B), MOMENT_CHUNK_ROWS)]
 
 
 def _times(B: np.ndarray, W: np.ndarray) -> np.ndarray:

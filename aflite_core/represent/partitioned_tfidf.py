@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from aflite_core.represent.term_counts import _word_order, distinct_word_ids, per_text_counts
+from aflite_core.represent.term_counts import distinct_word_ids, per_text_counts, word_order
 
 __all__ = ["BlockScan", "BlockVocabulary", "TextPartition", "build_partition", "merge_scans",
            "scan_partition", "summary_of"]
@@ -151,7 +151,7 @@ def _merge_block(summaries: list, n_rows: int, min_df: int, max_features: int | 
     for ids, (_words, df, tf, _rows) in zip(local_to_global, summaries, strict=True):
         np.add.at(dfs, ids, df)
         np.add.at(tfs, ids, tf)
-    _order, rank = _word_order(list(vocabulary), np.int64)  # each word's sorted column
+    _order, rank = word_order(list(vocabulary), np.int64)  # each word's sorted column
     dfs_sorted = np.empty(n_words, dtype=np.int64)
     dfs_sorted[rank] = dfs
     tfs_sorted = np.empty(n_words, dtype=np.float32)

@@ -59,7 +59,7 @@ def scatter_within(client: Any, objs: list, timeout: float, **kwargs: Any) -> li
     return box.result(timeout=timeout + 1.0)
 
 
-def _on_one_thread(fn: Callable, *args: Any) -> Any:
+def on_one_thread(fn: Callable, *args: Any) -> Any:
     from threadpoolctl import threadpool_limits
 
     with threadpool_limits(limits=1, user_api="blas"):
@@ -84,7 +84,7 @@ class LocalPartitions:
         """``fn(handle, *each[i], *shared)`` for every partition; handles of the results,
         held where the partition is."""
         each = each or [()] * len(handles)
-        return [_on_one_thread(fn, h, *own, *shared)
+        return [on_one_thread(fn, h, *own, *shared)
                 for h, own in zip(handles, each, strict=True)]
 
     def chain(self, fn: Callable, handles: Sequence[Any], *shared: Any) -> Any:
@@ -92,7 +92,7 @@ class LocalPartitions:
         as None); the handle of the last ``acc``."""
         acc = None
         for h in handles:
-            acc = _on_one_thread(fn, h, acc, *shared)
+            acc = on_one_thread(fn, h, acc, *shared)
         return acc
 
     def gather(self, handles: Sequence[Any]) -> list:
@@ -163,7 +163,7 @@ class DaskPartitions:
 
     def _submit(self, fn: Callable, handle: Any, *args: Any) -> Any:
         worker = self._where(handle)
-        future = self.client.submit(_on_one_thread, fn, handle, *args, workers=[worker],
+        future = self.client.submit(on_one_thread, fn, handle, *args, workers=[worker],
                                     allow_other_workers=False, pure=False)
         self._holder[future.key] = worker
         return future

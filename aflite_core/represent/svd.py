@@ -233,7 +233,7 @@ class _SplitProducts:
     def basis_gram(self, Q: np.ndarray) -> np.ndarray:
         """``B = M Q`` (kept for :meth:`times_basis`, in the n x l buffer) and ``BᵀB``."""
         self._B = self.rows(Q, out=self.row_buffer(Q))
-        return _gram64(self._B, mapper=self.map)
+        return gram64(self._B, mapper=self.map)
 
     def times_basis(self, W: np.ndarray) -> np.ndarray:
         """``B W``, written over ``B``'s buffer (:func:`_rows_times`)."""
@@ -277,7 +277,7 @@ def _row_view(M: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
                           M.indptr[lo:hi + 1] - start), shape=(hi - lo, M.shape[1]), copy=False)
 
 
-def _gram64(B: np.ndarray, chunk_rows: int = 16_384,
+def gram64(B: np.ndarray, chunk_rows: int = 16_384,
             mapper: Callable[[Callable, Iterable], Iterable] | None = None) -> np.ndarray:
     """``BᵀB`` accumulated in float64 over row chunks (no float64 copy of all of ``B``).
 

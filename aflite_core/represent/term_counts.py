@@ -82,7 +82,7 @@ def _word_ids(texts: Sequence[str], tokenize: Callable[[str], list[str]]
             list(vocabulary))
 
 
-def _word_order(words: list[str], dtype) -> tuple[np.ndarray, np.ndarray]:
+def word_order(words: list[str], dtype) -> tuple[np.ndarray, np.ndarray]:
     """The words' sorted order (the number of the k-th word, int64) and each number's rank
     in it (``dtype``): scikit-learn's column of each word."""
     order = np.asarray(sorted(range(len(words)), key=words.__getitem__), dtype=np.int64)
@@ -110,7 +110,7 @@ def ngram_counts(texts: Sequence[str]) -> NgramCounts:
     """
     flat, lengths, unsorted = _word_ids(texts, word_tokens)
     n_words = len(unsorted)
-    order, rank = _word_order(unsorted, np.int32)
+    order, rank = word_order(unsorted, np.int32)
     words = np.asarray([unsorted[i] for i in order], dtype=object)
     tokens = rank[flat]  # each occurrence's word, by rank
     del flat, unsorted, order
@@ -233,7 +233,7 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
     codes, _distinct, flat, lengths, words = distinct_word_ids(texts)
     X = per_text_counts(flat, lengths, len(words), dtype)[codes]
     # scikit-learn's _sort_features: columns renumbered in word order, each row's order kept
-    X.indices = _word_order(words, X.indices.dtype)[1].take(X.indices)
+    X.indices = word_order(words, X.indices.dtype)[1].take(X.indices)
     X.has_sorted_indices = False
     # scikit-learn's _limit_features (max_df=1.0 keeps every word)
     dfs = np.bincount(X.indices, minlength=X.shape[1])

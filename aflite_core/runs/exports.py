@@ -55,11 +55,11 @@ from aflite_core.runs.folder import (
 )
 from aflite_core.runs.rows import (  # noqa: F401 - re-exported
     SCORE_COLUMNS,
-    _check_columns,
-    _normalize_row_ids,
-    _select,
+    check_columns,
     iter_row_chunks,
+    normalize_row_ids,
     row_export_names,
+    select,
 )
 
 #: Row exports and the statuses each one contains.
@@ -160,12 +160,12 @@ def iter_table_chunks(
         raise FileNotFoundError(f"run {run.path} has no {filename}: {what} was not computed")
     source = pq.ParquetFile(run.path / filename)
     available = source.schema_arrow.names
-    selected = _check_columns(columns, available, keep=None)
+    selected = check_columns(columns, available, keep=None)
     wanted = None
     if row_ids is not None:
         if "row_id" not in available:
             raise ValueError(f"row_ids: the {what} table has no row_id column to filter on")
-        wanted = _normalize_row_ids(row_ids, run.scores["row_id"])
+        wanted = normalize_row_ids(row_ids, run.scores["row_id"])
     yielded = False
     for batch in source.iter_batches(batch_size=chunk_rows):
         table = pa.Table.from_batches([batch])
@@ -176,9 +176,9 @@ def iter_table_chunks(
             table = without_round_sentinel(table)
         if table.num_rows or not yielded:
             yielded = True
-            yield _select(table, selected)
+            yield select(table, selected)
     if not yielded:
-        yield _select(source.schema_arrow.empty_table(), selected)
+        yield select(source.schema_arrow.empty_table(), selected)
 
 
 def without_round_sentinel(table: pa.Table, column: str = "removal_round") -> pa.Table:

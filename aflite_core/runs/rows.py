@@ -36,7 +36,7 @@ def row_export_names(original_columns: Sequence[str]) -> dict[str, str]:
     return names
 
 
-def _normalize_row_ids(row_ids: Iterable[Any] | None, known: pd.Series) -> np.ndarray | None:
+def normalize_row_ids(row_ids: Iterable[Any] | None, known: pd.Series) -> np.ndarray | None:
     """Coerce a user row-id filter to the dtype of the run's ids; unknown ids are an error."""
     if row_ids is None:
         return None
@@ -55,11 +55,11 @@ def _normalize_row_ids(row_ids: Iterable[Any] | None, known: pd.Series) -> np.nd
     return values
 
 
-def _select(table: pa.Table, columns: Sequence[str] | None) -> pa.Table:
+def select(table: pa.Table, columns: Sequence[str] | None) -> pa.Table:
     return table if columns is None else table.select(list(columns))
 
 
-def _check_columns(columns: Sequence[str] | None, available: Sequence[str], keep: str | None):
+def check_columns(columns: Sequence[str] | None, available: Sequence[str], keep: str | None):
     if columns is None:
         return None
     columns = [str(c) for c in columns]
@@ -124,8 +124,8 @@ def iter_row_chunks(
     names = row_export_names(original)
     added = [names[c] for c in SCORE_COLUMNS] if with_scores else []
     available = [names["row_id"], *original, *added]
-    selected = _check_columns(columns, available, keep=names["row_id"]) or available
-    wanted = _normalize_row_ids(row_ids, scores["row_id"])
+    selected = check_columns(columns, available, keep=names["row_id"]) or available
+    wanted = normalize_row_ids(row_ids, scores["row_id"])
     status = shared_strings(scores["status"])  # one str per status, shared by its rows
     keep = scores["status"].isin(list(statuses)).to_numpy(dtype=bool, copy=True)
     if wanted is not None:
@@ -160,7 +160,7 @@ def iter_row_chunks(
                                       pa.array(rounds, mask=rounds < 0, type=pa.int64()))
         if part.num_rows or not yielded:
             yielded = True
-            yield _select(part, selected)
+            yield select(part, selected)
     if offset != len(scores):
         raise ValueError(
             f"run {run.path}: {DATASET_FILE} has {offset} rows, {SCORES_FILE} has {len(scores)}"

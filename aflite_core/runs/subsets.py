@@ -44,7 +44,7 @@ from aflite_core.runs.folder import (
     to_jsonable,
     utc_now_iso,
 )
-from aflite_core.runs.rows import _normalize_row_ids
+from aflite_core.runs.rows import normalize_row_ids
 
 #: Folder of a run that holds its named subsets.
 SUBSETS_DIR = "subsets"
@@ -146,7 +146,7 @@ def save_subset(
         raise FileExistsError(f"subset {final.stem!r} already exists in run {run.name}; "
                               "choose another name or overwrite it")
     scores = run.scores
-    wanted = _normalize_row_ids(row_ids, scores["row_id"])
+    wanted = normalize_row_ids(row_ids, scores["row_id"])
     members = scores[scores["row_id"].isin(wanted)][list(SCORES_COLUMNS)]
     members = members.reset_index(drop=True)
     created = utc_now_iso()
