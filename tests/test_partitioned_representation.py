@@ -389,7 +389,7 @@ def test_worker_threads_of_this_process_cannot_undo_the_drivers_blas_limit(texts
     import aflite_core.represent.partitions as partitions_module
     from aflite_core.represent.partitions import DaskPartitions
 
-    monkeypatch.setattr(partitions_module, "_on_one_thread", _held_while_any_task_runs)
+    monkeypatch.setattr(partitions_module, "on_one_thread", _held_while_any_task_runs)
     hypotheses, premises = texts
     X, _ = _svd(tfidf_blocks(hypotheses, premises), 32, 0)
     Y, _, _ = partitioned_tfidf_svd(DaskPartitions(cluster[1]), hypotheses, premises,
