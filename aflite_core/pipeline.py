@@ -640,7 +640,7 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
                                                               groups=questions)
     else:
         # every core: AFLite holds BLAS to one thread and spreads its row blocks over its own
-        # threads instead, with the same mask whatever n_jobs (tests/test_aflite.py)
+        # threads instead, with the same mask whatever n_jobs (tests/filter/test_aflite.py)
         model = AFLite(**kwargs, backend=config.backend, scheduler=config.scheduler,
                        n_jobs=-1 if config.backend == "local" else None).fit(
             X, y, groups=groups)

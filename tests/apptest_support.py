@@ -1,4 +1,5 @@
-"""Helpers of the dashboard's AppTest tests (``tests/test_app_*.py``).
+"""Helpers of the dashboard's AppTest tests (``tests/ui/test_app_*.py``; their fixtures,
+``runs_root`` and ``shared_run``, are in ``tests/conftest.py``).
 
 Every test gets its own runs root (``AFLITE_RUNS_DIR`` in a temporary folder) and drives
 ``app.py`` through ``st.navigation`` exactly as a browser session would: ``switch_page``
@@ -12,7 +13,6 @@ import re
 import time
 from pathlib import Path
 
-import pytest
 from streamlit.testing.v1 import AppTest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -23,15 +23,6 @@ TIMEOUT = 60
 
 #: Small AFLite parameters for tests: a handful of rounds on the 4,000-row sample.
 SMALL = {"m": 8, "k": 500, "target": 2000, "measures": ["projection"]}
-
-
-@pytest.fixture
-def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty runs root for this test (``AFLITE_RUNS_DIR``)."""
-    root = tmp_path / "runs"
-    monkeypatch.setenv("AFLITE_RUNS_DIR", str(root))
-    monkeypatch.delenv("AFLITE_SAMPLE", raising=False)
-    return root
 
 
 def new_app(*, autoload: bool = True) -> AppTest:
@@ -122,7 +113,7 @@ def wait_for_job(at: AppTest, timeout: float = 180.0) -> object:
 
 
 @functools.cache
-def _shared_run(folder: str) -> Path:
+def make_shared_run(folder: str) -> Path:
     from aflite_core.io.datasets import load_dataset
     from aflite_core.pipeline import AuditConfig, run_audit
 
@@ -136,12 +127,6 @@ def _shared_run(folder: str) -> Path:
                         "inoculation": {"n_repeats": 1}},
     )
     return run_audit(dataset, config, runs_root=Path(folder) / "runs")
-
-
-@pytest.fixture(scope="session")
-def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One complete run of the bundled sample with every measure (computed once)."""
-    return _shared_run(str(tmp_path_factory.getbasetemp() / "shared-run"))
 
 
 def open_run(at: AppTest, path: Path) -> AppTest:

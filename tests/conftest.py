@@ -73,3 +73,21 @@ def pytest_collection_modifyitems(session, config, items):
     The order within each part is kept.
     """
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+@pytest.fixture
+def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty runs root for this test (``AFLITE_RUNS_DIR``), no sample audited."""
+    root = tmp_path / "runs"
+    monkeypatch.setenv("AFLITE_RUNS_DIR", str(root))
+    monkeypatch.delenv("AFLITE_SAMPLE", raising=False)
+    return root
+
+
+@pytest.fixture(scope="session")
+def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One complete run of the bundled sample with every measure (computed once a session,
+    by ``apptest_support.make_shared_run``)."""
+    from apptest_support import make_shared_run
+
+    return make_shared_run(str(tmp_path_factory.getbasetemp() / "shared-run"))

@@ -16,8 +16,8 @@ builds the same table by map-reduce instead (issue 27: "cues, count tables by ma
   statistics from the summed counts
   (:func:`~aflite_core.cues.statistics.statistics_from_counts`).
 
-The table is the local one bit for bit (``tests/test_cue_count_tables.py`` compares them on
-the bundled sample, ``tests/test_dask_backend.py`` on a ``LocalCluster``): the statistics
+The table is the local one bit for bit (``tests/cues/test_cue_count_tables.py`` compares them on
+the bundled sample, ``tests/filter/test_dask_backend.py`` on a ``LocalCluster``): the statistics
 read only the count tables, and the table's order is decided by its values and the
 features' names, never by the column order of a feature matrix. The split (a split column or
 the seeded hold-out) is decided on the driver, as locally, and sent as one side per row.

@@ -20,7 +20,7 @@ Locally the slices measure extracts the cue features of every row into one indic
   bits of the stored slices' rows.
 
 Every count is an integer, so the table is the local one bit for bit
-(``tests/test_slices_on_workers.py``). The driver holds the per-row vectors (removed, label
+(``tests/measures/test_slices_on_workers.py``). The driver holds the per-row vectors (removed, label
 codes, word counts, cluster codes, the ranking's weights) and the label and length columns,
 never a list of every row's text: each chunk's texts are read from the frame when its task is
 sent. A worker lost with a chunk's features: Dask extracts them again from the task's own

@@ -150,7 +150,8 @@ class SharedTextFeatures:
         """The shared words and the overlap statistics, from the hypothesis counts and each
         distinct premise's words (SNLI: about three hypotheses a premise).
 
-        The same columns, bit for bit, as :class:`TextFeatures` (``tests/test_fold_fits.py``):
+        The same columns, bit for bit, as :class:`TextFeatures`
+        (``tests/represent/test_fold_fits.py``):
         the hypotheses' word vocabulary is the counts' unigram columns (the same tokens,
         sorted alike), a hypothesis' distinct words are its row there (every word is in
         the vocabulary), the shared ones its row of the product with the premise's words,

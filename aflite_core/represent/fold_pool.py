@@ -9,7 +9,7 @@ On a 2-core machine two such fits side by side take 0.64 of the time of one afte
 :func:`map_folds` runs the fits of one measure on :func:`fold_threads` threads. Each task is a
 whole fit (its own rows, its own model, nothing shared but read-only features), so its result
 does not depend on which thread ran it or when: results come back in submission order and
-are bit-identical to a single thread (``tests/test_fold_pool.py``; the golden run of
+are bit-identical to a single thread (``tests/represent/test_fold_pool.py``; the golden run of
 ``tests/test_golden_run.py`` holds). BLAS is held to one thread for the whole pool, so the
 fits never oversubscribe the cores.
 
@@ -22,7 +22,7 @@ calling thread); the default is the number of cores this process may use, at mos
 ``parallel_backend`` context sends scikit-learn's: the fit function, with the features it
 closes over, is scattered once (the workers pass it on among themselves), and each fold is
 one task holding only its row indices. A task fits on one BLAS thread as the local pool
-does, so the results are the same bit for bit (``tests/test_dask_backend.py``); they come
+does, so the results are the same bit for bit (``tests/filter/test_dask_backend.py``); they come
 back, and progress is reported, in submission order.
 """
 

@@ -8,7 +8,7 @@ bigrams it starts, by their second word). A chunk's column then maps to a global
 the map is monotone (a chunk's sort order is the global order restricted to its n-grams), so
 each row's renumbered entries stay sorted; counts are integers in float64, summed within a row
 alike. Stacked in chunk order, the chunks are :func:`ngram_counts` of all texts bit for bit
-(values, index order, index dtype; ``tests/test_partitioned_counts.py``).
+(values, index order, index dtype; ``tests/represent/test_partitioned_counts.py``).
 
 With a Dask client, :func:`ngram_counts_on_workers` counts each chunk in a task on the
 workers and merges their vocabularies and stacks them in one task there: the driver sends

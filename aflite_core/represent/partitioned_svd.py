@@ -20,8 +20,9 @@ Why every step gives the local bits (:func:`~aflite_core.represent.svd.truncated
   follow one another through the workers like a wavefront, all of them busy;
 * ``BᵀB`` is a float64 sum of 16,384-row chunk products in chunk order: partitions are whole
   chunks, and the driver adds the chunks in order;
-* ``X = B W`` is row-blocked on one BLAS thread (``tests/test_svd.py`` finds it invariant to the
-  blocking), and the moments of M and X (the explained variance) are chunk sums added in order.
+* ``X = B W`` is row-blocked on one BLAS thread (``tests/represent/test_svd.py`` finds it
+  invariant to the blocking), and the moments of M and X (the explained variance) are chunk
+  sums added in order.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ bit as :func:`~aflite_core.represent.term_counts.tfidf_matrix` builds from all r
 Term frequencies are summed as integers; scikit-learn sums them in float32, which is exact
 while a word occurs fewer than 2^24 (16.7M) times; beyond, only the order among the most
 frequent words could differ, never which ``max_features`` words are kept unless the cut falls
-among such words. ``tests/test_partitioned_representation.py`` compares the matrices.
+among such words. ``tests/represent/test_partitioned_representation.py`` compares the matrices.
 """
 
 from __future__ import annotations

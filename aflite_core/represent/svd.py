@@ -20,7 +20,7 @@ largest-magnitude term of each component is positive.
 Measured on 100k SNLI rows (V = 20,833, k = 256, q = 5; ``benchmarks/bench_svd.py``): the
 same share of the TF-IDF's squared norm as scikit-learn's (0.3622 vs 0.3623), a subspace as
 close to scikit-learn's (mean squared cosine of the principal angles 0.911) as scikit-learn's
-own under another seed (0.916), in 2.9-3.2 s instead of 5.5-6.2 s. ``tests/test_svd.py``
+own under another seed (0.916), in 2.9-3.2 s instead of 5.5-6.2 s. ``tests/represent/test_svd.py``
 checks the agreement on real text.
 
 The dense steps (LU, QR, the Gram matrix, its eigen-decomposition and ``X = B W``) run on one

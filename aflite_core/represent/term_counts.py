@@ -4,8 +4,9 @@ scikit-learn's ``CountVectorizer`` counts every token occurrence in a Python dic
 for bigrams, builds a string per occurrence. Here each word gets an integer once, bigrams are
 pairs of integers made unique by numpy and never become strings, and the columns are put in
 scikit-learn's order from integer keys; :func:`word_counts` also counts each distinct text once
-(NLI premises repeat: about three hypotheses a premise in SNLI). ``tests/test_term_counts.py``
-checks the matrices (values, index order, dtype) and the terms against scikit-learn's.
+(NLI premises repeat: about three hypotheses a premise in SNLI).
+``tests/represent/test_term_counts.py`` checks the matrices (values, index order, dtype) and
+the terms against scikit-learn's.
 """
 
 from __future__ import annotations

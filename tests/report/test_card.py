@@ -1,0 +1,77 @@
+"""The card to hand on (issue 62, item 6): ``report RUN --format md`` writes GitHub Markdown
+of at most 150 lines, no HTML and no path of this machine, with the headline figures and
+their caveats, every measure's warnings beside its figures, and the review decisions."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from aflite_core.cli import main
+from aflite_core.io.datasets import load_dataset
+from aflite_core.pipeline import AuditConfig, run_audit
+from aflite_core.report.card import MAX_LINES, markdown_card
+from aflite_core.runs.folder import load_run
+
+SAMPLE = Path(__file__).resolve().parents[2] / "aflite_core" / "data" / "snli_sample.csv"
+
+
+@pytest.fixture(scope="module")
+def audited(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("card")
+    data = folder / "small.csv"
+    pd.read_csv(SAMPLE).head(900).to_csv(data, index=False)
+    config = AuditConfig(target_size=600, n_partitions=8, random_state=0, report=False,
+                         measures=("cues", "slices", "baselines", "label_issues"),
+                         measure_params={"baselines": {"n_random_draws": 1, "n_splits": 2}})
+    return run_audit(load_dataset(data), config, runs_root=folder / "runs", name="r")
+
+
+def test_the_card_is_short_plain_markdown_with_its_caveats(audited, tmp_path, capsys):
+    run_dir = tmp_path / "runs" / "r"
+    shutil.copytree(audited, run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["measures"]["cues"].setdefault("warnings", []).append("PLANTED CUE CAVEAT")
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    run = load_run(run_dir)
+    issues = run.read_parquet("label_issues.parquet")
+    flagged = issues[issues["is_label_issue"]].head(3)
+    row = flagged.iloc[0]
+    run.decide([row["row_id"]], "relabel", label=row["suggested_label"], reviewer="ana")
+    run.decide([flagged.iloc[1]["row_id"]], "keep", reviewer="ana")
+    out = tmp_path / "CARD.md"
+    assert main(["report", str(run_dir), "--out", str(out)]) == 0  # .md: the card
+    text = out.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(lines) <= MAX_LINES
+    assert not re.search(r"<[a-zA-Z/][^>]*>", text), "no HTML"
+    assert str(tmp_path) not in text and "/tmp" not in text and "file://" not in text
+    assert lines[0] == "# Dataset audit: small.csv"
+    for heading in ("## What AFLite kept", "## Bias removed beyond size",
+                    "## Top lexical cues (all rows)", "## Slices AFLite removed most",
+                    "## Label issues", "## Review decisions", "## The curated dataset"):
+        assert heading in lines, heading
+    # GitHub tables: a header, a separator of the same width, rows of the same width
+    header = lines.index("| model | bias removed beyond size | reading |")
+    assert lines[header + 1] == "|---|---|---|"
+    assert "- Caveat: PLANTED CUE CAVEAT" in lines  # a measure's warning beside its figures
+    cues_at, slices_at = lines.index("## Top lexical cues (all rows)"), \
+        lines.index("## Slices AFLite removed most")
+    assert cues_at < lines.index("- Caveat: PLANTED CUE CAVEAT") < slices_at
+    assert "2 rows reviewed by ana." in lines
+    assert any(line.startswith("Of 2 reviewed rows flagged as label issues, 1 were "
+                               "relabelled (observed precision of the flags 0.50, 95 % "
+                               "interval 0.09-0.91), 1 of them to the suggested label.")
+               for line in lines)
+    assert markdown_card(run_dir) == text
+
+
+def test_a_card_of_a_run_without_measures_or_decisions(audited, tmp_path):
+    text = markdown_card(audited)
+    assert "No row has been reviewed yet." in text
+    assert len(text.splitlines()) <= MAX_LINES
