@@ -121,10 +121,12 @@ def add_region_labels(fig: Any, regions: Any, *, name: str = "regions") -> None:
     import plotly.graph_objects as go
 
     removed = pd.to_numeric(regions["share_removed"], errors="coerce")
+    over = regions["over_label"] if "over_label" in regions else [""] * len(regions)
     hover = [f"region {int(r)}: {chart_text(w, 80)}<br>{int(n):,} rows, "
-             f"{'' if pd.isna(s) else f'{s:.0%} removed, '}mostly {chart_text(t)}"
+             f"{'' if pd.isna(s) else f'{s:.0%} removed, '}"
+             + (f"labels skewed toward {chart_text(t)}" if t else "labels mixed as in the data")
              for r, w, n, s, t in zip(regions["region"], regions["top_words"], regions["rows"],
-                                      removed, regions["top_label"], strict=True)]
+                                      removed, over, strict=True)]
     webgl = any(getattr(trace, "type", "") == "scattergl" for trace in fig.data)
     fig.add_trace((go.Scattergl if webgl else go.Scatter)(
         x=regions["x"], y=regions["y"], mode="markers", name=name,

@@ -410,7 +410,7 @@ def rounds_figure(path: str | Path) -> go.Figure | None:
 @st.cache_data(max_entries=8, show_spinner=False)
 def _regions(path: str, stamp: float) -> pd.DataFrame:
     table = _open_run(path, stamp).read_parquet(map_regions.FILE)
-    return map_regions.empty_table() if table is None else table
+    return map_regions.region_table(table)  # a run's before the shares were columns too
 
 
 def map_regions_table(path: str | Path) -> pd.DataFrame:

@@ -297,13 +297,38 @@ def add_regions(fig: go.Figure, regions: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def clicked_region(event: object) -> int | None:
+#: A click this close to a region's ◇ (a share of the map's span on each axis, about the
+#: diamond's half-width on the page's map) selects the region, though a point drawn over the
+#: diamond caught it.
+DIAMOND_REACH = 0.015
+
+
+def diamond_reach(fig: go.Figure) -> tuple[float, float] | None:
+    """How far from a ◇ (in data units, x and y) a click still means the ◇: the map's span
+    on each axis times :data:`DIAMOND_REACH`; None for a map without points."""
+    xs = [np.asarray(t.x, dtype=float) for t in fig.data if getattr(t, "x", None) is not None]
+    ys = [np.asarray(t.y, dtype=float) for t in fig.data if getattr(t, "y", None) is not None]
+    xs, ys = [x for x in xs if x.size], [y for y in ys if y.size]
+    if not xs or not ys:
+        return None
+    x, y = np.concatenate(xs), np.concatenate(ys)
+    return (DIAMOND_REACH * float(np.nanmax(x) - np.nanmin(x)),
+            DIAMOND_REACH * float(np.nanmax(y) - np.nanmin(y)))
+
+
+def clicked_region(event: object, regions: pd.DataFrame | None = None,
+                   reach: tuple[float, float] | None = None) -> int | None:
     """The region whose name was clicked on the map, or None (also when a box or a lasso was
-    drawn: a drawn selection that happens to hold a name does not select the whole region)."""
+    drawn: a drawn selection that happens to hold a name does not select the whole region).
+
+    A click on a ◇ selects its region even when a data point drawn over it took the click:
+    given the ``regions`` and the ◇'s ``reach`` (:func:`diamond_reach`), a single clicked
+    point within reach of a region's centre (the nearest, on both axes) is that region."""
     selection = _selection(event)
     if not selection or selection.get("box") or selection.get("lasso"):
         return None
-    for point in selection.get("points", []) or []:
+    points = selection.get("points", []) or []
+    for point in points:
         custom = point.get("customdata")
         first = custom[0] if isinstance(custom, (list, tuple)) and custom else custom
         if isinstance(first, str) and first.startswith("region:"):
@@ -311,7 +336,17 @@ def clicked_region(event: object) -> int | None:
                 return int(first.partition(":")[2])
             except ValueError:
                 return None
-    return None
+    if len(points) != 1 or regions is None or regions.empty or reach is None:
+        return None
+    try:
+        x, y = float(points[0]["x"]), float(points[0]["y"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    dx = np.abs(regions["x"].to_numpy(dtype=float) - x) / max(reach[0], 1e-12)
+    dy = np.abs(regions["y"].to_numpy(dtype=float) - y) / max(reach[1], 1e-12)
+    near = np.maximum(dx, dy)
+    best = int(np.argmin(near))
+    return int(regions["region"].iloc[best]) if near[best] <= 1.0 else None
 
 
 def selection_shapes(event: object) -> list[dict]:

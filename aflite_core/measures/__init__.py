@@ -13,6 +13,9 @@ from typing import Any
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
+    "MAX_REGION_SHARE": "map_regions",
+    "NO_REGIONS": "map_regions",
+    "region_table": "map_regions",
     "ANCHORS": "inoculation",
     "BASELINE_LABELS": "baselines",
     "CHALLENGE_WEIGHTS": "inoculation",

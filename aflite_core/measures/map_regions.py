@@ -7,17 +7,37 @@ row takes the region of its nearest sampled point on the map (a k-d tree), so ev
 million-row map is assigned in about a second; points HDBSCAN leaves as noise are in no region
 (``-1``). Regions are numbered by size, largest first, so the numbering is the same for a seed.
 
+**A region is a part, never the whole.** No region may hold more than
+:data:`MAX_REGION_SHARE` (40 %) of the rows: HDBSCAN's excess-of-mass selection is tried
+first; when it gives a region over the cap, the leaves of its cluster tree (the finest dense
+parts) are taken instead, and a part still over the cap is clustered again on its own
+points. A part that stays over the cap has no density
+structure inside it, and then the map has no distinct regions: none is named (the page and
+``summary.json`` say so), rather than one region that is the dataset.
+
 Each region is described by its rows, the share of its filtered rows that AFLite removed, its
-label shares, its centre (the median of its points), and its most distinctive hypothesis words
-by class-based TF-IDF (c-TF-IDF, as BERTopic names topics: a word's frequency in the region,
-times log(1 + A / f) with A the average number of words per region and f the word's frequency
-in all regions), counted over a seeded sample of at most ``text_sample`` rows. English stop
-words and words in fewer than 3 sampled rows are left out. The region's name is its top three
-words, the way datamapplot labels a map.
+label shares (one column ``share:<label>`` each) with a chi-square test of its label counts
+against the map's label mix, Bonferroni-corrected over the regions (``label_p``;
+``label_skewed`` when below 0.05, and ``over_label`` the label most over-represented there;
+a region whose mix is the data's is not called by its most frequent label), its centre (the
+median of its points), its name and its distinctive words:
+
+- the **name** is made of the words (at most three) that occur in at least
+  :data:`NAME_MIN_INSIDE` (50 %) of the region's texts and at most :data:`NAME_MAX_OUTSIDE`
+  (15 %) of the other rows' texts, most distinctive first (``name_in`` and ``name_out`` give
+  its first word's two shares); a region without such a word is called "region N";
+- the **distinctive words** (``top_words``) are its most distinctive hypothesis words by
+  class-based TF-IDF (c-TF-IDF, as BERTopic names topics: a word's frequency in the region,
+  times log(1 + A / f) with A the average number of words per region and f the word's
+  frequency in all regions).
+
+Words are counted over a seeded sample of at most ``text_sample`` rows; English stop words
+and words in fewer than 3 sampled rows are left out.
 
 :func:`slice_regions` says in which regions the rows of the stored "why removed" slices
 concentrate (read from the run folder, so the slices measure need not wait for the map).
-See ``docs/measures.md``.
+:func:`region_table` reads a stored table, those of runs made before the shares were columns
+included. See ``docs/measures.md``.
 """
 
 from __future__ import annotations
@@ -37,7 +57,10 @@ __all__ = [
     "describe_regions",
     "distinctive_words",
     "find_regions",
+    "label_mix",
+    "name_words",
     "region_rows",
+    "region_table",
     "slice_regions",
     "with_slice_regions",
 ]
@@ -58,9 +81,25 @@ TEXT_SAMPLE: int = 50_000
 N_WORDS: int = 6
 #: A slice "concentrates" in a region holding at least this share of its rows.
 CONCENTRATION: float = 0.25
+#: No region holds more than this share of the rows (else the map has no distinct regions).
+MAX_REGION_SHARE: float = 0.40
+#: Times a part over the cap is clustered again on its own points.
+MAX_SPLITS: int = 3
+#: A name's word occurs in at least this share of the region's texts ...
+NAME_MIN_INSIDE: float = 0.50
+#: ... and in at most this share of the other rows' texts.
+NAME_MAX_OUTSIDE: float = 0.15
+#: Family-wise level of the regions' label-mix tests.
+LABEL_ALPHA: float = 0.05
+#: Prefix of the label-share columns (``share:entailment``).
+SHARE_PREFIX = "share:"
+#: What the page and ``summary.json`` say of a map without distinct regions.
+NO_REGIONS = "no distinct regions"
 
+#: Columns of the table, the label shares (one ``share:<label>`` each) after ``share_removed``.
 REGION_COLUMNS = ("region", "name", "rows", "share_of_rows", "filtered", "removed",
-                  "share_removed", "label_shares", "top_label", "top_words", "x", "y")
+                  "share_removed", "label_skewed", "label_p", "over_label", "top_words",
+                  "name_in", "name_out", "x", "y")
 
 
 #: Points :func:`find_regions` places at a time on the sampled points' k-d tree.
@@ -89,7 +128,6 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
         than ``2 * MIN_REGION_ROWS`` points, or a map of one point, give no region.
     """
     from scipy.spatial import cKDTree
-    from sklearn.cluster import HDBSCAN
 
     coords = np.asarray(coords)
     if coords.dtype not in (np.float32, np.float64):  # the map's float32 stays: no copy
@@ -109,8 +147,7 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
         else np.arange(n)
     min_size = max(MIN_REGION_ROWS, int(round(min_share * len(sample))))
     points = coords[sample].astype(np.float64)
-    found = HDBSCAN(min_cluster_size=min_size, min_samples=min(MIN_SAMPLES, min_size),
-                    copy=True).fit_predict(points)
+    found = _dense_parts(points, min_size)
     if found.max() < 0:
         return regions
     # number the regions by size, largest first (ties: the smaller HDBSCAN label)
@@ -129,6 +166,45 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
         part = coords[start:start + QUERY_CHUNK].astype(np.float64)
         regions[start:start + len(part)] = sampled[tree.query(part, k=1)[1]]
     return regions
+
+
+def _hdbscan(points: np.ndarray, min_size: int, method: str) -> np.ndarray:
+    from sklearn.cluster import HDBSCAN
+
+    if len(points) < 2 * min_size or np.ptp(points, axis=0).max() == 0:
+        return np.full(len(points), -1, dtype=np.int64)
+    return HDBSCAN(min_cluster_size=min_size, min_samples=min(MIN_SAMPLES, min_size),
+                   cluster_selection_method=method, copy=True).fit_predict(points)
+
+
+def _largest_share(found: np.ndarray) -> float:
+    inside = found[found >= 0]
+    return float(np.bincount(inside).max() / len(found)) if len(inside) else 0.0
+
+
+def _dense_parts(points: np.ndarray, min_size: int) -> np.ndarray:
+    """HDBSCAN's regions of ``points`` (``-1``: noise) with none over
+    :data:`MAX_REGION_SHARE` of them, or none at all (see the module docstring)."""
+    found = _hdbscan(points, min_size, "eom")
+    if _largest_share(found) <= MAX_REGION_SHARE:
+        return found
+    leaves = _hdbscan(points, min_size, "leaf")
+    if _largest_share(leaves) <= MAX_REGION_SHARE:
+        return leaves
+    found = leaves.copy()
+    for _ in range(MAX_SPLITS):  # a part over the cap, clustered again on its own points
+        sizes = np.bincount(found[found >= 0]) if (found >= 0).any() else np.zeros(0, int)
+        over = np.flatnonzero(sizes > MAX_REGION_SHARE * len(points))
+        if not len(over):
+            return found
+        for part in over:
+            members = np.flatnonzero(found == part)
+            inner = _hdbscan(points[members], min_size, "leaf")
+            if inner.max() < 1:  # one part or none: no structure inside it
+                return np.full(len(points), -1, dtype=np.int64)
+            found[members] = np.where(inner >= 0, inner + found.max() + 1, -1)
+    return found if _largest_share(found) <= MAX_REGION_SHARE else \
+        np.full(len(points), -1, dtype=np.int64)
 
 
 def distinctive_words(texts: Sequence[str], region: np.ndarray, *,
@@ -185,11 +261,101 @@ def distinctive_words(texts: Sequence[str], region: np.ndarray, *,
     return out
 
 
+def name_words(texts: Sequence[str], region: np.ndarray, *,
+               min_inside: float = NAME_MIN_INSIDE, max_outside: float = NAME_MAX_OUTSIDE,
+               n_words: int = 3) -> dict[int, tuple[list[str], float, float]]:
+    """Each region's name: the words in at least ``min_inside`` of its texts and at most
+    ``max_outside`` of the other rows' texts, most distinctive first (by inside minus
+    outside share), at most ``n_words``.
+
+    Returns
+    -------
+    dict
+        Region id -> ``(words, inside, outside)``: its name's words (``[]`` when no word
+        qualifies) and the two shares of its first word (of its best word when none
+        qualifies: what came closest).
+    """
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    region = np.asarray(region)
+    ids = np.unique(region[region >= 0])
+    out: dict[int, tuple[list[str], float, float]] = {int(r): ([], 0.0, 0.0) for r in ids}
+    if not len(ids) or len(texts) == 0:
+        return out
+    vectorizer = CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True, binary=True,
+                                 stop_words="english", min_df=min(3, len(texts)))
+    try:
+        has = vectorizer.fit_transform(list(texts))
+    except ValueError:  # no word left (empty vocabulary)
+        return out
+    import scipy.sparse as sp
+
+    vocab = vectorizer.get_feature_names_out()
+    alphabetic = np.asarray([len(w) > 1 and w[0].isalpha() for w in vocab])
+    total = np.asarray(has.sum(axis=0)).ravel().astype(np.float64)
+    rows = np.flatnonzero(region >= 0)
+    member = sp.csr_matrix((np.ones(len(rows)), (np.searchsorted(ids, region[rows]), rows)),
+                           shape=(len(ids), len(region)))
+    per_region = np.asarray((member @ has).todense(), dtype=np.float64)  # texts with the word
+    sizes = np.bincount(np.searchsorted(ids, region[rows]), minlength=len(ids))
+    for pos, r in enumerate(ids):
+        n_in, n_out = int(sizes[pos]), int(len(region) - sizes[pos])
+        here = per_region[pos] / max(n_in, 1)
+        there = (total - per_region[pos]) / max(n_out, 1)
+        gap = np.where(alphabetic, here - there, -np.inf)
+        order = np.lexsort((vocab, -gap))
+        named = [j for j in order[:200] if here[j] >= min_inside and there[j] <= max_outside]
+        best = named[0] if named else order[0]
+        out[int(r)] = ([str(vocab[j]) for j in named[:n_words]], float(here[best]),
+                       float(there[best]))
+    return out
+
+
+def label_mix(codes: np.ndarray, names: np.ndarray, region: np.ndarray, ids: np.ndarray,
+              *, alpha: float = LABEL_ALPHA) -> pd.DataFrame:
+    """Each region's label shares and a test of its label counts against the map's mix.
+
+    A chi-square goodness-of-fit test of the region's counts against its size times the
+    shares of all the map's rows; its p-value is multiplied by the number of regions
+    (Bonferroni), and a region is ``label_skewed`` when that is below ``alpha``: only then
+    ``over_label`` names the label whose share there most exceeds its share in the data.
+
+    Returns
+    -------
+    DataFrame
+        Indexed by region id: ``share:<label>`` per label (sorted), ``label_p``,
+        ``label_skewed``, ``over_label``.
+    """
+    from scipy.stats import chisquare
+
+    overall = np.bincount(codes, minlength=len(names)).astype(np.float64)
+    overall /= max(overall.sum(), 1.0)
+    rows = []
+    for r in ids:
+        counts = np.bincount(codes[region == r], minlength=len(names)).astype(np.float64)
+        n = counts.sum()
+        shares = counts / max(n, 1.0)
+        present = overall > 0
+        if present.sum() > 1 and n > 0:
+            p = float(chisquare(counts[present], overall[present] * n).pvalue)
+            p = min(1.0, p * len(ids))
+        else:
+            p = 1.0
+        skewed = p < alpha
+        ratio = np.where(present, shares / np.where(present, overall, 1.0), 0.0)
+        rows.append({"region": int(r),
+                     **{f"{SHARE_PREFIX}{names[v]}": round(float(shares[v]), 4)
+                        for v in range(len(names))},
+                     "label_p": p, "label_skewed": bool(skewed),
+                     "over_label": str(names[int(np.argmax(ratio))]) if skewed else ""})
+    return pd.DataFrame(rows).set_index("region")
+
+
 def describe_regions(region: np.ndarray, coords: np.ndarray, *, texts: Sequence[str],
                      labels: np.ndarray, status: np.ndarray, n_words: int = N_WORDS,
                      text_sample: int = TEXT_SAMPLE,
                      random_state: int | None = 0) -> pd.DataFrame:
-    """One row per region: its size, removal share, label shares, words and centre.
+    """One row per region: its size, removal share, label mix, name, words and centre.
 
     Parameters
     ----------
@@ -204,12 +370,13 @@ def describe_regions(region: np.ndarray, coords: np.ndarray, *, texts: Sequence[
         Status of each row (``retained``, ``removed``, ...): ``share_removed`` is removed /
         (retained + removed) among the region's rows.
     n_words, text_sample, random_state
-        Words kept per region; rows sampled (seeded) to count them.
+        Distinctive words kept per region; rows sampled (seeded) to count words.
 
     Returns
     -------
-    DataFrame with columns :data:`REGION_COLUMNS`; ``label_shares`` is a JSON object (label ->
-    share of the region's rows), ``top_words`` the words joined by ", ".
+    DataFrame with columns :data:`REGION_COLUMNS` and one ``share:<label>`` column per label
+    (after ``share_removed``); ``top_words`` the distinctive words joined by ", ". Empty
+    (:func:`empty_table`) when the map has no distinct regions.
     """
     region = np.asarray(region)
     coords = np.asarray(coords)  # the map's float32 as it is (medians taken in float64)
@@ -237,31 +404,58 @@ def describe_regions(region: np.ndarray, coords: np.ndarray, *, texts: Sequence[
         return empty_table()
     text_sample = check_int("text_sample", text_sample, minimum=1)
     rng = make_rng(random_state)
-    inside = np.flatnonzero(region >= 0)
-    picked = inside if len(inside) <= text_sample else np.sort(
-        rng.choice(inside, size=text_sample, replace=False))
+    # every row's words count for the names (a region is named against all other rows,
+    # noise included); a seeded sample of them above text_sample rows
+    picked = np.arange(n) if n <= text_sample else np.sort(
+        rng.choice(n, size=text_sample, replace=False))
     sample = texts.take(picked) if hasattr(texts, "take") else [texts[i] for i in picked]
-    words = distinctive_words(sample, region[picked], n_words=n_words)
+    inside = region[picked] >= 0
+    words = distinctive_words([t for t, i in zip(sample, inside, strict=True) if i],
+                              region[picked][inside], n_words=n_words)
+    named = name_words(sample, region[picked])
+    mix = label_mix(label_codes, names, region, ids)
+    share_columns = [c for c in mix.columns if c.startswith(SHARE_PREFIX)]
     rows = []
     for r in ids:
         members = np.flatnonzero(region == r)
         filtered = int(is_filtered[members].sum())
         removed = int(is_removed[members].sum())
-        counts = np.bincount(label_codes[members], minlength=len(names))
-        present = np.flatnonzero(counts)
-        shares = {str(names[v]): round(float(counts[v]) / len(members), 4)
-                  for v in sorted(present.tolist(), key=lambda v: -counts[v])}
-        top = words.get(int(r), [])
+        name, name_in, name_out = named.get(int(r), ([], 0.0, 0.0))
         rows.append({
-            "region": int(r), "name": " · ".join(top[:3]) or f"region {int(r)}",
+            "region": int(r), "name": " · ".join(name) or f"region {int(r)}",
             "rows": int(len(members)), "share_of_rows": len(members) / n,
             "filtered": filtered, "removed": removed,
             "share_removed": removed / filtered if filtered else float("nan"),
-            "label_shares": json.dumps(shares), "top_label": next(iter(shares)),
-            "top_words": ", ".join(top),
+            **mix.loc[int(r)].to_dict(),
+            "top_words": ", ".join(words.get(int(r), [])),
+            "name_in": name_in, "name_out": name_out,
             "x": _median(coords[members, 0]), "y": _median(coords[members, 1]),
         })
-    return pd.DataFrame(rows, columns=list(REGION_COLUMNS))
+    columns = list(REGION_COLUMNS)
+    at = columns.index("share_removed") + 1
+    table = pd.DataFrame(rows, columns=[*columns[:at], *share_columns, *columns[at:]])
+    return table.astype({"label_skewed": bool, "label_p": np.float64})
+
+
+def region_table(table: pd.DataFrame | None) -> pd.DataFrame:
+    """A stored regions table as this version writes it: a run made before the label shares
+    were columns has its ``label_shares`` JSON spread into ``share:<label>`` columns (its
+    label test unknown: ``label_p`` NaN) and no ``top_label``."""
+    if table is None or table.empty:
+        return empty_table()
+    if "label_shares" not in table:
+        return table
+    shares = pd.DataFrame([json.loads(v) if isinstance(v, str) and v else {}
+                           for v in table["label_shares"]], index=table.index).fillna(0.0)
+    shares = shares[sorted(shares.columns, key=str)].add_prefix(SHARE_PREFIX)
+    out = table.drop(columns=[c for c in ("label_shares", "top_label") if c in table])
+    at = list(out.columns).index("share_removed") + 1
+    out = pd.concat([out.iloc[:, :at], shares, out.iloc[:, at:]], axis=1)
+    for column, value in (("label_skewed", False), ("label_p", float("nan")),
+                          ("over_label", "")):
+        if column not in out:
+            out[column] = value
+    return out
 
 
 def _sorted_codes(labels) -> tuple[np.ndarray, np.ndarray]:
@@ -291,9 +485,10 @@ def _is_status(status: pd.Categorical, name: str) -> np.ndarray:
 def empty_table() -> pd.DataFrame:
     """The regions' table with no region (its columns and types)."""
     ints = {"region", "rows", "filtered", "removed"}
-    texts = {"name", "label_shares", "top_label", "top_words"}
+    texts = {"name", "over_label", "top_words"}
     return pd.DataFrame({c: pd.Series(dtype="int64" if c in ints else object if c in texts
-                                      else "float64") for c in REGION_COLUMNS})
+                                      else bool if c == "label_skewed" else "float64")
+                         for c in REGION_COLUMNS})
 
 
 def region_rows(run, region: int) -> np.ndarray:

@@ -612,6 +612,12 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
     table.attrs = {}
     info["regions"] = int(len(regions))
     info["rows_in_regions"] = int((region >= 0).sum())
+    if regions.empty:  # said on the page and in the summary, never one region that is all
+        info["regions_note"] = (f"{map_regions.NO_REGIONS}: no dense part of the map holds "
+                                f"under {map_regions.MAX_REGION_SHARE:.0%} of its rows apart "
+                                "from the rest")
+    else:
+        info["label_skewed_regions"] = int(regions["label_skewed"].sum())
     return MeasureResult(tables={"projection.parquet": table, map_regions.FILE: regions},
                          astype={"projection.parquet": TABLE_TYPES},
                          info={"params": params, **info})
@@ -641,8 +647,8 @@ def figures(run) -> list:
                                    marker={"size": 3, "opacity": 0.6,
                                            "color": STATUS_COLORS.get(status, "#999999")},
                                    hoverinfo="skip"))
-    regions = run.read_parquet(map_regions.FILE)
-    if regions is not None and not regions.empty:
+    regions = map_regions.region_table(run.read_parquet(map_regions.FILE))
+    if not regions.empty:
         add_region_labels(fig, regions)
     method = str(table["method"].iloc[0]).upper()
     shown = f"{len(points):,} of {len(table):,} rows" if len(points) < len(table) else \
@@ -656,18 +662,20 @@ def figures(run) -> list:
 
 def tables(run) -> dict[str, pd.DataFrame]:
     """``{"Regions of the map": ...}`` from ``map_regions.parquet``."""
-    regions = run.read_parquet(map_regions.FILE)
-    if regions is None or regions.empty:
+    regions = map_regions.region_table(run.read_parquet(map_regions.FILE))
+    if regions.empty:
         return {}
-    return {"Regions of the map (dense parts, named by their distinctive words)": regions}
+    return {"Regions of the map (dense parts, named by the words most of their texts hold; "
+            "label mix tested against the data's)": regions}
 
 
 MEASURE = Measure(
     name="projection",
     label="2-D map (UMAP/PCA) and its regions",
     description="A 2-D map of Φ (UMAP by default, PCA as an option) and its dense regions "
-                "(HDBSCAN), each named by its most distinctive hypothesis words (c-TF-IDF) "
-                "with its size, share removed and label shares.",
+                "(HDBSCAN; none over 40 % of the rows), each named by the words at least half "
+                "its texts hold, with its size, share removed, label shares and a test of its "
+                "label mix against the data's.",
     compute=_projection,
     files=("projection.parquet", map_regions.FILE),
     order=30,

@@ -13,12 +13,12 @@ from aflite_core.measures import map_regions
 from aflite_core.measures.map_regions import describe_regions, distinctive_words, find_regions
 from aflite_core.measures.projection import project
 
-TOPICS = {"guitar": "guitar music", "soccer": "soccer ball"}
+TOPICS = {"guitar": "guitar music", "soccer": "soccer ball", "cooking": "onion kitchen"}
 
 
 def planted_topics(n_per_topic: int = 600, seed: int = 0) -> tuple[list[str], np.ndarray]:
-    """Hypotheses about two planted topics: the topic's two words and three words drawn from a
-    pool of 300 made-up words both topics share (so only the topic ties rows together)."""
+    """Hypotheses about three planted topics: the topic's two words and three words drawn from
+    a pool of 300 made-up words the topics share (so only the topic ties rows together)."""
     rng = np.random.default_rng(seed)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
     pool = ["".join(rng.choice(letters, size=6)) for _ in range(300)]
@@ -46,11 +46,11 @@ def planted_map():
     return texts, topic, frame[["x", "y"]].to_numpy()
 
 
-def test_two_planted_topics_land_in_two_regions_named_by_their_words(planted_map):
+def test_three_planted_topics_land_in_three_regions_named_by_their_words(planted_map):
     texts, topic, coords = planted_map
     region = find_regions(coords, random_state=0)
     assert region.dtype == np.int32 and region.shape == (len(texts),)
-    table = describe_regions(region, coords, texts=texts, labels=np.where(topic, "b", "a"),
+    table = describe_regions(region, coords, texts=texts, labels=np.array(list("abc"))[topic],
                              status=np.where(np.arange(len(texts)) % 4, "retained", "removed"))
     homes = []
     for t, words in enumerate(TOPICS.values()):
@@ -64,8 +64,11 @@ def test_two_planted_topics_land_in_two_regions_named_by_their_words(planted_map
         # the two planted words lead (equally distinctive), the shared noise words follow
         assert set(row["top_words"].split(", ")[:2]) == set(words.split()), row["top_words"]
         assert all(w in row["name"] for w in words.split())
-        assert next(iter(json.loads(row["label_shares"]))) == "ab"[t]
-    assert homes[0] != homes[1]
+        # its label mix, as shares per label, differs from the data's: skewed toward its label
+        assert row[f"share:{'abc'[t]}"] >= 0.9 and row["label_skewed"]
+        assert row["over_label"] == "abc"[t] and row["label_p"] < 0.05
+        assert row["name_in"] >= 0.5 and row["name_out"] <= 0.15
+    assert len(set(homes)) == 3
     # every region is described once, sizes add up to the rows in regions
     assert sorted(table["region"]) == sorted(set(region[region >= 0].tolist()))
     assert table["rows"].sum() == (region >= 0).sum()
@@ -82,12 +85,12 @@ def test_regions_are_seeded_and_every_row_is_assigned_beyond_the_sample(planted_
     # rows outside the 400 clustered ones take their nearest sampled point's region, so the
     # two topics still fall apart
     homes = []
-    for t in (0, 1):
+    for t in (0, 1, 2):
         inside = a[(topic == t) & (a >= 0)]
         home = np.bincount(inside).argmax()
         assert (inside == home).sum() > 0.9 * (topic == t).sum()
         homes.append(home)
-    assert homes[0] != homes[1]
+    assert len(set(homes)) == 3
 
 
 def test_distinctive_words_prefers_what_sets_a_region_apart():
@@ -257,7 +260,7 @@ def test_region_diamonds_use_webgl_only_on_a_webgl_map():
 
     regions = pd.DataFrame({"region": [0, 1], "name": ["dog · park", "guitar · music"],
                             "x": [0.0, 1.0], "y": [0.0, 1.0], "rows": [10, 12],
-                            "share_removed": [0.5, 0.1], "top_label": ["a", "b"],
+                            "share_removed": [0.5, 0.1], "over_label": ["a", ""],
                             "top_words": ["dog park", "guitar music"]})
     for n, expected in ((50, "scatter"), (charts.SVG_MAX_POINTS + 1, "scattergl")):
         points = pd.DataFrame({"row_id": range(n), "x": np.linspace(0, 1, n),
@@ -272,8 +275,8 @@ def test_regions_from_categoricals_are_the_regions_from_strings(planted_map):
     a float32 map describe the regions exactly as strings and float64 coordinates do."""
     texts, topic, coords = planted_map
     region = find_regions(coords, random_state=0)
-    labels = np.where(topic, "neutral", np.where(np.arange(len(texts)) % 3, "entailment",
-                                                 "contradiction"))
+    labels = np.where(topic > 0, "neutral", np.where(np.arange(len(texts)) % 3, "entailment",
+                                                     "contradiction"))
     status = np.array(["retained", "removed", "warmup", "retained"], dtype=object)[
         np.arange(len(texts)) % 4]
     expected = describe_regions(region, coords.astype(np.float64), texts=texts, labels=labels,
@@ -286,3 +289,114 @@ def test_regions_from_categoricals_are_the_regions_from_strings(planted_map):
     shuffled = pd.Categorical(labels, categories=["neutral", "entailment", "contradiction"])
     pd.testing.assert_frame_equal(describe_regions(region, coords, texts=texts,
                                                    labels=shuffled, status=status), expected)
+
+
+def _blobs(centres, sizes, spread, seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.normal(c, spread, size=(n, 2)) for c, n in
+                           zip(centres, sizes, strict=True)])
+
+
+def test_no_region_holds_more_than_the_cap_a_bulk_with_parts_is_split():
+    """A dense bulk of 70 % of the map made of four close clusters, beside two small
+    islands: HDBSCAN's first answer is one region of 70 %; the regions found are parts of
+    it, none over 40 % of the rows."""
+    bulk = _blobs([(0, 0), (1.2, 0), (0, 1.2), (1.2, 1.2)], [700, 700, 700, 700], 0.25)
+    islands = _blobs([(9, 9), (-9, 9)], [600, 600], 0.3, seed=1)
+    coords = np.concatenate([bulk, islands])
+    region = find_regions(coords, random_state=0)
+    shares = np.bincount(region[region >= 0]) / len(coords)
+    assert shares.max() <= map_regions.MAX_REGION_SHARE, shares
+    assert len(shares) >= 5
+    # the islands are still regions of their own, and the bulk's rows are in several
+    assert len(set(region[:2800][region[:2800] >= 0].tolist())) >= 2
+    assert len(set(region[2800:3400].tolist()) - {-1}) == 1
+
+
+def test_a_map_without_density_structure_never_gets_a_region_that_is_its_bulk():
+    """A uniform square and one Gaussian blob: whatever HDBSCAN finds in their fluctuations,
+    no region holds over 40 % of the rows (the map has no distinct regions, or small
+    parts); a map too small or of one point has none, without an HDBSCAN error."""
+    coords = np.random.default_rng(0).uniform(size=(3000, 2))
+    region = find_regions(coords, random_state=0)
+    shares = np.bincount(region[region >= 0]) / len(coords) if (region >= 0).any() else [0]
+    assert (region == -1).all() or max(shares) <= map_regions.MAX_REGION_SHARE
+    one_blob = np.random.default_rng(1).normal(size=(3000, 2))
+    region = find_regions(one_blob, random_state=0)
+    shares = np.bincount(region[region >= 0]) / len(one_blob) if (region >= 0).any() else [0]
+    assert (region == -1).all() or max(shares) <= map_regions.MAX_REGION_SHARE
+    # fewer than 30 rows, or identical rows: no region, no HDBSCAN error
+    assert (find_regions(np.random.default_rng(2).normal(size=(29, 2))) == -1).all()
+    assert (find_regions(np.ones((5000, 2))) == -1).all()
+
+
+def test_a_region_is_label_skewed_only_when_its_mix_differs_from_the_datas():
+    """Three equal regions: one holds only "a", two hold the data's other labels in the same
+    mix as each other. The test (Bonferroni over the regions) calls the first skewed toward
+    "a"; a region whose mix is close to the data's is not called by its largest label."""
+    rng = np.random.default_rng(0)
+    region = np.repeat([0, 1, 2], 900)
+    labels = np.concatenate([np.full(900, "a"), rng.choice(["a", "b", "c"], 1800,
+                                                           p=[1 / 3, 1 / 3, 1 / 3])])
+    codes, names = np.unique(labels, return_inverse=True)[1], np.array(["a", "b", "c"])
+    mix = map_regions.label_mix(codes, names, region, np.array([0, 1, 2]))
+    assert list(mix.columns[:3]) == ["share:a", "share:b", "share:c"]
+    assert mix.loc[0, "label_skewed"] and mix.loc[0, "over_label"] == "a"
+    # regions 1 and 2 lack the "a" rows region 0 took: skewed away from "a", toward b or c
+    assert mix.loc[1, "over_label"] in ("b", "c")
+    same = np.concatenate([rng.choice(["a", "b", "c"], 2700, p=[0.5, 0.3, 0.2])])
+    codes = np.unique(same, return_inverse=True)[1]
+    mixed = map_regions.label_mix(codes, names, region, np.array([0, 1, 2]))
+    assert not mixed["label_skewed"].any() and (mixed["over_label"] == "").all()
+    assert (mixed["label_p"] > 0.05).all()
+
+
+def test_a_name_is_made_of_words_most_of_its_texts_hold_and_few_others_do():
+    texts = (["cat sits on a mat"] * 6 + ["cat runs", "dog sits", "a bird"] +
+             ["dog barks loudly"] * 5 + ["bird sings", "fish swims", "a dog"] +
+             ["tree", "rock", "sky", "cloud sits", "rain", "sun"])
+    region = np.array([0] * 9 + [1] * 8 + [2] * 6)
+    named = map_regions.name_words(texts, region)
+    assert named[0][0][0] == "cat" and named[1][0][0] == "dog"
+    words, inside, outside = named[0]
+    assert inside >= 0.5 and outside <= 0.15
+    assert named[2][0] == []  # no word in half its texts: the region is not named by words
+    table = describe_regions(region, np.zeros((len(texts), 2)), texts=texts,
+                             labels=np.array(["x"] * len(texts)),
+                             status=np.array(["retained"] * len(texts)))
+    assert table.set_index("region").loc[2, "name"] == "region 2"
+
+
+def test_a_table_stored_before_the_shares_were_columns_reads_as_todays():
+    old = pd.DataFrame({"region": [0, 1], "name": ["a", "b"], "rows": [5, 4],
+                        "share_of_rows": [0.5, 0.4], "filtered": [5, 4], "removed": [1, 2],
+                        "share_removed": [0.2, 0.5],
+                        "label_shares": [json.dumps({"yes": 0.8, "no": 0.2}),
+                                         json.dumps({"no": 1.0})],
+                        "top_label": ["yes", "no"], "top_words": ["a", "b"],
+                        "x": [0.0, 1.0], "y": [0.0, 1.0]})
+    table = map_regions.region_table(old)
+    assert "label_shares" not in table and "top_label" not in table
+    assert list(table["share:no"]) == [0.2, 1.0] and list(table["share:yes"]) == [0.8, 0.0]
+    assert table["label_p"].isna().all() and not table["label_skewed"].any()
+    assert map_regions.region_table(None).empty
+
+
+def test_a_click_on_a_point_drawn_over_a_diamond_selects_the_region():
+    """A data point drawn over a ◇ may take the click; within the ◇'s reach it is the
+    region's click, further away it is a row's."""
+    from ui import charts
+
+    regions = pd.DataFrame({"region": [4, 7], "x": [0.0, 10.0], "y": [0.0, 10.0]})
+    reach = (0.15, 0.15)
+    on_top = {"selection": {"points": [{"customdata": ["r1", "retained"], "x": 0.1,
+                                        "y": -0.05}], "box": [], "lasso": []}}
+    assert charts.clicked_region(on_top, regions, reach) == 4
+    away = {"selection": {"points": [{"customdata": ["r2", "retained"], "x": 5.0,
+                                      "y": 5.0}], "box": [], "lasso": []}}
+    assert charts.clicked_region(away, regions, reach) is None
+    assert charts.clicked_region(on_top) is None  # without the regions: a row, as before
+    fig = charts.projection_scatter(pd.DataFrame({"row_id": range(3), "x": [0.0, 5.0, 10.0],
+                                                  "y": [0.0, 5.0, 10.0],
+                                                  "status": "retained"}), color="status")
+    assert charts.diamond_reach(fig) == pytest.approx((0.15, 0.15))

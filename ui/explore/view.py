@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from aflite_core.measures import MAX_REGION_SHARE, NO_REGIONS
 from aflite_core.runs import STATUS_NAMES, STATUSES, views
 from ui import cache, charts, components, downloads, filters, state, url_state
 from ui.explore import subsets as subsets_view
@@ -119,7 +120,7 @@ def map_panel(path: Path) -> list[str] | None:
         regions = charts.regions_in(regions, window)
     event = st.plotly_chart(fig, on_select="rerun", selection_mode=("points", "box", "lasso"),
                             key=state.key(PAGE, f"map:{version}"))
-    region = charts.clicked_region(event)
+    region = charts.clicked_region(event, regions, charts.diamond_reach(fig))
     shapes = charts.selection_shapes(event)
     if region is None and not shapes:
         region = region_picker(regions, version)
@@ -155,7 +156,9 @@ def map_panel(path: Path) -> list[str] | None:
                    "row.")
     else:
         st.caption(chosen + f"{total:,} points"
-                   + (f", {len(regions)} named regions." if len(regions) else "."))
+                   + (f", {len(regions)} regions." if len(regions) else
+                      f"; {NO_REGIONS}: no dense part of the map holds under "
+                      f"{MAX_REGION_SHARE:.0%} of it apart from the rest."))
     return ids or None
 
 
