@@ -108,7 +108,25 @@ def run(args: argparse.Namespace) -> int:
     note = " (spreadsheet-safe)" if result.sanitized else ""
     print(f"wrote {result.n_rows:,} rows to {args.out} as {result.format}{note}",
           file=sys.stderr)
+    if args.what == "retained_clean":
+        from aflite_core.runs import load_run
+
+        record = (load_run(args.run_dir).measures or {}).get("label_issues") or {}
+        _say_hardness(record.get("bulk_hardness"), "retained_clean")
     return 0
+
+
+def _say_hardness(block: dict | None, name: str) -> None:
+    """One line on stderr: the exported set's hypothesis-only accuracy beyond a label-matched
+    random subset of its size, beside the retained set's (what the bulk action gives up)."""
+    part, kept = ((block or {}).get(name), (block or {}).get("retained"))
+    if not isinstance(part, dict) or not isinstance(kept, dict):
+        return
+    print(f"hardness: the {part['n_rows']:,}-row sample of this set is "
+          f"{part['beyond_random_pp']:+.1f} pp beyond a label-matched random subset of its "
+          f"size for a hypothesis-only model, the retained set {kept['beyond_random_pp']:+.1f}"
+          f" pp (> 0: harder than random rows; the hardness a bulk drop gives up)",
+          file=sys.stderr)
 
 
 def _curated(args: argparse.Namespace) -> int:
@@ -126,6 +144,10 @@ def _curated(args: argparse.Namespace) -> int:
           f"({result.dropped:,} dropped, {result.relabelled:,} relabelled, "
           f"{result.filtered:,} filtered out); the changes in {result.changes.name}",
           file=sys.stderr)
+    if args.apply_filter:
+        from aflite_core.runs import curated_hardness
+
+        _say_hardness(curated_hardness(args.run_dir), "curated_apply_filter")
     return 0
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
+    "HARDNESS_TITLE": "label_issues",
+    "hardness_table": "label_issues",
     "MAX_REGION_SHARE": "map_regions",
     "NO_REGIONS": "map_regions",
     "region_table": "map_regions",

@@ -282,6 +282,56 @@ def compare_subsets(model, data, labels, retained_mask, *, n_splits: int = 5,
     }
 
 
+def subset_hardness(hypotheses: Sequence[str], labels, masks: dict[str, np.ndarray], *,
+                    n_splits: int = 2, n_random_draws: int = 3, groups: Sequence | None = None,
+                    random_state: int | None = 0) -> dict[str, dict]:
+    """How much harder than random rows of its size each subset is for the hypothesis-only
+    model: its cross-validated accuracy against label-matched random subsets of its size (the
+    headline's protocol), as every bulk export that drops rows states it beside the retained
+    set's. The subsets share the evaluator and their folds run side by side.
+
+    Parameters
+    ----------
+    hypotheses : sequence of str
+    labels : array of shape (n_rows,)
+    masks : dict of str to bool array of shape (n_rows,)
+        The subsets by name (``{"retained": ..., "retained_clean": ...}``).
+    n_splits, n_random_draws, groups, random_state
+        As :func:`compare_subsets` takes them.
+
+    Returns
+    -------
+    dict
+        Name -> ``n_rows``, ``accuracy``, ``random_accuracy``, ``random_std`` and
+        ``beyond_random_pp`` (100 x (random - subset): positive when the subset is harder than
+        random rows of its size and labels, negative when it is easier).
+    """
+    if not masks:
+        return {}
+    labels, _, codes = _check_common(labels, next(iter(masks.values())), n_splits,
+                                     n_random_draws, groups)
+    ev = evaluator(text_model("hypothesis_only", random_state=random_state),
+                   pair_texts(None, hypotheses), labels)
+    row_sets, spans = [], {}
+    for name, mask in masks.items():
+        mask = np.asarray(mask, dtype=bool)
+        drawn = [np.flatnonzero(m) for m in label_matched_subsets(
+            labels, mask, n_draws=n_random_draws, random_state=random_state)]
+        spans[name] = (len(row_sets), len(drawn))
+        row_sets += [np.flatnonzero(mask), *drawn]
+    results = _cv_accuracies(ev, row_sets, codes=codes, n_splits=n_splits,
+                             random_state=random_state)
+    out = {}
+    for name, (at, draws) in spans.items():
+        own, per_draw = results[at], [r["accuracy"] for r in results[at + 1:at + 1 + draws]]
+        random = float(np.mean(per_draw))
+        out[name] = {"n_rows": int(own["n_rows"]), "accuracy": float(own["accuracy"]),
+                     "random_accuracy": random,
+                     "random_std": float(np.std(per_draw, ddof=1)) if draws > 1 else 0.0,
+                     "beyond_random_pp": 100 * (random - float(own["accuracy"]))}
+    return out
+
+
 def below_majority_warnings(name: str, parts: dict[str, dict], *, grouped: bool) -> list[str]:
     """One sentence per subset whose accuracy is below its majority-class rate, with the
     likely causes: a cross-validation that splits groups, a tiny subset, or label shift."""

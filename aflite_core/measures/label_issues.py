@@ -85,6 +85,10 @@ FILE = "label_issues.parquet"
 #: Rows scored at most (a seeded sample of whole groups above), as for the baselines: the
 #: full-input pass costs 0.8 s at 10k rows and 8.2 s at 100k (bench_pipeline.py).
 MAX_ROWS = 100_000
+#: Rows (a seeded sample of whole groups) on which the hardness of the bulk export that drops
+#: the flagged rows (``retained_clean``) is measured beside the retained set's
+#: (:func:`~aflite_core.measures.baselines.subset_hardness`: 0.6 s at 5,000 rows).
+HARDNESS_ROWS = 5_000
 #: Below this out-of-fold accuracy of the scoring model, the flags are a ranking more than a
 #: verdict, and the summary says so.
 WEAK_MODEL_ACCURACY = 0.8
@@ -387,7 +391,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             f"the model that scores the labels is right on {accuracy:.0%} of the rows out of "
             f"fold: with a model this weak many flagged rows are its own errors, not label "
             f"errors; read label quality as a ranking and check the lowest first")
+    hardness = bulk_hardness(ctx, rows, given, np.asarray(table["is_label_issue"], bool),
+                             hypotheses)
     return MeasureResult(tables={FILE: table}, info={
+        "bulk_hardness": hardness,
         "model_accuracy": accuracy, "warnings": warnings,
         "params": {"n_splits": n_splits, "max_rows": int(params["max_rows"])},
         "model": "full_input" if premises is not None else "text (no premises)",
@@ -397,13 +404,76 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         "share_flagged": {str(k): float(v) for k, v in summary["share flagged"].items()}})
 
 
+def bulk_hardness(ctx: MeasureContext, rows: np.ndarray, given: np.ndarray,
+                  flagged: np.ndarray, hypotheses) -> dict:
+    """What the bulk export ``retained_clean`` (the retained rows without label issues)
+    gives up: the hypothesis-only accuracy beyond a label-matched random subset of its size,
+    beside the retained set's, on a seeded sample of at most :data:`HARDNESS_ROWS` of the
+    scored rows (issue 62: the rows a weak model calls mislabelled are largely the hard rows
+    AFLite kept on purpose). ``{}`` with a ``reason`` when it cannot be measured."""
+    from aflite_core.measures.baselines import subset_hardness
+
+    keep = np.asarray(ctx.keep, dtype=bool)[rows]
+    if keep.all() or not keep.any():
+        return {"reason": "AFLite removed no row" if keep.all() else "AFLite kept no row"}
+    pick = sample_rows(len(rows), HARDNESS_ROWS, groups=None if ctx.groups is None else
+                       np.asarray(ctx.groups)[rows], random_state=ctx.random_state)
+    masks = {"retained": keep[pick], "retained_clean": keep[pick] & ~flagged[pick]}
+    try:
+        figures = subset_hardness(
+            hypotheses.take(rows[pick]), given[pick], masks,
+            groups=None if ctx.groups is None else np.asarray(ctx.groups)[rows][pick],
+            random_state=ctx.random_state)
+    except ValueError as exc:  # a label with fewer rows than folds, a subset too small
+        return {"reason": str(exc)}
+    return {**figures, "n_rows_sampled": int(len(pick)),
+            "note": "hypothesis-only accuracy of each set against label-matched random "
+                    "subsets of its size (2 folds, 3 draws); beyond_random_pp > 0: harder "
+                    "than random rows, < 0: easier"}
+
+
+#: The sets :func:`hardness_table` names, with what each is.
+HARDNESS_SETS = {
+    "retained": "retained (what AFLite kept)",
+    "retained_clean": "retained_clean (export: retained without the flagged rows)",
+    "curated_apply_filter": "curated --apply-filter (export: reviewed, AFLite's removals out)",
+}
+#: Title of the table (the Report, the HTML report, the card).
+HARDNESS_TITLE = ("What a bulk export gives up: hypothesis-only accuracy beyond a label-matched "
+                  "random subset of its size (pp; > 0 harder than random rows, < 0 easier)")
+
+
+def hardness_table(*blocks: dict | None) -> pd.DataFrame:
+    """The sets of :data:`HARDNESS_SETS` found in ``blocks`` (the summary's
+    ``bulk_hardness``, :func:`~aflite_core.runs.curated.curated_hardness`), one row each:
+    ``set``, ``rows``, ``accuracy``, ``random``, ``beyond random (pp)``; empty without any."""
+    rows = []
+    for name, shown in HARDNESS_SETS.items():
+        for block in blocks:
+            part = (block or {}).get(name) if isinstance(block, dict) else None
+            if isinstance(part, dict) and "beyond_random_pp" in part:
+                rows.append({"set": shown, "rows": int(part["n_rows"]),
+                             "accuracy": round(float(part["accuracy"]), 3),
+                             "random": round(float(part["random_accuracy"]), 3),
+                             "beyond random (pp)": round(float(part["beyond_random_pp"]), 1)})
+                break
+    return pd.DataFrame(rows, columns=["set", "rows", "accuracy", "random",
+                                       "beyond random (pp)"])
+
+
 def tables(run) -> dict[str, pd.DataFrame]:
-    """Flagged rows per status, and per (given, suggested) label pair."""
+    """Flagged rows per status, per (given, suggested) label pair, and what the bulk export
+    of the retained rows without them gives up."""
     table = run.read_parquet(FILE)
     if table is None or table.empty:
         return {}
-    return {"Label issues among the retained and the removed rows": issue_summary(table),
-            "Label issues per label pair (given → suggested)": label_pairs(table)}
+    out = {"Label issues among the retained and the removed rows": issue_summary(table),
+           "Label issues per label pair (given → suggested)": label_pairs(table)}
+    record = ((getattr(run, "summary", None) or {}).get("measures") or {}).get("label_issues")
+    hardness = hardness_table((record or {}).get("bulk_hardness"))
+    if not hardness.empty:
+        out[HARDNESS_TITLE] = hardness
+    return out
 
 
 def row_columns(run) -> pd.DataFrame:

@@ -15,11 +15,19 @@ from typing import Any
 
 import pandas as pd
 
-from aflite_core.measures import UNCERTAINTY_NOTE, format_figure, headline_figures, measure_caveats
+from aflite_core.measures import (
+    HARDNESS_TITLE,
+    UNCERTAINTY_NOTE,
+    format_figure,
+    hardness_table,
+    headline_figures,
+    measure_caveats,
+)
 from aflite_core.runs import (
     AuditRun,
     RunError,
     check_not_in_run,
+    curated_hardness,
     curated_rows,
     decisions_in_force,
     flag_precision,
@@ -147,6 +155,13 @@ def _label_issues(run: AuditRun) -> list[str]:
              f"{100 * float(share.get('retained', 0)):.1f} % of the retained rows). The "
              f"scoring model is right on {100 * float(record.get('model_accuracy', 0)):.0f} % "
              "of the rows out of fold.", ""]
+    hardness = hardness_table(record.get("bulk_hardness"))
+    if not hardness.empty:
+        lines += [f"{HARDNESS_TITLE}:", ""]
+        lines += _table(list(hardness.columns), hardness.to_numpy().tolist())
+        lines += ["", "Dropping every flagged row gives up hardness AFLite kept on purpose "
+                      "when its figure is well below the retained set's: review the flags "
+                      "row by row instead.", ""]
     return lines + _caveat_lines(run, "label_issues") + [""]
 
 
@@ -172,6 +187,10 @@ def _decisions(run: AuditRun) -> list[str]:
               f"{int(kinds.get('dropped', 0)):,} dropped and {int(kinds.get('relabelled', 0)):,}"
               " relabelled by review, every original column kept (the changes are listed in "
               "OUT.changes.csv; `--apply-filter` also leaves AFLite's removed rows out).", ""]
+    hardness = hardness_table(curated_hardness(run))
+    if len(hardness) > 1:
+        lines += [f"{HARDNESS_TITLE}, with the reviewers' labels:", ""]
+        lines += _table(list(hardness.columns), hardness.to_numpy().tolist()) + [""]
     return lines
 
 

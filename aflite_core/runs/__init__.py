@@ -35,6 +35,7 @@ _FACE = {
     "check_run_name": "folder",
     "claim": "owners",
     "cleanup_stale": "folder",
+    "curated_hardness": "curated",
     "curated_rows": "curated",
     "decide": "decisions",
     "decisions_in_force": "decisions",

@@ -32,7 +32,8 @@ import pyarrow.parquet as pq
 from aflite_core.runs.decisions import decisions_in_force
 from aflite_core.runs.folder import AuditRun, check_not_in_run, load_run
 
-__all__ = ["CURATED_FORMATS", "CuratedResult", "curated_format", "export_curated"]
+__all__ = ["CURATED_FORMATS", "CuratedResult", "curated_format", "curated_hardness",
+           "export_curated"]
 
 #: Formats the curated dataset can be written in.
 CURATED_FORMATS = ("csv", "tsv", "jsonl", "json", "parquet", "hf")
@@ -111,6 +112,68 @@ def export_curated(run: AuditRun | str | os.PathLike, out: str | os.PathLike, *,
 def curated_rows(run: AuditRun, *, apply_filter: bool = False
                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The curated rows (original columns, input order) and the table of changes."""
+    frame, keep, changes_table = _curated(run, apply_filter=apply_filter)
+    out = frame[keep.to_numpy()]
+    if run.dataset_row_id_column not in (run.summary.get("dataset") or {}).get("columns", []):
+        out = out.reset_index(drop=True)  # the product's row ids are not an input column
+    return out, changes_table
+
+
+#: Rows (a seeded sample) the curated set's hardness is measured on, as the audit measures the
+#: retained and retained_clean sets' (``label_issues.HARDNESS_ROWS``).
+HARDNESS_ROWS = 5_000
+
+
+def curated_hardness(run: AuditRun | str | os.PathLike, *, random_state: int = 0) -> dict:
+    """What the curated export with ``apply_filter`` gives up: the hypothesis-only accuracy
+    beyond a label-matched random subset of its size, beside the retained set's, among the
+    filtered rows with the reviewers' labels (issue 62, item 5), on a seeded sample of at
+    most :data:`HARDNESS_ROWS` rows (a premise's rows together).
+
+    Returns
+    -------
+    dict
+        ``retained`` and ``curated_apply_filter`` (as
+        :func:`~aflite_core.measures.baselines.subset_hardness` gives them) and
+        ``n_decisions``; ``{"reason": ...}`` when it cannot be measured.
+    """
+    import numpy as np
+
+    from aflite_core.measures.baselines import subset_hardness
+    from aflite_core.splits import sample_rows
+
+    run = run if isinstance(run, AuditRun) else load_run(run)
+    columns = run.input.get("columns") or {}
+    hyp, label_col, premise = (columns.get("hypothesis"), columns.get("label"),
+                               columns.get("premise"))
+    frame, keep, _ = _curated(run, apply_filter=True)
+    if hyp not in frame or label_col not in frame:
+        return {"reason": "the run's input has no hypothesis or label column"}
+    status = run.score_columns(["row_id", "status"]).set_index("row_id")["status"]
+    status = status.reindex(frame.index).astype(str).to_numpy()
+    filtered = np.flatnonzero(np.isin(status, ["retained", "removed"]))
+    retained = status[filtered] == "retained"
+    if retained.all() or not retained.any():
+        return {"reason": "AFLite removed no row" if retained.all() else "AFLite kept no row"}
+    groups = (None if premise not in frame else
+              pd.factorize(frame[premise].astype(str).to_numpy()[filtered])[0])
+    pick = sample_rows(len(filtered), HARDNESS_ROWS, groups=groups, random_state=random_state)
+    rows = filtered[pick]
+    try:
+        figures = subset_hardness(
+            frame[hyp].astype(str).to_numpy()[rows].tolist(),
+            frame[label_col].astype(str).to_numpy()[rows],
+            {"retained": retained[pick], "curated_apply_filter": keep.to_numpy()[rows]},
+            groups=None if groups is None else groups[pick], random_state=random_state)
+    except ValueError as exc:
+        return {"reason": str(exc)}
+    return {**figures, "n_decisions": int(len(decisions_in_force(run)))}
+
+
+def _curated(run: AuditRun, *, apply_filter: bool = False
+             ) -> tuple[pd.DataFrame, pd.Series, pd.DataFrame]:
+    """Every input row with the relabels applied, the mask of the rows the curated set keeps,
+    and the table of changes."""
     columns = run.input.get("columns") or {}
     label_col, id_col = columns.get("label"), columns.get("id")
     frame = run.frame.copy()
@@ -149,10 +212,7 @@ def curated_rows(run: AuditRun, *, apply_filter: bool = False
     order = {k: i for i, k in enumerate(frame.index)}
     changes_table = changes_table.sort_values(
         "row_id", key=lambda s: s.map(order), kind="stable").reset_index(drop=True)
-    out = frame[keep.to_numpy()]
-    if run.dataset_row_id_column not in (run.summary.get("dataset") or {}).get("columns", []):
-        out = out.reset_index(drop=True)  # the product's row ids are not an input column
-    return out, changes_table
+    return frame, keep, changes_table
 
 
 def _typed_labels(original: pd.Series, new: pd.Series) -> pd.Series:

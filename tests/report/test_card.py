@@ -75,3 +75,43 @@ def test_a_card_of_a_run_without_measures_or_decisions(audited, tmp_path):
     text = markdown_card(audited)
     assert "No row has been reviewed yet." in text
     assert len(text.splitlines()) <= MAX_LINES
+
+
+def test_every_bulk_drop_states_the_hardness_it_gives_up(audited, tmp_path, capsys):
+    """Issue 62, item 5: ``retained_clean`` and the curated export with ``--apply-filter``
+    state their hypothesis-only accuracy beyond a label-matched random subset of their size
+    beside the retained set's: in summary.json, the Report's tables, the card and the CLI."""
+    from aflite_core.measures import HARDNESS_TITLE, registry
+    from aflite_core.runs import curated_hardness
+
+    run_dir = tmp_path / "runs" / "r"
+    shutil.copytree(audited, run_dir)
+    run = load_run(run_dir)
+    block = run.measures["label_issues"]["bulk_hardness"]
+    kept, clean = block["retained"], block["retained_clean"]
+    flagged_retained = run.read_parquet("label_issues.parquet").query(
+        "is_label_issue and status == 'retained'")
+    # the same rows, less the flagged retained ones (every scored row is in the sample here)
+    assert kept["n_rows"] - clean["n_rows"] == len(flagged_retained) > 0
+    for part in (kept, clean):
+        assert part["beyond_random_pp"] == pytest.approx(
+            100 * (part["random_accuracy"] - part["accuracy"]))
+    table = registry.get("label_issues").before_after(run)[HARDNESS_TITLE]
+    assert list(table["rows"]) == [kept["n_rows"], clean["n_rows"]]
+    card = markdown_card(run_dir)
+    assert f"{HARDNESS_TITLE}:" in card and f"| {clean['n_rows']} |" in card
+    assert main(["export", str(run_dir), "--what", "retained_clean",
+                 "--out", str(tmp_path / "clean.csv")]) == 0
+    err = capsys.readouterr().err
+    assert f"{clean['beyond_random_pp']:+.1f} pp beyond" in err
+    assert f"the retained set {kept['beyond_random_pp']:+.1f} pp" in err
+    # the curated export with the filter applied: the reviewers' drops leave it
+    drops = flagged_retained["row_id"].head(5).tolist()
+    run.decide(drops, "drop", reviewer="ana")
+    figures = curated_hardness(run_dir)
+    assert figures["n_decisions"] == len(drops)
+    assert figures["curated_apply_filter"]["n_rows"] == figures["retained"]["n_rows"] - 5
+    assert main(["export", str(run_dir), "--what", "curated", "--apply-filter",
+                 "--out", str(tmp_path / "curated.csv")]) == 0
+    assert "hardness: the" in capsys.readouterr().err
+    assert "curated --apply-filter" in markdown_card(run_dir)
