@@ -137,6 +137,7 @@ def tfidf_blocks(
     *,
     max_features: int = 50_000,
     min_df: int | None = None,
+    callback: Any = None,
 ) -> sp.csr_matrix:
     """Sparse TF-IDF with separate hypothesis and premise blocks, stacked side by side.
 
@@ -150,6 +151,10 @@ def tfidf_blocks(
         Vocabulary cap per block (most frequent terms).
     min_df : int, optional
         Minimum document frequency; default 2 from 1,000 rows on, else 1.
+    callback : callable, optional
+        ``callback({"fraction": f, "message": ...})`` as each block is done (``f`` up to
+        :data:`TFIDF_SHARE`, the TF-IDF's share of building Φ), so the progress moves from
+        the first seconds of a large build instead of sitting at 0 until the SVD.
 
     Returns
     -------
@@ -161,7 +166,12 @@ def tfidf_blocks(
         raise ValueError(f"premises: expected {n} texts (one per hypothesis), got {len(premises)}")
     if min_df is None:
         min_df = 2 if n >= 1000 else 1
+    def done(share: float, what: str) -> None:
+        if callback is not None:
+            callback({"fraction": TFIDF_SHARE * share, "message": f"TF-IDF of {n:,} {what}"})
+
     hyp = _vectorize(hypotheses, max_features, min_df)
+    done(0.5 if premises is not None else 1.0, "hypotheses done")
     if hyp is None:
         raise RepresentationError(
             "hypotheses: no word found in any text (all empty or punctuation only); "
@@ -170,6 +180,7 @@ def tfidf_blocks(
     blocks = [hyp]
     if premises is not None:
         prem = _vectorize(premises, max_features, min_df)
+        done(1.0, "premises done")
         if prem is not None:
             blocks.append(prem)
     return sp.hstack(blocks, format="csr", dtype=np.float32)
@@ -180,12 +191,17 @@ def tfidf_blocks(
 SVD_N_ITER = 5
 
 
+#: The TF-IDF's share of building the default Φ (the SVD the rest): 6.5 of 16.9 s at 300k
+#: SNLI-like rows (2026-11-29).
+TFIDF_SHARE = 0.3
+
+
 def _svd_report(callback: Any, n_rows: int, n_features: int, k: int) -> Any:
     if callback is None:
         return None
 
-    def report(fraction: float) -> None:  # the SVD is the last 70 % of the stage
-        callback({"fraction": 0.3 + 0.7 * fraction,
+    def report(fraction: float) -> None:  # the SVD is the rest of the stage
+        callback({"fraction": TFIDF_SHARE + (1 - TFIDF_SHARE) * fraction,
                   "message": f"SVD of the TF-IDF ({n_rows:,} x {n_features:,}) to {k} "
                              "dimensions"})
     return report
@@ -668,7 +684,8 @@ def build_representation(
             X, params = _svd_on_cluster(dataset, client, n_components, random_state, callback,
                                         resident=bool(resident))
         else:
-            X, params = _svd(tfidf_blocks(dataset.hypotheses(), dataset.premises()),
+            X, params = _svd(tfidf_blocks(dataset.hypotheses(), dataset.premises(),
+                                          callback=callback),
                              n_components, random_state, callback)
     elif key == "warmup":
         warmup_fraction = check_fraction("warmup_fraction", warmup_fraction)
