@@ -414,10 +414,19 @@ def downloads(run: Any) -> None:
         icon=":material/description:", key=state.key(PAGE, "dl_report"))
     if run.has("label_issues.parquet"):
         issues = (run.summary.get("measures") or {}).get("label_issues") or {}
+        hardness = issues.get("bulk_hardness") or {}
+        kept, clean = hardness.get("retained"), hardness.get("retained_clean")
+        gives_up = (
+            f" It is cleaner, not harder: its hypothesis-only accuracy is "
+            f"{clean['beyond_random_pp']:+.1f} pp beyond a label-matched random subset of its "
+            f"size, the retained set's {kept['beyond_random_pp']:+.1f} pp (> 0: harder than "
+            "random rows); dropping every flagged row gives that up, so review them row by "
+            "row on the *Review* page." if isinstance(kept, dict) and isinstance(clean, dict)
+            else "")
         st.caption(f"Label issues: {issues.get('n_label_issues', 0):,} flagged rows (the "
-                   "Report's *Label issues* section says how many were retained). A harder "
-                   "and cleaner set: the retained rows without them; the flagged rows alone "
-                   "for relabelling (their suggested labels: the label issues table).")
+                   "Report's *Label issues* section says how many were retained). A cleaner "
+                   "set: the retained rows without them; the flagged rows alone for "
+                   "relabelling (their suggested labels: the label issues table)." + gives_up)
         left, right, _ = st.columns([2, 2, 3])
         for col, what, label in ((left, "retained_clean", "Retained without label issues"),
                                  (right, "flagged", "Flagged label issues")):
