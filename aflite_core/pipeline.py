@@ -246,7 +246,7 @@ def run_audit(
         on_client = config if client is None else dataclasses.replace(config, scheduler=client)
         rep, filtered, target, shared = _represent_and_filter(dataset, on_client, progress,
                                                               timings)
-        _write_rows(writer, dataset, shared["scores"], progress, timings)
+        _write_rows(writer, dataset, shared["scores"], progress, timings, rep)
         measures = _run_measures(writer, shared, config, progress, timings, client)
         if is_partitioned(rep.X):  # the workers may free Φ's rows now
             rep.params["whole_gathers"] = rep.X.whole_gathers
@@ -342,8 +342,8 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
 
 
 def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Progress,
-                timings: dict) -> None:
-    """The input rows, their scores and the retained/removed CSVs."""
+                timings: dict, rep: Any = None) -> None:
+    """The input rows, their scores, the retained/removed CSVs and the compact Φ."""
     progress.step("write", "writing scores and rows", progress.span("write")[0])
     t0 = time.perf_counter()
     if dataset.texts_file is not None:  # the file its texts moved to is that file
@@ -352,8 +352,30 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
         writer.write_dataset(dataset.frame)
     writer.write_scores(scores)
     writer.write_row_csvs()
+    if rep is not None and not is_partitioned(rep.X):  # Φ on the workers: not gathered
+        _write_compact_phi(writer, rep)
     release_free_heap()  # the writers' Arrow buffers: not under the measures' peaks
     timings["write"] = round(time.perf_counter() - t0, 3)
+
+
+def _write_compact_phi(writer: RunWriter, rep: Any) -> None:
+    """Each row's direction in Φ in 64 bytes (``phi_compact.parquet``, the basis in its
+    metadata): the Review page's nearest rows in Φ (:mod:`aflite_core.represent.compact`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from aflite_core.represent import COMPACT_FILE, compact_phi
+
+    codes, basis = compact_phi(rep.X, random_state=0)
+    width = codes.shape[1]
+    phi = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(codes),
+                                               [None, pa.py_buffer(codes.tobytes())])
+    table = pa.table({"row_id": pa.array(np.asarray(rep.row_ids)), "phi": phi})
+    if basis is not None:  # a Φ wider than the codes: what placing a new vector needs
+        table = table.replace_schema_metadata({
+            b"aflite.phi_basis": basis.astype("<f4").tobytes(),
+            b"aflite.phi_basis_shape": f"{basis.shape[0]},{basis.shape[1]}".encode()})
+    pq.write_table(table, writer.file(COMPACT_FILE), compression="zstd")
 
 
 def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]:

@@ -13,6 +13,10 @@ from typing import Any
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
+    "COMPACT_FILE": "compact",
+    "code_norms": "compact",
+    "compact_phi": "compact",
+    "nearest_codes": "compact",
     "ENCODER_METHODS": "builders",
     "PAIR_SEPARATOR": "pair_inputs",
     "RowsOnWorkers": "partitioned_rows",

@@ -4,18 +4,22 @@ what a reviewer needs to see of each (the dashboard's Review page reads it).
 Sources (:data:`SOURCES`): the flagged label issues, lowest label quality first; AFLite's
 removed rows, most predictable first; the rows of a stored slice, of a map region or of a
 saved subset, in input order. :func:`row_card` gives a row's texts, label, suggested label,
-the scores that flagged it, and its nearest rows on the map with their labels;
+the scores that flagged it, and its nearest rows in Φ with their labels (from the run's
+compact Φ; on the map for a run made before it was kept);
 :func:`undo` takes a reviewer's last decision on a row back.
 """
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from aflite_core.measures import member_mask
+from aflite_core.represent import COMPACT_FILE, code_norms, nearest_codes
 from aflite_core.runs.decisions import all_decisions, decide
 from aflite_core.runs.folder import AuditRun
 from aflite_core.runs.subsets import load_subset
@@ -122,7 +126,9 @@ def row_card(run: AuditRun, row_id: Any) -> dict[str, Any]:
     """What a reviewer sees of a row: ``texts`` (column -> value: premise and hypothesis),
     ``label``, ``status``, ``predictability``, ``suggested_label``, ``label_quality``,
     ``is_label_issue`` (None without label issues), ``decision`` in force, and
-    ``neighbours`` (the nearest rows on the map: row id, distance, label, hypothesis)."""
+    ``neighbours`` (its nearest rows in Φ: row id, similarity, label, hypothesis; on the map,
+    with their distance there, for a run made before the compact Φ was kept) and
+    ``neighbours_in`` (``"phi"`` or ``"map"``)."""
     columns = run.input.get("columns") or {}
     scores = run.score_columns(["row_id", "status", "predictability", "label"])
     position = np.flatnonzero(scores["row_id"].to_numpy() == row_id)
@@ -136,7 +142,7 @@ def row_card(run: AuditRun, row_id: Any) -> dict[str, Any]:
         "label": str(scores["label"].iloc[i]), "status": str(scores["status"].iloc[i]),
         "predictability": float(scores["predictability"].iloc[i]),
         "suggested_label": None, "label_quality": None, "is_label_issue": None,
-        "decision": None, "neighbours": []}
+        "decision": None, "neighbours": [], "neighbours_in": "phi"}
     if run.has("label_issues.parquet"):
         issues = _label_issues(run)
         hit = issues[issues["row_id"] == row_id]
@@ -149,8 +155,58 @@ def row_card(run: AuditRun, row_id: Any) -> dict[str, Any]:
     if len(mine):
         card["decision"] = {k: mine[k].iloc[0] for k in ("decision", "label", "note",
                                                          "reviewer")}
-    card["neighbours"] = _map_neighbours(run, row_id, scores)
+    card["neighbours"] = _phi_neighbours(run, row_id, scores)
+    if card["neighbours"] is None:  # no compact Φ in the run: the map's neighbourhood
+        card["neighbours"], card["neighbours_in"] = _map_neighbours(run, row_id, scores), "map"
     return card
+
+
+@functools.lru_cache(maxsize=4)
+def _read_codes(path: str, stamp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(row_ids, codes, norms)`` of a run's compact Φ (read once per file version)."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+        phi = table.column("phi").combine_chunks()
+        width = phi.type.byte_width
+        codes = np.frombuffer(phi.buffers()[1], dtype=np.uint8,
+                              count=len(phi) * width).reshape(len(phi), width)
+        return table.column("row_id").to_numpy(), codes, code_norms(codes)
+    except Exception:  # noqa: BLE001 - a damaged file: the map's neighbours instead
+        return None
+
+
+def phi_codes(run: AuditRun) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The run's compact Φ (``phi_compact.parquet``: each row's direction in Φ in 64 bytes),
+    or None when the run has none (made before it was kept, or Φ stayed on a cluster)."""
+    path = Path(run.path) / COMPACT_FILE
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    return _read_codes(str(path), stamp)
+
+
+def _phi_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[dict] | None:
+    """The row's nearest rows in Φ by cosine (of the compact Φ), or None without one."""
+    found = phi_codes(run)
+    if found is None:
+        return None
+    ids, codes, norms = found
+    at = np.flatnonzero(ids == row_id)
+    if not len(at):
+        return []  # a row Φ does not cover (excluded)
+    rows, similarity = nearest_codes(codes, codes[at[0]], NEIGHBOURS, exclude=int(at[0]),
+                                     norms=norms)
+    labels = scores.set_index("row_id")["label"]
+    hypothesis = (run.input.get("columns") or {}).get("hypothesis")
+    positions = pd.Index(scores["row_id"]).get_indexer(ids[rows])
+    texts = run.frame_rows(positions, [hypothesis]) if hypothesis else None
+    return [{"row_id": ids[j], "similarity": round(float(s), 3),
+             "label": str(labels.get(ids[j], "")),
+             "text": str(texts[hypothesis].iloc[i]) if texts is not None else ""}
+            for i, (j, s) in enumerate(zip(rows, similarity, strict=True))]
 
 
 def _map_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[dict]:

@@ -142,10 +142,14 @@ def review_panel(run: Any, ids: np.ndarray, queue_id: str) -> None:
                               args=(run, queue_id, n, row_id, "relabel", label))
     bulk_panel(run, ids)
     if card["neighbours"]:
-        st.caption("Nearest rows on the map (neighbours in the 2-D layout, not in Φ) and "
-                   "their labels:")
+        st.caption("Nearest rows in Φ (cosine similarity, from the run's compact Φ) and their "
+                   "labels:" if card.get("neighbours_in") == "phi" else
+                   "Nearest rows on the map (this run kept no compact Φ, so these are "
+                   "neighbours in the 2-D layout, not in Φ; a new audit keeps it) and their "
+                   "labels:")
         st.dataframe(pd.DataFrame(card["neighbours"]), hide_index=True,
                      column_config={"distance": st.column_config.NumberColumn(format="%.3f"),
+                                    "similarity": st.column_config.NumberColumn(format="%.3f"),
                                     "text": st.column_config.TextColumn(width="large")})
 
 
