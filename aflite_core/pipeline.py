@@ -353,29 +353,9 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
     writer.write_scores(scores)
     writer.write_row_csvs()
     if rep is not None and not is_partitioned(rep.X):  # Φ on the workers: not gathered
-        _write_compact_phi(writer, rep)
+        writer.write_compact_phi(rep.X, rep.row_ids)
     release_free_heap()  # the writers' Arrow buffers: not under the measures' peaks
     timings["write"] = round(time.perf_counter() - t0, 3)
-
-
-def _write_compact_phi(writer: RunWriter, rep: Any) -> None:
-    """Each row's direction in Φ in 64 bytes (``phi_compact.parquet``, the basis in its
-    metadata): the Review page's nearest rows in Φ (:mod:`aflite_core.represent.compact`)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from aflite_core.represent import COMPACT_FILE, compact_phi
-
-    codes, basis = compact_phi(rep.X, random_state=0)
-    width = codes.shape[1]
-    phi = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(codes),
-                                               [None, pa.py_buffer(codes.tobytes())])
-    table = pa.table({"row_id": pa.array(np.asarray(rep.row_ids)), "phi": phi})
-    if basis is not None:  # a Φ wider than the codes: what placing a new vector needs
-        table = table.replace_schema_metadata({
-            b"aflite.phi_basis": basis.astype("<f4").tobytes(),
-            b"aflite.phi_basis_shape": f"{basis.shape[0]},{basis.shape[1]}".encode()})
-    pq.write_table(table, writer.file(COMPACT_FILE), compression="zstd")
 
 
 def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]:

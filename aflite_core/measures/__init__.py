@@ -13,6 +13,7 @@ from typing import Any
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
+    "subset_hardness": "baselines",
     "HARDNESS_TITLE": "label_issues",
     "hardness_table": "label_issues",
     "MAX_REGION_SHARE": "map_regions",

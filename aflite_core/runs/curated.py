@@ -139,7 +139,7 @@ def curated_hardness(run: AuditRun | str | os.PathLike, *, random_state: int = 0
     """
     import numpy as np
 
-    from aflite_core.measures.baselines import subset_hardness
+    from aflite_core.measures import subset_hardness
     from aflite_core.splits import sample_rows
 
     run = run if isinstance(run, AuditRun) else load_run(run)

@@ -362,6 +362,28 @@ class RunWriter:
         merged.update(summary or {})
         return AuditRun(self.file(SUMMARY_FILE).parent, summary=to_jsonable(merged))
 
+    def write_compact_phi(self, X: Any, row_ids: Any) -> Path:
+        """Each row's direction in Φ in 4 bits a dimension (``phi_compact.parquet``, the basis
+        of a Φ wider than the codes in its metadata): a reviewed row's nearest rows in Φ
+        (:mod:`aflite_core.represent.compact`)."""
+        import pyarrow as pa  # on use, as this module's other Arrow writers
+        import pyarrow.parquet as pq
+
+        from aflite_core.represent import COMPACT_FILE, compact_phi
+
+        codes, basis = compact_phi(X, random_state=0)
+        width = codes.shape[1]
+        phi = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(codes),
+                                                   [None, pa.py_buffer(codes.tobytes())])
+        table = pa.table({"row_id": pa.array(np.asarray(row_ids)), "phi": phi})
+        if basis is not None:  # a Φ wider than the codes: what placing a new vector needs
+            table = table.replace_schema_metadata({
+                b"aflite.phi_basis": basis.astype("<f4").tobytes(),
+                b"aflite.phi_basis_shape": f"{basis.shape[0]},{basis.shape[1]}".encode()})
+        path = self.file(COMPACT_FILE)
+        pq.write_table(table, path, compression="zstd")
+        return path
+
     def write_summary(self, summary: Mapping[str, Any]) -> Path:
         """Write ``summary.json``; ``format_version``, ``name``, ``created``, ``dataset`` and
         ``artifacts`` (the files present, summary included) are filled in."""
