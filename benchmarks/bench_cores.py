@@ -28,12 +28,9 @@ import argparse
 import hashlib
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -42,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_cues import build  # noqa: E402
-from bench_pipeline import eta_factor, watch_peak  # noqa: E402
+from bench_pipeline import _audit, eta_factor  # noqa: E402
 
 #: What a pinned child reports about its thread pools.
 PROBE = """
@@ -78,37 +75,11 @@ def probe(cores: int) -> dict:
 
 def audit(data: Path, out: Path, cores: int, timeout: float
           ) -> tuple[int, float, float, list, str]:
-    """The default audit pinned to ``cores`` CPUs: exit code, wall s, peak RSS MB, the
-    progress lines (seconds, fraction, line) and stderr's tail."""
-    start = time.perf_counter()
+    """The default audit pinned to ``cores`` CPUs (``bench_pipeline``'s runner): exit code,
+    wall s, peak RSS MB, the progress lines (seconds, fraction, line) and stderr's tail."""
     # a cache folder of its own: no run reads the cue tags an earlier one wrote
     env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}")}
-    proc = subprocess.Popen([sys.executable, "-m", "aflite_core", "run", str(data), "--out",
-                             str(out), "--no-report"], cwd=REPO, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_pin(cores),
-                            env=env)
-    lines: list[tuple[float, str]] = []
-
-    def read() -> None:
-        for line in proc.stderr:
-            lines.append((time.perf_counter() - start, line.rstrip()))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    peak = [0.0]
-    watcher = threading.Thread(target=watch_peak, args=(proc.pid, peak), daemon=True)
-    watcher.start()
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    _, status, _ = os.wait4(proc.pid, 0)
-    timer.cancel()
-    wall = time.perf_counter() - start
-    reader.join(5)
-    watcher.join(5)
-    progress = [(t, int(m.group(1)) / 100, line) for t, line in lines
-                if (m := re.match(r"\[\s*(\d+)%\]", line))]
-    return (os.waitstatus_to_exitcode(status), wall, peak[0], progress,
-            "\n".join(line for _, line in lines[-5:]))
+    return _audit(REPO, data, out, timeout, ["--no-report"], preexec_fn=_pin(cores), env=env)
 
 
 def files_digest(run: Path) -> str:

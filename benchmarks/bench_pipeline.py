@@ -240,16 +240,17 @@ IN_TURN = ("import runpy, sys; import aflite_core.measure_runs as m; m.BESIDE_MA
 
 
 def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] | None = None,
-           in_turn: bool = False
+           in_turn: bool = False, *, preexec_fn=None, env: dict | None = None
            ) -> tuple[int, float, float, list[tuple[float, float, str]], str]:
     """Run the CLI audit (with ``in_turn``, every measure in turn); return its exit code,
     wall seconds, peak RSS (MB), the (seconds, fraction) of each progress line, and the tail
-    of stderr."""
+    of stderr. ``preexec_fn`` and ``env`` go to the child (``bench_cores.py`` pins it)."""
     start = time.perf_counter()
     command = ["-c", IN_TURN] if in_turn else ["-m", "aflite_core"]
     proc = subprocess.Popen([sys.executable, *command, "run", str(data), "--out",
                              str(out), *(extra or [])], cwd=repo, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn,
+                            env=env)
     lines: list[tuple[float, str]] = []
 
     def read() -> None:

@@ -1,15 +1,12 @@
 """Loading: readers for every supported format, the dataset model, table writers.
 
-Its face: what the rest of ``aflite_core``, ``ui/`` and the pages may import from it
-(``from aflite_core.io import NAME``; never from one of its modules). Names are resolved
-on first use, so importing the package stays as cheap as importing one of its modules
-(the dashboard's first paint and ``python -m aflite_core --help`` import it).
+Its face (``_FACE``, ``_NAMESPACES``) is what the rest of the code may import from it, resolved
+on first use (:func:`aflite_core.faces.lazy_face`; ``docs/architecture.md``, *Public faces*).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from aflite_core.faces import lazy_face
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
@@ -56,16 +53,4 @@ _FACE = {
 _NAMESPACES = ("datasets", "shards")
 
 __all__ = sorted([*_FACE, *_NAMESPACES])
-
-
-def __getattr__(name: str) -> Any:
-    # not cached in the package: a test that patches the defining module is seen
-    if name in _FACE:
-        return getattr(importlib.import_module(f"{__name__}.{_FACE[name]}"), name)
-    if name in _NAMESPACES:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return list(__all__)
+__getattr__, __dir__ = lazy_face(__name__, _FACE, _NAMESPACES)
