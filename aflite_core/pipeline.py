@@ -732,6 +732,7 @@ def _summary(dataset, config, rep, filtered: _Filtered, scores: pd.DataFrame, cr
         "versions": library_versions(),
         "input": {
             "name": dataset.name,
+            "format": report.format,  # as read: the curated export's default format
             "sha256": dataset.content_hash,
             "n_rows": int(len(dataset.frame)),
             "columns": dataset.columns.to_dict(),

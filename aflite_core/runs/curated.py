@@ -8,11 +8,10 @@ stays). Beside it, ``OUT.changes.csv`` lists every change: ``row_id``, the origi
 when the input had one, ``change`` (``dropped``, ``relabelled``, ``filtered``), ``old_label``,
 ``new_label`` and ``note``.
 
-The format is the one the target's suffix names, else the input's own (from its name: CSV,
-TSV, JSON Lines, a JSON document, Parquet; anything else, a folder included, is written as
-Parquet); ``hf`` writes a
-Hugging Face ``datasets`` folder (a DatasetDict keyed by the split column when the run had
-one), which needs the ``datasets`` package.
+The format is the one the target's suffix names, else the input's own as the audit read it
+(:func:`curated_format`: CSV, TSV, JSON Lines, a JSON document, Parquet, a Hugging Face
+``datasets`` folder for one; else Parquet); ``hf`` writes a ``datasets`` folder (a DatasetDict
+keyed by the split column when the run had one), which needs the ``datasets`` package.
 """
 
 from __future__ import annotations
@@ -55,11 +54,21 @@ class CuratedResult:
 
 
 def curated_format(run: AuditRun) -> str:
-    """The input's own format, from its name (``.gz`` aside); Parquet when the name says
-    none (a folder of shards, a ``datasets`` folder)."""
+    """The input's own format: as the audit read it (``summary.json``'s ``input.format``: a
+    Hugging Face ``datasets`` folder, read as Arrow under a name without a suffix, gives a
+    ``datasets`` folder when the ``datasets`` package is there), else from its name (``.gz``
+    aside); Parquet when neither says (a folder of shards, a run made before the format was
+    recorded)."""
+    import importlib.util
+
     name = str(run.input.get("name", ""))
     if name.endswith(".gz"):
         name = name[:-3]
+    read_as = str(run.input.get("format") or "")
+    if read_as == "arrow" and not Path(name).suffix:  # a datasets folder
+        return "hf" if importlib.util.find_spec("datasets") is not None else "parquet"
+    if read_as in CURATED_FORMATS:
+        return read_as
     return _SUFFIXES.get(Path(name).suffix.lower(), "parquet")
 
 

@@ -217,3 +217,29 @@ def test_a_datasets_folder_is_streamed_a_piece_at_a_time(snli, tmp_path, monkeyp
         assert_same_dataset(streamed, loaded)
     assert streamed.columns.split == "split" and "'image'" in " ".join(
         load_to_disk(tmp_path / "one", tmp_path / "again.parquet").report.warnings)
+
+
+def test_the_curated_export_of_a_datasets_folder_is_a_datasets_folder(snli, tmp_path):
+    """Issue 62, item 4: a run of a DatasetDict folder writes its curated rows as a datasets
+    folder by default (the audit records the format it read), with the same splits and
+    features, a dropped row left out; a CSV input's default stays CSV."""
+    from aflite_core.cli import main
+    from aflite_core.pipeline import AuditConfig, run_audit
+    from aflite_core.runs import load_run
+
+    whole = _hf(snli)
+    datasets.DatasetDict({"train": whole.select(range(1000)),
+                          "test": whole.select(range(1000, len(snli)))}).save_to_disk(
+        str(tmp_path / "dd"))
+    run_dir = run_audit(load_dataset(str(tmp_path / "dd")), AuditConfig(
+        n_partitions=4, measures=(), report=False), runs_root=tmp_path / "runs")
+    run = load_run(run_dir)
+    assert run.input["format"] == "arrow"
+    first = run.score_columns(["row_id"])["row_id"].iloc[0]
+    run.decide([first], "drop")
+    assert main(["export", str(run_dir), "--what", "curated", "--out",
+                 str(tmp_path / "curated")]) == 0
+    back = datasets.load_from_disk(str(tmp_path / "curated"))
+    assert sorted(back) == ["test", "train"]
+    assert back["train"].num_rows == 999 and back["test"].num_rows == 200
+    assert set(back["train"].column_names) == set(whole.column_names) - {"split"}
