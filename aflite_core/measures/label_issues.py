@@ -469,8 +469,10 @@ def tables(run) -> dict[str, pd.DataFrame]:
         return {}
     out = {"Label issues among the retained and the removed rows": issue_summary(table),
            "Label issues per label pair (given → suggested)": label_pairs(table)}
-    record = ((getattr(run, "summary", None) or {}).get("measures") or {}).get("label_issues")
-    hardness = hardness_table((record or {}).get("bulk_hardness"))
+    summary = getattr(run, "summary", None) or {}
+    record = (summary.get("measures") or {}).get("label_issues")
+    hardness = hardness_table((record or {}).get("bulk_hardness"),
+                              (summary.get("curated_exports") or {}).get("apply_filter"))
     if not hardness.empty:
         out[HARDNESS_TITLE] = hardness
     return out

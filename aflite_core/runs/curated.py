@@ -29,7 +29,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from aflite_core.runs.decisions import decisions_in_force
-from aflite_core.runs.folder import AuditRun, check_not_in_run, load_run
+from aflite_core.runs.folder import AuditRun, check_not_in_run, dump_json, load_run, utc_now_iso
+from aflite_core.runs.layout import SUMMARY_FILE
+from aflite_core.runs.names import TEMP_PREFIX
 
 __all__ = ["CURATED_FORMATS", "CuratedResult", "curated_format", "curated_hardness",
            "export_curated"]
@@ -111,6 +113,8 @@ def export_curated(run: AuditRun | str | os.PathLike, out: str | os.PathLike, *,
     frame, changes = curated_rows(run, apply_filter=apply_filter)
     _write(frame, out, fmt, split=run.input.get("columns", {}).get("split"))
     _write_changes(changes, changes_path)
+    if apply_filter:  # what the bulk drop gives up, in summary.json for the Report and card
+        record_curated_hardness(run, curated_hardness(run))
     counts = changes["change"].value_counts()
     return CuratedResult(path=out, changes=changes_path, format=fmt, n_rows=len(frame),
                          dropped=int(counts.get("dropped", 0)),
@@ -177,6 +181,22 @@ def curated_hardness(run: AuditRun | str | os.PathLike, *, random_state: int = 0
     except ValueError as exc:
         return {"reason": str(exc)}
     return {**figures, "n_decisions": int(len(decisions_in_force(run)))}
+
+
+def record_curated_hardness(run: AuditRun, figures: dict) -> None:
+    """Keep ``figures`` (:func:`curated_hardness`) in the run's ``summary.json`` under
+    ``curated_exports.apply_filter`` with the time (replaced atomically: a reader sees the
+    old summary or the new one)."""
+    summary = dict(run.summary)
+    exports = dict(summary.get("curated_exports") or {})
+    exports["apply_filter"] = {**figures, "measured_at": utc_now_iso()}
+    summary["curated_exports"] = exports
+    tmp = Path(run.path) / f"{TEMP_PREFIX}{SUMMARY_FILE}-{secrets.token_hex(4)}"
+    try:
+        dump_json(summary, tmp)
+        os.replace(tmp, Path(run.path) / SUMMARY_FILE)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _curated(run: AuditRun, *, apply_filter: bool = False

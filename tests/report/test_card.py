@@ -115,3 +115,8 @@ def test_every_bulk_drop_states_the_hardness_it_gives_up(audited, tmp_path, caps
                  "--out", str(tmp_path / "curated.csv")]) == 0
     assert "hardness: the" in capsys.readouterr().err
     assert "curated --apply-filter" in markdown_card(run_dir)
+    # kept in summary.json by the export, and shown by the Report's label-issues tables
+    recorded = load_run(run_dir).summary["curated_exports"]["apply_filter"]
+    assert recorded["curated_apply_filter"] == figures["curated_apply_filter"]
+    table = registry.get("label_issues").before_after(load_run(run_dir))[HARDNESS_TITLE]
+    assert len(table) == 3 and table["set"].iloc[2].startswith("curated --apply-filter")
