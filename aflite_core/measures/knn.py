@@ -14,7 +14,6 @@ found with a partition pre-filter. Above :data:`APPROX_MIN_PAIRS` query x refere
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -385,8 +384,10 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
     sims_per_set, top1 = [], []
     if isinstance(Rn, _UnitRowsThere):
         return _search_there(Qn, Rn, references, K, block_rows, on_block)
-    if method != "approximate" and dask_folds() is not None:
-        # on a cluster: one task per reference set, the same search as below
+    if method != "approximate":
+        # one reference set per task, side by side on the cores this process may use (each
+        # product on one BLAS thread: the same sums whatever the core count), or one task per
+        # set on a cluster's workers
         def search(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return exact_topk(Qn, Rn[rows], K, block_rows, nearest_only=True)
 
@@ -399,13 +400,8 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
         map_folds(search, [rows for _c, _member, rows in references], on_done=found_in)
         return sims_per_set, top1
     for _c, _member, rows in references:
-        if method == "approximate":
-            sims, idx = approx_topk(Qn, Rn[rows], K, random_state)
-            on_block(nq, len(rows))
-        else:
-            sims, idx = exact_topk(Qn, Rn[rows], K, block_rows,
-                                    functools.partial(on_block, n_reference=len(rows)),
-                                    nearest_only=True)
+        sims, idx = approx_topk(Qn, Rn[rows], K, random_state)
+        on_block(nq, len(rows))
         sims_per_set.append(sims)
         top1.append((sims[:, 0], rows[idx[:, 0]]))
     return sims_per_set, top1
