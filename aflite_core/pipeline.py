@@ -354,6 +354,8 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
     writer.write_row_csvs()
     if rep is not None and not is_partitioned(rep.X):  # Φ on the workers: not gathered
         writer.write_compact_phi(rep.X, rep.row_ids)
+        if getattr(rep, "text_model", None) and rep.text_model.get("components") is not None:
+            writer.write_text_model(rep.text_model)
     release_free_heap()  # the writers' Arrow buffers: not under the measures' peaks
     timings["write"] = round(time.perf_counter() - t0, 3)
 

@@ -438,6 +438,31 @@ def region_row_ids(path: str | Path, region: int) -> list[str]:
     return _region_ids(str(path.resolve()), _stamp(path), int(region))
 
 
+@st.cache_data(max_entries=32, show_spinner=False)
+def _nearest(path: str, stamp: float, text: str, k: int) -> pd.DataFrame:
+    run = _open_run(path, stamp)
+    found = run.nearest_rows(text, k=k)
+    coords = run.table_columns("projection.parquet", ["row_id", "x", "y"]) \
+        if run.has("projection.parquet") else None
+    if coords is not None:
+        found = found.merge(coords, on="row_id", how="left")
+    return found.assign(row_id=found["row_id"].astype(str))
+
+
+def nearest_rows(path: str | Path, text: str, k: int = 20) -> pd.DataFrame:
+    """The ``k`` rows nearest ``text`` in Φ (``row_id`` as strings, like a map selection's,
+    ``similarity``, and their map ``x``, ``y`` when the run has a map), once per run, text
+    and k.
+
+    Raises
+    ------
+    ValueError
+        What :meth:`~aflite_core.runs.folder.AuditRun.nearest_rows` refuses, saying why.
+    """
+    path = Path(path)
+    return _nearest(str(path.resolve()), _stamp(path), str(text), int(k))
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def _shape_ids(path: str, stamp: float, shapes_json: str) -> list[str]:
     from aflite_core.runs import map_selection  # loads numba: only once a shape is drawn

@@ -283,6 +283,22 @@ def add_density(fig: go.Figure, density: tuple[np.ndarray, np.ndarray, np.ndarra
     return fig
 
 
+def with_found_rows(fig: go.Figure, found: pd.DataFrame) -> go.Figure:
+    """A copy of the map ``fig`` (shared: never changed) with the rows a search found
+    (``x``, ``y``, ``similarity``) drawn over it as outlined stars, the most similar first."""
+    found = found.dropna(subset=["x", "y"]) if {"x", "y"} <= set(found) else found.iloc[:0]
+    out = go.Figure(fig)
+    if found.empty:
+        return out
+    webgl = any(getattr(trace, "type", "") == "scattergl" for trace in out.data)
+    out.add_trace((go.Scattergl if webgl else go.Scatter)(
+        x=found["x"], y=found["y"], mode="markers", name="rows like the sentence",
+        marker={"size": 12, "symbol": "star", "color": "#D55E00",
+                "line": {"width": 1, "color": "#111111"}},
+        hovertext=[f"similarity {s:.2f}" for s in found["similarity"]], hoverinfo="text"))
+    return out
+
+
 def regions_in(regions: pd.DataFrame, window: Sequence[float]) -> pd.DataFrame:
     """The named regions whose centre lies in ``window`` = (x0, x1, y0, y1)."""
     return regions[regions["x"].between(window[0], window[1])

@@ -10,6 +10,12 @@ from aflite_core.faces import lazy_face
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
+    "MAX_QUERY_CHARS": "text_search",
+    "TEXT_MODEL_FILE": "text_search",
+    "load_text_model": "text_search",
+    "place_text": "text_search",
+    "save_text_model": "text_search",
+    "place": "compact",
     "COMPACT_FILE": "compact",
     "code_norms": "compact",
     "compact_phi": "compact",

@@ -106,6 +106,10 @@ class Representation:
     warmup_mask: np.ndarray
     method: str
     params: dict = field(default_factory=dict)
+    #: What places a typed text in Φ (the default ``tfidf_svd`` built here, not on a
+    #: cluster): ``blocks`` (per TF-IDF block: ``vocabulary``, ``idf``) and ``components``
+    #: (Φ = TF-IDF @ components); None otherwise (:mod:`aflite_core.represent.text_search`).
+    text_model: dict | None = None
 
 
 def _finish(X: np.ndarray) -> np.ndarray:
@@ -115,7 +119,8 @@ def _finish(X: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------- tf-idf
 
 
-def _vectorize(texts: list[str], max_features: int, min_df: int) -> sp.csr_matrix | None:
+def _vectorize(texts: list[str], max_features: int, min_df: int,
+               model: dict | None = None) -> sp.csr_matrix | None:
     """scikit-learn's ``TfidfVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w+\\b",
     sublinear_tf=True, min_df, max_features, dtype=float32)``, bit for bit, each distinct
     text tokenised once (:func:`~aflite_core.represent.term_counts.tfidf_matrix`; both blocks
@@ -125,7 +130,7 @@ def _vectorize(texts: list[str], max_features: int, min_df: int) -> sp.csr_matri
 
     for df in dict.fromkeys((min_df, 1)):
         try:
-            return tfidf_matrix(texts, min_df=df, max_features=max_features)
+            return tfidf_matrix(texts, min_df=df, max_features=max_features, model=model)
         except ValueError:  # empty vocabulary (e.g. every text empty or punctuation only)
             continue
     return None
@@ -138,6 +143,7 @@ def tfidf_blocks(
     max_features: int = 50_000,
     min_df: int | None = None,
     callback: Any = None,
+    model: list | None = None,
 ) -> sp.csr_matrix:
     """Sparse TF-IDF with separate hypothesis and premise blocks, stacked side by side.
 
@@ -155,6 +161,9 @@ def tfidf_blocks(
         ``callback({"fraction": f, "message": ...})`` as each block is done (``f`` up to
         :data:`TFIDF_SHARE`, the TF-IDF's share of building Φ), so the progress moves from
         the first seconds of a large build instead of sitting at 0 until the SVD.
+    model : list, optional
+        Receives one dict per block kept (``vocabulary``, ``idf``; hypotheses first): what
+        placing a new text in the same columns needs (the run's search by meaning).
 
     Returns
     -------
@@ -170,7 +179,8 @@ def tfidf_blocks(
         if callback is not None:
             callback({"fraction": TFIDF_SHARE * share, "message": f"TF-IDF of {n:,} {what}"})
 
-    hyp = _vectorize(hypotheses, max_features, min_df)
+    blocks_model = [{}, {}]
+    hyp = _vectorize(hypotheses, max_features, min_df, blocks_model[0])
     done(0.5 if premises is not None else 1.0, "hypotheses done")
     if hyp is None:
         raise RepresentationError(
@@ -179,10 +189,12 @@ def tfidf_blocks(
         )
     blocks = [hyp]
     if premises is not None:
-        prem = _vectorize(premises, max_features, min_df)
+        prem = _vectorize(premises, max_features, min_df, blocks_model[1])
         done(1.0, "premises done")
         if prem is not None:
             blocks.append(prem)
+    if model is not None:
+        model.extend(block for block in blocks_model[:len(blocks)])
     return sp.hstack(blocks, format="csr", dtype=np.float32)
 
 
@@ -218,7 +230,7 @@ def _svd_info(k: int, n_features: int, explained: float) -> dict:
 
 
 def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
-         callback: Any = None) -> tuple[np.ndarray, dict]:
+         callback: Any = None, keep: dict | None = None) -> tuple[np.ndarray, dict]:
     from aflite_core.represent.svd import truncated_svd
 
     n_rows, n_features = M.shape
@@ -229,7 +241,8 @@ def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
             f"{n_features} term(s)"
         )
     X, explained = truncated_svd(M, k, n_iter=SVD_N_ITER, random_state=random_state,
-                                 callback=_svd_report(callback, n_rows, n_features, k))
+                                 callback=_svd_report(callback, n_rows, n_features, k),
+                                 keep=keep)
     return _finish(X), _svd_info(k, n_features, explained)
 
 
@@ -677,6 +690,7 @@ def build_representation(
             f"dataset: need at least 2 included rows, {dataset.name!r} has {len(row_ids)}"
         )
     warmup_mask = np.zeros(len(row_ids), dtype=bool)
+    text_model = None
     if key == "tfidf_svd":
         if callback is not None:
             callback({"fraction": 0.0, "message": f"TF-IDF of {len(row_ids):,} rows"})
@@ -684,9 +698,12 @@ def build_representation(
             X, params = _svd_on_cluster(dataset, client, n_components, random_state, callback,
                                         resident=bool(resident))
         else:
+            blocks: list = []
+            keep: dict = {}
             X, params = _svd(tfidf_blocks(dataset.hypotheses(), dataset.premises(),
-                                          callback=callback),
-                             n_components, random_state, callback)
+                                          callback=callback, model=blocks),
+                             n_components, random_state, callback, keep)
+            text_model = {"blocks": blocks, "components": keep.get("components")}
     elif key == "warmup":
         warmup_fraction = check_fraction("warmup_fraction", warmup_fraction)
         X, warmup_mask, params = _warmup(dataset, n_components, warmup_fraction, random_state)
@@ -695,4 +712,5 @@ def build_representation(
     else:
         X, params = _encoder(dataset, key, model, combine, callback)
     params = {"method": key, "random_state": random_state, **params}
-    return Representation(X=X, row_ids=row_ids, warmup_mask=warmup_mask, method=key, params=params)
+    return Representation(X=X, row_ids=row_ids, warmup_mask=warmup_mask, method=key, params=params,
+                          text_model=text_model)

@@ -58,6 +58,7 @@ def truncated_svd(
     n_oversamples: int = 10,
     random_state: int | None = 0,
     callback: Callable[[float], object] | None = None,
+    keep: dict | None = None,
 ) -> tuple[np.ndarray, float]:
     """Top ``n_components`` singular directions of ``M``: ``U Σ`` and the variance they hold.
 
@@ -104,7 +105,8 @@ def truncated_svd(
     width = min(k + n_oversamples, n_rows, n_features)
     with threadpool_limits(limits=1, user_api="blas"), _SplitProducts(M) as products:
         X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
-                                 random_state=random_state, dtype=dtype, callback=callback)
+                                 random_state=random_state, dtype=dtype, callback=callback,
+                                 keep=keep)
     m_sum, m_sq = sum_chunk_moments(column_moments(M, lo, lo + MOMENT_CHUNK_ROWS)
                                     for lo in range(0, n_rows, MOMENT_CHUNK_ROWS))
     x_sum, x_sq = sum_chunk_moments(row_moments(X, lo, lo + X_MOMENT_CHUNK_ROWS)
@@ -114,7 +116,8 @@ def truncated_svd(
 
 def randomized_range_svd(products: Any, n_features: int, k: int, *, width: int, n_iter: int,
                          random_state: int | None, dtype: Any,
-                         callback: Callable[[float], object] | None = None) -> np.ndarray:
+                         callback: Callable[[float], object] | None = None,
+                         keep: dict | None = None) -> np.ndarray:
     """The randomized SVD's steps over ``products``, whatever holds the rows of M.
 
     ``products`` gives ``gram(D)`` (``Mᵀ M D``), ``basis_gram(Q)`` (``B = M Q`` kept, and its
@@ -141,6 +144,8 @@ def randomized_range_svd(products: Any, n_features: int, k: int, *, width: int, 
     components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
     signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
     signs[signs == 0] = 1.0
+    if keep is not None:  # Φ = M @ components: what places a new row of M (a typed text)
+        keep["components"] = (components * signs).astype(np.float32)
     return products.times_basis((W * signs).astype(dtype))
 
 

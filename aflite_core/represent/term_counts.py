@@ -216,7 +216,7 @@ def per_text_counts(flat: np.ndarray, lengths: np.ndarray, n_columns: int,
 
 
 def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | None = None,
-                dtype: type = np.float32) -> sp.csr_matrix:
+                dtype: type = np.float32, vocabulary: list | None = None) -> sp.csr_matrix:
     """Word counts of ``texts``, bit for bit ``CountVectorizer(lowercase=True,
     token_pattern=r"(?u)\\b\\w+\\b", min_df=min_df, max_features=max_features,
     dtype=dtype).fit_transform(texts)``.
@@ -225,6 +225,8 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
     the number scikit-learn's first pass gives it) and its row repeated; the columns are the
     words in sorted order, each row's entries in the order scikit-learn leaves them (by the
     word's first appearance), then its document-frequency and ``max_features`` pruning.
+
+    ``vocabulary``, when given (a list), receives the words of the columns, in order.
 
     Raises
     ------
@@ -249,16 +251,25 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
     if len(kept) == 0:
         raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher "
                          "max_df.")
+    if vocabulary is not None:
+        in_order = sorted(words)
+        vocabulary.extend(in_order[i] for i in kept)
     return X[:, kept]
 
 
-def tfidf_matrix(texts: Sequence[str], *, min_df: int = 1, max_features: int | None = None
-                 ) -> sp.csr_matrix:
+def tfidf_matrix(texts: Sequence[str], *, min_df: int = 1, max_features: int | None = None,
+                 model: dict | None = None) -> sp.csr_matrix:
     """``TfidfVectorizer(lowercase=True, token_pattern=r"(?u)\\b\\w+\\b", sublinear_tf=True,
     min_df=min_df, max_features=max_features, dtype=np.float32).fit_transform(texts)`` as CSR,
-    bit for bit (:func:`word_counts`, then scikit-learn's own ``TfidfTransformer``)."""
+    bit for bit (:func:`word_counts`, then scikit-learn's own ``TfidfTransformer``).
+    ``model``, when given (a dict), receives ``vocabulary`` (the columns' words) and ``idf``:
+    what placing a new text in the same columns needs."""
     from sklearn.feature_extraction.text import TfidfTransformer
 
-    counts = word_counts(texts, min_df=min_df, max_features=max_features, dtype=np.float32)
+    words: list | None = [] if model is not None else None
+    counts = word_counts(texts, min_df=min_df, max_features=max_features, dtype=np.float32,
+                         vocabulary=words)
     transformer = TfidfTransformer(sublinear_tf=True).fit(counts)
+    if model is not None:
+        model.update(vocabulary=words, idf=np.asarray(transformer.idf_, dtype=np.float32))
     return transformer.transform(counts, copy=False).tocsr()

@@ -79,6 +79,7 @@ from aflite_core.runs.names import (  # noqa: F401 - re-exported: part of the fo
     unique_run_name,
 )
 from aflite_core.runs.owners import abandoned
+from aflite_core.runs.search import nearest_rows as search_nearest_rows
 
 # --------------------------------------------------------------------------- json
 
@@ -578,6 +579,11 @@ class AuditRun:
     def knn_examples(self) -> pd.DataFrame | None:
         """``knn_examples.parquet`` (per held-out example and scope), or None."""
         return self._read_parquet(KNN_EXAMPLES_FILE)
+
+    def nearest_rows(self, text: str, k: int = 20) -> pd.DataFrame:
+        """The ``k`` rows nearest ``text`` in Φ (``row_id``, ``similarity``): the search by
+        meaning of :func:`aflite_core.runs.search.nearest_rows` (its errors say what to do)."""
+        return search_nearest_rows(self, text, k=k)
 
     @cached_property
     def projection(self) -> pd.DataFrame | None:

@@ -11,17 +11,16 @@ compact Φ; on the map for a run made before it was kept);
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from aflite_core.measures import member_mask
-from aflite_core.represent import COMPACT_FILE, code_norms, nearest_codes
+from aflite_core.represent import nearest_codes
 from aflite_core.runs.decisions import all_decisions, decide
 from aflite_core.runs.folder import AuditRun
+from aflite_core.runs.search import phi_codes
 from aflite_core.runs.subsets import load_subset
 
 __all__ = ["SOURCES", "available_sources", "review_queue", "row_card", "source_keys", "undo"]
@@ -159,33 +158,6 @@ def row_card(run: AuditRun, row_id: Any) -> dict[str, Any]:
     if card["neighbours"] is None:  # no compact Φ in the run: the map's neighbourhood
         card["neighbours"], card["neighbours_in"] = _map_neighbours(run, row_id, scores), "map"
     return card
-
-
-@functools.lru_cache(maxsize=4)
-def _read_codes(path: str, stamp: int) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """``(row_ids, codes, norms)`` of a run's compact Φ (read once per file version)."""
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(path)
-        phi = table.column("phi").combine_chunks()
-        width = phi.type.byte_width
-        codes = np.frombuffer(phi.buffers()[1], dtype=np.uint8,
-                              count=len(phi) * width).reshape(len(phi), width)
-        return table.column("row_id").to_numpy(), codes, code_norms(codes)
-    except Exception:  # noqa: BLE001 - a damaged file: the map's neighbours instead
-        return None
-
-
-def phi_codes(run: AuditRun) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """The run's compact Φ (``phi_compact.parquet``: each row's direction in Φ in 64 bytes),
-    or None when the run has none (made before it was kept, or Φ stayed on a cluster)."""
-    path = Path(run.path) / COMPACT_FILE
-    try:
-        stamp = path.stat().st_mtime_ns
-    except OSError:
-        return None
-    return _read_codes(str(path), stamp)
 
 
 def _phi_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[dict] | None:

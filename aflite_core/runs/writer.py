@@ -384,6 +384,15 @@ class RunWriter:
         pq.write_table(table, path, compression="zstd")
         return path
 
+    def write_text_model(self, model: dict) -> Path:
+        """What places a typed text in Φ (``phi_text_model.npz``: the run's search by
+        meaning, :mod:`aflite_core.represent.text_search`)."""
+        from aflite_core.represent import TEXT_MODEL_FILE, save_text_model
+
+        path = self.file(TEXT_MODEL_FILE)
+        save_text_model(model, path)
+        return path
+
     def write_summary(self, summary: Mapping[str, Any]) -> Path:
         """Write ``summary.json``; ``format_version``, ``name``, ``created``, ``dataset`` and
         ``artifacts`` (the files present, summary included) are filled in."""

@@ -11,6 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from aflite_core.measures import MAX_REGION_SHARE, NO_REGIONS
+from aflite_core.represent import MAX_QUERY_CHARS
 from aflite_core.runs import STATUS_NAMES, STATUSES, views
 from ui import cache, charts, components, downloads, filters, state, url_state
 from ui.explore import subsets as subsets_view
@@ -115,6 +116,9 @@ def map_panel(path: Path) -> list[str] | None:
         state.put(state.key(PAGE, "map_version"), version + 1)
         st.rerun()
     fig = cache.map_figure(path, color=color, window=window)
+    found = search_box(path)
+    if found is not None:
+        fig = charts.with_found_rows(fig, found)
     regions = cache.map_regions_table(path)
     if window is not None:
         regions = charts.regions_in(regions, window)
@@ -122,9 +126,17 @@ def map_panel(path: Path) -> list[str] | None:
                             key=state.key(PAGE, f"map:{version}"))
     region = charts.clicked_region(event, regions, charts.diamond_reach(fig))
     shapes = charts.selection_shapes(event)
-    if region is None and not shapes:
+    if found is not None:  # a search stands: its rows are the selection
+        region, shapes = None, []
+    elif region is None and not shapes:
         region = region_picker(regions, version)
-    if region is not None:
+    if found is not None:
+        ids = found["row_id"].tolist()
+        chosen = (f"**The {len(ids)} rows most like the sentence** (cosine similarity in Φ, "
+                  f"{found['similarity'].max():.2f} to {found['similarity'].min():.2f}): "
+                  "starred on the map, listed in the table below; clear the search box to "
+                  "select on the map again. ")
+    elif region is not None:
         ids = cache.region_row_ids(path, region)
         name = regions.loc[regions["region"] == region, "name"]
         chosen = (f"**Region {region}** ({components.md_escape(name.iloc[0]) if len(name) else ''}"
@@ -160,6 +172,28 @@ def map_panel(path: Path) -> list[str] | None:
                       f"; {NO_REGIONS}: no dense part of the map holds under "
                       f"{MAX_REGION_SHARE:.0%} of it apart from the rest."))
     return ids or None
+
+
+#: Rows a search by meaning shows.
+SEARCH_K = 20
+
+
+def search_box(path: Path) -> pd.DataFrame | None:
+    """A sentence to search the run by meaning; the rows nearest it in Φ (``row_id``,
+    ``similarity``, map ``x``, ``y``), or None when none is typed or the search is refused
+    (the reason shown)."""
+    text = st.text_input(
+        "Rows like this sentence", key=state.key(PAGE, "map_query"), max_chars=MAX_QUERY_CHARS,
+        placeholder="search by meaning: type a sentence, e.g. a dog runs in the snow",
+        help=f"The {SEARCH_K} rows nearest the sentence in Φ (cosine similarity; the sentence "
+             "is read as a hypothesis); they are starred on the map and listed below.")
+    if not text.strip():
+        return None
+    try:
+        return cache.nearest_rows(path, text, k=SEARCH_K)
+    except ValueError as exc:
+        components.show_error(str(exc))
+        return None
 
 
 def region_picker(regions: pd.DataFrame, version: int) -> int | None:

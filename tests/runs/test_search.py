@@ -1,0 +1,122 @@
+"""Search by meaning (issue 64, item 3): a typed sentence placed in Φ finds the rows like it,
+from Python (``AuditRun.nearest_rows``) and on Explore; bad input is a message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core.io import load_dataset
+from aflite_core.pipeline import AuditConfig, run_audit
+from aflite_core.represent import build_representation, load_text_model, save_text_model
+from aflite_core.represent.text_search import TEXT_MODEL_FILE
+from aflite_core.runs import load_run
+
+SAMPLE = Path(__file__).resolve().parents[2] / "aflite_core" / "data" / "snli_sample.csv"
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("search")
+    frame = pd.read_csv(SAMPLE, keep_default_na=False).head(1500)
+    # planted: three rows about penguins and torches (words in at least two rows: the
+    # TF-IDF's minimum document frequency from 1,000 rows on)
+    frame.loc[[7, 8, 9], "hypothesis"] = ["A penguin juggles flaming torches.",
+                                          "Two penguins hold torches on the ice.",
+                                          "The penguin is carrying torches."]
+    data = folder / "small.csv"
+    frame.to_csv(data, index=False)
+    return run_audit(load_dataset(data), AuditConfig(
+        target_size=1100, n_partitions=4, report=False, measures=("projection",),
+        measure_params={"projection": {"method": "pca"}}), runs_root=folder / "runs")
+
+
+def test_the_text_model_places_a_row_exactly_where_phi_has_it(tmp_path):
+    """The model Φ was built with (vocabularies, idf, components) rebuilds a row of Φ from its
+    premise and hypothesis; the file keeps the hypotheses' part of it (float16 components:
+    within 1e-3), what a query read as a hypothesis needs."""
+    from collections import Counter
+
+    from aflite_core.represent.term_counts import DEFAULT_TOKEN_RE
+
+    dataset = load_dataset(SAMPLE)
+    rep = build_representation(dataset, "tfidf_svd", n_components=32)
+    save_text_model(rep.text_model, tmp_path / TEXT_MODEL_FILE)
+    kept = load_text_model(tmp_path / TEXT_MODEL_FILE)
+    first = rep.text_model["blocks"][0]
+    assert len(kept["blocks"]) == 1 and list(kept["blocks"][0]["vocabulary"]) == \
+        first["vocabulary"]
+    np.testing.assert_array_equal(kept["blocks"][0]["idf"], first["idf"])
+    np.testing.assert_allclose(kept["components"],
+                               rep.text_model["components"][:len(first["idf"])], atol=1e-3)
+    model = {"blocks": [{"vocabulary": {w: j for j, w in enumerate(b["vocabulary"])},
+                         "idf": b["idf"]} for b in rep.text_model["blocks"]],
+             "components": rep.text_model["components"]}
+
+    def block(text: str, i: int) -> np.ndarray:
+        counts = Counter(DEFAULT_TOKEN_RE.findall(text.lower()))
+        words = model["blocks"][i]
+        offset = sum(len(b["idf"]) for b in model["blocks"][:i])
+        cols = [words["vocabulary"][w] for w in counts if w in words["vocabulary"]]
+        vals = np.array([(1 + np.log(counts[w])) * words["idf"][words["vocabulary"][w]]
+                         for w in counts if w in words["vocabulary"]])
+        return (vals / np.linalg.norm(vals)) @ model["components"][offset + np.array(cols)]
+
+    for row in (0, 11, 3999):
+        rebuilt = block(dataset.hypotheses()[row], 0) + block(dataset.premises()[row], 1)
+        np.testing.assert_allclose(rebuilt, rep.X[row], atol=1e-4)
+
+
+def test_a_sentence_finds_the_rows_like_it(searched):
+    run = load_run(searched)
+    found = run.nearest_rows("a penguin with torches", k=5)
+    assert list(found.columns) == ["row_id", "similarity"] and len(found) == 5
+    # the planted rows with the query's words first ("penguins" is another word: no stems)
+    assert set(found["row_id"].iloc[:2]) == {7, 9}
+    assert found["similarity"].is_monotonic_decreasing and found["similarity"].iloc[0] > 0.3
+    dogs = run.nearest_rows("a dog runs", k=10)
+    hypotheses = run.frame.loc[dogs["row_id"], "hypothesis"].str.lower()
+    premises = run.frame.loc[dogs["row_id"], "premise"].str.lower()
+    assert (hypotheses.str.contains("dog") | premises.str.contains("dog")).mean() >= 0.8
+
+
+def test_bad_searches_are_messages_and_old_runs_say_a_new_audit_is_needed(searched, tmp_path):
+    import shutil
+
+    run = load_run(searched)
+    for text, message in (("", "type a sentence"), ("   ", "type a sentence"),
+                          ("x" * 100_000, "search takes at most 10,000"),
+                          ("zzqx blorpf", "none of the text's words"),
+                          ("Такого слова нет", "none of the text's words")):
+        with pytest.raises(ValueError, match=message):
+            run.nearest_rows(text)
+    old = tmp_path / "old"
+    shutil.copytree(searched, old)
+    (old / TEXT_MODEL_FILE).unlink()
+    with pytest.raises(ValueError, match="needs a new audit of this data: this run kept no "
+                                         "text model"):
+        load_run(old).nearest_rows("a dog")
+    (old / TEXT_MODEL_FILE).write_bytes(b"not an archive")
+    with pytest.raises(ValueError, match="damaged"):
+        load_run(old).nearest_rows("a dog")
+    (old / "phi_compact.parquet").unlink()
+    with pytest.raises(ValueError, match="kept no compact"):
+        load_run(old).nearest_rows("a dog")
+
+
+def test_explore_stars_the_rows_like_a_typed_sentence(runs_root, searched):
+    from apptest_support import assert_clean, goto, new_app, open_run, texts
+
+    at = new_app().run()
+    open_run(at, searched)
+    at = goto(at, "explore")
+    at.text_input(key="explore:map_query").input("a penguin with torches").run()
+    assert_clean(at)
+    assert "The 20 rows most like the sentence" in texts(at)
+    figure = at.get("plotly_chart")[-1].proto.spec
+    assert "rows like the sentence" in figure
+    at.text_input(key="explore:map_query").input("zzqx blorpf").run()
+    assert "none of the text's words" in " ".join(e.value for e in at.error)
