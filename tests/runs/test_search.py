@@ -120,3 +120,24 @@ def test_explore_stars_the_rows_like_a_typed_sentence(runs_root, searched):
     assert "rows like the sentence" in figure
     at.text_input(key="explore:map_query").input("zzqx blorpf").run()
     assert "none of the text's words" in " ".join(e.value for e in at.error)
+
+
+def test_explore_searches_a_run_without_a_map(runs_root, tmp_path):
+    """The search needs Φ, not the map: a run audited without the map offers it too, the
+    rows found filter the table."""
+    from apptest_support import assert_clean, goto, new_app, open_run, texts
+
+    frame = pd.read_csv(SAMPLE, keep_default_na=False).head(1200)
+    data = tmp_path / "nomap.csv"
+    frame.to_csv(data, index=False)
+    path = run_audit(load_dataset(data), AuditConfig(target_size=900, n_partitions=4,
+                                                     report=False, measures=()),
+                     runs_root=tmp_path / "runs")
+    at = new_app().run()
+    open_run(at, path)
+    at = goto(at, "explore")
+    assert "has no 2-D projection" in texts(at)
+    at.text_input(key="explore:map_query").input("a dog runs").run()
+    assert_clean(at)
+    assert "The 20 rows most like the sentence" in texts(at)
+    assert len(at.dataframe[-1].value) == 20

@@ -102,7 +102,13 @@ def map_panel(path: Path) -> list[str] | None:
     if total == 0 and window is None:
         st.caption("This run has no 2-D projection (the *2-D map* measure was not computed). "
                    "Tick it on the Audit page to get one.")
-        return None
+        found = search_box(path)  # the search by meaning needs Φ, not the map
+        if found is None:
+            return None
+        st.caption(f"**The {len(found)} rows most like the sentence** (cosine similarity in "
+                   f"Φ, {found['similarity'].max():.2f} to {found['similarity'].min():.2f}), "
+                   "listed in the table below; clear the search box to show all rows.")
+        return found["row_id"].tolist()
     done = (cache.open_run(path).summary.get("measures") or {}).get("projection") or {}
     if done.get("fallback"):
         st.info(f"UMAP could not map these rows, so this map is {done['fallback'].upper()}: "
