@@ -400,3 +400,28 @@ def test_a_click_on_a_point_drawn_over_a_diamond_selects_the_region():
                                                   "y": [0.0, 5.0, 10.0],
                                                   "status": "retained"}), color="status")
     assert charts.diamond_reach(fig) == pytest.approx((0.15, 0.15))
+
+
+def test_explore_says_when_the_map_has_no_distinct_regions(runs_root, tmp_path):
+    """A map whose rows are all one point (one pair repeated with two labels) has no distinct
+    regions: summary.json and Explore say so, and no region is named."""
+    from apptest_support import assert_clean, goto, new_app, open_run, texts
+
+    from aflite_core.io import load_dataset
+    from aflite_core.pipeline import AuditConfig, run_audit
+    from aflite_core.runs import load_run
+
+    rows = [{"premise": "a man walks", "hypothesis": "a person is outside",
+             "label": "yes" if i % 2 else "no"} for i in range(400)]
+    data = tmp_path / "same.csv"
+    pd.DataFrame(rows).to_csv(data, index=False)
+    path = run_audit(load_dataset(data, group=""), AuditConfig(
+        target_size=300, n_partitions=4, report=False, measures=("projection",),
+        measure_params={"projection": {"method": "pca"}}), runs_root=tmp_path / "runs")
+    info = load_run(path).summary["measures"]["projection"]
+    assert info["regions"] == 0 and info["regions_note"].startswith(map_regions.NO_REGIONS)
+    at = new_app().run()
+    open_run(at, path)
+    at = goto(at, "explore")
+    assert_clean(at)
+    assert f"The map has {map_regions.NO_REGIONS}" in texts(at)

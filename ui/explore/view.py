@@ -167,16 +167,19 @@ def map_panel(path: Path) -> list[str] | None:
                      if len(regions)
                      else ". "))
     zoom_controls(path, shapes, window, total, version)
+    # said only when the audit looked for regions and found none distinct (a run made before
+    # regions existed has no note, and nothing is said)
+    no_regions = (f" The map has {NO_REGIONS}: no dense part of it holds under "
+                  f"{MAX_REGION_SHARE:.0%} of the rows apart from the rest."
+                  if not len(regions) and done.get("regions_note") else "")
     if len(points) < total:
         st.caption(chosen + f"Drawing a uniform random sample of {len(points):,} of "
                    f"{total:,} points (seed 0) over a grey density image of every row, to "
                    "keep the page fast; a box, a lasso or a region's ◇ selects from every "
-                   "row.")
+                   "row." + no_regions)
     else:
         st.caption(chosen + f"{total:,} points"
-                   + (f", {len(regions)} regions." if len(regions) else
-                      f"; {NO_REGIONS}: no dense part of the map holds under "
-                      f"{MAX_REGION_SHARE:.0%} of it apart from the rest."))
+                   + (f", {len(regions)} regions." if len(regions) else ".") + no_regions)
     return ids or None
 
 
