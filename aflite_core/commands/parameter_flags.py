@@ -32,9 +32,8 @@ SECTIONS = {
 DEST = "measure_option__"
 
 
-def flag_name(measure: str, option: str) -> str:
-    """The flag of ``option`` of ``measure``: ``--projection-method``."""
-    return measure_flag(measure, option)
+#: The flag of ``option`` of ``measure``: ``--projection-method``.
+flag_name = measure_flag
 
 
 def _parsed(option: Option) -> Callable[[str], Any]:

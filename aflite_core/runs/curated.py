@@ -191,12 +191,8 @@ def record_curated_hardness(run: AuditRun, figures: dict) -> None:
     exports = dict(summary.get("curated_exports") or {})
     exports["apply_filter"] = {**figures, "measured_at": utc_now_iso()}
     summary["curated_exports"] = exports
-    tmp = Path(run.path) / f"{TEMP_PREFIX}{SUMMARY_FILE}-{secrets.token_hex(4)}"
-    try:
-        dump_json(summary, tmp)
-        os.replace(tmp, Path(run.path) / SUMMARY_FILE)
-    finally:
-        tmp.unlink(missing_ok=True)
+    _replace(Path(run.path) / SUMMARY_FILE, lambda tmp: dump_json(summary, tmp),
+             prefix=TEMP_PREFIX)
 
 
 def _curated(run: AuditRun, *, apply_filter: bool = False
@@ -292,9 +288,15 @@ def _write_hf(frame: pd.DataFrame, folder: Path, split: str | None) -> None:
 
 
 def _write_changes(changes: pd.DataFrame, path: Path) -> None:
-    tmp = path.with_name(f".{path.name}.part-{secrets.token_hex(4)}")
+    _replace(path, lambda tmp: changes.to_csv(tmp, index=False, lineterminator="\r\n"))
+
+
+def _replace(path: Path, write: Any, *, prefix: str = ".") -> None:
+    """``write(tmp)`` to a hidden temporary beside ``path`` (``prefix`` + its name), renamed
+    over ``path`` at the end: a reader sees the old file or the new one, never half a file."""
+    tmp = path.with_name(f"{prefix}{path.name}.part-{secrets.token_hex(4)}")
     try:
-        changes.to_csv(tmp, index=False, lineterminator="\r\n")
+        write(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

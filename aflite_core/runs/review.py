@@ -171,14 +171,8 @@ def _phi_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[di
         return []  # a row Φ does not cover (excluded)
     rows, similarity = nearest_codes(codes, codes[at[0]], NEIGHBOURS, exclude=int(at[0]),
                                      norms=norms)
-    labels = scores.set_index("row_id")["label"]
-    hypothesis = (run.input.get("columns") or {}).get("hypothesis")
-    positions = pd.Index(scores["row_id"]).get_indexer(ids[rows])
-    texts = run.frame_rows(positions, [hypothesis]) if hypothesis else None
-    return [{"row_id": ids[j], "similarity": round(float(s), 3),
-             "label": str(labels.get(ids[j], "")),
-             "text": str(texts[hypothesis].iloc[i]) if texts is not None else ""}
-            for i, (j, s) in enumerate(zip(rows, similarity, strict=True))]
+    return _neighbour_rows(run, scores, ids[rows], "similarity",
+                           [round(float(s), 3) for s in similarity])
 
 
 def _map_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[dict]:
@@ -197,14 +191,22 @@ def _map_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[di
         return []
     nearest = np.argpartition(distance, k - 1)[:k]  # the k nearest, then in order
     nearest = nearest[np.argsort(distance[nearest], kind="stable")]
-    labels = scores.set_index("row_id")["label"]
+    return _neighbour_rows(run, scores, ids[nearest], "distance",
+                           [float(d) for d in distance[nearest]])
+
+
+def _neighbour_rows(run: AuditRun, scores: pd.DataFrame, ids: np.ndarray, measure: str,
+                    values: list[float]) -> list[dict]:
+    """The neighbours as the card lists them: row id, ``measure`` (similarity or distance),
+    label and hypothesis, read at the rows' positions (no index of every row's id)."""
     hypothesis = (run.input.get("columns") or {}).get("hypothesis")
-    positions = pd.Index(scores["row_id"]).get_indexer(ids[nearest])
+    positions = pd.Index(scores["row_id"]).get_indexer(ids)
+    labels = scores["label"].to_numpy()
     texts = run.frame_rows(positions, [hypothesis]) if hypothesis else None
-    return [{"row_id": ids[j], "distance": float(distance[j]),
-             "label": str(labels.get(ids[j], "")),
+    return [{"row_id": row_id, measure: value,
+             "label": str(labels[p]) if p >= 0 else "",
              "text": str(texts[hypothesis].iloc[i]) if texts is not None else ""}
-            for i, j in enumerate(nearest)]
+            for i, (row_id, value, p) in enumerate(zip(ids, values, positions, strict=True))]
 
 
 def undo(run: AuditRun, row_id: Any, *, reviewer: str = "") -> str:

@@ -102,12 +102,12 @@ def map_panel(path: Path) -> list[str] | None:
     if total == 0 and window is None:
         st.caption("This run has no 2-D projection (the *2-D map* measure was not computed). "
                    "Tick it on the Audit page to get one.")
-        found = search_box(path)  # the search by meaning needs Φ, not the map
-        if found is None:
+        searched = search_box(path)  # the search by meaning needs Φ, not the map
+        if searched is None:
             return None
-        st.caption(f"**The {len(found)} rows most like the sentence** (cosine similarity in "
-                   f"Φ, {found['similarity'].max():.2f} to {found['similarity'].min():.2f}), "
-                   "listed in the table below; clear the search box to show all rows.")
+        found = searched[1]
+        st.caption(_found_caption(found) + "listed in the table below; clear the search box "
+                   "to show all rows.")
         return found["row_id"].tolist()
     done = (cache.open_run(path).summary.get("measures") or {}).get("projection") or {}
     if done.get("fallback"):
@@ -121,10 +121,11 @@ def map_panel(path: Path) -> list[str] | None:
     if c2.button("Clear map selection", key=state.key(PAGE, "map_clear")):
         state.put(state.key(PAGE, "map_version"), version + 1)
         st.rerun()
-    fig = cache.map_figure(path, color=color, window=window)
-    found = search_box(path)
-    if found is not None:
-        fig = charts.with_found_rows(fig, found)
+    searched = search_box(path)
+    found = None if searched is None else searched[1]
+    fig = (cache.map_figure(path, color=color, window=window) if searched is None else
+           cache.found_map_figure(path, color=color, window=window, text=searched[0],
+                                  k=SEARCH_K))
     regions = cache.map_regions_table(path)
     if window is not None:
         regions = charts.regions_in(regions, window)
@@ -138,10 +139,8 @@ def map_panel(path: Path) -> list[str] | None:
         region = region_picker(regions, version)
     if found is not None:
         ids = found["row_id"].tolist()
-        chosen = (f"**The {len(ids)} rows most like the sentence** (cosine similarity in Φ, "
-                  f"{found['similarity'].max():.2f} to {found['similarity'].min():.2f}): "
-                  "starred on the map, listed in the table below; clear the search box to "
-                  "select on the map again. ")
+        chosen = (_found_caption(found) + "starred on the map, listed in the table below; "
+                  "clear the search box to select on the map again. ")
     elif region is not None:
         ids = cache.region_row_ids(path, region)
         name = regions.loc[regions["region"] == region, "name"]
@@ -187,10 +186,15 @@ def map_panel(path: Path) -> list[str] | None:
 SEARCH_K = 20
 
 
-def search_box(path: Path) -> pd.DataFrame | None:
-    """A sentence to search the run by meaning; the rows nearest it in Φ (``row_id``,
-    ``similarity``, map ``x``, ``y``), or None when none is typed or the search is refused
-    (the reason shown)."""
+def _found_caption(found: pd.DataFrame) -> str:
+    return (f"**The {len(found)} rows most like the sentence** (cosine similarity in Φ, "
+            f"{found['similarity'].max():.2f} to {found['similarity'].min():.2f}): ")
+
+
+def search_box(path: Path) -> tuple[str, pd.DataFrame] | None:
+    """A sentence to search the run by meaning; the sentence and the rows nearest it in Φ
+    (``row_id``, ``similarity``, map ``x``, ``y``), or None when none is typed or the search
+    is refused (the reason shown)."""
     text = st.text_input(
         "Rows like this sentence", key=state.key(PAGE, "map_query"), max_chars=MAX_QUERY_CHARS,
         placeholder="search by meaning: type a sentence, e.g. a dog runs in the snow",
@@ -199,7 +203,7 @@ def search_box(path: Path) -> pd.DataFrame | None:
     if not text.strip():
         return None
     try:
-        return cache.nearest_rows(path, text, k=SEARCH_K)
+        return text, cache.nearest_rows(path, text, k=SEARCH_K)
     except ValueError as exc:
         components.show_error(str(exc))
         return None
