@@ -356,6 +356,7 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
         writer.write_compact_phi(rep.X, rep.row_ids)
         if getattr(rep, "text_model", None) and rep.text_model.get("components") is not None:
             writer.write_text_model(rep.text_model)
+        rep.text_model = None  # written: its components (up to 100 MB) not under the measures
     release_free_heap()  # the writers' Arrow buffers: not under the measures' peaks
     timings["write"] = round(time.perf_counter() - t0, 3)
 
