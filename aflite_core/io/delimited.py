@@ -40,9 +40,9 @@ BOM = "\ufeff"
 #: mimalloc's pages a third unused (a 1 GB CSV: 1.76 GB resident for 1.23 GB of arrays,
 #: 1.46 GB with jemalloc).
 try:
-    _POOL = pa.jemalloc_memory_pool()
+    ARROW_POOL = pa.jemalloc_memory_pool()
 except NotImplementedError:  # pragma: no cover - a pyarrow built without jemalloc
-    _POOL = pa.default_memory_pool()
+    ARROW_POOL = pa.default_memory_pool()
 #: Bytes decoded at a time (io.TextIOWrapper's default is 8 KiB).
 _TEXT_CHUNK = 1 << 20
 
@@ -258,7 +258,7 @@ class DelimitedBatches:
         starts = np.asarray(row_starts, dtype=np.int64)
         arrays = []
         for values in zip(*rows, strict=True):
-            array = pa.array(values, type=pa.large_string(), memory_pool=_POOL)
+            array = pa.array(values, type=pa.large_string(), memory_pool=ARROW_POOL)
             if self.check_nul:
                 nul = pc.match_substring(array, "\x00").to_numpy(zero_copy_only=False)
                 if nul.any():

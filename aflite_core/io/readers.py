@@ -10,7 +10,9 @@ Rules (documented in ``load_dataset``):
 * The input is read a chunk at a time (:class:`~aflite_core.io.inflow.Inflow`). CSV, TSV
   and JSON Lines are parsed as a stream into Arrow-backed text columns and never held whole
   (peak memory about twice the decompressed size); JSON documents and Parquet are read
-  whole. ``max_bytes`` bounds the bytes read, the bytes a gzip stream expands to (reading
+  whole. A large plain UTF-8 CSV/TSV file on a path is parsed by Arrow's multi-threaded
+  reader instead, with the same result
+  (:func:`~aflite_core.io.arrow_delimited.read_delimited_fast`). ``max_bytes`` bounds the bytes read, the bytes a gzip stream expands to (reading
   stops as soon as the ceiling is passed) and the decoded size of a Parquet file (counted
   batch by batch, see :func:`read_parquet`). FIFOs, devices and sockets are refused from
   ``stat()``, never opened.
@@ -54,6 +56,7 @@ from aflite_core.errors import (  # noqa: F401 - re-exported: the readers' error
     DatasetSizeError,
     DuplicateIdError,
 )
+from aflite_core.io.arrow_delimited import read_delimited_fast
 from aflite_core.io.delimited import (
     decoded_lines,
     is_utf8,
@@ -605,7 +608,7 @@ def read_table(
     fmt = normalise_format(format)
     with open_input(source, label, max_bytes) as inflow:
         return _read_inflow(inflow, label, fmt, encoding=encoding, max_bytes=max_bytes,
-                            max_line_bytes=max_line_bytes)
+                            max_line_bytes=max_line_bytes, path=_plain_path(source))
 
 
 @dataclass
@@ -648,9 +651,20 @@ def read_plan(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | No
     return ReadPlan(sniffed, fmt, explicit, codec, guard)
 
 
+def _plain_path(source: Any) -> Path | None:
+    """``source`` as a path when it names a file (Arrow may read it by itself), else None."""
+    return Path(source) if isinstance(source, (str, os.PathLike)) else None
+
+
 def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | None,
-                 max_bytes: int | None, max_line_bytes: int | None) -> RawTable:
-    """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole."""
+                 max_bytes: int | None, max_line_bytes: int | None,
+                 path: Path | None = None) -> RawTable:
+    """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole.
+
+    ``path``: the file ``inflow`` reads, when it is one: a large plain UTF-8 CSV/TSV file is
+    then parsed by Arrow (:func:`~aflite_core.io.arrow_delimited.read_delimited_fast`),
+    with the csv module's table, line numbers and warnings.
+    """
     plan = read_plan(inflow, label, fmt, encoding=encoding, max_line_bytes=max_line_bytes)
     sniffed, codec, guard = plan.format, plan.codec, plan.guard
     if sniffed == "parquet":
@@ -666,9 +680,16 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
             warnings = lines.warnings + warnings
         return RawTable(frame, label, sniffed, inflow.hexdigest(), starts, codec, warnings)
     if sniffed in ("csv", "tsv"):  # streamed: never held whole
+        delimiter = "\t" if sniffed == "tsv" else ","
+        if path is not None and not inflow.gzip:
+            fast = read_delimited_fast(path, label, delimiter, codec, inflow.head,
+                                       max_cell=max_line_bytes, max_line_bytes=max_line_bytes)
+            if fast is not None:
+                frame, lines, warnings, digest = fast
+                return RawTable(frame, label, sniffed, digest, lines, codec, warnings)
         inflow.watch(guard, nul=is_utf8(codec))
         frame, lines, warnings = read_delimited_stream(
-            inflow, label, "\t" if sniffed == "tsv" else ",", codec,
+            inflow, label, delimiter, codec,
             max_cell=max_line_bytes if guard is not None else None)
         return RawTable(frame, label, sniffed, inflow.hexdigest(), lines, codec, warnings)
     inflow.watch(guard)

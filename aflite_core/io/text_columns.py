@@ -12,12 +12,15 @@ for other dtypes (JSON, Parquet and DataFrame columns of mixed types). Missing v
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from aflite_core._validation import available_cores
 
 #: Exactly the characters for which Python's ``str.isspace`` is true, as an RE2 class.
 PY_SPACE = (r"[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}"
@@ -165,12 +168,23 @@ def text_hashes(series: pd.Series, transform: Callable[[Any], Any] | None = None
     if data is None:
         data = pa.chunked_array([pa.array(texts(series), type=pa.large_string())])
     out = np.empty(len(data), dtype=np.uint64)
-    for start, size in byte_blocks(data, _HASH_ROWS):
+
+    def hash_block(start: int, size: int) -> None:
         block = pc.fill_null(data.slice(start, size), "")
         if transform is not None:
-            block = transform(block)
+            block = transform(block)  # Arrow's kernels: off the GIL, so side by side
         values = block.to_numpy(zero_copy_only=False)
         out[start:start + len(values)] = pd.util.hash_array(values, categorize=False)
+
+    blocks = list(byte_blocks(data, _HASH_ROWS))
+    workers = min(available_cores(), len(blocks)) if transform is not None else 1
+    if workers <= 1:
+        for start, size in blocks:
+            hash_block(start, size)
+    else:  # a block per thread at a time: what is held stays `workers` blocks
+        with ThreadPoolExecutor(workers, thread_name_prefix="text-hashes") as pool:
+            for done in [pool.submit(hash_block, start, size) for start, size in blocks]:
+                done.result()
     if missing_apart:
         out[missing_mask(series)] = MISSING_HASH
     return out

@@ -1,0 +1,265 @@
+"""The structure of a CSV/TSV file in one pass over its bytes, compiled by numba.
+
+:func:`scan_block` runs Python's :mod:`csv` state machine (``strict=True``, RFC 4180 quoting
+for CSV, ``QUOTE_NONE`` for TSV) over the bytes of a file as ``open(newline="")`` splits it
+into lines, a block at a time, and notes what :class:`~aflite_core.io.delimited.
+DelimitedBatches` would: the line each record starts on, the blank lines, the longest line
+and cell, and whether the file holds anything the csv module would refuse or Arrow's reader
+would read otherwise (text after a closing quote, a quote never closed, a record with other
+fields than the header, a NUL byte). The values themselves are parsed by Arrow
+(:mod:`aflite_core.io.arrow_delimited`); this pass is what lets its table stand for the csv
+module's, line numbers included.
+
+A module of its own so that importing the readers does not import numba (0.3 s) until a
+large file needs it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from aflite_core.numba_cache import jit
+
+__all__ = ["BAD_REASONS", "SCAN_STATE", "finish_scan", "new_state", "scan_block", "state_values"]
+
+# the csv module's parser states (Modules/_csv.c)
+_START_RECORD, _START_FIELD, _IN_FIELD, _IN_QUOTED, _QUOTE_IN_QUOTED, _EAT_CRNL = range(6)
+
+#: The slots of the scan's state (an int64 array carried from block to block).
+SCAN_STATE = (
+    "state", "lines", "fields", "cell", "line_bytes", "max_line", "max_cell", "blank",
+    "records", "ncols", "bad", "pending_cr", "record_line", "header_end", "offset",
+)
+_STATE, _LINES, _FIELDS, _CELL, _LINE_BYTES, _MAX_LINE, _MAX_CELL, _BLANK = range(8)
+_RECORDS, _NCOLS, _BAD, _PENDING_CR, _RECORD_LINE, _HEADER_END, _OFFSET = range(8, 15)
+
+#: Why a scan gave up (the ``bad`` slot): the csv module's reading is needed for the message.
+BAD_REASONS = {
+    1: "text after a closing quote",
+    2: "a quoted field never closed",
+    3: "a record with other fields than the header",
+    4: "a NUL byte",
+}
+
+
+def new_state(*, offset: int = 0) -> np.ndarray:
+    """The state before the first byte; ``offset``: bytes before it (a byte-order mark),
+    counted in the first line's length."""
+    state = np.zeros(len(SCAN_STATE), dtype=np.int64)
+    state[_NCOLS] = -1
+    state[_HEADER_END] = -1
+    state[_OFFSET] = state[_LINE_BYTES] = offset
+    return state
+
+
+def state_values(state: np.ndarray) -> dict[str, int]:
+    """The scan's state by the names of :data:`SCAN_STATE`."""
+    return {name: int(value) for name, value in zip(SCAN_STATE, state, strict=True)}
+
+
+@jit
+def _end_line(state: int, fields: int, records: int, ncols: int, bad: int, blank: int,
+              lines: int, record_line: int, header_end: int, out: np.ndarray, n_out: int,
+              at: int) -> tuple:
+    """The csv module's end-of-line event after a line's last character: a record ends
+    (the header sets the field count, a data row's first line is noted) or a blank line."""
+    ends = False
+    if state in (_START_FIELD, _IN_FIELD, _QUOTE_IN_QUOTED):
+        fields += 1  # the field the line ended
+        state = _START_RECORD
+        ends = True
+    elif state == _EAT_CRNL:
+        state = _START_RECORD
+        if fields > 0:
+            ends = True
+        else:
+            blank += 1
+    if ends:
+        records += 1
+        if ncols < 0:
+            ncols = fields
+            header_end = at
+        else:
+            if fields != ncols:
+                bad = 3
+            out[n_out] = record_line
+            n_out += 1
+        fields = 0
+    lines += 1
+    return state, fields, records, ncols, bad, blank, lines, header_end, n_out
+
+
+_ONES = np.uint64(0x0101010101010101)
+_HIGHS = np.uint64(0x8080808080808080)
+_ZERO = np.uint64(0)
+_NL = _ONES * np.uint64(10)
+_CR = _ONES * np.uint64(13)
+
+
+@jit
+def _ordinary(byte: int, stop: int) -> bool:
+    return byte != stop and byte != 10 and byte != 13 and byte != 0
+
+
+@jit
+def _has_zero(word: np.uint64) -> bool:
+    return ((word - _ONES) & ~word & _HIGHS) != _ZERO
+
+
+@jit
+def _any_special(word: np.uint64, pattern: np.uint64) -> bool:
+    """Whether any of the 8 bytes of ``word`` is NUL, a line end or ``pattern``'s byte."""
+    return (_has_zero(word) or _has_zero(word ^ _NL) or _has_zero(word ^ _CR)
+            or _has_zero(word ^ pattern))
+
+
+@jit
+def _scan(data: np.ndarray, words: np.ndarray, lead: int, st: np.ndarray, out: np.ndarray,
+          delimiter: int, quote: int, final: bool) -> int:
+    """Scan ``data`` from the state in ``st`` (updated); the data rows' first lines go to
+    ``out``, their count is returned. ``words``: ``data[lead:]`` as aligned 8-byte words,
+    to pass over ordinary bytes 8 at a time. ``final``: ``data`` is empty and the file
+    ends."""
+    state, lines, fields, cell = st[_STATE], st[_LINES], st[_FIELDS], st[_CELL]
+    line_bytes, max_line, max_cell = st[_LINE_BYTES], st[_MAX_LINE], st[_MAX_CELL]
+    blank, records, ncols, bad = st[_BLANK], st[_RECORDS], st[_NCOLS], st[_BAD]
+    record_line, header_end, base = st[_RECORD_LINE], st[_HEADER_END], st[_OFFSET]
+    n_out = 0
+    n = len(data)
+    if st[_PENDING_CR] == 1 and (final or data[0] != 10):  # a '\r' ended the last block
+        st[_PENDING_CR] = 0
+        state, fields, records, ncols, bad, blank, lines, header_end, n_out = _end_line(
+            state, fields, records, ncols, bad, blank, lines, record_line, header_end,
+            out, n_out, base)
+    elif st[_PENDING_CR] == 1:
+        st[_PENDING_CR] = 0  # '\r\n' across the blocks: the '\n' ends the line
+    if final:
+        if state != _START_RECORD and state != _IN_QUOTED:  # a last line without its break
+            if cell > max_cell:
+                max_cell = cell
+            cell = 0
+            state, fields, records, ncols, bad, blank, lines, header_end, n_out = _end_line(
+                state, fields, records, ncols, bad, blank, lines, record_line, header_end,
+                out, n_out, base)
+        if state == _IN_QUOTED:  # the csv module: "unexpected end of data"
+            bad = 2
+    i = 0
+    while i < n and bad == 0:
+        if state in (_IN_FIELD, _IN_QUOTED):  # the bulk of a file: skip ordinary bytes
+            j = i
+            stop = delimiter if state == _IN_FIELD else quote
+            if j >= lead and n - j >= 16:  # 8 bytes at a time (SWAR) while none is special
+                while (j - lead) & 7 != 0 and _ordinary(data[j], stop):
+                    j += 1
+                if (j - lead) & 7 == 0:
+                    pattern = _ONES * np.uint64(stop)
+                    while j + 8 <= n and not _any_special(words[(j - lead) >> 3], pattern):
+                        j += 8
+            while j < n and _ordinary(data[j], stop):
+                j += 1
+            cell += j - i
+            line_bytes += j - i
+            i = j
+            if i == n:
+                break
+        c = data[i]
+        i += 1
+        if c == 0:
+            bad = 4
+        if c == 10:
+            if line_bytes > max_line:
+                max_line = line_bytes
+            line_bytes = 0
+        else:
+            line_bytes += 1
+        newline = c == 10 or c == 13
+        if state == _START_RECORD:
+            if newline:
+                state = _EAT_CRNL
+            else:
+                record_line = lines + 1
+                fields = 0
+                state = _START_FIELD
+        if state == _START_FIELD:
+            if newline:
+                fields += 1
+                cell = 0
+                state = _EAT_CRNL
+            elif c == quote:
+                cell = 0
+                state = _IN_QUOTED
+            elif c == delimiter:
+                fields += 1
+                cell = 0
+            else:
+                cell = 1
+                state = _IN_FIELD
+        elif state == _IN_FIELD:
+            if c == delimiter or newline:
+                fields += 1
+                if cell > max_cell:
+                    max_cell = cell
+                cell = 0
+                state = _EAT_CRNL if newline else _START_FIELD
+            else:
+                cell += 1
+        elif state == _IN_QUOTED:
+            if c == quote:
+                state = _QUOTE_IN_QUOTED
+            else:
+                cell += 1
+        elif state == _QUOTE_IN_QUOTED:
+            if c == quote:
+                cell += 1
+                state = _IN_QUOTED
+            elif c == delimiter or newline:
+                fields += 1
+                if cell > max_cell:
+                    max_cell = cell
+                cell = 0
+                state = _EAT_CRNL if newline else _START_FIELD
+            else:
+                bad = 1
+        # _EAT_CRNL: only line ends reach it (each is followed by its end-of-line event)
+        if newline:
+            if c == 13:
+                if i == n:  # whether a '\n' follows is in the next block
+                    st[_PENDING_CR] = 1
+                    continue
+                if data[i] == 10:
+                    continue  # '\r\n': the '\n' ends the line
+            state, fields, records, ncols, bad, blank, lines, header_end, n_out = _end_line(
+                state, fields, records, ncols, bad, blank, lines, record_line, header_end,
+                out, n_out, base + i)
+    if final and line_bytes > max_line:
+        max_line = line_bytes
+    st[_STATE], st[_LINES], st[_FIELDS], st[_CELL] = state, lines, fields, cell
+    st[_LINE_BYTES], st[_MAX_LINE], st[_MAX_CELL] = line_bytes, max_line, max_cell
+    st[_BLANK], st[_RECORDS], st[_NCOLS], st[_BAD] = blank, records, ncols, bad
+    st[_RECORD_LINE], st[_HEADER_END], st[_OFFSET] = record_line, header_end, base + n
+    return n_out
+
+
+_NO_WORDS = np.zeros(0, dtype=np.uint64)
+
+
+def scan_block(data: np.ndarray, state: np.ndarray, *, delimiter: str,
+               quoting: bool) -> np.ndarray:
+    """Scan the next block of the file's bytes (``uint8``); return the first line of every
+    data row that ends in it. ``state`` is updated in place (:func:`new_state` first)."""
+    out = np.empty(len(data) // 2 + 2, dtype=np.int64)
+    lead = -data.ctypes.data % 8
+    whole = max(len(data) - lead, 0) // 8 * 8
+    words = data[lead:lead + whole].view(np.uint64) if whole else _NO_WORDS
+    n = _scan(data, words, lead, state, out, ord(delimiter), ord('"') if quoting else -1,
+              False)
+    return out[:n].copy()
+
+
+def finish_scan(state: np.ndarray, *, delimiter: str, quoting: bool) -> np.ndarray:
+    """The end of the file: the last line's end when it has no line break, a quote left
+    open. Returns the first line of a data row that ends there (none or one)."""
+    out = np.empty(2, dtype=np.int64)
+    n = _scan(np.zeros(0, dtype=np.uint8), _NO_WORDS, 0, state, out, ord(delimiter),
+              ord('"') if quoting else -1, True)
+    return out[:n].copy()

@@ -1,0 +1,248 @@
+"""Large CSV and TSV files parsed by Arrow's multi-threaded reader, the same table as the
+csv module's.
+
+:func:`read_delimited_fast` reads a plain UTF-8 file on a path in two passes that run side
+by side, both in bounded blocks: Arrow's streaming CSV reader (:func:`pyarrow.csv.open_csv`,
+C++ on the process's cores) parses the values, and a compiled scan of the bytes
+(:mod:`aflite_core.io._delimited_scan`, with the file's SHA-256) runs the csv module's own
+state machine to find what Arrow does not say: the line each row starts on, the blank lines
+skipped, the longest line and cell, and anything the csv module would refuse (text after a
+closing quote, a quote never closed, a row with other fields than the header, a NUL byte).
+
+The result is used only when it is what :class:`~aflite_core.io.delimited.DelimitedBatches`
+gives: the same header, every row, values as written, the same line numbers and warnings.
+Whenever that cannot be promised -- a file the csv module refuses, not UTF-8, a header
+with duplicate names, an extra byte-order mark, a line or cell past the limits, Arrow
+reading another number of rows -- :func:`read_delimited_fast` returns None and the caller
+parses the file with the csv module, whose messages name the line. A file the csv module
+accepts is therefore read once by each pass and never a third time; a bad file is read once
+more by the csv module, for its message.
+
+Files under :data:`FAST_MIN_BYTES` are left to the csv module (faster to start: no numba).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+from aflite_core._validation import available_cores
+from aflite_core.io.delimited import ARROW_POOL, BOM, space_row, table_warnings, text_frame
+from aflite_core.io.table_checks import MAX_COLUMNS
+
+__all__ = ["ARROW_BLOCK", "FAST_MIN_BYTES", "SCAN_BLOCK", "read_delimited_fast"]
+
+#: Smallest file read by Arrow: below it the csv module is as fast and starts sooner.
+FAST_MIN_BYTES = 4 << 20
+#: Bytes the scan reads at a time: what it holds of the file.
+SCAN_BLOCK = 4 << 20
+#: Arrow's block size: what each of its threads holds of the file's text besides the table
+#: (1 MiB: a 127 MB CSV peaked 90 MB higher with 4 MiB blocks, no faster). A row longer
+#: than a block makes Arrow refuse the file; the csv module then reads it.
+ARROW_BLOCK = 1 << 20
+_UTF8_BOM = BOM.encode("utf-8")
+
+
+@dataclass
+class _Scan:
+    """What the scan thread found (filled in by :meth:`run`)."""
+
+    path: Path
+    delimiter: str
+    quoting: bool
+    skip: int
+    limit: int | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+    starts: list[np.ndarray] = field(default_factory=list)
+    state: dict[str, int] = field(default_factory=dict)
+    cut: bool = False
+    digest: str = ""
+    head: bytes = b""
+    error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            from aflite_core.io._delimited_scan import (
+                finish_scan,
+                new_state,
+                scan_block,
+                state_values,
+            )
+
+            state = new_state(offset=self.skip)  # a BOM's bytes belong to the first line
+            sha = hashlib.sha256()
+            buffer = bytearray(SCAN_BLOCK)
+            view = memoryview(buffer)
+            first = True
+            with self.path.open("rb", buffering=0) as handle:
+                while n := handle.readinto(buffer):
+                    block = view[:n]
+                    sha.update(block)
+                    data = np.frombuffer(buffer, dtype=np.uint8, count=n)
+                    if first:
+                        self.head = bytes(block)
+                        data = data[self.skip:]
+                        first = False
+                    self.starts.append(scan_block(data, state, delimiter=self.delimiter,
+                                                  quoting=self.quoting))
+                    now = state_values(state)
+                    if (now["bad"] or self.stop.is_set() or self.limit is not None and max(
+                            now["line_bytes"], now["max_line"], now["cell"], now["max_cell"]
+                    ) > self.limit):
+                        self.cut = True  # the csv module reads it (and says what is wrong)
+                        return
+            self.starts.append(finish_scan(state, delimiter=self.delimiter,
+                                           quoting=self.quoting))
+            self.state, self.digest = state_values(state), sha.hexdigest()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self.error = exc
+
+
+def _header(head: bytes, skip: int, delimiter: str) -> list[str] | None:
+    """The first non-blank record of ``head`` parsed by the csv module, or None when it is
+    not whole within ``head`` or not UTF-8."""
+    text = head[skip:].decode("utf-8", errors="ignore")
+    lines = io.StringIO(text, newline="")
+    if delimiter == "\t":
+        reader = csv.reader(lines, delimiter="\t", quoting=csv.QUOTE_NONE)
+    else:
+        reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    try:
+        for row in reader:
+            if row:
+                return row if lines.tell() < len(text) else None
+    except csv.Error:
+        return None
+    return None
+
+
+def _arrow_setup() -> None:
+    """Arrow's thread pool sized to the cores this process may use (its affinity), and its
+    jemalloc pool returning freed pages at once: the reader's block buffers, freed as it
+    goes, otherwise stayed resident (a 127 MB CSV: 330 MB over the table's 147 MB, 235 MB
+    with this)."""
+    cores = available_cores()
+    if pa.cpu_count() != cores:
+        pa.set_cpu_count(cores)
+    if ARROW_POOL.backend_name == "jemalloc":
+        pa.jemalloc_set_decay_ms(0)
+
+
+def read_delimited_fast(
+    path: str | os.PathLike, name: str, delimiter: str, codec: str, head: bytes, *,
+    max_cell: int | None = None, max_line_bytes: int | None = None,
+    min_bytes: int | None = None,
+) -> tuple[pd.DataFrame, np.ndarray, list[str], str] | None:
+    """Read a plain CSV (``delimiter=","``) or TSV file with Arrow, or None (see the module
+    docstring).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A regular, uncompressed file.
+    name : str
+        The file's name in messages.
+    delimiter : str
+        ``","`` (RFC 4180 quoting) or ``"\\t"`` (no quoting, as the csv path reads TSV).
+    codec : str
+        The text codec the caller chose; anything but UTF-8 gives None.
+    head : bytes
+        The file's first bytes as already read (the header is told from them).
+    max_cell, max_line_bytes : int or None
+        The csv path's limits; a file past either gives None (the csv path says where).
+    min_bytes : int or None
+        Smallest file to read here (default :data:`FAST_MIN_BYTES`).
+
+    Returns
+    -------
+    tuple or None
+        ``(frame, starts, warnings, sha256)`` as the csv path gives them, or None: read the
+        file with the csv module.
+    """
+    if codec.replace("_", "-").lower() not in ("utf-8", "utf-8-sig"):
+        return None
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return None
+    if size < (FAST_MIN_BYTES if min_bytes is None else min_bytes):
+        return None
+    skip = len(_UTF8_BOM) if head.startswith(_UTF8_BOM) else 0
+    if head[skip:].startswith(_UTF8_BOM):  # a second BOM: the csv path warns about it
+        return None
+    header = _header(head, skip, delimiter)
+    if (header is None or not 1 <= len(header) <= MAX_COLUMNS
+            or len(set(header)) != len(header) or space_row(header, delimiter)
+            or any("\x00" in h for h in header)):
+        return None
+    limits = [v for v in (max_cell, max_line_bytes) if v is not None]
+    scan = _Scan(path, delimiter, delimiter != "\t", skip, min(limits) if limits else None)
+    thread = threading.Thread(target=scan.run, name="csv-scan", daemon=True)
+    thread.start()
+    chunks = None
+    try:
+        chunks = _arrow_columns(path, header, delimiter)
+    finally:
+        if chunks is None:
+            scan.stop.set()  # Arrow refused it: the csv module reads it
+        thread.join()
+    if scan.error is not None:
+        if isinstance(scan.error, (KeyboardInterrupt, MemoryError)):
+            raise scan.error
+        return None
+    if chunks is None or scan.cut:
+        return None
+    state = scan.state
+    starts = np.concatenate(scan.starts)
+    n_rows = sum(len(part) for part in chunks[0])
+    header_end = state["header_end"]
+    if (state["bad"] or state["ncols"] != len(header) or len(starts) != n_rows
+            or not n_rows or not 0 <= header_end <= len(scan.head)
+            or (max_line_bytes is not None and state["max_line"] > max_line_bytes)
+            or (max_cell is not None and state["max_cell"] > max_cell)):
+        return None
+    try:  # the header's bytes are UTF-8 (it was parsed from them decoded leniently)
+        scan.head[skip:header_end].decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    warnings = table_warnings([], state["blank"], header, delimiter)
+    return text_frame(header, chunks), starts, warnings, scan.digest
+
+
+def _arrow_columns(path: Path, header: list[str], delimiter: str) -> list[list[Any]] | None:
+    """Each column's ``large_string`` chunks as Arrow's streaming reader parses them, or None
+    when Arrow refuses the file or names other columns."""
+    quoting = delimiter != "\t"
+    parse = pa_csv.ParseOptions(
+        delimiter=delimiter, quote_char='"' if quoting else False, double_quote=True,
+        escape_char=False, newlines_in_values=quoting, ignore_empty_lines=True)
+    convert = pa_csv.ConvertOptions(
+        column_types={h: pa.large_string() for h in header}, strings_can_be_null=False,
+        quoted_strings_can_be_null=False, null_values=[], check_utf8=True)
+    _arrow_setup()
+    read = pa_csv.ReadOptions(block_size=ARROW_BLOCK, use_threads=True)
+    try:
+        table = pa_csv.read_csv(path, read_options=read, parse_options=parse,
+                                convert_options=convert, memory_pool=ARROW_POOL)
+    except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError):
+        return None
+    if table.column_names != header:
+        return None
+    chunks: list[list[Any]] = []
+    for column in table.columns:
+        if column.type != pa.large_string():
+            return None
+        chunks.append(column.chunks)
+    return chunks
