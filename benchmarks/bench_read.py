@@ -1,13 +1,15 @@
 """Reading a large CSV/TSV file: the loader against Arrow's own reader, side by side.
 
 Writes an SNLI-like file of ``--rows`` rows (``bench_cues.build``: the shared SNLI files,
-perturbed copies) as CSV and TSV, then times in a fresh process each, in turn:
+perturbed copies) as CSV, TSV and JSON Lines, then times in a fresh process each, in turn:
 
 * ``arrow``: ``pyarrow.csv.read_csv`` with ``newlines_in_values=True`` (quoting off for TSV),
-  every column as text -- the yardstick of issue 63 item 6;
+  every column as text; ``pyarrow.json.read_json`` for JSON Lines -- the yardstick of issue
+  63 item 6;
 * ``read_table``: the loader's reader (``aflite_core.io.read_table``: Arrow's streaming
   reader beside the csv-module scan, :mod:`aflite_core.io.arrow_delimited`);
-* ``read_table (csv module)``: the same with Arrow's path turned off (the reader before);
+* ``read_table (csv/json module)``: the same with Arrow's path turned off (the reader
+  before);
 * ``load_dataset``: the whole load (reading, validation, the load report, grouping).
 
 Each line prints the seconds (best of ``--repeats``, and the first read of the process: for
@@ -32,12 +34,16 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 _CHILD = r"""
-import json, resource, sys, time
+import json, sys, time
 mode, path, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 tsv = path.endswith(".tsv")
 times = []
 for _ in range(repeats):
-    if mode == "arrow":
+    if mode == "arrow" and path.endswith(".jsonl"):
+        import pyarrow.json as pj
+        start = time.perf_counter()
+        rows = pj.read_json(path).num_rows
+    elif mode == "arrow":
         import pyarrow as pa, pyarrow.csv as pc
         with open(path, encoding="utf-8") as handle:
             names = handle.readline().rstrip("\r\n").split("\t" if tsv else ",")
@@ -50,7 +56,7 @@ for _ in range(repeats):
     else:
         import aflite_core.io.arrow_delimited as fast
         from aflite_core.io import load_dataset, read_table
-        if mode == "csv-module":
+        if mode == "csv-module":  # (the json module for JSON Lines)
             fast.FAST_MIN_BYTES = 1 << 62
         start = time.perf_counter()
         if mode == "load_dataset":
@@ -59,12 +65,14 @@ for _ in range(repeats):
             rows = len(read_table(path).frame)
     times.append(time.perf_counter() - start)
     table = None
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+# VmHWM: this process's own peak (ru_maxrss keeps the parent's across exec)
+peak = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
+            if line.startswith("VmHWM:"))
 print(json.dumps({"first": times[0], "seconds": min(times), "peak": peak, "rows": rows}))
 """
 
-MODES = [("arrow", "arrow (pyarrow.csv.read_csv)"), ("read_table", "read_table"),
-         ("csv-module", "read_table (csv module)"), ("load_dataset", "load_dataset")]
+MODES = [("arrow", "arrow (read_csv / read_json)"), ("read_table", "read_table"),
+         ("csv-module", "read_table (csv/json module)"), ("load_dataset", "load_dataset")]
 
 
 def _measure(mode: str, path: Path, repeats: int) -> dict:
@@ -84,11 +92,12 @@ def main() -> int:
 
     folder = Path(args.keep or tempfile.mkdtemp(prefix="bench-read-"))
     folder.mkdir(parents=True, exist_ok=True)
-    paths = [folder / f"rows{args.rows}.csv", folder / f"rows{args.rows}.tsv"]
+    paths = [folder / f"rows{args.rows}.{kind}" for kind in ("csv", "tsv", "jsonl")]
     if not all(p.exists() for p in paths):
         frame = build(args.rows)
         frame.to_csv(paths[0], index=False)
         frame.to_csv(paths[1], index=False, sep="\t", quoting=3, escapechar=None)
+        frame.to_json(paths[2], orient="records", lines=True, force_ascii=False)
     for path in paths:
         size = path.stat().st_size
         print(f"{path.name}: {size / 1e6:.1f} MB, {args.rows:,} rows; "
@@ -97,8 +106,9 @@ def main() -> int:
         for mode, label in MODES:
             got = _measure(mode, path, args.repeats)
             base = got if mode == "arrow" else base
-            print(f"  {label:<30} best {got['seconds']:6.2f} s {got['seconds'] / base['seconds']:5.2f}x"
-                  f"   first {got['first']:6.2f} s {got['first'] / base['first']:5.2f}x"
+            best, first = got["seconds"], got["first"]
+            print(f"  {label:<30} best {best:6.2f} s {best / base['seconds']:5.2f}x"
+                  f"   first {first:6.2f} s {first / base['first']:5.2f}x"
                   f"   peak {got['peak'] / 1e6:6,.0f} MB  ({got['rows']:,} rows)")
     return 0
 

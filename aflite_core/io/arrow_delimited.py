@@ -2,9 +2,10 @@
 csv module's.
 
 :func:`read_delimited_fast` reads a plain UTF-8 file on a path in two passes that run side
-by side, both in bounded blocks: Arrow's streaming CSV reader (:func:`pyarrow.csv.open_csv`,
-C++ on the process's cores) parses the values, and a compiled scan of the bytes
-(:mod:`aflite_core.io._delimited_scan`, with the file's SHA-256) runs the csv module's own
+by side, both in bounded blocks: Arrow's CSV reader (:func:`pyarrow.csv.read_csv`, C++ on
+the process's cores, :data:`ARROW_BLOCK` bytes a block) parses the values, and a compiled
+scan of the bytes (:class:`~aflite_core.io.byte_scan.ByteScan`, with the file's SHA-256)
+runs the csv module's own
 state machine to find what Arrow does not say: the line each row starts on, the blank lines
 skipped, the longest line and cell, and anything the csv module would refuse (text after a
 closing quote, a quote never closed, a row with other fields than the header, a NUL byte).
@@ -24,11 +25,8 @@ Files under :data:`FAST_MIN_BYTES` are left to the csv module (faster to start: 
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import os
-import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +35,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from aflite_core._validation import available_cores
+from aflite_core.io.byte_scan import ByteScan, arrow_setup
 from aflite_core.io.delimited import ARROW_POOL, BOM, space_row, table_warnings, text_frame
 from aflite_core.io.table_checks import MAX_COLUMNS
 
-__all__ = ["ARROW_BLOCK", "FAST_MIN_BYTES", "SCAN_BLOCK", "read_delimited_fast"]
+__all__ = ["ARROW_BLOCK", "FAST_MIN_BYTES", "read_delimited_fast"]
 
 #: Smallest file read by Arrow: below it the csv module is as fast and starts sooner.
 FAST_MIN_BYTES = 4 << 20
-#: Bytes the scan reads at a time: what it holds of the file.
-SCAN_BLOCK = 4 << 20
 #: Arrow's block size: what each of its threads holds of the file's text besides the table
 #: (1 MiB: a 127 MB CSV peaked 90 MB higher with 4 MiB blocks, no faster). A row longer
 #: than a block makes Arrow refuse the file; the csv module then reads it.
@@ -54,59 +50,22 @@ ARROW_BLOCK = 1 << 20
 _UTF8_BOM = BOM.encode("utf-8")
 
 
-@dataclass
-class _Scan:
-    """What the scan thread found (filled in by :meth:`run`)."""
+def _delimited_scan(path: Path, delimiter: str, skip: int, limit: int | None) -> ByteScan:
+    """The csv module's state machine over the file's bytes (:mod:`aflite_core.io._text_scan`),
+    given up at a record the csv module refuses or a line or cell past ``limit``."""
+    from aflite_core.io._text_scan import finish_scan, new_state, scan_block, state_values
 
-    path: Path
-    delimiter: str
-    quoting: bool
-    skip: int
-    limit: int | None = None
-    stop: threading.Event = field(default_factory=threading.Event)
-    starts: list[np.ndarray] = field(default_factory=list)
-    state: dict[str, int] = field(default_factory=dict)
-    cut: bool = False
-    digest: str = ""
-    head: bytes = b""
-    error: BaseException | None = None
+    quoting = delimiter != "\t"
 
-    def run(self) -> None:
-        try:
-            from aflite_core.io._delimited_scan import (
-                finish_scan,
-                new_state,
-                scan_block,
-                state_values,
-            )
+    def give_up(now: dict[str, int]) -> bool:
+        return bool(now["bad"]) or limit is not None and max(
+            now["line_bytes"], now["max_line"], now["cell"], now["max_cell"]) > limit
 
-            state = new_state(offset=self.skip)  # a BOM's bytes belong to the first line
-            sha = hashlib.sha256()
-            buffer = bytearray(SCAN_BLOCK)
-            view = memoryview(buffer)
-            first = True
-            with self.path.open("rb", buffering=0) as handle:
-                while n := handle.readinto(buffer):
-                    block = view[:n]
-                    sha.update(block)
-                    data = np.frombuffer(buffer, dtype=np.uint8, count=n)
-                    if first:
-                        self.head = bytes(block)
-                        data = data[self.skip:]
-                        first = False
-                    self.starts.append(scan_block(data, state, delimiter=self.delimiter,
-                                                  quoting=self.quoting))
-                    now = state_values(state)
-                    if (now["bad"] or self.stop.is_set() or self.limit is not None and max(
-                            now["line_bytes"], now["max_line"], now["cell"], now["max_cell"]
-                    ) > self.limit):
-                        self.cut = True  # the csv module reads it (and says what is wrong)
-                        return
-            self.starts.append(finish_scan(state, delimiter=self.delimiter,
-                                           quoting=self.quoting))
-            self.state, self.digest = state_values(state), sha.hexdigest()
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
-            self.error = exc
+    return ByteScan(
+        path, lambda: new_state(offset=skip),  # a BOM's bytes belong to the first line
+        lambda data, state: scan_block(data, state, delimiter=delimiter, quoting=quoting),
+        lambda state: finish_scan(state, delimiter=delimiter, quoting=quoting),
+        state_values, give_up, skip=skip)
 
 
 def _header(head: bytes, skip: int, delimiter: str) -> list[str] | None:
@@ -125,18 +84,6 @@ def _header(head: bytes, skip: int, delimiter: str) -> list[str] | None:
     except csv.Error:
         return None
     return None
-
-
-def _arrow_setup() -> None:
-    """Arrow's thread pool sized to the cores this process may use (its affinity), and its
-    jemalloc pool returning freed pages at once: the reader's block buffers, freed as it
-    goes, otherwise stayed resident (a 127 MB CSV: 330 MB over the table's 147 MB, 235 MB
-    with this)."""
-    cores = available_cores()
-    if pa.cpu_count() != cores:
-        pa.set_cpu_count(cores)
-    if ARROW_POOL.backend_name == "jemalloc":
-        pa.jemalloc_set_decay_ms(0)
 
 
 def read_delimited_fast(
@@ -188,24 +135,16 @@ def read_delimited_fast(
             or any("\x00" in h for h in header)):
         return None
     limits = [v for v in (max_cell, max_line_bytes) if v is not None]
-    scan = _Scan(path, delimiter, delimiter != "\t", skip, min(limits) if limits else None)
-    thread = threading.Thread(target=scan.run, name="csv-scan", daemon=True)
-    thread.start()
+    scan = _delimited_scan(path, delimiter, skip, min(limits) if limits else None).start()
     chunks = None
     try:
         chunks = _arrow_columns(path, header, delimiter)
     finally:
-        if chunks is None:
-            scan.stop.set()  # Arrow refused it: the csv module reads it
-        thread.join()
-    if scan.error is not None:
-        if isinstance(scan.error, (KeyboardInterrupt, MemoryError)):
-            raise scan.error
-        return None
-    if chunks is None or scan.cut:
+        scan.join(cancel=chunks is None)  # Arrow refused it: the csv module reads it
+    if chunks is None or not scan.ok:
         return None
     state = scan.state
-    starts = np.concatenate(scan.starts)
+    starts = scan.all_lines()
     n_rows = sum(len(part) for part in chunks[0])
     header_end = state["header_end"]
     if (state["bad"] or state["ncols"] != len(header) or len(starts) != n_rows
@@ -231,7 +170,7 @@ def _arrow_columns(path: Path, header: list[str], delimiter: str) -> list[list[A
     convert = pa_csv.ConvertOptions(
         column_types={h: pa.large_string() for h in header}, strings_can_be_null=False,
         quoted_strings_can_be_null=False, null_values=[], check_utf8=True)
-    _arrow_setup()
+    arrow_setup()
     read = pa_csv.ReadOptions(block_size=ARROW_BLOCK, use_threads=True)
     try:
         table = pa_csv.read_csv(path, read_options=read, parse_options=parse,

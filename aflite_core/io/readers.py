@@ -10,10 +10,11 @@ Rules (documented in ``load_dataset``):
 * The input is read a chunk at a time (:class:`~aflite_core.io.inflow.Inflow`). CSV, TSV
   and JSON Lines are parsed as a stream into Arrow-backed text columns and never held whole
   (peak memory about twice the decompressed size); JSON documents and Parquet are read
-  whole. A large plain UTF-8 CSV/TSV file on a path is parsed by Arrow's multi-threaded
-  reader instead, with the same result
-  (:func:`~aflite_core.io.arrow_delimited.read_delimited_fast`). ``max_bytes`` bounds the bytes read, the bytes a gzip stream expands to (reading
-  stops as soon as the ceiling is passed) and the decoded size of a Parquet file (counted
+  whole. A large plain UTF-8 CSV/TSV or JSON Lines file on a path is parsed by Arrow's
+  multi-threaded readers instead, with the same result (:mod:`~aflite_core.io.
+  arrow_delimited`, :mod:`~aflite_core.io.arrow_jsonl`). ``max_bytes`` bounds the bytes
+  read, the bytes a gzip stream expands to (reading stops as soon as the ceiling is
+  passed) and the decoded size of a Parquet file (counted
   batch by batch, see :func:`read_parquet`). FIFOs, devices and sockets are refused from
   ``stat()``, never opened.
 * Text is UTF-8 (leading BOMs are dropped, a warning when there is more than one); UTF-16
@@ -57,6 +58,7 @@ from aflite_core.errors import (  # noqa: F401 - re-exported: the readers' error
     DuplicateIdError,
 )
 from aflite_core.io.arrow_delimited import read_delimited_fast
+from aflite_core.io.arrow_jsonl import read_jsonl_fast
 from aflite_core.io.delimited import (
     decoded_lines,
     is_utf8,
@@ -661,9 +663,10 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
                  path: Path | None = None) -> RawTable:
     """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole.
 
-    ``path``: the file ``inflow`` reads, when it is one: a large plain UTF-8 CSV/TSV file is
-    then parsed by Arrow (:func:`~aflite_core.io.arrow_delimited.read_delimited_fast`),
-    with the csv module's table, line numbers and warnings.
+    ``path``: the file ``inflow`` reads, when it is one: a large plain UTF-8 CSV/TSV or JSON
+    Lines file is then parsed by Arrow (:func:`~aflite_core.io.arrow_delimited.
+    read_delimited_fast`, :func:`~aflite_core.io.arrow_jsonl.read_jsonl_fast`), with the
+    csv or json module's table, line numbers and warnings.
     """
     plan = read_plan(inflow, label, fmt, encoding=encoding, max_line_bytes=max_line_bytes)
     sniffed, codec, guard = plan.format, plan.codec, plan.guard
@@ -674,6 +677,12 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
         return RawTable(frame, label, sniffed, inflow.hexdigest(), warnings=warnings,
                         column_types=types, dropped=dropped)
     if sniffed == "jsonl":  # streamed a line at a time
+        if path is not None and not inflow.gzip:
+            fast = read_jsonl_fast(path, label, codec, inflow.head,
+                                   max_line_bytes=max_line_bytes)
+            if fast is not None:
+                frame, lines_of, digest = fast
+                return RawTable(frame, label, sniffed, digest, lines_of, codec, [])
         inflow.watch(guard, nul=is_utf8(codec))
         with decoded_lines(inflow, codec, newline="\n") as lines:
             frame, starts, warnings = read_jsonl(lines, label, check_nul=not is_utf8(codec))

@@ -10,64 +10,23 @@ boundaries), and a few thousand random files over the characters that matter to 
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
-from hostile_cases import CASES, base_frame, csv_text
+from fast_read_support import assert_same, read, same_both_ways, single_file_cases
+from hostile_cases import base_frame, csv_text
 
 import aflite_core.io.arrow_delimited as arrow_delimited
+import aflite_core.io.byte_scan as byte_scan
 import aflite_core.io.readers as readers
-from aflite_core.errors import DatasetError
 from aflite_core.io import read_table
 
 
-def _read(path, fast: bool, monkeypatch, **options):
-    with monkeypatch.context() as patch:
-        if fast:
-            patch.setattr(arrow_delimited, "FAST_MIN_BYTES", 0)
-        else:
-            patch.setattr(arrow_delimited, "FAST_MIN_BYTES", 1 << 62)
-        try:
-            return read_table(path, **options)
-        except DatasetError as exc:
-            return exc
-
-
 def _same(path, monkeypatch, **options) -> None:
-    """Both paths give the same table (values, dtypes, lines, warnings, hash) or error."""
-    fast = _read(path, True, monkeypatch, **options)
-    slow = _read(path, False, monkeypatch, **options)
-    if isinstance(slow, Exception):
-        assert type(fast) is type(slow) and str(fast) == str(slow), (path.read_bytes()[:200])
-        return
-    assert not isinstance(fast, Exception), (fast, path.read_bytes()[:200])
-    pd.testing.assert_frame_equal(fast.frame, slow.frame)
-    np.testing.assert_array_equal(fast.lines, slow.lines)
-    assert fast.warnings == slow.warnings
-    assert fast.content_hash == slow.content_hash
-    assert (fast.format, fast.encoding) == (slow.format, slow.encoding)
+    same_both_ways(path, monkeypatch, **options)
 
 
-def _delimited_cases() -> list:
-    """The cases of ``hostile_cases.py`` whose input is one CSV/TSV file (told by writing it)."""
-    chosen = []
-    with tempfile.TemporaryDirectory() as folder:
-        for number, case in enumerate(CASES):
-            place = Path(folder) / str(number)
-            place.mkdir()
-            try:
-                path = case.write(place)
-            except Exception:  # noqa: BLE001 - a case that needs more than a folder
-                continue
-            if path.is_file() and path.suffix in (".csv", ".tsv", ".txt", ".tab"):
-                chosen.append(case)
-    return chosen
-
-
-DELIMITED = _delimited_cases()
+DELIMITED = single_file_cases((".csv", ".tsv", ".txt", ".tab"))
 
 
 @pytest.mark.parametrize("case", DELIMITED, ids=[c.id for c in DELIMITED])
@@ -131,7 +90,7 @@ def test_planted_edges_read_the_same(name, kind, tmp_path, monkeypatch):
 def test_block_boundaries_anywhere(block, tmp_path, monkeypatch):
     """The scan carries its state over blocks of any size (a '\\r\\n' or a quote cut in
     two): forced tiny blocks give the whole-file result."""
-    monkeypatch.setattr(arrow_delimited, "SCAN_BLOCK", block)
+    monkeypatch.setattr(byte_scan, "SCAN_BLOCK", block)
     for name in ("crlf", "lone-cr", "quoted-newlines", "doubled-quotes", "blank-lines",
                  "no-final-break", "cr-before-eof-quote", "bom"):
         path = tmp_path / f"{name}.csv"
@@ -191,16 +150,8 @@ def test_random_files_read_the_same(tmp_path, monkeypatch):
         path = tmp_path / f"r{i}.{kind}"
         path.write_bytes(data)
         taken.clear()
-        fast = _read(path, True, monkeypatch)
-        slow = _read(path, False, monkeypatch)
-        if isinstance(slow, Exception):
-            assert type(fast) is type(slow) and str(fast) == str(slow), data
-            continue
-        assert not isinstance(fast, Exception), (fast, data)
-        pd.testing.assert_frame_equal(fast.frame, slow.frame)
-        np.testing.assert_array_equal(fast.lines, slow.lines)
-        assert (fast.warnings, fast.content_hash) == (slow.warnings, slow.content_hash), data
-        accepted[kind] += taken[0]
+        if assert_same(read(path, True, monkeypatch), read(path, False, monkeypatch), data):
+            accepted[kind] += taken[0]
     assert min(accepted.values()) >= 300, accepted  # both kinds read by Arrow, often
 
 

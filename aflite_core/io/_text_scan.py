@@ -1,4 +1,5 @@
-"""The structure of a CSV/TSV file in one pass over its bytes, compiled by numba.
+"""The structure of a CSV/TSV or JSON Lines file in one pass over its bytes, compiled by
+numba.
 
 :func:`scan_block` runs Python's :mod:`csv` state machine (``strict=True``, RFC 4180 quoting
 for CSV, ``QUOTE_NONE`` for TSV) over the bytes of a file as ``open(newline="")`` splits it
@@ -10,6 +11,12 @@ fields than the header, a NUL byte). The values themselves are parsed by Arrow
 (:mod:`aflite_core.io.arrow_delimited`); this pass is what lets its table stand for the csv
 module's, line numbers included.
 
+:func:`scan_jsonl_block` does the same for JSON Lines as
+:func:`~aflite_core.io.json_tables.jsonl_records` splits it (at line feeds only): the line of
+every non-blank line, the longest line, a NUL byte, and an escape of a surrogate
+(``\\ud800`` to ``\\udfff``: the json module keeps a lone one and refuses it with its own
+message; Arrow refuses any).
+
 A module of its own so that importing the readers does not import numba (0.3 s) until a
 large file needs it.
 """
@@ -20,7 +27,10 @@ import numpy as np
 
 from aflite_core.numba_cache import jit
 
-__all__ = ["BAD_REASONS", "SCAN_STATE", "finish_scan", "new_state", "scan_block", "state_values"]
+__all__ = [
+    "BAD_REASONS", "JSONL_STATE", "SCAN_STATE", "finish_jsonl_scan", "finish_scan",
+    "new_jsonl_state", "new_state", "scan_block", "scan_jsonl_block", "state_values",
+]
 
 # the csv module's parser states (Modules/_csv.c)
 _START_RECORD, _START_FIELD, _IN_FIELD, _IN_QUOTED, _QUOTE_IN_QUOTED, _EAT_CRNL = range(6)
@@ -39,6 +49,7 @@ BAD_REASONS = {
     2: "a quoted field never closed",
     3: "a record with other fields than the header",
     4: "a NUL byte",
+    5: "a \\u escape of a surrogate (JSON Lines)",
 }
 
 
@@ -262,4 +273,102 @@ def finish_scan(state: np.ndarray, *, delimiter: str, quoting: bool) -> np.ndarr
     out = np.empty(2, dtype=np.int64)
     n = _scan(np.zeros(0, dtype=np.uint8), _NO_WORDS, 0, state, out, ord(delimiter),
               ord('"') if quoting else -1, True)
+    return out[:n].copy()
+
+
+#: The slots of the JSON Lines scan's state.
+JSONL_STATE = ("lines", "line_bytes", "max_line", "content", "escape", "bad", "offset")
+_J_LINES, _J_LINE_BYTES, _J_MAX_LINE, _J_CONTENT, _J_ESCAPE, _J_BAD, _J_OFFSET = range(7)
+
+
+def new_jsonl_state() -> np.ndarray:
+    """The JSON Lines scan's state before the first byte."""
+    return np.zeros(len(JSONL_STATE), dtype=np.int64)
+
+
+_BACKSLASHES = _ONES * np.uint64(92)
+
+
+@jit
+def _scan_jsonl(data: np.ndarray, words: np.ndarray, lead: int, st: np.ndarray,
+                out: np.ndarray, final: bool) -> int:
+    lines, line_bytes, max_line = st[_J_LINES], st[_J_LINE_BYTES], st[_J_MAX_LINE]
+    content, escape, bad = st[_J_CONTENT], st[_J_ESCAPE], st[_J_BAD]
+    n_out = 0
+    n = len(data)
+    i = 0
+    while i < n:
+        if content == 1 and escape == 0 and i >= lead:  # the bulk: skip ordinary bytes
+            j = i
+            while j < n and (j - lead) & 7 != 0 and _ordinary(data[j], 92):
+                j += 1
+            if (j - lead) & 7 == 0:  # 8 at a time while none is a line feed, NUL, backslash
+                while j + 8 <= n:
+                    word = words[(j - lead) >> 3]
+                    if (_has_zero(word) or _has_zero(word ^ _NL)
+                            or _has_zero(word ^ _BACKSLASHES)):
+                        break
+                    j += 8
+            line_bytes += j - i
+            i = j
+            if i == n:
+                break
+        c = data[i]
+        i += 1
+        if c == 10:
+            lines += 1
+            if content:
+                out[n_out] = lines
+                n_out += 1
+            if line_bytes > max_line:
+                max_line = line_bytes
+            line_bytes = content = escape = 0
+            continue
+        line_bytes += 1
+        if c == 0:
+            bad = 4
+            break
+        if c != 32 and c != 9 and c != 13:
+            content = 1
+        # a backslash, then u, then d/D, then 8-f: the escape of a surrogate
+        if escape == 0:
+            if c == 92:
+                escape = 1
+        elif escape == 1:
+            escape = 2 if c == 117 else (1 if c == 92 else 0)
+        elif escape == 2:
+            escape = 3 if c == 100 or c == 68 else (1 if c == 92 else 0)
+        else:
+            if (56 <= c <= 57) or (97 <= c <= 102) or (65 <= c <= 70):
+                bad = 5
+                break
+            escape = 1 if c == 92 else 0
+    if final:
+        if line_bytes > max_line:
+            max_line = line_bytes
+        if content:  # a last line without its line break
+            out[n_out] = lines + 1
+            n_out += 1
+    st[_J_LINES], st[_J_LINE_BYTES], st[_J_MAX_LINE] = lines, line_bytes, max_line
+    st[_J_CONTENT], st[_J_ESCAPE], st[_J_BAD] = content, escape, bad
+    st[_J_OFFSET] += len(data)
+    return n_out
+
+
+def scan_jsonl_block(data: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """Scan the next block of a JSON Lines file (``uint8``); return the line number of every
+    non-blank line that ends in it. ``state`` is updated in place
+    (:func:`new_jsonl_state` first)."""
+    out = np.empty(len(data) // 2 + 2, dtype=np.int64)
+    lead = -data.ctypes.data % 8
+    whole = max(len(data) - lead, 0) // 8 * 8
+    words = data[lead:lead + whole].view(np.uint64) if whole else _NO_WORDS
+    n = _scan_jsonl(data, words, lead, state, out, False)
+    return out[:n].copy()
+
+
+def finish_jsonl_scan(state: np.ndarray) -> np.ndarray:
+    """The end of a JSON Lines file: its last line when it has no line break."""
+    out = np.empty(2, dtype=np.int64)
+    n = _scan_jsonl(np.zeros(0, dtype=np.uint8), _NO_WORDS, 0, state, out, True)
     return out[:n].copy()

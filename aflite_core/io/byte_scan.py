@@ -1,0 +1,116 @@
+"""A file's bytes scanned on a thread of their own, beside Arrow's reader.
+
+:class:`ByteScan` reads a file a block at a time (:data:`SCAN_BLOCK` bytes), hashes it
+(SHA-256: the table's ``content_hash``) and hands each block to a compiled scan
+(:mod:`aflite_core.io._text_scan`) that carries its state from block to block. It runs while
+Arrow parses the same file (:mod:`aflite_core.io.arrow_delimited`,
+:mod:`aflite_core.io.arrow_jsonl`), and stops early when the scan finds what makes Arrow's
+table unusable or a line past the limit, or when the caller says Arrow refused the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from aflite_core._validation import available_cores
+from aflite_core.io.delimited import ARROW_POOL
+
+__all__ = ["SCAN_BLOCK", "ByteScan", "arrow_setup"]
+
+#: Bytes the scan reads at a time: what it holds of the file.
+SCAN_BLOCK = 4 << 20
+
+
+@dataclass
+class ByteScan:
+    """One file's scan (see the module docstring).
+
+    ``step(data, state)`` scans a block and returns the line numbers it found; ``finish``
+    (state) does the end of the file; ``values(state)`` names the state's slots, and
+    ``give_up(values)`` says whether to stop (the file will be read otherwise). ``skip``:
+    bytes at the start not scanned (a byte-order mark).
+    """
+
+    path: Path
+    new_state: Callable[[], np.ndarray]
+    step: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    finish: Callable[[np.ndarray], np.ndarray]
+    values: Callable[[np.ndarray], dict[str, int]]
+    give_up: Callable[[dict[str, int]], bool]
+    skip: int = 0
+    stop: threading.Event = field(default_factory=threading.Event)
+    lines: list[np.ndarray] = field(default_factory=list)
+    state: dict[str, int] = field(default_factory=dict)
+    cut: bool = False
+    digest: str = ""
+    head: bytes = b""
+    error: BaseException | None = None
+    _thread: threading.Thread | None = None
+
+    def start(self) -> ByteScan:
+        """Run the scan on a thread of its own."""
+        self._thread = threading.Thread(target=self._run, name="byte-scan", daemon=True)
+        self._thread.start()
+        return self
+
+    def join(self, *, cancel: bool = False) -> None:
+        """Wait for the scan (``cancel``: tell it to stop first). An error it met that is
+        not the file's (out of memory, an interrupt) is raised here."""
+        if cancel:
+            self.stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if isinstance(self.error, (KeyboardInterrupt, MemoryError)):
+            raise self.error
+
+    @property
+    def ok(self) -> bool:
+        """Whether the scan went through the whole file."""
+        return self.error is None and not self.cut and bool(self.digest)
+
+    def all_lines(self) -> np.ndarray:
+        """The line numbers the scan found, in order."""
+        return np.concatenate(self.lines) if self.lines else np.zeros(0, dtype=np.int64)
+
+    def _run(self) -> None:
+        try:
+            state = self.new_state()
+            sha = hashlib.sha256()
+            buffer = bytearray(SCAN_BLOCK)
+            view = memoryview(buffer)
+            first = True
+            with self.path.open("rb", buffering=0) as handle:
+                while n := handle.readinto(buffer):
+                    sha.update(view[:n])
+                    data = np.frombuffer(buffer, dtype=np.uint8, count=n)
+                    if first:
+                        self.head = bytes(view[:n])
+                        data = data[self.skip:]
+                        first = False
+                    self.lines.append(self.step(data, state))
+                    if self.stop.is_set() or self.give_up(self.values(state)):
+                        self.cut = True  # the file is read otherwise
+                        return
+            self.lines.append(self.finish(state))
+            self.state, self.digest = self.values(state), sha.hexdigest()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self.error = exc
+
+
+def arrow_setup() -> None:
+    """Arrow's thread pool sized to the cores this process may use (its affinity), and its
+    jemalloc pool returning freed pages at once: a reader's block buffers, freed as it goes,
+    otherwise stayed resident (a 127 MB CSV: 330 MB over the table's 147 MB, 235 MB with
+    this)."""
+    cores = available_cores()
+    if pa.cpu_count() != cores:
+        pa.set_cpu_count(cores)
+    if ARROW_POOL.backend_name == "jemalloc":
+        pa.jemalloc_set_decay_ms(0)
