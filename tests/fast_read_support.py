@@ -15,12 +15,14 @@ from aflite_core.errors import DatasetError
 from aflite_core.io import read_table
 
 
-def read(path: Path, fast: bool, monkeypatch, **options):
+def read(path: Path, fast: bool, monkeypatch, *, as_bytes: bool = False, **options):
     """``read_table(path)`` with Arrow's path forced on (every size) or off; an error is
-    returned, not raised."""
+    returned, not raised. ``as_bytes``: the file's bytes are read (an upload)."""
     with monkeypatch.context() as patch:
         patch.setattr(arrow_delimited, "FAST_MIN_BYTES", 0 if fast else 1 << 62)
         try:
+            if as_bytes:
+                return read_table(path.read_bytes(), name=path.name, **options)
             return read_table(path, **options)
         except DatasetError as exc:
             return exc
@@ -42,9 +44,12 @@ def assert_same(fast, slow, data: bytes = b"") -> bool:
 
 
 def same_both_ways(path: Path, monkeypatch, **options) -> bool:
-    """Read ``path`` both ways and :func:`assert_same`."""
-    return assert_same(read(path, True, monkeypatch, **options),
-                       read(path, False, monkeypatch, **options), path.read_bytes())
+    """Read ``path`` both ways, as a file and as bytes, and :func:`assert_same`."""
+    accepted = assert_same(read(path, True, monkeypatch, **options),
+                           read(path, False, monkeypatch, **options), path.read_bytes())
+    assert_same(read(path, True, monkeypatch, as_bytes=True, **options),
+                read(path, False, monkeypatch, as_bytes=True, **options), path.read_bytes())
+    return accepted
 
 
 def single_file_cases(suffixes: tuple[str, ...]) -> list:

@@ -35,7 +35,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from aflite_core.io.byte_scan import ByteScan, arrow_setup
+from aflite_core.io.byte_scan import ByteScan, FileOrBytes, arrow_input, arrow_setup, source_size
 from aflite_core.io.delimited import ARROW_POOL, BOM, space_row, table_warnings, text_frame
 from aflite_core.io.table_checks import MAX_COLUMNS
 
@@ -50,7 +50,7 @@ ARROW_BLOCK = 1 << 20
 _UTF8_BOM = BOM.encode("utf-8")
 
 
-def _delimited_scan(path: Path, delimiter: str, skip: int, limit: int | None) -> ByteScan:
+def _delimited_scan(path: FileOrBytes, delimiter: str, skip: int, limit: int | None) -> ByteScan:
     """The csv module's state machine over the file's bytes (:mod:`aflite_core.io._text_scan`),
     given up at a record the csv module refuses or a line or cell past ``limit``."""
     from aflite_core.io._text_scan import finish_scan, new_state, scan_block, state_values
@@ -87,7 +87,7 @@ def _header(head: bytes, skip: int, delimiter: str) -> list[str] | None:
 
 
 def read_delimited_fast(
-    path: str | os.PathLike, name: str, delimiter: str, codec: str, head: bytes, *,
+    source: str | os.PathLike | bytes, name: str, delimiter: str, codec: str, head: bytes, *,
     max_cell: int | None = None, max_line_bytes: int | None = None,
     min_bytes: int | None = None,
 ) -> tuple[pd.DataFrame, np.ndarray, list[str], str] | None:
@@ -96,8 +96,8 @@ def read_delimited_fast(
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A regular, uncompressed file.
+    source : str, os.PathLike or bytes
+        A regular, uncompressed file, or its bytes (an upload).
     name : str
         The file's name in messages.
     delimiter : str
@@ -119,10 +119,9 @@ def read_delimited_fast(
     """
     if codec.replace("_", "-").lower() not in ("utf-8", "utf-8-sig"):
         return None
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError:
+    path: FileOrBytes = source if isinstance(source, bytes) else Path(source)
+    size = source_size(path)
+    if size is None:
         return None
     if size < (FAST_MIN_BYTES if min_bytes is None else min_bytes):
         return None
@@ -160,7 +159,7 @@ def read_delimited_fast(
     return text_frame(header, chunks), starts, warnings, scan.digest
 
 
-def _arrow_columns(path: Path, header: list[str], delimiter: str) -> list[list[Any]] | None:
+def _arrow_columns(path: FileOrBytes, header: list[str], delimiter: str) -> list[list[Any]] | None:
     """Each column's ``large_string`` chunks as Arrow's streaming reader parses them, or None
     when Arrow refuses the file or names other columns."""
     quoting = delimiter != "\t"
@@ -173,7 +172,7 @@ def _arrow_columns(path: Path, header: list[str], delimiter: str) -> list[list[A
     arrow_setup()
     read = pa_csv.ReadOptions(block_size=ARROW_BLOCK, use_threads=True)
     try:
-        table = pa_csv.read_csv(path, read_options=read, parse_options=parse,
+        table = pa_csv.read_csv(arrow_input(path), read_options=read, parse_options=parse,
                                 convert_options=convert, memory_pool=ARROW_POOL)
     except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError):
         return None

@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from aflite_core.io import arrow_delimited
-from aflite_core.io.byte_scan import ByteScan, arrow_setup
+from aflite_core.io.byte_scan import ByteScan, FileOrBytes, arrow_input, arrow_setup, source_size
 from aflite_core.io.delimited import ARROW_POOL, BOM, text_frame
 from aflite_core.io.table_checks import MAX_COLUMNS
 
@@ -42,7 +42,7 @@ __all__ = ["read_jsonl_fast"]
 _BOM = BOM.encode("utf-8")
 
 
-def _jsonl_scan(path: Path, limit: int | None) -> ByteScan:
+def _jsonl_scan(path: FileOrBytes, limit: int | None) -> ByteScan:
     from aflite_core.io._text_scan import (
         JSONL_STATE,
         finish_jsonl_scan,
@@ -78,7 +78,7 @@ def _first_keys(head: bytes) -> list[str] | None:
 
 
 def read_jsonl_fast(
-    path: str | os.PathLike, name: str, codec: str, head: bytes, *,
+    source: str | os.PathLike | bytes, name: str, codec: str, head: bytes, *,
     max_line_bytes: int | None = None, min_bytes: int | None = None,
 ) -> tuple[pd.DataFrame, np.ndarray, str] | None:
     """Read a plain JSON Lines file of text fields with Arrow, or None (see the module
@@ -86,8 +86,8 @@ def read_jsonl_fast(
 
     Parameters
     ----------
-    path : str or os.PathLike
-        A regular, uncompressed file.
+    source : str, os.PathLike or bytes
+        A regular, uncompressed file, or its bytes (an upload).
     name : str
         The file's name in messages.
     codec : str
@@ -109,10 +109,9 @@ def read_jsonl_fast(
     """
     if codec.replace("_", "-").lower() not in ("utf-8", "utf-8-sig") or head.startswith(_BOM):
         return None
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError:
+    path: FileOrBytes = source if isinstance(source, bytes) else Path(source)
+    size = source_size(path)
+    if size is None:
         return None
     floor = arrow_delimited.FAST_MIN_BYTES if min_bytes is None else min_bytes
     keys = _first_keys(head)
@@ -146,7 +145,7 @@ def read_jsonl_fast(
     return text_frame(keys, chunks), lines, scan.digest
 
 
-def _arrow_table(path: Path) -> pa.Table | None:
+def _arrow_table(path: FileOrBytes) -> pa.Table | None:
     """The file as Arrow's streaming JSON reader reads it, or None when it refuses it (a
     block whose types differ from the first block's included). Streamed: the whole-file
     reader peaked 420 MB over its 132 MB table on a 176 MB file, the streaming one 210 MB."""
@@ -154,7 +153,7 @@ def _arrow_table(path: Path) -> pa.Table | None:
     read = pa_json.ReadOptions(use_threads=True, block_size=arrow_delimited.ARROW_BLOCK)
     try:
         reader = pa_json.open_json(
-            path, read_options=read,
+            arrow_input(path), read_options=read,
             parse_options=pa_json.ParseOptions(newlines_in_values=False),
             memory_pool=ARROW_POOL)
         return pa.Table.from_batches(list(reader), schema=reader.schema)

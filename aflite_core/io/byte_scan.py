@@ -11,6 +11,8 @@ table unusable or a line past the limit, or when the caller says Arrow refused t
 from __future__ import annotations
 
 import hashlib
+import io
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +24,11 @@ import pyarrow as pa
 from aflite_core._validation import available_cores
 from aflite_core.io.delimited import ARROW_POOL
 
-__all__ = ["SCAN_BLOCK", "ByteScan", "arrow_setup"]
+__all__ = ["SCAN_BLOCK", "ByteScan", "FileOrBytes", "arrow_input", "arrow_setup",
+           "source_size"]
+
+#: What the Arrow readers read: a file on a path, or bytes in memory (an upload).
+FileOrBytes = Path | bytes
 
 #: Bytes the scan reads at a time: what it holds of the file.
 SCAN_BLOCK = 4 << 20
@@ -38,7 +44,7 @@ class ByteScan:
     bytes at the start not scanned (a byte-order mark).
     """
 
-    path: Path
+    path: FileOrBytes
     new_state: Callable[[], np.ndarray]
     step: Callable[[np.ndarray, np.ndarray], np.ndarray]
     finish: Callable[[np.ndarray], np.ndarray]
@@ -86,7 +92,7 @@ class ByteScan:
             buffer = bytearray(SCAN_BLOCK)
             view = memoryview(buffer)
             first = True
-            with self.path.open("rb", buffering=0) as handle:
+            with _open(self.path) as handle:
                 while n := handle.readinto(buffer):
                     sha.update(view[:n])
                     data = np.frombuffer(buffer, dtype=np.uint8, count=n)
@@ -114,3 +120,24 @@ def arrow_setup() -> None:
         pa.set_cpu_count(cores)
     if ARROW_POOL.backend_name == "jemalloc":
         pa.jemalloc_set_decay_ms(0)
+
+
+def _open(source: FileOrBytes) -> io.RawIOBase | io.BytesIO:
+    if isinstance(source, bytes):
+        return io.BytesIO(source)
+    return source.open("rb", buffering=0)
+
+
+def source_size(source: FileOrBytes) -> int | None:
+    """The bytes of ``source``; None when a path cannot be looked at."""
+    if isinstance(source, bytes):
+        return len(source)
+    try:
+        return os.stat(source).st_size
+    except OSError:
+        return None
+
+
+def arrow_input(source: FileOrBytes) -> str | pa.BufferReader:
+    """``source`` as Arrow's readers take it (bytes without a copy)."""
+    return pa.BufferReader(source) if isinstance(source, bytes) else str(source)

@@ -610,7 +610,8 @@ def read_table(
     fmt = normalise_format(format)
     with open_input(source, label, max_bytes) as inflow:
         return _read_inflow(inflow, label, fmt, encoding=encoding, max_bytes=max_bytes,
-                            max_line_bytes=max_line_bytes, path=_plain_path(source))
+                            max_line_bytes=max_line_bytes,
+                            path=_whole_source(source, max_bytes))
 
 
 @dataclass
@@ -653,20 +654,27 @@ def read_plan(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | No
     return ReadPlan(sniffed, fmt, explicit, codec, guard)
 
 
-def _plain_path(source: Any) -> Path | None:
-    """``source`` as a path when it names a file (Arrow may read it by itself), else None."""
-    return Path(source) if isinstance(source, (str, os.PathLike)) else None
+def _whole_source(source: Any, max_bytes: int | None) -> Path | bytes | None:
+    """``source`` as Arrow's readers may read it by themselves: a path (its size was checked
+    when it was opened), or bytes within ``max_bytes``; else None."""
+    if isinstance(source, (str, os.PathLike)):
+        return Path(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source) if not isinstance(source, bytes) else source
+        return data if max_bytes is None or len(data) <= max_bytes else None
+    return None
 
 
 def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | None,
                  max_bytes: int | None, max_line_bytes: int | None,
-                 path: Path | None = None) -> RawTable:
+                 path: Path | bytes | None = None) -> RawTable:
     """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole.
 
-    ``path``: the file ``inflow`` reads, when it is one: a large plain UTF-8 CSV/TSV or JSON
-    Lines file is then parsed by Arrow (:func:`~aflite_core.io.arrow_delimited.
-    read_delimited_fast`, :func:`~aflite_core.io.arrow_jsonl.read_jsonl_fast`), with the
-    csv or json module's table, line numbers and warnings.
+    ``path``: the file ``inflow`` reads, or its bytes, when Arrow may read it by itself: a
+    large plain UTF-8 CSV/TSV or JSON Lines file is then parsed by Arrow
+    (:func:`~aflite_core.io.arrow_delimited.read_delimited_fast`,
+    :func:`~aflite_core.io.arrow_jsonl.read_jsonl_fast`), with the csv or json module's
+    table, line numbers and warnings.
     """
     plan = read_plan(inflow, label, fmt, encoding=encoding, max_line_bytes=max_line_bytes)
     sniffed, codec, guard = plan.format, plan.codec, plan.guard

@@ -173,6 +173,11 @@ def test_arrow_reads_a_clean_file(tmp_path):
     np.testing.assert_array_equal(lines, slow.lines)
     assert lines[4] == lines[3] + 2  # the row with a newline inside quotes took two lines
     assert warnings == [] and digest == slow.content_hash
+    from_bytes = arrow_delimited.read_delimited_fast(path.read_bytes(), "clean.csv", ",",
+                                                     "utf-8", head, min_bytes=0)
+    assert from_bytes is not None  # an upload: its bytes read by Arrow without a file
+    pd.testing.assert_frame_equal(from_bytes[0], table)
+    assert from_bytes[3] == digest
 
 
 def test_arrow_path_refuses_what_it_cannot_promise(tmp_path):

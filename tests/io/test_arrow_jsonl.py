@@ -160,3 +160,7 @@ def test_arrow_reads_a_clean_file(tmp_path):
     pd.testing.assert_frame_equal(table, frame.astype(table.dtypes.to_dict()))
     np.testing.assert_array_equal(lines, np.arange(1, len(frame) + 1))
     assert digest == slow.content_hash
+    from_bytes = arrow_jsonl.read_jsonl_fast(path.read_bytes(), "clean.jsonl", "utf-8", head,
+                                             min_bytes=0)
+    assert from_bytes is not None  # an upload: its bytes read by Arrow without a file
+    pd.testing.assert_frame_equal(from_bytes[0], table)
