@@ -1,7 +1,8 @@
 """A file's bytes scanned on a thread of their own, beside Arrow's reader.
 
-:class:`ByteScan` reads a file a block at a time (:data:`SCAN_BLOCK` bytes), hashes it
-(SHA-256: the table's ``content_hash``) and hands each block to a compiled scan
+:class:`ByteScan` reads a file a block at a time (:data:`SCAN_BLOCK` bytes), hashes it on
+a second thread (SHA-256: the table's ``content_hash``) and hands each block to a compiled
+scan
 (:mod:`aflite_core.io._text_scan`) that carries its state from block to block. It runs while
 Arrow parses the same file (:mod:`aflite_core.io.arrow_delimited`,
 :mod:`aflite_core.io.arrow_jsonl`), and stops early when the scan finds what makes Arrow's
@@ -58,12 +59,16 @@ class ByteScan:
     digest: str = ""
     head: bytes = b""
     error: BaseException | None = None
-    _thread: threading.Thread | None = None
+    _threads: list[threading.Thread] = field(default_factory=list)
+    _sha: str = ""
 
     def start(self) -> ByteScan:
-        """Run the scan on a thread of its own."""
-        self._thread = threading.Thread(target=self._run, name="byte-scan", daemon=True)
-        self._thread.start()
+        """Run the scan on a thread of its own, and the SHA-256 on another (side by side
+        where there are cores for both: a 127 MB TSV's scan 0.13 s, its hash 0.07 s)."""
+        for target, name in ((self._run, "byte-scan"), (self._hash, "byte-hash")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
         return self
 
     def join(self, *, cancel: bool = False) -> None:
@@ -71,10 +76,12 @@ class ByteScan:
         not the file's (out of memory, an interrupt) is raised here."""
         if cancel:
             self.stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        for thread in self._threads:
+            thread.join()
         if isinstance(self.error, (KeyboardInterrupt, MemoryError)):
             raise self.error
+        if self.error is None and not self.cut and self.state:
+            self.digest = self._sha
 
     @property
     def ok(self) -> bool:
@@ -88,13 +95,11 @@ class ByteScan:
     def _run(self) -> None:
         try:
             state = self.new_state()
-            sha = hashlib.sha256()
             buffer = bytearray(SCAN_BLOCK)
             view = memoryview(buffer)
             first = True
             with _open(self.path) as handle:
                 while n := handle.readinto(buffer):
-                    sha.update(view[:n])
                     data = np.frombuffer(buffer, dtype=np.uint8, count=n)
                     if first:
                         self.head = bytes(view[:n])
@@ -103,9 +108,27 @@ class ByteScan:
                     self.lines.append(self.step(data, state))
                     if self.stop.is_set() or self.give_up(self.values(state)):
                         self.cut = True  # the file is read otherwise
+                        self.stop.set()  # (the hash too)
                         return
             self.lines.append(self.finish(state))
-            self.state, self.digest = self.values(state), sha.hexdigest()
+            self.state = self.values(state)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
+            self.error = exc
+
+    def _hash(self) -> None:
+        try:
+            if isinstance(self.path, bytes):
+                self._sha = hashlib.sha256(self.path).hexdigest()
+                return
+            sha = hashlib.sha256()
+            buffer = bytearray(SCAN_BLOCK)
+            view = memoryview(buffer)
+            with _open(self.path) as handle:
+                while n := handle.readinto(buffer):
+                    sha.update(view[:n])  # off the GIL
+                    if self.stop.is_set():
+                        return
+            self._sha = sha.hexdigest()
         except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread
             self.error = exc
 
