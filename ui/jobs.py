@@ -123,6 +123,8 @@ class AuditJob:
         self._beside: dict[str, str] | None = None  # the measure running beside, if any
         self._aflite: dict[str, Any] = {}
         self._first_event: float | None = None
+        self._clock: Any = None  # the ETA's clock (EtaClock), from the first report on
+        self._cpu: Any = None  # the audit's CPU counts (CpuShare)
         self._thread = threading.Thread(target=self._work, name=f"audit-{self.id}", daemon=True)
 
     # -- control ---------------------------------------------------------------------------
@@ -180,16 +182,35 @@ class AuditJob:
         fraction = float(info.get("fraction") or 0.0)
         info["fraction"] = min(max(fraction, 0.0), 1.0)
         info["elapsed"] = elapsed
-        # the ETA's clock starts with the audit's first report: starting the worker and
-        # reading the data take a while that says nothing about the audit's pace
-        audit = end - (self._first_event if self._first_event is not None else self.started)
-        info["eta"] = audit * (1 - fraction) / fraction if 0.02 <= fraction < 1 else None
+        # the ETA's clock starts with the audit's first report (starting the worker and
+        # reading the data say nothing about the audit's pace) and follows the CPU the audit
+        # gets (aflite_core.progress_eta): on a machine shared with other jobs it changes
+        info["eta"] = self._eta(end, info["fraction"])
         info["state"] = self.state
         return info
 
+    def _eta(self, now: float, fraction: float) -> float | None:
+        with self._lock:
+            clock = self._clock
+            if clock is None or self.finished is not None:
+                return None
+            clock.update(now, fraction, self._cpu.sample())
+            return clock.eta()
+
+    def _audit_pid(self) -> int:
+        """The process the audit runs in (its children counted with it)."""
+        return os.getpid()
+
     def _callback(self, event: dict[str, Any]) -> bool:
         if self._first_event is None:
+            from aflite_core.progress_eta import CpuShare, EtaClock
+
             self._first_event = time.monotonic()
+            cpu = CpuShare(self._audit_pid())
+            clock = EtaClock()
+            clock.update(self._first_event, 0.0, cpu.sample())
+            with self._lock:
+                self._cpu, self._clock = cpu, clock
         with self._lock:
             if event.get("beside"):  # a measure beside the others: the bar moves, the stage stays
                 self._beside = {"stage": event.get("stage", ""),
@@ -352,6 +373,9 @@ class WorkerAuditJob(AuditJob):
         self.process: subprocess.Popen | None = None
         self.exit_code: int | None = None
         self._temp_folder: Path | None = None
+
+    def _audit_pid(self) -> int:
+        return self.process.pid if self.process is not None else os.getpid()
 
     def cancel(self) -> None:
         """Ask the worker to stop at its next progress report (terminated if it does not
