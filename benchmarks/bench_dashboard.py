@@ -5,10 +5,13 @@ one finished audit of the bundled sample prepared beforehand so the pages have r
 show), drives headless Debian chromium through Playwright and prints:
 
 * ``server_ready_s``: from process start to a healthy ``/_stcore/health``;
-* ``first_paint_s`` (goal <= 5 s): from navigating to the app, with the server up, until the
-  bundled sample's validation report is on screen (the "Rows read 4,000" metric), for the
-  first session after start-up (cold: the server imports its libraries) and for a second
-  session (warm);
+* ``first_paint_s``: from navigating to the app, with the server up, until the bundled
+  sample's validation report is on screen (the "Rows read 4,000" metric, the first rendered
+  table), for the first session after start-up (cold: the server imports its libraries) and
+  for a second session (warm);
+* ``start_to_first_paint_s`` (goal <= 3 s, issue 63): a cold server's start to that first
+  table -- ``server_ready_s + first_paint_cold_s`` (the browser's own launch left out): what
+  issue 63's browser test measured (3.7-5.0 s then);
 * ``page_switch_s`` (goal <= 1 s): clicking a page in the sidebar until that page's content is
   on screen and the app is idle, with results already cached; median and max per page over
   several rounds.
@@ -144,7 +147,10 @@ def main(argv: list[str] | None = None) -> int:
                 browser.close()
         finally:
             stop_server(process)
-    results["goals"] = {"first_paint_s": 5.0, "page_switch_s": 1.0}
+    if "first_paint_cold_s" in results:
+        results["start_to_first_paint_s"] = round(
+            float(results["server_ready_s"]) + float(results["first_paint_cold_s"]), 2)
+    results["goals"] = {"start_to_first_paint_s": 3.0, "page_switch_s": 1.0}
     results["cpu_count"] = os.cpu_count()
     results["load_average_1m"] = round(os.getloadavg()[0], 2)
     print(json.dumps(results, indent=2))
