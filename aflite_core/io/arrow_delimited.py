@@ -135,11 +135,17 @@ def read_delimited_fast(
         return None
     limits = [v for v in (max_cell, max_line_bytes) if v is not None]
     scan = _delimited_scan(path, delimiter, skip, min(limits) if limits else None).start()
-    chunks = None
+    chunks, straddled = None, False
     try:
-        chunks = _arrow_columns(path, header, delimiter)
-    finally:
-        scan.join(cancel=chunks is None)  # Arrow refused it: the csv module reads it
+        chunks, straddled = _arrow_columns(path, header, delimiter, ARROW_BLOCK)
+    finally:  # Arrow refused it: the csv module reads it (unless a block was too short)
+        scan.join(cancel=chunks is None and not straddled)
+    if straddled and scan.ok:  # a row longer than a block: once more with blocks that hold it
+        state = scan.state
+        longest = max(state["max_line"], state["max_cell"] * len(header), 1)
+        block = max(4 * ARROW_BLOCK, 1 << (4 * longest).bit_length())
+        if max_line_bytes is None or block <= 8 * max_line_bytes:
+            chunks, _ = _arrow_columns(path, header, delimiter, block)
     if chunks is None or not scan.ok:
         return None
     state = scan.state
@@ -159,9 +165,11 @@ def read_delimited_fast(
     return text_frame(header, chunks), starts, warnings, scan.digest
 
 
-def _arrow_columns(path: FileOrBytes, header: list[str], delimiter: str) -> list[list[Any]] | None:
-    """Each column's ``large_string`` chunks as Arrow's streaming reader parses them, or None
-    when Arrow refuses the file or names other columns."""
+def _arrow_columns(path: FileOrBytes, header: list[str], delimiter: str, block: int
+                   ) -> tuple[list[list[Any]] | None, bool]:
+    """Each column's ``large_string`` chunks as Arrow's reader parses them (None when Arrow
+    refuses the file or names other columns), and whether it refused it for a row longer
+    than ``block`` bytes."""
     quoting = delimiter != "\t"
     parse = pa_csv.ParseOptions(
         delimiter=delimiter, quote_char='"' if quoting else False, double_quote=True,
@@ -170,17 +178,17 @@ def _arrow_columns(path: FileOrBytes, header: list[str], delimiter: str) -> list
         column_types={h: pa.large_string() for h in header}, strings_can_be_null=False,
         quoted_strings_can_be_null=False, null_values=[], check_utf8=True)
     arrow_setup()
-    read = pa_csv.ReadOptions(block_size=ARROW_BLOCK, use_threads=True)
+    read = pa_csv.ReadOptions(block_size=block, use_threads=True)
     try:
         table = pa_csv.read_csv(arrow_input(path), read_options=read, parse_options=parse,
                                 convert_options=convert, memory_pool=ARROW_POOL)
-    except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError):
-        return None
+    except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as exc:
+        return None, "straddl" in str(exc) or "block size" in str(exc)
     if table.column_names != header:
-        return None
+        return None, False
     chunks: list[list[Any]] = []
     for column in table.columns:
         if column.type != pa.large_string():
-            return None
+            return None, False
         chunks.append(column.chunks)
-    return chunks
+    return chunks, False

@@ -192,3 +192,29 @@ def test_arrow_path_refuses_what_it_cannot_promise(tmp_path):
     assert arrow_delimited.read_delimited_fast(path, "t", ",", "utf-8", head) is None
     assert arrow_delimited.read_delimited_fast(path, "t", ",", "utf-8", head,
                                                min_bytes=0) is not None
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv"])
+def test_a_row_longer_than_arrows_block_is_still_read_by_arrow(kind, tmp_path, monkeypatch):
+    """Arrow refuses a row longer than its block; the scan knows the longest line, so Arrow
+    reads the file once more with blocks that hold it (not the csv module's 10x slower path),
+    and the table is the csv module's."""
+    monkeypatch.setattr(arrow_delimited, "ARROW_BLOCK", 1 << 12)  # 4 KiB blocks
+    sep = "," if kind == "csv" else "\t"
+    long = "word " * 5_000  # 25 KB in one cell
+    text = f"premise{sep}label\n" + "".join(
+        f"{long if i == 7 else f'row {i}'}{sep}{i % 3}\n" for i in range(200))
+    path = tmp_path / f"long.{kind}"
+    path.write_text(text, encoding="utf-8")
+    taken = []
+    real = arrow_delimited.read_delimited_fast
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(readers, "read_delimited_fast", spy)
+    assert same_both_ways(path, monkeypatch)
+    assert taken[0]  # read by Arrow
+    assert read(path, True, monkeypatch).frame["premise"][7] == long
