@@ -118,11 +118,16 @@ def read_jsonl_fast(
     if size < floor or keys is None or not 1 <= len(keys) <= MAX_COLUMNS:
         return None
     scan = _jsonl_scan(path, max_line_bytes).start()
-    table = None
+    table, straddled = None, False
     try:
-        table = _arrow_table(path)
-    finally:
-        scan.join(cancel=table is None)  # Arrow refused it: the json module reads it
+        table, straddled = _arrow_table(path, arrow_delimited.ARROW_BLOCK)
+    finally:  # Arrow refused it: the json module reads it (unless a block was too short)
+        scan.join(cancel=table is None and not straddled)
+    if straddled and scan.ok:  # a line longer than a block: once more with blocks that hold it
+        block = max(4 * arrow_delimited.ARROW_BLOCK,
+                    1 << (4 * max(scan.state["max_line"], 1)).bit_length())
+        if max_line_bytes is None or block <= 8 * max_line_bytes:
+            table, _ = _arrow_table(path, block)
     if table is None or not scan.ok:
         return None
     lines = scan.all_lines()
@@ -145,17 +150,18 @@ def read_jsonl_fast(
     return text_frame(keys, chunks), lines, scan.digest
 
 
-def _arrow_table(path: FileOrBytes) -> pa.Table | None:
-    """The file as Arrow's streaming JSON reader reads it, or None when it refuses it (a
-    block whose types differ from the first block's included). Streamed: the whole-file
-    reader peaked 420 MB over its 132 MB table on a 176 MB file, the streaming one 210 MB."""
+def _arrow_table(path: FileOrBytes, block: int) -> tuple[pa.Table | None, bool]:
+    """The file as Arrow's streaming JSON reader reads it in ``block``-byte blocks (None when
+    it refuses it, a block whose types differ from the first block's included), and whether
+    it refused it for a line longer than a block. Streamed: the whole-file reader peaked
+    420 MB over its 132 MB table on a 176 MB file, the streaming one 210 MB."""
     arrow_setup()
-    read = pa_json.ReadOptions(use_threads=True, block_size=arrow_delimited.ARROW_BLOCK)
+    read = pa_json.ReadOptions(use_threads=True, block_size=block)
     try:
         reader = pa_json.open_json(
             arrow_input(path), read_options=read,
             parse_options=pa_json.ParseOptions(newlines_in_values=False),
             memory_pool=ARROW_POOL)
-        return pa.Table.from_batches(list(reader), schema=reader.schema)
-    except (pa.ArrowException, OSError, ValueError):
-        return None
+        return pa.Table.from_batches(list(reader), schema=reader.schema), False
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        return None, "straddl" in str(exc) or "block size" in str(exc)

@@ -164,3 +164,28 @@ def test_arrow_reads_a_clean_file(tmp_path):
                                              min_bytes=0)
     assert from_bytes is not None  # an upload: its bytes read by Arrow without a file
     pd.testing.assert_frame_equal(from_bytes[0], table)
+
+
+def test_a_line_longer_than_arrows_block_is_still_read_by_arrow(tmp_path, monkeypatch):
+    """Arrow refuses a line longer than its block; the scan knows the longest line, so Arrow
+    reads the file again with blocks that hold it, and the table is the json module's."""
+    import aflite_core.io.arrow_delimited as arrow_delimited
+
+    monkeypatch.setattr(arrow_delimited, "ARROW_BLOCK", 1 << 12)  # 4 KiB blocks
+    long = "word " * 5_000
+    records = [{"premise": long if i == 7 else f"row {i}", "label": str(i % 3)}
+               for i in range(200)]
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    taken = []
+    real = arrow_jsonl.read_jsonl_fast
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(readers, "read_jsonl_fast", spy)
+    assert same_both_ways(path, monkeypatch)
+    assert taken[0]
+    assert read(path, True, monkeypatch).frame["premise"][7] == long
