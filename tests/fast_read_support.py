@@ -67,3 +67,18 @@ def single_file_cases(suffixes: tuple[str, ...]) -> list:
             if path.is_file() and path.suffix in suffixes:
                 chosen.append(case)
     return chosen
+
+
+def spy_on(monkeypatch, module, name: str) -> list[bool]:
+    """Replace ``module.name`` (a fast reader as the readers call it) by a wrapper that notes,
+    for each call, whether it gave a table (True) or handed the file back (False)."""
+    taken: list[bool] = []
+    real = getattr(module, name)
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(module, name, spy)
+    return taken

@@ -35,7 +35,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-from aflite_core.io.byte_scan import ByteScan, FileOrBytes, arrow_input, arrow_setup, source_size
+from aflite_core.io.byte_scan import (
+    ByteScan,
+    FileOrBytes,
+    arrow_input,
+    arrow_setup,
+    longer_block,
+    source_size,
+)
 from aflite_core.io.delimited import ARROW_POOL, BOM, space_row, table_warnings, text_frame
 from aflite_core.io.table_checks import MAX_COLUMNS
 
@@ -141,10 +148,9 @@ def read_delimited_fast(
     finally:  # Arrow refused it: the csv module reads it (unless a block was too short)
         scan.join(cancel=chunks is None and not straddled)
     if straddled and scan.ok:  # a row longer than a block: once more with blocks that hold it
-        state = scan.state
-        longest = max(state["max_line"], state["max_cell"] * len(header), 1)
-        block = max(4 * ARROW_BLOCK, 1 << (4 * longest).bit_length())
-        if max_line_bytes is None or block <= 8 * max_line_bytes:
+        longest = max(scan.state["max_line"], scan.state["max_cell"] * len(header))
+        block = longer_block(ARROW_BLOCK, longest, max_line_bytes)
+        if block is not None:
             chunks, _ = _arrow_columns(path, header, delimiter, block)
     if chunks is None or not scan.ok:
         return None

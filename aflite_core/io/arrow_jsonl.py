@@ -33,7 +33,14 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 
 from aflite_core.io import arrow_delimited
-from aflite_core.io.byte_scan import ByteScan, FileOrBytes, arrow_input, arrow_setup, source_size
+from aflite_core.io.byte_scan import (
+    ByteScan,
+    FileOrBytes,
+    arrow_input,
+    arrow_setup,
+    longer_block,
+    source_size,
+)
 from aflite_core.io.delimited import ARROW_POOL, BOM, text_frame
 from aflite_core.io.table_checks import MAX_COLUMNS
 
@@ -124,9 +131,9 @@ def read_jsonl_fast(
     finally:  # Arrow refused it: the json module reads it (unless a block was too short)
         scan.join(cancel=table is None and not straddled)
     if straddled and scan.ok:  # a line longer than a block: once more with blocks that hold it
-        block = max(4 * arrow_delimited.ARROW_BLOCK,
-                    1 << (4 * max(scan.state["max_line"], 1)).bit_length())
-        if max_line_bytes is None or block <= 8 * max_line_bytes:
+        block = longer_block(arrow_delimited.ARROW_BLOCK, scan.state["max_line"],
+                             max_line_bytes)
+        if block is not None:
             table, _ = _arrow_table(path, block)
     if table is None or not scan.ok:
         return None

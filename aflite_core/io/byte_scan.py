@@ -26,7 +26,7 @@ from aflite_core._validation import available_cores
 from aflite_core.io.delimited import ARROW_POOL
 
 __all__ = ["SCAN_BLOCK", "ByteScan", "FileOrBytes", "arrow_input", "arrow_setup",
-           "source_size"]
+           "longer_block", "source_size"]
 
 #: What the Arrow readers read: a file on a path, or bytes in memory (an upload).
 FileOrBytes = Path | bytes
@@ -164,3 +164,12 @@ def source_size(source: FileOrBytes) -> int | None:
 def arrow_input(source: FileOrBytes) -> str | pa.BufferReader:
     """``source`` as Arrow's readers take it (bytes without a copy)."""
     return pa.BufferReader(source) if isinstance(source, bytes) else str(source)
+
+
+def longer_block(block: int, longest: int, max_line_bytes: int | None) -> int | None:
+    """Arrow's block size for a second read of a file whose longest row (``longest`` bytes,
+    as the scan found it) did not fit a ``block``-byte block: a power of two of at least four
+    times the row; None past eight times ``max_line_bytes`` (the csv/json path then reads
+    it)."""
+    size = max(4 * block, 1 << (4 * max(longest, 1)).bit_length())
+    return size if max_line_bytes is None or size <= 8 * max_line_bytes else None

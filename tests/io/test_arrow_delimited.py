@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from fast_read_support import assert_same, read, same_both_ways, single_file_cases
+from fast_read_support import assert_same, read, same_both_ways, single_file_cases, spy_on
 from hostile_cases import base_frame, csv_text
 
 import aflite_core.io.arrow_delimited as arrow_delimited
@@ -134,15 +134,7 @@ def test_random_files_read_the_same(tmp_path, monkeypatch):
     """2,000 random files: each reads the same both ways (a table or the same message), and
     most of them are read by Arrow (not handed back to the csv module)."""
     rng = np.random.default_rng(0)
-    taken = []
-    real = arrow_delimited.read_delimited_fast
-
-    def spy(*args, **kwargs):
-        result = real(*args, **kwargs)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(readers, "read_delimited_fast", spy)
+    taken = spy_on(monkeypatch, readers, "read_delimited_fast")
     accepted = {"csv": 0, "tsv": 0}
     for i in range(2000):
         kind = "csv" if i % 2 else "tsv"
@@ -206,15 +198,7 @@ def test_a_row_longer_than_arrows_block_is_still_read_by_arrow(kind, tmp_path, m
         f"{long if i == 7 else f'row {i}'}{sep}{i % 3}\n" for i in range(200))
     path = tmp_path / f"long.{kind}"
     path.write_text(text, encoding="utf-8")
-    taken = []
-    real = arrow_delimited.read_delimited_fast
-
-    def spy(*args, **kwargs):
-        result = real(*args, **kwargs)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(readers, "read_delimited_fast", spy)
+    taken = spy_on(monkeypatch, readers, "read_delimited_fast")
     assert same_both_ways(path, monkeypatch)
     assert taken[0]  # read by Arrow
     assert read(path, True, monkeypatch).frame["premise"][7] == long

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from fast_read_support import assert_same, read, same_both_ways, single_file_cases
+from fast_read_support import assert_same, read, same_both_ways, single_file_cases, spy_on
 from hostile_cases import base_frame
 
 import aflite_core.io.arrow_jsonl as arrow_jsonl
@@ -123,15 +123,7 @@ def _random_file(rng: np.random.Generator) -> bytes:
 def test_random_files_read_the_same(tmp_path, monkeypatch):
     """2,000 random files read the same both ways, and many are read by Arrow."""
     rng = np.random.default_rng(0)
-    taken = []
-    real = arrow_jsonl.read_jsonl_fast
-
-    def spy(*args, **kwargs):
-        result = real(*args, **kwargs)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(readers, "read_jsonl_fast", spy)
+    taken = spy_on(monkeypatch, readers, "read_jsonl_fast")
     by_arrow = accepted = 0
     for i in range(2000):
         data = _random_file(rng)
@@ -177,15 +169,7 @@ def test_a_line_longer_than_arrows_block_is_still_read_by_arrow(tmp_path, monkey
                for i in range(200)]
     path = tmp_path / "long.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    taken = []
-    real = arrow_jsonl.read_jsonl_fast
-
-    def spy(*args, **kwargs):
-        result = real(*args, **kwargs)
-        taken.append(result is not None)
-        return result
-
-    monkeypatch.setattr(readers, "read_jsonl_fast", spy)
+    taken = spy_on(monkeypatch, readers, "read_jsonl_fast")
     assert same_both_ways(path, monkeypatch)
     assert taken[0]
     assert read(path, True, monkeypatch).frame["premise"][7] == long
