@@ -125,6 +125,7 @@ class AuditJob:
         self._first_event: float | None = None
         self._clock: Any = None  # the ETA's clock (EtaClock), from the first report on
         self._cpu: Any = None  # the audit's CPU counts (CpuShare)
+        self._sampled = float("-inf")  # when they were last read
         self._thread = threading.Thread(target=self._work, name=f"audit-{self.id}", daemon=True)
 
     # -- control ---------------------------------------------------------------------------
@@ -190,11 +191,15 @@ class AuditJob:
         return info
 
     def _eta(self, now: float, fraction: float) -> float | None:
+        """The clock's ETA; the CPU counts (a walk of /proc) read at most every
+        :data:`ETA_SAMPLE_SECONDS`, however many sessions rerun meanwhile."""
         with self._lock:
             clock = self._clock
             if clock is None or self.finished is not None:
                 return None
-            clock.update(now, fraction, self._cpu.sample())
+            if now - self._sampled >= ETA_SAMPLE_SECONDS:
+                self._sampled = now
+                clock.update(now, fraction, self._cpu.sample())
             return clock.eta()
 
     def _audit_pid(self) -> int:
@@ -257,6 +262,8 @@ class AuditJob:
             self.error = f"Unexpected {type(exc).__name__}: {exc}"
 
 
+#: Least seconds between two readings of an audit's CPU counts for its ETA.
+ETA_SAMPLE_SECONDS = 0.5
 #: The folder that holds ``aflite_core`` (the worker imports it from there).
 REPO_ROOT = Path(__file__).resolve().parent.parent
 #: After a cancel request, how long the worker may take to reach its next progress report

@@ -63,9 +63,9 @@ def new_state(*, offset: int = 0) -> np.ndarray:
     return state
 
 
-def state_values(state: np.ndarray) -> dict[str, int]:
-    """The scan's state by the names of :data:`SCAN_STATE`."""
-    return {name: int(value) for name, value in zip(SCAN_STATE, state, strict=True)}
+def state_values(state: np.ndarray, names: tuple[str, ...] = SCAN_STATE) -> dict[str, int]:
+    """A scan's state by the names of its slots (:data:`SCAN_STATE`, :data:`JSONL_STATE`)."""
+    return {name: int(value) for name, value in zip(names, state, strict=True)}
 
 
 @jit

@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +40,7 @@ from aflite_core.io.byte_scan import (
     arrow_input,
     arrow_setup,
     longer_block,
-    source_size,
+    readable_source,
 )
 from aflite_core.io.delimited import ARROW_POOL, BOM, space_row, table_warnings, text_frame
 from aflite_core.io.table_checks import MAX_COLUMNS
@@ -124,13 +123,8 @@ def read_delimited_fast(
         ``(frame, starts, warnings, sha256)`` as the csv path gives them, or None: read the
         file with the csv module.
     """
-    if codec.replace("_", "-").lower() not in ("utf-8", "utf-8-sig"):
-        return None
-    path: FileOrBytes = source if isinstance(source, bytes) else Path(source)
-    size = source_size(path)
-    if size is None:
-        return None
-    if size < (FAST_MIN_BYTES if min_bytes is None else min_bytes):
+    path = readable_source(source, codec, FAST_MIN_BYTES if min_bytes is None else min_bytes)
+    if path is None:
         return None
     skip = len(_UTF8_BOM) if head.startswith(_UTF8_BOM) else 0
     if head[skip:].startswith(_UTF8_BOM):  # a second BOM: the csv path warns about it

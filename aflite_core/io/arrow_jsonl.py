@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -39,7 +38,7 @@ from aflite_core.io.byte_scan import (
     arrow_input,
     arrow_setup,
     longer_block,
-    source_size,
+    readable_source,
 )
 from aflite_core.io.delimited import ARROW_POOL, BOM, text_frame
 from aflite_core.io.table_checks import MAX_COLUMNS
@@ -55,10 +54,11 @@ def _jsonl_scan(path: FileOrBytes, limit: int | None) -> ByteScan:
         finish_jsonl_scan,
         new_jsonl_state,
         scan_jsonl_block,
+        state_values,
     )
 
     def values(state: np.ndarray) -> dict[str, int]:
-        return {name: int(v) for name, v in zip(JSONL_STATE, state, strict=True)}
+        return state_values(state, JSONL_STATE)
 
     def give_up(now: dict[str, int]) -> bool:
         return bool(now["bad"]) or limit is not None and max(
@@ -114,15 +114,10 @@ def read_jsonl_fast(
         the frame and lines (it gives no warning for such a file), or None: read the file
         with the json module.
     """
-    if codec.replace("_", "-").lower() not in ("utf-8", "utf-8-sig") or head.startswith(_BOM):
-        return None
-    path: FileOrBytes = source if isinstance(source, bytes) else Path(source)
-    size = source_size(path)
-    if size is None:
-        return None
     floor = arrow_delimited.FAST_MIN_BYTES if min_bytes is None else min_bytes
-    keys = _first_keys(head)
-    if size < floor or keys is None or not 1 <= len(keys) <= MAX_COLUMNS:
+    path = None if head.startswith(_BOM) else readable_source(source, codec, floor)
+    keys = _first_keys(head) if path is not None else None
+    if keys is None or not 1 <= len(keys) <= MAX_COLUMNS:
         return None
     scan = _jsonl_scan(path, max_line_bytes).start()
     table, straddled = None, False

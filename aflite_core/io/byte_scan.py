@@ -23,10 +23,10 @@ import numpy as np
 import pyarrow as pa
 
 from aflite_core._validation import available_cores
-from aflite_core.io.delimited import ARROW_POOL
+from aflite_core.io.delimited import ARROW_POOL, is_utf8
 
 __all__ = ["SCAN_BLOCK", "ByteScan", "FileOrBytes", "arrow_input", "arrow_setup",
-           "longer_block", "source_size"]
+           "longer_block", "readable_source", "source_size"]
 
 #: What the Arrow readers read: a file on a path, or bytes in memory (an upload).
 FileOrBytes = Path | bytes
@@ -149,6 +149,17 @@ def _open(source: FileOrBytes) -> io.RawIOBase | io.BytesIO:
     if isinstance(source, bytes):
         return io.BytesIO(source)
     return source.open("rb", buffering=0)
+
+
+def readable_source(source: str | os.PathLike | bytes, codec: str, floor: int
+                    ) -> FileOrBytes | None:
+    """``source`` as the Arrow readers take it (a path or bytes) when it is UTF-8 text of at
+    least ``floor`` bytes; None otherwise (the csv/json module reads it)."""
+    if not is_utf8(codec):
+        return None
+    path: FileOrBytes = source if isinstance(source, bytes) else Path(source)
+    size = source_size(path)
+    return path if size is not None and size >= floor else None
 
 
 def source_size(source: FileOrBytes) -> int | None:

@@ -611,7 +611,7 @@ def read_table(
     with open_input(source, label, max_bytes) as inflow:
         return _read_inflow(inflow, label, fmt, encoding=encoding, max_bytes=max_bytes,
                             max_line_bytes=max_line_bytes,
-                            path=_whole_source(source, max_bytes))
+                            whole=_whole_source(source, max_bytes))
 
 
 @dataclass
@@ -659,18 +659,17 @@ def _whole_source(source: Any, max_bytes: int | None) -> Path | bytes | None:
     when it was opened), or bytes within ``max_bytes``; else None."""
     if isinstance(source, (str, os.PathLike)):
         return Path(source)
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        data = bytes(source) if not isinstance(source, bytes) else source
-        return data if max_bytes is None or len(data) <= max_bytes else None
+    if isinstance(source, bytes):  # (a bytearray or view would need a copy: not taken)
+        return source if max_bytes is None or len(source) <= max_bytes else None
     return None
 
 
 def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str | None,
                  max_bytes: int | None, max_line_bytes: int | None,
-                 path: Path | bytes | None = None) -> RawTable:
+                 whole: Path | bytes | None = None) -> RawTable:
     """Tell the format from the first chunk, then stream CSV/TSV; read the rest whole.
 
-    ``path``: the file ``inflow`` reads, or its bytes, when Arrow may read it by itself: a
+    ``whole``: the file ``inflow`` reads, or its bytes, when Arrow may read it by itself: a
     large plain UTF-8 CSV/TSV or JSON Lines file is then parsed by Arrow
     (:func:`~aflite_core.io.arrow_delimited.read_delimited_fast`,
     :func:`~aflite_core.io.arrow_jsonl.read_jsonl_fast`), with the csv or json module's
@@ -685,8 +684,8 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
         return RawTable(frame, label, sniffed, inflow.hexdigest(), warnings=warnings,
                         column_types=types, dropped=dropped)
     if sniffed == "jsonl":  # streamed a line at a time
-        if path is not None and not inflow.gzip:
-            fast = read_jsonl_fast(path, label, codec, inflow.head,
+        if whole is not None and not inflow.gzip:
+            fast = read_jsonl_fast(whole, label, codec, inflow.head,
                                    max_line_bytes=max_line_bytes)
             if fast is not None:
                 frame, lines_of, digest = fast
@@ -698,8 +697,8 @@ def _read_inflow(inflow: Inflow, label: str, fmt: str | None, *, encoding: str |
         return RawTable(frame, label, sniffed, inflow.hexdigest(), starts, codec, warnings)
     if sniffed in ("csv", "tsv"):  # streamed: never held whole
         delimiter = "\t" if sniffed == "tsv" else ","
-        if path is not None and not inflow.gzip:
-            fast = read_delimited_fast(path, label, delimiter, codec, inflow.head,
+        if whole is not None and not inflow.gzip:
+            fast = read_delimited_fast(whole, label, delimiter, codec, inflow.head,
                                        max_cell=max_line_bytes, max_line_bytes=max_line_bytes)
             if fast is not None:
                 frame, lines, warnings, digest = fast
