@@ -20,9 +20,9 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "load_dataset": "aflite_core.io.datasets",
     "AuditDataset": "aflite_core.io.datasets",
-    "AFLite": "aflite_core.filter.aflite",
-    "MultipleChoiceAFLite": "aflite_core.filter.multiple_choice",
-    "ZFilter": "aflite_core.filter.zfilter",
+    "AFLite": "aflite_core.filter._aflite",
+    "MultipleChoiceAFLite": "aflite_core.filter._multiple_choice",
+    "ZFilter": "aflite_core.filter._zfilter",
     "cue_statistics": "aflite_core.cues.statistics",
     "AuditConfig": "aflite_core.config",
     "suggest_config": "aflite_core.config",

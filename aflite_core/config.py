@@ -49,7 +49,7 @@ from aflite_core.parameters import (  # noqa: F401 - re-exported: config's publi
 )
 from aflite_core.represent import fold_threads
 
-#: Keyword arguments of :class:`~aflite_core.filter.zfilter.ZFilter` that ``filter_params``
+#: Keyword arguments of :class:`~aflite_core.filter.ZFilter` that ``filter_params``
 #: may set (with ``filter="z"``).
 Z_FILTER_PARAMS = (*(p.name for p in PARAMETERS if p.where == FILTER_PARAM), "batch_size")
 #: Keyword arguments of ``build_representation`` that ``representation_params`` may set
@@ -77,10 +77,10 @@ class AuditConfig:
         (included rows minus warm-up rows). ``None``: scaled to the data, as
         :func:`suggest_config` does (:meth:`scaled`; ``run_audit`` applies it).
     n_partitions, train_size, slice_size : default None
-        Passed to :class:`~aflite_core.filter.aflite.AFLite`; ``None``: scaled to the data
+        Passed to :class:`~aflite_core.filter.AFLite`; ``None``: scaled to the data
         (:func:`size_defaults`; ``slice_size`` is 1 with ``strategy="greedy"``).
     tau, strategy, random_state
-        Passed to :class:`~aflite_core.filter.aflite.AFLite`.
+        Passed to :class:`~aflite_core.filter.AFLite`.
     measures : tuple of str or None
         Measures to compute after AFLite, by name (see
         :func:`aflite_core.measures.registry.names`); ``None`` = the registry's defaults.
@@ -95,7 +95,7 @@ class AuditConfig:
         Where AFLite's partitions run; ``"dask"`` fans each round out over a Dask cluster
         (see ``docs/scaling.md``). Results are identical for the same ``random_state``.
     split_policy : {"auto", "train_only", "joint", "per_split"}, default "auto"
-        Which rows AFLite filters (see :mod:`aflite_core.filter.policy`): ``auto`` filters
+        Which rows AFLite filters (see :mod:`aflite_core.filter._policy`): ``auto`` filters
         the training split only (dev/test kept and scored) when the split column has
         training rows and others, else every row jointly.
     instance : {"auto", "row", "question"}, default "auto"
@@ -111,9 +111,9 @@ class AuditConfig:
     scheduler : str or None
         With ``backend="dask"``: ``"tcp://HOST:PORT"`` of an existing scheduler, or
         ``"local:N"`` for a local cluster of N workers (``None`` = ``"local:2"``-like default
-        of :class:`~aflite_core.filter.aflite.AFLite`).
+        of :class:`~aflite_core.filter.AFLite`).
     filter : {"aflite", "z"}, default "aflite"
-        ``"z"`` runs the Z-filter (:class:`~aflite_core.filter.zfilter.ZFilter`) on the
+        ``"z"`` runs the Z-filter (:class:`~aflite_core.filter.ZFilter`) on the
         hypothesis words instead of AFLite: rows leave until no word's |z| passes the
         Bonferroni threshold, or ``target_size`` is reached. The run folder is the same;
         AFLite's ``n_partitions``, ``train_size``, ``slice_size``, ``tau`` and ``strategy``
@@ -358,7 +358,7 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
     ----------
     n_rows : int or AuditDataset
         Rows (or questions) AFLite filters; given a dataset, counted for you
-        (:func:`aflite_core.filter.policy.filter_units`: the training split under the default
+        (:func:`aflite_core.filter.filter_units`: the training split under the default
         split policy, questions for multiple-choice data).
     representation : str, default "tfidf_svd"
         One of :data:`REPRESENTATIONS`; TF-IDF + SVD and the warm-up model get

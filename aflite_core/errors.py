@@ -1,7 +1,7 @@
 """Every exception class of the package, in one module below all the others.
 
 Each class is also importable from the module whose functions raise it (its documented home:
-``aflite_core.io.datasets`` for the dataset errors, ``aflite_core.represent.builders`` for the
+``aflite_core.io.datasets`` for the dataset errors, ``aflite_core.represent._builders`` for the
 representation errors, ``aflite_core.cues.resources``, ``aflite_core.runs.folder`` and
 ``aflite_core.pipeline``); those names are the same objects as these. Catch the base class of
 a family (:class:`DatasetError`, :class:`RepresentationError`) to catch all of it; every class
@@ -63,7 +63,7 @@ class DatasetSizeError(DatasetError):
 
 class NulSeen(Exception):  # noqa: N818 - a signal, not an error shown to anyone
     """NUL bytes in UTF-8 text; ``line`` is where. Raised by
-    :class:`aflite_core.io.inflow.Inflow` so that the reader can still look for undecodable
+    :class:`aflite_core.io._inflow.Inflow` so that the reader can still look for undecodable
     bytes, which are reported first; never leaves the readers."""
 
     def __init__(self, line: int) -> None:
@@ -73,11 +73,11 @@ class NulSeen(Exception):  # noqa: N818 - a signal, not an error shown to anyone
 
 class Unstreamable(Exception):  # noqa: N818 - a signal to the streamed load, never shown
     """A file must be read whole to give the whole read's table; the message says why
-    (raised by :mod:`aflite_core.io.file_pieces`, caught by the streamed load)."""
+    (raised by :mod:`aflite_core.io._file_pieces`, caught by the streamed load)."""
 
 
 class LoadWhole(Exception):  # noqa: N818 - a signal inside the streamed load, never shown
-    """The streamed load must load the data whole (:mod:`aflite_core.io.streamed_load`);
+    """The streamed load must load the data whole (:mod:`aflite_core.io._streamed_load`);
     the message says why (``AuditDataset.loaded_whole_because``)."""
 
 
@@ -88,7 +88,7 @@ class NotStreamable(ValueError):
 
 class StreamClosed(OSError):
     """The reader of a byte stream went away; the writer stops
-    (:mod:`aflite_core.io.byte_stream`)."""
+    (:mod:`aflite_core.io._byte_stream`)."""
 
 
 # ---------------------------------------------------------------- representations
@@ -143,7 +143,7 @@ class LostOnCluster(RuntimeError):
 
 class PartitionLost(LostOnCluster):
     """A worker holding a partition of Φ's rows (or a step's result) left the cluster
-    (:mod:`aflite_core.represent.partitions`)."""
+    (:mod:`aflite_core.represent._partitions`)."""
 
 
 # ---------------------------------------------------------------- runs

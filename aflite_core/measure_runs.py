@@ -201,7 +201,7 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
     order on this one (see the module docstring; in turn above :data:`BESIDE_MAX_ROWS`
     rows of ``state["labels"]``); each outcome's seconds go into ``timings``. With a Dask
     ``client``, the fold fits of the measures run in order are tasks on its workers
-    (:func:`aflite_core.represent.fold_pool.on_dask`), and the outcome of a measure that sent
+    (:func:`aflite_core.represent.on_dask`), and the outcome of a measure that sent
     any says ``"engine": "dask"``.
     """
     outcomes: dict[str, dict] = {}

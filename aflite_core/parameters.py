@@ -27,7 +27,7 @@ REPRESENTATIONS = ("tfidf_svd", "warmup", "precomputed", "static", "sentence_tra
 STRATEGIES = ("greedy_slicing", "slice_sampling", "greedy")
 #: Whether AFLite's partitions train on whole groups (see :data:`AuditConfig.group_partitions`).
 GROUP_PARTITIONS = ("auto", "on", "off")
-#: Filters an audit can run: AFLite, or the Z-filter (:mod:`aflite_core.filter.zfilter`).
+#: Filters an audit can run: AFLite, or the Z-filter (:mod:`aflite_core.filter._zfilter`).
 FILTERS = ("aflite", "z")
 #: How an encoder makes one row of Φ from the premise u and the hypothesis v.
 COMBINE_MODES = ("interaction", "concat", "hypothesis")

@@ -7,7 +7,7 @@ duplicates) is optional (``AuditConfig.measures``); a measure that fails is reco
 
 Progress goes to ``callback(event)`` with ``stage``, ``message`` and ``fraction`` (0..1
 of the whole run, never decreasing); AFLite rounds add the round keys of
-:class:`aflite_core.filter.aflite.AFLite`. Returning ``True`` from the callback cancels the run:
+:class:`aflite_core.filter.AFLite`. Returning ``True`` from the callback cancels the run:
 :class:`AuditCancelled` is raised and nothing is left on disk.
 """
 
@@ -663,7 +663,7 @@ def _word_features(dataset):
 
 def _fit_zfilter(X, y, questions, config: AuditConfig, target: int, n_units: int, lo: float,
                  on_round, progress: _Progress):
-    """The Z-filter on one block (see :mod:`aflite_core.filter.zfilter`)."""
+    """The Z-filter on one block (see :mod:`aflite_core.filter._zfilter`)."""
     from aflite_core.filter import ZFilter
 
     if questions is not None:

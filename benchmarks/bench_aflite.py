@@ -35,7 +35,7 @@ from aflite_reference import aflite as reference_aflite  # noqa: E402
 from make_planted import make_planted  # noqa: E402
 from threadpoolctl import threadpool_info, threadpool_limits  # noqa: E402
 
-from aflite_core.filter.aflite import AFLite  # noqa: E402
+from aflite_core.filter._aflite import AFLite  # noqa: E402
 
 
 def load_workload(prefix: str | None, seed: int):

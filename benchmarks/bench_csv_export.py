@@ -44,8 +44,8 @@ def table(rows: int) -> pa.Table:
 def main(argv: list[str] | None = None) -> int:
     from distributed import Client, LocalCluster
 
-    from aflite_core.io.tables import write_csv
-    from aflite_core.represent.fold_pool import stream_ordered
+    from aflite_core.io._tables import write_csv
+    from aflite_core.represent._fold_pool import stream_ordered
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)

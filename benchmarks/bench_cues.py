@@ -136,7 +136,7 @@ def measure_on_dask(data: pd.DataFrame, workers: int) -> None:
 
     from aflite_core.cues import count_tables, statistics
     from aflite_core.io.datasets import load_dataset
-    from aflite_core.represent.fold_pool import on_dask
+    from aflite_core.represent._fold_pool import on_dask
 
     dataset = load_dataset(data, name="bench")
     scopes = {"full": None, "retained": dataset.row_ids()[::2]}

@@ -181,7 +181,7 @@ def build_run(root: Path, n_rows: int, *, seed: int = 0, row_csvs: bool = False,
     import numpy as np
     import pandas as pd
 
-    from aflite_core.runs.writer import write_run
+    from aflite_core.runs._writer import write_run
 
     source = pd.read_csv(SNLI_SAMPLE, usecols=COLUMNS)[COLUMNS]
     reps = math.ceil(n_rows / len(source))

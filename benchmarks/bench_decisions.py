@@ -25,8 +25,8 @@ import pandas as pd
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from aflite_core.runs._writer import write_run  # noqa: E402
 from aflite_core.runs.folder import load_run  # noqa: E402
-from aflite_core.runs.writer import write_run  # noqa: E402
 
 
 def build(root: Path, rows: int) -> Path:

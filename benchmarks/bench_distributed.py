@@ -26,7 +26,7 @@ search, the map's placed rows and the cue table's map-reduce run on Dask, PVI co
 hypotheses and fits its folds on the workers (above 250,000 filtered rows), and the slices'
 cue features are extracted by chunk on the workers and counted there (above 250,000 rows in
 scope); the driver loads the shards a shard's text at a time into the run's
-``dataset.parquet`` (``io/streamed_load.py``) and reads the texts from there a chunk at a
+``dataset.parquet`` (``io/_streamed_load.py``) and reads the texts from there a chunk at a
 time, and holds the stages' own working sets (the retained rows ``score_heldout`` fits on,
 the writers' tables).
 
@@ -34,7 +34,7 @@ the writers' tables).
         [--memory-limit 4GB] [--kill-after-round 3] [--skip-local] [--layout shards]
 
 ``--layout csv`` / ``parquet``: the same rows as one file (a single file is taken a piece at
-a time: ``io/file_pieces.py``).
+a time: ``io/_file_pieces.py``).
 """
 
 from __future__ import annotations

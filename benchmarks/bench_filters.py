@@ -38,13 +38,13 @@ if str(REPO) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(REPO))
 
 from aflite_core.config import suggest_config  # noqa: E402
-from aflite_core.filter.zfilter import binary_features, subset_z  # noqa: E402
+from aflite_core.filter._zfilter import binary_features, subset_z  # noqa: E402
 from aflite_core.io.datasets import load_dataset  # noqa: E402
 from aflite_core.measures.baselines import cross_validated_accuracy  # noqa: E402
 from aflite_core.pipeline import run_audit  # noqa: E402
 from aflite_core.report.compare import compare_runs  # noqa: E402
-from aflite_core.represent.builders import build_representation  # noqa: E402
-from aflite_core.represent.text_models import text_model  # noqa: E402
+from aflite_core.represent._builders import build_representation  # noqa: E402
+from aflite_core.represent._text_models import text_model  # noqa: E402
 from aflite_core.runs.folder import load_run  # noqa: E402
 from aflite_core.splits import label_matched_subsets  # noqa: E402
 
@@ -210,7 +210,7 @@ def main() -> None:
           f"{sorted(comparison.parameter_changes)}")
     print(f"run folders in {root}")
     if args.tile > 1:
-        from aflite_core.filter.zfilter import ZFilter
+        from aflite_core.filter._zfilter import ZFilter
 
         t0 = time.perf_counter()
         tiled = ZFilter(random_state=0).fit(hyps * args.tile, np.tile(labels, args.tile))

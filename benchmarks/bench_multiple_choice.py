@@ -3,7 +3,7 @@
 ARCT (Habernal et al., NAACL 2018) ships one row per warrant; it is put back into its original
 shape (one row per question, ``warrant0``/``warrant1`` and the index of the right one), loaded
 with the loader's multiple-choice expansion, represented by TF-IDF+SVD, and filtered by
-:class:`aflite_core.filter.multiple_choice.MultipleChoiceAFLite` with the defaults
+:class:`aflite_core.filter.MultipleChoiceAFLite` with the defaults
 (64 partitions, half the questions for training, tau 0.75, 2% of the questions per round).
 Prints the time of each stage (the filter's is the median of --repeats runs), the rounds, and
 the mean predictability of the first round against chance (0.5 for two warrants).
@@ -27,9 +27,9 @@ import pandas as pd
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from aflite_core.filter.multiple_choice import MultipleChoiceAFLite  # noqa: E402
+from aflite_core.filter._multiple_choice import MultipleChoiceAFLite  # noqa: E402
 from aflite_core.io.datasets import load_dataset  # noqa: E402
-from aflite_core.represent.builders import build_representation  # noqa: E402
+from aflite_core.represent._builders import build_representation  # noqa: E402
 
 DEFAULT_DATA = HERE.parent.parent / "shared" / "data" / "arct"
 

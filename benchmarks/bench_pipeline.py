@@ -109,7 +109,7 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     """Each stage's floor on this data (see the module docstring)."""
     from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
-    from aflite_core.represent.text_models import pair_texts, single_blas_thread, text_model
+    from aflite_core.represent._text_models import pair_texts, single_blas_thread, text_model
 
     hyps = frame["hypothesis"].astype(str).tolist()
     prems = frame["premise"].astype(str).tolist()

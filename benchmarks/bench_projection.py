@@ -41,9 +41,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 SHARED = Path(os.environ.get("AFLITE_SHARED", ROOT.parent / "shared"))
 
 from aflite_core.measures import map_regions  # noqa: E402
-from aflite_core.measures.neighbors import exact_topk, l2_normalize  # noqa: E402
+from aflite_core.measures._neighbors import exact_topk, l2_normalize  # noqa: E402
 from aflite_core.measures.projection import project, projection_info  # noqa: E402
-from aflite_core.represent.builders import _svd, tfidf_blocks  # noqa: E402
+from aflite_core.represent._builders import _svd, tfidf_blocks  # noqa: E402
 
 QUALITY_ROWS = 3_000
 K = 10

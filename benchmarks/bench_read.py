@@ -7,7 +7,7 @@ perturbed copies) as CSV, TSV and JSON Lines, then times in a fresh process each
   every column as text; ``pyarrow.json.read_json`` for JSON Lines -- the yardstick of issue
   63 item 6;
 * ``read_table``: the loader's reader (``aflite_core.io.read_table``: Arrow's streaming
-  reader beside the csv-module scan, :mod:`aflite_core.io.arrow_delimited`);
+  reader beside the csv-module scan, :mod:`aflite_core.io._arrow_delimited`);
 * ``read_table (csv/json module)``: the same with Arrow's path turned off (the reader
   before);
 * ``load_dataset``: the whole load (reading, validation, the load report, grouping).
@@ -54,7 +54,7 @@ for _ in range(repeats):
             column_types={n: pa.large_string() for n in names}, strings_can_be_null=False))
         rows = table.num_rows
     else:
-        import aflite_core.io.arrow_delimited as fast
+        import aflite_core.io._arrow_delimited as fast
         from aflite_core.io import load_dataset, read_table
         if mode == "csv-module":  # (the json module for JSON Lines)
             fast.FAST_MIN_BYTES = 1 << 62

@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 SHARED = Path(os.environ.get("AFLITE_SHARED", ROOT.parent / "shared"))
 
 from aflite_core.io.datasets import load_dataset  # noqa: E402
-from aflite_core.represent.text_models import single_blas_thread, text_model  # noqa: E402
+from aflite_core.represent._text_models import single_blas_thread, text_model  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -91,7 +91,7 @@ def probe(X: np.ndarray, y: np.ndarray, n_train: int) -> float:
 
 def aflite_effect(X: np.ndarray, hyps: list[str], y: np.ndarray, n_train: int) -> dict:
     from aflite_core.config import suggest_config
-    from aflite_core.filter.aflite import AFLite
+    from aflite_core.filter._aflite import AFLite
     from aflite_core.splits import label_matched_subsets
 
     cfg = suggest_config(n_train)
@@ -119,7 +119,7 @@ def aflite_effect(X: np.ndarray, hyps: list[str], y: np.ndarray, n_train: int) -
 
 
 def measure(spec: str, ds, n_train: int, *, skip_aflite: bool) -> dict:
-    from aflite_core.represent.builders import build_representation, tfidf_svd_features
+    from aflite_core.represent._builders import build_representation, tfidf_svd_features
 
     y = np.asarray(ds.labels(), dtype=object)
     hyps = ds.hypotheses()
@@ -161,8 +161,8 @@ def measure(spec: str, ds, n_train: int, *, skip_aflite: bool) -> dict:
 def default_static(st_name: str) -> str | None:
     """A static model distilled from the packaged sentence-transformer, built once."""
     from aflite_core.represent import encoders
-    from aflite_core.represent.distill import distill_static
-    from aflite_core.represent.embedding_cache import default_cache_dir
+    from aflite_core.represent._distill import distill_static
+    from aflite_core.represent._embedding_cache import default_cache_dir
 
     try:
         source, local, packaged = encoders.resolve_model("sentence_transformers", st_name)
@@ -189,7 +189,7 @@ def scale_static(folder: str, n_rows: int) -> dict:
     frame = build(n_rows)
     ds = load_dataset(frame, name=f"snli-{n_rows}")
     with tempfile.TemporaryDirectory() as tmp, cache_dir(tmp):
-        from aflite_core.represent.builders import build_representation
+        from aflite_core.represent._builders import build_representation
 
         encoders._LOADED.clear()
         rep, wall, cpu = timed(lambda: build_representation(ds, "static", model=folder))

@@ -33,8 +33,8 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
+from aflite_core.runs._row_index import RowIndex  # noqa: E402
 from aflite_core.runs.folder import load_run  # noqa: E402
-from aflite_core.runs.row_index import RowIndex  # noqa: E402
 from aflite_core.runs.views import rows_table  # noqa: E402
 from ui import filters  # noqa: E402
 

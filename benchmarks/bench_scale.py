@@ -15,11 +15,11 @@ the set with the stacked margins of all m partitions, ``|S| x d x m (C - 1)`` mu
 the work no AFLite round can avoid (so the ratio says how close a round is to that floor).
 
 Data map cost: AFLite records each row's confidence and variability (the gold-label
-probability of every held-out prediction, :mod:`aflite_core.filter.datamap`). The script times
+probability of every held-out prediction, :mod:`aflite_core.filter._datamap`). The script times
 the fit again with that switched off (``--no-datamap-compare`` skips it) and prints both wall
 times and the ratio; since two fits on a shared machine differ by noise too, it also times the
-two prediction kernels (:func:`~aflite_core.filter.linear.count_correct` vs
-:func:`~aflite_core.filter.linear.heldout_stats`) on one block of rows and scales the
+two prediction kernels (:func:`~aflite_core.filter._linear.count_correct` vs
+:func:`~aflite_core.filter._linear.heldout_stats`) on one block of rows and scales the
 difference to every row of every round (the sum of the round sizes).
 
     python benchmarks/bench_scale.py [--n 550000] [--d 768] [--n-jobs 2] [--data PREFIX]
@@ -41,8 +41,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import aflite_core.filter.rounds as rounds_module  # noqa: E402
-from aflite_core.filter.aflite import AFLite  # noqa: E402
+import aflite_core.filter._rounds as rounds_module  # noqa: E402
+from aflite_core.filter._aflite import AFLite  # noqa: E402
 
 GB = 1e9
 
@@ -174,7 +174,7 @@ def kernel_seconds(X: np.ndarray, y: np.ndarray, m: int, repeats: int = 15
     out), interleaved."""
     from threadpoolctl import threadpool_limits
 
-    from aflite_core.filter.linear import count_correct, fit_lda_partitions, heldout_stats
+    from aflite_core.filter._linear import count_correct, fit_lda_partitions, heldout_stats
 
     rows = min(len(X), 4096)
     Xb = np.ascontiguousarray(X[:rows], dtype=np.float32)

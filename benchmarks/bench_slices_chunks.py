@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aflite_core.measures import slices_on_workers  # noqa: E402
+from aflite_core.measures import _slices_on_workers as slices_on_workers  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

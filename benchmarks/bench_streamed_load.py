@@ -42,7 +42,7 @@ sys.path.insert(0, {root!r})
 from aflite_core.heap_trim import map_large_allocations
 map_large_allocations()
 from aflite_core.io.datasets import load_dataset
-from aflite_core.io.streamed_load import load_to_disk
+from aflite_core.io._streamed_load import load_to_disk
 def peak_gb():  # VmHWM: this program's own peak (ru_maxrss keeps the forking parent's)
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM:"):

@@ -1,10 +1,10 @@
-"""Φ's SVD (``represent/svd.py``) against scikit-learn's TruncatedSVD: time, quality, effect.
+"""Φ's SVD (``represent/_svd.py``) against scikit-learn's TruncatedSVD: time, quality, effect.
 
 Prints, for the TF-IDF of 100k SNLI pairs (built from the shared train sample as
 ``bench_cues.py`` does) and 256 components:
 
 * seconds of scikit-learn's randomized ``TruncatedSVD`` (5 power iterations) and of
-  :func:`aflite_core.represent.svd.truncated_svd` (the same 5, through the term side);
+  :func:`aflite_core.represent._svd.truncated_svd` (the same 5, through the term side);
 * the share of the TF-IDF's squared norm each captures, and the subspace similarity of the two
   (mean squared cosine of the principal angles; 1 = the same subspace), beside that of
   scikit-learn's with two seeds;
@@ -43,8 +43,8 @@ def _similarity(A: np.ndarray, B: np.ndarray) -> float:
 def compare_on_tfidf(n_rows: int) -> None:
     from sklearn.decomposition import TruncatedSVD
 
-    from aflite_core.represent.builders import tfidf_blocks
-    from aflite_core.represent.svd import truncated_svd
+    from aflite_core.represent._builders import tfidf_blocks
+    from aflite_core.represent._svd import truncated_svd
 
     frame = build(n_rows)
     M = tfidf_blocks(frame["hypothesis"].astype(str).tolist(),
@@ -59,7 +59,7 @@ def compare_on_tfidf(n_rows: int) -> None:
     t_ours = time.perf_counter() - start
     print(f"TF-IDF of {n_rows:,} pairs: {M.shape[1]:,} terms, {M.nnz:,} non-zeros, 256 comps")
     for name, X, seconds in (("scikit-learn TruncatedSVD", theirs, t_theirs),
-                             ("represent/svd.py", ours, t_ours)):
+                             ("represent/_svd.py", ours, t_ours)):
         captured = float((X.astype(np.float64) ** 2).sum()) / total
         print(f"  {name:26s} {seconds:6.2f} s   captured {captured:.4f} of the squared norm")
     other = TruncatedSVD(256, algorithm="randomized", n_iter=5,
@@ -71,7 +71,7 @@ def compare_on_tfidf(n_rows: int) -> None:
 
 def seed_agreement(data: Path, n_seeds: int) -> None:
     from aflite_core import AuditConfig, load_dataset, load_run, run_audit
-    from aflite_core.represent import svd
+    from aflite_core.represent import _svd as svd
 
     dataset = load_dataset(data)
 
@@ -83,7 +83,7 @@ def seed_agreement(data: Path, n_seeds: int) -> None:
         return model.fit_transform(M), float(model.explained_variance_ratio_.sum())
 
     for name, fn in (("scikit-learn TruncatedSVD", sklearn_svd),
-                     ("represent/svd.py", svd.truncated_svd)):
+                     ("represent/_svd.py", svd.truncated_svd)):
         saved = svd.truncated_svd
         svd.truncated_svd = fn  # builders imports it at call time
         try:

@@ -20,7 +20,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from aflite_core.config import suggest_config  # noqa: E402
-from aflite_core.filter.policy import filter_units  # noqa: E402
+from aflite_core.filter._policy import filter_units  # noqa: E402
 from aflite_core.io.datasets import load_dataset  # noqa: E402
 from aflite_core.measures.baselines import (  # noqa: E402
     cross_validated_accuracy,
@@ -28,7 +28,7 @@ from aflite_core.measures.baselines import (  # noqa: E402
 )
 from aflite_core.measures.knn import heldout_mask, knn_distance_measures, random_control  # noqa: E402
 from aflite_core.pipeline import run_audit  # noqa: E402
-from aflite_core.represent.text_models import pair_texts, text_model  # noqa: E402
+from aflite_core.represent._text_models import pair_texts, text_model  # noqa: E402
 from aflite_core.runs.folder import load_run  # noqa: E402
 
 ROWS: list[tuple[str, str, str]] = []
@@ -136,7 +136,7 @@ def main() -> None:
 
     print("KNN distances on SNLI dev held-out rows (AFLite on the rest)")
     d_run = audit(snli, tmp / "snli-dev", measures=(), report=False, split_policy="joint")
-    from aflite_core.represent.builders import build_representation
+    from aflite_core.represent._builders import build_representation
 
     rep = build_representation(snli, "tfidf_svd", n_components=256, random_state=0)
     y = snli.labels()

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from hostile_cases import CASES
 
-import aflite_core.io.arrow_delimited as arrow_delimited
+import aflite_core.io._arrow_delimited as arrow_delimited
 from aflite_core.errors import DatasetError
 from aflite_core.io import read_table
 

@@ -32,7 +32,7 @@ SAMPLE_CONFIG = {"target_size": 0.5, "n_partitions": 32, "train_size": 0.5,
 
 def planted_result() -> dict[str, np.ndarray]:
     """Masks and scores of AFLite on the seeded planted workload."""
-    from aflite_core.filter.aflite import AFLite
+    from aflite_core.filter._aflite import AFLite
     from aflite_core.filter.synthetic import make_planted
 
     X, y, _biased = make_planted(**PLANTED)
@@ -50,7 +50,7 @@ ZFILTER = {"alpha": 0.05, "batch_size": 10, "random_state": 0}
 
 def mc_result() -> dict[str, np.ndarray]:
     """Masks, scores and history of multiple-choice AFLite on seeded planted questions."""
-    from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
+    from aflite_core.filter._multiple_choice import MultipleChoiceAFLite
 
     rng = np.random.default_rng(11)
     counts = np.resize([2, 3, 4], 500)
@@ -73,7 +73,7 @@ def zfilter_result() -> dict[str, np.ndarray]:
     """Mask and history of the Z-filter on seeded planted binary features."""
     import scipy.sparse as sp
 
-    from aflite_core.filter.zfilter import ZFilter
+    from aflite_core.filter._zfilter import ZFilter
 
     rng = np.random.default_rng(5)
     y = rng.integers(0, 3, 1500)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.runs import STATUSES
-from aflite_core.runs.writer import write_run
+from aflite_core.runs._writer import write_run
 
 #: Words of :func:`planted_frame`'s texts.
 WORDS = [f"w{i}" for i in range(80)]

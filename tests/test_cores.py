@@ -67,8 +67,8 @@ def test_one_core_and_every_core_write_the_same_run(tmp_path):
 def test_pools_follow_the_affinity_not_the_machine(tmp_path):
     code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
             "from aflite_core._validation import available_cores, resolve_n_jobs; "
-            "from aflite_core.represent.fold_pool import fold_threads; "
-            "from aflite_core.filter.backends import resolve_workers; "
+            "from aflite_core.represent._fold_pool import fold_threads; "
+            "from aflite_core.filter._backends import resolve_workers; "
             "print(available_cores(), resolve_n_jobs(-1), fold_threads(), "
             "resolve_workers(None, 'dask'), os.cpu_count())")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,

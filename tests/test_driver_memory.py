@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from aflite_core import pipeline
-from aflite_core.filter.aflite import AFLite
-from aflite_core.filter.rounds import RowSelection
+from aflite_core.filter._aflite import AFLite
+from aflite_core.filter._rounds import RowSelection
 from aflite_core.filter.synthetic import make_planted
 from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AuditConfig, run_audit

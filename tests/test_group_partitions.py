@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.filter.policy import plan_filter
+from aflite_core.filter._policy import plan_filter
 from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AUTO_GROUP_MAX_SHARE, AuditConfig, partition_groups, run_audit
 from aflite_core.runs.folder import load_run

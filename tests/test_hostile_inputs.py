@@ -544,7 +544,7 @@ ESTIMATOR_CASES = [
                          ids=[c[0] for c in ESTIMATOR_CASES])
 def test_aflite_estimator_parameter(kwargs, kind, fragments) -> None:
     """The estimator itself (Python API) names the parameter and the value it got."""
-    from aflite_core.filter.aflite import AFLite
+    from aflite_core.filter._aflite import AFLite
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 4)).astype(np.float32)

@@ -141,8 +141,8 @@ def test_no_module_imports_a_layer_above_its_own():
 def test_the_layer_table_is_checked_against_a_planted_upward_import():
     """The check above can fail: a low module importing a high one is caught."""
     placed = _layer_of()
-    assert placed["aflite_core.io.readers"][0] < placed["aflite_core.report.html"][0]
-    assert placed["aflite_core.runs.folder"][0] < placed["aflite_core.report.updates"][0]
+    assert placed["aflite_core.io._readers"][0] < placed["aflite_core.report.html"][0]
+    assert placed["aflite_core.runs.folder"][0] < placed["aflite_core.report._updates"][0]
     assert placed["ui.cache"][0] < placed["ui.explore.view"][0] < placed["app_pages.explore"][0]
 
 
@@ -293,6 +293,27 @@ def test_every_package_has_a_face_listing_what_is_used_from_outside():
             assert (REPO / "aflite_core" / package / f"{module}.py").is_file(), (package, name)
 
 
+def _public_modules_off_the_face(package: str, namespaces: set[str]) -> list[str]:
+    """The modules of ``aflite_core.<package>`` named without a leading underscore that its
+    face does not list as a namespace: a module used only inside its package is ``_name.py``."""
+    folder = REPO / "aflite_core" / package
+    return sorted(f"aflite_core/{package}/{path.name}" for path in folder.glob("*.py")
+                  if not path.stem.startswith("_") and path.stem not in namespaces)
+
+
+def test_a_packages_modules_are_private_unless_its_face_lists_them():
+    offenders = []
+    for package in FACED:
+        face = FACES[f"aflite_core.{package}"]
+        offenders += _public_modules_off_the_face(
+            package, {name for name, module in face.items() if name == module})
+    assert not offenders, ("public modules no face lists (rename to _name.py or add to "
+                           "_NAMESPACES): " + ", ".join(offenders))
+    # the check can fail: the runs package's face without its "views" namespace
+    runs = {name for name, module in FACES["aflite_core.runs"].items() if name == module}
+    assert _public_modules_off_the_face("runs", runs - {"views"}) == ["aflite_core/runs/views.py"]
+
+
 def test_from_outside_a_package_only_its_face_is_imported():
     """From the rest of aflite_core, ui/, the pages and app.py: ``from aflite_core.runs import
     load_run``, never ``from aflite_core.runs.folder import ...`` nor a private name."""
@@ -303,7 +324,7 @@ def test_from_outside_a_package_only_its_face_is_imported():
 
 def test_the_face_check_finds_planted_imports_past_a_face():
     planted = ("from aflite_core.runs.folder import load_run\n"
-               "import aflite_core.io.readers\n"
+               "import aflite_core.io._readers\n"
                "from aflite_core.runs import _private_helper\n"
                "from aflite_core.runs import load_run\n")
     found = _past_faces("ui.planted", planted)
@@ -334,5 +355,5 @@ def test_no_private_name_is_imported_from_another_module():
     offenders = [line for name, path in SOURCES.items()
                  for line in _private_imports(name, path.read_text(encoding="utf-8"))]
     assert not offenders, "\n".join(sorted(offenders))
-    planted = "from aflite_core.filter.rounds import _check_X\n"
-    assert _private_imports("aflite_core.filter.aflite", planted)  # the check can fail
+    planted = "from aflite_core.filter._rounds import _check_X\n"
+    assert _private_imports("aflite_core.filter._aflite", planted)  # the check can fail

@@ -14,7 +14,7 @@ import pytest
 
 from aflite_core import parameters
 from aflite_core.cli import build_parser, main
-from aflite_core.commands.parameter_flags import flag_name
+from aflite_core.commands._parameter_flags import flag_name
 from aflite_core.commands.run import audit_config
 from aflite_core.config import AuditConfig, suggest_config
 from aflite_core.measures import registry

@@ -289,7 +289,7 @@ def test_two_seeds_agree_on_the_planted_rows(planted_file, tmp_path):
     for path in paths:
         removed = load_run(path).status_mask("removed")
         # what AFLite removes is mostly the planted cue (40 % of the rows); over seeds 0-5
-        # the share is 0.76-0.82 (scikit-learn's SVD) and 0.78-0.82 (represent/svd.py)
+        # the share is 0.76-0.82 (scikit-learn's SVD) and 0.78-0.82 (represent/_svd.py)
         assert planted[removed].mean() > 0.7
 
 

@@ -188,7 +188,7 @@ def test_a_failing_beside_measure_removes_only_its_own_files(snli_1500, tmp_path
                                                              monkeypatch):
     """The failing measure wrote one file and then failed writing the next: that file goes,
     the other measure's file written meanwhile stays."""
-    from aflite_core.runs.writer import RunWriter
+    from aflite_core.runs._writer import RunWriter
 
     other_written = threading.Event()
     write_parquet = RunWriter.write_parquet

@@ -726,7 +726,7 @@ def review_queue(path: str | Path, source: str, key: str | None = None) -> Any:
 
 
 def curated_csv(path: str | Path, *, apply_filter: bool = False) -> bytes:
-    """The curated dataset as CSV bytes (:func:`aflite_core.runs.curated.export_curated`);
+    """The curated dataset as CSV bytes (:func:`aflite_core.runs.export_curated`);
     not cached: it follows the decisions."""
     import tempfile
 

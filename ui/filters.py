@@ -100,7 +100,7 @@ def mask_of(table: pd.DataFrame, flt: RowFilter, index: RowIndex | None = None
             ) -> np.ndarray:
     """Boolean mask of the rows of ``table`` that pass every filter of ``flt``.
 
-    ``index`` (the run's :class:`~aflite_core.runs.row_index.RowIndex` of ``table``, shared
+    ``index`` (the run's :class:`~aflite_core.runs.RowIndex` of ``table``, shared
     by the dashboard's sessions) keeps the decoded columns between calls; without it they
     are decoded for this call only. The result is the same.
 

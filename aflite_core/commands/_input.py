@@ -111,7 +111,7 @@ def add_input_arguments(parser: argparse.ArgumentParser, roles: tuple[str, ...],
 
 class ShardsOnCluster:
     """``load_dataset``'s ``map_shards`` with ``--scheduler``: one task per shard on the
-    client's workers (:func:`aflite_core.represent.fold_pool.map_folds`), tables back in shard
+    client's workers (:func:`aflite_core.represent.map_folds`), tables back in shard
     order; a shard's own error (a bad line, other columns) is raised as it is."""
 
     engine = "dask"
@@ -127,10 +127,10 @@ class ShardsOnCluster:
 
     def stream(self, read: Any, paths: Any, *, ahead: int = 0) -> Iterator[Any]:
         """The tables one at a time, in shard order (the streamed load,
-        :func:`aflite_core.io.streamed_load.load_to_disk`): ``ahead`` shards (default: two
+        :func:`aflite_core.io.load_to_disk`): ``ahead`` shards (default: two
         per worker) are read on the workers while this process takes the next, and each is
         let go once taken; closing the iterator cancels the reads left
-        (:func:`aflite_core.represent.fold_pool.stream_ordered`). A shard's error
+        (:func:`aflite_core.represent.stream_ordered`). A shard's error
         (FileNotFoundError when the workers do not see the files) is raised as it is."""
         from aflite_core.represent import stream_ordered
 
@@ -141,7 +141,7 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
                map_shards: Any = None, texts_to: Any = None) -> Any:
     """Load ``path`` with the column and input options of ``args`` (a folder or glob of
     shards read by ``map_shards`` when given, e.g. :class:`ShardsOnCluster`). ``texts_to``:
-    a Parquet file the texts go to (:func:`aflite_core.io.streamed_load.load_to_disk`: a
+    a Parquet file the texts go to (:func:`aflite_core.io.load_to_disk`: a
     folder or glob of shards a shard at a time, never every row's text in this process).
 
     Raises

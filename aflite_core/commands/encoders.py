@@ -6,7 +6,7 @@
 ``list`` says which encoder libraries and packaged models are installed, where embeddings are
 cached and how long embedding takes per 1,000 texts. ``distill`` builds a static
 (model2vec-format) model from a sentence-transformers model (see
-:mod:`aflite_core.represent.distill`); use it with ``run --representation static:FOLDER``.
+:mod:`aflite_core.represent._distill`); use it with ``run --representation static:FOLDER``.
 """
 
 from __future__ import annotations

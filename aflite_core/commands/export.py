@@ -130,7 +130,7 @@ def _say_hardness(block: dict | None, name: str) -> None:
 
 
 def _curated(args: argparse.Namespace) -> int:
-    """The curated dataset (:func:`aflite_core.runs.curated.export_curated`)."""
+    """The curated dataset (:func:`aflite_core.runs.export_curated`)."""
     from aflite_core.runs import export_curated
 
     for flag, given in (("--columns", args.columns), ("--rows", args.rows),

@@ -25,7 +25,7 @@ from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_M
     load_input,
     parse_bytes,
 )
-from aflite_core.commands.parameter_flags import (
+from aflite_core.commands._parameter_flags import (
     add_measure_flags,
     add_parameter_flags,
     given_parameters,

@@ -2,7 +2,7 @@
 
 :func:`aflite_core.cues.statistics.cue_tables` extracts the features of every row at once
 (an n x F indicator matrix, its distinct texts tagged once, cached on disk) and counts them.
-On a Dask cluster (inside :func:`aflite_core.represent.fold_pool.on_dask`) the cue measure
+On a Dask cluster (inside :func:`aflite_core.represent.on_dask`) the cue measure
 builds the same table by map-reduce instead (issue 27: "cues, count tables by map-reduce"):
 
 * **map**: the rows are cut into chunks of :data:`CHUNK_ROWS`; one task per chunk extracts
@@ -26,7 +26,7 @@ What it costs: a text repeated in several chunks is tagged in each (locally: onc
 chunks' texts cross the network once. What the driver holds: a feature-by-cell count table
 per chunk while it sums them, never the n x F matrix; with ``streamed=True`` (the measure on
 a cluster) each chunk's texts only while its task is sent (read from the frame then,
-:class:`~aflite_core.io.text_columns.RowTexts`), never a list of every row's text.
+:class:`~aflite_core.io.RowTexts`), never a list of every row's text.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from aflite_core.cues import tagging
-from aflite_core.cues.annotation_cache import cache_save
+from aflite_core.cues import _tagging as tagging
+from aflite_core.cues._annotation_cache import cache_save
 from aflite_core.cues.linguistic import FAMILIES, extract_with_annotations, word_method
 from aflite_core.cues.statistics import (
     DEFAULT_SORT,
@@ -214,7 +214,7 @@ def sorted_label_codes(labels: Sequence) -> tuple[np.ndarray, list]:
 def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
                 random_state: int | None) -> CueInputs:
     """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
-    frame a chunk at a time (:class:`~aflite_core.io.text_columns.RowTexts`) and the labels
+    frame a chunk at a time (:class:`~aflite_core.io.RowTexts`) and the labels
     as the dataset gives them: no list of every row's text, no Python str per label."""
     from aflite_core.io import RowTexts, label_objects, row_positions
     from aflite_core.splits import resolve_split
@@ -278,14 +278,14 @@ def cue_tables(
         Rows per map task.
     mapper : callable, optional
         ``mapper(fn, tasks, on_done=...)`` running the map tasks, results in task order;
-        default :func:`~aflite_core.represent.fold_pool.map_folds` (tasks on the cluster
+        default :func:`~aflite_core.represent.map_folds` (tasks on the cluster
         inside ``on_dask``, else on local threads).
     progress : callable, optional
         ``progress(fraction, message)`` after each chunk.
     streamed : bool, default False
         Read each chunk's texts from the frame as its task is made (the tasks are then given
         to ``mapper`` as an iterator, which must send each before asking for the next:
-        :func:`~aflite_core.represent.fold_pool.map_streamed`), the labels as the dataset
+        :func:`~aflite_core.represent.map_streamed`), the labels as the dataset
         gives them: the driver never lists every row's text (the measure on a cluster).
     seed_cache : bool, default True
         Store the chunks' tagging annotations in this process's cache for a later extraction

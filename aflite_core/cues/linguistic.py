@@ -39,7 +39,7 @@ import scipy.sparse as sp
 
 from aflite_core._validation import check_choice, check_int, resolve_n_jobs
 from aflite_core.cues import resources
-from aflite_core.cues.annotation_cache import (
+from aflite_core.cues._annotation_cache import (
     EXTRACTOR_VERSION,  # noqa: F401 - re-exported
     cache_key,
     cache_load,
@@ -47,7 +47,7 @@ from aflite_core.cues.annotation_cache import (
     decode_strings,
     encode_strings,
 )
-from aflite_core.cues.tagging import (  # noqa: F401 - the taggers' public names: re-exported
+from aflite_core.cues._tagging import (  # noqa: F401 - the taggers' public names: re-exported
     CLITICS,
     FUTURE_MODALS,
     NER_COLUMNS,

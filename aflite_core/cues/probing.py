@@ -12,7 +12,7 @@ predictions on the test rows:
 
 When the user has no model, two built-in baselines act as models
 (:func:`baseline_predictions`): the hypothesis-only and the full-input model of
-:func:`aflite_core.represent.text_models.text_model`.
+:func:`aflite_core.represent._text_models.text_model`.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ def baseline_predictions(
     premises : sequence of str, optional
         Needed for ``kind='full_input'``.
     kind : {'hypothesis_only', 'full_input'}
-        ``text_model(kind)`` (see :mod:`aflite_core.represent.text_models`):
+        ``text_model(kind)`` (see :mod:`aflite_core.represent._text_models`):
         ``hypothesis_only`` reads TF-IDF of hypothesis word uni- and bigrams (the tokens of
         the cue features); ``full_input`` adds what the pair says (the hypothesis words the
         premise shares, and overlap statistics).

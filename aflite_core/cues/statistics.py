@@ -278,7 +278,7 @@ def z_statistic(counts: np.ndarray, prior: np.ndarray | None = None) -> np.ndarr
         Examples with the feature, per label.
     prior : np.ndarray, shape (n_labels,), optional
         ``p0`` per label. Default: uniform ``1/|L|`` (Gardner et al.; the cue table). The
-        Z-filter (:mod:`aflite_core.filter.zfilter`) passes the empirical label shares, so
+        Z-filter (:mod:`aflite_core.filter._zfilter`) passes the empirical label shares, so
         label imbalance alone flags no feature.
 
     Rows with no examples give NaN; labels whose prior is 0 or 1 give NaN or infinities.

@@ -10,19 +10,19 @@ from aflite_core.faces import lazy_face
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
-    "AFLite": "aflite",
-    "FilterPlan": "policy",
-    "INSTANCES": "policy",
-    "MultipleChoiceAFLite": "multiple_choice",
-    "SPLIT_POLICIES": "policy",
-    "ZFilter": "zfilter",
-    "binary_features": "zfilter",
-    "check_scheduler": "backends",
-    "connect": "backends",
-    "filter_units": "policy",
-    "plan_filter": "policy",
-    "probe_scheduler": "backends",
-    "select_rows": "rounds",
+    "AFLite": "_aflite",
+    "FilterPlan": "_policy",
+    "INSTANCES": "_policy",
+    "MultipleChoiceAFLite": "_multiple_choice",
+    "SPLIT_POLICIES": "_policy",
+    "ZFilter": "_zfilter",
+    "binary_features": "_zfilter",
+    "check_scheduler": "_backends",
+    "connect": "_backends",
+    "filter_units": "_policy",
+    "plan_filter": "_policy",
+    "probe_scheduler": "_backends",
+    "select_rows": "_rounds",
 }
 #: Modules whose names are used as a namespace from outside (``views.rows_table``).
 _NAMESPACES = ("synthetic",)

@@ -3,16 +3,16 @@ numba.
 
 :func:`scan_block` runs Python's :mod:`csv` state machine (``strict=True``, RFC 4180 quoting
 for CSV, ``QUOTE_NONE`` for TSV) over the bytes of a file as ``open(newline="")`` splits it
-into lines, a block at a time, and notes what :class:`~aflite_core.io.delimited.
+into lines, a block at a time, and notes what :class:`~aflite_core.io._delimited.
 DelimitedBatches` would: the line each record starts on, the blank lines, the longest line
 and cell, and whether the file holds anything the csv module would refuse or Arrow's reader
 would read otherwise (text after a closing quote, a quote never closed, a record with other
 fields than the header, a NUL byte). The values themselves are parsed by Arrow
-(:mod:`aflite_core.io.arrow_delimited`); this pass is what lets its table stand for the csv
+(:mod:`aflite_core.io._arrow_delimited`); this pass is what lets its table stand for the csv
 module's, line numbers included.
 
 :func:`scan_jsonl_block` does the same for JSON Lines as
-:func:`~aflite_core.io.json_tables.jsonl_records` splits it (at line feeds only): the line of
+:func:`~aflite_core.io._json_tables.jsonl_records` splits it (at line feeds only): the line of
 every non-blank line, the longest line, a NUL byte, and an escape of a surrogate
 (``\\ud800`` to ``\\udfff``: the json module keeps a lone one and refuses it with its own
 message; Arrow refuses any).

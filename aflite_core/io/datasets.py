@@ -3,7 +3,7 @@
 The result, an :class:`AuditDataset`, holds every original column with its original
 values (CSV/TSV cells stay strings exactly as written), a stable ``row_id`` per row,
 which rows take part in the audit (and why the others do not), and a
-:class:`ValidationReport`. Reading the bytes lives in :mod:`aflite_core.io.readers`;
+:class:`ValidationReport`. Reading the bytes lives in :mod:`aflite_core.io._readers`;
 this module interprets the columns.
 
 Column roles are guessed when not given (names compared case-insensitively, ignoring
@@ -35,8 +35,8 @@ import numpy as np
 import pandas as pd
 
 from aflite_core.errors import NotStreamable  # noqa: F401 - re-exported: raised here
-from aflite_core.io.choices import expand_choices, mc_locator
-from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re-exported
+from aflite_core.io._choices import expand_choices, mc_locator
+from aflite_core.io._column_roles import (  # noqa: F401 - names, guess_roles: re-exported
     HYPOTHESIS_NAMES,
     ID_NAMES,
     LABEL_NAMES,
@@ -54,11 +54,11 @@ from aflite_core.io.column_roles import (  # noqa: F401 - names, guess_roles: re
     row_index,
     suggest_id,
 )
-from aflite_core.io.linked_groups import linked_components, linked_text_groups  # noqa: F401
-from aflite_core.io.load_report import ValidationReport
-from aflite_core.io.load_report import build_report as _build_report
-from aflite_core.io.per_choice import REASON_NOT_ONE_CORRECT, apply_per_choice, find_per_choice
-from aflite_core.io.readers import (
+from aflite_core.io._linked_groups import linked_components, linked_text_groups  # noqa: F401
+from aflite_core.io._load_report import ValidationReport
+from aflite_core.io._load_report import build_report as _build_report
+from aflite_core.io._per_choice import REASON_NOT_ONE_CORRECT, apply_per_choice, find_per_choice
+from aflite_core.io._readers import (
     FORMATS,
     MAX_LINE_BYTES,
     ColumnError,
@@ -68,9 +68,8 @@ from aflite_core.io.readers import (
     DuplicateIdError,
     RawTable,
 )
-from aflite_core.io.shards import read_source as read_table
-from aflite_core.io.tables import index_values
-from aflite_core.io.text_columns import (
+from aflite_core.io._tables import index_values
+from aflite_core.io._text_columns import (
     RowTexts,
     count_distinct,
     equal_codes,
@@ -80,14 +79,15 @@ from aflite_core.io.text_columns import (
     row_positions,
     shared_mask,
 )
-from aflite_core.io.text_facts import TextFacts, text_facts
-from aflite_core.io.texts_on_disk import (
+from aflite_core.io._text_facts import TextFacts, text_facts
+from aflite_core.io._texts_on_disk import (
     ColumnOnDisk,
     TextsFile,
     all_texts,
     column_hashes,
     move_texts,
 )
+from aflite_core.io.shards import read_source as read_table
 
 __all__ = [
     "FORMATS",
@@ -143,7 +143,7 @@ class AuditDataset:
         default=None, init=False, repr=False)
     #: Where its shards were read (``RawTable.read_by``): ``"local"`` or ``"dask"``.
     read_by: str = "local"
-    #: How :func:`~aflite_core.io.streamed_load.load_to_disk` loaded it: ``"streamed"`` (a
+    #: How :func:`~aflite_core.io.load_to_disk` loaded it: ``"streamed"`` (a
     #: shard's text at a time) or ``"whole"`` (every row's text at once, as here).
     loaded_by: str = "whole"
     #: Why ``load_to_disk`` loaded it whole (what it could not stream), else ``""``.
@@ -395,7 +395,7 @@ def load_dataset(
     question : str, optional
         Per-choice (long) multiple-choice data: the column naming each row's question, the
         label saying whether the row's choice is correct (correct/incorrect, 1/0,
-        true/false, ...; see :mod:`aflite_core.io.per_choice`). Default (None): detected
+        true/false, ...; see :mod:`aflite_core.io._per_choice`). Default (None): detected
         when a question-like column groups the rows with exactly one correct choice each
         (said in ``report.notes``); ``""``: never (the rows are audited one by one).
     map_shards : callable, optional
@@ -464,7 +464,7 @@ def prepare_dataset(
 ) -> AuditDataset:
     """:func:`load_dataset` of a table already read (the options as there).
 
-    ``facts``: the premise's and hypothesis' :class:`~aflite_core.io.text_facts.TextFacts`,
+    ``facts``: the premise's and hypothesis' :class:`~aflite_core.io._text_facts.TextFacts`,
     made by the caller (the streamed load: ``raw.frame``'s texts are then not read, and may
     be placeholders); default: from ``raw.frame``'s columns.
 

@@ -1,7 +1,7 @@
 """Datasets stored as many files: folders or globs of shards, and Hugging Face ``datasets``
 folders.
 
-:func:`read_table` (``aflite_core.io.readers``) hands a folder or a glob here:
+:func:`read_table` (``aflite_core.io._readers``) hands a folder or a glob here:
 
 * **A Hugging Face ``datasets`` folder**, as ``Dataset.save_to_disk`` writes it
   (``state.json``, ``dataset_info.json``, ``data-0000i-of-0000n.arrow``): the Arrow files are
@@ -37,8 +37,8 @@ import pandas as pd
 from pandas.api import types
 
 from aflite_core.errors import DamagedFileError
-from aflite_core.io.file_walk import GLOB_CHARS, glob_files, inside, walk_files
-from aflite_core.io.readers import (
+from aflite_core.io._file_walk import GLOB_CHARS, glob_files, inside, walk_files
+from aflite_core.io._readers import (
     MAX_LINE_BYTES,
     DatasetFormatError,
     DatasetSizeError,
@@ -69,7 +69,7 @@ def read_source(source: Any, *, name: str | None = None, format: str | None = No
     """Any input ``load_dataset`` takes as a :class:`RawTable`: a folder or a glob of shards
     or a ``datasets`` folder (:func:`read_sharded`), a ``datasets`` object
     (:func:`read_hf_object`), else one file, bytes or a DataFrame
-    (:func:`aflite_core.io.readers.read_table`, same options). A :class:`RawTable` already
+    (:func:`aflite_core.io.read_table`, same options). A :class:`RawTable` already
     read (the dashboard's column preview) is taken as it is. ``map_shards`` reads the shards
     of a folder or glob elsewhere (:func:`read_sharded`)."""
     if isinstance(source, RawTable):

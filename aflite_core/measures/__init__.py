@@ -36,17 +36,18 @@ _FACE = {
     "format_figure": "baselines",
     "headline_figures": "baselines",
     "inoculate": "inoculation",
-    "interval_chart": "slices_chart",
+    "interval_chart": "_slices_chart",
     "measure_caveats": "registry",
     "member_mask": "slices",
     "names": "registry",
     "stored_summary": "registry",
     "wilson_interval": "slices",
 }
-#: Modules whose names are used as a namespace from outside (``views.rows_table``).
+#: Modules used as a namespace from outside, and every measure's own module (one that defines
+#: ``MEASURE``: the registry finds a measure by its public module's name).
 _NAMESPACES = (
-    "baselines", "datamap", "duplicates", "inoculation", "label_issues", "map_regions", "pvi",
-    "registry", "slices",
+    "baselines", "cues", "datamap", "duplicates", "inoculation", "knn", "label_issues",
+    "label_shift", "map_regions", "ood", "projection", "pvi", "registry", "slices",
 )
 
 __all__ = sorted([*_FACE, *_NAMESPACES])

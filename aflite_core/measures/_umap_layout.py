@@ -13,7 +13,7 @@ budget. The one kernel here is compiled with ``cache=True`` into the user cache 
 (:func:`aflite_core.numba_cache.numba_cache_dir`), so a new process loads it in a fraction of
 a second; when no cache folder is writable it is compiled in memory instead (the map is the
 same, only slower to start). The neighbours come from the caller (the exact blocked cosine search of
-:mod:`aflite_core.measures.neighbors`), so no approximate index is built either.
+:mod:`aflite_core.measures._neighbors`), so no approximate index is built either.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ draws. Majority-class accuracy (the most frequent label of each training fold, s
 test fold) and chance (1 / number of labels) are reported beside every accuracy; an accuracy
 below the majority rate gets a warning naming the likely causes.
 
-Baselines (all built by :func:`aflite_core.represent.text_models.text_model`, which documents
+Baselines (all built by :func:`aflite_core.represent._text_models.text_model`, which documents
 the tokeniser, vectoriser and classifier): ``hypothesis_only`` (partial input: the hypothesis
 alone; Gururangan et al. 2018, Poliak et al. 2018), ``full_input`` (the premise-hypothesis pair,
 when premises are given) and ``linear_probe`` (standardised Φ). Folds come from
@@ -28,7 +28,7 @@ are plain dicts of JSON types (the run writer stores them as ``baselines.json``)
 ``docs/measures.md``.
 
 Cost. A text model is vectorised once for all its folds
-(:mod:`aflite_core.represent.fold_fits`; each fold's classifier starts from zero). Above
+(:mod:`aflite_core.represent._fold_fits`; each fold's classifier starts from zero). Above
 :data:`MAX_ROWS` audited rows (option ``max_rows``) the measure runs on a seeded sample of that
 many rows (whole groups): every result then carries ``sample`` (rows used, of how many, and the
 binomial standard error of the retained accuracy in percentage points), shown beside the
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_callback, check_choice, check_int
-from aflite_core.measures.baseline_figures import (  # noqa: F401 - re-exported: their home
+from aflite_core.measures._baseline_figures import (  # noqa: F401 - re-exported: their home
     BASELINE_LABELS,
     BELOW_MAJORITY_MARGIN,
     HEADLINE_ORDER,
@@ -104,8 +104,8 @@ def cross_validated_accuracy(model, data, labels, *, n_splits: int = 5,
     Parameters
     ----------
     model : scikit-learn estimator (cloned per fold)
-        A :func:`~aflite_core.represent.text_models.text_model` pipeline is vectorised once
-        for all folds (:mod:`aflite_core.represent.fold_fits`).
+        A :func:`~aflite_core.represent._text_models.text_model` pipeline is vectorised once
+        for all folds (:mod:`aflite_core.represent._fold_fits`).
     data : list of str or array of shape (n_rows, n_features)
     labels : array of shape (n_rows,)
     n_splits : int, default 5
@@ -139,7 +139,7 @@ def _cv_accuracies(ev, row_sets: Sequence[np.ndarray], *,
                    on_set: Callable[[int], object] | None = None) -> list[dict]:
     """:func:`cross_validated_accuracy` of each set of rows (positions in the evaluator's
     labels), every fold of every set fitted side by side
-    (:func:`~aflite_core.represent.fold_pool.map_folds`); ``on_set(i)`` once the folds of sets
+    (:func:`~aflite_core.represent.map_folds`); ``on_set(i)`` once the folds of sets
     ``0..i`` are done."""
     # the evaluator's integer labels: np.unique of strings sorts strings, 80 ms a call at 100k
     # rows; the codes keep the labels' sorted order, so the same folds
@@ -399,7 +399,7 @@ def linear_probe_baseline(X, labels, retained_mask, *, n_splits: int = 5,
                           control: str = "label_matched") -> dict:
     """Linear probe on Φ (``text_model("probe")``), full vs retained vs random.
 
-    ``X`` may be :class:`~aflite_core.represent.partitioned_rows.RowsOnWorkers` (Φ's rows
+    ``X`` may be :class:`~aflite_core.represent.RowsOnWorkers` (Φ's rows
     stacked on a cluster's worker, inside ``on_dask``): the fold fits then run there, the same
     fits. See :func:`compare_subsets` for the other parameters and the result.
     """

@@ -6,7 +6,7 @@ regions: **easy-to-learn** (high confidence, low variability), **hard-to-learn**
 confidence, low variability; often mislabelled) and **ambiguous** (high variability). AFLite
 already trains many models per round and predicts every held-out row; the estimators record the
 gold-label probabilities of those predictions at almost no cost (see
-:mod:`aflite_core.filter.datamap` for the definitions). Each row's values come from the round
+:mod:`aflite_core.filter._datamap` for the definitions). Each row's values come from the round
 that decided it, the round of its ``predictability`` (= ``correctness`` here).
 
 Regions (a partition of the scored rows), calibrated to the data: each threshold is a share of

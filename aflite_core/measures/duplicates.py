@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from aflite_core._validation import check_real
-from aflite_core.measures.neighbors import as_matrix, l2_normalize
+from aflite_core.measures._neighbors import as_matrix, l2_normalize
 from aflite_core.measures.registry import (
     Measure,
     MeasureContext,

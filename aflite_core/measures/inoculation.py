@@ -10,7 +10,7 @@ tell why the challenge set is hard:
 2. *model weakness*: the gap stays (the model cannot learn the challenge);
 3. *distribution difference*: the gap closes but accuracy on the original data drops.
 
-Built-in models, both from :func:`aflite_core.represent.text_models.text_model` (features and
+Built-in models, both from :func:`aflite_core.represent._text_models.text_model` (features and
 base classifier): ``"tfidf_lr"`` reads texts, ``text_model("full_input")`` when they are
 premise-hypothesis pairs (:func:`pair_texts`), ``text_model("hypothesis_only")`` otherwise;
 ``"linear_phi"`` reads Φ, ``text_model("probe")``. Adding the n examples is done in one of two
@@ -85,7 +85,7 @@ from aflite_core._validation import (
     check_real,
     make_rng,
 )
-from aflite_core.measures.inoculation_curves import (
+from aflite_core.measures._inoculation_curves import (
     LinearModel,
     compute_curves,
     fit_original,
@@ -252,7 +252,7 @@ def _check_part(part, name: str, model: str):
 
 
 def _model_kind(model: str, original_train_inputs) -> str:
-    """The :func:`~aflite_core.represent.text_models.text_model` kind behind ``model``."""
+    """The :func:`~aflite_core.represent._text_models.text_model` kind behind ``model``."""
     if model == "linear_phi":
         return "probe"
     pairs = any(PAIR_SEPARATOR in t for t in original_train_inputs)

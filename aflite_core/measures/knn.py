@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
-from aflite_core.measures.neighbors import (  # noqa: F401 - nearest_neighbors: re-exported
+from aflite_core.measures._neighbors import (  # noqa: F401 - nearest_neighbors: re-exported
     ProgressCallback,
     approx_topk,
     as_labels,

@@ -8,12 +8,12 @@ while another label clears that label's own confidence threshold, is a probable 
 **Which predictions.** Two models score each row out of sample:
 
 - one cross-validated pass of the full-input text model
-  (:func:`aflite_core.represent.text_models.text_model` ``("full_input")``: TF-IDF of the
+  (:func:`aflite_core.represent._text_models.text_model` ``("full_input")``: TF-IDF of the
   premise and the hypothesis with their overlap, logistic regression; the text alone on data
   without premises), ``n_splits`` folds (default 2) grouped like every other measure
   (:func:`aflite_core.splits.cv_folds`: a row is never scored by a model that saw a row of its
   group), vectorised once for all folds
-  (:mod:`aflite_core.represent.fold_fits`): its probability vectors give the flags and the
+  (:mod:`aflite_core.represent._fold_fits`): its probability vectors give the flags and the
   suggested labels;
 - AFLite's own held-out linear models on Φ, which the audit already ran: their mean
   probability of the given label (the data map's confidence) is averaged with the full-input
@@ -119,7 +119,7 @@ def out_of_fold_probabilities(texts: Sequence[str], labels, *, n_splits: int = 2
     Parameters
     ----------
     texts : sequence of str
-        :func:`~aflite_core.represent.text_models.pair_texts` of the rows.
+        :func:`~aflite_core.represent._text_models.pair_texts` of the rows.
     labels : array-like of shape (n_rows,)
     n_splits : int >= 2, default 2
     groups : sequence, optional
@@ -183,7 +183,7 @@ def _fit_proba(fold: tuple[np.ndarray, np.ndarray], folds_model) -> tuple:
 
 
 def _pair_evaluator(model, texts, codes: np.ndarray, classes: np.ndarray):
-    """:func:`~aflite_core.represent.fold_fits.evaluator` of ``texts`` (an Arrow array) and
+    """:func:`~aflite_core.represent._fold_fits.evaluator` of ``texts`` (an Arrow array) and
     the labels ``classes[codes]`` (on a worker)."""
     return evaluator(model, _text_list(texts), classes[codes])
 
@@ -445,7 +445,7 @@ HARDNESS_TITLE = ("What a bulk export gives up: hypothesis-only accuracy beyond 
 
 def hardness_table(*blocks: dict | None) -> pd.DataFrame:
     """The sets of :data:`HARDNESS_SETS` found in ``blocks`` (the summary's
-    ``bulk_hardness``, :func:`~aflite_core.runs.curated.curated_hardness`), one row each:
+    ``bulk_hardness``, :func:`~aflite_core.runs.curated_hardness`), one row each:
     ``set``, ``rows``, ``accuracy``, ``random``, ``beyond random (pp)``; empty without any."""
     rows = []
     for name, shown in HARDNESS_SETS.items():

@@ -5,7 +5,7 @@ Zellers et al. 2018) is that a model trained on the filtered data does better on
 sets (stress tests, counterfactual or adversarial data) than one trained on the same amount
 of unfiltered data. This measure checks it on the user's own challenge files:
 
-1. train the chosen text model (:func:`aflite_core.represent.text_models.text_model`) on the
+1. train the chosen text model (:func:`aflite_core.represent._text_models.text_model`) on the
    retained rows;
 2. train it on ``n_draws`` random subsets of the filterable rows with the *same size and the
    same label counts* as the retained rows (:func:`aflite_core.splits.label_matched_subsets`),
@@ -42,7 +42,7 @@ FILE = "ood.json"
 #: A challenge set is skewed when its majority label holds at least this many times the
 #: uniform share 1/k of its rows.
 SKEWED_FACTOR = 1.5
-#: Models OOD evaluation can train (see :func:`aflite_core.represent.text_models.text_model`).
+#: Models OOD evaluation can train (see :func:`aflite_core.represent._text_models.text_model`).
 MODELS = ("full_input", "hypothesis_only")
 
 
@@ -103,7 +103,7 @@ def evaluate_ood(texts: Sequence[str], labels: Sequence[Any], keep: np.ndarray,
     Parameters
     ----------
     texts : sequence of str
-        Model input texts of the filterable rows (:func:`~aflite_core.represent.text_models.
+        Model input texts of the filterable rows (:func:`~aflite_core.represent._text_models.
         pair_texts`).
     labels : sequence
         Their labels.

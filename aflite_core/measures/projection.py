@@ -4,7 +4,7 @@ UMAP is fitted on a seeded sample of at most ``sample_size`` rows and the other 
 placed the way ``UMAP.transform`` does it. Rows are L2-normalised first (cosine geometry) for
 both methods; for UMAP they are then reduced to ``pca_dims`` principal components of the
 sample. Nearest neighbours for both steps come from the exact blocked cosine search of
-:mod:`aflite_core.measures.neighbors`; the graph and the layout are umap-learn's algorithm in
+:mod:`aflite_core.measures._neighbors`; the graph and the layout are umap-learn's algorithm in
 :mod:`aflite_core.measures._umap_layout`, whose one numba kernel is cached on disk, so a new
 process pays no compilation. The start is a PCA of the sample (umap-learn's ``init="pca"``),
 and the layout spends :func:`fit_epochs` epochs. ``benchmarks/bench_projection.py`` measures
@@ -40,7 +40,7 @@ from aflite_core._validation import available_cores, check_choice, check_int, ch
 from aflite_core.io import shared_strings
 from aflite_core.json_files import read_json_file
 from aflite_core.measures import map_regions
-from aflite_core.measures.neighbors import as_matrix, exact_topk, l2_normalize
+from aflite_core.measures._neighbors import as_matrix, exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent import dask_folds, is_partitioned, map_folds
 

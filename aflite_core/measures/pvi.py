@@ -15,7 +15,7 @@ V-information about the label.
 Probabilities are out-of-fold: ``k``-fold cross-validation (:func:`aflite_core.splits.cv_folds`:
 stratified, and *grouped* when the data has groups, so a row is never scored by a model that saw
 another row of its group, e.g. the other hypotheses of its premise). In each fold the model is
-:func:`aflite_core.represent.text_models.text_model` ``("hypothesis_only")`` fitted on the
+:func:`aflite_core.represent._text_models.text_model` ``("hypothesis_only")`` fitted on the
 training folds and ``p(y)`` is the label share of those training folds. Probabilities are
 floored at :data:`PROB_FLOOR` so a label absent from a fold's training rows stays finite. Units:
 bits.
@@ -70,7 +70,7 @@ def hypothesis_only_pvi(hypotheses: Sequence[str], labels, *, n_splits: int = 5,
         A list, or a lazy sequence with ``chunks(rows)`` (``MeasureContext.hypothesis_texts``).
         Inside ``fold_pool.on_dask`` with at least :data:`WORKER_COUNTS_MIN_ROWS` rows they go
         to the workers :data:`COUNT_CHUNK_ROWS` at a time, are counted there
-        (:func:`~aflite_core.represent.partitioned_counts.ngram_counts_on_workers`) and the
+        (:func:`~aflite_core.represent.ngram_counts_on_workers`) and the
         folds fit there beside the counts: the same probabilities bit for bit.
     labels : array-like of shape (n_rows,)
     n_splits : int >= 2, default 5

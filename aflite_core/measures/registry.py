@@ -91,7 +91,7 @@ class MeasureContext:
     datamap : pandas.DataFrame, optional
         Over the filterable rows: ``confidence``, ``variability`` and ``n_heldout`` of
         AFLite's held-out predictions, in the round of ``predictability`` (see
-        :mod:`aflite_core.filter.datamap`); None when the run did not record them.
+        :mod:`aflite_core.filter._datamap`); None when the run did not record them.
     datamap_grouped : bool, default True
         The held-out models behind ``datamap`` never trained on a row's group: AFLite's
         partitions drew whole groups, a question is the unit, or the data has no groups.
@@ -274,7 +274,7 @@ class MeasureContext:
 
     def hypothesis_texts(self) -> Sequence[str]:
         """Hypotheses of the filterable rows as a lazy sequence
-        (:class:`~aflite_core.io.text_columns.RowTexts`): the texts of :meth:`texts`, made a
+        (:class:`~aflite_core.io.RowTexts`): the texts of :meth:`texts`, made a
         chunk at a time (``take(rows)`` for a sample), without a list of every row's."""
         return self._row_texts(self.dataset.columns.hypothesis)
 
@@ -318,7 +318,7 @@ class MeasureResult:
         Small values for ``summary.json["measures"][name]`` (parameters used, an outcome).
     astype : dict
         File name -> the types some of its table's columns are written as
-        (:meth:`~aflite_core.runs.writer.RunWriter.write_parquet`'s ``astype``): a table may
+        (:meth:`~aflite_core.runs.RunWriter.write_parquet`'s ``astype``): a table may
         hold a column narrower than its file does, e.g. a str per row as categorical codes
         (1 byte a row, not an Arrow string of 12-20), written as the strings.
     """

@@ -25,7 +25,7 @@ Counts are sparse matrix products over the rows-by-features indicator matrix, so
 measure costs a few seconds at SNLI's 550k rows once the annotations are cached (the cue
 measure, which runs first, fills that cache). :func:`rank_slices` reads them from a source
 (:mod:`.slices_counts`): the matrix of every row here, or on a Dask cluster above
-:data:`~aflite_core.measures.slices_on_workers.WORKER_MIN_ROWS` rows the same counts by
+:data:`~aflite_core.measures._slices_on_workers.WORKER_MIN_ROWS` rows the same counts by
 map-reduce over row chunks whose features stay on the workers (:mod:`.slices_on_workers`).
 The run folder gets ``slices.parquet`` (the ranked table) and ``slices_members.parquet``
 (the rows of the top ``n_stored`` slices as bitmaps over the input rows, for the dashboard's
@@ -42,11 +42,11 @@ import pandas as pd
 
 from aflite_core._validation import check_int, check_seed
 from aflite_core.cues import FAMILIES
-from aflite_core.measures import map_regions, slices_on_workers
-from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.measures.slices_chart import slices_figures
-from aflite_core.measures.slices_counts import MatrixCounts, SliceCounts, SliceSpec
-from aflite_core.measures.slices_features import (  # noqa: F401  (the measure's public names)
+from aflite_core.measures import _slices_on_workers as slices_on_workers
+from aflite_core.measures import map_regions
+from aflite_core.measures._slices_chart import slices_figures
+from aflite_core.measures._slices_counts import MatrixCounts, SliceCounts, SliceSpec
+from aflite_core.measures._slices_features import (  # noqa: F401  (the measure's public names)
     KMEANS_SAMPLE,
     Z95,
     SliceFeatures,
@@ -61,7 +61,8 @@ from aflite_core.measures.slices_features import (  # noqa: F401  (the measure's
     wilson_interval,
     word_counts,
 )
-from aflite_core.measures.slices_fold import fold_by_overlap
+from aflite_core.measures._slices_fold import fold_by_overlap
+from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent import dask_folds
 
 __all__ = [
@@ -182,8 +183,8 @@ def rank_slices(counts: SliceCounts, removed: np.ndarray, *, min_support: int = 
     ----------
     counts : SliceCounts
         The rows' cue (and cluster) columns, held as matrices here
-        (:class:`~aflite_core.measures.slices_counts.MatrixCounts`) or in row chunks on a
-        cluster's workers (:class:`~aflite_core.measures.slices_on_workers.ChunkedCounts`).
+        (:class:`~aflite_core.measures._slices_counts.MatrixCounts`) or in row chunks on a
+        cluster's workers (:class:`~aflite_core.measures._slices_on_workers.ChunkedCounts`).
     removed : np.ndarray of bool
         Removed by AFLite, one value per row.
     min_support, pair_top, pair_min_z, n_stored, n_examples, row_ids, random_state

@@ -10,12 +10,12 @@ from aflite_core.faces import lazy_face
 
 #: Public name -> the module of this package that defines it.
 _FACE = {
-    "add_measure": "updates",
+    "add_measure": "_updates",
     "build_report": "html",
     "format_value": "compare",
     "side_by_side": "compare",
     "summary_text": "compare",
-    "write_card": "card",
+    "write_card": "_card",
     "write_compare_html": "compare_html",
     "write_report": "html",
 }

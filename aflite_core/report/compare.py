@@ -142,7 +142,7 @@ def _cue_changes(cues_a: pd.DataFrame | None, cues_b: pd.DataFrame | None) -> pd
     )
 
 
-#: How ``tfidf_svd`` reduced the TF-IDF in runs that do not say (before represent/svd.py).
+#: How ``tfidf_svd`` reduced the TF-IDF in runs that do not say (before represent/_svd.py).
 _OLD_SVD = "scikit-learn TruncatedSVD"
 
 
@@ -171,7 +171,7 @@ def parameter_changes(a: AuditRun, b: AuditRun) -> dict[str, tuple[Any, Any]]:
     """``{name: (value_a, value_b)}`` for the recorded parameters that differ, by name
     (nested ones such as a measure's options one by one: ``measure_params.projection.method``),
     and for the SVD of Φ (``representation svd``), which changed between versions: a run made
-    before ``represent/svd.py`` used scikit-learn's, so its numbers differ by protocol."""
+    before ``represent/_svd.py`` used scikit-learn's, so its numbers differ by protocol."""
     params_a = _flatten({**a.parameters, **_protocol(a)})
     params_b = _flatten({**b.parameters, **_protocol(b)})
     return {

@@ -1,4 +1,4 @@
-"""The compact Φ's scoring loop (:mod:`aflite_core.represent.compact`), compiled by numba and
+"""The compact Φ's scoring loop (:mod:`aflite_core.represent._compact`), compiled by numba and
 kept on disk (:mod:`aflite_core.numba_cache`); a module of its own so that importing the
 compact Φ does not import numba (0.3 s) until a query needs it."""
 

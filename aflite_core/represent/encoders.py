@@ -40,7 +40,7 @@ import numpy as np
 
 from aflite_core.errors import OptionalDependencyError, RepresentationError
 from aflite_core.json_files import read_json_file
-from aflite_core.represent.embedding_cache import cached_embed
+from aflite_core.represent._embedding_cache import cached_embed
 
 __all__ = [
     "COMBINE_MODES",
@@ -58,7 +58,7 @@ __all__ = [
     "resolve_model",
 ]
 
-#: Encoder families (representation methods of :func:`~aflite_core.represent.builders.
+#: Encoder families (representation methods of :func:`~aflite_core.represent._builders.
 #: build_representation`).
 FAMILIES = ("static", "sentence_transformers")
 #: How premise (u) and hypothesis (v) embeddings become one row of Φ.

@@ -46,20 +46,20 @@ from aflite_core.io import (  # noqa: F401 - re-exported for callers of the expo
     write_parquet,
 )
 from aflite_core.measures import registry
-from aflite_core.runs.folder import (
-    SCORES_FILE,
-    STATUSES,
-    AuditRun,
-    check_not_in_run,
-    load_run,
-)
-from aflite_core.runs.rows import (  # noqa: F401 - re-exported
+from aflite_core.runs._rows import (  # noqa: F401 - re-exported
     SCORE_COLUMNS,
     check_columns,
     iter_row_chunks,
     normalize_row_ids,
     row_export_names,
     select,
+)
+from aflite_core.runs.folder import (
+    SCORES_FILE,
+    STATUSES,
+    AuditRun,
+    check_not_in_run,
+    load_run,
 )
 
 #: Row exports and the statuses each one contains.
@@ -258,9 +258,9 @@ def export_run(
     chunk_rows : int, default 50000
         Rows per chunk.
     map_chunks : callable, optional
-        CSV: where each chunk is encoded (:func:`~aflite_core.io.tables.write_csv`'s
+        CSV: where each chunk is encoded (:func:`~aflite_core.io.write_csv`'s
         ``map_chunks``; the CLI's ``export --scheduler``: a task per chunk on the cluster's
-        workers, :func:`~aflite_core.represent.fold_pool.stream_ordered`); the file is the
+        workers, :func:`~aflite_core.represent.stream_ordered`); the file is the
         same bytes. Parquet is encoded here (one writer).
 
     Returns

@@ -38,14 +38,14 @@ from aflite_core.io import (
     sweep_stale_parts,
 )
 from aflite_core.json_files import read_json_file
-from aflite_core.runs.checks import (
+from aflite_core.runs._checks import (
     run_damage,
     scores_problem,
     summary_problem,
     unreadable_table,
 )
-from aflite_core.runs.column_reads import frame_from_csvs, parquet_rows, read_columns
-from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the folder API
+from aflite_core.runs._column_reads import frame_from_csvs, parquet_rows, read_columns
+from aflite_core.runs._layout import (  # noqa: F401 - re-exported: part of the folder API
     BASELINES_FILE,
     CUES_FILE,
     DATASET_FILE,
@@ -62,7 +62,7 @@ from aflite_core.runs.layout import (  # noqa: F401 - re-exported: part of the f
     STATUSES,
     SUMMARY_FILE,
 )
-from aflite_core.runs.names import (  # noqa: F401 - re-exported: part of the folder API
+from aflite_core.runs._names import (  # noqa: F401 - re-exported: part of the folder API
     MAX_NAME_BYTES,
     NEW_PREFIX,
     OLD_PREFIX,
@@ -78,8 +78,8 @@ from aflite_core.runs.names import (  # noqa: F401 - re-exported: part of the fo
     sanitize_run_name,
     unique_run_name,
 )
-from aflite_core.runs.owners import abandoned
-from aflite_core.runs.search import nearest_rows as search_nearest_rows
+from aflite_core.runs._owners import abandoned
+from aflite_core.runs._search import nearest_rows as search_nearest_rows
 
 # --------------------------------------------------------------------------- json
 
@@ -202,7 +202,7 @@ def cleanup_stale(
     starts with ``.tmp-``, ``.new-`` or ``.old-`` and the export temporary files
     (``.<name>.part-<token>``) whose modification time is older than ``max_age`` seconds
     are removed; a younger one may belong to a run or an export still in progress, unless
-    its owner (:func:`aflite_core.runs.owners.claim`: the CLI's texts folder) is a process
+    its owner (:func:`aflite_core.runs.claim`: the CLI's texts folder) is a process
     of this host that is gone.
 
     Returns
@@ -582,7 +582,7 @@ class AuditRun:
 
     def nearest_rows(self, text: str, k: int = 20) -> pd.DataFrame:
         """The ``k`` rows nearest ``text`` in Φ (``row_id``, ``similarity``): the search by
-        meaning of :func:`aflite_core.runs.search.nearest_rows` (its errors say what to do)."""
+        meaning of :func:`aflite_core.runs._search.nearest_rows` (its errors say what to do)."""
         return search_nearest_rows(self, text, k=k)
 
     @cached_property
@@ -674,7 +674,7 @@ def load_run(path: str | os.PathLike) -> AuditRun:
     RunError
         If the folder is missing, incomplete, written in an unknown format, or damaged
         (``summary.json`` values of the wrong type, sizes that are negative or do not add
-        up, scores that disagree with them: :mod:`aflite_core.runs.checks`); the message
+        up, scores that disagree with them: :mod:`aflite_core.runs._checks`); the message
         names the run and says what is wrong, e.g. ``run r is damaged: summary.json:
         sizes.retained is -5 (expected a whole number >= 0)``.
 

@@ -18,9 +18,9 @@ import pandas as pd
 
 from aflite_core.measures import member_mask
 from aflite_core.represent import nearest_codes
+from aflite_core.runs._search import phi_codes
 from aflite_core.runs.decisions import all_decisions, decide
 from aflite_core.runs.folder import AuditRun
-from aflite_core.runs.search import phi_codes
 from aflite_core.runs.subsets import load_subset
 
 __all__ = ["SOURCES", "available_sources", "review_queue", "row_card", "source_keys", "undo"]

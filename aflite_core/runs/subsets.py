@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 
 from aflite_core.errors import DamagedFileError
 from aflite_core.json_files import loads_json
+from aflite_core.runs._rows import normalize_row_ids
 from aflite_core.runs.folder import (
     MAX_NAME_BYTES,
     SCORES_COLUMNS,
@@ -44,7 +45,6 @@ from aflite_core.runs.folder import (
     to_jsonable,
     utc_now_iso,
 )
-from aflite_core.runs.rows import normalize_row_ids
 
 #: Folder of a run that holds its named subsets.
 SUBSETS_DIR = "subsets"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from aflite_core.cues import annotation_cache
-from aflite_core.cues.annotation_cache import cache_key, cache_load, cache_save
+from aflite_core.cues import _annotation_cache as annotation_cache
+from aflite_core.cues._annotation_cache import cache_key, cache_load, cache_save
 
 
 def test_an_entry_reads_back_and_an_unreadable_one_is_a_miss(tmp_path, monkeypatch):

@@ -15,7 +15,7 @@ import pytest
 from aflite_core.cues import count_tables
 from aflite_core.cues.statistics import cue_tables
 from aflite_core.io.datasets import load_dataset
-from aflite_core.represent.fold_pool import map_folds
+from aflite_core.represent._fold_pool import map_folds
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +109,7 @@ def test_a_second_audit_reads_the_chunks_annotations_from_the_cache(dev, tmp_pat
     """Each task caches its chunk's annotations where it runs ($AFLITE_CACHE_DIR): the second
     run of the same chunks tags nothing (the tagger is never called) and gives the same
     table."""
-    from aflite_core.cues import tagging
+    from aflite_core.cues import _tagging as tagging
 
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path))
     first = count_tables.cue_tables(dev, {"full": None}, chunk_rows=1200)
@@ -130,7 +130,7 @@ def test_the_driver_cache_gets_the_whole_columns_tags(dev, tmp_path, monkeypatch
     """The chunks' tags, joined in row order, are stored where the driver's own extraction of
     all rows (the slices measure's) looks for them: it then tags nothing and gets the
     features it computes without any cache."""
-    from aflite_core.cues import tagging
+    from aflite_core.cues import _tagging as tagging
     from aflite_core.cues.linguistic import extract_features
 
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path))
@@ -154,7 +154,7 @@ def test_streamed_chunks_on_a_cluster_give_the_table_and_never_list_every_text(
     is sent (map_streamed), the labels factorised once: the table of all rows, and the
     dataset is never asked for every row's texts."""
     from aflite_core.io.datasets import AuditDataset
-    from aflite_core.represent.fold_pool import map_streamed, on_dask
+    from aflite_core.represent._fold_pool import map_streamed, on_dask
 
     _, client = cluster
     premises = np.asarray(dev.premises(), dtype=object)

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.cues import linguistic, tagging
+from aflite_core.cues import _tagging as tagging
+from aflite_core.cues import linguistic
 from aflite_core.cues.linguistic import (
     FAMILIES,
     FastPerceptronTagger,

@@ -1,4 +1,4 @@
-"""AFLite (aflite_core.filter.aflite): planted bias, the paper's circles, rules of Algorithm 1."""
+"""AFLite (aflite_core.filter._aflite): planted bias, the paper's circles, rules of Algorithm 1."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 from sklearn.svm import SVC
 
-from aflite_core.filter.aflite import AFLite
-from aflite_core.filter.rounds import _select_removals
+from aflite_core.filter._aflite import AFLite
+from aflite_core.filter._rounds import _select_removals
 from aflite_core.filter.synthetic import make_biased_circles, make_planted
 
 
@@ -254,8 +254,8 @@ def test_same_result_whatever_n_jobs_when_held_out_rows_are_drawn_and_a_callback
 
 @pytest.mark.parametrize(("train_size", "block_rows"), [(30, 100), (0.7, 100), (0.7, 1200)])
 def test_round_partitions_have_exactly_t_training_rows_among_alive_rows(train_size, block_rows):
-    from aflite_core.filter.aflite_rounds import _draw_round
-    from aflite_core.filter.backends import RowBlocks
+    from aflite_core.filter._aflite_rounds import _draw_round
+    from aflite_core.filter._backends import RowBlocks
 
     rng = np.random.default_rng(0)
     n = 1200
@@ -284,8 +284,8 @@ def test_packed_draws_are_the_bool_draws_packed_from_the_same_random_stream(grou
     """The Dask backend's draws (``packed``: a partition at a time, 8 rows a byte) are the
     local backend's masks bit for bit, with the same counts and held-out numbers, and leave
     the random stream where the bool draws leave it (the next round draws alike)."""
-    from aflite_core.filter.aflite_rounds import _draw_round
-    from aflite_core.filter.backends import RowBlocks
+    from aflite_core.filter._aflite_rounds import _draw_round
+    from aflite_core.filter._backends import RowBlocks
 
     rng = np.random.default_rng(7)
     for case in range(40):
@@ -313,7 +313,7 @@ def test_packed_draws_are_the_bool_draws_packed_from_the_same_random_stream(grou
 
 @pytest.mark.parametrize("strategy", ["greedy_slicing", "slice_sampling"])
 def test_selection_equals_a_full_sort_by_score_then_priority(strategy):
-    from aflite_core.filter.rounds import _select_removals
+    from aflite_core.filter._rounds import _select_removals
 
     rng = np.random.default_rng(2)
     for n, cap in ((50, 10), (2000, 300), (300, 300), (40, 100)):

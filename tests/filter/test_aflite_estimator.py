@@ -19,7 +19,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.validation import check_is_fitted
 
-from aflite_core.filter.aflite import AFLite, FitConfig
+from aflite_core.filter._aflite import AFLite, FitConfig
 from aflite_core.filter.synthetic import make_planted
 
 #: Estimator checks AFLite does not pass, each with the reason. They run as strict xfails, so

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aflite_core.filter.aflite import AFLite, _group_codes
-from aflite_core.filter.aflite_rounds import _draw_round
-from aflite_core.filter.backends import RowBlocks
+from aflite_core.filter._aflite import AFLite, _group_codes
+from aflite_core.filter._aflite_rounds import _draw_round
+from aflite_core.filter._backends import RowBlocks
 
 
 def _twins(n_groups=300, d=64, seed=0):
@@ -83,7 +83,7 @@ def test_groups_must_match_the_rows():
 
 
 def test_the_second_pass_takes_the_fitting_groups_in_order_until_one_does_not_fit():
-    from aflite_core.filter.aflite_rounds import _fitting
+    from aflite_core.filter._aflite_rounds import _fitting
 
     sizes = np.array([5, 1, 4, 2, 1, 1])
     rest = np.arange(6)

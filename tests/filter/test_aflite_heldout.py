@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from aflite_core.filter.aflite import AFLite
-from aflite_core.filter.linear import fit_lda_partitions
+from aflite_core.filter._aflite import AFLite
+from aflite_core.filter._linear import fit_lda_partitions
 from aflite_core.filter.synthetic import make_planted
 
 N_TRAIN = 3000
@@ -159,7 +159,7 @@ def test_pieces_on_threads_score_as_one_block_bit_for_bit(monkeypatch, n_classes
     """The new rows are scored in pieces of whole prediction chunks on the estimator's
     threads; every score and data-map value equals scoring each block whole on one thread
     (20 classes: the logit path, whose blocks are not cut)."""
-    import aflite_core.filter.aflite as aflite_module
+    import aflite_core.filter._aflite as aflite_module
 
     X, y, _ = make_planted(12_000, 32, classes=n_classes, biased=0.4, random_state=1)
     X_fit, y_fit, X_new, y_new = X[:4000], y[:4000], X[4000:], y[4000:]

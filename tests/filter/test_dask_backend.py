@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aflite_core.filter.backends as backends_module
-from aflite_core.filter.aflite import AFLite
+import aflite_core.filter._backends as backends_module
+from aflite_core.filter._aflite import AFLite
 from aflite_core.filter.synthetic import make_planted
 
 distributed = pytest.importorskip("distributed")
@@ -69,7 +69,7 @@ def test_local_process_cluster_from_scheduler_string():
 
 
 def test_importing_aflite_core_does_not_import_dask():
-    code = ("import sys, aflite_core.filter.aflite; "
+    code = ("import sys, aflite_core.filter._aflite; "
             "print('distributed' in sys.modules, 'dask' in sys.modules)")
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -128,7 +128,7 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
 
     import pandas as pd
 
-    import aflite_core.represent.partitioned_svd as partitioned_module
+    import aflite_core.represent._partitioned_svd as partitioned_module
     from aflite_core.cli import main
 
     monkeypatch.setattr(partitioned_module, "PARTITION_ROWS", 16_384)
@@ -138,7 +138,7 @@ def test_the_cli_on_local_2_gives_the_local_run(snli_dir, tmp_path, monkeypatch)
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
     for i, part in enumerate((frame.iloc[:12_000], frame.iloc[12_000:])):
         part.to_parquet(data / f"part-{i}.parquet", index=False)
-    import aflite_core.io.streamed_load as streamed_load
+    import aflite_core.io._streamed_load as streamed_load
 
     moved = []
     load = streamed_load.load_to_disk
@@ -294,8 +294,8 @@ def test_the_streamed_load_reads_the_shards_on_the_workers_one_at_a_time(cluster
     import pandas as pd
 
     from aflite_core.commands._input import ShardsOnCluster
+    from aflite_core.io._streamed_load import load_to_disk
     from aflite_core.io.datasets import load_dataset
-    from aflite_core.io.streamed_load import load_to_disk
 
     _, client = cluster
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).head(3000)
@@ -325,7 +325,7 @@ def test_the_streamed_load_reads_the_shards_on_the_workers_one_at_a_time(cluster
     pd.testing.assert_frame_equal(fallback.frame, here.frame, check_exact=True)
 
     # one file: a TSV file's parts and a Parquet file's row groups parsed on the workers
-    import aflite_core.io.line_parts as line_parts
+    import aflite_core.io._line_parts as line_parts
 
     tsv, parquet = tmp_path / "one.tsv", tmp_path / "one.parquet"
     frame.to_csv(tsv, sep="\t", index=False)
@@ -365,7 +365,7 @@ def test_the_audits_client_keeps_no_task_inputs_alive_after_their_tasks(cluster)
     import gc
     import weakref
 
-    from aflite_core.filter.backends import MESSAGE_LOG_LENGTH, connect
+    from aflite_core.filter._backends import MESSAGE_LOG_LENGTH, connect
 
     local, _ = cluster
     client, owned = connect(local.scheduler_address, 1)
@@ -394,8 +394,8 @@ def test_the_label_issues_features_made_on_a_worker_and_when_it_is_lost(cluster,
     import pandas as pd
 
     from aflite_core.measures import label_issues
-    from aflite_core.represent.fold_pool import on_dask
-    from aflite_core.represent.pair_inputs import pair_texts
+    from aflite_core.represent._fold_pool import on_dask
+    from aflite_core.represent._pair_inputs import pair_texts
 
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:2000]
     texts = pair_texts(frame["premise"].tolist(), frame["hypothesis"].tolist())

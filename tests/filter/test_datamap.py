@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import aflite_core.filter.rounds as rounds_module
-from aflite_core.filter.aflite import AFLite
-from aflite_core.filter.datamap import RoundDatamap
-from aflite_core.filter.linear import PartitionLDA, count_correct, heldout_stats
-from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
+import aflite_core.filter._rounds as rounds_module
+from aflite_core.filter._aflite import AFLite
+from aflite_core.filter._datamap import RoundDatamap
+from aflite_core.filter._linear import PartitionLDA, count_correct, heldout_stats
+from aflite_core.filter._multiple_choice import MultipleChoiceAFLite
 from aflite_core.filter.synthetic import make_planted
 from aflite_core.io.datasets import load_dataset
 from aflite_core.measures import datamap

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
-from aflite_core.filter.zfilter import ZFilter
+from aflite_core.filter._multiple_choice import MultipleChoiceAFLite
+from aflite_core.filter._zfilter import ZFilter
 
 #: The project's rule for a wrong type (TypeError), shared with AFLite.
 _TYPE_RULE = {

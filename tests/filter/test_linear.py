@@ -7,8 +7,8 @@ import pytest
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.linear_model import LogisticRegression
 
-import aflite_core.filter.linear as linear
-from aflite_core.filter.linear import (
+import aflite_core.filter._linear as linear
+from aflite_core.filter._linear import (
     ScatterStats,
     count_correct,
     covariance_factor,

@@ -16,8 +16,8 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from aflite_core.filter import multiple_choice
-from aflite_core.filter.multiple_choice import MultipleChoiceAFLite
+from aflite_core.filter import _multiple_choice as multiple_choice
+from aflite_core.filter._multiple_choice import MultipleChoiceAFLite
 
 HISTORY_COLUMNS = [
     "round", "size", "size_rows", "train_size", "removed", "size_after", "n_scored",
@@ -231,7 +231,7 @@ def test_sizes_count_questions():
 
 @pytest.fixture(scope="module")
 def arct(real_data, tmp_path_factory):
-    from aflite_core.represent.builders import build_representation
+    from aflite_core.represent._builders import build_representation
 
     ds = arct_multiple_choice(real_data, tmp_path_factory.mktemp("arct"))
     rep = build_representation(ds, "tfidf_svd", n_components=128, random_state=0)

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from planted import arct_multiple_choice
 
-from aflite_core.filter.policy import filter_units, plan_filter
+from aflite_core.filter._policy import filter_units, plan_filter
 from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AuditConfig, run_audit
 from aflite_core.runs.folder import load_run

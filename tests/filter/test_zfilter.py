@@ -19,7 +19,7 @@ from scipy.stats import norm
 from aflite_core.config import AuditConfig
 from aflite_core.cues.linguistic import extract_features
 from aflite_core.cues.statistics import label_counts, z_statistic
-from aflite_core.filter.zfilter import ZFilter, binary_features, subset_z
+from aflite_core.filter._zfilter import ZFilter, binary_features, subset_z
 from aflite_core.runs.folder import default_run_name
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -16,9 +16,9 @@ import pytest
 from fast_read_support import assert_same, read, same_both_ways, single_file_cases, spy_on
 from hostile_cases import base_frame, csv_text
 
-import aflite_core.io.arrow_delimited as arrow_delimited
-import aflite_core.io.byte_scan as byte_scan
-import aflite_core.io.readers as readers
+import aflite_core.io._arrow_delimited as arrow_delimited
+import aflite_core.io._byte_scan as byte_scan
+import aflite_core.io._readers as readers
 from aflite_core.io import read_table
 
 

@@ -16,9 +16,9 @@ import pytest
 from fast_read_support import assert_same, read, same_both_ways, single_file_cases, spy_on
 from hostile_cases import base_frame
 
-import aflite_core.io.arrow_jsonl as arrow_jsonl
-import aflite_core.io.byte_scan as byte_scan
-import aflite_core.io.readers as readers
+import aflite_core.io._arrow_jsonl as arrow_jsonl
+import aflite_core.io._byte_scan as byte_scan
+import aflite_core.io._readers as readers
 from aflite_core.io import read_table
 
 JSONL = single_file_cases((".jsonl", ".ndjson"))
@@ -161,7 +161,7 @@ def test_arrow_reads_a_clean_file(tmp_path):
 def test_a_line_longer_than_arrows_block_is_still_read_by_arrow(tmp_path, monkeypatch):
     """Arrow refuses a line longer than its block; the scan knows the longest line, so Arrow
     reads the file again with blocks that hold it, and the table is the json module's."""
-    import aflite_core.io.arrow_delimited as arrow_delimited
+    import aflite_core.io._arrow_delimited as arrow_delimited
 
     monkeypatch.setattr(arrow_delimited, "ARROW_BLOCK", 1 << 12)  # 4 KiB blocks
     long = "word " * 5_000

@@ -870,7 +870,7 @@ def test_fever_symmetric_groups_link_claims_and_evidence(real_data):
     of a fold (hypothesis-only accuracy 0.26, or 0.13 ungrouped, on a balanced set). Linked
     groups keep both, and the accuracy is chance, as the set was built to make it."""
     from aflite_core.measures.baselines import cross_validated_accuracy
-    from aflite_core.represent.text_models import text_model
+    from aflite_core.represent._text_models import text_model
 
     ds = load_dataset(real_data / "fever_symmetric" / "fever_symmetric_v0.2.csv")
     assert ds.columns.group == LINKED_TEXT

@@ -1,4 +1,4 @@
-"""One data file read a piece at a time (``aflite_core.io.file_pieces``) and loaded by the
+"""One data file read a piece at a time (``aflite_core.io._file_pieces``) and loaded by the
 streamed load: the pieces joined are the whole read's table (rows, lines, warnings, dropped
 columns, hash), the dataset is ``load_dataset(...).with_texts_on_disk(path)``'s with the
 file byte for byte, errors are the whole read's and leave no file, and what cannot be
@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 from planted import assert_same_dataset, planted_snli_frame
 
+from aflite_core.io._file_pieces import PIECE_ROWS, Unstreamable, file_pieces
+from aflite_core.io._readers import read_table
+from aflite_core.io._streamed_load import load_to_disk
 from aflite_core.io.datasets import DatasetError, load_dataset
-from aflite_core.io.file_pieces import PIECE_ROWS, Unstreamable, file_pieces
-from aflite_core.io.readers import read_table
-from aflite_core.io.streamed_load import load_to_disk
 
 
 def _pieces_of(path, **options):
@@ -241,7 +241,7 @@ def _tsv_and_jsonl(tmp_path, rows: int = 6_000):
 def test_line_parts_joined_are_the_whole_read(tmp_path, monkeypatch, kind):
     """A TSV or JSON Lines file cut at line ends and parsed part by part is the whole read:
     rows, the file's line numbers, warnings (BOM, blank lines), hash."""
-    import aflite_core.io.line_parts as line_parts
+    import aflite_core.io._line_parts as line_parts
 
     monkeypatch.setattr(line_parts, "PART_BYTES", 64 << 10)
     path = dict(zip(("tsv", "jsonl"), _tsv_and_jsonl(tmp_path), strict=True))[kind]
@@ -259,7 +259,7 @@ def test_line_parts_joined_are_the_whole_read(tmp_path, monkeypatch, kind):
 def test_line_parts_refuse_what_the_whole_read_refuses_naming_the_files_line(tmp_path,
                                                                           monkeypatch):
     """An error in a later part is the whole read's, with the file's line and byte offset."""
-    import aflite_core.io.line_parts as line_parts
+    import aflite_core.io._line_parts as line_parts
 
     monkeypatch.setattr(line_parts, "PART_BYTES", 64 << 10)
     tsv, jsonl = _tsv_and_jsonl(tmp_path)
@@ -314,7 +314,7 @@ def test_files_the_parts_cannot_reproduce_are_parsed_in_order(tmp_path):
 def test_one_tsv_file_is_parsed_by_the_mapper_part_by_part(tmp_path, monkeypatch):
     """The streamed load sends a TSV file's parts through ``map_shards.stream`` (the
     workers): the dataset and texts file are the whole load's."""
-    import aflite_core.io.line_parts as line_parts
+    import aflite_core.io._line_parts as line_parts
 
     monkeypatch.setattr(line_parts, "PART_BYTES", 256 << 10)
     tsv, _ = _tsv_and_jsonl(tmp_path, rows=80_000)

@@ -1,5 +1,5 @@
 """Folder walks and globs stay inside their folder, visit nothing twice and stop
-(``aflite_core.io.file_walk``; issue 60 item 2), and the readers of a folder use them."""
+(``aflite_core.io._file_walk``; issue 60 item 2), and the readers of a folder use them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from aflite_core.errors import DatasetFormatError
-from aflite_core.io import file_walk
+from aflite_core.io import _file_walk as file_walk
+from aflite_core.io._file_walk import MAX_WALK_ENTRIES, glob_files, walk_files
 from aflite_core.io.datasets import load_dataset
-from aflite_core.io.file_walk import MAX_WALK_ENTRIES, glob_files, walk_files
 from aflite_core.io.shards import source_stamp
 
 

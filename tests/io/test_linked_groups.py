@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aflite_core.io.linked_groups import linked_components, linked_text_groups
+from aflite_core.io._linked_groups import linked_components, linked_text_groups
 
 
 def _reference(premises: np.ndarray | None, hypotheses: np.ndarray) -> np.ndarray:

@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from aflite_core.cli import main
-from aflite_core.filter.policy import question_ids
+from aflite_core.filter._policy import question_ids
+from aflite_core.io._per_choice import REASON_NOT_ONE_CORRECT
 from aflite_core.io.datasets import ColumnError, load_dataset
-from aflite_core.io.per_choice import REASON_NOT_ONE_CORRECT
 from aflite_core.pipeline import AuditConfig, run_audit
 from aflite_core.runs.folder import load_run
 

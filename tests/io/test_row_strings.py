@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from aflite_core.io._text_columns import compact_categorical, str_codes, string_array
 from aflite_core.io.datasets import load_dataset
-from aflite_core.io.text_columns import compact_categorical, str_codes, string_array
 from aflite_core.measures.registry import MeasureContext
 
 VALUES = [

@@ -199,8 +199,8 @@ def test_a_datasets_folder_is_streamed_a_piece_at_a_time(snli, tmp_path, monkeyp
     locations) and texts file as the whole load; never loaded whole."""
     from planted import assert_same_dataset
 
-    import aflite_core.io.hf_pieces as hf_pieces
-    from aflite_core.io.streamed_load import load_to_disk
+    import aflite_core.io._hf_pieces as hf_pieces
+    from aflite_core.io._streamed_load import load_to_disk
 
     monkeypatch.setattr(hf_pieces, "PIECE_ROWS", 300)  # several pieces of 1,200 rows
     n = len(snli)

@@ -1,4 +1,4 @@
-"""Streamed exports: a writer turned into byte chunks (aflite_core.io.byte_stream), the
+"""Streamed exports: a writer turned into byte chunks (aflite_core.io._byte_stream), the
 dashboard's download route (ui.downloads) and the rows of a table view streamed by position
 (aflite_core.runs.exports.stream_view_csv)."""
 
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.io.byte_stream import StreamClosed, stream_bytes
+from aflite_core.io._byte_stream import StreamClosed, stream_bytes
 from aflite_core.runs.exports import stream_view_csv, table_view_bytes
 from ui import downloads
 

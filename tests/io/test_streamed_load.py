@@ -1,4 +1,4 @@
-"""The streamed load (``aflite_core.io.streamed_load.load_to_disk``): a folder of shards with
+"""The streamed load (``aflite_core.io.load_to_disk``): a folder of shards with
 its texts written to disk a shard at a time is the dataset ``load_dataset(...).
 with_texts_on_disk(path)`` gives (frame, exclusions, report, groups, texts, the file byte for
 byte), with at most one shard's text in memory; data it cannot stream is loaded whole."""
@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 from planted import assert_same_dataset, planted_snli_frame
 
+from aflite_core.io._streamed_load import load_to_disk
+from aflite_core.io._text_facts import TextFacts
 from aflite_core.io.datasets import LINKED_TEXT, DatasetError, DatasetFormatError, load_dataset
-from aflite_core.io.streamed_load import load_to_disk
-from aflite_core.io.text_facts import TextFacts
 
 
 def _write_shards(frame: pd.DataFrame, folder: Path, sizes: list[int], fmt: str) -> Path:

@@ -13,10 +13,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.io import delimited, inflow, json_tables
-from aflite_core.io import text_columns as tc
+from aflite_core.io import _delimited as delimited
+from aflite_core.io import _inflow as inflow
+from aflite_core.io import _json_tables as json_tables
+from aflite_core.io import _text_columns as tc
+from aflite_core.io._readers import decode_text, read_table
 from aflite_core.io.datasets import DatasetFormatError, load_dataset
-from aflite_core.io.readers import decode_text, read_table
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.io import texts_on_disk
+from aflite_core.io import _texts_on_disk as texts_on_disk
+from aflite_core.io._text_columns import text_hashes
+from aflite_core.io._texts_on_disk import column_hashes
 from aflite_core.io.datasets import load_dataset
-from aflite_core.io.text_columns import text_hashes
-from aflite_core.io.texts_on_disk import column_hashes
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from apptest_support import goto, new_app, open_run, plain
 from aflite_core.cli import main
 from aflite_core.measures import registry
 from aflite_core.measures.registry import Measure, MeasureResult
-from aflite_core.report.card import markdown_card
+from aflite_core.report._card import markdown_card
 from aflite_core.runs.folder import load_run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "aflite_core" / "data" / "snli_sample.csv"

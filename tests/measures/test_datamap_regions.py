@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.filter.aflite import AFLite
+from aflite_core.filter._aflite import AFLite
 from aflite_core.measures import datamap
 
 

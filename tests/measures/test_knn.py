@@ -153,7 +153,7 @@ def test_validation_errors_name_the_argument():
 def test_the_finiteness_check_goes_in_chunks_and_reaches_the_last(monkeypatch):
     """Φ is checked a chunk of rows at a time (no n x d mask): an infinity in the last
     chunk is still found, by the argument's name."""
-    import aflite_core.measures.neighbors as neighbors_module
+    import aflite_core.measures._neighbors as neighbors_module
 
     monkeypatch.setattr(neighbors_module, "FINITE_CHUNK", 2)
     X = np.ones((5, 3), np.float32)
@@ -194,7 +194,7 @@ def test_heldout_mask_with_groups_keeps_each_premise_on_one_side(snli_dir):
 
 @pytest.mark.slow
 def test_approximate_recall_against_exact_on_snli_features(snli_dir):
-    from aflite_core.represent.builders import tfidf_svd_features
+    from aflite_core.represent._builders import tfidf_svd_features
 
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False).iloc[:5000]
     X = tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),
@@ -213,7 +213,7 @@ def test_random_removal_control_beside_aflite(snli_dir):
     import pandas as pd
 
     from aflite_core.measures.knn import random_control
-    from aflite_core.represent.builders import tfidf_svd_features
+    from aflite_core.represent._builders import tfidf_svd_features
 
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:3000]
     X = tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),
@@ -266,7 +266,7 @@ def test_queries_are_a_seeded_sample_above_max_queries():
 @pytest.mark.parametrize("width", [30, 1250, 4000, 20_000])
 def test_values_only_top_k_matches_the_indexed_top_k(width):
     """The measure's search keeps the k similarities and only the nearest row's index."""
-    from aflite_core.measures.neighbors import _topk_block, _topk_values_block
+    from aflite_core.measures._neighbors import _topk_block, _topk_values_block
 
     block = np.random.default_rng(width).normal(size=(300, width)).astype(np.float32)
     k = min(50, width)
@@ -281,7 +281,7 @@ def test_rows_are_normalised_in_chunks_exactly_as_all_at_once(monkeypatch):
     """Chunked normalisation (bounded memory at 1M rows) gives every row bit for bit what a
     whole-array normalisation gives, zero rows stay zero, and ``rows=`` gathers rows without
     a copy of them first."""
-    from aflite_core.measures import neighbors
+    from aflite_core.measures import _neighbors as neighbors
 
     rng = np.random.default_rng(11)
     X = (rng.normal(size=(1000, 24)) * rng.uniform(0.01, 50, size=(1000, 1)))

@@ -12,9 +12,9 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from aflite_core.errors import MeasureSkipped
-from aflite_core.io.text_columns import str_codes
+from aflite_core.io._text_columns import str_codes
 from aflite_core.measures import label_issues
-from aflite_core.represent.text_models import pair_texts
+from aflite_core.represent._text_models import pair_texts
 
 WORDS = {"entailment": "surely", "neutral": "perhaps", "contradiction": "never"}
 

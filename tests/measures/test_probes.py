@@ -15,7 +15,7 @@ from aflite_core.measures.baselines import (
     linear_probe_baseline,
     run_baselines,
 )
-from aflite_core.represent.text_models import text_model
+from aflite_core.represent._text_models import text_model
 from aflite_core.splits import cv_folds
 
 
@@ -125,8 +125,8 @@ def test_validation():
 def test_snli_hypothesis_only_retained_below_random_subset(snli_dir):
     """The paper's central claim on real SNLI: after AFLite on Φ, a hypothesis-only model does
     clearly worse on the retained rows than on random subsets of the same size."""
-    from aflite_core.filter.aflite import AFLite
-    from aflite_core.represent.builders import tfidf_svd_features
+    from aflite_core.filter._aflite import AFLite
+    from aflite_core.represent._builders import tfidf_svd_features
 
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
     frame = frame.iloc[:8000]

@@ -96,11 +96,11 @@ def test_the_table_held_as_codes_is_written_as_the_strings_it_was(tmp_path, monk
 
     import pyarrow.parquet as pq
 
-    from aflite_core.io.tables import parquet_safe_table
+    from aflite_core.io._tables import parquet_safe_table
     from aflite_core.measure_runs import _write_result
     from aflite_core.measures.registry import MeasureResult
-    from aflite_core.runs import writer as writer_module
-    from aflite_core.runs.writer import RunWriter
+    from aflite_core.runs import _writer as writer_module
+    from aflite_core.runs._writer import RunWriter
 
     monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", row_group)
     texts, labels, _ = planted_texts(n=300)

@@ -13,7 +13,8 @@ import scipy.sparse as sp
 from planted import planted_frame
 
 from aflite_core.io.datasets import load_dataset
-from aflite_core.measures import registry, slices, slices_fold
+from aflite_core.measures import _slices_fold as slices_fold
+from aflite_core.measures import registry, slices
 from aflite_core.measures.registry import MeasureContext
 from aflite_core.measures.slices import SliceFeatures, find_slices
 from aflite_core.pipeline import AuditConfig, run_audit

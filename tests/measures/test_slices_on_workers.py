@@ -12,9 +12,11 @@ import pytest
 from golden_run import GOLDEN, SAMPLE, SLICES_CONFIG
 
 from aflite_core.cues import linguistic
-from aflite_core.measures import slices, slices_features, slices_on_workers
-from aflite_core.measures.slices_counts import MatrixCounts
-from aflite_core.measures.slices_features import SliceFeatures
+from aflite_core.measures import _slices_features as slices_features
+from aflite_core.measures import _slices_on_workers as slices_on_workers
+from aflite_core.measures import slices
+from aflite_core.measures._slices_counts import MatrixCounts
+from aflite_core.measures._slices_features import SliceFeatures
 
 FAMILIES = ("word", "sentiment", "negation", "overlap")
 

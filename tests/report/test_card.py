@@ -15,7 +15,7 @@ import pytest
 from aflite_core.cli import main
 from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AuditConfig, run_audit
-from aflite_core.report.card import MAX_LINES, markdown_card
+from aflite_core.report._card import MAX_LINES, markdown_card
 from aflite_core.runs.folder import load_run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "aflite_core" / "data" / "snli_sample.csv"

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from aflite_core.report.html import SECTIONS, build_report, plotly_js, section_ids, write_report
-from aflite_core.runs.writer import write_run
+from aflite_core.runs._writer import write_run
 
 HOSTILE = "<script>alert(1)</script>"
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"

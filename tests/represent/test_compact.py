@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.represent.builders import tfidf_svd_features
-from aflite_core.represent.compact import (
+from aflite_core.represent._builders import tfidf_svd_features
+from aflite_core.represent._compact import (
     COMPACT_FILE,
     code_norms,
     compact_phi,

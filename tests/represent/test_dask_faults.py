@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import aflite_core.filter.backends as backends_module
-from aflite_core.filter.aflite import AFLite
+import aflite_core.filter._backends as backends_module
+from aflite_core.filter._aflite import AFLite
 from aflite_core.filter.synthetic import make_planted
 
 distributed = pytest.importorskip("distributed")
@@ -134,7 +134,7 @@ def test_fold_fits_survive_the_death_of_the_worker_holding_their_fit(tmp_path):
     """The measures' fold fits on Dask share one scattered fit function, which Dask cannot
     recompute. One worker (its nanny restarts it): the first fit kills it, and the fit
     function with it; the fits are sent again and every result is the local one."""
-    from aflite_core.represent.fold_pool import map_folds, on_dask
+    from aflite_core.represent._fold_pool import map_folds, on_dask
 
     marker = str(tmp_path / "killed")
 
@@ -156,7 +156,7 @@ def test_fold_fits_survive_the_death_of_the_worker_holding_their_fit(tmp_path):
 
 
 def test_a_fit_that_fails_on_its_own_is_not_sent_again(tmp_path):
-    from aflite_core.represent.fold_pool import map_folds, on_dask
+    from aflite_core.represent._fold_pool import map_folds, on_dask
 
     def fit(task: int) -> int:
         raise ValueError(f"bad fold {task}")
@@ -194,7 +194,7 @@ def test_a_cluster_of_more_than_five_workers_is_seen_whole(client_type):
     """On a release whose scheduler_info() shows five workers, the sixth to eighth were taken
     for departed (AFLite would rebuild their groups, the fold fits be sent again) and AFLite
     placed its block groups on five workers only."""
-    from aflite_core.represent.fold_pool import cluster_workers, departed_workers
+    from aflite_core.represent._fold_pool import cluster_workers, departed_workers
 
     workers = [f"tcp://10.0.0.{i}:4000" for i in range(8)]
     client = client_type(workers)
@@ -214,7 +214,7 @@ def test_the_cue_map_reduce_survives_a_worker_killed_mid_chunk(tmp_path, snli_di
     from aflite_core.cues import count_tables
     from aflite_core.cues.statistics import cue_tables
     from aflite_core.io.datasets import load_dataset
-    from aflite_core.represent.fold_pool import map_folds, map_streamed, on_dask
+    from aflite_core.represent._fold_pool import map_folds, map_streamed, on_dask
 
     data = load_dataset(snli_dir / "snli_dev.csv")
     data = data.subset(data.row_ids()[:3000])
@@ -246,9 +246,9 @@ def test_phi_on_the_workers_survives_a_worker_killed_mid_svd(tmp_path, snli_dir,
     which Dask cannot recompute: a worker killed in the middle of the SVD's first product
     (its nanny restarts it) makes the build start again from the driver's texts, and Φ is the
     local one bit for bit."""
-    import aflite_core.represent.partitioned_svd as partitioned_module
-    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
-    from aflite_core.represent.partitions import DaskPartitions
+    import aflite_core.represent._partitioned_svd as partitioned_module
+    from aflite_core.represent._builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent._partitions import DaskPartitions
 
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
     hypotheses, premises = frame["hypothesis"].tolist(), frame["premise"].tolist()
@@ -284,9 +284,9 @@ def test_phi_left_on_the_workers_survives_a_worker_killed_mid_aflite(process_clu
     from them: a worker killed after round 2 takes its partitions of Φ and its working copies
     with it. Φ is built again from the texts on the worker that remains (once), the lost
     working copies from it, and the fit ends with the result on the array, bit for bit."""
-    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
-    from aflite_core.represent.partitioned_svd import partitioned_tfidf_svd
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.represent._builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent._partitioned_svd import partitioned_tfidf_svd
+    from aflite_core.represent._partitions import DaskPartitions
 
     monkeypatch.setattr(backends_module, "_GROUP_BLOCKS", 1)  # groups on both workers
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
@@ -318,10 +318,10 @@ def test_knn_on_phi_left_on_the_workers_survives_a_worker_killed_mid_search(
     Φ is built again, the sets searched again, and the tables are those of the search of the
     array on the driver, bit for bit."""
     import aflite_core.measures.knn as knn_module
-    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
-    from aflite_core.represent.fold_pool import on_dask
-    from aflite_core.represent.partitioned_svd import partitioned_tfidf_svd
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.represent._builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent._fold_pool import on_dask
+    from aflite_core.represent._partitioned_svd import partitioned_tfidf_svd
+    from aflite_core.represent._partitions import DaskPartitions
 
     frame = pd.concat([pd.read_csv(snli_dir / f"snli_{part}.csv", keep_default_na=False)
                        for part in ("train_sample", "dev")], ignore_index=True)
@@ -361,9 +361,9 @@ def test_the_audits_phi_left_on_the_workers_is_built_again_from_the_dataset(
     """``build_representation(..., resident=True)``: a worker holding Φ's rows killed
     before they are read; the next read builds Φ again from the dataset's texts (not from
     lists of them kept for the purpose) and gets the local Φ, bit for bit."""
-    import aflite_core.represent.partitioned_svd as partitioned_module
+    import aflite_core.represent._partitioned_svd as partitioned_module
     from aflite_core.io.datasets import load_dataset
-    from aflite_core.represent.builders import build_representation
+    from aflite_core.represent._builders import build_representation
 
     monkeypatch.setattr(partitioned_module, "PARTITION_ROWS", 16_384)
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
@@ -385,9 +385,9 @@ def test_two_readers_that_find_phi_lost_build_it_again_once(process_cluster, snl
     new partitions (one restore, not two), and both get the local rows."""
     import threading
 
-    from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
-    from aflite_core.represent.partitioned_svd import partitioned_tfidf_svd
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.represent._builders import SVD_N_ITER, _svd, tfidf_blocks
+    from aflite_core.represent._partitioned_svd import partitioned_tfidf_svd
+    from aflite_core.represent._partitions import DaskPartitions
 
     frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
     hypotheses, premises = frame["hypothesis"].tolist(), frame["premise"].tolist()
@@ -421,7 +421,7 @@ def test_pvi_counted_on_the_workers_survives_the_death_of_the_worker_holding_the
     first fold: the counts and the evaluator die with it, Dask computes them again from the
     counting tasks' own texts, and the table is the local one bit for bit."""
     from aflite_core.measures import pvi
-    from aflite_core.represent.fold_pool import on_dask
+    from aflite_core.represent._fold_pool import on_dask
 
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:2000]
     hypotheses, labels = frame["hypothesis"].tolist(), frame["label"].to_numpy()

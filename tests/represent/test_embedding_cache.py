@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from aflite_core.represent import embedding_cache
+from aflite_core.represent import _embedding_cache as embedding_cache
 
 TEXTS = ["a cat sleeps", "a dog runs", "nobody is here", "two men talk"]
 

@@ -21,8 +21,9 @@ import numpy as np
 import pytest
 
 from aflite_core.io.datasets import load_dataset
-from aflite_core.represent import embedding_cache, encoders
-from aflite_core.represent.builders import (
+from aflite_core.represent import _embedding_cache as embedding_cache
+from aflite_core.represent import encoders
+from aflite_core.represent._builders import (
     OptionalDependencyError,
     RepresentationError,
     build_representation,
@@ -221,7 +222,7 @@ def test_a_name_that_is_not_local_fails_with_a_clear_message_offline(tmp_path, p
         import sys
         sys.path.insert(0, {str(REPO)!r})
         from aflite_core.io.datasets import load_dataset
-        from aflite_core.represent.builders import build_representation, RepresentationError
+        from aflite_core.represent._builders import build_representation, RepresentationError
         ds = load_dataset({str(tmp_path / "pairs.csv")!r})
         try:
             build_representation(ds, "static", model="nobody/no-such-static-model")

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from aflite_core.measures.baselines import _cv_accuracy, cross_validated_accuracy
-from aflite_core.represent.fold_fits import SharedTextFeatures, _Evaluator, evaluator
-from aflite_core.represent.text_models import pair_texts, text_model
+from aflite_core.represent._fold_fits import SharedTextFeatures, _Evaluator, evaluator
+from aflite_core.represent._text_models import pair_texts, text_model
 from aflite_core.splits import cv_folds
 
 
@@ -94,8 +94,8 @@ def test_equal_hypotheses_share_one_count_matrix(snli):
     the first's matrix, which equals a fresh count (and other texts get their own)."""
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from aflite_core.represent.fold_fits import hypothesis_counts
-    from aflite_core.represent.text_models import NGRAM_RANGE
+    from aflite_core.represent._fold_fits import hypothesis_counts
+    from aflite_core.represent._text_models import NGRAM_RANGE
     from aflite_core.text import word_tokens
 
     hyps = snli["hypothesis"].tolist()
@@ -120,7 +120,7 @@ def test_a_count_matrix_larger_than_the_shared_samples_is_not_kept(snli, monkeyp
     import gc
     import weakref
 
-    import aflite_core.represent.fold_fits as fold_fits
+    import aflite_core.represent._fold_fits as fold_fits
 
     hyps = snli["hypothesis"].tolist()
     monkeypatch.setattr(fold_fits, "_COUNTS", type(fold_fits._COUNTS)())  # none kept yet
@@ -140,8 +140,8 @@ def test_the_shared_evaluator_keeps_and_sends_the_features_not_the_texts(snli):
     cluster's workers receive) holds no text, and its folds' predictions are unchanged."""
     import pickle
 
-    from aflite_core.represent.fold_fits import evaluator
-    from aflite_core.represent.text_models import text_model
+    from aflite_core.represent._fold_fits import evaluator
+    from aflite_core.represent._text_models import text_model
 
     hyps = [f"{h} zqxwvplanted" for h in snli["hypothesis"].tolist()[:600]]
     y = snli["label"].to_numpy()[:600]

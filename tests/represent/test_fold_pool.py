@@ -10,8 +10,8 @@ import pytest
 from planted import planted_texts
 
 from aflite_core.measures import baselines, label_issues, pvi
-from aflite_core.represent.fold_pool import FOLD_THREADS_ENV, fold_threads, map_folds
-from aflite_core.represent.pair_inputs import pair_texts
+from aflite_core.represent._fold_pool import FOLD_THREADS_ENV, fold_threads, map_folds
+from aflite_core.represent._pair_inputs import pair_texts
 
 
 def test_the_fits_really_run_side_by_side_and_come_back_in_order():
@@ -70,7 +70,7 @@ def test_a_failing_fit_propagates_its_error():
 
 
 def test_pool_size_from_the_environment(monkeypatch):
-    from aflite_core.represent import fold_pool
+    from aflite_core.represent import _fold_pool as fold_pool
 
     monkeypatch.setattr(fold_pool, "available_cores", lambda: 4)  # a 4-core process
     monkeypatch.setenv(FOLD_THREADS_ENV, "3")
@@ -103,7 +103,7 @@ def _measures(n: int = 1200) -> dict:
 def test_fold_fits_on_threads_are_bit_identical_to_one_thread(monkeypatch):
     """PVI, the label issues' probabilities and a baseline's every fold accuracy, on planted
     data, with the folds one after the other and side by side."""
-    from aflite_core.represent import fold_pool
+    from aflite_core.represent import _fold_pool as fold_pool
 
     monkeypatch.setattr(fold_pool, "available_cores", lambda: 4)  # three threads allowed
     monkeypatch.setenv(FOLD_THREADS_ENV, "1")
@@ -131,7 +131,7 @@ def test_fold_tasks_on_dask_send_their_rows_beside_the_graph(cluster):
 
     import dask
 
-    from aflite_core.represent.fold_pool import on_dask
+    from aflite_core.represent._fold_pool import on_dask
 
     _, client = cluster
     n = 400_000

@@ -7,18 +7,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.io.text_columns import RowTexts
+from aflite_core.io._text_columns import RowTexts
 from aflite_core.measures import pvi
-from aflite_core.represent.fold_fits import counts_evaluator
-from aflite_core.represent.fold_pool import map_folds, on_dask
-from aflite_core.represent.partitioned_counts import (
+from aflite_core.represent._fold_fits import counts_evaluator
+from aflite_core.represent._fold_pool import map_folds, on_dask
+from aflite_core.represent._partitioned_counts import (
     chunk_ngram_counts,
     merge_ngram_vocabularies,
     ngram_counts_from_chunks,
     ngram_counts_on_workers,
 )
-from aflite_core.represent.term_counts import ngram_counts
-from aflite_core.represent.text_models import text_model
+from aflite_core.represent._term_counts import ngram_counts
+from aflite_core.represent._text_models import text_model
 
 
 @pytest.fixture(scope="module")

@@ -12,15 +12,15 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-import aflite_core.represent.partitioned_svd as partitioned_module
-from aflite_core.represent.builders import SVD_N_ITER, _svd, tfidf_blocks
-from aflite_core.represent.partitioned_svd import (
+import aflite_core.represent._partitioned_svd as partitioned_module
+from aflite_core.represent._builders import SVD_N_ITER, _svd, tfidf_blocks
+from aflite_core.represent._partitioned_svd import (
     MIN_LAST_ROWS,
     _tfidf,
     partition_bounds,
     partitioned_tfidf_svd,
 )
-from aflite_core.represent.partitions import LocalPartitions
+from aflite_core.represent._partitions import LocalPartitions
 
 CHUNK = 16_384
 
@@ -144,7 +144,7 @@ def test_phi_on_two_workers_is_the_local_phi(texts, client, monkeypatch):
     """The partitions on two workers (the first two on one, the third on the other: the
     chain of ``Mᵀ Y`` partial sums crosses once), the same Φ; each partition's steps ran on
     the worker holding it, and nothing is left on the cluster."""
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.represent._partitions import DaskPartitions
 
     hypotheses, premises = texts
     X, _ = _svd(tfidf_blocks(hypotheses, premises), 32, 0)
@@ -198,10 +198,10 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
     monkeypatch.setattr(pvi_module, "WORKER_COUNTS_MIN_ROWS", 10_000)
     monkeypatch.setattr(pvi_module, "COUNT_CHUNK_ROWS", 8_000)
     # the slices' features too: the training split's rows in scope, dev and test out of it
-    import aflite_core.measures.slices_on_workers as slices_module
+    import aflite_core.measures._slices_on_workers as slices_module
 
     monkeypatch.setattr(slices_module, "WORKER_MIN_ROWS", 10_000)
-    import aflite_core.represent.partitioned_counts as counts_module
+    import aflite_core.represent._partitioned_counts as counts_module
 
     counted = []
     count = counts_module.ngram_counts_on_workers
@@ -212,7 +212,7 @@ def test_an_audit_builds_phi_on_the_cluster_and_leaves_it_there(client, snli_dir
         return count(client, chunks)
 
     monkeypatch.setattr(counts_module, "ngram_counts_on_workers", watched)
-    from aflite_core.represent.partitioned_rows import PartitionedRows
+    from aflite_core.represent._partitioned_rows import PartitionedRows
 
     stacked = []  # the baselines' probe sample, stacked on a worker
     on_workers = PartitionedRows.on_workers
@@ -272,7 +272,7 @@ def test_resident_phi_reads_like_the_array(texts):
     arrays; the chunk sums AFLite's column means take and the running sums of its held-out
     fit (a chain over the partitions) are the array's, bit for bit; only a whole read counts
     as a gather."""
-    from aflite_core.represent.partitioned_rows import PartitionedRows
+    from aflite_core.represent._partitioned_rows import PartitionedRows
 
     hypotheses, premises = texts
     whole, _, _ = partitioned_tfidf_svd(LocalPartitions(), hypotheses, premises,
@@ -300,7 +300,7 @@ def test_resident_phi_reads_like_the_array(texts):
     for i, total in enumerate(sums):
         np.testing.assert_array_equal(
             total, whole[i * 5000:(i + 1) * 5000].sum(axis=0, dtype=np.float64))
-    from aflite_core.filter.linear import _mean_of_rows
+    from aflite_core.filter._linear import _mean_of_rows
 
     for some in (rows, np.arange(36_000)[::5], np.arange(16_000, 17_000)):
         np.testing.assert_array_equal(_mean_of_rows(X, some), _mean_of_rows(whole, some))
@@ -323,10 +323,10 @@ def test_aflite_on_phi_left_on_the_workers_is_aflite_on_the_array(snli_dir, clie
     fetched), the working copies built from pieces of the partitions on their workers, the
     removed rows and the held-out scores read from there: the keep mask, predictabilities,
     removal rounds and held-out scores of AFLite on the array, and Φ never gathered."""
-    from aflite_core.filter.aflite import AFLite
-    from aflite_core.filter.rounds import select_rows
-    from aflite_core.represent.partitioned_rows import PartitionedRows
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.filter._aflite import AFLite
+    from aflite_core.filter._rounds import select_rows
+    from aflite_core.represent._partitioned_rows import PartitionedRows
+    from aflite_core.represent._partitions import DaskPartitions
 
     frame = pd.concat([pd.read_csv(snli_dir / f"snli_{part}.csv", keep_default_na=False)
                        for part in ("train_sample", "dev")], ignore_index=True)
@@ -386,8 +386,8 @@ def test_worker_threads_of_this_process_cannot_undo_the_drivers_blas_limit(texts
     BLAS limit it found when it started; the driver's dense steps (LU, QR, eigh) must not run
     on two threads because a TF-IDF task outlived the start of the SVD. The build holds the
     limit around every task's lifetime: the local Φ, bit for bit."""
-    import aflite_core.represent.partitions as partitions_module
-    from aflite_core.represent.partitions import DaskPartitions
+    import aflite_core.represent._partitions as partitions_module
+    from aflite_core.represent._partitions import DaskPartitions
 
     monkeypatch.setattr(partitions_module, "on_one_thread", _held_while_any_task_runs)
     hypotheses, premises = texts
@@ -404,11 +404,11 @@ def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client
     a 65,536-row chunk a task (a partition of the audit's size holds exactly one chunk; a
     chunk across two partitions is fetched and done here): the same reduced rows and the
     same clusters as from the array, bit for bit."""
-    from aflite_core.measures.neighbors import l2_normalize
+    from aflite_core.measures._neighbors import l2_normalize
     from aflite_core.measures.projection import _reduce
     from aflite_core.measures.slices import cluster_features
-    from aflite_core.represent.partitioned_rows import PartitionedRows
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.represent._partitioned_rows import PartitionedRows
+    from aflite_core.represent._partitions import DaskPartitions
 
     rng = np.random.default_rng(0)
     whole = rng.standard_normal((140_000, 24)).astype(np.float32)
@@ -434,9 +434,9 @@ def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
     pieces): the map of the array, bit for bit, and neither the reduced matrix of every row
     nor its chunks are made on the driver, nor the layout run there."""
     from aflite_core.measures import projection
-    from aflite_core.represent.fold_pool import on_dask
-    from aflite_core.represent.partitioned_rows import PartitionedRows
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.represent._fold_pool import on_dask
+    from aflite_core.represent._partitioned_rows import PartitionedRows
+    from aflite_core.represent._partitions import DaskPartitions
 
     rng = np.random.default_rng(1)
     whole = rng.standard_normal((9_000, 96)).astype(np.float32)
@@ -499,11 +499,11 @@ def test_the_probe_fits_where_its_sample_is_and_without_it_when_it_is_lost(
     the sample fetched to the driver: the same numbers, and the progress says so."""
     from aflite_core.io.datasets import load_dataset
     from aflite_core.measures import baselines
-    from aflite_core.represent.fold_fits import evaluator
-    from aflite_core.represent.fold_pool import on_dask
-    from aflite_core.represent.on_use import text_model
-    from aflite_core.represent.partitioned_rows import PartitionedRows, RowsOnWorkers
-    from aflite_core.represent.partitions import DaskPartitions
+    from aflite_core.represent._fold_fits import evaluator
+    from aflite_core.represent._fold_pool import on_dask
+    from aflite_core.represent._on_use import text_model
+    from aflite_core.represent._partitioned_rows import PartitionedRows, RowsOnWorkers
+    from aflite_core.represent._partitions import DaskPartitions
 
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False)
     dataset = load_dataset(frame, name="probe", group="premise")

@@ -1,4 +1,4 @@
-"""Tests of aflite_core.represent.builders: shapes, dtype, determinism, separate TF-IDF
+"""Tests of aflite_core.represent._builders: shapes, dtype, determinism, separate TF-IDF
 blocks, the warm-up split, precomputed-embedding checks, the optional encoder."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 
 from aflite_core.io.datasets import load_dataset
-from aflite_core.represent.builders import (
+from aflite_core.represent._builders import (
     INSTALL_SENTENCE_TRANSFORMERS,
     EmbeddingFileError,
     OptionalDependencyError,

@@ -8,8 +8,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 
-from aflite_core.represent.builders import tfidf_blocks
-from aflite_core.represent.svd import truncated_svd
+from aflite_core.represent._builders import tfidf_blocks
+from aflite_core.represent._svd import truncated_svd
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_the_products_on_several_threads_are_bit_for_bit_those_on_one(tfidf, mon
                                                                       threads):
     """Φ must not depend on the core count: the split products sum every output entry in
     the order the single product does (rows of M for M @ D, columns for Mᵀ @ Y)."""
-    from aflite_core.represent import svd
+    from aflite_core.represent import _svd as svd
 
     keep_rows, keep_cols = np.ones(tfidf.shape[0]), np.ones(tfidf.shape[1])
     keep_rows[100:120], keep_cols[7] = 0, 0  # empty rows and an empty column
@@ -123,7 +123,7 @@ def test_phi_is_written_over_the_basis_buffer_with_the_same_bits(threads, n_rows
     """``X = B W`` goes to the front of B's own n x l memory, chunk after chunk, without a
     second n x k array, and equals the whole product bit for bit (the last chunk of 1000 rows
     in steps of 100 has 100 rows; of 130 in steps of 64, a 2-row tail joins the chunk before)."""
-    from aflite_core.represent import svd
+    from aflite_core.represent import _svd as svd
 
     rng = np.random.default_rng(n_rows)
     B = rng.standard_normal((n_rows, 12)).astype(np.float32)
@@ -155,7 +155,7 @@ def test_phi_does_not_depend_on_the_blas_threads_the_caller_allows(tfidf):
 
 
 def test_balanced_cuts_cover_every_item_once():
-    from aflite_core.represent.svd import _balanced_cuts
+    from aflite_core.represent._svd import _balanced_cuts
 
     cuts = _balanced_cuts(np.array([5, 0, 0, 1, 1, 1, 1, 1]), 2)
     assert cuts.tolist() == [0, 3, 8]  # weight 5 on each side

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
-from aflite_core.represent.term_counts import ngram_counts, tfidf_matrix, word_counts
-from aflite_core.represent.text_models import NGRAM_RANGE
+from aflite_core.represent._term_counts import ngram_counts, tfidf_matrix, word_counts
+from aflite_core.represent._text_models import NGRAM_RANGE
 from aflite_core.text import word_tokens
 
 TRICKY = ["", "...", "Don\u2019t stop, don't STOP!", "a a a a", "naïve café café naïve",
@@ -29,7 +29,7 @@ def _same(ours, theirs) -> None:
 def test_ngram_counts_are_scikit_learns_bit_for_bit(snli, monkeypatch):
     """Also when the assembly runs in several chunks, one of them holding only empty texts,
     and with words that are prefixes of others (the order a space gives: "a", "a b", "ab")."""
-    from aflite_core.represent import term_counts
+    from aflite_core.represent import _term_counts as term_counts
 
     monkeypatch.setattr(term_counts, "CHUNK_TEXTS", 3)
     prefixes = ["a b", "ab", "a", "ab a", "a ab", "a-b a", "a'b"]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.base import clone
 
-from aflite_core.represent.text_models import (
+from aflite_core.represent._text_models import (
     KINDS,
     MIN_DF,
     PAIR_SEPARATOR,

@@ -18,7 +18,7 @@ from aflite_core.errors import RunError
 from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import AuditConfig, run_audit
 from aflite_core.runs import decisions as decisions_module
-from aflite_core.runs.curated import export_curated
+from aflite_core.runs._curated import export_curated
 from aflite_core.runs.folder import list_runs, load_run
 
 REPO = Path(__file__).resolve().parents[2]

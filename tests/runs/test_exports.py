@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from planted import run_from_dataset, statuses_for
 
 from aflite_core.io.datasets import load_dataset
+from aflite_core.runs._writer import write_run
 from aflite_core.runs.exports import (
     FORMULA_PREFIXES,
     export_bytes,
@@ -22,7 +23,6 @@ from aflite_core.runs.exports import (
     neutralize_frame,
 )
 from aflite_core.runs.folder import STATUSES, load_run
-from aflite_core.runs.writer import write_run
 
 HOSTILE_ROWS = [
     ["premise", "hypothesis", "label", "note"],

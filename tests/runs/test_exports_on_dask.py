@@ -36,7 +36,7 @@ def planted_run(tmp_path):
 
 
 def test_chunks_encoded_on_the_workers_give_the_local_file(cluster, planted_run, tmp_path):
-    from aflite_core.represent.fold_pool import stream_ordered
+    from aflite_core.represent._fold_pool import stream_ordered
 
     _, client = cluster
     sent = []

@@ -10,8 +10,8 @@ import socket
 import subprocess
 import sys
 
+from aflite_core.runs._owners import OWNER_FILE, abandoned, claim
 from aflite_core.runs.folder import cleanup_stale
-from aflite_core.runs.owners import OWNER_FILE, abandoned, claim
 
 
 def _dead_process() -> tuple[int, float]:

@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from aflite_core.io.datasets import load_dataset
+from aflite_core.runs._writer import write_run
 from aflite_core.runs.exports import export_run
 from aflite_core.runs.folder import ROW_CSV_FILES, load_run
-from aflite_core.runs.writer import write_run
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,

@@ -1,4 +1,4 @@
-"""Run folders are checked before they are believed (``aflite_core/runs/checks.py``): a
+"""Run folders are checked before they are believed (``aflite_core/runs/_checks.py``): a
 damaged summary or scores table is refused with a message that names the run and the
 value, in the API, every command (exit 2) and the dashboard; ``list_runs`` lists such a
 folder as damaged and never raises."""

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from aflite_core.report.compare import compare_runs
 from aflite_core.runs import folder as runs
+from aflite_core.runs._writer import RunWriter, write_run
 from aflite_core.runs.folder import (
     FORMAT_VERSION,
     RunError,
@@ -27,7 +28,6 @@ from aflite_core.runs.folder import (
     resolve_run_path,
     sanitize_run_name,
 )
-from aflite_core.runs.writer import RunWriter, write_run
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -175,7 +175,7 @@ def test_killed_writer_leaves_only_an_ignored_dot_folder(tmp_path):
         f"""
         import sys, time
         sys.path.insert(0, {str(REPO_ROOT)!r})
-        from aflite_core.runs.writer import RunWriter
+        from aflite_core.runs._writer import RunWriter
         w = RunWriter({str(root)!r}, "victim").__enter__()
         w.write_text("scores.parquet", "half written")
         print("ready", flush=True)
@@ -294,8 +294,8 @@ def test_scores_written_a_row_group_at_a_time_are_the_whole_tables_file(tmp_path
 
     import pyarrow.parquet as pq
 
-    from aflite_core.io.tables import parquet_safe_table
-    from aflite_core.runs import writer as writer_module
+    from aflite_core.io._tables import parquet_safe_table
+    from aflite_core.runs import _writer as writer_module
 
     monkeypatch.setattr(writer_module, "ROW_GROUP_ROWS", 16)
     rng = np.random.default_rng(3)
@@ -450,8 +450,8 @@ def test_concurrent_runs_with_generated_names_never_collide(tmp_path):
     each summary names its own folder."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from aflite_core.runs._writer import RunWriter
     from aflite_core.runs.folder import AuditRun
-    from aflite_core.runs.writer import RunWriter
 
     def write(i: int):
         writer = RunWriter(tmp_path, "snli-m32-20261123T090000Z", unique=True)
@@ -473,8 +473,8 @@ def test_concurrent_runs_with_generated_names_never_collide(tmp_path):
 
 
 def test_a_generated_name_taken_during_the_run_gets_a_suffix(tmp_path):
+    from aflite_core.runs._writer import RunWriter
     from aflite_core.runs.folder import AuditRun
-    from aflite_core.runs.writer import RunWriter
 
     writer = RunWriter(tmp_path, "run", unique=True)
     with writer:
@@ -490,7 +490,7 @@ def test_a_generated_name_taken_during_the_run_gets_a_suffix(tmp_path):
 def test_frame_rows_reads_some_rows_of_the_frame_alone(tmp_path):
     """The rows of some positions, some columns, from dataset.parquet without the whole
     frame; the same rows as the frame's."""
-    from aflite_core.runs.writer import RunWriter
+    from aflite_core.runs._writer import RunWriter
 
     frame = pd.DataFrame({"premise": [f"p{i}" for i in range(50)],
                           "hypothesis": [f"h{i}" for i in range(50)], "n": range(50)},
@@ -517,8 +517,8 @@ def test_frame_rows_across_row_groups(tmp_path, monkeypatch):
     refused."""
     import pyarrow.parquet as pq
 
-    from aflite_core.runs import writer as writer_module
-    from aflite_core.runs.writer import RunWriter
+    from aflite_core.runs import _writer as writer_module
+    from aflite_core.runs._writer import RunWriter
 
     monkeypatch.setattr(writer_module, "DATASET_ROW_GROUP", 7)
     frame = pd.DataFrame({"hypothesis": [f"h{i}" for i in range(50)], "n": range(50)},
@@ -576,7 +576,7 @@ def test_row_chunks_read_the_scores_columns_alone(tmp_path):
     """The rows of some statuses (the write stage's CSVs, the exports) from the scores' four
     columns, statuses as codes: the run keeps no whole scores table, and the rows are those
     of the whole table."""
-    from aflite_core.runs.rows import iter_row_chunks
+    from aflite_core.runs._rows import iter_row_chunks
 
     run = load_run(make_run(tmp_path))
     chunks = list(iter_row_chunks(run, ("removed", "warmup"), chunk_rows=5))
@@ -597,8 +597,8 @@ def test_categorical_columns_cast_through_their_categories_are_astypes(tmp_path,
     columns as astype casts them; the same dtypes, values and Parquet bytes."""
     import pyarrow.parquet as pq
 
-    from aflite_core.io.tables import parquet_safe_table
-    from aflite_core.runs.writer import cast_columns
+    from aflite_core.io._tables import parquet_safe_table
+    from aflite_core.runs._writer import cast_columns
 
     rng = np.random.default_rng(5)
     n = 3_000

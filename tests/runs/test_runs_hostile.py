@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from aflite_core.io import tables
+from aflite_core.io import _tables as tables
+from aflite_core.runs import _writer as run_writer
 from aflite_core.runs import folder
-from aflite_core.runs import writer as run_writer
 from aflite_core.runs.exports import export_run
 from aflite_core.runs.folder import cleanup_stale, list_runs, load_run
 
@@ -40,7 +40,7 @@ DAY = 24 * 3600
 MAKE_RUN = textwrap.dedent('''
     import numpy as np
     import pandas as pd
-    from aflite_core.runs.writer import write_run
+    from aflite_core.runs._writer import write_run
 
     def make_run(root, name, marker="x", overwrite=False, n=40):
         frame = pd.DataFrame(
@@ -80,7 +80,7 @@ def _hidden(root: Path) -> list[str]:
 
 KILL_SCRIPT = MAKE_RUN + textwrap.dedent('''
     import os, shutil, signal, sys
-    from aflite_core.runs import writer as folder
+    from aflite_core.runs import _writer as folder
 
     root, step, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     state = {"active": False, "n": 0}
@@ -284,7 +284,7 @@ def test_stale_part_files_are_swept(tmp_path):
 
 KILLED_EXPORT = textwrap.dedent('''
     import os, sys
-    from aflite_core.io import tables
+    from aflite_core.io import _tables as tables
     handle, tmp, final = tables._open_target(sys.argv[1], False)
     handle.write(b"half of an export")
     handle.flush()
@@ -294,7 +294,7 @@ KILLED_EXPORT = textwrap.dedent('''
 
 HELD_EXPORT = textwrap.dedent('''
     import sys, time
-    from aflite_core.io import tables
+    from aflite_core.io import _tables as tables
     handle, tmp, final = tables._open_target(sys.argv[1], False)
     print(tmp.name, flush=True)
     sys.stdin.readline()  # an export in progress until told to stop
@@ -337,7 +337,7 @@ def test_export_temp_name_fits_when_the_target_name_fits(tmp_path):
 JOB_EXIT = textwrap.dedent('''
     import sys, time
     from pathlib import Path
-    from aflite_core.runs.writer import RunWriter
+    from aflite_core.runs._writer import RunWriter
     from ui import jobs
 
     class Cancelled(Exception):

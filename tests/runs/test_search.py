@@ -12,7 +12,7 @@ import pytest
 from aflite_core.io import load_dataset
 from aflite_core.pipeline import AuditConfig, run_audit
 from aflite_core.represent import build_representation, load_text_model, save_text_model
-from aflite_core.represent.text_search import TEXT_MODEL_FILE
+from aflite_core.represent._text_search import TEXT_MODEL_FILE
 from aflite_core.runs import load_run
 
 SAMPLE = Path(__file__).resolve().parents[2] / "aflite_core" / "data" / "snli_sample.csv"
@@ -40,7 +40,7 @@ def test_the_text_model_places_a_row_exactly_where_phi_has_it(tmp_path):
     within 1e-3), what a query read as a hypothesis needs."""
     from collections import Counter
 
-    from aflite_core.represent.term_counts import DEFAULT_TOKEN_RE
+    from aflite_core.represent._term_counts import DEFAULT_TOKEN_RE
 
     dataset = load_dataset(SAMPLE)
     rep = build_representation(dataset, "tfidf_svd", n_components=32)

@@ -12,6 +12,7 @@ import pytest
 
 from aflite_core.cli import main
 from aflite_core.io.datasets import load_dataset
+from aflite_core.runs._writer import write_run
 from aflite_core.runs.folder import load_run
 from aflite_core.runs.subsets import (
     METADATA_KEY,
@@ -21,7 +22,6 @@ from aflite_core.runs.subsets import (
     load_subset,
     save_subset,
 )
-from aflite_core.runs.writer import write_run
 from ui import filters
 
 SNLI = Path(__file__).parents[1] / "data" / "snli"

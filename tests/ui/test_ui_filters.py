@@ -117,7 +117,7 @@ def _pandas_mask(table: pd.DataFrame, flt: filters.RowFilter) -> np.ndarray:
 def test_a_shared_index_gives_the_pandas_answer_every_time(table, flt):
     """One RowIndex per run serves every session and interaction: its decoded columns and
     kept search masks give what the conversions in pandas give, the first time and again."""
-    from aflite_core.runs.row_index import RowIndex
+    from aflite_core.runs._row_index import RowIndex
 
     table = table.assign(label=" " + table["label"])  # labels are compared stripped
     index = RowIndex(table)
@@ -129,7 +129,7 @@ def test_a_shared_index_gives_the_pandas_answer_every_time(table, flt):
 
 
 def test_the_index_keeps_the_last_searches_and_orders(table):
-    from aflite_core.runs import row_index
+    from aflite_core.runs import _row_index as row_index
 
     index = row_index.RowIndex(table)
     first = index.search(["hypothesis"], "dog", regex=False, ignore_case=True)
@@ -152,7 +152,7 @@ def test_a_page_of_chunked_arrow_columns_is_the_rows_iloc_gives():
     texts come in several chunks); the page must be exactly ``iloc``'s, in any order."""
     import pyarrow as pa
 
-    from aflite_core.runs.row_index import RowIndex
+    from aflite_core.runs._row_index import RowIndex
 
     rng = np.random.default_rng(3)
     n = 1_000

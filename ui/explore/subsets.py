@@ -59,7 +59,7 @@ def open_filter(run: Any, table: pd.DataFrame) -> np.ndarray | None:
 def save_panel(index: Any, positions: np.ndarray, flt: filters.RowFilter, view: str,
                run: Any) -> None:
     """A small form: name the rows shown (``positions`` in the run's rows table, through its
-    :class:`~aflite_core.runs.row_index.RowIndex`) and save them in the run folder."""
+    :class:`~aflite_core.runs.RowIndex`) and save them in the run folder."""
     saved = subsets.list_subsets(run.path)
     title = f"Save these {len(positions):,} rows as a named subset"
     with st.expander(title, icon=":material/bookmark_add:"):

@@ -1,0 +1,393 @@
+"""Randomized truncated SVD of a sparse TF-IDF matrix, through its row space.
+
+Φ's default reduction (``tfidf_svd``) keeps the top ``k`` singular directions of the n x V
+TF-IDF matrix M, with V (the vocabulary, tens of thousands of terms) much smaller than n (up
+to 550k rows). A randomized SVD (Halko, Martinsson and Tropp, 2011, Algorithms 4.3-4.4) finds
+a basis of the dominant subspace with a few power iterations and then solves a small problem
+in it. scikit-learn's ``TruncatedSVD(algorithm="randomized")`` keeps the basis on the row side
+(n x l, l = k + oversamples): each iteration normalises an n x l block (an LU
+factorisation), and the final QR and the small SVD are of n x l and l x V matrices, which
+together cost more than the sparse products themselves.
+
+Here the basis lives on the term side (V x l): the same power iterations, ``(MᵀM)^(q+1) Ω``,
+normalised by an LU of a V x l block (n / V times smaller), a QR of that block, then
+``B = M Q`` (n x l) and the eigen-decomposition of the l x l Gram matrix ``BᵀB`` (in float64),
+whose eigenvectors W give ``X = B W = U Σ``. ``q`` counts power iterations as scikit-learn
+does (its ``n_iter``; ``q + 1`` products with ``MᵀM`` span the same subspace as its
+``(MMᵀ)^q M Ω``). Signs follow scikit-learn's ``svd_flip(u_based_decision=False)``: the
+largest-magnitude term of each component is positive.
+
+Measured on 100k SNLI rows (V = 20,833, k = 256, q = 5; ``benchmarks/bench_svd.py``): the
+same share of the TF-IDF's squared norm as scikit-learn's (0.3622 vs 0.3623), a subspace as
+close to scikit-learn's (mean squared cosine of the principal angles 0.911) as scikit-learn's
+own under another seed (0.916), in 2.9-3.2 s instead of 5.5-6.2 s. ``tests/represent/test_svd.py``
+checks the agreement on real text.
+
+The dense steps (LU, QR, the Gram matrix, its eigen-decomposition and ``X = B W``) run on one
+BLAS thread. OpenBLAS's multi-threaded LAPACK and GEMM round differently from its
+single-threaded ones, so Φ (and every figure after it) depended on the machine's cores from
+about 100k rows on (1 and 2 threads differed in the last bits of each of those steps); and
+between two such steps the BLAS threads kept spinning on the cores the sparse products (the
+split products' threads) needed. One thread: the same Φ on any machine, and the 100k SVD
+1.97-2.86 -> 1.81-2.32 s on this 2-core machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy import linalg
+from threadpoolctl import threadpool_limits
+
+from aflite_core._validation import check_int, check_seed
+from aflite_core.represent._fold_pool import MAX_THREADS, available_cores
+
+__all__ = ["column_moments", "explained_variance_ratio", "randomized_range_svd", "row_moments",
+           "sum_chunk_moments", "truncated_svd"]
+
+
+def truncated_svd(
+    M,
+    n_components: int,
+    *,
+    n_iter: int = 5,
+    n_oversamples: int = 10,
+    random_state: int | None = 0,
+    callback: Callable[[float], object] | None = None,
+    keep: dict | None = None,
+) -> tuple[np.ndarray, float]:
+    """Top ``n_components`` singular directions of ``M``: ``U Σ`` and the variance they hold.
+
+    Parameters
+    ----------
+    M : scipy.sparse matrix or numpy.ndarray of shape (n_rows, n_features)
+        Not centred (like scikit-learn's ``TruncatedSVD``).
+    n_components : int
+        ``k``; at most ``min(n_rows, n_features)``.
+    n_iter : int, default 5
+        Power iterations, counted as scikit-learn counts them.
+    n_oversamples : int, default 10
+        Extra random directions (the basis has ``k + n_oversamples`` columns when the
+        matrix is large enough).
+    random_state : int or None, default 0
+        Seeds the random test matrix.
+    callback : callable, optional
+        Called with the fraction of the work done (0..1) after each power iteration.
+
+    Returns
+    -------
+    X : numpy.ndarray of shape (n_rows, n_components)
+        ``U Σ`` (what ``TruncatedSVD.fit_transform`` returns), in ``M``'s float dtype (float32
+        for float32 input, else float64).
+    explained_variance_ratio : float
+        Sum over components of the variance of ``X``'s column over the total variance of
+        ``M``'s columns (scikit-learn's ``explained_variance_ratio_.sum()``).
+
+    Raises
+    ------
+    ValueError
+        If ``n_components`` exceeds ``min(n_rows, n_features)`` or an option is out of range.
+    """
+    n_rows, n_features = M.shape
+    k = check_int("n_components", n_components, minimum=1)
+    if k > min(n_rows, n_features):
+        raise ValueError(f"n_components: expected at most min(n_rows, n_features) = "
+                         f"{min(n_rows, n_features)}, got {k}")
+    n_iter = check_int("n_iter", n_iter, minimum=0)
+    n_oversamples = check_int("n_oversamples", n_oversamples, minimum=0)
+    random_state = check_seed(random_state)
+    dtype = np.float32 if M.dtype == np.float32 else np.float64
+    M = sp.csr_matrix(M, dtype=dtype) if sp.issparse(M) else np.asarray(M, dtype=dtype)
+    width = min(k + n_oversamples, n_rows, n_features)
+    with threadpool_limits(limits=1, user_api="blas"), _SplitProducts(M) as products:
+        X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
+                                 random_state=random_state, dtype=dtype, callback=callback,
+                                 keep=keep)
+    m_sum, m_sq = sum_chunk_moments(column_moments(M, lo, lo + MOMENT_CHUNK_ROWS)
+                                    for lo in range(0, n_rows, MOMENT_CHUNK_ROWS))
+    x_sum, x_sq = sum_chunk_moments(row_moments(X, lo, lo + X_MOMENT_CHUNK_ROWS)
+                                    for lo in range(0, n_rows, X_MOMENT_CHUNK_ROWS))
+    return X, explained_variance_ratio(n_rows, m_sum, m_sq, x_sum, x_sq)
+
+
+def randomized_range_svd(products: Any, n_features: int, k: int, *, width: int, n_iter: int,
+                         random_state: int | None, dtype: Any,
+                         callback: Callable[[float], object] | None = None,
+                         keep: dict | None = None) -> np.ndarray:
+    """The randomized SVD's steps over ``products``, whatever holds the rows of M.
+
+    ``products`` gives ``gram(D)`` (``Mᵀ M D``), ``basis_gram(Q)`` (``B = M Q`` kept, and its
+    float64 Gram matrix ``BᵀB`` summed over 16,384-row chunks in order) and
+    ``times_basis(W)`` (``B W``, the rows of Φ): :class:`_SplitProducts` on this process's
+    threads, or the partitions of :mod:`aflite_core.represent._partitioned_svd` on a
+    cluster's workers. The dense steps between them run here, on the calling thread (its
+    BLAS held to one thread by the caller).
+    """
+    rng = np.random.default_rng(random_state)
+    Z = products.gram(rng.standard_normal((n_features, width), dtype=dtype))
+    steps = n_iter + 2  # the sketch, each power iteration, the final projection
+    for i in range(n_iter):
+        if callback is not None:
+            callback((i + 1) / steps)
+        Z, _ = linalg.lu(Z, permute_l=True, check_finite=False)
+        Z = products.gram(Z)
+    if callback is not None:
+        callback((n_iter + 1) / steps)
+    Q, _ = linalg.qr(Z, mode="economic", check_finite=False)  # term-side basis, V x l
+    eigenvalues, W = linalg.eigh(products.basis_gram(Q), check_finite=False)
+    order = np.argsort(eigenvalues)[::-1][:k]
+    W = W[:, order]
+    components = Q.astype(np.float64) @ W  # V x k: the right singular vectors
+    signs = np.sign(components[np.argmax(np.abs(components), axis=0), np.arange(k)])
+    signs[signs == 0] = 1.0
+    if keep is not None:  # Φ = M @ components: what places a new row of M (a typed text)
+        keep["components"] = (components * signs).astype(np.float32)
+    return products.times_basis((W * signs).astype(dtype))
+
+
+#: Rows of M per sparse-dense product step in :meth:`_SplitProducts.rows` (each output row
+#: is the same sum whatever the step: CSR products go row by row).
+PRODUCT_CHUNK_ROWS = 32_768
+#: Stored entries of M from which its products run on several threads (below, one thread:
+#: the threads' start costs more than they save).
+SPLIT_MIN_NNZ = 200_000
+
+
+class _SplitProducts:
+    """``M @ D`` and ``Mᵀ @ (M @ D)`` of a sparse M on every core, bit for bit as on one.
+
+    scipy's sparse-dense products run on one thread (without the GIL). ``M @ D`` is split by
+    rows of M (views of its arrays, no copy): each output row is the same sum in the same
+    order. ``Mᵀ @ Y`` is split by *columns* of M, so each thread owns a range of output rows
+    and adds, as the whole product does, every row of M's contribution in row order (one
+    copy of M's entries, grouped by column range). Splitting by rows of M instead would sum
+    partial products in another order and move Φ's last bits. 100k SNLI-like rows on two
+    cores: the whole SVD 3.2 -> 2.4-2.7 s warm (its products are memory-bound, so two threads
+    take about 0.7 of one thread's time, not half).
+    """
+
+    def __init__(self, M) -> None:
+        self.M = M
+        self.n_threads = _threads() if sp.issparse(M) and M.nnz >= SPLIT_MIN_NNZ else 1
+        self._pool: ThreadPoolExecutor | None = None
+        self._Y: np.ndarray | None = None
+        self._B: np.ndarray | None = None
+        if self.n_threads == 1:
+            return
+        M = sp.csr_matrix(M)
+        row_cuts = _balanced_cuts(np.diff(M.indptr), self.n_threads)
+        self.row_blocks = [(lo, hi, _row_view(M, lo, hi))
+                           for lo, hi in zip(row_cuts[:-1], row_cuts[1:], strict=True)]
+        col_cuts = _balanced_cuts(np.bincount(M.indices, minlength=M.shape[1]),
+                                  self.n_threads)
+        self.col_blocks = [(lo, hi, M[:, lo:hi].T)
+                           for lo, hi in zip(col_cuts[:-1], col_cuts[1:], strict=True)]
+
+    def map(self, fn: Callable, items: Iterable) -> list:
+        """``[fn(item) for item in items]`` in order, on the products' threads when there
+        are several (the SVD's row-wise work besides the products uses them too)."""
+        if self._pool is None:
+            return [fn(item) for item in items]
+        return list(self._pool.map(fn, items))
+
+    def __enter__(self) -> _SplitProducts:
+        if self.n_threads > 1:
+            self._pool = ThreadPoolExecutor(max_workers=self.n_threads,
+                                            thread_name_prefix="svd-products")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        self._Y = self._B = None
+
+    def rows(self, D: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """``M @ D`` as a dense array (written into ``out`` when given, of the right shape
+        and dtype)."""
+        if self._pool is None:
+            return np.asarray(self.M @ D)
+        if out is None:
+            out = np.empty((self.M.shape[0], D.shape[1]),
+                           dtype=np.result_type(self.M.dtype, D))
+
+        def part(block: tuple) -> None:
+            lo, hi, rows = block
+            # sub-chunks: ``rows @ D`` of a whole block is a temporary of the block's size
+            # (half of n x l per thread, 1 GB at 1M rows between two threads) before the copy
+            for s in range(0, hi - lo, PRODUCT_CHUNK_ROWS):
+                e = min(hi - lo, s + PRODUCT_CHUNK_ROWS)
+                out[lo + s:lo + e] = _row_view(rows, s, e) @ D
+
+        self.map(part, self.row_blocks)
+        return out
+
+    def row_buffer(self, D: np.ndarray) -> np.ndarray:
+        """One reusable ``n x l`` array for ``M @ D``: a fresh one for every power iteration
+        cost its page faults, 0.2-0.4 s of the SVD in a new process at 100k rows."""
+        shape = (self.M.shape[0], D.shape[1])
+        dtype = np.result_type(self.M.dtype, D)
+        if self._Y is None or self._Y.shape != shape or self._Y.dtype != dtype:
+            self._Y = np.empty(shape, dtype=dtype)
+        return self._Y
+
+    def basis_gram(self, Q: np.ndarray) -> np.ndarray:
+        """``B = M Q`` (kept for :meth:`times_basis`, in the n x l buffer) and ``BᵀB``."""
+        self._B = self.rows(Q, out=self.row_buffer(Q))
+        return gram64(self._B, mapper=self.map)
+
+    def times_basis(self, W: np.ndarray) -> np.ndarray:
+        """``B W``, written over ``B``'s buffer (:func:`_rows_times`)."""
+        B, self._B = self._B, None
+        return _rows_times(B, W, self)
+
+    def gram(self, D: np.ndarray) -> np.ndarray:
+        """``Mᵀ @ (M @ D)``."""
+        if self._pool is None:
+            return self.M.T @ (self.M @ D)
+        Y = self.rows(D, out=self.row_buffer(D))
+        out = np.empty((self.M.shape[1], Y.shape[1]), dtype=Y.dtype)
+
+        def part(block: tuple) -> None:
+            lo, hi, columns_t = block
+            out[lo:hi] = columns_t @ Y
+
+        self.map(part, self.col_blocks)
+        return out
+
+
+def _threads() -> int:
+    """Threads of the split products: the cores this process may use, at most the fold
+    pool's :data:`~aflite_core.represent._fold_pool.MAX_THREADS`."""
+    return max(1, min(MAX_THREADS, available_cores()))
+
+
+def _balanced_cuts(weights: np.ndarray, parts: int) -> np.ndarray:
+    """``parts + 1`` increasing cut points over ``len(weights)`` items with about equal
+    weight between consecutive cuts (first 0, last the length; empty ranges allowed)."""
+    total = np.cumsum(weights, dtype=np.float64)
+    targets = total[-1] * np.arange(1, parts) / parts if len(total) else np.zeros(parts - 1)
+    inner = np.searchsorted(total, targets, side="right")
+    return np.concatenate([[0], inner, [len(weights)]]).astype(np.int64)
+
+
+def _row_view(M: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
+    """Rows ``lo:hi`` of ``M`` sharing its data and indices (``M[lo:hi]`` copies them)."""
+    start, stop = M.indptr[lo], M.indptr[hi]
+    return sp.csr_matrix((M.data[start:stop], M.indices[start:stop],
+                          M.indptr[lo:hi + 1] - start), shape=(hi - lo, M.shape[1]), copy=False)
+
+
+def gram64(B: np.ndarray, chunk_rows: int = 16_384,
+            mapper: Callable[[Callable, Iterable], Iterable] | None = None) -> np.ndarray:
+    """``BᵀB`` accumulated in float64 over row chunks (no float64 copy of all of ``B``).
+
+    ``mapper`` (:meth:`_SplitProducts.map`) may compute the chunks' products on several
+    threads; they are added in chunk order, the same sums as on one (each chunk's product is
+    computed alike on one BLAS thread).
+    """
+    def part(lo: int) -> np.ndarray:
+        chunk = B[lo:lo + chunk_rows].astype(np.float64)
+        return chunk.T @ chunk
+
+    G = np.zeros((B.shape[1], B.shape[1]))
+    for product in (mapper or map)(part, range(0, B.shape[0], chunk_rows)):
+        G += product
+    return G
+
+
+#: Rows of ``B`` multiplied per step of :func:`_rows_times` (67 MB of output at 256 columns).
+ROWS_TIMES_CHUNK = 65_536
+
+
+def _rows_times(B: np.ndarray, W: np.ndarray, products: _SplitProducts,
+                chunk_rows: int = ROWS_TIMES_CHUNK) -> np.ndarray:
+    """``B @ W`` written over ``B``'s own memory: the n x k result is a view of the n x l
+    buffer (k <= l), so Φ never sits beside ``B`` (1 GB less at the SVD's peak at 1M rows).
+
+    Row chunks in order: a chunk's product goes to a small temporary, then to the front of
+    the buffer, where it covers only rows already multiplied (row i's output ends at
+    ``(i + 1) k <= (i + 1) l``). Within a chunk, row blocks on the products' threads when
+    there are several; every output row is the same dot products on one BLAS thread as one
+    whole ``B @ W`` (no block of a single row, which BLAS would take as a matrix-vector
+    product and sum in another order: a short last chunk joins the one before).
+    """
+    n, width = B.shape
+    k = W.shape[1]
+    dtype = np.result_type(B, W)
+    if k > width or dtype != B.dtype or not B.flags.c_contiguous or n == 0:
+        return B @ W
+    bounds = list(range(0, n, chunk_rows)) + [n]
+    if len(bounds) > 2 and bounds[-1] - bounds[-2] < 64:
+        del bounds[-2]
+    flat = B.reshape(-1)
+    threads = products.n_threads
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        if threads == 1 or hi - lo < 4 * threads:
+            part = B[lo:hi] @ W
+        else:
+            part = np.empty((hi - lo, k), dtype=dtype)
+            cuts = np.linspace(0, hi - lo, 2 * threads + 1).astype(np.int64)
+
+            def block(i: int, lo: int = lo, part: np.ndarray = part,
+                      cuts: np.ndarray = cuts) -> None:
+                np.matmul(B[lo + cuts[i]:lo + cuts[i + 1]], W, out=part[cuts[i]:cuts[i + 1]])
+
+            products.map(block, range(len(cuts) - 1))
+        flat[lo * k:hi * k] = part.reshape(-1)
+    return flat[:n * k].reshape(n, k)
+
+
+#: Rows of M per chunk of its column moments (:func:`column_moments`).
+MOMENT_CHUNK_ROWS = 16_384
+#: Rows of Φ per chunk of its column moments (:func:`row_moments`): 4,096-row chunks (8 MB
+#: at 256 columns) stay below the allocator's mmap threshold and reuse one buffer, where
+#: 16,384-row ones were each mapped and faulted in afresh (0.09-0.26 -> 0.06 s at 100k rows).
+X_MOMENT_CHUNK_ROWS = 4_096
+
+
+def column_moments(M, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 sums and sums of squares of the columns of rows ``lo:hi`` of ``M`` (sparse
+    or dense), each a sum over the chunk's entries in stored order: the same numbers
+    whichever process holds the rows."""
+    if sp.issparse(M):
+        part = _row_view(M, lo, min(hi, M.shape[0]))
+        data = part.data.astype(np.float64)
+        return (np.bincount(part.indices, weights=data, minlength=M.shape[1]),
+                np.bincount(part.indices, weights=data * data, minlength=M.shape[1]))
+    return row_moments(M, lo, hi)
+
+
+def row_moments(X: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    """Float64 column sums and sums of squares of the dense rows ``lo:hi`` of ``X``."""
+    part = X[lo:hi].astype(np.float64)
+    return part.sum(axis=0), np.einsum("ij,ij->j", part, part)
+
+
+def sum_chunk_moments(chunks: Iterable[tuple[np.ndarray, np.ndarray]]
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks' moments added in chunk order (the order fixes the last bits)."""
+    total_sum = total_sq = None
+    for part_sum, part_sq in chunks:
+        if total_sum is None:
+            total_sum, total_sq = np.zeros_like(part_sum), np.zeros_like(part_sq)
+        total_sum += part_sum
+        total_sq += part_sq
+    if total_sum is None:
+        return np.zeros(0), np.zeros(0)
+    return total_sum, total_sq
+
+
+def explained_variance_ratio(n: int, m_sum: np.ndarray, m_sq: np.ndarray,
+                             x_sum: np.ndarray, x_sq: np.ndarray) -> float:
+    """``sum(var(X columns)) / sum(var(M columns))`` from the columns' moments, as
+    scikit-learn reports it (``explained_variance_ratio_.sum()``)."""
+    if n == 0:
+        return 0.0
+    total = float(np.sum(m_sq / n - (m_sum / n) ** 2))
+    explained = float(np.sum(x_sq / n - (x_sum / n) ** 2))
+    return explained / total if total > 0 else 0.0
