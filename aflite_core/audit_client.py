@@ -28,7 +28,7 @@ def audit_client(config: Any) -> Iterator[Any]:
     if _OPEN_CLIENT.get() is not None:
         yield _OPEN_CLIENT.get()
         return
-    from aflite_core.filter import connect
+    from aflite_core.filter import connect  # lazy: +2173 ms to import
 
     client, owned = connect(config.scheduler, available_cores())
     token = _OPEN_CLIENT.set(client)

@@ -34,7 +34,8 @@ from aflite_core._validation import (
     check_size,
 )
 from aflite_core._validation import resolve_size as _resolve_size
-from aflite_core.filter import INSTANCES, SPLIT_POLICIES
+from aflite_core.filter import INSTANCES, SPLIT_POLICIES, filter_units
+from aflite_core.measures import registry
 from aflite_core.parameters import (  # noqa: F401 - re-exported: config's public names
     DEFAULT_COMPONENTS,
     DEFAULT_TAU,
@@ -153,7 +154,6 @@ class AuditConfig:
         declaration with what was expected and what arrived."""
         if not self.measure_params:
             return
-        from aflite_core.measures import registry
 
         if not isinstance(self.measure_params, Mapping) or not all(
             isinstance(v, Mapping) for v in self.measure_params.values()
@@ -178,8 +178,6 @@ class AuditConfig:
         ValueError, TypeError
             Naming the field, what was expected and what arrived.
         """
-        from aflite_core.measures import registry
-
         if isinstance(self.group_partitions, bool):  # the switch of earlier versions
             self.group_partitions = "on" if self.group_partitions else "off"
         check_choice("representation", self.representation, REPRESENTATIONS)
@@ -216,7 +214,7 @@ class AuditConfig:
                 f"with backend={self.backend!r}"
             )
         if self.scheduler is not None:
-            from aflite_core.filter import check_scheduler
+            from aflite_core.filter import check_scheduler  # lazy: +198 ms to import
 
             check_scheduler(self.scheduler, self.backend)  # local:N bounded, addresses
         check_value(_PARAMETER["random_state"], self.random_state)
@@ -295,8 +293,6 @@ class AuditConfig:
             scheduler = getattr(client, "scheduler", None)
             data["scheduler"] = str(getattr(scheduler, "address", None) or type(client).__name__)
         if self.measures is None:
-            from aflite_core.measures import registry
-
             data["measures"] = list(registry.default_names())
         else:
             data["measures"] = list(self.measures)
@@ -377,10 +373,7 @@ def suggest_config(n_rows: int, *, representation: str = "tfidf_svd",
     AuditConfig
         Validated; ``measure_params`` holds every chosen measure's declared option defaults.
     """
-    from aflite_core.measures import registry
-
     if hasattr(n_rows, "report") and hasattr(n_rows, "frame"):  # an AuditDataset
-        from aflite_core.filter import filter_units
 
         n_rows = filter_units(n_rows, split_policy=changes.get("split_policy", "auto"),
                               instance=changes.get("instance", "auto"))

@@ -33,6 +33,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from threadpoolctl import threadpool_limits
+
 from aflite_core.errors import AuditCancelled, MeasureSkipped
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.measures import Measure, MeasureContext, MeasureResult
@@ -266,8 +268,6 @@ class _Side:
 
     def __enter__(self) -> _Side:
         if self.measures:
-            from threadpoolctl import threadpool_limits
-
             self._blas = threadpool_limits(limits=1, user_api="blas")
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="measure-beside")
             self._future = self._pool.submit(self._run)

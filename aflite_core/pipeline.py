@@ -43,7 +43,7 @@ from aflite_core.errors import (
 )
 from aflite_core.filter import FilterPlan, filter_units, plan_filter, select_rows
 from aflite_core.heap_trim import release_free_heap
-from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, str_codes
+from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, short_repr, str_codes
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
@@ -79,8 +79,6 @@ def check_labels(dataset) -> None:
     ValueError
         Naming the dataset, the label column, the labels concerned and what to do.
     """
-    from aflite_core.io import short_repr
-
     codes, uniq = str_codes(dataset.label_objects())  # np.unique's, no str copy per row
     column = dataset.columns.label
     counts = np.bincount(codes, minlength=len(uniq))
@@ -416,8 +414,6 @@ GC_MAX_ROWS = 250_000
 def _fewer_collections(n_rows: int) -> Iterator[None]:
     """:data:`GC_THRESHOLDS` while an audit of ``n_rows`` rows (at most :data:`GC_MAX_ROWS`)
     runs, the caller's thresholds again after."""
-    import gc
-
     before = gc.get_threshold()
     if n_rows <= GC_MAX_ROWS:
         gc.set_threshold(*GC_THRESHOLDS)
@@ -428,6 +424,7 @@ def _fewer_collections(n_rows: int) -> Iterator[None]:
 
 
 def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None):
+    # lazy: +13 ms to import
     from aflite_core.represent import ENCODER_METHODS, build_representation
 
     kwargs = {k: v for k, v in config.representation_params.items() if v is not None}
@@ -603,7 +600,7 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
                span: tuple[float, float], progress: _Progress, *,
                groups: np.ndarray | None = None):
     """AFLite (or multiple-choice AFLite) on one block; progress within ``span``."""
-    from aflite_core.filter import AFLite, MultipleChoiceAFLite
+    from aflite_core.filter import AFLite, MultipleChoiceAFLite  # lazy: +1318 ms to import
 
     whole = progress.span("aflite")
     lo = whole[0] + (whole[1] - whole[0]) * span[0]
@@ -656,7 +653,7 @@ def _fit_block(X, y, questions, config: AuditConfig, target: int, n_units: int, 
 
 def _word_features(dataset):
     """The Z-filter's input: hypothesis words of the included rows (the cue tokenizer)."""
-    from aflite_core.filter import binary_features
+    from aflite_core.filter import binary_features  # lazy: +994 ms to import
 
     return binary_features(dataset.hypotheses(), features="word")[0]
 
@@ -664,7 +661,7 @@ def _word_features(dataset):
 def _fit_zfilter(X, y, questions, config: AuditConfig, target: int, n_units: int, lo: float,
                  on_round, progress: _Progress):
     """The Z-filter on one block (see :mod:`aflite_core.filter._zfilter`)."""
-    from aflite_core.filter import ZFilter
+    from aflite_core.filter import ZFilter  # lazy: +994 ms to import
 
     if questions is not None:
         raise ValueError("instance: the Z-filter filters rows; use instance='row' (or "
@@ -774,7 +771,7 @@ def _split_sizes(dataset, status: np.ndarray) -> dict[str, dict[str, int]]:
 
 
 def _write_report(writer: RunWriter, summary: dict) -> None:
-    from aflite_core.report import build_report
+    from aflite_core.report import build_report  # lazy: +17 ms to import
 
     try:
         text = build_report(writer.open_partial(summary))

@@ -31,6 +31,7 @@ ValueError: ks: expected whole numbers in [1, 1,000], got (0, 5)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -306,8 +307,6 @@ def check_options(options: tuple[Option, ...], values: Any, *, where: str,
         An unknown key (listing the allowed ones) or a value the declaration refuses
         (``"measure_params['knn']['max_queries']: expected ..., got ..."``).
     """
-    from collections.abc import Mapping
-
     if not isinstance(values, Mapping):
         raise TypeError(f"{where}: expected a dict of options, got {type(values).__name__}")
     by_name = {o.name: o for o in options}

@@ -338,6 +338,7 @@ def cv_folds(labels: Sequence, *, n_splits: int = 5, groups: Sequence | None = N
         each as int64, 0.12 GB at 5M rows and 3 folds; and they travel to a cluster's
         workers), int64 above.
     """
+    # lazy: +1442 ms to import
     from sklearn.model_selection import (
         GroupKFold,
         KFold,

@@ -37,6 +37,9 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+import pyarrow.parquet as pq
+
+from aflite_core.io import parquet_safe_table, unique_column_name
 from aflite_core.json_files import read_json_file
 from aflite_core.process_exit import exit_now
 from aflite_core.runs import to_jsonable
@@ -72,10 +75,6 @@ def write_job(folder: str | os.PathLike, dataset: Any, config: Any, *,
     pathlib.Path
         ``folder``.
     """
-    import pyarrow.parquet as pq
-
-    from aflite_core.io import parquet_safe_table, unique_column_name
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     frame = dataset.frame
@@ -103,9 +102,9 @@ def write_job(folder: str | os.PathLike, dataset: Any, config: Any, *,
 
 def read_job(folder: str | os.PathLike) -> tuple[Any, Any, Path, str | None]:
     """The ``(dataset, config, runs_root, name)`` that :func:`write_job` wrote."""
-    import pyarrow.parquet as pq
+    from aflite_core.config import AuditConfig  # lazy: +48 ms to import
 
-    from aflite_core.config import AuditConfig
+    # lazy: +83 ms to import
     from aflite_core.io import AuditDataset, ColumnMapping, ValidationReport
 
     folder = Path(folder)
@@ -147,7 +146,7 @@ class _Channel:
 
 def run_job(folder: str | os.PathLike, channel: _Channel) -> int:
     """Audit the job in ``folder``, reporting on ``channel``; return the exit code."""
-    from aflite_core.pipeline import AuditCancelled, run_audit
+    from aflite_core.pipeline import AuditCancelled, run_audit  # lazy: +464 ms to import
 
     folder = Path(folder)
     cancel = folder / CANCEL_FILE

@@ -357,3 +357,31 @@ def test_no_private_name_is_imported_from_another_module():
     assert not offenders, "\n".join(sorted(offenders))
     planted = "from aflite_core.filter._rounds import _check_X\n"
     assert _private_imports("aflite_core.filter._aflite", planted)  # the check can fail
+
+
+def _uncommented_inner_imports(name: str, source: str) -> list[str]:
+    """Imports inside a function of ``source`` with no comment saying why (on the statement's
+    lines or the line above): imports sit at the top of a module unless one says why (an
+    optional dependency, or what the import costs when the module is loaded)."""
+    lines = source.splitlines()
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            own = lines[node.lineno - 1:node.end_lineno]
+            above = lines[node.lineno - 2].strip() if node.lineno > 1 else ""
+            if not (any("#" in line for line in own) or above.startswith("#")):
+                found.append(f"{name}:{node.lineno}")
+    return sorted(set(found))
+
+
+def test_imports_inside_functions_say_why():
+    offenders = [line for name, path in SOURCES.items()
+                 for line in _uncommented_inner_imports(name, path.read_text(encoding="utf-8"))]
+    assert not offenders, "imports inside functions with no reason given: " + ", ".join(offenders)
+    planted = ("import os\n\n\ndef f():\n    import json\n    # lazy: +80 ms to import\n"
+               "    import pandas\n    import numpy  # optional dependency\n")
+    assert _uncommented_inner_imports("planted", planted) == ["planted:5"]

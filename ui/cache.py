@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,10 +24,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from aflite_core.cues import linguistic
+from aflite_core.cues import linguistic, resources
 from aflite_core.filter import synthetic
 from aflite_core.io import AuditDataset, datasets, shards
-from aflite_core.measures import map_regions, registry
+from aflite_core.measures import baselines, datamap, map_regions, registry
 from aflite_core.runs import (
     AUDIT_COLUMNS,  # noqa: F401 - re-exported for the pages
     AuditRun,
@@ -202,8 +203,6 @@ def load_upload(data: bytes, name: str, *, key: str | None = None, **options: An
 def unavailable_fix() -> str:
     """Why cue families are unavailable and the command that fixes it (not cached: after the
     fix, the next rerun must say so)."""
-    from aflite_core.cues import resources
-
     return resources.unavailable_fix()
 
 
@@ -599,8 +598,6 @@ def duplicate_counts(path: str | Path) -> pd.DataFrame:
 # --------------------------------------------------------------------------- data map
 @st.cache_data(max_entries=4, show_spinner=False)
 def _datamap_table(path: str, stamp: float) -> pd.DataFrame:
-    from aflite_core.measures import datamap
-
     table = _open_run(path, stamp).read_parquet(datamap.FILE)
     return pd.DataFrame(columns=list(datamap.COLUMNS)) if table is None else table
 
@@ -614,8 +611,6 @@ def datamap_table(path: str | Path) -> pd.DataFrame:
 @st.cache_data(max_entries=16, show_spinner=False)
 def _datamap_thresholds(path: str, stamp: float, n_classes: int, axis: str,
                         shares: str) -> dict:
-    from aflite_core.measures import datamap
-
     table = _datamap_table(path, stamp)
     return datamap.calibrated_thresholds(datamap.region_axis(table, axis), table["variability"],
                                          n_classes=n_classes, **json.loads(shares))
@@ -634,7 +629,7 @@ def datamap_thresholds(path: str | Path, *, n_classes: int, axis: str = "confide
 # --------------------------------------------------------------------------- compare
 @st.cache_resource(max_entries=2, show_spinner="Comparing the two runs…")
 def _side_by_side(path_a: str, stamp_a: float, path_b: str, stamp_b: float) -> Any:
-    from aflite_core.report import compare
+    from aflite_core.report import compare  # lazy: +12 ms to import
 
     return compare.side_by_side(_open_run(path_a, stamp_a), _open_run(path_b, stamp_b))
 
@@ -654,7 +649,7 @@ def side_by_side(path_a: str | Path, path_b: str | Path) -> Any:
 
 @st.cache_data(max_entries=2, show_spinner=False)
 def _compare_html(path_a: str, stamp_a: float, path_b: str, stamp_b: float) -> str:
-    from aflite_core.report import compare_html
+    from aflite_core.report import compare_html  # lazy: +28 ms to import
 
     return compare_html.build_compare_html(_side_by_side(path_a, stamp_a, path_b, stamp_b))
 
@@ -668,8 +663,6 @@ def compare_html(path_a: str | Path, path_b: str | Path) -> str:
 # --------------------------------------------------------------------------- baselines
 @st.cache_data(max_entries=8, show_spinner=False)
 def _baseline_headline(path: str, stamp: float) -> list[dict]:
-    from aflite_core.measures import baselines
-
     try:
         data = _open_run(path, stamp).read_json("baselines.json")
     except (ValueError, OSError):
@@ -713,7 +706,7 @@ def measure_tables(path: str | Path, name: str) -> dict[str, pd.DataFrame]:
 # --------------------------------------------------------------------------- review
 @st.cache_resource(max_entries=8, show_spinner=False)
 def _review_queue(path: str, stamp: float, source: str, key: str | None) -> Any:
-    from aflite_core.runs import review_queue as queue
+    from aflite_core.runs import review_queue as queue  # lazy: +12 ms to import
 
     return queue(_open_run(path, stamp), source, key)
 
@@ -728,9 +721,7 @@ def review_queue(path: str | Path, source: str, key: str | None = None) -> Any:
 def curated_csv(path: str | Path, *, apply_filter: bool = False) -> bytes:
     """The curated dataset as CSV bytes (:func:`aflite_core.runs.export_curated`);
     not cached: it follows the decisions."""
-    import tempfile
-
-    from aflite_core.runs import export_curated
+    from aflite_core.runs import export_curated  # lazy: +6 ms to import
 
     with tempfile.TemporaryDirectory(prefix="aflite-curated-") as tmp:
         out = Path(tmp) / "curated.csv"

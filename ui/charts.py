@@ -144,7 +144,7 @@ def predictability_histogram(binned: pd.DataFrame, *, facet: str | None = None,
     """
     facets = sorted(binned[facet].astype(str).unique()) if facet else [None]
     n = len(facets)
-    from plotly.subplots import make_subplots
+    from plotly.subplots import make_subplots  # lazy: +72 ms to import
 
     fig = make_subplots(rows=1, cols=n, shared_yaxes=True, horizontal_spacing=0.03,
                         subplot_titles=[safe(f) for f in facets] if facet else None)

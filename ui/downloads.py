@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import streamlit as st
+from starlette.responses import PlainTextResponse, StreamingResponse
+from starlette.routing import Route
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 #: The route's path; ``{token}`` names one registered download.
 ROUTE = "/_aflite/download/{token}"
@@ -59,8 +62,6 @@ _mounted = False
 def routes() -> list[Any]:
     """The Starlette routes to mount in the dashboard's server (``serve.py``); from then on
     :func:`download` draws links to them."""
-    from starlette.routing import Route
-
     global _mounted
     _mounted = True
     return [Route(ROUTE, endpoint=_endpoint, methods=["GET"])]
@@ -121,8 +122,6 @@ def content_disposition(file_name: str) -> str:
 
 
 async def _endpoint(request: Any) -> Any:
-    from starlette.responses import PlainTextResponse, StreamingResponse
-
     entry = lookup(str(request.path_params.get("token", "")))
     if entry is None:
         return PlainTextResponse(
@@ -134,8 +133,6 @@ async def _endpoint(request: Any) -> Any:
 
 
 def _session_id() -> str:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
     ctx = get_script_run_ctx()
     return ctx.session_id if ctx is not None else "no-session"
 

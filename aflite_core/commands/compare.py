@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite_core.runs import RunError
+from aflite_core.runs import RunError, load_run, to_jsonable
 
 
 def register(subparsers: Any) -> None:
@@ -38,8 +38,6 @@ def register(subparsers: Any) -> None:
 
 def _open(path: str, which: str) -> Any:
     """The run at ``path``, or a RunError naming which run could not be opened and why."""
-    from aflite_core.runs import load_run
-
     try:
         return load_run(path)
     except (ValueError, OSError) as exc:  # RunError, or an unreadable scores.parquet
@@ -48,6 +46,7 @@ def _open(path: str, which: str) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Compare the two runs, print the summary, write the HTML page if asked."""
+    # lazy: +639 ms to import
     from aflite_core.report import side_by_side, summary_text, write_compare_html
 
     if args.out is not None and Path(args.out).exists() and not args.overwrite:
@@ -58,7 +57,6 @@ def run(args: argparse.Namespace) -> int:
         data = (side.comparison.to_dict() if side.comparison is not None
                 else {"a": side.a.name, "b": side.b.name, "note": side.note})
         data["headline"] = {"a": side.a.headline, "b": side.b.headline}
-        from aflite_core.runs import to_jsonable
 
         print(json.dumps(to_jsonable(data), indent=2, ensure_ascii=False))
     else:

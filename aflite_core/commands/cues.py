@@ -15,8 +15,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from aflite_core.commands._input import add_input_arguments, load_input
-from aflite_core.cues import DEFAULT_SORT, FAMILIES, SORT_KEYS
+from aflite_core.cues import (
+    DEFAULT_SORT,
+    FAMILIES,
+    SORT_KEYS,
+    cue_table,
+    dataset_inputs,
+    extract_features,
+    predictions_by_row_id,
+    probe_model,
+)
 
 #: Columns shown on the terminal.
 SHOWN = ("feature_type", "feature", "n_train", "n_test", "majority_label", "majority_share",
@@ -104,17 +115,13 @@ def _write(frame, out: str) -> None:
         return
     if path.suffix.lower() not in (".csv", ""):
         raise ValueError(f"--out: expected a .csv or .parquet file name, got {out!r}")
-    from aflite_core.runs import neutralize_frame
+    from aflite_core.runs import neutralize_frame  # lazy: +278 ms to import
 
     neutralize_frame(frame).to_csv(path, index=False)
 
 
 def run(args: argparse.Namespace) -> int:
     """Compute and print the cue table (and the probing table with ``--probe``)."""
-    import pandas as pd
-
-    from aflite_core.cues import cue_table, dataset_inputs, extract_features
-
     if args.min_count < 1:
         raise ValueError(f"--min-count: expected an integer >= 1, got {args.min_count}")
     if args.top < 0:
@@ -157,13 +164,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _probe(args, dataset, test, annotations, pd) -> None:
-    from aflite_core.cues import probe_model
-
     kind, value = args.probe
     predictions = value if kind == "column" else None
     if kind == "file":
-        from aflite_core.cues import predictions_by_row_id
-        from aflite_core.io import read_table
+        from aflite_core.io import read_table  # lazy: +28 ms to import
 
         if not Path(value).is_file():
             raise FileNotFoundError(f"--probe file:{value}: no such file")

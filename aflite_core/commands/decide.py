@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Import or export, and say how many decisions."""
+    # lazy: +682 ms to import
     from aflite_core.runs import check_not_in_run, decide, decisions_in_force, load_run
 
     opened = load_run(args.run_dir)
@@ -95,8 +97,6 @@ def read_decision_lines(path: Path) -> list[dict[str, str]]:
 
 def _as_line(message: str) -> str:
     """The batch's "row N of the batch" as the file's "line N + 1" (the header is line 1)."""
-    import re
-
     match = re.search(r"\(row (\d+) of the batch\)", message)
     if not match:
         return message

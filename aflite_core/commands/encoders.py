@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from aflite_core.represent import default_cache_dir, encoders
+    from aflite_core.represent import default_cache_dir, encoders  # lazy: +458 ms to import
 
     for family in encoders.FAMILIES:
         module = encoders._MODULE[family]
@@ -54,7 +54,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _distill(args: argparse.Namespace) -> int:
-    from aflite_core.represent import distill_static
+    from aflite_core.represent import distill_static  # lazy: +115 ms to import
 
     last = [-1]
 

@@ -19,18 +19,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from aflite_core._validation import available_cores
+from aflite_core.represent import stream_ordered
 from aflite_core.runs import (
     CURATED_FORMATS,
     FORMATS,
     LABEL_ISSUE_EXPORTS,
     ROW_EXPORTS,
     TABLE_EXPORTS,
+    curated_hardness,
+    export_curated,
+    export_run,
+    load_run,
+    load_subset,
 )
 
 
@@ -78,8 +85,7 @@ def _read_row_ids(path: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Write the export and report how many rows went out."""
-    from aflite_core.commands.run import exit_cleanly_on_sigterm
-    from aflite_core.runs import export_run
+    from aflite_core.commands.run import exit_cleanly_on_sigterm  # lazy: +9 ms to import
 
     exit_cleanly_on_sigterm()  # SIGTERM -> SystemExit: the .part- file is removed
     if args.what == "curated":
@@ -96,8 +102,6 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("--rows and --subset: give one of them, not both")
     row_ids = _read_row_ids(args.rows) if args.rows else None
     if args.subset:
-        from aflite_core.runs import load_subset
-
         row_ids = load_subset(args.run_dir, args.subset).row_ids.tolist()
     with _chunk_mapper(args.scheduler) as map_chunks:
         result = export_run(
@@ -109,8 +113,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {result.n_rows:,} rows to {args.out} as {result.format}{note}",
           file=sys.stderr)
     if args.what == "retained_clean":
-        from aflite_core.runs import load_run
-
         record = (load_run(args.run_dir).measures or {}).get("label_issues") or {}
         _say_hardness(record.get("bulk_hardness"), "retained_clean")
     return 0
@@ -131,8 +133,6 @@ def _say_hardness(block: dict | None, name: str) -> None:
 
 def _curated(args: argparse.Namespace) -> int:
     """The curated dataset (:func:`aflite_core.runs.export_curated`)."""
-    from aflite_core.runs import export_curated
-
     for flag, given in (("--columns", args.columns), ("--rows", args.rows),
                         ("--subset", args.subset), ("--scheduler", args.scheduler)):
         if given:
@@ -145,8 +145,6 @@ def _curated(args: argparse.Namespace) -> int:
           f"{result.filtered:,} filtered out); the changes in {result.changes.name}",
           file=sys.stderr)
     if args.apply_filter:
-        from aflite_core.runs import curated_hardness
-
         _say_hardness(curated_hardness(args.run_dir), "curated_apply_filter")
     return 0
 
@@ -158,10 +156,8 @@ def _chunk_mapper(scheduler: str | None) -> Iterator[Any]:
     if not scheduler:
         yield None
         return
-    import functools
 
-    from aflite_core.filter import check_scheduler, connect
-    from aflite_core.represent import stream_ordered
+    from aflite_core.filter import check_scheduler, connect  # lazy: +32 ms to import
 
     check_scheduler(scheduler, "dask")  # local:N bounded; an address is probed by connect
     client, owned = connect(scheduler, available_cores())

@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from aflite_core.commands._input import add_input_arguments, load_input
 from aflite_core.measures import (
     ANCHORS,
@@ -27,7 +29,10 @@ from aflite_core.measures import (
     MODES,
     SIZES,
     OutcomeThresholds,
+    inoculate,
 )
+from aflite_core.represent import pair_texts
+from aflite_core.splits import holdout_mask
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -105,13 +110,10 @@ def register(subparsers: Any) -> None:
 
 
 def _inputs(dataset, args: argparse.Namespace, phi_path: str | None, use_pair: bool):
-    import numpy as np
-
     if args.model == "linear_phi":
-        from aflite_core.represent import build_representation
+        from aflite_core.represent import build_representation  # lazy: +189 ms to import
 
         return build_representation(dataset, "precomputed", path=phi_path).X
-    from aflite_core.represent import pair_texts
 
     premises = dataset.premises() if use_pair else None
     return np.array(pair_texts(premises, dataset.hypotheses()), dtype=object)
@@ -119,10 +121,6 @@ def _inputs(dataset, args: argparse.Namespace, phi_path: str | None, use_pair: b
 
 def _split(labels, test_fraction: float, seed: int):
     """Training and held-out positions of one file: a seeded hold-out stratified by label."""
-    import numpy as np
-
-    from aflite_core.splits import holdout_mask
-
     if len(labels) < 2:
         raise ValueError(f"a file needs at least 2 included rows to split; got {len(labels)}")
     held = holdout_mask(labels, test_size=test_fraction, random_state=seed, clamp=True)
@@ -131,8 +129,6 @@ def _split(labels, test_fraction: float, seed: int):
 
 def run(args: argparse.Namespace) -> int:
     """Run the inoculation experiment and write its results."""
-    from aflite_core.measures import inoculate
-
     if not 0.0 < args.test_fraction < 1.0:
         raise ValueError(f"--test-fraction: expected a number in (0, 1), got {args.test_fraction}")
     if args.model == "linear_phi" and not (args.phi_original and args.phi_challenge):

@@ -38,12 +38,12 @@ def run(args: argparse.Namespace) -> int:
     """Build and write the report."""
     fmt = args.format or ("md" if str(args.out).lower().endswith(".md") else "html")
     if fmt == "md":
-        from aflite_core.report import write_card
+        from aflite_core.report import write_card  # lazy: +1099 ms to import
 
         print(f"wrote {write_card(args.run_dir, args.out, overwrite=args.overwrite)}",
               file=sys.stderr)
         return 0
-    from aflite_core.report import write_report
+    from aflite_core.report import write_report  # lazy: +1216 ms to import
 
     path = write_report(args.run_dir, args.out, overwrite=args.overwrite,
                         n_samples=args.samples, top_cues=args.top_cues)

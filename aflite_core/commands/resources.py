@@ -35,7 +35,7 @@ def register(subparsers: Any) -> None:
 
 def _where(location: str | None) -> str:
     """Say where a resource was found: the bundled copy, or the user's own folder."""
-    from aflite_core.cues import BUNDLED_DATA
+    from aflite_core.cues import BUNDLED_DATA  # lazy: +27 ms to import
 
     if location is None:
         return "not found"
@@ -45,6 +45,7 @@ def _where(location: str | None) -> str:
 
 
 def _print_status() -> list:
+    # lazy: +27 ms to import
     from aflite_core.cues import BUNDLED_DATA, refused_entries, search_path, status
 
     refused = refused_entries()
@@ -69,6 +70,7 @@ def _print_status() -> list:
 
 def run(args: argparse.Namespace) -> int:
     """Print the status; download missing resources when asked."""
+    # lazy: +27 ms to import
     from aflite_core.cues import DOWNLOAD_COMMAND, download, get_resource, nltk_command
 
     rows = _print_status()

@@ -13,10 +13,13 @@ import argparse
 import dataclasses
 import re
 import shutil
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
+from aflite_core.audit_client import audit_client
 from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_MAX_BYTES re-exported
     DEFAULT_MAX_BYTES,
     ShardsOnCluster,
@@ -31,6 +34,10 @@ from aflite_core.commands._parameter_flags import (
     given_parameters,
     measure_options,
 )
+from aflite_core.filter import filter_units
+from aflite_core.heap_trim import map_large_allocations, release_free_heap
+from aflite_core.measures import default_names
+from aflite_core.measures import names as measure_names
 from aflite_core.parameters import FIELD, FILTER_PARAM, PARAMETERS, REPRESENTATION_PARAM
 from aflite_core.runs import (
     DATASET_FILE,
@@ -39,6 +46,7 @@ from aflite_core.runs import (
     check_run_name,
     claim,
     hidden_name,
+    load_run,
 )
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
@@ -104,25 +112,20 @@ def parse_representation(text: str) -> tuple[str, dict]:
 
 def parse_measures(text: str) -> tuple[str, ...]:
     """Comma-separated measure names; ``none`` for no measure."""
-    from aflite_core.measures import names
-
-    MEASURES = names()
-
-    names = tuple(n.strip() for n in text.split(",") if n.strip())
-    if names in ((), ("none",)):
+    known = measure_names()
+    given = tuple(n.strip() for n in text.split(",") if n.strip())
+    if given in ((), ("none",)):
         return ()
-    bad = [n for n in names if n not in MEASURES]
+    bad = [n for n in given if n not in known]
     if bad:
         raise argparse.ArgumentTypeError(
-            f"unknown measure(s) {', '.join(bad)}; choose from {', '.join(MEASURES)} or none"
+            f"unknown measure(s) {', '.join(bad)}; choose from {', '.join(known)} or none"
         )
-    return names
+    return given
 
 
 def register(subparsers: Any) -> None:
     """Add the ``run`` command."""
-    from aflite_core.measures import default_names
-
     default_measures = default_names()
 
     p = subparsers.add_parser(
@@ -180,9 +183,6 @@ def _target(out: str, overwrite: bool) -> tuple[Path, str]:
 def exit_cleanly_on_sigterm() -> None:
     """Turn SIGTERM into ``SystemExit`` so the temporary run folder is removed on the way out
     (SIGKILL cannot be caught: its hidden folder is ignored and cleaned up later)."""
-    import signal
-    import threading
-
     if threading.current_thread() is not threading.main_thread():
         return
 
@@ -224,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
     Error messages name the CLI options (``--label``, ``--tau``) rather than the Python
     keywords the library uses.
     """
-    from aflite_core.io import DatasetError
+    from aflite_core.io import DatasetError  # lazy: +114 ms to import
 
     try:
         return _run(args)
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
 def audit_config(args: argparse.Namespace, n_rows: int):
     """The run's AuditConfig: the defaults for ``n_rows`` rows (``suggest_config``, as the
     dashboard's) with every option the user gave on top."""
-    from aflite_core.config import suggest_config
+    from aflite_core.config import suggest_config  # lazy: +14 ms to import
 
     given = given_parameters(args)
     changes = dict(given[FIELD])
@@ -269,21 +269,17 @@ def audit_config(args: argparse.Namespace, n_rows: int):
 
 
 def _run(args: argparse.Namespace) -> int:
-    from aflite_core.audit_client import audit_client
-    from aflite_core.filter import filter_units
-    from aflite_core.heap_trim import map_large_allocations, release_free_heap
-    from aflite_core.pipeline import run_audit
-    from aflite_core.runs import load_run
+    from aflite_core.pipeline import run_audit  # lazy: +438 ms to import
 
     root, name = _target(args.out, args.overwrite)
     audit_config(args, 10_000)  # options are checked before the data is read
     if args.scheduler:  # and the scheduler answers as one, before minutes of reading
-        from aflite_core.filter import probe_scheduler
+        from aflite_core.filter import probe_scheduler  # lazy: +146 ms to import
 
         probe_scheduler(args.scheduler)
         # the driver of a cluster's audit: its large arrays' pages go back when freed
         map_large_allocations()
-    from aflite_core.io import looks_like_glob
+    from aflite_core.io import looks_like_glob  # lazy: +37 ms to import
 
     if not Path(args.data).exists() and not looks_like_glob(args.data):
         raise FileNotFoundError(f"DATA: no such file: {args.data}")

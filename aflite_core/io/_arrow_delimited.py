@@ -59,6 +59,7 @@ _UTF8_BOM = BOM.encode("utf-8")
 def _delimited_scan(path: FileOrBytes, delimiter: str, skip: int, limit: int | None) -> ByteScan:
     """The csv module's state machine over the file's bytes (:mod:`aflite_core.io._text_scan`),
     given up at a record the csv module refuses or a line or cell past ``limit``."""
+    # lazy: +234 ms to import
     from aflite_core.io._text_scan import finish_scan, new_state, scan_block, state_values
 
     quoting = delimiter != "\t"

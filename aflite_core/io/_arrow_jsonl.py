@@ -49,6 +49,7 @@ _BOM = BOM.encode("utf-8")
 
 
 def _jsonl_scan(path: FileOrBytes, limit: int | None) -> ByteScan:
+    # lazy: +270 ms to import
     from aflite_core.io._text_scan import (
         JSONL_STATE,
         finish_jsonl_scan,

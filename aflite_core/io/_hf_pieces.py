@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import pyarrow as pa
+
 from aflite_core.io._file_pieces import PIECE_ROWS, FilePieces
 from aflite_core.io._readers import RawTable
 from aflite_core.io.shards import (
@@ -113,8 +115,6 @@ def _dataset_pieces(folder: Path, name: str, rows: int, max_cell: int | None = N
 def _batches_as_pieces(files: list[Path], labels: dict, name: str, rows: int,
                        pieces: FilePieces, max_cell: int | None = None
                        ) -> Iterator[RawTable]:
-    import pyarrow as pa
-
     group, held, schema = [], 0, None
     made = False
     for file in files:

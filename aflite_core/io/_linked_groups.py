@@ -28,8 +28,8 @@ def linked_components(premises: np.ndarray | None, hypotheses: np.ndarray) -> np
     and scipy's symmetric copy of them: 0.8 GB at 5M rows, the peak of the load; this one
     holds n edges with int32 indices.
     """
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
+    from scipy.sparse import csr_matrix  # lazy: +187 ms to import
+    from scipy.sparse.csgraph import connected_components  # lazy: +301 ms to import
 
     hyp = np.asarray(hypotheses, dtype=np.int64)
     if not len(hyp):

@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from aflite_core._validation import check_int
 from aflite_core._validation import fmt_bytes as _fmt_bytes
@@ -310,7 +312,7 @@ def read_parquet(
     length is read before the value is decoded, and the first cell past it is refused, naming
     the column and the record.
     """
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: +16 ms to import
 
     with parquet_errors(name):
         pfile = pq.ParquetFile(io.BytesIO(data))
@@ -327,8 +329,6 @@ def read_parquet(
 def parquet_errors(name: str) -> Iterator[None]:
     """Arrow's and the file system's errors reading a Parquet file as
     :class:`DatasetFormatError` ("not a readable Parquet file"); the loader's own pass."""
-    import pyarrow as pa
-
     try:
         yield
     except DatasetError:
@@ -413,8 +413,6 @@ def _check_mean_cells(meta: Any, schema: Any, name: str, max_cell: int) -> None:
 def _is_text_type(typ: Any) -> bool:
     """Text or binary values, plain or dictionary-encoded in the file's Arrow schema (a
     column written from a pandas Categorical is typed ``dictionary<string>``)."""
-    import pyarrow as pa
-
     if pa.types.is_dictionary(typ):
         typ = typ.value_type
     return (pa.types.is_string(typ) or pa.types.is_large_string(typ)
@@ -428,9 +426,7 @@ def read_parquet_rows(source: Any, schema: Any, name: str, max_bytes: int | None
     decoded bytes, each text cell within ``max_cell``; returns ``(table, decoded bytes)``
     (0 without ``max_bytes``). ``rows_before``: rows of the file before these (for the
     message)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # lazy: +16 ms to import
 
     if max_bytes is None and max_cell is None:
         pfile = pq.ParquetFile(source)
@@ -475,8 +471,6 @@ def check_cell_lengths(lengths: Any, max_cell: int, name: str, column: Any,
     DatasetFormatError
         A cell over ``max_cell`` bytes.
     """
-    import pyarrow.compute as pc
-
     longest = pc.max(lengths).as_py()
     if longest is None or longest <= max_cell:
         return
@@ -490,7 +484,6 @@ def check_batch_cells(batch: Any, max_cell: int | None, name: str, rows_before: 
     batch (a ``datasets`` folder's, read memory-mapped: lengths come from the offsets)."""
     if max_cell is None:
         return
-    import pyarrow.compute as pc
 
     for field_, column in zip(batch.schema, batch.columns, strict=True):
         if _is_text_type(field_.type):
@@ -516,8 +509,6 @@ def drop_unheld_columns(table: Any, name: str, warnings: list[str], dropped: dic
     left out, each named in a warning and in ``dropped`` with the refusal a role naming it
     gets: binary data that is not UTF-8 (an image, audio) and, with ``nested``, lists,
     structs and maps (a ``datasets`` Image or Audio feature)."""
-    import pyarrow as pa
-
     keep = []
     for i, field_ in enumerate(table.schema):
         typ = field_.type

@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from aflite_core.errors import (
     DatasetError,
@@ -101,7 +103,7 @@ def load_to_disk(source: Any, path: str | os.PathLike, *, map_shards: Any = None
     DatasetError
         As :func:`~aflite_core.io.datasets.load_dataset`; ``path`` is then removed.
     """
-    from aflite_core.io.datasets import load_dataset
+    from aflite_core.io.datasets import load_dataset  # lazy: +38 ms to import
 
     path = Path(path)
     read_options = {"format": format, "encoding": encoding, "max_bytes": max_bytes,
@@ -126,14 +128,16 @@ def load_to_disk(source: Any, path: str | os.PathLike, *, map_shards: Any = None
 
 def _streamed(source: Any, path: Path, *, map_shards: Any, name: str | None,
               read_options: dict, options: dict) -> Any:
-    from aflite_core.io import shards
+    from aflite_core.io import shards  # lazy: +19 ms to import
+
+    # lazy: +38 ms to import
     from aflite_core.io.datasets import LINKED_TEXT, NotStreamable, prepare_dataset
 
     folder = isinstance(source, (str, os.PathLike)) and Path(source).is_dir()
     if options.get("choices") is not None:
         raise _Whole("multiple-choice data")
     if folder and any((Path(source) / f).is_file() for f in (shards.HF_STATE, shards.HF_DICT)):
-        from aflite_core.io._hf_pieces import DatasetFolderPieces
+        from aflite_core.io._hf_pieces import DatasetFolderPieces  # lazy: +21 ms to import
 
         path_ = Path(source)
         name = name or shards.sharded_name(path_)
@@ -266,8 +270,6 @@ class _ShardWriter:
         self._pending_rows = 0
 
     def append(self, frame: pd.DataFrame, layout: _Layout, id_column: str | None) -> None:
-        import pyarrow.parquet as pq
-
         data = frame.copy(deep=False)
         data.columns = [str(c) for c in data.columns]
         ids = (np.arange(self._rows, self._rows + len(frame), dtype=np.int64)
@@ -302,8 +304,6 @@ class _ShardWriter:
             self._writer = None
 
     def _flush(self, rows: int) -> None:
-        import pyarrow as pa
-
         pending = pa.concat_tables(self._pending)
         write_row_groups(self._writer, pending.slice(0, rows))
         rest = pending.slice(rows)
@@ -371,7 +371,7 @@ class _ShardStream:
 
 def _shard_tables(read: Callable, max_bytes: int | None, files: Sequence[Path],
                   map_shards: Any) -> _ShardStream:
-    from aflite_core.io.shards import read_shard
+    from aflite_core.io.shards import read_shard  # lazy: +19 ms to import
 
     return _ShardStream(functools.partial(read_shard, read, max_bytes), files, map_shards)
 
@@ -382,7 +382,7 @@ class _Shards:
 
     def __init__(self, source: Any, name: str | None, read_options: dict,
                  map_shards: Any) -> None:
-        from aflite_core.io import shards
+        from aflite_core.io import shards  # lazy: +19 ms to import
 
         self.name = name = name or shards.sharded_name(source)  # as read_source names it
         files = shards._shard_files(source, name)
@@ -402,7 +402,7 @@ class _Shards:
         self._stream.close()
 
     def join(self, lean: list[RawTable]) -> RawTable:
-        from aflite_core.io import shards
+        from aflite_core.io import shards  # lazy: +19 ms to import
 
         return self._stream.noted(shards._concatenate(lean, self._names, self.name))
 
@@ -443,7 +443,7 @@ class _Pieces:
 
 def _same_columns(table: RawTable, first: RawTable, shard: str, first_shard: str,
                   name: str) -> None:
-    from aflite_core.io.shards import check_same_columns
+    from aflite_core.io.shards import check_same_columns  # lazy: +19 ms to import
 
     check_same_columns(list(first.frame.columns), list(table.frame.columns), shard,
                        first_shard, name)
@@ -454,8 +454,6 @@ def _on_disk(dataset: Any, path: Path, info: dict, layout: _Layout,
     """The dataset as :func:`~aflite_core.io._texts_on_disk.move_texts` leaves it
     (:func:`~aflite_core.io._texts_on_disk.texts_off_frame`): the file's text columns are the
     Arrow text columns and the placeholders."""
-    import pyarrow.parquet as pq
-
     frame = dataset.frame
     texts = tuple(str(c) for c in frame.columns
                   if c in layout.placeholders or arrow_text(frame[c]) is not None)
@@ -467,6 +465,4 @@ def _on_disk(dataset: Any, path: Path, info: dict, layout: _Layout,
 def _release_arrow_pool() -> None:
     """Hand the Arrow memory pool's freed pages back (mimalloc and jemalloc keep them: a
     shard's text read, written and dropped stayed in the process)."""
-    import pyarrow as pa
-
     pa.default_memory_pool().release_unused()

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import os
 import secrets
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
@@ -146,8 +147,6 @@ def sweep_stale_parts(folder: str | os.PathLike, *, prefix: str = ".",
     """Remove ``.part-`` temporary files in ``folder`` (only those whose name starts with
     ``prefix``) left by a process killed mid-export: at once when no process holds one's lock
     (:func:`_hold`), else once older than ``max_age`` seconds."""
-    import time
-
     removed: list[Path] = []
     now = time.time()
     try:
@@ -197,7 +196,7 @@ def _hold(handle: IO[bytes]) -> None:
     with the process, so a later export's sweep can tell a killed export's file (unlocked)
     from one still being written (locked) at once, instead of waiting a day."""
     try:
-        import fcntl
+        import fcntl  # POSIX only
 
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except (ImportError, OSError):  # no flock here (Windows, some network file systems)
@@ -208,7 +207,7 @@ def _abandoned(path: Path) -> bool:
     """Whether no process holds the temporary file ``path`` open for writing (its lock,
     :func:`_hold`, can be taken); False where locks cannot be taken."""
     try:
-        import fcntl
+        import fcntl  # POSIX only
     except ImportError:
         return False
     try:

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from aflite_core.io._tables import index_values, parquet_safe_table, unique_column_name
 from aflite_core.io._text_columns import arrow_text, text_hashes, texts
@@ -56,8 +58,6 @@ def write_frame(frame: pd.DataFrame, path: str | os.PathLike, *,
     ValueError
         If the index (the row ids) has duplicates.
     """
-    import pyarrow.parquet as pq
-
     if frame.index.has_duplicates:
         raise ValueError("dataset frame: row ids (the index) must be unique")
     id_col = unique_column_name("row_id", map(str, frame.columns))
@@ -99,9 +99,6 @@ def take_rows(path: str | os.PathLike, positions: np.ndarray, columns: list[str]
     IndexError
         If a position is outside the file's rows.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     source = pq.ParquetFile(path)
     positions = np.asarray(positions, dtype=np.int64)
     starts = row_group_starts(source)
@@ -153,8 +150,6 @@ class TextsFile:
     def write(cls, frame: pd.DataFrame, path: str | os.PathLike) -> TextsFile:
         """Write ``frame`` (:func:`write_frame`) and name the columns that may leave memory:
         those stored as Arrow strings."""
-        import pyarrow.parquet as pq
-
         path = Path(path)
         info = write_frame(frame, path)
         starts = row_group_starts(pq.ParquetFile(path))
@@ -210,7 +205,6 @@ def column_hashes(column: pd.Series | ColumnOnDisk) -> np.ndarray:
     a row group at a time: a hash depends on its row's text only)."""
     if isinstance(column, pd.Series):
         return text_hashes(column)
-    import pyarrow.parquet as pq
 
     source = pq.ParquetFile(column.file.path)
     parts = [text_hashes(source.read_row_group(g, columns=[column.name]).to_pandas()[
@@ -255,8 +249,6 @@ def texts_off_frame(dataset: Any, written: TextsFile, components: np.ndarray | N
     (what the audit reads whole); the label and split columns become categoricals; the
     linked-text ``components`` (None: none) are kept for the new frame. Shared by
     :func:`move_texts` and the streamed load (:mod:`aflite_core.io._streamed_load`)."""
-    from dataclasses import replace
-
     mapping = dataset.columns
     kept = {mapping.label, mapping.split, mapping.group}
     moved = tuple(c for c in written.columns

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pandas.api import types
 
 from aflite_core.errors import DamagedFileError
@@ -566,8 +567,6 @@ def joined_splits(tables: list[RawTable], splits: list[str], name: str,
 
 def _read_hf_dataset(path: Path, name: str, max_cell: int | None = None) -> RawTable:
     """A ``Dataset`` folder: its Arrow stream files, in ``state.json``'s order."""
-    import pyarrow as pa
-
     files, fingerprint = hf_data_files(path, name)
     batches, schema = [], None
     for file in files:
@@ -603,8 +602,6 @@ def hf_batches(file: Path, name: str, *, max_cell: int | None = None) -> Any:
     file), each with the file's schema, read as they are taken (memory-mapped); first
     ``(None, schema)`` (a file may hold no batch). Each batch is validated (a damaged body
     is refused, naming the file) and its text cells held to ``max_cell`` bytes."""
-    import pyarrow as pa
-
     try:
         with pa.memory_map(str(file), "r") as source:
             try:
@@ -640,8 +637,6 @@ def _checked(batch: Any, file: Path, index: int, name: str, max_cell: int | None
     """A record batch whose buffers are what its schema says (offsets in bounds, text valid
     UTF-8): a memory-mapped batch is not checked when read, and a damaged body once failed
     later, deep in the loader, with the file's bytes in the message."""
-    import pyarrow as pa
-
     try:
         batch.validate(full=True)
     except pa.ArrowException as exc:

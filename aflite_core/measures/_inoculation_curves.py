@@ -42,9 +42,9 @@ class LinearModel:
         return self.features.transform(data)
 
     def fit_weights(self, F, y, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
-        from sklearn.base import clone
+        from sklearn.base import clone  # lazy: +1259 ms to import
 
-        from aflite_core.represent import single_blas_thread
+        from aflite_core.represent import single_blas_thread  # lazy: +1272 ms to import
 
         with single_blas_thread():
             lr = clone(self.classifier).fit(F, y, sample_weight=sample_weight)

@@ -21,7 +21,7 @@ def interval_chart(table: pd.DataFrame, height: int | None = None):
     """Removal rate of each slice (``rank``, ``description``, ``removal_rate``, ``ci_low``,
     ``ci_high``, ``difference``, ``size``, ``z``, ``base_rate``) with its interval, and the
     base rate; the first row of ``table`` on top."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # lazy: +16 ms to import
 
     shown = table.iloc[::-1]
     names = [f"#{r} {str(d)[:60].translate(_NO_TAGS)}"

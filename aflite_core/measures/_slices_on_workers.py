@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from aflite_core.cues import FAMILIES
+from aflite_core.cues import FAMILIES, extract_with_annotations
 from aflite_core.measures._slices_counts import SliceColumns, SliceSpec
 from aflite_core.measures._slices_features import (
     SliceFeatures,
@@ -93,8 +93,6 @@ class _Summary:
 def _extract(hypotheses: list[str], premises: list[str] | None, scope: np.ndarray,
              options: ExtractOptions) -> _ChunkFeatures:
     """A chunk's features (runs on a worker; its result stays there)."""
-    from aflite_core.cues import extract_with_annotations
-
     matrix = extract_with_annotations(
         hypotheses, premises, features=options.features, text=options.text, min_count=1,
         lemma=False, sentiment_lexicon="opinion", cache=True, cache_dir=None, n_jobs=1,
@@ -210,7 +208,7 @@ class ChunkedCounts:
     def __init__(self, client: Any, texts: Iterator[tuple[list[str], list[str] | None]],
                  bounds: list[tuple[int, int]], scope: np.ndarray, weights: np.ndarray,
                  options: ExtractOptions, *, min_count: int, progress=None) -> None:
-        from distributed import as_completed
+        from distributed import as_completed  # lazy: +474 ms to import
 
         self.client = client
         self.tasks = 0
@@ -240,7 +238,7 @@ class ChunkedCounts:
     # ---------------------------------------------------------------- the merged features
 
     def _merge(self, parts: list[_Summary], min_count: int) -> None:
-        from aflite_core.cues import check_same_extraction
+        from aflite_core.cues import check_same_extraction  # lazy: +93 ms to import
 
         check_same_extraction(parts)
         first = parts[0]

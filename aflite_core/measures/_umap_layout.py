@@ -117,7 +117,7 @@ _sgd = _jit(_sgd)
 def find_ab(spread: float = 1.0, min_dist: float = 0.1) -> tuple[float, float]:
     """``a``, ``b`` of the curve 1 / (1 + a d^(2b)) that fits UMAP's target (umap-learn's
     ``find_ab_params``)."""
-    from scipy.optimize import curve_fit
+    from scipy.optimize import curve_fit  # lazy: +339 ms to import
 
     xv = np.linspace(0, spread * 3, 300)
     yv = np.where(xv < min_dist, 1.0, np.exp(-(xv - min_dist) / spread))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from aflite_core.chart_style import SET_COLORS, chart_text
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.represent import cluster_workers, dask_folds, map_streamed
 
 #: The run-folder file: the cue table with a leading ``scope`` column (full | retained).
 FILE = "cues.parquet"
@@ -20,15 +22,12 @@ def compute(ctx: MeasureContext) -> MeasureResult:
     On a Dask cluster the tables come from a map-reduce over row chunks on the workers
     (:mod:`aflite_core.cues.count_tables`, the same table); here, from all rows at once.
     """
-    from aflite_core.represent import cluster_workers, dask_folds
-
     ctx.progress(0.0, "cue statistics of the full and the retained data")
     scopes = {"full": None, "retained": ctx.retained_ids}
     cluster = dask_folds()
     if cluster is not None:
-        from aflite_core.cues import count_tables
-        from aflite_core.measures.slices import features_on_workers
-        from aflite_core.represent import map_streamed
+        from aflite_core.cues import count_tables  # lazy: +291 ms to import
+        from aflite_core.measures.slices import features_on_workers  # lazy: +224 ms to import
 
         chunk_rows = count_tables.chunk_rows_for(len(ctx.dataset),
                                                  len(cluster_workers(cluster.client)))
@@ -39,7 +38,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
             chunk_rows=chunk_rows, progress=ctx.progress, mapper=map_streamed, streamed=True,
             seed_cache=not features_on_workers(ctx), **ctx.params)
     else:
-        from aflite_core.cues import statistics
+        from aflite_core.cues import statistics  # lazy: +306 ms to import
 
         table = statistics.cue_tables(ctx.dataset, scopes, groups=ctx.dataset.group_codes(),
                                       random_state=ctx.random_state, **ctx.params)
@@ -93,9 +92,7 @@ FIGURE_TOP = 20
 
 def figures(run) -> list:
     """The top cues of the full data: cueness before vs after, side by side."""
-    import plotly.graph_objects as go
-
-    from aflite_core.chart_style import SET_COLORS, chart_text
+    import plotly.graph_objects as go  # lazy: +14 ms to import
 
     table = next(iter(tables(run).values()), None)
     if table is None or table.empty:

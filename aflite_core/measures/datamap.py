@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
+from aflite_core.chart_style import REFERENCE_COLOR, STATUS_COLORS
 from aflite_core.io import compact_categorical, str_codes
 from aflite_core.measures.registry import (
     Measure,
@@ -586,8 +587,6 @@ def add_region_lines(fig, thresholds: dict, *, labels: bool = True, x_max: float
     ``earlier`` (:func:`earlier_rule`), a run's stored thresholds of the rule before: the
     ambiguous line across every confidence, hard below its line. The HTML report's map and
     the dashboard's interactive one both use it."""
-    from aflite_core.chart_style import REFERENCE_COLOR
-
     def text(s: str) -> dict:
         return {"annotation_text": s} if labels else {}
 
@@ -622,9 +621,7 @@ def figures(run) -> list:
     """The region axis (label quality or confidence) × variability of the scored rows by
     status (a seeded sample of at most :data:`FIGURE_POINTS`; the region counts in the tables
     are exact), with the thresholds."""
-    import plotly.graph_objects as go
-
-    from aflite_core.chart_style import STATUS_COLORS
+    import plotly.graph_objects as go  # lazy: +20 ms to import
 
     axis = axis_of(run)
     present = run.parquet_columns(FILE)

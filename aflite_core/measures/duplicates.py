@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from aflite_core._validation import check_real
+from aflite_core.chart_style import PALETTE, SET_COLORS, chart_text
 from aflite_core.measures._neighbors import as_matrix, l2_normalize
 from aflite_core.measures.registry import (
     Measure,
@@ -302,10 +304,6 @@ SUMMARY_COLUMNS = {"scope", "kind", "share"}
 
 def _duplicate_figures(run) -> list:
     """Share of redundant copies (exact and near) before vs after."""
-    import plotly.graph_objects as go
-
-    from aflite_core.chart_style import PALETTE, SET_COLORS, chart_text
-
     _, table = stored_summary(run, "duplicates", "duplicates.json", SUMMARY_COLUMNS)
     if table is None:
         return []

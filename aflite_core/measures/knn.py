@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core._validation import check_fraction
+from aflite_core.chart_style import PALETTE
 from aflite_core.measures._neighbors import (  # noqa: F401 - nearest_neighbors: re-exported
     ProgressCallback,
     approx_topk,
@@ -37,8 +38,8 @@ from aflite_core.measures._neighbors import (  # noqa: F401 - nearest_neighbors:
     resolve_method,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent import dask_folds, is_partitioned, map_folds
-from aflite_core.splits import TEST_VALUES, holdout_mask, split_masks
+from aflite_core.represent import dask_folds, is_partitioned, lost_data, map_folds
+from aflite_core.splits import TEST_VALUES, holdout_mask, label_matched_subsets, split_masks
 
 #: Neighbour counts reported by default (the paper's 1, 5, 10, 50).
 KS: tuple[int, ...] = (1, 5, 10, 50)
@@ -436,8 +437,6 @@ def _search_there(Qn: np.ndarray, Rn: _UnitRowsThere, references: list[_Referenc
     those rows of the normalised matrix, bit for bit) and searches them as the driver
     would. A worker lost meanwhile has Φ built again (:meth:`PartitionedRows.restore_lost`)
     and the sets searched again."""
-    from aflite_core.represent import lost_data
-
     client, X = Rn.folds.client, Rn.X
     while True:
         queries = client.scatter(Qn, broadcast=True, hash=False)
@@ -590,8 +589,6 @@ def random_control(X_train, y_train, X_heldout, y_heldout, retained_mask, *,
 
 
 def _control_draws(y_train, retained_mask, n_draws: int, random_state) -> list[np.ndarray]:
-    from aflite_core.splits import label_matched_subsets
-
     return label_matched_subsets(np.asarray(y_train), np.asarray(retained_mask, dtype=bool),
                                  n_draws=n_draws, random_state=random_state)
 
@@ -673,9 +670,7 @@ def _knn(ctx: MeasureContext) -> MeasureResult:
 def _knn_figures(run) -> list:
     """Mean cosine distance to the k nearest training rows, per relation and scope (all
     classes): before, after, and the random-removal control (dash-dot)."""
-    import plotly.graph_objects as go
-
-    from aflite_core.chart_style import PALETTE
+    import plotly.graph_objects as go  # lazy: +25 ms to import
 
     knn = run.read_parquet("knn.parquet")
     if knn is None or knn.empty:

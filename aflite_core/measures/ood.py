@@ -35,6 +35,7 @@ import pandas as pd
 
 from aflite_core._validation import check_choice
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.represent import pair_texts
 from aflite_core.splits import label_matched_subsets
 
 #: The run-folder file.
@@ -130,7 +131,7 @@ def evaluate_ood(texts: Sequence[str], labels: Sequence[Any], keep: np.ndarray,
     ValueError
         For no challenge sets, or a challenge set none of whose labels a model can predict.
     """
-    from aflite_core.represent import single_blas_thread, text_model
+    from aflite_core.represent import single_blas_thread, text_model  # lazy: +1202 ms to import
 
     check_choice("model", model, MODELS)
     if not challenges:
@@ -204,8 +205,6 @@ def _summary_row(scores: pd.DataFrame, challenge: Challenge, truth: np.ndarray,
 
 def dataset_challenge(dataset: Any, name: str | None = None) -> Challenge:
     """A loaded :class:`~aflite_core.io.datasets.AuditDataset` as a challenge set."""
-    from aflite_core.represent import pair_texts
-
     return Challenge(name or str(dataset.name),
                      pair_texts(dataset.premises(), dataset.hypotheses()),
                      np.asarray(dataset.labels(), dtype=object))
@@ -215,8 +214,7 @@ def dataset_challenge(dataset: Any, name: str | None = None) -> Challenge:
 
 
 def _compute(ctx: MeasureContext) -> MeasureResult:
-    from aflite_core.io import load_dataset
-    from aflite_core.represent import pair_texts
+    from aflite_core.io import load_dataset  # lazy: +174 ms to import
 
     params = MEASURE.check_params(ctx.params, n_rows=len(ctx.y))
     paths = params.pop("challenges") or ()

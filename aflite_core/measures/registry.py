@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import aflite_core.measures as package
 from aflite_core.errors import MeasureSkipped  # re-exported: what a measure raises to skip
+from aflite_core.io import RowTexts, compact_categorical, str_codes
 from aflite_core.represent import is_partitioned
 from aflite_core.schema import Option, check_options  # Option re-exported: the one schema
 
@@ -213,8 +216,6 @@ class MeasureContext:
         ``pd.Categorical`` of their strings makes it (the values present, sorted), from the
         scores' own 1-byte codes: no object nor intp code per row. None when the column is
         not categorical of str or a row has no value (the caller converts strings)."""
-        from aflite_core.io import compact_categorical
-
         values = self.scores.get(column)
         if values is None or not isinstance(values.dtype, pd.CategoricalDtype) or not all(
                 isinstance(c, str) for c in values.cat.categories):
@@ -238,8 +239,6 @@ class MeasureContext:
         ``str_codes(y[rows])`` gives them, ``(codes, classes)``: ``classes`` the labels
         present, sorted (a str array), ``classes[codes]`` every row's; the codes the smallest
         integers (from the scores' label codes: a byte a row, not two intp arrays)."""
-        from aflite_core.io import str_codes
-
         labels = self.scores_categorical("label", rows)
         if labels is None:
             codes, classes = str_codes(self.y if rows is None
@@ -252,8 +251,6 @@ class MeasureContext:
         """``scores``' status of each filterable row (of ``rows`` among them: positions), as
         an object array holding one str per status (``<NA>`` for a row not in ``scores``):
         no Python str per row."""
-        from aflite_core.io import str_codes
-
         status = self.scores_categorical("status", rows)
         if status is not None:
             return status.categories.to_numpy(dtype=object)[status.codes]
@@ -285,8 +282,6 @@ class MeasureContext:
         return None if column is None else self._row_texts(column)
 
     def _row_texts(self, column: str) -> Sequence[str]:
-        from aflite_core.io import RowTexts
-
         dataset = self.dataset
         included = dataset.included_mask
         # every row (the default audit): no positions (8 bytes a row, for each column)
@@ -412,7 +407,6 @@ class Measure:
         options ``params`` (the form's defaults where not given)."""
         if not callable(self.cost):
             return float(self.cost)
-        import inspect
 
         if len(inspect.signature(self.cost).parameters) >= 2:
             return float(self.cost(n_rows, {**self.defaults(n_rows), **(params or {})}))
@@ -467,8 +461,6 @@ _EXTRA: dict[str, Measure] = {}
 
 @functools.lru_cache(maxsize=1)
 def _discovered() -> tuple[Measure, ...]:
-    import aflite_core.measures as package
-
     found: dict[str, Measure] = {}
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_") or info.name == "registry":

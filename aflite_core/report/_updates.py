@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 from aflite_core.io import parquet_safe_table
 from aflite_core.report.html import build_report
@@ -41,8 +42,6 @@ def add_measure(path: str | os.PathLike, name: str, *,
     AuditRun
         The run, re-read.
     """
-    import pyarrow.parquet as pq
-
     run = load_run(path)
     written = []
 

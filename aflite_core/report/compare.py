@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core.measures import figure_verdict
-from aflite_core.runs import FILTER_NAMES, AuditRun, load_run, to_jsonable
+from aflite_core.measures import figure_verdict, registry
+from aflite_core.runs import FILTER_NAMES, AuditRun, load_run, to_jsonable, views
 
 
 @dataclass
@@ -89,7 +89,7 @@ def _as_run(run: AuditRun | str | os.PathLike) -> AuditRun:
 
 
 def _correlations(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    from scipy import stats
+    from scipy import stats  # lazy: +1060 ms to import
 
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan"), float("nan")
@@ -522,8 +522,6 @@ def run_profile(run: AuditRun | str | os.PathLike, *, label_order: list[str] | N
         Order of the label rows (so that two runs show their labels in the same order);
         labels not in it follow, most frequent first.
     """
-    from aflite_core.runs import views
-
     run = _as_run(run)
     sizes = run.sizes
     labels = _label_table(run.summary.get("labels") or {}, label_order)
@@ -572,8 +570,6 @@ def measure_sections(a: AuditRun, b: AuditRun, *, include_absent: bool = False
     A measure that neither run has (not run, nothing written) is left out unless
     ``include_absent``; one that only one run has is kept, so both columns show it.
     """
-    from aflite_core.measures import registry
-
     states_a, states_b = a.measure_states(), b.measure_states()
     out = []
     for measure in registry.measures():

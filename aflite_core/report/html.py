@@ -19,6 +19,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
 
 from aflite_core.chart_style import (
     PALETTE,
@@ -167,8 +170,6 @@ class _Figures:
     """Render Plotly figures to ``<div>``s without repeating the library."""
 
     def __init__(self) -> None:
-        import plotly.io as pio
-
         self._pio = pio
 
     def __call__(self, fig, height: int = 360) -> str:
@@ -188,8 +189,6 @@ class _Figures:
 
 def plotly_js() -> str:
     """The Plotly JavaScript bundle shipped with the installed ``plotly`` package."""
-    from plotly.offline import get_plotlyjs
-
     return get_plotlyjs()
 
 
@@ -221,7 +220,7 @@ def _section_provenance(run: AuditRun) -> str:
             }
         ),
     ]
-    from aflite_core.runs import stage_table
+    from aflite_core.runs import stage_table  # lazy: +107 ms to import
 
     stages = stage_table(run)
     if stages is not None:
@@ -254,8 +253,6 @@ def _status_counts(run: AuditRun) -> dict[str, int]:
 
 
 def _section_sizes(run: AuditRun, fig: _Figures) -> str:
-    import plotly.graph_objects as go
-
     counts = _status_counts(run)
     before = counts["retained"] + counts["removed"]
     table = pd.DataFrame(
@@ -278,7 +275,7 @@ def _section_sizes(run: AuditRun, fig: _Figures) -> str:
         )
     )
     chart.update_layout(title="Rows by status", yaxis_title="rows")
-    from aflite_core.runs import filter_description, split_sizes
+    from aflite_core.runs import filter_description, split_sizes  # lazy: +107 ms to import
 
     what = filter_description(run)
     per_split = split_sizes(run)
@@ -317,8 +314,6 @@ def _label_counts(run: AuditRun) -> pd.DataFrame:
 
 
 def _section_labels(run: AuditRun, fig: _Figures) -> str:
-    import plotly.graph_objects as go
-
     frame = _label_counts(run)
     if frame.empty:
         return _absent("No label information in this run.")
@@ -335,7 +330,7 @@ def _section_labels(run: AuditRun, fig: _Figures) -> str:
 
 
 def _section_rounds(run: AuditRun, fig: _Figures) -> str:
-    from aflite_core.runs import round_name, stop_explanation
+    from aflite_core.runs import round_name, stop_explanation  # lazy: +107 ms to import
 
     history = run.history
     if history.empty or "size" not in history.columns or "removed" not in history.columns:
@@ -353,8 +348,6 @@ def _section_rounds(run: AuditRun, fig: _Figures) -> str:
 
 
 def _section_predictability(run: AuditRun, fig: _Figures) -> str:
-    import plotly.graph_objects as go
-
     scores = run.score_columns(["predictability", "status"])  # status as codes
     values = scores["predictability"].to_numpy(dtype=float)
     status = scores["status"]

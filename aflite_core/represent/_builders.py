@@ -43,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import scipy.sparse as sp
 
 from aflite_core._validation import check_fraction, check_int, check_seed, make_rng
@@ -52,6 +54,8 @@ from aflite_core.errors import (  # noqa: F401 - re-exported: their public home
     RepresentationError,
 )
 from aflite_core.io import AuditDataset
+from aflite_core.represent._partitions import DaskPartitions
+from aflite_core.represent._term_counts import tfidf_matrix
 
 __all__ = [
     "METHODS",
@@ -126,8 +130,6 @@ def _vectorize(texts: list[str], max_features: int, min_df: int,
     text tokenised once (:func:`~aflite_core.represent._term_counts.tfidf_matrix`; both blocks
     of 100k SNLI-like rows with 68.5k distinct premises 1.30-1.34 -> 1.18-1.26 s, of 1M rows
     12.8 -> 8.9 s); None when no word is found."""
-    from aflite_core.represent._term_counts import tfidf_matrix
-
     for df in dict.fromkeys((min_df, 1)):
         try:
             return tfidf_matrix(texts, min_df=df, max_features=max_features, model=model)
@@ -231,7 +233,7 @@ def _svd_info(k: int, n_features: int, explained: float) -> dict:
 
 def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
          callback: Any = None, keep: dict | None = None) -> tuple[np.ndarray, dict]:
-    from aflite_core.represent._svd import truncated_svd
+    from aflite_core.represent._svd import truncated_svd  # lazy: +93 ms to import
 
     n_rows, n_features = M.shape
     k = min(n_components, n_features - 1, n_rows - 1)
@@ -252,8 +254,8 @@ def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
     """``_svd(tfidf_blocks(...))`` over row partitions on ``client``'s workers: the same Φ
     (:mod:`aflite_core.represent._partitioned_svd`); the driver never holds the TF-IDF
     matrix or the SVD's n x l basis."""
+    # lazy: +132 ms to import
     from aflite_core.represent._partitioned_svd import partition_bounds, partitioned_tfidf_svd
-    from aflite_core.represent._partitions import DaskPartitions
 
     # lazy sequences: each partition's texts are made as it is sent, never every row's
     hypotheses, premises = dataset.hypothesis_texts(), dataset.premise_texts()
@@ -350,8 +352,8 @@ def warmup_split(labels: np.ndarray, fraction: float, random_state: int | None) 
 def _warmup(
     dataset: AuditDataset, n_components: int, fraction: float, random_state: int | None
 ) -> tuple[np.ndarray, np.ndarray, dict]:
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.neural_network import MLPClassifier
+    from sklearn.exceptions import ConvergenceWarning  # lazy: +1406 ms to import
+    from sklearn.neural_network import MLPClassifier  # lazy: +1349 ms to import
 
     labels = dataset.labels()
     mask = warmup_split(labels, fraction, random_state)
@@ -443,9 +445,6 @@ def _read_npz(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _read_parquet(path: Path) -> tuple[np.ndarray, np.ndarray | None]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     try:
         table = pq.read_table(path)
     except (pa.ArrowException, OSError) as exc:
@@ -603,7 +602,7 @@ def _precomputed(dataset: AuditDataset, path: Any) -> tuple[np.ndarray, dict]:
 
 def _encoder(dataset: AuditDataset, family: str, model: Any, combine: str | None,
              callback: Any) -> tuple[np.ndarray, dict]:
-    from aflite_core.represent import encoders
+    from aflite_core.represent import encoders  # lazy: +14 ms to import
 
     combine = encoders.DEFAULT_COMBINE if combine is None else str(combine)
     if combine not in encoders.COMBINE_MODES:

@@ -65,17 +65,18 @@ def distill_static(
     pathlib.Path
         ``out_dir``.
     """
+    # lazy: +501 ms to import
     from aflite_core.represent.encoders import missing_extra, resolve_model
 
     try:
-        import torch
-        from model2vec import StaticModel
-        from sentence_transformers import SentenceTransformer
-        from tokenizers import Tokenizer
+        import torch  # optional dependency
+        from model2vec import StaticModel  # optional dependency
+        from sentence_transformers import SentenceTransformer  # optional dependency
+        from tokenizers import Tokenizer  # optional dependency
     except ImportError as exc:
         raise missing_extra("sentence_transformers" if "model2vec" not in str(exc) else "static",
                        exc) from exc
-    from sklearn.decomposition import PCA
+    from sklearn.decomposition import PCA  # lazy: +1969 ms to import
 
     source, _, _ = resolve_model("sentence_transformers", model)
     st = SentenceTransformer(source, device="cpu")

@@ -32,10 +32,13 @@ import contextlib
 import functools
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
+
+from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import available_cores
 from aflite_core.errors import LostOnCluster  # noqa: F401 - re-exported: raised here
@@ -129,8 +132,6 @@ def dask_folds() -> DaskFolds | None:
 
 def _fit_task(fit: Callable[..., R], task: T, *resident: Any) -> R:
     """One fold fit on a worker, on one BLAS thread as on the local pool."""
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(limits=1, user_api="blas"):
         return fit(task, *resident)
 
@@ -240,8 +241,6 @@ def stream_ordered(client: Any, fn: Callable[[T], R], items: Iterable[T], *,
     sent (an iterator of chunks read one at a time stays one at a time here). Closing the
     iterator cancels the tasks in flight; a task's error is raised as it is. ``fn`` is sent
     by value or reference like any task (a module-level function or a partial of one)."""
-    from collections import deque
-
     ahead = int(ahead) or 2 * max(len(cluster_workers(client)), 1)
     items = iter(items)
     waiting: deque = deque()
@@ -362,8 +361,6 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
     list
         The results, in the order of ``tasks``.
     """
-    from threadpoolctl import threadpool_limits
-
     tasks = list(tasks)
     record = _ON_DASK.get()
     extra = ()

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite_core.represent._fold_pool import departed_workers
 from aflite_core.represent._partitions import LocalPartitions, PartitionLost, on_one_thread
 
 __all__ = ["MAX_RESTORES", "PartitionedRows", "RowsOnWorkers", "add_rows", "is_partitioned"]
@@ -528,7 +529,6 @@ class PartitionedRows:
         store = self._store
         if isinstance(store.runner, LocalPartitions):
             return False
-        from aflite_core.represent._fold_pool import departed_workers
 
         holders = {h for h in store.holders() if h}
         # the scheduler may learn of a death a moment after a task failed: asked for 2 s

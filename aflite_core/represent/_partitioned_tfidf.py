@@ -205,7 +205,7 @@ def merge_scans(summaries: list[list], n_rows: int, *, min_df: int,
 def _build_block(scan: BlockScan, local_to_global: np.ndarray, column_of: np.ndarray,
                  idf: np.ndarray) -> sp.csr_matrix:
     """One block's TF-IDF rows of a partition (step 3)."""
-    from sklearn.preprocessing import normalize
+    from sklearn.preprocessing import normalize  # lazy: +1236 ms to import
 
     n_rows = len(scan.codes)
     ids = local_to_global[scan.flat] if len(scan.flat) else np.zeros(0, dtype=np.int64)

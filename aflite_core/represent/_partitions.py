@@ -20,7 +20,9 @@ fails with :class:`PartitionLost`, and the caller starts again from its texts.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future as Box
 from typing import Any
 
 from aflite_core.errors import PartitionLost  # noqa: F401 - re-exported: raised here
@@ -44,9 +46,6 @@ def scatter_within(client: Any, objs: list, timeout: float, **kwargs: Any) -> li
     suite (a loaded machine). Here the call runs on a helper thread and :class:`TimeoutError`
     is raised when it outlasts ``timeout``; the helper ends when the client answers or closes.
     """
-    import threading
-    from concurrent.futures import Future as Box
-
     box: Box = Box()
 
     def run() -> None:
@@ -60,7 +59,7 @@ def scatter_within(client: Any, objs: list, timeout: float, **kwargs: Any) -> li
 
 
 def on_one_thread(fn: Callable, *args: Any) -> Any:
-    from threadpoolctl import threadpool_limits
+    from threadpoolctl import threadpool_limits  # lazy: +7 ms to import
 
     with threadpool_limits(limits=1, user_api="blas"):
         return fn(*args)

@@ -66,6 +66,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
+from threadpoolctl import threadpool_limits
 
 from aflite_core._validation import check_choice, check_int, check_real, check_seed
 from aflite_core.represent._pair_inputs import (  # noqa: F401 - re-exported
@@ -246,7 +247,5 @@ def text_model(kind: str, *, C: float = 1.0, max_iter: int = 1000,
 @contextlib.contextmanager
 def single_blas_thread() -> Iterator[None]:
     """Run the enclosed fits with one BLAS thread (see the module docstring)."""
-    from threadpoolctl import threadpool_limits
-
     with threadpool_limits(limits=1, user_api="blas"):
         yield

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -265,7 +266,7 @@ class Encoder:
 
 def _load_static(source: str, local: bool) -> tuple[Callable, int, int]:
     try:
-        from model2vec import StaticModel
+        from model2vec import StaticModel  # optional dependency
     except ImportError as exc:
         raise missing_extra("static", exc) from exc
     try:
@@ -291,7 +292,7 @@ def _load_static(source: str, local: bool) -> tuple[Callable, int, int]:
 def _load_sentence_transformers(source: str, local: bool, batch_size: int
                                 ) -> tuple[Callable, int, int]:
     try:
-        from sentence_transformers import SentenceTransformer
+        from sentence_transformers import SentenceTransformer  # optional dependency
     except ImportError as exc:
         raise missing_extra("sentence_transformers", exc) from exc
     try:
@@ -395,8 +396,6 @@ def embed_pair(
         JSON-ready facts: model, model id, dimension, combine mode, cache outcome and
         distinct texts per side, seconds spent embedding.
     """
-    import time
-
     if combine not in COMBINE_MODES:
         raise ValueError(f"combine: expected one of {', '.join(COMBINE_MODES)}, got {combine!r}")
     sides = [("hypotheses", hypotheses)]

@@ -129,8 +129,8 @@ def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None
     readable Parquet file (its footer) with the required columns, and every file the
     summary lists under ``artifacts`` must still be there.
     """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # lazy: +163 ms to import
+    import pyarrow.parquet as pq  # lazy: +157 ms to import
 
     path = Path(path)
     scores = path / SCORES_FILE
@@ -161,8 +161,8 @@ def run_damage(path: str | os.PathLike, summary: Mapping[str, Any] | None = None
 def unreadable_table(path: str | os.PathLike) -> str:
     """Why a Parquet file of the run folder ``path`` cannot be read (a truncated one has
     lost its footer; the footers alone are read), or ``""``."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    import pyarrow as pa  # lazy: +163 ms to import
+    import pyarrow.parquet as pq  # lazy: +157 ms to import
 
     path = Path(path)
     for table in sorted(path.glob("*.parquet")):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from aflite_core.errors import RunError
 from aflite_core.io import take_rows
@@ -44,8 +45,6 @@ def parquet_rows(path: Path, positions: np.ndarray, columns: list[str] | None,
     RunError
         If the file lacks its row-id column.
     """
-    import pyarrow.parquet as pq
-
     names = pq.read_schema(path).names
     wanted = [c for c in names if c != id_col] if columns is None else list(columns)
     unknown = [c for c in wanted if c not in names or c == id_col]

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from aflite_core.io import (
     ROW_GROUP,
@@ -33,6 +34,7 @@ from aflite_core.io import (
     write_frame,
 )
 from aflite_core.json_files import read_json_file
+from aflite_core.represent import COMPACT_FILE, TEXT_MODEL_FILE, compact_phi, save_text_model
 from aflite_core.runs._layout import (
     DATASET_FILE,
     FORMAT_VERSION,
@@ -120,8 +122,6 @@ def cast_columns(frame: pd.DataFrame, astype: Mapping) -> pd.DataFrame:
 def _write_row_groups(path: Path, frame: pd.DataFrame, astype: dict) -> bool:
     """Write ``frame`` to ``path`` a row group at a time; False (nothing left at ``path``)
     when a row group's columns would be typed otherwise than the first's."""
-    import pyarrow.parquet as pq
-
     writer, complete = None, False
     try:
         for start in range(0, len(frame), ROW_GROUP_ROWS):
@@ -268,8 +268,6 @@ class RunWriter:
         copy of the whole table and its Arrow table (the scores at 5M rows: +452 -> +134 MB);
         whole when a row group would be typed otherwise than the first (a column all missing
         in it, or stored as text)."""
-        import pyarrow.parquet as pq
-
         path = self.file(filename)
         if len(frame) > ROW_GROUP_ROWS and _write_row_groups(path, frame, astype or {}):
             return path
@@ -367,9 +365,6 @@ class RunWriter:
         of a Φ wider than the codes in its metadata): a reviewed row's nearest rows in Φ
         (:mod:`aflite_core.represent._compact`)."""
         import pyarrow as pa  # on use, as this module's other Arrow writers
-        import pyarrow.parquet as pq
-
-        from aflite_core.represent import COMPACT_FILE, compact_phi
 
         codes, basis = compact_phi(X, random_state=0)
         width = codes.shape[1]
@@ -387,8 +382,6 @@ class RunWriter:
     def write_text_model(self, model: dict) -> Path:
         """What places a typed text in Φ (``phi_text_model.npz``: the run's search by
         meaning, :mod:`aflite_core.represent._text_search`)."""
-        from aflite_core.represent import TEXT_MODEL_FILE, save_text_model
-
         path = self.file(TEXT_MODEL_FILE)
         save_text_model(model, path)
         return path

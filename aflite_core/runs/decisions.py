@@ -20,6 +20,7 @@ is written, so it is written with care:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -227,8 +228,6 @@ def decide(run: Any, row_ids: Iterable[Any] | Any, decision: str, *,
 @contextlib.contextmanager
 def _locked(run: Any) -> Iterator[None]:
     """The run's decisions lock, held while the file is read and replaced."""
-    import fcntl
-
     lock = Path(run.path) / _LOCK_FILE
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)

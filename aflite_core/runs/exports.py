@@ -30,6 +30,7 @@ from typing import IO, Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from aflite_core.io import (  # noqa: F401 - re-exported for callers of the exports
@@ -184,8 +185,6 @@ def iter_table_chunks(
 def without_round_sentinel(table: pa.Table, column: str = "removal_round") -> pa.Table:
     """``table`` with the run folder's ``-1`` (not removed) in ``column`` as an empty cell:
     a kept row has no removal round."""
-    import pyarrow.compute as pc
-
     i = table.column_names.index(column)
     values = table.column(i)
     return table.set_column(i, column, pc.if_else(pc.less(values, 0),

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from aflite_core.errors import (
     DamagedFileError,
@@ -370,7 +371,7 @@ class AuditRun:
         declared file is missing), or ``not run`` (not chosen, or a run older than the
         measure). The Report page and ``list_runs`` read this instead of naming files.
         """
-        from aflite_core.measures import registry
+        from aflite_core.measures import registry  # lazy: +39 ms to import
 
         recorded = self.measures
         present = set(self.artifacts)
@@ -426,7 +427,6 @@ class AuditRun:
         absent)."""
         if not self.has(filename):
             return []
-        import pyarrow.parquet as pq
 
         return list(pq.read_schema(self.path / filename).names)
 
@@ -641,7 +641,7 @@ class AuditRun:
     def decisions(self) -> pd.DataFrame:
         """The review decisions in force (the latest per row, reverts taken back):
         ``row_id, decision, label, note, reviewer, decided_at``; read afresh each call."""
-        from aflite_core.runs.decisions import decisions_in_force
+        from aflite_core.runs.decisions import decisions_in_force  # lazy: +7 ms to import
 
         return decisions_in_force(self)
 
@@ -652,7 +652,7 @@ class AuditRun:
         the new label of a relabel, one of the run's labels. Nothing is recorded when any
         row id or the label is not the run's (``ValueError``) or the folder cannot be written
         (:class:`RunError`); see :func:`aflite_core.runs.decisions.decide`."""
-        from aflite_core.runs.decisions import decide
+        from aflite_core.runs.decisions import decide  # lazy: +7 ms to import
 
         return decide(self, row_ids, decision, label=label, note=note, reviewer=reviewer)
 

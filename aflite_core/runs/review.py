@@ -21,7 +21,7 @@ from aflite_core.represent import nearest_codes
 from aflite_core.runs._search import phi_codes
 from aflite_core.runs.decisions import all_decisions, decide
 from aflite_core.runs.folder import AuditRun
-from aflite_core.runs.subsets import load_subset
+from aflite_core.runs.subsets import list_subsets, load_subset
 
 __all__ = ["SOURCES", "available_sources", "review_queue", "row_card", "source_keys", "undo"]
 
@@ -76,8 +76,6 @@ def source_keys(run: AuditRun, source: str) -> list[tuple[str, str]]:
                 for r, name, n in zip(regions["region"], regions["name"], regions["rows"],
                                       strict=True)]
     if source == "subset":
-        from aflite_core.runs.subsets import list_subsets
-
         return [(s.name, f"{s.name} ({s.n_rows:,} rows)") for s in list_subsets(run)]
     return []
 

@@ -53,7 +53,7 @@ def measure_row_columns(run: AuditRun, index: pd.Index, taken: set[str] = frozen
     """The per-row columns of every registered measure with ``row_columns`` whose files the
     run has (e.g. PVI, data-map confidence), aligned to ``index``; a name already ``taken``
     by an input column gets `` (measure)``."""
-    from aflite_core.measures import registry
+    from aflite_core.measures import registry  # lazy: +33 ms to import
 
     parts = []
     for measure in registry.measures():

@@ -139,7 +139,7 @@ def _representation_widgets(dataset: Any, defaults: Any) -> tuple[str, dict, boo
 
 def _encoder_widgets(dataset: Any, family: str, rep_params: dict) -> bool:
     """Model, pair combination and the time estimate of a text encoder; return ready."""
-    from aflite_core.represent import encoders
+    from aflite_core.represent import encoders  # lazy: +10 ms to import
 
     packaged = [m.name for m in encoders.PACKAGED_MODELS.values()
                 if m.family == family and m.folder() is not None]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from aflite_core.measures import MAX_REGION_SHARE, NO_REGIONS
 from aflite_core.represent import MAX_QUERY_CHARS
@@ -468,8 +469,6 @@ def _table(index: Any, positions: np.ndarray, columns: list[str], name: str,
 def _rerun_rows() -> None:
     """Rerun the rows fragment only (a full rerun when the page is not in a fragment
     rerun, e.g. the first run after a click that reran the whole app)."""
-    from streamlit.errors import StreamlitAPIException
-
     try:
         st.rerun(scope="fragment")
     except StreamlitAPIException:
