@@ -2,6 +2,7 @@
 
     python benchmarks/bench_measures.py [--rows 100000] [--dims 256] [--queries 10000]
                                         [--cold-jit] [--skip-umap] [--skip-knn]
+                                        [--approximate] [--pynndescent]
 
 Goals on 2 cores:
 
@@ -11,6 +12,13 @@ Goals on 2 cores:
   cost of the very first run after installing.
 * KNN-distance measures (exact search, before and after, ks 1/5/10/50, 1000 bootstrap
   resamples) for 10k held-out vs 100k training rows in <= 30 s.
+
+* ``--approximate``: the approximate nearest-neighbour search (the inverted file of
+  ``aflite_core.measures._neighbors.approx_topk``) against the exact one on the default Φ of
+  ``--rows`` SNLI-like rows (``bench_cues.build``, TF-IDF + SVD to ``--dims``; the synthetic Φ
+  below without ../shared): seconds of each and recall@10 of ``--queries`` rows (at most 2,000);
+  ``--pynndescent`` adds pynndescent's index (the method before 2026-11-29; its first call in a
+  process includes its numba compilation), when it is installed.
 
 Data: seeded synthetic Φ (float32 Gaussian clusters, 3 labels). Timings are wall-clock; on a
 machine shared with other work they are noisy.
@@ -99,6 +107,56 @@ def bench_knn(n_train: int, n_held: int, d: int) -> None:
           f"(target <= 30 s: {'ok' if seconds <= 30 else 'MISSED'}); {len(result.table)} rows")
 
 
+def _snli_phi(n: int, d: int) -> np.ndarray | None:
+    """The default Φ of n SNLI-like rows, or None without the shared data."""
+    shared = Path(os.environ.get("AFLITE_SHARED", REPO.parent / "shared"))
+    if not (shared / "data" / "snli").is_dir():
+        return None
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_cues import build
+
+    from aflite_core.represent._builders import tfidf_svd_features
+
+    frame = build(n)
+    return tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),
+                              n_components=d, random_state=0)
+
+
+def bench_approximate(n: int, n_queries: int, d: int, pynndescent: bool) -> None:
+    from aflite_core.measures._neighbors import approx_topk, exact_topk, l2_normalize
+
+    X = _snli_phi(n, d)
+    data = "SNLI-like default Φ"
+    if X is None:
+        X, data = make_phi(n, d, seed=3)[0], "synthetic clustered Φ"
+    nq = min(n_queries, 2_000)
+    Qn, Rn = l2_normalize(X[:nq]), l2_normalize(X[nq:])
+    t0 = time.perf_counter()
+    _, exact = exact_topk(Qn, Rn, 10, 2048)
+    t_exact = time.perf_counter() - t0
+    found = {}
+    t0 = time.perf_counter()
+    found["inverted file"] = approx_topk(Qn, Rn, 10, 0)[1]
+    seconds = {"inverted file": time.perf_counter() - t0}
+    if pynndescent:
+        try:
+            from pynndescent import NNDescent
+        except ImportError:
+            print("pynndescent is not installed: skipped")
+        else:
+            t0 = time.perf_counter()
+            index = NNDescent(Rn, metric="cosine", n_neighbors=30, random_state=0, n_jobs=1,
+                              low_memory=True)
+            index.prepare()
+            found["pynndescent"] = index.query(Qn, k=10, epsilon=0.2)[0]
+            seconds["pynndescent"] = time.perf_counter() - t0
+    print(f"nearest 10 of {nq:,} queries among {len(Rn):,} rows x {X.shape[1]} ({data}): "
+          f"exact {t_exact:.2f} s")
+    for name, idx in found.items():
+        recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(idx, exact, strict=True)])
+        print(f"  {name}: {seconds[name]:.2f} s, recall@10 {recall:.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", type=int, default=100_000)
@@ -107,7 +165,14 @@ def main() -> None:
     ap.add_argument("--cold-jit", action="store_true")
     ap.add_argument("--skip-umap", action="store_true")
     ap.add_argument("--skip-knn", action="store_true")
+    ap.add_argument("--approximate", action="store_true",
+                    help="time the approximate search against the exact one (recall@10)")
+    ap.add_argument("--pynndescent", action="store_true",
+                    help="with --approximate: pynndescent's index too, when installed")
     args = ap.parse_args()
+    if args.approximate:
+        bench_approximate(args.rows, args.queries, args.dims, args.pynndescent)
+        return
     print(f"cpu cores visible: {os.cpu_count()}; load average {os.getloadavg()}")
     if not args.skip_knn:
         bench_knn(args.rows, args.queries, args.dims)

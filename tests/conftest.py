@@ -65,8 +65,8 @@ def _keep_main_module():
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The slow tests (``@pytest.mark.slow``: the browser tests, the first pynndescent and
-    UMAP calls, whose numba compiles take 100 s on a fresh install) start first.
+    """The slow tests (``@pytest.mark.slow``: the browser tests, the Dask clusters, the first
+    UMAP calls, whose numba compiles take seconds on a fresh install) start first.
 
     On two workers a long test that starts last keeps its worker busy after the other has
     run out of tests; started first, it overlaps with everything else (longest first).

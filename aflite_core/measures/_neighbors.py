@@ -1,6 +1,6 @@
 """Nearest neighbours by cosine similarity: an exact search in row blocks (the top k of each
-block kept with ``argpartition``, ties broken by index) or an approximate one, and the input
-checks the KNN measures share.
+block kept with ``argpartition``, ties broken by index) or an approximate one (an inverted
+file: :func:`approx_topk`), and the input checks the KNN measures share.
 """
 
 from __future__ import annotations
@@ -18,6 +18,18 @@ APPROX_MIN_PAIRS: int = 50_000_000_000
 #: Reference sets (per class group) smaller than this are searched exactly even when the
 #: approximate method is chosen.
 APPROX_MIN_REFERENCE: int = 4096
+
+#: The approximate search's inverted file (:func:`approx_topk`): about sqrt(n) groups (within
+#: these bounds), their centroids fitted on this many rows a group, in this many rounds, and
+#: each query compared with the rows of this share of the groups (at least IVF_MIN_PROBES).
+#: Recall@10 against exact search: 0.96 on 4.6k SNLI rows x 48 dimensions, 0.976 on 98k rows
+#: x 256 (``benchmarks/bench_measures.py --approximate``).
+IVF_MIN_LISTS: int = 16
+IVF_MAX_LISTS: int = 4096
+IVF_TRAIN_ROWS_PER_LIST: int = 64
+IVF_ITERATIONS: int = 10
+IVF_PROBE_SHARE: float = 1 / 8
+IVF_MIN_PROBES: int = 16
 
 #: Target size of one block of the similarity matrix, in float32 cells (64 MiB).
 BLOCK_CELLS: int = 16 * 1024 * 1024
@@ -191,20 +203,92 @@ def exact_topk(Qn: np.ndarray, Rn: np.ndarray, k: int, block_rows: int,
     return sims, idx
 
 
-def approx_topk(Qn: np.ndarray, Rn: np.ndarray, k: int,
-                 random_state: int | None) -> tuple[np.ndarray, np.ndarray]:
-    if Rn.shape[0] < APPROX_MIN_REFERENCE:  # an index does not pay off (nor work) on few rows
-        return exact_topk(Qn, Rn, k, query_block_rows(Rn.shape[0], None))
-    from pynndescent import NNDescent  # lazy: numba compilation is slow
+def _spherical_kmeans(X: np.ndarray, n_lists: int, rng: np.random.Generator) -> np.ndarray:
+    """``n_lists`` unit centroids of the unit rows ``X``: seeded rows to start, then
+    :data:`IVF_ITERATIONS` rounds of assigning each row to its most similar centroid and
+    normalising the sums (a centroid that loses every row keeps its place)."""
+    centroids = X[np.sort(rng.choice(X.shape[0], size=n_lists, replace=False))].copy()
+    for _ in range(IVF_ITERATIONS):
+        assign = _nearest_centroid(X, centroids)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assign, X)
+        empty = np.bincount(assign, minlength=n_lists) == 0
+        sums[empty] = centroids[empty]
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        centroids = (sums / norms).astype(np.float32)
+    return centroids
 
-    k = min(k, Rn.shape[0])
-    index = NNDescent(Rn, metric="cosine", n_neighbors=max(30, k + 5),
-                      random_state=random_state, n_jobs=1, low_memory=True)
-    index.prepare()
-    idx, dist = index.query(Qn, k=k, epsilon=0.2)
-    sims = (1.0 - dist).astype(np.float32)
+
+def _nearest_centroid(X: np.ndarray, centroids: np.ndarray) -> np.ndarray:
+    """The most similar centroid of each row of ``X`` (blocks of 65,536 rows)."""
+    out = np.empty(X.shape[0], dtype=np.int64)
+    for start in range(0, X.shape[0], 65_536):
+        out[start:start + 65_536] = (X[start:start + 65_536] @ centroids.T).argmax(axis=1)
+    return out
+
+
+def _by_index_then_similarity(sims: np.ndarray, idx: np.ndarray
+                              ) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's entries by similarity, descending, equal similarities by row index."""
+    by_index = np.argsort(idx, axis=1, kind="stable")
+    sims, idx = np.take_along_axis(sims, by_index, 1), np.take_along_axis(idx, by_index, 1)
     order = np.argsort(-sims, axis=1, kind="stable")
-    return np.take_along_axis(sims, order, axis=1), np.take_along_axis(idx, order, axis=1)
+    return np.take_along_axis(sims, order, 1), np.take_along_axis(idx, order, 1)
+
+
+def approx_topk(Qn: np.ndarray, Rn: np.ndarray, k: int,
+                random_state: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-``k`` similarities of each unit query over the unit rows ``Rn`` by an inverted file
+    (IVF): the reference rows are grouped around ``sqrt(n)`` centroids (spherical k-means on a
+    seeded sample) and each query is compared with the rows of its :data:`IVF_PROBE_SHARE`
+    most similar groups only (at least :data:`IVF_MIN_PROBES`), exactly, by matrix products.
+
+    Plain NumPy and BLAS: nothing to compile (pynndescent's index, used before, compiled for
+    26 s in every new process), and a group of clustered rows is found whole. A query whose
+    probed groups hold fewer than ``k`` rows is searched exactly.
+    """
+    n = Rn.shape[0]
+    k = min(k, n)
+    if n < APPROX_MIN_REFERENCE:  # an index does not pay off on few rows
+        return exact_topk(Qn, Rn, k, query_block_rows(n, None))
+    rng = np.random.default_rng(random_state)
+    n_lists = int(min(IVF_MAX_LISTS, max(IVF_MIN_LISTS, round(np.sqrt(n)))))
+    train_rows = IVF_TRAIN_ROWS_PER_LIST * n_lists
+    train = Rn if n <= train_rows else Rn[np.sort(rng.choice(n, size=train_rows,
+                                                             replace=False))]
+    centroids = _spherical_kmeans(np.ascontiguousarray(train), n_lists, rng)
+    del train
+    group = _nearest_centroid(Rn, centroids)
+    members = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[members], np.arange(n_lists + 1))
+    del group
+    n_probe = min(n_lists, max(IVF_MIN_PROBES, int(np.ceil(n_lists * IVF_PROBE_SHARE))))
+    nq = Qn.shape[0]
+    probes = np.argpartition(-(Qn @ centroids.T), n_probe - 1, axis=1)[:, :n_probe]
+    queries = np.repeat(np.arange(nq), n_probe)
+    lists = probes.ravel()
+    by_list = np.argsort(lists, kind="stable")
+    queries, lists = queries[by_list], lists[by_list]
+    query_bounds = np.searchsorted(lists, np.arange(n_lists + 1))
+    best_sims = np.full((nq, k), -np.inf, dtype=np.float32)
+    best_idx = np.full((nq, k), -1, dtype=np.int64)
+    for g in range(n_lists):
+        qs = queries[query_bounds[g]:query_bounds[g + 1]]
+        rows = members[bounds[g]:bounds[g + 1]]
+        if not len(qs) or not len(rows):
+            continue
+        sims, cols = _topk_block(Qn[qs] @ Rn[rows].T, k)
+        cand_sims = np.concatenate([best_sims[qs], sims], axis=1)
+        cand_idx = np.concatenate([best_idx[qs], rows[cols]], axis=1)
+        keep = np.argpartition(-cand_sims, k - 1, axis=1)[:, :k]
+        best_sims[qs] = np.take_along_axis(cand_sims, keep, 1)
+        best_idx[qs] = np.take_along_axis(cand_idx, keep, 1)
+    short = np.flatnonzero((best_idx < 0).any(axis=1))
+    if len(short):  # probed groups too small for k: those queries exactly
+        best_sims[short], best_idx[short] = exact_topk(Qn[short], Rn, k,
+                                                       query_block_rows(n, None))
+    return _by_index_then_similarity(best_sims, best_idx)
 
 
 def resolve_method(method: str, n_queries: int, n_reference: int) -> str:
@@ -227,7 +311,8 @@ def nearest_neighbors(queries, reference, *, n_neighbors: int = 10, method: str 
     n_neighbors : int, default 10
         Neighbours per query; capped at ``n_reference``.
     method : {"auto", "exact", "approximate"}, default "auto"
-        ``"exact"``: blocked matrix product; ``"approximate"``: pynndescent index;
+        ``"exact"``: blocked matrix product; ``"approximate"``: an inverted file
+        (:func:`approx_topk`);
         ``"auto"``: approximate above :data:`APPROX_MIN_PAIRS` query x reference pairs.
     block_size : int, optional
         Query rows per block of the exact search (default: ~64 MiB of similarities).

@@ -9,7 +9,8 @@ retained set no longer holds near-copies of the held-out examples. See ``docs/me
 Search is exact by default: rows are L2-normalised, similarities come from a float32 matrix
 product over blocks of queries (memory bounded by ``block_size``), and the top-k of each block is
 found with a partition pre-filter. Above :data:`APPROX_MIN_PAIRS` query x reference pairs
-``method="auto"`` switches to a pynndescent approximate index.
+``method="auto"`` switches to an approximate search (an inverted file of the training rows:
+:func:`aflite_core.measures._neighbors.approx_topk`).
 """
 
 from __future__ import annotations

@@ -192,7 +192,11 @@ def test_heldout_mask_with_groups_keeps_each_premise_on_one_side(snli_dir):
                                   splits == "test")
 
 
-@pytest.mark.slow
+def _recall(found: np.ndarray, exact: np.ndarray) -> float:
+    return float(np.mean([len(set(a) & set(b)) / exact.shape[1]
+                          for a, b in zip(found, exact, strict=True)]))
+
+
 def test_approximate_recall_against_exact_on_snli_features(snli_dir):
     from aflite_core.represent._builders import tfidf_svd_features
 
@@ -200,11 +204,71 @@ def test_approximate_recall_against_exact_on_snli_features(snli_dir):
     X = tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),
                            n_components=48, random_state=0)
     queries, reference = X[:400], X[400:]
-    _, exact = nearest_neighbors(queries, reference, n_neighbors=10, method="exact")
-    _, approx = nearest_neighbors(queries, reference, n_neighbors=10, method="approximate",
-                                  random_state=0)
-    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(approx, exact, strict=True)])
-    assert recall >= 0.95
+    exact_d, exact = nearest_neighbors(queries, reference, n_neighbors=10, method="exact")
+    approx_d, approx = nearest_neighbors(queries, reference, n_neighbors=10,
+                                         method="approximate", random_state=0)
+    assert _recall(approx, exact) >= 0.95
+    # what it finds is never nearer than the true neighbours, and is sorted, nearest first
+    assert (approx_d >= exact_d - 1e-6).all()
+    assert (np.diff(approx_d, axis=1) >= 0).all()
+    # the same seed, the same neighbours
+    again = nearest_neighbors(queries, reference, n_neighbors=10, method="approximate",
+                              random_state=0)[1]
+    np.testing.assert_array_equal(again, approx)
+
+
+def test_approximate_search_finds_whole_clusters():
+    """30 well-separated clusters: the inverted file's groups follow them, so each query's
+    neighbours are found (a graph search missed whole clusters here: recall 0.93)."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(30, 64))
+    labels = rng.integers(0, 30, 20_000)
+    X = (centers[labels] * 3 + rng.normal(size=(20_000, 64))).astype(np.float32)
+    _, exact = nearest_neighbors(X[:1000], X[1000:], n_neighbors=10, method="exact")
+    _, approx = nearest_neighbors(X[:1000], X[1000:], n_neighbors=10, method="approximate")
+    assert _recall(approx, exact) >= 0.99
+
+
+def test_approximate_search_of_more_neighbours_than_its_groups_hold_is_exact():
+    """A query whose probed groups hold fewer than k rows is searched exactly; reference sets
+    under APPROX_MIN_REFERENCE rows always are."""
+    from aflite_core.measures._neighbors import APPROX_MIN_REFERENCE
+
+    X = np.random.default_rng(1).normal(size=(5_000, 16)).astype(np.float32)
+    exact_d, exact = nearest_neighbors(X[:50], X[50:], n_neighbors=2_000, method="exact")
+    approx_d, approx = nearest_neighbors(X[:50], X[50:], n_neighbors=2_000,
+                                         method="approximate")
+    np.testing.assert_allclose(approx_d, exact_d, atol=1e-6)
+    assert _recall(approx, exact) >= 0.999  # equal distances may swap places
+    small = X[:APPROX_MIN_REFERENCE - 1]
+    np.testing.assert_array_equal(
+        nearest_neighbors(X[:20], small, n_neighbors=5, method="approximate")[1],
+        nearest_neighbors(X[:20], small, n_neighbors=5, method="exact")[1])
+
+
+def test_knn_measures_with_the_approximate_search_agree_with_the_exact_ones(snli_dir,
+                                                                          monkeypatch):
+    import aflite_core.measures.knn as knn_module
+    from aflite_core.represent._builders import tfidf_svd_features
+
+    searched = []
+    approx_topk = knn_module.approx_topk
+    monkeypatch.setattr(knn_module, "approx_topk",
+                        lambda Qn, Rn, *a: searched.append(len(Rn)) or approx_topk(Qn, Rn, *a))
+    frame = pd.read_csv(snli_dir / "snli_train_sample.csv", keep_default_na=False)
+    X = tfidf_svd_features(frame["hypothesis"].tolist(), frame["premise"].tolist(),
+                           n_components=32, random_state=0)
+    y = frame["label"].to_numpy()
+    held = np.arange(len(y)) % 6 == 0
+    tables = {method: knn_distance_measures(X[~held], y[~held], X[held], y[held], ks=(1, 10),
+                                            n_bootstrap=0, method=method).table
+              for method in ("exact", "approximate")}
+    keys = ["scope", "class", "relation", "k"]
+    both = tables["exact"].merge(tables["approximate"], on=keys, suffixes=("_exact", "_approx"))
+    assert len(both) == len(tables["exact"]) > 0
+    gap = both["mean_distance_approx"] - both["mean_distance_exact"]
+    assert (gap >= -1e-6).all() and gap.max() < 0.01
+    assert searched and max(searched) > 4096  # the inverted file searched (not all exactly)
 
 
 def test_random_removal_control_beside_aflite(snli_dir):
