@@ -16,12 +16,17 @@ from aflite_core.filter._aflite import AFLite
 from aflite_core.filter.synthetic import make_planted
 
 distributed = pytest.importorskip("distributed")
+dask = pytest.importorskip("dask")
 
 
 @pytest.fixture
 def process_cluster():
-    """Two worker processes (with nannies, which restart a killed worker)."""
-    with distributed.LocalCluster(
+    """Two worker processes (with nannies, which restart a killed worker).
+
+    The scheduler (in this process) gives up connecting to a worker after 10 s, not Dask's
+    30: closing a cluster whose scheduler was still copying data to the killed worker waited
+    for that timeout (24 s of teardown)."""
+    with dask.config.set({"distributed.comm.timeouts.connect": "10s"}), distributed.LocalCluster(
         n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
         dashboard_address="127.0.0.1:0",
     ) as cluster, distributed.Client(cluster) as client:
