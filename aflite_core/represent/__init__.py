@@ -16,6 +16,8 @@ _FACE = {
     "place_text": "_text_search",
     "save_text_model": "_text_search",
     "place": "_compact",
+    "BASIS_KEY": "_compact",
+    "BASIS_SHAPE_KEY": "_compact",
     "COMPACT_FILE": "_compact",
     "code_norms": "_compact",
     "compact_phi": "_compact",

@@ -23,13 +23,17 @@ import numpy as np
 
 from aflite_core._validation import check_int, make_rng
 
-__all__ = ["COMPACT_FILE", "MAX_DIMS", "code_norms", "compact_phi", "nearest_codes", "place",
-           "unpack"]
+__all__ = ["BASIS_KEY", "BASIS_SHAPE_KEY", "COMPACT_FILE", "MAX_DIMS", "code_norms",
+           "compact_phi", "nearest_codes", "place", "unpack"]
 
 #: Dimensions kept at most (a wider Φ is projected on its top singular vectors first).
 MAX_DIMS = 256
 #: The run file: ``row_id`` and ``phi`` (fixed-size binary: two dimensions a byte) per row.
 COMPACT_FILE = "phi_compact.parquet"
+#: Metadata keys of ``phi_compact.parquet`` holding the basis of a Φ wider than the codes
+#: (float32 little-endian bytes, and its shape as "d,dims"): what placing a new vector needs.
+BASIS_KEY = b"aflite.phi_basis"
+BASIS_SHAPE_KEY = b"aflite.phi_basis_shape"
 #: Rows the basis of a wider Φ is fitted on (a seeded sample).
 SAMPLE_SIZE = 20_000
 #: Rows handled at a time (a chunk of float32 copies, never all rows').
@@ -124,7 +128,12 @@ def nearest_codes(codes: np.ndarray, query: np.ndarray, k: int, *,
     from aflite_core.represent._compact_kernel import lookup_sums  # numba: on first use
 
     k = check_int("k", k, minimum=1)
-    q = unpack(np.asarray(query).reshape(1, -1))[0]
+    query = np.asarray(query).reshape(1, -1)
+    if query.shape[1] != codes.shape[1]:
+        raise ValueError(f"query: expected a code of {codes.shape[1]} bytes, as the rows' "
+                         f"codes, got {query.shape[1]} (a vector placed without the basis of "
+                         "a wider Φ?)")
+    q = unpack(query)[0]
     q /= max(float(np.linalg.norm(q)), 1e-12)
     table = _HIGH[None, :] * q[0::2, None] + _LOW[None, :] * q[1::2, None]
     scores = lookup_sums(codes, table)

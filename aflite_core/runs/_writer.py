@@ -34,7 +34,14 @@ from aflite_core.io import (
     write_frame,
 )
 from aflite_core.json_files import read_json_file
-from aflite_core.represent import COMPACT_FILE, TEXT_MODEL_FILE, compact_phi, save_text_model
+from aflite_core.represent import (
+    BASIS_KEY,
+    BASIS_SHAPE_KEY,
+    COMPACT_FILE,
+    TEXT_MODEL_FILE,
+    compact_phi,
+    save_text_model,
+)
 from aflite_core.runs._layout import (
     DATASET_FILE,
     FORMAT_VERSION,
@@ -373,8 +380,8 @@ class RunWriter:
         table = pa.table({"row_id": pa.array(np.asarray(row_ids)), "phi": phi})
         if basis is not None:  # a Φ wider than the codes: what placing a new vector needs
             table = table.replace_schema_metadata({
-                b"aflite.phi_basis": basis.astype("<f4").tobytes(),
-                b"aflite.phi_basis_shape": f"{basis.shape[0]},{basis.shape[1]}".encode()})
+                BASIS_KEY: basis.astype("<f4").tobytes(),
+                BASIS_SHAPE_KEY: f"{basis.shape[0]},{basis.shape[1]}".encode()})
         path = self.file(COMPACT_FILE)
         pq.write_table(table, path, compression="zstd")
         return path

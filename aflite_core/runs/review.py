@@ -163,7 +163,7 @@ def _phi_neighbours(run: AuditRun, row_id: Any, scores: pd.DataFrame) -> list[di
     found = phi_codes(run)
     if found is None:
         return None
-    ids, codes, norms = found
+    ids, codes, norms = found.row_ids, found.codes, found.norms
     at = np.flatnonzero(ids == row_id)
     if not len(at):
         return []  # a row Φ does not cover (excluded)

@@ -94,3 +94,10 @@ def test_a_run_keeps_its_compact_phi_and_the_review_card_reads_it(tmp_path):
     compact.unlink()
     old = row_card(load_run(path), row_id)
     assert old["neighbours_in"] == "map" and "distance" in old["neighbours"][0]
+
+
+def test_a_query_code_of_another_width_is_refused():
+    codes = place(np.random.default_rng(0).normal(size=(50, 16)))
+    with pytest.raises(ValueError, match="expected a code of 8 bytes, as the rows' codes, "
+                                         "got 10"):
+        nearest_codes(codes, place(np.ones((1, 20)))[0], 3)

@@ -70,7 +70,8 @@ def cache_dir(tmp_path, monkeypatch):
     return folder / "embeddings"
 
 
-def make_static_model(folder: Path, seed: int = 0, dim: int = 8) -> np.ndarray:
+def make_static_model(folder: Path, seed: int = 0, dim: int = 8, *,
+                      normalize: bool = False) -> np.ndarray:
     """A model2vec model: word-level tokenizer over WORDS, random vectors; returns them."""
     need("model2vec")
     from model2vec import StaticModel
@@ -82,7 +83,8 @@ def make_static_model(folder: Path, seed: int = 0, dim: int = 8) -> np.ndarray:
     tokenizer.normalizer = normalizers.Lowercase()
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     vectors = np.random.default_rng(seed).normal(size=(len(vocab), dim)).astype(np.float32)
-    StaticModel(vectors=vectors, tokenizer=tokenizer, normalize=False).save_pretrained(folder)
+    StaticModel(vectors=vectors, tokenizer=tokenizer,
+                normalize=normalize).save_pretrained(folder)
     return vectors
 
 
@@ -516,3 +518,42 @@ def test_encoders_list_command(capsys):
     out = capsys.readouterr().out
     assert "static: model2vec" in out and "all-MiniLM-L6-v2" in out
     assert "embedding cache:" in out
+
+
+def test_a_run_whose_phi_is_a_static_encoders_is_searched_by_meaning(tmp_path, cache_dir,
+                                                                    snli_dir):
+    """The typed sentence is embedded by the run's own encoder (read as a hypothesis without a
+    premise, as the text model reads it): a planted hypothesis is found first; an encoder
+    folder that changed, or that is gone, is a message, never another model's vectors."""
+    import shutil
+
+    import pandas as pd
+
+    from aflite_core.config import suggest_config
+    from aflite_core.pipeline import run_audit
+    from aflite_core.runs import load_run
+
+    folder = tmp_path / "m2v"
+    make_static_model(folder, dim=16, normalize=True)  # unit vectors, as real encoders give
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).head(400)
+    frame.loc[5, "hypothesis"] = "nobody is sleeping inside the park"
+    ds = load_dataset(frame)
+    for combine in ("hypothesis", "concat", "interaction"):
+        config = suggest_config(ds, representation="static", measures=(),
+                                representation_params={"model": str(folder),
+                                                       "combine": combine})
+        run = load_run(run_audit(ds, config, runs_root=tmp_path / "runs", name=combine))
+        found = run.nearest_rows("Nobody is sleeping inside the park.", k=5)
+        # read as a hypothesis without a premise: in "interaction" the rows' premise part
+        # (|u - v|, u * v) weighs in, so the planted row is near the top, not always first
+        assert 5 in set(found["row_id"].iloc[:1 if combine != "interaction" else 3]), combine
+        assert found["similarity"].iloc[0] > 0.6
+    with pytest.raises(ValueError, match="knows none of the text's words"):
+        run.nearest_rows("zzqx blorpf")
+    shutil.rmtree(folder)
+    make_static_model(folder, seed=1, dim=16)  # another model in the same folder
+    with pytest.raises(ValueError, match="holds another model than when this run was audited"):
+        run.nearest_rows("a dog")
+    shutil.rmtree(folder)
+    with pytest.raises(ValueError, match="cannot be loaded here"):
+        run.nearest_rows("a dog")

@@ -83,6 +83,31 @@ def test_a_sentence_finds_the_rows_like_it(searched):
     assert (hypotheses.str.contains("dog") | premises.str.contains("dog")).mean() >= 0.8
 
 
+def test_a_phi_wider_than_the_codes_is_searched_on_its_basis(tmp_path):
+    """Φ of 300 dimensions is kept on 256 (the basis in the compact file's metadata): a typed
+    sentence is put on that basis too, and finds the planted rows (placed without it, its
+    code was 150 bytes against the rows' 128 and the search read the wrong dimensions)."""
+    import pyarrow.parquet as pq
+
+    from aflite_core.represent import BASIS_SHAPE_KEY, COMPACT_FILE
+    from aflite_core.runs._search import phi_codes
+
+    frame = pd.read_csv(SAMPLE, keep_default_na=False).head(1500)
+    frame.loc[[7, 8, 9], "hypothesis"] = ["A penguin juggles flaming torches.",
+                                          "Two penguins hold torches on the ice.",
+                                          "The penguin is carrying torches."]
+    run_dir = run_audit(load_dataset(frame, name="wide"), AuditConfig(
+        target_size=1100, n_partitions=4, report=False, measures=(),
+        representation_params={"n_components": 300}), runs_root=tmp_path)
+    assert pq.read_schema(run_dir / COMPACT_FILE).metadata[BASIS_SHAPE_KEY] == b"300,256"
+    run = load_run(run_dir)
+    compact = phi_codes(run)
+    assert compact.basis.shape == (300, 256) and compact.codes.shape[1] == 128
+    found = run.nearest_rows("a penguin with torches", k=5)
+    assert set(found["row_id"].iloc[:2]) == {7, 9}
+    assert found["similarity"].iloc[0] > 0.3
+
+
 def test_bad_searches_are_messages_and_old_runs_say_a_new_audit_is_needed(searched, tmp_path):
     import shutil
 
