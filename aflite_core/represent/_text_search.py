@@ -4,10 +4,11 @@ The default Φ is a TF-IDF of the hypotheses and of the premises (two blocks of 
 by an SVD: ``Φ = M @ components``. The audit keeps, beside the compact Φ
 (:mod:`aflite_core.represent._compact`), what places a new text the same way
 (``phi_text_model.npz``): the hypotheses' vocabulary and idf, and their rows of the components
-(float16). :func:`place_text` makes the text's TF-IDF row as a hypothesis, exactly as the
-audit's TF-IDF does (lower case, scikit-learn's default token pattern, sublinear tf, idf,
-L2-normalised), and multiplies it by the components. Only Φ built by ``tfidf_svd`` on this
-machine has such a model (not an encoder's, not one built on a cluster).
+(int8, a scale per word). :func:`place_text` makes the text's TF-IDF row as a hypothesis,
+exactly as the audit's TF-IDF does (lower case, scikit-learn's default token pattern,
+sublinear tf, idf, L2-normalised), and multiplies it by the components. Only Φ built by
+``tfidf_svd`` on this machine has such a model (an encoder's run places a text with its
+encoder; Φ built on a cluster has none).
 """
 
 from __future__ import annotations
@@ -31,12 +32,18 @@ MAX_QUERY_CHARS = 10_000
 def save_text_model(model: dict, path: str | Path) -> None:
     """Write what places a text as a hypothesis (``Representation.text_model``'s first block
     and its rows of the components) as a NumPy archive without pickles: the words joined by
-    newlines as UTF-8 bytes (a token never holds one), the idf, and the components as
-    float16. The premises' block is left out: a query is read as a hypothesis, and it would
-    double the file."""
+    newlines as UTF-8 bytes (a token never holds one), the idf, and the components as int8
+    with a float32 scale per word (``components_int8``, ``components_scale``: half the bytes
+    of float16, within 0.4 % of a word's largest value; on SNLI dev the 10 rows a sentence
+    finds are those of float16 components for 0.97 of them, equal scores swapping places).
+    The premises' block is left out: a query is read as a hypothesis, and it would double the
+    file."""
     first = model["blocks"][0]
-    arrays = {"components": np.asarray(model["components"][:len(first["idf"])],
-                                       dtype=np.float16)}
+    components = np.asarray(model["components"][:len(first["idf"])], dtype=np.float32)
+    scale = np.abs(components).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0
+    arrays = {"components_int8": np.rint(components / scale[:, None]).astype(np.int8),
+              "components_scale": scale.astype(np.float32)}
     for i, block in enumerate(model["blocks"][:1]):
         arrays[f"vocabulary_{i}"] = np.frombuffer(
             "\n".join(block["vocabulary"]).encode("utf-8"), dtype=np.uint8)
@@ -63,7 +70,11 @@ def load_text_model(path: str | Path) -> dict:
                     raise ValueError(f"block {i}: {len(words)} words, {len(idf)} idf values")
                 blocks.append({"vocabulary": {w: j for j, w in enumerate(words)}, "idf": idf})
                 i += 1
-            components = np.asarray(data["components"], dtype=np.float32)
+            if "components_int8" in data:
+                components = (data["components_int8"].astype(np.float32)
+                              * np.asarray(data["components_scale"], dtype=np.float32)[:, None])
+            else:  # runs of 2026-11-29 before int8: float16
+                components = np.asarray(data["components"], dtype=np.float32)
     except (OSError, KeyError, ValueError, EOFError) as exc:
         raise ValueError(f"{Path(path).name} is damaged ({exc})") from None
     if sum(len(b["idf"]) for b in blocks) != len(components):

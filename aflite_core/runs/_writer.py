@@ -383,7 +383,8 @@ class RunWriter:
                 BASIS_KEY: basis.astype("<f4").tobytes(),
                 BASIS_SHAPE_KEY: f"{basis.shape[0]},{basis.shape[1]}".encode()})
         path = self.file(COMPACT_FILE)
-        pq.write_table(table, path, compression="zstd")
+        # no dictionary: the codes seldom repeat, and the pages tried with one were 4 % larger
+        pq.write_table(table, path, compression="zstd", use_dictionary=False)
         return path
 
     def write_text_model(self, model: dict) -> Path:
