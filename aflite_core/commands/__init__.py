@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from aflite_core.faces import lazy_face
 
-#: Public name -> the module of this package that defines it (none: a command is its module).
-_FACE: dict[str, str] = {}
+#: Public name -> the module of this package that defines it (a command is its module; the
+#: one other name is what maps a folder's shards on a cluster, for the whole audit from
+#: Python: ``docs/scaling.md``).
+_FACE: dict[str, str] = {"ShardsOnCluster": "_input"}
 #: The command modules, each with ``register(subparsers)`` (``aflite_core.cli`` loads them).
 _NAMESPACES = ("run", "cues", "resources", "export", "decide", "report", "compare",
                "inoculate", "ood", "encoders")
