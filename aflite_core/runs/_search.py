@@ -25,7 +25,6 @@ from aflite_core.represent import (
     BASIS_KEY,
     BASIS_SHAPE_KEY,
     COMPACT_FILE,
-    ENCODER_METHODS,
     MAX_QUERY_CHARS,
     TEXT_MODEL_FILE,
     code_norms,
@@ -119,6 +118,9 @@ def _placed_by_text_model(run: Any, text: str) -> np.ndarray:
 
 def _encoder_params(run: Any) -> dict | None:
     """The representation parameters of a run whose Φ is a text encoder's, else None."""
+    # lazy: +70 ms to import (the builders load scipy.sparse), which opening a run never needs
+    from aflite_core.represent import ENCODER_METHODS
+
     summary = getattr(run, "summary", None) or {}
     params = (summary.get("representation") or {}).get("params") or {}
     return params if params.get("method") in ENCODER_METHODS else None
