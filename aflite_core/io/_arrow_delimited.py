@@ -39,6 +39,7 @@ from aflite_core.io._byte_scan import (
     FileOrBytes,
     arrow_input,
     arrow_setup,
+    arrow_threads,
     longer_block,
     readable_source,
 )
@@ -179,7 +180,7 @@ def _arrow_columns(path: FileOrBytes, header: list[str], delimiter: str, block: 
         column_types={h: pa.large_string() for h in header}, strings_can_be_null=False,
         quoted_strings_can_be_null=False, null_values=[], check_utf8=True)
     arrow_setup()
-    read = pa_csv.ReadOptions(block_size=block, use_threads=True)
+    read = pa_csv.ReadOptions(block_size=block, use_threads=arrow_threads(path))
     try:
         table = pa_csv.read_csv(arrow_input(path), read_options=read, parse_options=parse,
                                 convert_options=convert, memory_pool=ARROW_POOL)

@@ -37,6 +37,7 @@ from aflite_core.io._byte_scan import (
     FileOrBytes,
     arrow_input,
     arrow_setup,
+    arrow_threads,
     longer_block,
     readable_source,
 )
@@ -159,7 +160,7 @@ def _arrow_table(path: FileOrBytes, block: int) -> tuple[pa.Table | None, bool]:
     it refused it for a line longer than a block. Streamed: the whole-file reader peaked
     420 MB over its 132 MB table on a 176 MB file, the streaming one 210 MB."""
     arrow_setup()
-    read = pa_json.ReadOptions(use_threads=True, block_size=block)
+    read = pa_json.ReadOptions(use_threads=arrow_threads(path), block_size=block)
     try:
         reader = pa_json.open_json(
             arrow_input(path), read_options=read,
