@@ -8,7 +8,10 @@ sources and licences in ``tests/data/README.md``, and the NLTK resources ship wi
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,11 +23,12 @@ TEST_DATA = REPO_ROOT / "tests" / "data"
 # automatic audit of the bundled sample unless a test asks for it.
 os.environ.setdefault("AFLITE_AUTORUN", "0")
 
-# Annotation / projection caches go to a throw-away folder, never the user's ~/.cache.
+# Annotation / projection caches and numba's compiled kernels go to a throw-away folder,
+# never the user's ~/.cache: made by pytest itself, shared by its xdist workers and the
+# processes the tests start (they inherit the variable), removed when pytest exits.
 if "AFLITE_CACHE_DIR" not in os.environ:
-    import tempfile
-
     os.environ["AFLITE_CACHE_DIR"] = tempfile.mkdtemp(prefix="aflite-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["AFLITE_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -65,7 +65,14 @@ def _writer(name: str, content: bytes | Callable[[], bytes]) -> Callable[[Path],
         path.write_bytes(content() if callable(content) else content)
         return path
 
+    write.file_name = name  # type: ignore[attr-defined]  # see written_file_name
     return write
+
+
+def written_file_name(case: Case) -> str | None:
+    """The name of the one file ``case`` writes, told without writing it (the size cases
+    take seconds to make); None when it writes a folder or does not say."""
+    return getattr(case.write, "file_name", None)
 
 
 def _frame_writer(name: str, frame: Callable[[], pd.DataFrame], *, encoding: str = "utf-8"
@@ -351,6 +358,7 @@ def _with_embeddings(make: Callable[[Path], None]) -> Callable[[Path], Path]:
         make(folder)
         return data
 
+    write.file_name = "data.csv"  # type: ignore[attr-defined]  # see written_file_name
     return write
 
 
