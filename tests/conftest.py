@@ -40,8 +40,12 @@ if "AFLITE_CACHE_DIR" not in os.environ:
 os.environ.setdefault("DASK_DISTRIBUTED__WORKER__MULTIPROCESSING_METHOD", "forkserver")
 multiprocessing.set_forkserver_preload([
     "numpy", "pandas", "pyarrow", "scipy.sparse", "sklearn.linear_model", "distributed",
-    "aflite_core.filter._aflite", "aflite_core.represent._partitioned_svd",
-    "aflite_core.pipeline",
+    "aflite_core.filter._aflite", "aflite_core.filter._backends", "aflite_core.pipeline",
+    "aflite_core.represent._partitioned_svd", "aflite_core.represent._partitioned_rows",
+    "aflite_core.represent._partitioned_counts", "aflite_core.represent._fold_pool",
+    "aflite_core.measures.knn", "aflite_core.measures.pvi", "aflite_core.measures.slices",
+    "aflite_core.measures.projection", "aflite_core.measures.label_issues",
+    "aflite_core.cues.count_tables", "aflite_core.io._text_columns",
 ])
 
 
