@@ -202,3 +202,31 @@ def test_a_row_longer_than_arrows_block_is_still_read_by_arrow(kind, tmp_path, m
     assert same_both_ways(path, monkeypatch)
     assert taken[0]  # read by Arrow
     assert read(path, True, monkeypatch).frame["premise"][7] == long
+
+
+def test_a_small_file_is_scanned_without_threads_of_its_own(tmp_path, monkeypatch):
+    """A file of at most ``INLINE_BYTES`` is scanned and hashed on the caller's thread
+    (threads cost more than the work there, much more on a busy machine); above it the scan
+    and the hash run on threads of their own beside Arrow's reader. The table is the same."""
+    import threading
+
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def start(thread):
+        started.append(thread.name)
+        return real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    taken = spy_on(monkeypatch, readers, "read_delimited_fast")
+    path = tmp_path / "small.csv"
+    path.write_text(csv_text(pd.concat([base_frame()] * 50, ignore_index=True)),
+                    encoding="utf-8")
+    assert path.stat().st_size <= byte_scan.INLINE_BYTES
+    small = read(path, True, monkeypatch)
+    assert taken == [True] and "byte-scan" not in started and "byte-hash" not in started
+    monkeypatch.setattr(byte_scan, "INLINE_BYTES", 1_000)  # the same file is now "large"
+    large = read(path, True, monkeypatch)
+    assert taken == [True, True] and {"byte-scan", "byte-hash"} <= set(started)
+    assert_same(small, large)
+    assert assert_same(small, read(path, False, monkeypatch))
