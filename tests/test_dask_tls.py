@@ -105,9 +105,14 @@ def test_a_tls_scheduler_without_the_clients_certificate_is_a_clear_error(tls_cl
 
 
 def test_a_tls_scheduler_given_as_tcp_is_named(tls_cluster, tmp_path, capsys):
+    import dask
+
     cluster, _, _ = tls_cluster
     port = cluster.scheduler_address.rsplit(":", 1)[1]
-    code = main(["run", SAMPLE, "--out", str(tmp_path / "r"),
-                 *SAMPLE_ARGS, "--scheduler", f"tcp://127.0.0.1:{port}"])
+    # a TLS scheduler waits for the client to speak: the probe's timeout fires (Dask's
+    # connect timeout, 1 s here, as it is shorter than the probe's 5 s)
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        code = main(["run", SAMPLE, "--out", str(tmp_path / "r"),
+                     *SAMPLE_ARGS, "--scheduler", f"tcp://127.0.0.1:{port}"])
     assert code != 0
     assert "tls://" in capsys.readouterr().err

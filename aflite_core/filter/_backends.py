@@ -83,7 +83,9 @@ SUPPORTED_SCHEMES = ("tcp", "tls")
 
 #: ``local:N`` may start at most this many worker processes per core.
 MAX_LOCAL_WORKERS_PER_CORE = 4
-#: Seconds a scheduler address has to accept a connection and to start Dask's handshake.
+#: Seconds a scheduler address has to accept a connection and to start Dask's handshake
+#: (Dask's own connect timeout, ``distributed.comm.timeouts.connect``, when that is shorter:
+#: :func:`probe_timeout`).
 PROBE_TIMEOUT_S = 5.0
 #: Times workers may leave the cluster during one AFLite fit before it gives up (each time,
 #: the row groups they held are rebuilt on the workers that remain; see _DaskBackend).
@@ -98,7 +100,22 @@ SCATTER_TIMEOUT_S = 30.0
 _MAX_HANDSHAKE_BYTES = 16 << 20
 
 
-def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
+def probe_timeout() -> float:
+    """Seconds :func:`probe_scheduler` waits by default: :data:`PROBE_TIMEOUT_S`, or Dask's
+    connect timeout (``distributed.comm.timeouts.connect``) when that is shorter."""
+    try:  # the probe is only called with a scheduler, which needs Dask
+        import dask.config  # optional dependency
+        import distributed  # noqa: F401  # optional dependency: distributed's config defaults
+        from dask.utils import parse_timedelta  # optional dependency
+    except ImportError:
+        return PROBE_TIMEOUT_S
+    connect = dask.config.get("distributed.comm.timeouts.connect", default=None)
+    if connect is None:
+        return PROBE_TIMEOUT_S
+    return min(PROBE_TIMEOUT_S, float(parse_timedelta(connect, default="seconds")))
+
+
+def probe_scheduler(address: str, *, timeout: float | None = None) -> None:
     """Check that ``tcp://HOST:PORT`` is a Dask scheduler before a client connects to it.
 
     A Dask scheduler writes its handshake as soon as a connection is accepted: eight bytes of
@@ -109,6 +126,14 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     (a TLS scheduler waits for the client to speak first, so there is no handshake to read)
     and for a client certificate in Dask's configuration (:func:`_check_tls_client`). Other
     schemes (``inproc://``, ...) are left to the client, which is given a connection timeout.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address.
+    timeout : float, optional
+        Seconds to wait for the connection and for the handshake's start; default
+        :func:`probe_timeout` (5 s, or Dask's connect timeout when that is shorter).
 
     Raises
     ------
@@ -121,6 +146,8 @@ def probe_scheduler(address: str, *, timeout: float = PROBE_TIMEOUT_S) -> None:
     if scheme not in SUPPORTED_SCHEMES:
         check_scheduler(address, "dask")  # names what is supported
         return
+    if timeout is None:
+        timeout = probe_timeout()
     parts = urlsplit(address)
     try:
         host, port = parts.hostname, parts.port

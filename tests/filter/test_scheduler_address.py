@@ -19,8 +19,10 @@ import pytest
 from aflite_core.config import AuditConfig
 from aflite_core.filter._backends import (
     MAX_LOCAL_WORKERS_PER_CORE,
+    PROBE_TIMEOUT_S,
     check_scheduler,
     probe_scheduler,
+    probe_timeout,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -133,13 +135,15 @@ def test_local_workers_are_bounded_by_the_cores():
 @pytest.mark.parametrize("server", ["http", "stall"], indirect=True)
 def test_the_cli_refuses_a_web_server_before_reading_the_data(server, tmp_path):
     """Once this hung with no output; now one line, within the probe's timeout (the message
-    names the 5 s that fired; how long it takes is for benchmarks, not this test)."""
+    names the timeout that fired: Dask's connect timeout, set to 1 s here, as it is shorter
+    than the probe's 5 s; how long it takes is for benchmarks, not this test)."""
     result = subprocess.run(
         [sys.executable, "-m", "aflite_core", "run", "aflite_core/data/snli_sample.csv",
          "--scheduler", server, "--out", str(tmp_path / "run")],
-        cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        cwd=REPO, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+        env={**os.environ, "DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT": "1s"})
     assert result.returncode == 2, result.stderr
-    assert "within 5 s" in result.stderr
+    assert "within 1 s" in result.stderr
     assert "not a Dask scheduler" in result.stderr or "not a working Dask" in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -155,3 +159,18 @@ def test_the_cli_names_an_unsupported_scheme_in_one_line(tmp_path):
     assert "'inproc' of 'inproc://x' is not supported" in result.stderr
     assert "Traceback" not in result.stderr and "unpack" not in result.stderr
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("server", ["http"], indirect=True)
+def test_the_probe_waits_5_s_or_dasks_connect_timeout_when_shorter(server):
+    """By default the probe waits 5 s, or Dask's connect timeout when a user set it shorter
+    (a web server says nothing: the timeout fires, and the message names it)."""
+    import dask
+
+    assert PROBE_TIMEOUT_S == 5.0
+    with dask.config.set({"distributed.comm.timeouts.connect": "30s"}):
+        assert probe_timeout() == 5.0
+    with dask.config.set({"distributed.comm.timeouts.connect": "1500ms"}):
+        assert probe_timeout() == 1.5
+        with pytest.raises(ValueError, match="sent no Dask handshake within 1.5 s"):
+            probe_scheduler(server)
