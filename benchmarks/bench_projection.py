@@ -11,6 +11,9 @@ kernel, map; wall time from the process start), once with the disk cache warm an
 empty cache folder (the kernel compiled); and the regions (``find_regions`` +
 ``describe_regions``).
 
+The default map is fitted on at most 20,000 rows, the others placed, then polished (every row
+moved towards its own nearest rows among all rows; ``projection_info`` says ``polished``).
+
 Quality, per ``--quality-sizes``: on 3,000 seeded rows, sklearn's ``trustworthiness`` (k = 10,
 cosine in Φ) of the map, and neighbour recall@10 (of each of the 3,000 rows' 10 nearest rows in
 Φ among all rows, by exact cosine, the share that are among its 10 nearest on the map), for the

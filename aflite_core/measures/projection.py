@@ -7,8 +7,11 @@ sample. Nearest neighbours for both steps come from the exact blocked cosine sea
 :mod:`aflite_core.measures._neighbors`; the graph and the layout are umap-learn's algorithm in
 :mod:`aflite_core.measures._umap_layout`, whose one numba kernel is cached on disk, so a new
 process pays no compilation. The start is a PCA of the sample (umap-learn's ``init="pca"``),
-and the layout spends :func:`fit_epochs` epochs. ``benchmarks/bench_projection.py`` measures
-cost and quality (trustworthiness, neighbour recall) against umap-learn's defaults and PCA.
+and the layout spends :func:`fit_epochs` epochs. When rows were placed, a polish then moves
+every row a little towards its own nearest rows among all rows (``_umap_layout.polish``: at
+100k rows the map's neighbour recall@10 0.035 -> 0.135, trustworthiness kept).
+``benchmarks/bench_projection.py`` measures cost and quality (trustworthiness, neighbour
+recall) against umap-learn's defaults and PCA.
 
 Fallback: with fewer than 3 rows, or when Φ holds at most two distinct rows (a constant or
 rank-1 Φ, once normalised), no neighbour graph exists; the map is then PCA and the reason is
@@ -65,8 +68,17 @@ PCA_DIMS: int | None = 64
 SEARCH_BLOCK_CELLS: int = 4 * 1024 * 1024
 #: Above this width the reduction uses a randomized PCA instead of the exact covariance one.
 MAX_COVARIANCE_DIMS: int = 4096
+#: Nearest fitted rows kept per row: the polish's candidates are the rows of their buckets
+#: (the rows whose nearest fitted row they are).
+POLISH_BUCKETS: int = 8
+#: The polish (``_umap_layout.polish``: every row moved a little towards its own nearest
+#: rows among all rows) runs when rows were placed and there are at most this many: above,
+#: the fitted rows' buckets grow (rows / fitted rows) and the neighbours' codes and edges
+#: (about 200 bytes a row) would weigh on the driver; the map is then placed only, and
+#: ``projection_info`` says so.
+POLISH_MAX_ROWS: int = 2_000_000
 #: Bump when the algorithm changes so stale cache files are not reused.
-CACHE_VERSION = "5"
+CACHE_VERSION = "6"
 
 METHODS = ("umap", "pca")
 
@@ -261,20 +273,35 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     rest = np.flatnonzero(~fitted_row)
     del fitted_row
     starts = list(range(0, len(rest), TRANSFORM_CHUNK))
+    polished = len(rest) > 0 and n <= POLISH_MAX_ROWS
+    # each row's nearest fitted rows (the polish's buckets), filled as rows are placed
+    nearest = np.empty((n, min(POLISH_BUCKETS, k)), dtype=np.int32) if polished else None
     if resident:  # the layout too is a task: numba and LLVM (0.13 GB) never load here
         _emit(callback, 0.05, f"laying out the {len(sample):,} fitted rows on a worker "
                               f"({epochs} epochs)")
-        [(fitted, a, b)] = map_folds(_fit_layout, [(Xs, k, float(min_dist), epochs, seed)])
+        [(fitted, a, b, fitted_nearest)] = map_folds(
+            _fit_layout, [(Xs, k, float(min_dist), epochs, seed)])
         coords[sample] = fitted
+        # the polish's codes of the other rows come back with their chunks: Φ's reduced rows
+        # are never all here
+        codes = np.empty((n, Xs.shape[1]), dtype=np.int8) if polished else None
         _place_where_the_rows_are(coords, X, reduction, Xs, fitted, rest, starts, k=k, a=a,
-                                  b=b, seed=seed, callback=callback)
-        return coords, info
+                                  b=b, seed=seed, callback=callback,
+                                  found=(nearest, codes))
+        if polished:
+            from aflite_core.measures import _umap_layout  # numba: the polish runs here
+
+            codes[sample] = _umap_layout.polish_codes(Xs)
+            nearest[sample] = fitted_nearest[:, :nearest.shape[1]]
+            _polish(coords, codes, nearest, len(sample), k=k, a=a, b=b, seed=seed,
+                    callback=callback)
+        return coords, _polish_info(info, polished, n, len(rest))
     # imported here: it loads numba (0.5 s), which discovering the measures (the dashboard's
     # start, every CLI command) does not need
     from aflite_core.measures import _umap_layout
 
     _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
-    graph, a, b, init = _layout_inputs(Xs, k, float(min_dist), seed)
+    graph, a, b, init, fitted_nearest = _layout_inputs(Xs, k, float(min_dist), seed)
     _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
 
     def search(start: int) -> tuple[np.ndarray, np.ndarray]:
@@ -296,44 +323,76 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
         coords[sample] = fitted
         if on_cluster:
             _place_on_cluster(coords, Xn, Xs, fitted, rest, starts, k=k, a=a, b=b, seed=seed,
-                              callback=callback)
+                              callback=callback, nearest=nearest)
         else:
             _place_rest(coords, search, searches, fitted, rest, starts, k=k, a=a, b=b,
-                        seed=seed, callback=callback)
+                        seed=seed, callback=callback, nearest=nearest)
     finally:
         searcher.shutdown(wait=True, cancel_futures=True)
-    return coords, info
+    if polished:
+        nearest[sample] = fitted_nearest[:, :nearest.shape[1]]
+        codes = np.empty((n, Xn.shape[1]), dtype=np.int8)
+        for start in range(0, n, 65536):  # bounded temporary memory
+            codes[start:start + 65536] = _umap_layout.polish_codes(Xn[start:start + 65536])
+        _polish(coords, codes, nearest, len(sample), k=k, a=a, b=b, seed=seed,
+                callback=callback)
+    return coords, _polish_info(info, polished, n, len(rest))
+
+
+def _polish(coords: np.ndarray, codes: np.ndarray, nearest: np.ndarray, n_fitted: int, *,
+            k: int, a: float, b: float, seed: int, callback: ProgressCallback | None) -> None:
+    """The placed map polished in place (``_umap_layout.polish``), with progress."""
+    from aflite_core.measures import _umap_layout  # loaded by _umap already
+
+    _emit(callback, 0.9, f"polishing the map: each row's {k} nearest rows among all "
+                         f"{len(coords):,}")
+    _umap_layout.polish(coords, codes, nearest, n_fitted=n_fitted, k=k, a=a, b=b,
+                        random_state=seed, threads=available_cores())
+
+
+def _polish_info(info: dict, polished: bool, n: int, placed: int) -> dict:
+    """``info`` with whether the placed map was polished (and why not, when rows were placed
+    but too many)."""
+    info["polished"] = bool(polished)
+    if placed and not polished:
+        info["polish_note"] = (f"not polished: {n:,} rows is over {POLISH_MAX_ROWS:,}; the "
+                               "placed rows keep their places beside the fitted rows")
+    return info
 
 
 def _layout_inputs(Xs: np.ndarray, k: int, min_dist: float, seed: int
                    ) -> tuple[Any, float, float, np.ndarray]:
-    """The fitted rows' fuzzy graph, the curve's ``a`` and ``b``, and the layout's start."""
+    """The fitted rows' fuzzy graph, the curve's ``a`` and ``b``, the layout's start and each
+    fitted row's POLISH_BUCKETS nearest fitted rows (itself first, as a rule)."""
     from aflite_core.measures import _umap_layout  # lazy: +428 ms to import
 
     idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
     graph = _umap_layout.fuzzy_graph(idx, dists)
     a, b = _umap_layout.find_ab(1.0, min_dist)
-    return graph, a, b, _umap_layout.scaled_init(_pca_start(Xs), seed)
+    return (graph, a, b, _umap_layout.scaled_init(_pca_start(Xs), seed),
+            np.ascontiguousarray(idx[:, :POLISH_BUCKETS]))
 
 
-def _fit_layout(task: tuple) -> tuple[np.ndarray, float, float]:
+def _fit_layout(task: tuple) -> tuple[np.ndarray, float, float, np.ndarray]:
     """The fitted rows' layout, as :func:`_umap` makes it here, in one task (on a worker):
-    ``(Xs, k, min_dist, epochs, seed)`` -> the fitted coordinates and the curve's ``a``,
-    ``b``. The same steps in the same order: the same layout."""
+    ``(Xs, k, min_dist, epochs, seed)`` -> the fitted coordinates, the curve's ``a``, ``b``
+    and the fitted rows' nearest fitted rows. The same steps in the same order: the same
+    layout."""
     from aflite_core.measures import _umap_layout  # lazy: +428 ms to import
 
     Xs, k, min_dist, epochs, seed = task
-    graph, a, b, init = _layout_inputs(Xs, k, min_dist, seed)
+    graph, a, b, init, nearest = _layout_inputs(Xs, k, min_dist, seed)
     with threadpool_limits(limits=1, user_api="blas"):
         fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
                                      random_state=seed)
-    return fitted, a, b
+    return fitted, a, b, nearest
 
 
 def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np.ndarray,
                 rest: np.ndarray, starts: list[int], *, k: int, a: float, b: float, seed: int,
-                callback: ProgressCallback | None) -> None:
-    """Place the rows of ``rest`` in the fitted map, TRANSFORM_CHUNK rows a task on every core.
+                callback: ProgressCallback | None, nearest: np.ndarray | None) -> None:
+    """Place the rows of ``rest`` in the fitted map, TRANSFORM_CHUNK rows a task on every core
+    (and keep their nearest fitted rows in ``nearest``, for the polish, unless None).
 
     A chunk's neighbours (``search(start)``, or its future in ``searches`` when the search
     already started during the layout) and layout depend only on the fitted rows and the
@@ -344,7 +403,7 @@ def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np
     if not len(rest):
         return
 
-    def task(start: int) -> np.ndarray:
+    def task(start: int) -> tuple[np.ndarray, np.ndarray]:
         early = searches[start]
         near, near_d = search(start) if early.cancel() else early.result()
         return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
@@ -354,32 +413,42 @@ def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np
     try:
         with threadpool_limits(limits=1, user_api="blas"):
             for done, placed in enumerate(pool.map(task, starts)):
-                _chunk_placed(coords, placed, done, rest, starts, callback)
+                _chunk_placed(coords, placed, done, rest, starts, callback, (nearest, None))
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _place_chunk(near: np.ndarray, near_d: np.ndarray, fitted: np.ndarray, start: int, *,
-                 k: int, a: float, b: float, seed: int) -> np.ndarray:
-    """The coordinates of the chunk of placed rows starting at ``start`` (its own seed)."""
+                 k: int, a: float, b: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The coordinates of the chunk of placed rows starting at ``start`` (its own seed) and
+    its rows' POLISH_BUCKETS nearest fitted rows."""
     from aflite_core.measures import _umap_layout  # loaded by _umap already
 
-    return _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
-                             a=a, b=b, random_state=(seed + start) % 2**31)
+    placed = _umap_layout.place(near, near_d, fitted, k=k, n_epochs=TRANSFORM_EPOCHS,
+                                a=a, b=b, random_state=(seed + start) % 2**31)
+    return placed, np.ascontiguousarray(near[:, :POLISH_BUCKETS])
 
 
-def _chunk_placed(coords: np.ndarray, placed: np.ndarray, i: int, rest: np.ndarray,
-                  starts: list[int], callback: ProgressCallback | None) -> None:
-    """Store chunk ``i``'s coordinates and report the rows placed so far."""
+def _chunk_placed(coords: np.ndarray, placed: tuple, i: int, rest: np.ndarray,
+                  starts: list[int], callback: ProgressCallback | None,
+                  found: tuple[np.ndarray | None, np.ndarray | None]) -> None:
+    """Store chunk ``i``'s coordinates (``placed[0]``) and, where ``found`` (the map's nearest
+    fitted rows and polish codes) holds arrays, its rows' (``placed[1]``, ``placed[2]``);
+    report the rows placed so far."""
     start = starts[i]
-    coords[rest[start:start + TRANSFORM_CHUNK]] = placed
-    _emit(callback, 0.4 + 0.6 * (i + 1) / len(starts),
+    rows = rest[start:start + TRANSFORM_CHUNK]
+    coords[rows] = placed[0]
+    for target, part in zip(found, placed[1:], strict=False):
+        if target is not None:
+            target[rows] = part[:, :target.shape[1]]
+    _emit(callback, 0.4 + 0.5 * (i + 1) / len(starts),
           f"placed {min(len(rest), start + TRANSFORM_CHUNK):,} of {len(rest):,} rows")
 
 
 def _place_on_cluster(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted: np.ndarray,
                       rest: np.ndarray, starts: list[int], *, k: int, a: float, b: float,
-                      seed: int, callback: ProgressCallback | None) -> None:
+                      seed: int, callback: ProgressCallback | None,
+                      nearest: np.ndarray | None) -> None:
     """:func:`_place_rest` as tasks on the audit's Dask workers (the map's transform per
     partition): the fitted rows and their layout are scattered once, each task carries its
     chunk's reduced rows, searches their fitted neighbours and places them with the chunk's
@@ -388,7 +457,7 @@ def _place_on_cluster(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted
     if not len(rest):
         return
 
-    def place(chunk: tuple[int, np.ndarray]) -> np.ndarray:
+    def place(chunk: tuple[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         start, rows = chunk
         near, near_d = _knn(rows, Xs, k)
         return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
@@ -396,34 +465,44 @@ def _place_on_cluster(coords: np.ndarray, Xn: np.ndarray, Xs: np.ndarray, fitted
     chunks = [(start, np.ascontiguousarray(Xn[rest[start:start + TRANSFORM_CHUNK]]))
               for start in starts]
     map_folds(place, chunks, on_done=lambda i, placed: _chunk_placed(
-        coords, placed, i, rest, starts, callback))
+        coords, placed, i, rest, starts, callback, (nearest, None)))
 
 
 def _place_where_the_rows_are(coords: np.ndarray, X, reduction, Xs: np.ndarray,
                               fitted: np.ndarray, rest: np.ndarray, starts: list[int], *,
                               k: int, a: float, b: float, seed: int,
-                              callback: ProgressCallback | None) -> None:
+                              callback: ProgressCallback | None,
+                              found: tuple[np.ndarray | None, np.ndarray | None]) -> None:
     """:func:`_place_on_cluster` for Φ left on the workers: each chunk of the other rows is
     reduced, searched and placed by a task on the worker holding its rows (a chunk across two
     partitions is fetched and placed here), so neither their reduced rows nor their chunks
-    are ever all on the driver: its coordinates come back."""
+    are ever all on the driver: its coordinates come back, and for the polish (where
+    ``found`` holds arrays) its rows' nearest fitted rows and the int8 codes of their reduced
+    rows."""
     if not len(rest):
         return
     placements = X.select(rest).map_chunks(_place_rows, TRANSFORM_CHUNK, reduction, Xs,
-                                           fitted, k, a, b, seed, with_start=True)
+                                           fitted, k, a, b, seed, found[1] is not None,
+                                           with_start=True)
     for i, placed in enumerate(placements):
-        _chunk_placed(coords, placed, i, rest, starts, callback)
+        _chunk_placed(coords, placed, i, rest, starts, callback, found)
     record = dask_folds()
     if record is not None:  # tasks of the audit's cluster: the measure ran on Dask
         record.tasks += len(starts)
 
 
 def _place_rows(rows: np.ndarray, start: int, reduction, Xs: np.ndarray, fitted: np.ndarray,
-                k: int, a: float, b: float, seed: int) -> np.ndarray:
-    """One chunk of the other rows of Φ placed in the fitted map (where its rows are)."""
+                k: int, a: float, b: float, seed: int, with_codes: bool = False) -> tuple:
+    """One chunk of the other rows of Φ placed in the fitted map (where its rows are): its
+    coordinates, its rows' nearest fitted rows and, ``with_codes``, the polish's int8 codes
+    of its reduced rows."""
+    from aflite_core.measures import _umap_layout  # loaded by the placement already
+
     with threadpool_limits(limits=1, user_api="blas"):
-        near, near_d = _knn(np.ascontiguousarray(_unit_reduced(rows, reduction)), Xs, k)
-    return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
+        reduced = np.ascontiguousarray(_unit_reduced(rows, reduction))
+        near, near_d = _knn(reduced, Xs, k)
+    placed = _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
+    return (*placed, _umap_layout.polish_codes(reduced)) if with_codes else placed
 
 
 def _degenerate(Xs: np.ndarray) -> str | None:
@@ -563,6 +642,9 @@ def _frame(row_ids: np.ndarray, coords: np.ndarray, info: dict) -> pd.DataFrame:
 UMAP_FIXED_SECONDS = 0.5
 UMAP_FIT_SECONDS_PER_10K = 1.5
 UMAP_TRANSFORM_SECONDS_PER_100K = 4.0
+#: The polish of a placed map, per 100,000 rows (every row's neighbours and three passes:
+#: 0.3-0.6 s at 100k, 2 cores, 2026-11-29).
+UMAP_POLISH_SECONDS_PER_100K = 0.5
 #: PCA's seconds per 100,000 rows.
 PCA_SECONDS_PER_100K = 0.8
 #: Naming the regions (HDBSCAN of a 10k sample, the k-d tree, c-TF-IDF of at most 50k texts):
@@ -582,6 +664,8 @@ def _cost(n: int, params: dict) -> float:
     fitted = min(n, int(params.get("sample_size", SAMPLE_SIZE)))
     seconds = (UMAP_FIXED_SECONDS + UMAP_FIT_SECONDS_PER_10K * fitted / 10_000
                + UMAP_TRANSFORM_SECONDS_PER_100K * (n - fitted) / 100_000)
+    if fitted < n <= POLISH_MAX_ROWS:
+        seconds += UMAP_POLISH_SECONDS_PER_100K * n / 100_000
     return seconds * 100_000 / n + regions
 
 
@@ -692,8 +776,9 @@ MEASURE = Measure(
             "umap",
             choices=("umap", "pca"),
             help="The 2-D map on the Explore page: UMAP keeps neighbourhoods (fitted on at "
-            "most 20,000 rows, the rest placed as its transform does; about 2 s at 10k rows, "
-            "10 s at 100k); PCA is instant but a poor map of text.",
+            "most 20,000 rows, the rest placed as its transform does, then every row moved "
+            "towards its own nearest rows; about 2 s at 10k rows, 10 s at 100k); PCA is "
+            "instant but a poor map of text.",
         ),
         Option("n_neighbors", "Map: UMAP neighbours", 15, minimum=2, maximum=200,
                help="UMAP's n_neighbors: how many neighbours of a row shape its place "

@@ -213,6 +213,10 @@ def test_the_measures_fold_fits_run_on_the_cluster_with_the_local_figures(cluste
                             runs_root=tmp_path / "dask")
     here = run_audit(dataset, AuditConfig(**fast), runs_root=tmp_path / "local")
     summary = json.loads((on_dask / "summary.json").read_text())
+    # both maps polished: on the cluster from the chunks' codes that came back with them
+    assert summary["measures"]["projection"]["polished"] is True
+    assert json.loads((here / "summary.json").read_text())["measures"]["projection"][
+        "polished"] is True
     assert summary["engines"] == {"read": "local", "representation": "dask", "aflite": "dask",
                                   "write": "local", "knn": "dask", "projection": "dask",
                                   "baselines": "dask", "label_issues": "dask", "pvi": "dask",
