@@ -306,6 +306,9 @@ POLISH_NEGATIVES: int = 1
 #: fitted rows (the columns the caller gives: 8 in the map), whole buckets until at least
 #: POLISH_CANDIDATES rows.
 POLISH_CANDIDATES: int = 48
+#: The polish gives a row at most this many neighbours (the map's n_neighbors, up to 200,
+#: would find few more among about POLISH_CANDIDATES candidates, at 8 bytes an edge a row).
+POLISH_MAX_NEIGHBOURS: int = 30
 #: The reduced unit rows' int8 codes: level = round(value * 127) (a unit row's values are in
 #: [-1, 1]); a cosine is the codes' product / 127^2 (recall 0.135 against 0.137 with float32).
 CODE_SCALE: float = 127.0
@@ -508,7 +511,7 @@ def polish(coords: np.ndarray, codes: np.ndarray, nearest_fitted: np.ndarray, *,
     n_fitted : int
         Rows in the fitted sample.
     k : int
-        Neighbours a row gets (the map's n_neighbors).
+        Neighbours a row gets (the map's n_neighbors; at most POLISH_MAX_NEIGHBOURS).
     a, b : float
         The layout's curve (:func:`find_ab`).
     random_state : int
@@ -520,6 +523,7 @@ def polish(coords: np.ndarray, codes: np.ndarray, nearest_fitted: np.ndarray, *,
     from concurrent.futures import ThreadPoolExecutor  # only a polish starts threads
 
     n = coords.shape[0]
+    k = max(1, min(int(k), POLISH_MAX_NEIGHBOURS, n - 1))
     top = nearest_fitted[:, 0]
     order = np.argsort(top, kind="stable").astype(np.int32)
     starts = np.searchsorted(top[order], np.arange(n_fitted + 1)).astype(np.int64)
