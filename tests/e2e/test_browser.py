@@ -108,9 +108,11 @@ def test_sample_audit_explore_and_download(server, browser, artifacts_dir, tmp_p
     page.get_by_test_id("stProgress").first.wait_for(timeout=PAGE_TIMEOUT_MS)
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    # best effort: catch the progress mid-AFLite (a fast machine may already be past it)
+    # best effort: catch the progress mid-AFLite (a fast machine may already be past it: the
+    # audit's end stops the wait, which otherwise sat out its 20 s on the 4,000-row sample)
     with contextlib.suppress(PlaywrightTimeout):
-        page.get_by_text(re.compile(r"round \d+ · size")).wait_for(timeout=20_000)
+        page.get_by_text(re.compile(r"round \d+ · size")).or_(
+            page.get_by_text("Last audit finished")).first.wait_for(timeout=20_000)
     page.screenshot(path=str(artifacts_dir / "3-audit-running.png"))
     page.get_by_text("Last audit finished").wait_for(timeout=AUDIT_TIMEOUT_MS)
     settle(page)
