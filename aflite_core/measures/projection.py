@@ -9,7 +9,7 @@ sample. Nearest neighbours for both steps come from the exact blocked cosine sea
 process pays no compilation. The start is a PCA of the sample (umap-learn's ``init="pca"``),
 and the layout spends :func:`fit_epochs` epochs. When rows were placed, a polish then moves
 every row a little towards its own nearest rows among all rows (``_umap_layout.polish``: at
-100k rows the map's neighbour recall@10 0.035 -> 0.135, trustworthiness kept).
+100k rows the map's neighbour recall@10 0.026 -> 0.127, trustworthiness 0.894 -> 0.892).
 ``benchmarks/bench_projection.py`` measures cost and quality (trustworthiness, neighbour
 recall) against umap-learn's defaults and PCA.
 
@@ -288,13 +288,11 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
         _place_where_the_rows_are(coords, X, reduction, Xs, fitted, rest, starts, k=k, a=a,
                                   b=b, seed=seed, callback=callback,
                                   found=(nearest, codes))
-        if polished:
-            from aflite_core.measures import _umap_layout  # numba: the polish runs here
-
-            codes[sample] = _umap_layout.polish_codes(Xs)
+        if polished:  # a task too (the fitted rows' codes made there): the same map
             nearest[sample] = fitted_nearest[:, :nearest.shape[1]]
-            _polish(coords, codes, nearest, len(sample), k=k, a=a, b=b, seed=seed,
-                    callback=callback)
+            _emit(callback, 0.9, _POLISHING.format(k=k, n=n))
+            [coords[:]] = map_folds(_polish_task, [(coords, codes, nearest, sample, Xs, k, a,
+                                                    b, seed)])
         return coords, _polish_info(info, polished, n, len(rest))
     # imported here: it loads numba (0.5 s), which discovering the measures (the dashboard's
     # start, every CLI command) does not need
@@ -331,23 +329,37 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
         searcher.shutdown(wait=True, cancel_futures=True)
     if polished:
         nearest[sample] = fitted_nearest[:, :nearest.shape[1]]
-        codes = np.empty((n, Xn.shape[1]), dtype=np.int8)
-        for start in range(0, n, 65536):  # bounded temporary memory
-            codes[start:start + 65536] = _umap_layout.polish_codes(Xn[start:start + 65536])
-        _polish(coords, codes, nearest, len(sample), k=k, a=a, b=b, seed=seed,
-                callback=callback)
+        _emit(callback, 0.9, _POLISHING.format(k=k, n=n))
+        _polish_task((coords, _codes(Xn), nearest, sample, None, k, a, b, seed))
     return coords, _polish_info(info, polished, n, len(rest))
 
 
-def _polish(coords: np.ndarray, codes: np.ndarray, nearest: np.ndarray, n_fitted: int, *,
-            k: int, a: float, b: float, seed: int, callback: ProgressCallback | None) -> None:
-    """The placed map polished in place (``_umap_layout.polish``), with progress."""
+_POLISHING = "polishing the map: each row's {k} nearest rows among all {n:,}"
+
+
+def _codes(unit_rows: np.ndarray) -> np.ndarray:
+    """The polish's int8 codes of reduced unit rows, 65,536 rows at a time (no float copy of
+    them all)."""
     from aflite_core.measures import _umap_layout  # loaded by _umap already
 
-    _emit(callback, 0.9, f"polishing the map: each row's {k} nearest rows among all "
-                         f"{len(coords):,}")
-    _umap_layout.polish(coords, codes, nearest, n_fitted=n_fitted, k=k, a=a, b=b,
-                        random_state=seed, threads=available_cores())
+    codes = np.empty(unit_rows.shape, dtype=np.int8)
+    for start in range(0, len(unit_rows), 65536):
+        codes[start:start + 65536] = _umap_layout.polish_codes(unit_rows[start:start + 65536])
+    return codes
+
+
+def _polish_task(task: tuple) -> np.ndarray:
+    """``(coords, codes, nearest, sample, Xs, k, a, b, seed)`` -> the placed map polished (in
+    place: ``_umap_layout.polish``), here or as a task on a worker (with Φ on the workers,
+    so that numba never loads on the driver). ``Xs``, when given, are the fitted rows'
+    reduced unit rows, whose codes go in ``codes[sample]`` first."""
+    from aflite_core.measures import _umap_layout  # numba: loaded by the layout already
+
+    coords, codes, nearest, sample, Xs, k, a, b, seed = task
+    if Xs is not None:
+        codes[sample] = _umap_layout.polish_codes(Xs)
+    return _umap_layout.polish(coords, codes, nearest, n_fitted=len(sample), k=k, a=a, b=b,
+                               random_state=seed, threads=available_cores())
 
 
 def _polish_info(info: dict, polished: bool, n: int, placed: int) -> dict:
@@ -361,7 +373,7 @@ def _polish_info(info: dict, polished: bool, n: int, placed: int) -> dict:
 
 
 def _layout_inputs(Xs: np.ndarray, k: int, min_dist: float, seed: int
-                   ) -> tuple[Any, float, float, np.ndarray]:
+                   ) -> tuple[Any, float, float, np.ndarray, np.ndarray]:
     """The fitted rows' fuzzy graph, the curve's ``a`` and ``b``, the layout's start and each
     fitted row's POLISH_BUCKETS nearest fitted rows (itself first, as a rule)."""
     from aflite_core.measures import _umap_layout  # lazy: +428 ms to import

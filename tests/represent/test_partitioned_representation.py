@@ -437,7 +437,7 @@ def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
     made on the driver, laid out by a task, and every other chunk is reduced, searched and
     placed by a task where its rows are (across two partitions: on a worker, from its
     pieces): the map of the array, bit for bit, and neither the reduced matrix of every row
-    nor its chunks are made on the driver, nor the layout run there."""
+    nor its chunks are made on the driver, nor the layout nor the polish run there."""
     from aflite_core.measures import projection
     from aflite_core.represent._fold_pool import on_dask
     from aflite_core.represent._partitioned_rows import PartitionedRows
@@ -464,16 +464,20 @@ def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
     monkeypatch.setattr(projection, "_reduce", no_whole_matrix)
     from aflite_core.measures import _umap_layout
 
-    laid_out = []  # layouts run in this process (the workers import their own module)
-    layout = _umap_layout.layout
+    laid_out = []  # layouts and polishes run in this process (the workers import their own)
+    layout, polish = _umap_layout.layout, _umap_layout.polish
     monkeypatch.setattr(_umap_layout, "layout",
-                        lambda *a, **k: laid_out.append(1) or layout(*a, **k))
+                        lambda *a, **k: laid_out.append("layout") or layout(*a, **k))
+    monkeypatch.setattr(_umap_layout, "polish",
+                        lambda *a, **k: laid_out.append("polish") or polish(*a, **k))
     with on_dask(client) as record:
         there = projection.project(X, **options)
     # 7,000 other rows in 5 chunks, every one placed on the workers (their copy of the
     # function records elsewhere), the one across the partitions' boundary too (put together
-    # there from its two pieces); the layout a task of its own: numba never loads here
-    assert record.tasks == 6 and placed == [] and laid_out == []
+    # there from its two pieces); the layout and the polish tasks of their own: numba never
+    # loads here
+    assert record.tasks == 7 and placed == [] and laid_out == []
+    assert projection.projection_info(there)["polished"] is True
     pd.testing.assert_frame_equal(there, here, check_exact=True)
     assert X.whole_gathers == 0
 
