@@ -33,8 +33,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from threadpoolctl import threadpool_limits
-
+from aflite_core import blas_threads
 from aflite_core.errors import AuditCancelled, MeasureSkipped
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.measures import Measure, MeasureContext, MeasureResult
@@ -268,7 +267,7 @@ class _Side:
 
     def __enter__(self) -> _Side:
         if self.measures:
-            self._blas = threadpool_limits(limits=1, user_api="blas")
+            self._blas = blas_threads.limit(1)
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="measure-beside")
             self._future = self._pool.submit(self._run)
         return self

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
+from aflite_core import blas_threads
 from aflite_core._validation import (
     available_cores,
     resolve_n_jobs,
@@ -711,9 +712,6 @@ def _short_message_logs():
     return dask.config.set({"distributed.admin.low-level-log-length": MESSAGE_LOG_LENGTH})
 
 
-_BLAS_CONTROLLER: list = []
-
-
 @contextlib.contextmanager
 def single_threaded_blas():
     """Limit BLAS to one thread while AFLite runs (parallelism comes from ``n_jobs``).
@@ -722,16 +720,7 @@ def single_threaded_blas():
     (a 256 x 256 Cholesky took 0.2 s instead of 2 ms on a busy 2-core machine); AFLite's own
     threads over row blocks give the same speed-up on an idle machine, deterministically.
     """
-    try:
-        from threadpoolctl import ThreadpoolController  # optional dependency
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        yield
-        return
-    # Scanning the loaded libraries costs milliseconds, so it is done once: numpy's and
-    # scipy's BLAS (the only ones AFLite calls) are loaded by the time of the first fit.
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    with _BLAS_CONTROLLER[0].limit(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         yield
 
 

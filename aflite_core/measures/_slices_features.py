@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
+from aflite_core import blas_threads
 from aflite_core._validation import check_int
 from aflite_core.represent import is_partitioned
 
@@ -347,7 +347,7 @@ def cluster_codes(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None = N
     # One thread (OpenMP and BLAS): k-means' many small products gain nothing from threads,
     # and on a busy 2-core machine spinning BLAS threads made it 8x slower (21 s vs 2.8 s
     # for 100k x 256, k = 50).
-    with threadpool_limits(limits=1):
+    with blas_threads.limit(1, user_api=None):
         model = MiniBatchKMeans(n_clusters=k, n_init=1, batch_size=4096,
                                 random_state=random_state).fit(
                                     np.asarray(X[fit_rows], dtype=np.float32))

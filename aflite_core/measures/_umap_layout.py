@@ -318,9 +318,13 @@ POLISH_CHUNK: int = 65_536
 
 def polish_codes(unit_rows: np.ndarray) -> np.ndarray:
     """The int8 codes of reduced unit rows the polish compares (64 bytes a row at 64
-    dimensions): each value times 127, rounded. The same rows give the same codes wherever
-    they are made (a worker or here)."""
-    return np.rint(np.clip(unit_rows, -1.0, 1.0) * CODE_SCALE).astype(np.int8)
+    dimensions): each value times 127, rounded, POLISH_CHUNK rows at a time (no float copy of
+    them all). The same rows give the same codes wherever they are made (a worker or here)."""
+    codes = np.empty(unit_rows.shape, dtype=np.int8)
+    for start in range(0, len(unit_rows), POLISH_CHUNK):
+        part = unit_rows[start:start + POLISH_CHUNK]
+        codes[start:start + POLISH_CHUNK] = np.rint(np.clip(part, -1.0, 1.0) * CODE_SCALE)
+    return codes
 
 
 def _row_memberships(dists, out, k):

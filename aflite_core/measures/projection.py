@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
+from aflite_core import blas_threads
 from aflite_core._validation import available_cores, check_choice, check_int, check_real, make_rng
 from aflite_core.chart_style import STATUS_COLORS, add_region_labels
 from aflite_core.io import shared_strings
@@ -313,7 +313,7 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     # task, after the layout
     searcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="umap-search")
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads.limit(1):
             searches = {} if on_cluster else {start: searcher.submit(search, start)
                                               for start in starts}
             fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
@@ -330,22 +330,11 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     if polished:
         nearest[sample] = fitted_nearest[:, :nearest.shape[1]]
         _emit(callback, 0.9, _POLISHING.format(k=k, n=n))
-        _polish_task((coords, _codes(Xn), nearest, sample, None, k, a, b, seed))
+        _polish_task((coords, _umap_layout.polish_codes(Xn), nearest, sample, None, k, a, b, seed))
     return coords, _polish_info(info, polished, n, len(rest))
 
 
 _POLISHING = "polishing the map: each row's {k} nearest rows among all {n:,}"
-
-
-def _codes(unit_rows: np.ndarray) -> np.ndarray:
-    """The polish's int8 codes of reduced unit rows, 65,536 rows at a time (no float copy of
-    them all)."""
-    from aflite_core.measures import _umap_layout  # loaded by _umap already
-
-    codes = np.empty(unit_rows.shape, dtype=np.int8)
-    for start in range(0, len(unit_rows), 65536):
-        codes[start:start + 65536] = _umap_layout.polish_codes(unit_rows[start:start + 65536])
-    return codes
 
 
 def _polish_task(task: tuple) -> np.ndarray:
@@ -394,7 +383,7 @@ def _fit_layout(task: tuple) -> tuple[np.ndarray, float, float, np.ndarray]:
 
     Xs, k, min_dist, epochs, seed = task
     graph, a, b, init, nearest = _layout_inputs(Xs, k, min_dist, seed)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
                                      random_state=seed)
     return fitted, a, b, nearest
@@ -423,7 +412,7 @@ def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np
     workers = min(len(starts), available_cores())
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="umap-place")
     try:
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads.limit(1):
             for done, placed in enumerate(pool.map(task, starts)):
                 _chunk_placed(coords, placed, done, rest, starts, callback, (nearest, None))
     finally:
@@ -510,7 +499,7 @@ def _place_rows(rows: np.ndarray, start: int, reduction, Xs: np.ndarray, fitted:
     of its reduced rows."""
     from aflite_core.measures import _umap_layout  # loaded by the placement already
 
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         reduced = np.ascontiguousarray(_unit_reduced(rows, reduction))
         near, near_d = _knn(reduced, Xs, k)
     placed = _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)

@@ -38,8 +38,7 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-from threadpoolctl import threadpool_limits
-
+from aflite_core import blas_threads
 from aflite_core._validation import available_cores
 from aflite_core.errors import LostOnCluster  # noqa: F401 - re-exported: raised here
 
@@ -132,7 +131,7 @@ def dask_folds() -> DaskFolds | None:
 
 def _fit_task(fit: Callable[..., R], task: T, *resident: Any) -> R:
     """One fold fit on a worker, on one BLAS thread as on the local pool."""
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         return fit(task, *resident)
 
 
@@ -374,7 +373,7 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
         return _map_on_dask(record, fit, tasks, on_done, extra)
     threads = fold_threads() if threads is None else int(threads)
     results: list[R] = []
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         if threads <= 1 or len(tasks) <= 1:
             for i, task in enumerate(tasks):
                 results.append(fit(task))

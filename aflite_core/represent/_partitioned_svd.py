@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse import _sparsetools
-from threadpoolctl import threadpool_limits
 
+from aflite_core import blas_threads
 from aflite_core.errors import RepresentationError
 from aflite_core.represent._partitioned_rows import PartitionedRows
 from aflite_core.represent._partitioned_tfidf import (
@@ -328,7 +328,7 @@ def _build(runner: Any, hypotheses: Sequence[str], premises: Sequence[str] | Non
     # process-wide, and a task on a worker thread of this process (an in-process cluster)
     # restores the limit it found when it started; had that been before this limit, it
     # would let the driver's dense steps below run on two threads and round otherwise
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         matrices, n_features = _tfidf(runner, hypotheses, premises, bounds, max_features,
                                       min_df)
         if on_vocabulary is not None:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future as Box
 from typing import Any
 
+from aflite_core import blas_threads
 from aflite_core.errors import PartitionLost  # noqa: F401 - re-exported: raised here
 from aflite_core.represent._fold_pool import cluster_workers, lost_data
 
@@ -59,9 +60,7 @@ def scatter_within(client: Any, objs: list, timeout: float, **kwargs: Any) -> li
 
 
 def on_one_thread(fn: Callable, *args: Any) -> Any:
-    from threadpoolctl import threadpool_limits  # lazy: +7 ms to import
-
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         return fn(*args)
 
 

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
-from threadpoolctl import threadpool_limits
 
+from aflite_core import blas_threads
 from aflite_core._validation import check_int, check_seed
 from aflite_core.represent._fold_pool import MAX_THREADS, available_cores
 
@@ -103,7 +103,7 @@ def truncated_svd(
     dtype = np.float32 if M.dtype == np.float32 else np.float64
     M = sp.csr_matrix(M, dtype=dtype) if sp.issparse(M) else np.asarray(M, dtype=dtype)
     width = min(k + n_oversamples, n_rows, n_features)
-    with threadpool_limits(limits=1, user_api="blas"), _SplitProducts(M) as products:
+    with blas_threads.limit(1), _SplitProducts(M) as products:
         X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
                                  random_state=random_state, dtype=dtype, callback=callback,
                                  keep=keep)

@@ -66,8 +66,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
-from threadpoolctl import threadpool_limits
 
+from aflite_core import blas_threads
 from aflite_core._validation import check_choice, check_int, check_real, check_seed
 from aflite_core.represent._pair_inputs import (  # noqa: F401 - re-exported
     PAIR_SEPARATOR,
@@ -247,5 +247,5 @@ def text_model(kind: str, *, C: float = 1.0, max_iter: int = 1000,
 @contextlib.contextmanager
 def single_blas_thread() -> Iterator[None]:
     """Run the enclosed fits with one BLAS thread (see the module docstring)."""
-    with threadpool_limits(limits=1, user_api="blas"):
+    with blas_threads.limit(1):
         yield
