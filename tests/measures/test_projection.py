@@ -236,13 +236,18 @@ def test_the_map_is_the_same_whoever_searches_the_neighbours_and_on_any_thread_c
         monkeypatch):
     """The other rows' neighbours are searched during the layout when a core is free, or by
     the placement pool: the chunks, their neighbours and the map are the same bit for bit,
-    with every search done early, none done early, and one placement thread."""
+    with every search done early, none done early, and one placement thread (and the
+    polish's neighbours found by one thread or two)."""
     from concurrent.futures import Future
 
     from aflite_core.measures import projection
 
+    from aflite_core.measures import _umap_layout
+
     X, labels = _clusters(3000, seed=4)
     monkeypatch.setattr(projection, "TRANSFORM_CHUNK", 300)  # 7 chunks of the 2,000 others
+    # the polish's neighbour search in 6 chunks of rows, shared by the threads
+    monkeypatch.setattr(_umap_layout, "POLISH_CHUNK", 500)
     params = {"sample_size": 1000, "random_state": 0}
     default = project(X, **params)
 
