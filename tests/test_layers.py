@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -19,6 +20,13 @@ MAX_LINES = 800
 #: A long file's first lines must hold this phrase and the reason.
 LONG_FILE_MARK = "over 800 lines because"
 
+
+
+@functools.cache
+def _tree(source: str) -> ast.Module:
+    """``ast.parse(source)``, once per source text: the checks below walk every module of
+    the repository, each of them (read only)."""
+    return ast.parse(source)
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO).with_suffix("").parts)
@@ -43,7 +51,7 @@ def _face(path: Path) -> dict[str, str]:
     """A package's face (its ``__init__.py``'s ``_FACE`` and ``_NAMESPACES``, names resolved
     on first use): public name -> the module of the package that defines it."""
     out: dict[str, str] = {}
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+    for node in _tree(path.read_text(encoding="utf-8")).body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             target = node.targets[0] if isinstance(node, ast.Assign) else node.target
             if isinstance(target, ast.Name) and target.id == "_FACE":
@@ -60,7 +68,7 @@ FACES = {name: face for name, path in SOURCES.items() if path.name == "__init__.
 
 def _imports(name: str, path: Path) -> set[str]:
     """The repository modules ``name`` imports (anywhere in the file)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = _tree(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
@@ -196,7 +204,7 @@ def test_the_core_never_imports_streamlit():
     offenders = []
     for name, path in SOURCES.items():
         if name.startswith("aflite_core"):
-            tree = ast.parse(path.read_text(encoding="utf-8"))
+            tree = _tree(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 mods = ([a.name for a in node.names] if isinstance(node, ast.Import)
                         else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
@@ -254,7 +262,7 @@ def _past_faces(importer: str, source: str) -> list[str]:
     """The imports of ``source`` (the module ``importer``) that reach past a package's face:
     into one of its modules, or a name the face does not list (a private one included)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_tree(source)):
         if isinstance(node, ast.Import):
             modules = [(a.name, None) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -337,7 +345,7 @@ def _private_imports(importer: str, source: str) -> list[str]:
     helper two modules share is a public name of its package (a private module of one's own
     package, ``from aflite_core.measures import _umap_layout``, is fine)."""
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_tree(source)):
         if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
                 and node.module.split(".")[0] in ("aflite_core", "ui")):
             continue
@@ -365,7 +373,7 @@ def _uncommented_inner_imports(name: str, source: str) -> list[str]:
     optional dependency, or what the import costs when the module is loaded)."""
     lines = source.splitlines()
     found = []
-    for function in ast.walk(ast.parse(source)):
+    for function in ast.walk(_tree(source)):
         if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         for node in ast.walk(function):
