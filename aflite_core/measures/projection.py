@@ -68,14 +68,11 @@ PCA_DIMS: int | None = 64
 SEARCH_BLOCK_CELLS: int = 4 * 1024 * 1024
 #: Above this width the reduction uses a randomized PCA instead of the exact covariance one.
 MAX_COVARIANCE_DIMS: int = 4096
-#: Nearest fitted rows kept per row: the polish's candidates are the rows of their buckets
-#: (the rows whose nearest fitted row they are).
+#: Nearest fitted rows kept per row: the polish's candidates are the rows of their buckets.
 POLISH_BUCKETS: int = 8
-#: The polish (``_umap_layout.polish``: every row moved a little towards its own nearest
-#: rows among all rows) runs when rows were placed and there are at most this many: above,
-#: the fitted rows' buckets grow (rows / fitted rows) and the neighbours' codes and edges
-#: (about 200 bytes a row) would weigh on the driver; the map is then placed only, and
-#: ``projection_info`` says so.
+#: The polish (``_umap_layout.polish``) runs when rows were placed, up to this many rows:
+#: above, the buckets grow (rows / fitted rows) and its codes and edges (about 200 bytes a
+#: row) weigh on memory; the map is then placed only, and ``projection_info`` says so.
 POLISH_MAX_ROWS: int = 2_000_000
 #: Bump when the algorithm changes so stale cache files are not reused.
 CACHE_VERSION = "6"
@@ -352,12 +349,13 @@ def _polish_task(task: tuple) -> np.ndarray:
 
 
 def _polish_info(info: dict, polished: bool, n: int, placed: int) -> dict:
-    """``info`` with whether the placed map was polished (and why not, when rows were placed
-    but too many)."""
+    """``info`` with whether the map was polished (and why not, when rows were placed)."""
     info["polished"] = bool(polished)
     if placed and not polished:
-        info["polish_note"] = (f"not polished: {n:,} rows is over {POLISH_MAX_ROWS:,}; the "
-                               "placed rows keep their places beside the fitted rows")
+        info["polish_note"] = (f"the map was not polished ({n:,} rows, over "
+                               f"{POLISH_MAX_ROWS:,}): the rows placed beside the fitted ones "
+                               "keep those places, so a row's nearest points on the map are "
+                               "less often its nearest rows in Φ")
     return info
 
 
@@ -636,15 +634,12 @@ def _frame(row_ids: np.ndarray, coords: np.ndarray, info: dict) -> pd.DataFrame:
 
 
 #: Expected seconds of a UMAP map (benchmarks/bench_projection.py, 2 cores): loading the
-#: cached kernel, fitting on the sample (at most SAMPLE_SIZE rows), placing the other rows;
-#: measured 1.5 s at 10k, 8.7 s at 100k, 32.5 s at 550k, 58.2 s at 1M (2026-11-26); the
-#: neighbour searches' reused block buffer took 12 % off the placement (100k rows in turn,
-#: warm: 6.09 -> 5.33 s, bench_projection.py, 2026-11-26 15:15 UTC).
+#: cached kernel, fitting on the sample (at most SAMPLE_SIZE rows), placing the other rows,
+#: polishing them all (0.3-0.6 s at 100k); measured 1.3 s at 10k, 6.8 s at 100k, 54.0 s at
+#: 1M, warm (2026-11-29).
 UMAP_FIXED_SECONDS = 0.5
 UMAP_FIT_SECONDS_PER_10K = 1.5
 UMAP_TRANSFORM_SECONDS_PER_100K = 4.0
-#: The polish of a placed map, per 100,000 rows (every row's neighbours and three passes:
-#: 0.3-0.6 s at 100k, 2 cores, 2026-11-29).
 UMAP_POLISH_SECONDS_PER_100K = 0.5
 #: PCA's seconds per 100,000 rows.
 PCA_SECONDS_PER_100K = 0.8
@@ -704,6 +699,13 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
                                 "from the rest")
     else:
         info["label_skewed_regions"] = int(regions["label_skewed"].sum())
+    warnings = []  # beside the map's figures wherever they go (measure_caveats)
+    if info.get("fallback"):
+        warnings.append(f"UMAP could not map these rows, so the map is PCA: {info['reason']}")
+    if "polish_note" in info:
+        warnings.append(info["polish_note"])
+    if warnings:
+        info["warnings"] = warnings
     return MeasureResult(tables={"projection.parquet": table, map_regions.FILE: regions},
                          astype={"projection.parquet": TABLE_TYPES},
                          info={"params": params, **info})

@@ -79,7 +79,7 @@ def test_the_polish_puts_a_placed_rows_own_neighbours_around_it_on_the_map(monke
     placed = project(X, sample_size=1000, random_state=0)
     info = projection_info(placed)
     assert info["polished"] is False
-    assert info["polish_note"].startswith("not polished: 4,000 rows is over 3,999")
+    assert info["polish_note"].startswith("the map was not polished (4,000 rows, over 3,999)")
     before, after = _neighbour_recall(X, placed), _neighbour_recall(X, polished)
     assert before < 0.5 and after > 0.6 and after > 1.5 * before, (before, after)
     # the fitted rows moved too, a little: the map keeps its clusters where they were
@@ -240,9 +240,7 @@ def test_the_map_is_the_same_whoever_searches_the_neighbours_and_on_any_thread_c
     polish's neighbours found by one thread or two)."""
     from concurrent.futures import Future
 
-    from aflite_core.measures import projection
-
-    from aflite_core.measures import _umap_layout
+    from aflite_core.measures import _umap_layout, projection
 
     X, labels = _clusters(3000, seed=4)
     monkeypatch.setattr(projection, "TRANSFORM_CHUNK", 300)  # 7 chunks of the 2,000 others
@@ -266,3 +264,25 @@ def test_the_map_is_the_same_whoever_searches_the_neighbours_and_on_any_thread_c
     rng = np.random.default_rng(0)
     fitted = np.sort(rng.choice(3000, size=1000, replace=False))
     assert _separation(default, labels, fitted) > 0.95
+
+
+def test_a_map_not_polished_says_so_beside_its_figures(tmp_path, monkeypatch):
+    """An audit whose map is over POLISH_MAX_ROWS: summary.json's projection record says why
+    it was not polished, as a caveat the report, the card, the Report page and the CLI take
+    (``measure_caveats``)."""
+    from pathlib import Path
+
+    from aflite_core.io.datasets import load_dataset
+    from aflite_core.measures import measure_caveats, projection
+    from aflite_core.pipeline import AuditConfig, run_audit
+    from aflite_core.runs import load_run
+
+    sample = Path(projection.__file__).resolve().parents[1] / "data" / "snli_sample.csv"
+    monkeypatch.setattr(projection, "POLISH_MAX_ROWS", 3_000)
+    config = AuditConfig(n_partitions=8, random_state=0, report=False, measures=("projection",),
+                         measure_params={"projection": {"sample_size": 1_000}})
+    run = load_run(run_audit(load_dataset(sample), config, runs_root=tmp_path))
+    record = run.summary["measures"]["projection"]
+    assert record["polished"] is False
+    assert measure_caveats(run, "projection") == [record["polish_note"]]
+    assert "(4,000 rows, over 3,000)" in record["polish_note"]

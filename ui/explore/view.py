@@ -114,6 +114,9 @@ def map_panel(path: Path) -> list[str] | None:
     if done.get("fallback"):
         st.info(f"UMAP could not map these rows, so this map is {done['fallback'].upper()}: "
                 f"{components.md_escape(done.get('reason', ''))}.", icon=":material/info:")
+    if done.get("polish_note"):
+        note = components.md_escape(str(done["polish_note"]))
+        st.caption(note[:1].upper() + note[1:] + ".")
     c1, c2 = st.columns([2, 3], vertical_alignment="bottom")
     options = [c for c in ("status", "label", "predictability") if c in points]
     color = c1.segmented_control("Colour by", options, default="status", required=True,
