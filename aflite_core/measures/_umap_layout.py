@@ -48,6 +48,33 @@ def _xorshift(state: np.ndarray) -> np.uint64:
 _xorshift = _jit(_xorshift)
 
 
+def _attraction(dx, dy, a, b, two_ab, one, clip):
+    """The layout's attractive step along (dx, dy), clipped, before the learning rate."""
+    dist2 = dx * dx + dy * dy
+    coeff = np.float32(0.0)
+    if dist2 > 0.0:
+        powered = dist2 ** b  # one power per sample: d^(2(b-1)) = d^(2b) / d^2
+        coeff = -two_ab * (powered / dist2) / (a * powered + one)
+    return min(max(coeff * dx, -clip), clip), min(max(coeff * dy, -clip), clip)
+
+
+_attraction = _jit(_attraction)
+
+
+def _repulsion(dx, dy, a, b, two_gamma_b, eps, one, clip):
+    """The layout's repulsive step from a negative sample at (dx, dy) (not the row itself),
+    clipped, before the learning rate; a sample at the same point pushes by ``clip``."""
+    dist2 = dx * dx + dy * dy
+    if dist2 > 0.0:
+        coeff = two_gamma_b / ((eps + dist2) * (a * dist2 ** b + one))
+        if coeff > 0.0:
+            return min(max(coeff * dx, -clip), clip), min(max(coeff * dy, -clip), clip)
+    return clip, clip
+
+
+_repulsion = _jit(_repulsion)
+
+
 def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, gamma,
          initial_alpha, negative_sample_rate, n_epochs, move_tail, state):
     """umap-learn's ``optimize_layout_euclidean`` for 2-D, one thread."""
@@ -70,15 +97,11 @@ def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, ga
                 continue
             j = head[i]
             k = tail[i]
-            dx = head_embedding[j, 0] - tail_embedding[k, 0]
-            dy = head_embedding[j, 1] - tail_embedding[k, 1]
-            dist2 = dx * dx + dy * dy
-            coeff = np.float32(0.0)
-            if dist2 > 0.0:
-                powered = dist2 ** b  # one power per sample: d^(2(b-1)) = d^(2b) / d^2
-                coeff = -two_ab * (powered / dist2) / (a * powered + one)
-            gx = min(max(coeff * dx, -clip), clip) * alpha
-            gy = min(max(coeff * dy, -clip), clip) * alpha
+            gx, gy = _attraction(head_embedding[j, 0] - tail_embedding[k, 0],
+                                 head_embedding[j, 1] - tail_embedding[k, 1], a, b, two_ab,
+                                 one, clip)
+            gx *= alpha
+            gy *= alpha
             head_embedding[j, 0] += gx
             head_embedding[j, 1] += gy
             if move_tail:
@@ -91,19 +114,9 @@ def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, ga
                 k = int(_xorshift(state) % n_tail)
                 dx = head_embedding[j, 0] - tail_embedding[k, 0]
                 dy = head_embedding[j, 1] - tail_embedding[k, 1]
-                dist2 = dx * dx + dy * dy
-                if dist2 > 0.0:
-                    coeff = two_gamma_b / ((eps + dist2) * (a * dist2 ** b + one))
-                elif j == k:
+                if j == k and dx * dx + dy * dy <= 0.0:
                     continue
-                else:
-                    coeff = np.float32(0.0)
-                if coeff > 0.0:
-                    gx = min(max(coeff * dx, -clip), clip)
-                    gy = min(max(coeff * dy, -clip), clip)
-                else:
-                    gx = clip
-                    gy = clip
+                gx, gy = _repulsion(dx, dy, a, b, two_gamma_b, eps, one, clip)
                 head_embedding[j, 0] += gx * alpha
                 head_embedding[j, 1] += gy * alpha
             epoch_of_next_negative_sample[i] += n_neg * epochs_per_negative_sample[i]
@@ -455,15 +468,10 @@ def _polish_passes(emb, idx, weights, a, b, passes, rate, negatives, state):
                 w = weights[i, t]
                 if np.floor(p * w) == np.floor((p - 1) * w):
                     continue
-                dx = emb[i, 0] - emb[j, 0]
-                dy = emb[i, 1] - emb[j, 1]
-                dist2 = dx * dx + dy * dy
-                coeff = np.float32(0.0)
-                if dist2 > 0.0:
-                    powered = dist2 ** b
-                    coeff = -two_ab * (powered / dist2) / (a * powered + one)
-                gx = min(max(coeff * dx, -clip), clip) * alpha
-                gy = min(max(coeff * dy, -clip), clip) * alpha
+                gx, gy = _attraction(emb[i, 0] - emb[j, 0], emb[i, 1] - emb[j, 1], a, b, two_ab,
+                                     one, clip)
+                gx *= alpha
+                gy *= alpha
                 emb[i, 0] += gx
                 emb[i, 1] += gy
                 emb[j, 0] -= gx
@@ -472,16 +480,8 @@ def _polish_passes(emb, idx, weights, a, b, passes, rate, negatives, state):
                     r = int(_xorshift(state) % n_rows)
                     if r == i:
                         continue
-                    dx = emb[i, 0] - emb[r, 0]
-                    dy = emb[i, 1] - emb[r, 1]
-                    dist2 = dx * dx + dy * dy
-                    if dist2 > 0.0:
-                        coeff = two_b / ((eps + dist2) * (a * dist2 ** b + one))
-                        gx = min(max(coeff * dx, -clip), clip)
-                        gy = min(max(coeff * dy, -clip), clip)
-                    else:
-                        gx = clip
-                        gy = clip
+                    gx, gy = _repulsion(emb[i, 0] - emb[r, 0], emb[i, 1] - emb[r, 1], a, b,
+                                        two_b, eps, one, clip)
                     emb[i, 0] += gx * alpha
                     emb[i, 1] += gy * alpha
     return emb
