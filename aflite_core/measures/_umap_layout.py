@@ -422,14 +422,8 @@ def _rows_neighbours(lo, hi, nearest_fitted, order, starts, codes, scale, n_cand
                     dist = np.float32(0.0)
                 if not dist < best[k - 1]:
                     continue
-                known = False
-                for u in range(k):
-                    if which[u] == j:
-                        known = True
-                        break
-                if known:
-                    continue
-                u = k - 1
+                u = k - 1  # buckets share no row and a row's fitted rows are distinct
+                # (an exact search's): no candidate is met twice
                 while u > 0 and best[u - 1] > dist:
                     best[u] = best[u - 1]
                     which[u] = which[u - 1]
