@@ -171,16 +171,30 @@ class _Figures:
 
     def __init__(self) -> None:
         self._pio = pio
+        self._template: dict[str, Any] | None = None
+
+    def _white(self) -> dict[str, Any]:
+        """The ``plotly_white`` template as a figure's dictionary holds it, made once: Plotly
+        validates a template given by name property by property for every figure (12 ms
+        of the 13 ms a small figure took)."""
+        if self._template is None:
+            self._template = go.Figure(layout={"template": "plotly_white"}).to_dict()[
+                "layout"]["template"]
+        return self._template
 
     def __call__(self, fig, height: int = 360) -> str:
         right = fig.layout.margin.r or 0  # room kept for reference-line labels
-        fig.update_layout(template="plotly_white", colorway=list(_PALETTE),
+        # an empty template holds the template's place; the dictionary gets plotly_white
+        fig.update_layout(template={}, colorway=list(_PALETTE),
                           margin={"l": 50, "r": max(20, right), "t": 40, "b": 40},
                           height=height)
         fig.update_xaxes(automargin=True)  # long category labels get room, never cut
         fig.update_yaxes(automargin=True)
+        spec = fig.to_dict()
+        spec["layout"]["template"] = self._white()
         return self._pio.to_html(
-            fig,
+            spec,
+            validate=False,
             include_plotlyjs=False,
             full_html=False,
             config={"displaylogo": False, "responsive": True},
