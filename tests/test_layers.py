@@ -61,9 +61,12 @@ def _face(path: Path) -> dict[str, str]:
     return out
 
 
-#: Package -> its face, for every package of the repository that has one.
-FACES = {name: face for name, path in SOURCES.items() if path.name == "__init__.py"
-         and (face := _face(path))}
+@functools.cache
+def faces() -> dict[str, dict[str, str]]:
+    """Package -> its face, for every package of the repository that has one (made on first
+    use, not when the file is collected: every xdist worker collects it)."""
+    return {name: face for name, path in SOURCES.items() if path.name == "__init__.py"
+            and (face := _face(path))}
 
 
 def _imports(name: str, path: Path) -> set[str]:
@@ -79,10 +82,10 @@ def _imports(name: str, path: Path) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            if base in FACES and not name.startswith(base + "."):
+            if base in faces() and not name.startswith(base + "."):
                 # through a face: to the modules that define the names (the face itself
                 # imports nothing until a name is used)
-                face = FACES[base]
+                face = faces()[base]
                 targets = [f"{base}.{face.get(a.name, a.name)}" for a in node.names]
             else:
                 targets = [base] + [f"{base}.{a.name}" for a in node.names]
@@ -96,7 +99,10 @@ def _imports(name: str, path: Path) -> set[str]:
     return out
 
 
-EDGES = {name: _imports(name, path) for name, path in SOURCES.items()}
+@functools.cache
+def edges() -> dict[str, set[str]]:
+    """Module -> the repository modules it imports (made on first use, as :func:`faces`)."""
+    return {name: _imports(name, path) for name, path in SOURCES.items()}
 
 
 def _layers() -> list[tuple[int, str, list[str]]]:
@@ -140,7 +146,7 @@ def test_no_module_imports_a_layer_above_its_own():
     upward = [
         f"{a} (layer {placed[a][0]} {placed[a][1]}) imports {b} "
         f"(layer {placed[b][0]} {placed[b][1]})"
-        for a, targets in EDGES.items() for b in targets
+        for a, targets in edges().items() for b in targets
         if a in placed and b in placed and placed[b][0] > placed[a][0]
     ]
     assert not upward, "\n".join(sorted(upward))
@@ -191,11 +197,11 @@ def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_circle():
-    assert _cycles(EDGES) == []
+    assert _cycles(edges()) == []
 
 
 def test_the_circle_finder_finds_a_planted_circle():
-    planted = {**EDGES, "aflite_core.runs.folder": EDGES["aflite_core.runs.folder"]
+    planted = {**edges(), "aflite_core.runs.folder": edges()["aflite_core.runs.folder"]
                | {"aflite_core.report.html"}}
     assert any("aflite_core.runs.folder" in c for c in _cycles(planted))
 
@@ -220,7 +226,7 @@ def test_a_pages_code_is_found_from_the_pages_name():
     shared = [n for n in SOURCES if n.count(".") == 1 and n.startswith("ui.")
               and n != "ui.session"]
     pages = {f"ui.{p.stem}" for p in (REPO / "app_pages").glob("*.py")}
-    leaks = [f"{a} imports {b}" for a in shared for b in EDGES[a]
+    leaks = [f"{a} imports {b}" for a in shared for b in edges()[a]
              if b.rsplit(".", 1)[0] in pages]
     assert leaks == []
 
@@ -234,7 +240,7 @@ def test_no_page_package_imports_another():
         head = ".".join(module.split(".")[:2])
         return head if head in pages else None
 
-    crossings = sorted(f"{a} imports {b}" for a in SOURCES for b in EDGES[a]
+    crossings = sorted(f"{a} imports {b}" for a in SOURCES for b in edges()[a]
                        if page_of(a) and page_of(b) and page_of(a) != page_of(b))
     assert crossings == []
     # ...and the check sees one when it is there
@@ -284,7 +290,7 @@ def _past_faces(importer: str, source: str) -> list[str]:
                 found.append(f"{importer}:{node.lineno} imports {module} (past the face of "
                              f"{package})")
             for name in names or ():
-                if name not in FACES.get(package, {}) or name.startswith("_"):
+                if name not in faces().get(package, {}) or name.startswith("_"):
                     found.append(f"{importer}:{node.lineno} imports {name} from {package}, "
                                  "which its face does not list")
     return found
@@ -295,7 +301,7 @@ def test_every_package_has_a_face_listing_what_is_used_from_outside():
         path = REPO / "aflite_core" / package / "__init__.py"
         text = path.read_text(encoding="utf-8")
         assert "__all__" in text and "__getattr__, __dir__ = lazy_face(" in text, package
-        face = FACES.get(f"aflite_core.{package}", {})
+        face = faces().get(f"aflite_core.{package}", {})
         assert face, f"aflite_core.{package} lists no public name"
         for name, module in face.items():
             assert (REPO / "aflite_core" / package / f"{module}.py").is_file(), (package, name)
@@ -312,13 +318,13 @@ def _public_modules_off_the_face(package: str, namespaces: set[str]) -> list[str
 def test_a_packages_modules_are_private_unless_its_face_lists_them():
     offenders = []
     for package in FACED:
-        face = FACES[f"aflite_core.{package}"]
+        face = faces()[f"aflite_core.{package}"]
         offenders += _public_modules_off_the_face(
             package, {name for name, module in face.items() if name == module})
     assert not offenders, ("public modules no face lists (rename to _name.py or add to "
                            "_NAMESPACES): " + ", ".join(offenders))
     # the check can fail: the runs package's face without its "views" namespace
-    runs = {name for name, module in FACES["aflite_core.runs"].items() if name == module}
+    runs = {name for name, module in faces()["aflite_core.runs"].items() if name == module}
     assert _public_modules_off_the_face("runs", runs - {"views"}) == ["aflite_core/runs/views.py"]
 
 
