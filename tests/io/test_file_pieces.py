@@ -2,7 +2,11 @@
 streamed load: the pieces joined are the whole read's table (rows, lines, warnings, dropped
 columns, hash), the dataset is ``load_dataset(...).with_texts_on_disk(path)``'s with the
 file byte for byte, errors are the whole read's and leave no file, and what cannot be
-promised piece by piece is loaded whole."""
+promised piece by piece is loaded whole.
+
+The sizes that cut a file into pieces are a tenth of the product's here (:data:`PIECE`
+rows a piece or a batch, the files a tenth as long, Arrow's reader from 256 KB), so the
+same cuts fall on files of thousands of rows instead of tens of thousands."""
 
 from __future__ import annotations
 
@@ -15,10 +19,31 @@ import pyarrow.parquet as pq
 import pytest
 from planted import assert_same_dataset, planted_snli_frame
 
-from aflite_core.io._file_pieces import PIECE_ROWS, Unstreamable, file_pieces
+import aflite_core.io._arrow_delimited as arrow_delimited
+import aflite_core.io._delimited as delimited
+import aflite_core.io._file_pieces as file_pieces_module
+import aflite_core.io._json_tables as json_tables
+import aflite_core.io._streamed_load as streamed_load
+import aflite_core.io._texts_on_disk as texts_on_disk
+from aflite_core.io._file_pieces import Unstreamable, file_pieces
 from aflite_core.io._readers import read_table
 from aflite_core.io._streamed_load import load_to_disk
 from aflite_core.io.datasets import DatasetError, load_dataset
+
+#: Rows of a piece (Parquet), a batch (CSV, TSV) or a batch of records (JSON Lines), and of a
+#: row group of the texts file: a tenth of the product's 65,536.
+PIECE = 6_554
+PIECE_ROWS = PIECE
+
+
+@pytest.fixture(autouse=True)
+def _pieces_a_tenth(monkeypatch):
+    monkeypatch.setattr(file_pieces_module, "PIECE_ROWS", PIECE)
+    monkeypatch.setattr(delimited, "BATCH_ROWS", PIECE)
+    monkeypatch.setattr(json_tables, "BATCH_RECORDS", PIECE)
+    monkeypatch.setattr(texts_on_disk, "ROW_GROUP", PIECE)
+    monkeypatch.setattr(streamed_load, "ROW_GROUP", PIECE)
+    monkeypatch.setattr(arrow_delimited, "FAST_MIN_BYTES", 256 << 10)
 
 
 def _pieces_of(path, **options):
@@ -45,15 +70,15 @@ def _assert_same_raw(joined, whole) -> None:
 
 @pytest.mark.parametrize("kind", ["csv", "tsv", "csv.gz", "jsonl", "parquet"])
 def test_pieces_joined_are_the_whole_read(tmp_path, kind):
-    frame = planted_snli_frame(90_000, seed=5, premises=2_000)
+    frame = planted_snli_frame(9_000, seed=5, premises=200)
     frame.loc[7, "sentence2"] = 'quoted, "with"\nnewline'  # a CSV record over two lines
     path = tmp_path / f"data.{kind}"
     if kind == "parquet":
-        frame.to_parquet(path, index=False, row_group_size=20_000)
+        frame.to_parquet(path, index=False, row_group_size=2_000)
     elif kind == "jsonl":  # numbers, text and a key missing here and there in every piece
         frame.assign(n=np.arange(len(frame))).to_json(path, orient="records", lines=True)
         text = path.read_text().split("\n")
-        for i in range(0, len(text) - 1, 1000):
+        for i in range(0, len(text) - 1, 100):
             text[i] = text[i].replace('"score":', '"other":')
         path.write_text("\n".join(text))
     elif kind == "tsv":
@@ -67,25 +92,25 @@ def test_pieces_joined_are_the_whole_read(tmp_path, kind):
     pieces, joined = _pieces_of(path)
     _assert_same_raw(joined, read_table(path))
     sizes = [len(p.frame) for p in pieces]
-    if kind == "parquet":  # whole row groups of 20,000 rows, PIECE_ROWS or more a piece
-        assert sizes == [80_000, 10_000]
+    if kind == "parquet":  # whole row groups of 2,000 rows, PIECE_ROWS or more a piece
+        assert sizes == [8_000, 1_000]
     else:
-        assert sizes == [PIECE_ROWS, 90_000 - PIECE_ROWS]
+        assert sizes == [PIECE_ROWS, 9_000 - PIECE_ROWS]
 
 
 @pytest.mark.parametrize("case", [
-    ("csv", {}, 25_000),             # linked-text groups
-    ("tsv", {"id": "pairID"}, 4_000),
-    ("jsonl", {}, 4_000),
+    ("csv", {}, 2_500),              # linked-text groups
+    ("tsv", {"id": "pairID"}, 400),
+    ("jsonl", {}, 400),
     ("parquet", {}, 3),              # one giant linked group: grouped by the premise
-    ("parquet", {"group": "pairID", "split": ""}, 4_000),
+    ("parquet", {"group": "pairID", "split": ""}, 400),
 ])
 def test_one_file_streamed_is_the_whole_load_with_its_texts_on_disk(tmp_path, case):
     fmt, options, premises = case
-    frame = planted_snli_frame(90_000, seed=len(str(case)), premises=premises)
+    frame = planted_snli_frame(9_000, seed=len(str(case)), premises=premises)
     path = tmp_path / f"data.{fmt}"
-    if fmt == "parquet":  # two pieces: 80,000 rows (PIECE_ROWS or more), then 10,000
-        frame.to_parquet(path, index=False, row_group_size=40_000)
+    if fmt == "parquet":  # two pieces: 8,000 rows (PIECE_ROWS or more), then 1,000
+        frame.to_parquet(path, index=False, row_group_size=4_000)
     elif fmt == "jsonl":
         frame.to_json(path, orient="records", lines=True)
     else:
@@ -104,9 +129,9 @@ def test_parquet_pieces_are_read_by_the_mapper_one_at_a_time(tmp_path):
     import gc
     import weakref
 
-    frame = planted_snli_frame(100_000, seed=8, premises=1_000)
+    frame = planted_snli_frame(10_000, seed=8, premises=100)
     path = tmp_path / "data.parquet"
-    frame.to_parquet(path, index=False, row_group_size=10_000)
+    frame.to_parquet(path, index=False, row_group_size=1_000)
     alive: list[weakref.ref] = []
     held: list[int] = []
 
@@ -143,8 +168,8 @@ def test_files_it_cannot_stream_are_loaded_whole(tmp_path):
     """JSON Lines whose pieces type a column differently, a Categorical column, a column
     whose pandas type differs between row groups, a binary column UTF-8 in one row group
     only: the whole load, the same dataset."""
-    rows, group = 70_000, 66_000  # two pieces: a row group of PIECE_ROWS or more, and one
-    frame = planted_snli_frame(rows, seed=9, premises=3_000)
+    rows, group = 7_000, 6_600  # two pieces: a row group of PIECE_ROWS or more, and one
+    frame = planted_snli_frame(rows, seed=9, premises=300)
     cases = {}
     # integers in the first piece, a float among them in the second
     def jsonl(path):
@@ -178,18 +203,18 @@ def test_files_it_cannot_stream_are_loaded_whole(tmp_path):
 def test_errors_are_the_whole_reads_and_leave_no_file(tmp_path):
     """A ragged row past the first piece, a header with a name twice, a Parquet file past
     max_bytes: the whole read's refusal, and no texts file."""
-    frame = planted_snli_frame(100_000, seed=10, premises=1_000)
+    frame = planted_snli_frame(10_000, seed=10, premises=100)
     text = frame.to_csv(index=False)
     lines = text.split("\n")
-    lines[90_000] += ",extra"
+    lines[9_000] += ",extra"
     ragged = tmp_path / "ragged.csv"
     ragged.write_text("\n".join(lines))
     twice = tmp_path / "twice.csv"
     twice.write_text(text.replace("sentence2", "sentence1", 1))
     big = tmp_path / "big.parquet"
-    frame.to_parquet(big, index=False, row_group_size=10_000)
+    frame.to_parquet(big, index=False, row_group_size=1_000)
     said = {}
-    for path, options in ((ragged, {}), (twice, {}), (big, {"max_bytes": 4_000_000})):
+    for path, options in ((ragged, {}), (twice, {}), (big, {"max_bytes": 400_000})):
         with pytest.raises(DatasetError) as streamed:
             load_to_disk(path, tmp_path / "out.parquet", **options)
         with pytest.raises(DatasetError) as whole:
@@ -199,7 +224,7 @@ def test_errors_are_the_whole_reads_and_leave_no_file(tmp_path):
             assert str(streamed.value) == str(whole.value)
         assert not (tmp_path / "out.parquet").exists()
         said[path.name] = str(streamed.value)
-    assert "line 90001: expected 6 fields" in said["ragged.csv"]
+    assert "line 9001: expected 6 fields" in said["ragged.csv"]
     assert "'sentence1'" in said["twice.csv"] and "past the limit" in said["big.parquet"]
 
 
@@ -316,8 +341,8 @@ def test_one_tsv_file_is_parsed_by_the_mapper_part_by_part(tmp_path, monkeypatch
     workers): the dataset and texts file are the whole load's."""
     import aflite_core.io._line_parts as line_parts
 
-    monkeypatch.setattr(line_parts, "PART_BYTES", 256 << 10)
-    tsv, _ = _tsv_and_jsonl(tmp_path, rows=80_000)
+    monkeypatch.setattr(line_parts, "PART_BYTES", 32 << 10)
+    tsv, _ = _tsv_and_jsonl(tmp_path, rows=8_000)
     taken = []
 
     class Reader:
