@@ -34,19 +34,27 @@ def _write_shards(frame: pd.DataFrame, folder: Path, sizes: list[int], fmt: str)
 
 @pytest.mark.parametrize("case", [
     # (shard format, options, premises in the pool, single text)
-    ("parquet", {}, 25_000, False),          # linked-text groups
-    ("csv", {}, 25_000, False),
+    ("parquet", {}, 2_500, False),           # linked-text groups
+    ("csv", {}, 2_500, False),
     ("parquet", {}, 3, False),               # one giant linked group: grouped by the premise
-    ("parquet", {"group": ""}, 4000, False),  # no groups
-    ("parquet", {"id": "pairID"}, 4000, False),
-    ("parquet", {"group": "pairID", "split": ""}, 4000, False),
+    ("parquet", {"group": ""}, 400, False),  # no groups
+    ("parquet", {"id": "pairID"}, 400, False),
+    ("parquet", {"group": "pairID", "split": ""}, 400, False),
     ("csv", {}, 0, True),                    # single-text data
 ])
-def test_the_streamed_load_is_the_whole_load_with_its_texts_on_disk(tmp_path, case):
+def test_the_streamed_load_is_the_whole_load_with_its_texts_on_disk(tmp_path, monkeypatch,
+                                                                    case):
+    import aflite_core.io._streamed_load as streamed_load
+    import aflite_core.io._texts_on_disk as texts_on_disk
+
+    # the texts file's row groups a tenth of the product's 65,536 rows, the shards a tenth
+    # of the sizes that show the same cuts at the product's size
+    monkeypatch.setattr(texts_on_disk, "ROW_GROUP", 6_554)
+    monkeypatch.setattr(streamed_load, "ROW_GROUP", 6_554)
     fmt, options, premises, single = case
-    frame = planted_snli_frame(70_000, seed=len(str(case)), premises=premises, single=single)
-    # shards of uneven sizes: row groups of 65,536 rows span the first shards' ends
-    data = _write_shards(frame, tmp_path / "data", [30_000, 25_000, 1, 14_999], fmt)
+    frame = planted_snli_frame(7_000, seed=len(str(case)), premises=premises, single=single)
+    # shards of uneven sizes: row groups of 6,554 rows span the first shards' ends
+    data = _write_shards(frame, tmp_path / "data", [3_000, 2_500, 1, 1_499], fmt)
     streamed = load_to_disk(data, tmp_path / "a.parquet", **options)
     whole = load_dataset(data, **options).with_texts_on_disk(tmp_path / "b.parquet")
     assert (streamed.loaded_by, whole.loaded_by) == ("streamed", "whole")
