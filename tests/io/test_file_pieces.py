@@ -33,11 +33,11 @@ from aflite_core.io.datasets import DatasetError, load_dataset
 #: Rows of a piece (Parquet), a batch (CSV, TSV) or a batch of records (JSON Lines), and of a
 #: row group of the texts file: a tenth of the product's 65,536.
 PIECE = 6_554
-PIECE_ROWS = PIECE
 
 
 @pytest.fixture(autouse=True)
 def _pieces_a_tenth(monkeypatch):
+    """The product's piece, batch and row-group sizes a tenth, for every test here."""
     monkeypatch.setattr(file_pieces_module, "PIECE_ROWS", PIECE)
     monkeypatch.setattr(delimited, "BATCH_ROWS", PIECE)
     monkeypatch.setattr(json_tables, "BATCH_RECORDS", PIECE)
@@ -92,10 +92,10 @@ def test_pieces_joined_are_the_whole_read(tmp_path, kind):
     pieces, joined = _pieces_of(path)
     _assert_same_raw(joined, read_table(path))
     sizes = [len(p.frame) for p in pieces]
-    if kind == "parquet":  # whole row groups of 2,000 rows, PIECE_ROWS or more a piece
+    if kind == "parquet":  # whole row groups of 2,000 rows, PIECE or more a piece
         assert sizes == [8_000, 1_000]
     else:
-        assert sizes == [PIECE_ROWS, 9_000 - PIECE_ROWS]
+        assert sizes == [PIECE, 9_000 - PIECE]
 
 
 @pytest.mark.parametrize("case", [
@@ -109,7 +109,7 @@ def test_one_file_streamed_is_the_whole_load_with_its_texts_on_disk(tmp_path, ca
     fmt, options, premises = case
     frame = planted_snli_frame(9_000, seed=len(str(case)), premises=premises)
     path = tmp_path / f"data.{fmt}"
-    if fmt == "parquet":  # two pieces: 8,000 rows (PIECE_ROWS or more), then 1,000
+    if fmt == "parquet":  # two pieces: 8,000 rows (PIECE or more), then 1,000
         frame.to_parquet(path, index=False, row_group_size=4_000)
     elif fmt == "jsonl":
         frame.to_json(path, orient="records", lines=True)
@@ -168,7 +168,7 @@ def test_files_it_cannot_stream_are_loaded_whole(tmp_path):
     """JSON Lines whose pieces type a column differently, a Categorical column, a column
     whose pandas type differs between row groups, a binary column UTF-8 in one row group
     only: the whole load, the same dataset."""
-    rows, group = 7_000, 6_600  # two pieces: a row group of PIECE_ROWS or more, and one
+    rows, group = 7_000, 6_600  # two pieces: a row group of PIECE or more, and one
     frame = planted_snli_frame(rows, seed=9, premises=300)
     cases = {}
     # integers in the first piece, a float among them in the second
