@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import __version__, progress_plan
+from aflite_core._validation import available_cores
 from aflite_core.audit_client import audit_client
 from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's public API
     REPRESENTATION_PARAMS,
@@ -360,7 +361,13 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
 
 
 def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]:
-    """Each stage's part of the progress bar, in proportion to its expected time."""
+    """Each stage's part of the progress bar, in proportion to its expected time on the cores
+    this process may use (:func:`aflite_core.progress_plan.core_factor`), with what the
+    measures' caches lack (the cue tags of a dataset audited for the first time). On a Dask
+    cluster the plan's two-core seconds stand as they are (its cores are not this process's)
+    and no cache is looked into (the workers tag their chunks)."""
+    local = config.backend != "dask"
+    cores = available_cores() if local else 2
     per_100k = progress_plan.SECONDS_PER_100K
     factor = progress_plan.REPRESENTATION_FACTOR.get(config.representation, 1.0)
     stages = [("representation", per_100k["representation"] * factor),
@@ -370,15 +377,18 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     beside = [m.name for m in beside_measures(chosen, n_rows)]
     # the measures run beside the others fill the last span: their progress adds to the bar
     # (aflite_core.measure_runs), and it is theirs alone once the others are done
-    stages += [(m.name, m.expected_cost(n_rows, config.measure_params.get(m.name)))
+    stages += [(m.name, m.expected_cost(n_rows, config.measure_params.get(m.name),
+                                        dataset=dataset if local else None))
                for m in sorted(chosen, key=lambda m: m.name in beside)]
     if config.report:
         stages.append(("report", per_100k["report"]))
-    seconds = progress_plan.expected_seconds(stages, n_rows)
+    seconds = {name: value * progress_plan.core_factor(name, cores) for name, value
+               in progress_plan.expected_seconds(stages, n_rows).items()}
     if beside:  # their span is the time they add, not the time they take
         own = sum(seconds[name] for name in beside)
         others = sum(seconds[m.name] for m in chosen if m.name not in beside)
-        scale = progress_plan.beside_seconds(own, others, n_rows) / own if own > 0 else 1.0
+        scale = (progress_plan.beside_seconds(own, others, n_rows, cores=cores) / own
+                 if own > 0 else 1.0)
         seconds.update({name: seconds[name] * scale for name in beside})
     return progress_plan.stage_spans(seconds)
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["BESIDE_SHARE", "FIXED_SECONDS", "SECONDS_PER_100K", "beside_seconds",
-           "expected_seconds", "stage_spans"]
+__all__ = ["BESIDE_SHARE", "DEFAULT_PARALLEL_SHARE", "FIXED_SECONDS", "PARALLEL_SHARE",
+           "SECONDS_PER_100K", "beside_seconds", "core_factor", "expected_seconds",
+           "stage_spans"]
 
 #: Seconds per 100,000 audited rows of the stages outside the measures (two cores).
 SECONDS_PER_100K: dict[str, float] = {
@@ -76,22 +77,65 @@ def expected_seconds(stages: Iterable[tuple[str, float]], n_rows: int) -> dict[s
 BESIDE_SHARE: tuple[float, float] = (0.25, 0.3)
 
 
-def beside_seconds(beside: float, others: float, n_rows: int = 100_000) -> float:
+def beside_seconds(beside: float, others: float, n_rows: int = 100_000, *,
+                   cores: int = 2) -> float:
     """The seconds that measures taking ``beside`` seconds add to an audit of ``n_rows`` rows
     when they run beside measures taking ``others``: a share (:data:`BESIDE_SHARE`) of the
-    part that overlaps them, all of the part that outlasts them.
+    part that overlaps them, all of the part that outlasts them. On one core the two sides
+    take turns on it, so all of it adds.
 
     Examples
     --------
     >>> round(beside_seconds(2.0, 10.0), 6), beside_seconds(2.0, 0.0)
-    (1.0, 2.0)
+    (0.6, 2.0)
     >>> round(beside_seconds(2.0, 10.0, n_rows=10_000), 6)
     0.5
+    >>> beside_seconds(2.0, 10.0, cores=1)
+    2.0
     """
+    if cores <= 1:
+        return max(beside, 0.0)
     small, large = BESIDE_SHARE
     t = min(max((int(n_rows) - 10_000) / 90_000, 0.0), 1.0)
     overlap = min(max(beside, 0.0), max(others, 0.0))
     return (small + (large - small) * t) * overlap + max(beside, 0.0) - overlap
+
+
+#: The share of each stage's one-core time that divides among the cores the audit may use
+#: (the rest runs on one), from its speed-up S measured in turn on one core and on two:
+#: ``p = 2 (1 - 1/S)``. The seconds above are two-core seconds; :func:`core_factor` turns
+#: them into another core count's, so that the bar's spans keep in step with time on one
+#: core as on two (on one core every measure but the representation and AFLite takes
+#: 1.5-1.8x its two-core time, and a plan made for two gave an ETA off by 1.6-2.1x).
+#: Measured by ``benchmarks/bench_cores.py --rows 100000 --cores 1,2 --in-turn``
+#: (2026-11-29: the speed-ups 1.09, 1.26, 1.57, 1.45, 1.47, 1.31, 1.51 of the stages below;
+#: the cue tagging, the slices and the small stages gained nothing from the second core).
+PARALLEL_SHARE: dict[str, float] = {
+    "representation": 0.17, "aflite": 0.41, "write": 0.0, "cues": 0.0, "slices": 0.0,
+    "label_shift": 0.0, "datamap": 0.0, "report": 0.0, "knn": 0.73, "projection": 0.62,
+    "baselines": 0.64, "label_issues": 0.47, "pvi": 0.68,
+}
+#: The parallel share of a stage not in :data:`PARALLEL_SHARE`.
+DEFAULT_PARALLEL_SHARE: float = 0.7
+
+
+def core_factor(stage: str, cores: int) -> float:
+    """How many times its two-core seconds ``stage`` takes on ``cores`` cores: Amdahl's law
+    with the stage's parallel share ``p`` (:data:`PARALLEL_SHARE`),
+    ``(1 - p + p / cores) / (1 - p / 2)``.
+
+    Measured on one and two cores; above two it is the law's extrapolation.
+
+    Examples
+    --------
+    >>> core_factor("knn", 2)
+    1.0
+    >>> core_factor("anything", 1) > 1.0 > core_factor("anything", 4)
+    True
+    """
+    p = min(max(PARALLEL_SHARE.get(stage, DEFAULT_PARALLEL_SHARE), 0.0), 1.0)
+    k = max(int(cores), 1)
+    return (1.0 - p + p / k) / (1.0 - p / 2.0)
 
 
 def stage_spans(seconds: dict[str, float]) -> dict[str, tuple[float, float]]:

@@ -16,9 +16,15 @@ It also checks what the audit's pools see: a child pinned to k cores reports
 ``os.cpu_count()``), and that the run folders' files, timings aside, are the same bytes at
 every core count (the scores, and every Parquet file of the run).
 
+With ``--in-turn`` every measure runs in turn (none beside the others): each stage's seconds
+are its own, and its speed-up says how much of it divides among the cores (the progress
+plan's ``PARALLEL_SHARE``, :mod:`aflite_core.progress_plan`). Each audit gets a cache folder
+of its own, so the cue tagging is a first audit's (``ETA worst x`` included).
+
 Usage::
 
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2
+    python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --in-turn
     python benchmarks/bench_cores.py --rows 300000 --cores 1,2,4,8,16   # a 16-core host
 """
 
@@ -73,13 +79,16 @@ def probe(cores: int) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def audit(data: Path, out: Path, cores: int, timeout: float
+def audit(data: Path, out: Path, cores: int, timeout: float, *, in_turn: bool = False
           ) -> tuple[int, float, float, list, str]:
     """The default audit pinned to ``cores`` CPUs (``bench_pipeline``'s runner): exit code,
-    wall s, peak RSS MB, the progress lines (seconds, fraction, line) and stderr's tail."""
+    wall s, peak RSS MB, the progress lines (seconds, fraction, line) and stderr's tail.
+    ``in_turn``: every measure in turn (none beside the others), so that each stage's seconds
+    are its own and its speed-up says how much of it divides among the cores."""
     # a cache folder of its own: no run reads the cue tags an earlier one wrote
     env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}")}
-    return _audit(REPO, data, out, timeout, ["--no-report"], preexec_fn=_pin(cores), env=env)
+    return _audit(REPO, data, out, timeout, ["--no-report"], in_turn, preexec_fn=_pin(cores),
+                  env=env)
 
 
 def files_digest(run: Path) -> str:
@@ -97,6 +106,9 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--cores", default="1,2", help="comma-separated core counts")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per audit")
+    parser.add_argument("--in-turn", action="store_true",
+                        help="run every measure in turn (none beside the others): each "
+                             "stage's own speed-up (the progress plan's parallel shares)")
     args = parser.parse_args()
     counts = [int(c) for c in args.cores.split(",")]
     have = len(os.sched_getaffinity(0))
@@ -104,7 +116,8 @@ def main() -> int:
         print(f"error: --cores asks for {max(counts)} cores; this process may use {have}",
               file=sys.stderr)
         return 2
-    print(f"{args.rows:,} rows, the default audit (--no-report), pinned by CPU affinity; "
+    print(f"{args.rows:,} rows, the default audit (--no-report"
+          f"{', every measure in turn' if args.in_turn else ''}), pinned by CPU affinity; "
           f"this machine lets the benchmark use {have} cores")
     for k in counts:
         seen = probe(k)
@@ -123,7 +136,8 @@ def main() -> int:
         results = {}
         for k in counts:
             out = tmp / f"run_{k}"
-            code, wall, peak, progress, tail = audit(data, out, k, args.timeout)
+            code, wall, peak, progress, tail = audit(data, out, k, args.timeout,
+                                                   in_turn=args.in_turn)
             if code != 0:
                 print(f"\n{k} cores: the audit did not finish (exit {code}, {wall:.0f} s): "
                       f"{tail[-400:]}")

@@ -12,7 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from aflite_core._validation import available_cores
 from aflite_core.io.datasets import load_dataset
+from aflite_core.measures.cues import COLD_TAGGING_PER_100K
 from aflite_core.pipeline import AuditCancelled, AuditConfig, run_audit
 from aflite_core.report.compare import compare_runs
 from aflite_core.runs.exports import export_run
@@ -44,16 +46,21 @@ def snli_file(snli_dir, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def audited(snli_file, tmp_path_factory):
+    """The dataset, its run folder, the audit's progress events, and the spans the audit
+    planned (made before it: what the annotation cache held then decides the cues' span)."""
+    from aflite_core.pipeline import _stage_spans
+
     dataset = load_dataset(snli_file)
     events: list[dict] = []
     root = tmp_path_factory.mktemp("runs")
-    path = run_audit(dataset, AuditConfig(**FAST, measures=("cues", "knn")), runs_root=root,
-                     callback=events.append)
-    return dataset, path, events
+    config = AuditConfig(**FAST, measures=("cues", "knn"))
+    spans = _stage_spans(dataset, config)
+    path = run_audit(dataset, config, runs_root=root, callback=events.append)
+    return dataset, path, events, spans
 
 
 def test_run_folder_contents(audited, snli_file):
-    dataset, path, _ = audited
+    dataset, path, _, _ = audited
     run = load_run(path)
     assert path.parent.name.startswith("runs") and not path.name.startswith(".")
     assert path.name.startswith("snli_dev_1200-tfidf_svd-greedy_slicing-m8-target600-seed0-")
@@ -81,7 +88,7 @@ def test_run_folder_contents(audited, snli_file):
 
 
 def test_every_row_exactly_once(audited, snli_file):
-    dataset, path, _ = audited
+    dataset, path, _, _ = audited
     run = load_run(path)
     scores = run.scores
     assert scores["row_id"].tolist() == dataset.frame.index.tolist()
@@ -107,7 +114,7 @@ def test_every_row_exactly_once(audited, snli_file):
 
 
 def test_progress_events(audited):
-    _, _, events = audited
+    _, _, events, _ = audited
     fractions = [e["fraction"] for e in events]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0 and fractions[0] >= 0.0
     assert {e["stage"] for e in events} <= STAGES
@@ -119,7 +126,7 @@ def test_progress_events(audited):
 
 
 def test_run_can_be_reopened_and_exported(audited, tmp_path):
-    _, path, _ = audited
+    _, path, _, _ = audited
     out = tmp_path / "removed.parquet"
     result = export_run(path, "removed", out)
     table = pd.read_parquet(out)
@@ -294,7 +301,7 @@ def test_two_seeds_agree_on_the_planted_rows(planted_file, tmp_path):
 
 
 def test_copy_of_run_still_loads(audited, tmp_path):
-    _, path, _ = audited
+    _, path, _, _ = audited
     copy = tmp_path / "copied"
     shutil.copytree(path, copy)
     run = load_run(copy)
@@ -377,13 +384,17 @@ def test_each_stage_fills_its_expected_share_of_the_bar(audited):
     from aflite_core import progress_plan
     from aflite_core.pipeline import _stage_spans
 
-    dataset, _, events = audited
-    spans = _stage_spans(dataset, AuditConfig(**FAST, measures=("cues", "knn")))
+    dataset, _, events, spans = audited
     assert list(spans) == ["representation", "aflite", "write", "cues", "knn", "report"]
     assert spans["representation"][0] == 0.0 and spans["report"][1] == 1.0
     n = len(dataset.labels())
+    cold = spans != _stage_spans(dataset, AuditConfig(**FAST, measures=("cues", "knn")))
     expected = progress_plan.expected_seconds(
-        [("knn", registry_cost("knn", n)), ("cues", registry_cost("cues", n))], n)
+        [("knn", registry_cost("knn", n)),
+         ("cues", registry_cost("cues", n) + (COLD_TAGGING_PER_100K if cold else 0.0))], n)
+    cores = available_cores()
+    expected = {name: value * progress_plan.core_factor(name, cores)
+                for name, value in expected.items()}
     width = {s: hi - lo for s, (lo, hi) in spans.items()}
     assert width["knn"] / width["cues"] == pytest.approx(expected["knn"] / expected["cues"])
     for event in events:
@@ -426,3 +437,34 @@ def test_progress_moves_in_every_stage_and_names_it(tmp_path):
     width = {name: hi - lo for name, (lo, hi) in _stage_spans(dataset, umap).items()}
     pca_width = {name: hi - lo for name, (lo, hi) in spans.items()}
     assert width["projection"] > 1.2 * pca_width["projection"]  # UMAP fits a neighbour graph
+
+
+def test_the_plan_follows_the_cores_and_what_the_cache_holds(snli_file, tmp_path, monkeypatch):
+    """A first audit of a dataset (its cue tags not in the annotation cache) gives the cues a
+    wider span of the bar than the next one; on one core KNN's share grows, and grows against
+    the representation's (which gains least from a second core), so the ETA keeps in step
+    with time on any core count."""
+    import aflite_core.pipeline as pipeline
+    from aflite_core.cues import extract_features
+
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
+    dataset = load_dataset(snli_file)
+    config = AuditConfig(**FAST, measures=("cues", "knn"))
+
+    def width(spans, stage):
+        return spans[stage][1] - spans[stage][0]
+
+    cold = pipeline._stage_spans(dataset, config)
+    extract_features(list(dataset.hypotheses()), None, features=["tense"], n_jobs=1)
+    warm = pipeline._stage_spans(dataset, config)
+    assert width(cold, "cues") > width(warm, "cues") and width(cold, "knn") < width(warm, "knn")
+    monkeypatch.setattr(pipeline, "available_cores", lambda: 1)
+    one = pipeline._stage_spans(dataset, config)
+    monkeypatch.setattr(pipeline, "available_cores", lambda: 2)
+    two = pipeline._stage_spans(dataset, config)
+    assert width(one, "knn") > width(two, "knn")
+    assert (width(one, "representation") / width(one, "knn")
+            < width(two, "representation") / width(two, "knn"))
+    dask = pipeline._stage_spans(dataset, AuditConfig(**FAST, measures=("cues", "knn"),
+                                                      backend="dask"))
+    assert dask == two  # the two-core plan, no cache looked into (the workers tag chunks)

@@ -29,6 +29,7 @@ _FACE = {
     "refused_entries": "resources",
     "search_path": "resources",
     "shrunk_shares": "statistics",
+    "tags_cached": "linguistic",
     "status": "resources",
     "z_statistic": "statistics",
     "z_threshold": "statistics",

@@ -46,6 +46,25 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                          info={"n_rows": int(len(table)), "attrs": dict(table.attrs)})
 
 
+#: Seconds per 100,000 rows (two cores) that tagging the hypotheses adds when the annotation
+#: cache does not hold them (a first audit of a dataset): the part-of-speech tagger, the
+#: named-entity chunker and the spelling check on every distinct text, and NLTK's import.
+#: Measured with a cache of its own for each run (``benchmarks/bench_cores.py``, 2026-11-29):
+#: the cues took 7.5-11.2 s at 100,000 rows on two cores (in turn / beside the map) against
+#: 0.75 s with their tags cached; 8.0 keeps the cues' span of the bar in step with the other
+#: stages' (10.4, their time beside the map, gave the ETA 1.44-1.51x after the cues, 8.0 1.32x).
+COLD_TAGGING_PER_100K = 8.0
+
+
+def _cold_cost(dataset) -> float:
+    """:data:`COLD_TAGGING_PER_100K`, or 0 when the annotation cache holds the tags of the
+    texts :func:`compute` reads (:func:`aflite_core.cues.tags_cached`)."""
+    from aflite_core.cues import tags_cached  # lazy: the cue modules load with the measure
+
+    # compute's cue tables read the hypotheses (text="hypothesis")
+    return 0.0 if tags_cached(list(dataset.hypotheses()), None) else COLD_TAGGING_PER_100K
+
+
 def before_after(cues: pd.DataFrame) -> pd.DataFrame:
     """Every cue of the full data beside its statistics in the retained rows.
 
@@ -125,6 +144,7 @@ MEASURE = Measure(
     exports={"cues": FILE},
     order=10,
     # seconds per 100k rows (bench_pipeline.py, 2026-11-26): 0.54 s at 10k rows (the cue
-    # families' set-up: word lists, the tagger), 0.84-0.98 s at 100k
+    # families' set-up: word lists, the tagger), 0.84-0.98 s at 100k, the texts' tags cached
     cost=lambda n: 0.8 + 0.35 * 100_000 / max(n, 1),
+    cold_cost=lambda dataset, params: _cold_cost(dataset),
 )

@@ -360,6 +360,11 @@ class Measure:
         measure that samples above some size), and the measure's options as a second
         argument when it takes two (for a measure whose options change its cost, such as
         the map's method). :meth:`expected_cost` calls it.
+    cold_cost : callable, optional
+        ``cold_cost(dataset, params) -> float``: the seconds per 100,000 rows (two cores) the
+        measure adds to :attr:`cost` on this dataset because its on-disk caches do not hold
+        it yet (0 when they do): the cue measure's first tagging of a text column is ten
+        times its cached run. :meth:`expected_cost` adds it when given the dataset.
     inputs : tuple of str
         Parameters the user must supply that the parameter form cannot offer (files,
         e.g. ``("challenges",)``); the form lists such a measure as unavailable and says
@@ -396,21 +401,28 @@ class Measure:
     exports: Mapping[str, str] = field(default_factory=dict)
     options: tuple[Option, ...] = ()
     cost: float | Callable[..., float] = 1.0
+    cold_cost: Callable[[Any, Mapping[str, Any]], float] | None = None
     inputs: tuple[str, ...] = ()
     row_columns: Callable[[Any], pd.DataFrame] | None = None
     figures: Callable[[Any], list[Any]] | None = None
     beside: bool = False
     reads: tuple[str, ...] = ()
 
-    def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None) -> float:
+    def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None, *,
+                      dataset: Any = None) -> float:
         """Expected seconds per 100,000 rows of this measure on ``n_rows`` rows with the
-        options ``params`` (the form's defaults where not given)."""
+        options ``params`` (the form's defaults where not given); with ``dataset``, what its
+        caches lack adds :attr:`cold_cost`."""
+        options = {**self.defaults(n_rows), **(params or {})}
         if not callable(self.cost):
-            return float(self.cost)
-
-        if len(inspect.signature(self.cost).parameters) >= 2:
-            return float(self.cost(n_rows, {**self.defaults(n_rows), **(params or {})}))
-        return float(self.cost(n_rows))
+            cost = float(self.cost)
+        elif len(inspect.signature(self.cost).parameters) >= 2:
+            cost = float(self.cost(n_rows, options))
+        else:
+            cost = float(self.cost(n_rows))
+        if dataset is not None and self.cold_cost is not None:
+            cost += max(float(self.cold_cost(dataset, options)), 0.0)
+        return cost
 
     def defaults(self, n_rows: int) -> dict[str, Any]:
         """The options' default values for a dataset of ``n_rows`` audited rows."""

@@ -26,3 +26,27 @@ def test_an_entry_reads_back_and_an_unreadable_one_is_a_miss(tmp_path, monkeypat
     monkeypatch.undo()
     (tmp_path / f"{key}.npz").write_bytes(b"PK\x03\x04 truncated")
     assert cache_load(tmp_path, key) is None
+
+
+def test_tags_cached_says_whether_an_extraction_would_tag(real_data, tmp_path):
+    """``tags_cached`` (the progress plan's question) is True exactly when extracting the same
+    families from the same texts reads the tags from the cache folder: not before the first
+    extraction, after it; not for other texts or another side; always when no tagged family
+    is asked for; never with the cache off."""
+    import pandas as pd
+
+    from aflite_core.cues import extract_features, tags_cached
+
+    frame = pd.read_csv(real_data / "snli" / "snli_dev.csv", keep_default_na=False, nrows=60)
+    hyps, prems = list(frame["hypothesis"]), list(frame["premise"])
+    folder = tmp_path / "cache"
+    assert not tags_cached(hyps, prems, cache_dir=folder)
+    assert tags_cached(hyps, prems, features=["word", "negation"], cache_dir=folder)
+    extract_features(hyps, prems, features=["tense"], cache_dir=folder, n_jobs=1)
+    assert tags_cached(hyps, prems, cache_dir=folder)  # one entry holds tense, ner and typo
+    assert tags_cached(hyps, None, features=["ner", "word"], cache_dir=folder)
+    assert not tags_cached(hyps[:-1], prems, cache_dir=folder)  # other texts
+    assert not tags_cached(hyps, prems, text="both", cache_dir=folder)  # premises untagged
+    assert not tags_cached(hyps, prems, cache=False, cache_dir=folder)
+    extract_features(hyps, prems, features=["typo"], text="both", cache_dir=folder, n_jobs=1)
+    assert tags_cached(hyps, prems, text="both", cache_dir=folder)
