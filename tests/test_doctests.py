@@ -1,10 +1,13 @@
 """The public API's docstring examples run as written (doctest), so what a reader copies
 works: ``load_dataset``, ``run_audit``, ``load_run``, ``AFLite``, ``ZFilter``,
-``MultipleChoiceAFLite`` and ``cue_statistics``, each reached from the package itself."""
+``MultipleChoiceAFLite`` and ``cue_statistics``, each reached from the package itself; and
+every other example in the package's modules."""
 
 from __future__ import annotations
 
 import doctest
+import importlib
+import pkgutil
 
 import pytest
 
@@ -41,3 +44,19 @@ def test_a_wrong_example_is_caught():
     for test in doctest.DocTestFinder().find(wrong, "wrong", globs={}):
         runner.run(test, out=lambda text: None)
     assert runner.summarize(verbose=False).failed == 1
+
+
+def test_every_other_example_in_the_package_runs(tmp_path, monkeypatch):
+    """The examples of every module of ``aflite_core`` beyond the public ones above run as
+    written: a helper's example that went stale fails here (``progress_plan.beside_seconds``
+    showed 1.0 for two seconds beside ten long after the share had become 0.3)."""
+    monkeypatch.chdir(tmp_path)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    modules = [info.name for info in pkgutil.walk_packages(aflite_core.__path__, "aflite_core.")
+               if not info.name.endswith("__main__")]
+    for name in modules:
+        for test in doctest.DocTestFinder().find(importlib.import_module(name), name):
+            if test.examples and test.name.rsplit(".", 1)[-1] not in PUBLIC_EXAMPLES:
+                runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 30 and result.failed == 0, result
