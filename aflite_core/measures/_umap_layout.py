@@ -75,12 +75,9 @@ def _repulsion(dx, dy, a, b, two_gamma_b, eps, one, clip):
 _repulsion = _jit(_repulsion)
 
 
-def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, epoch_of_next_sample,
-         epochs_per_negative_sample, epoch_of_next_negative_sample, a, b, gamma,
-         initial_alpha, first_epoch, last_epoch, n_epochs, move_tail, state):
-    """umap-learn's ``optimize_layout_euclidean`` for 2-D, one thread: epochs ``first_epoch``
-    to ``last_epoch`` (excluded) of ``n_epochs``; the positions, the three schedule arrays and
-    the random ``state`` carry over from one call to the next (:func:`_epochs`)."""
+def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, gamma,
+         initial_alpha, negative_sample_rate, n_epochs, move_tail, state):
+    """umap-learn's ``optimize_layout_euclidean`` for 2-D, one thread."""
     n_tail = np.uint64(tail_embedding.shape[0])
     # float32 throughout: the positions are float32 and single-precision powers are the cost
     a = np.float32(a)
@@ -90,7 +87,10 @@ def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, epoch_of
     clip = np.float32(_CLIP)
     two_ab = np.float32(2.0 * a * b)
     two_gamma_b = np.float32(2.0 * gamma * b)
-    for epoch in range(first_epoch, last_epoch):
+    epoch_of_next_sample = epochs_per_sample.copy()
+    epochs_per_negative_sample = epochs_per_sample / negative_sample_rate
+    epoch_of_next_negative_sample = epochs_per_negative_sample.copy()
+    for epoch in range(n_epochs):
         alpha = np.float32(initial_alpha * (1.0 - epoch / n_epochs))
         for i in range(epochs_per_sample.shape[0]):
             if epoch_of_next_sample[i] > epoch:
@@ -124,31 +124,6 @@ def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, epoch_of
 
 
 _sgd = _jit(_sgd)
-
-#: The layout's progress reports (:func:`layout`'s ``progress``): its epochs run in this many
-#: calls of the kernel at most, each a share of the layout's time (the same positions as one
-#: call: the schedule and the random state carry over).
-LAYOUT_REPORTS = 20
-
-
-def _epochs(head_embedding, tail_embedding, head, tail, epochs_per_sample, *, a, b, gamma,
-            initial_alpha, negative_sample_rate, n_epochs, move_tail, state,
-            progress=None) -> np.ndarray:
-    """The layout's ``n_epochs`` epochs by :func:`_sgd` (umap-learn's schedule), in
-    :data:`LAYOUT_REPORTS` calls when ``progress`` is given (called with the share done after
-    each), else in one."""
-    epoch_of_next_sample = epochs_per_sample.copy()
-    epochs_per_negative_sample = epochs_per_sample / negative_sample_rate
-    epoch_of_next_negative_sample = epochs_per_negative_sample.copy()
-    parts = min(LAYOUT_REPORTS, max(n_epochs, 1)) if progress is not None else 1
-    bounds = [round(n_epochs * i / parts) for i in range(parts + 1)]
-    for first, last in zip(bounds, bounds[1:], strict=False):
-        _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample,
-             epoch_of_next_sample, epochs_per_negative_sample, epoch_of_next_negative_sample,
-             a, b, gamma, initial_alpha, first, last, n_epochs, move_tail, state)
-        if progress is not None:
-            progress(last / max(n_epochs, 1))
-    return head_embedding
 
 
 # ------------------------------------------------------------------------------------ graph
@@ -271,22 +246,19 @@ def _seed_state(random_state: int) -> np.ndarray:
 
 def layout(graph: sp.spmatrix, init: np.ndarray, *, n_epochs: int, a: float, b: float,
            random_state: int, negative_sample_rate: int = 5, gamma: float = 1.0,
-           initial_alpha: float = 1.0, progress=None) -> np.ndarray:
+           initial_alpha: float = 1.0) -> np.ndarray:
     """Optimise the 2-D positions of the graph's rows (umap-learn's ``simplicial_set_embedding``
     after its initialisation): edges lighter than max / n_epochs are dropped, each edge is
-    sampled in proportion to its weight, with ``negative_sample_rate`` negative samples.
-    ``progress(share)``, when given, hears how much of it is done, :data:`LAYOUT_REPORTS`
-    times (the same positions)."""
+    sampled in proportion to its weight, with ``negative_sample_rate`` negative samples."""
     coo = graph.tocoo()
     keep = coo.data >= coo.data.max() / float(n_epochs)
     head = coo.row[keep].astype(np.int32)
     tail = coo.col[keep].astype(np.int32)
     eps = _epochs_per_sample(coo.data[keep].astype(np.float64), n_epochs)
     emb = np.ascontiguousarray(init, dtype=np.float32).copy()
-    return _epochs(emb, emb, head, tail, eps, a=float(a), b=float(b), gamma=float(gamma),
-                   initial_alpha=float(initial_alpha),
-                   negative_sample_rate=float(negative_sample_rate), n_epochs=int(n_epochs),
-                   move_tail=True, state=_seed_state(random_state), progress=progress)
+    return _sgd(emb, emb, head, tail, eps, float(a), float(b), float(gamma),
+                float(initial_alpha), float(negative_sample_rate), int(n_epochs), True,
+                _seed_state(random_state))
 
 
 def place(idx: np.ndarray, dists: np.ndarray, fitted: np.ndarray, *, k: int, n_epochs: int,
@@ -326,10 +298,9 @@ def place(idx: np.ndarray, dists: np.ndarray, fitted: np.ndarray, *, k: int, n_e
     coo.data[coo.data < coo.data.max() / float(n_epochs)] = 0.0
     coo.eliminate_zeros()
     eps = _epochs_per_sample(coo.data.astype(np.float64), n_epochs)
-    return _epochs(init, fitted.copy(), coo.row.astype(np.int32), coo.col.astype(np.int32),
-                   eps, a=float(a), b=float(b), gamma=1.0, initial_alpha=0.25,
-                   negative_sample_rate=float(negative_sample_rate), n_epochs=int(n_epochs),
-                   move_tail=False, state=_seed_state(random_state))
+    return _sgd(init, fitted.copy(), coo.row.astype(np.int32), coo.col.astype(np.int32), eps,
+                float(a), float(b), 1.0, 0.25, float(negative_sample_rate), int(n_epochs),
+                False, _seed_state(random_state))
 
 
 # ----------------------------------------------------------------------------------- polish

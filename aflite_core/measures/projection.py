@@ -291,13 +291,13 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
             [coords[:]] = map_folds(_polish_task, [(coords, codes, nearest, sample, Xs, k, a,
                                                     b, seed)])
         return coords, _polish_info(info, polished, n, len(rest))
-    # here: it loads numba (0.5 s), which finding the measures (every CLI command) does not need
+    # imported here: it loads numba (0.5 s), which discovering the measures (the dashboard's
+    # start, every CLI command) does not need
     from aflite_core.measures import _umap_layout
 
     _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
     graph, a, b, init, fitted_nearest = _layout_inputs(Xs, k, float(min_dist), seed)
-    laying = f"laying out {len(sample):,} rows ({epochs} epochs)"
-    _emit(callback, 0.15, laying)
+    _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
 
     def search(start: int) -> tuple[np.ndarray, np.ndarray]:
         """The fitted neighbours of one chunk of the other rows."""
@@ -305,16 +305,16 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
 
     # The layout runs on one core (one numba kernel, without the GIL); meanwhile the other
     # core searches the other rows' neighbours, which do not depend on the layout: the same
-    # searches, done earlier (one BLAS thread each, as the placement pool runs them). On a
-    # cluster (the audit's scheduler) they are placed there, a chunk a task, after the layout.
+    # searches, done earlier (one BLAS thread each, as the placement pool runs them).
+    # on a cluster (the audit's scheduler) the other rows are placed there instead, a chunk a
+    # task, after the layout
     searcher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="umap-search")
     try:
         with blas_threads.limit(1):
             searches = {} if on_cluster else {start: searcher.submit(search, start)
                                               for start in starts}
-            fitted = _umap_layout.layout(  # 0.15 to where the placing (0.4) or the end starts
-                graph, init, n_epochs=epochs, a=a, b=b, random_state=seed, progress=lambda done:
-                _emit(callback, 0.15 + (0.25 if len(rest) else 0.75) * done, laying))
+            fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
+                                         random_state=seed)
         coords[sample] = fitted
         if on_cluster:
             _place_on_cluster(coords, Xn, Xs, fitted, rest, starts, k=k, a=a, b=b, seed=seed,

@@ -51,22 +51,6 @@ def test_umap_is_the_default_seeded_and_separates_clusters():
     assert not np.allclose(a[["x", "y"]], c[["x", "y"]])  # the seed matters
 
 
-def test_the_layout_reports_as_it_runs_and_lays_out_the_same_map():
-    """With a progress callback the layout's epochs run in parts, each reported (the bar
-    moves while the map is laid out, instead of sitting at 15 % until it is done); the
-    positions are the one-call layout's, bit for bit, with and without other rows placed."""
-    X, _ = _clusters(500, seed=2)
-    for sample_size in (500, 300):  # every row fitted / 200 rows placed after the layout
-        events: list[dict] = []
-        told = project(X, random_state=5, sample_size=sample_size, callback=events.append)
-        quiet = project(X, random_state=5, sample_size=sample_size)
-        pd.testing.assert_frame_equal(told, quiet, check_exact=True)
-        laying = [e["fraction"] for e in events if e["message"].startswith("laying out")]
-        assert len(laying) == 21 and laying == sorted(laying)  # the start, then 20 parts
-        assert laying[0] == 0.15 and laying[-1] == pytest.approx(0.9 if sample_size == 500
-                                                                  else 0.4)
-
-
 def _neighbour_recall(X: np.ndarray, frame: pd.DataFrame, k: int = 10) -> float:
     """Of each row's k nearest rows by cosine in X, the share among its k nearest on the map."""
     from scipy.spatial import cKDTree
