@@ -559,7 +559,7 @@ def tags_cached(hypotheses: Sequence[str], premises: Sequence[str] | None, *,
         texts = sides[side]
         if texts is None:
             return False
-        digest = hash_texts(list(texts))
+        digest = hash_texts(texts)  # a slice at a time: a lazy sequence stays lazy
         if not any((folder / f"{tagged_cache_key(digest, method, version, spell_version)}"
                               ".npz").is_file() for method in NER_COLUMNS):
             return False
