@@ -56,9 +56,10 @@ def compute(ctx: MeasureContext) -> MeasureResult:
 COLD_TAGGING_PER_100K = 8.0
 
 
-def _cold_cost(dataset) -> float:
+def _cold_cost(dataset, params) -> float:
     """:data:`COLD_TAGGING_PER_100K`, or 0 when the annotation cache holds the tags of the
-    texts :func:`compute` reads (:func:`aflite_core.cues.tags_cached`)."""
+    texts :func:`compute` reads (:func:`aflite_core.cues.tags_cached`); the measure has no
+    options, so ``params`` changes nothing."""
     from aflite_core.cues import tags_cached  # lazy: the cue modules load with the measure
 
     # compute's cue tables read the hypotheses (text="hypothesis"); hashed a slice at a time
@@ -148,5 +149,5 @@ MEASURE = Measure(
     # seconds per 100k rows (bench_pipeline.py, 2026-11-26): 0.54 s at 10k rows (the cue
     # families' set-up: word lists, the tagger), 0.84-0.98 s at 100k, the texts' tags cached
     cost=lambda n: 0.8 + 0.35 * 100_000 / max(n, 1),
-    cold_cost=lambda dataset, params: _cold_cost(dataset),
+    cold_cost=_cold_cost,
 )
