@@ -18,8 +18,8 @@ import pandas as pd
 from aflite_core.io._column_roles import ColumnMapping
 from aflite_core.io._readers import short_repr
 from aflite_core.io._text_columns import (
-    conflicting_groups,
     count_distinct,
+    distinct_and_conflicting,
     label_factors,
     pair_hashes,
 )
@@ -108,11 +108,8 @@ def _duplicate_stats(facts: dict[str, TextFacts], mapping: ColumnMapping, mask: 
         prem = facts[mapping.premise]
         exact = count_distinct(pair_hashes(prem.hashes[mask], hyp.hashes[mask]))
         normalised = pair_hashes(prem.normalised[mask], hyp.normalised[mask])
-    return {
-        "exact": n - exact,
-        "normalised": n - count_distinct(normalised),
-        "conflicting_labels": conflicting_groups(normalised, label_ids[mask]),
-    }
+    distinct, conflicting = distinct_and_conflicting(normalised, label_ids[mask])
+    return {"exact": n - exact, "normalised": n - distinct, "conflicting_labels": conflicting}
 
 
 def _length_stats(lengths: np.ndarray) -> dict[str, float]:

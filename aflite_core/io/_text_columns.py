@@ -242,15 +242,25 @@ def equal_codes(values: np.ndarray) -> np.ndarray:
     return codes
 
 
-def shared_mask(values: np.ndarray) -> np.ndarray:
-    """True where a row's value occurs on another row too."""
+def codes_and_shared(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(equal_codes(values), shared)`` from one sort of ``values``: ``shared`` is True
+    where a row's value occurs on another row too.
+
+    Examples
+    --------
+    >>> codes, shared = codes_and_shared(np.array([7, 3, 7, 5], dtype=np.uint64))
+    >>> codes.tolist(), shared.tolist()
+    ([2, 0, 2, 1], [True, False, True, False])
+    """
     order, starts = _sorted(values)
+    codes = np.empty(len(values), dtype=np.int64)
+    codes[order] = np.cumsum(starts) - 1
     ends = np.empty_like(starts)
     ends[:-1] = starts[1:]
     ends[-1:] = True
     shared = np.empty(len(values), dtype=bool)
     shared[order] = ~(starts & ends)  # a run of one row starts and ends on it
-    return shared
+    return codes, shared
 
 
 def count_distinct(values: np.ndarray) -> int:
@@ -261,17 +271,24 @@ def count_distinct(values: np.ndarray) -> int:
     return int(np.count_nonzero(ranked[1:] != ranked[:-1])) + 1
 
 
-def conflicting_groups(groups: np.ndarray, labels: np.ndarray) -> int:
-    """How many distinct values of ``groups`` occur with more than one label."""
+def distinct_and_conflicting(groups: np.ndarray, labels: np.ndarray) -> tuple[int, int]:
+    """``(count_distinct(groups), conflicting)`` from one sort: ``conflicting`` is how many
+    distinct values of ``groups`` occur with more than one label.
+
+    Examples
+    --------
+    >>> distinct_and_conflicting(np.array([4, 9, 4, 2]), np.array([0, 1, 1, 1]))
+    (3, 1)
+    """
     if not len(groups):
-        return 0
+        return 0, 0
     order, starts = _sorted(groups)
     ranked = labels[order]
     differs = np.zeros(len(groups), dtype=bool)
     np.not_equal(ranked[1:], ranked[:-1], out=differs[1:])
     differs &= ~starts  # a label change inside a run of one group
     group_of = np.cumsum(starts) - 1
-    return count_distinct(group_of[differs])
+    return int(group_of[-1]) + 1, count_distinct(group_of[differs])
 
 
 def normalised_hashes(series: pd.Series, trim: str = "both") -> np.ndarray:

@@ -71,13 +71,13 @@ from aflite_core.io._readers import (
 from aflite_core.io._tables import index_values
 from aflite_core.io._text_columns import (
     RowTexts,
+    codes_and_shared,
     count_distinct,
     equal_codes,
     label_factors,
     label_objects,
     mixed_types,
     row_positions,
-    shared_mask,
 )
 from aflite_core.io._text_facts import TextFacts, text_facts
 from aflite_core.io._texts_on_disk import (
@@ -616,10 +616,14 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
     if mapping.premise is None or multiple_choice:
         return mapping, "", ""
     included = exclusion.to_numpy() == ""
-    premises = facts[mapping.premise].hashes_apart()[included]
-    hypotheses = facts[mapping.hypothesis].hashes_apart()[included]
-    sharing = shared_mask(premises) | shared_mask(hypotheses)
-    shared = float(sharing.mean()) if len(premises) else 0.0
+    # the codes (for the links below) and the rows sharing a text from one sort each; the
+    # hashes freed once their codes are made: not under the components' peak
+    premise_codes, sharing = codes_and_shared(facts[mapping.premise].hashes_apart()[included])
+    hypothesis_codes, hypothesis_shared = codes_and_shared(
+        facts[mapping.hypothesis].hashes_apart()[included])
+    sharing |= hypothesis_shared
+    del hypothesis_shared
+    shared = float(sharing.mean()) if len(sharing) else 0.0
     if group == NO_COLUMN:
         warning = "" if not sharing.any() else (
             f"{int(sharing.sum()):,} rows ({shared:.1%}) share their premise or hypothesis "
@@ -630,9 +634,6 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
         return mapping, "", warning
     if shared <= REPEATED_PREMISE_SHARE:
         return mapping, "", ""
-    # the hashes freed once their codes are made: not under the components' peak
-    premise_codes, hypothesis_codes = equal_codes(premises), equal_codes(hypotheses)
-    del premises, hypotheses
     premise_codes[facts[mapping.premise].missing[included]] = -1
     linked = linked_components(premise_codes, hypothesis_codes)
     sizes = np.bincount(linked)

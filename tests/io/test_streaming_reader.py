@@ -173,11 +173,15 @@ def test_sorted_counts_agree_with_pandas() -> None:
     labels = rng.integers(0, 3, 400)
     series = pd.Series(values)
     assert tc.count_distinct(values) == series.nunique()
-    assert tc.shared_mask(values).tolist() == series.duplicated(keep=False).tolist()
-    codes = tc.equal_codes(values)
+    codes, shared = tc.codes_and_shared(values)
+    assert shared.tolist() == series.duplicated(keep=False).tolist()
     assert (pd.factorize(codes)[0] == pd.factorize(values)[0]).all()
+    np.testing.assert_array_equal(codes, tc.equal_codes(values))  # numbered in sorted order
     per_group = pd.DataFrame({"g": values, "l": labels}).groupby("g")["l"].nunique()
-    assert tc.conflicting_groups(values, labels) == int((per_group > 1).sum())
+    assert tc.distinct_and_conflicting(values, labels) == (series.nunique(),
+                                                           int((per_group > 1).sum()))
+    assert tc.distinct_and_conflicting(values[:0], labels[:0]) == (0, 0)
+    assert tc.codes_and_shared(values[:1])[1].tolist() == [False]
 
 
 def test_report_is_the_same_from_csv_text_and_from_python_objects() -> None:
