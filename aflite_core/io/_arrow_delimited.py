@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 
 from aflite_core.io._byte_scan import (
+    READER_POOL,
     ByteScan,
     FileOrBytes,
     arrow_input,
@@ -43,7 +44,7 @@ from aflite_core.io._byte_scan import (
     longer_block,
     readable_source,
 )
-from aflite_core.io._delimited import ARROW_POOL, BOM, space_row, table_warnings, text_frame
+from aflite_core.io._delimited import BOM, space_row, table_warnings, text_frame
 from aflite_core.io._table_checks import MAX_COLUMNS
 
 __all__ = ["ARROW_BLOCK", "FAST_MIN_BYTES", "read_delimited_fast"]
@@ -183,7 +184,7 @@ def _arrow_columns(path: FileOrBytes, header: list[str], delimiter: str, block: 
     read = pa_csv.ReadOptions(block_size=block, use_threads=arrow_threads(path))
     try:
         table = pa_csv.read_csv(arrow_input(path), read_options=read, parse_options=parse,
-                                convert_options=convert, memory_pool=ARROW_POOL)
+                                convert_options=convert, memory_pool=READER_POOL)
     except (pa.ArrowInvalid, pa.ArrowException, OSError, ValueError) as exc:
         return None, "straddl" in str(exc) or "block size" in str(exc)
     if table.column_names != header:

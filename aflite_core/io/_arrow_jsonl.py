@@ -33,6 +33,7 @@ import pyarrow.json as pa_json
 
 from aflite_core.io import _arrow_delimited as arrow_delimited
 from aflite_core.io._byte_scan import (
+    READER_POOL,
     ByteScan,
     FileOrBytes,
     arrow_input,
@@ -41,7 +42,7 @@ from aflite_core.io._byte_scan import (
     longer_block,
     readable_source,
 )
-from aflite_core.io._delimited import ARROW_POOL, BOM, text_frame
+from aflite_core.io._delimited import BOM, text_frame
 from aflite_core.io._table_checks import MAX_COLUMNS
 
 __all__ = ["read_jsonl_fast"]
@@ -165,7 +166,7 @@ def _arrow_table(path: FileOrBytes, block: int) -> tuple[pa.Table | None, bool]:
         reader = pa_json.open_json(
             arrow_input(path), read_options=read,
             parse_options=pa_json.ParseOptions(newlines_in_values=False),
-            memory_pool=ARROW_POOL)
+            memory_pool=READER_POOL)
         return pa.Table.from_batches(list(reader), schema=reader.schema), False
     except (pa.ArrowException, OSError, ValueError) as exc:
         return None, "straddl" in str(exc) or "block size" in str(exc)

@@ -23,10 +23,11 @@ import numpy as np
 import pyarrow as pa
 
 from aflite_core._validation import available_cores
-from aflite_core.io._delimited import ARROW_POOL, is_utf8
+from aflite_core.io._delimited import is_utf8
 
-__all__ = ["INLINE_BYTES", "SCAN_BLOCK", "ByteScan", "FileOrBytes", "arrow_input",
-           "arrow_setup", "arrow_threads", "longer_block", "readable_source", "source_size"]
+__all__ = ["INLINE_BYTES", "READER_POOL", "SCAN_BLOCK", "ByteScan", "FileOrBytes",
+           "arrow_input", "arrow_setup", "arrow_threads", "longer_block", "readable_source",
+           "source_size"]
 
 #: What the Arrow readers read: a file on a path, or bytes in memory (an upload).
 FileOrBytes = Path | bytes
@@ -39,6 +40,11 @@ SCAN_BLOCK = 4 << 20
 #: files read both ways in the test suite, beside another busy worker: 20.6 s on threads,
 #: 4.0 s without).
 INLINE_BYTES = 1 << 20
+#: The memory pool Arrow's readers allocate from: the C library's allocator, which hands a
+#: reader's freed block buffers back at once. jemalloc told to do the same (decay 0) cost
+#: 0.06-0.1 CPU-s more on a 127 MB CSV, TSV or a 176 MB JSON Lines file, at the same peak
+#: (a ``/tmp`` script alternating both, three reads each, 2026-11-29).
+READER_POOL = pa.system_memory_pool()
 
 
 @dataclass
@@ -145,15 +151,10 @@ class ByteScan:
 
 
 def arrow_setup() -> None:
-    """Arrow's thread pool sized to the cores this process may use (its affinity), and its
-    jemalloc pool returning freed pages at once: a reader's block buffers, freed as it goes,
-    otherwise stayed resident (a 127 MB CSV: 330 MB over the table's 147 MB, 235 MB with
-    this)."""
+    """Arrow's thread pool sized to the cores this process may use (its affinity)."""
     cores = available_cores()
     if pa.cpu_count() != cores:
         pa.set_cpu_count(cores)
-    if ARROW_POOL.backend_name == "jemalloc":
-        pa.jemalloc_set_decay_ms(0)
 
 
 def _open(source: FileOrBytes) -> io.RawIOBase | io.BytesIO:
