@@ -152,10 +152,11 @@ def text_lengths(series: pd.Series) -> np.ndarray:
     return pc.fill_null(pc.utf8_length(data), 0).to_numpy().astype(np.int64, copy=False)
 
 
-def text_hashes(series: pd.Series, transform: Callable[[Any], Any] | None = None, *,
+def text_hashes(series: pd.Series, hasher: Callable[[Any], np.ndarray] | None = None, *,
                 missing_apart: bool = False) -> np.ndarray:
     """A 64-bit hash (pandas' SipHash) of every row's text, computed :data:`_HASH_ROWS`
-    rows at a time; ``transform`` maps each block (Arrow) first.
+    rows at a time; ``hasher`` maps each block (Arrow, no missing value) to its hashes
+    (default :func:`block_hashes`; blocks side by side on the cores).
 
     A missing value hashes as ``""``, or, with ``missing_apart``, as :data:`MISSING_HASH`
     (equal to other missing values only). Equal texts get equal hashes; two different texts
@@ -168,16 +169,17 @@ def text_hashes(series: pd.Series, transform: Callable[[Any], Any] | None = None
     if data is None:
         data = pa.chunked_array([pa.array(texts(series), type=pa.large_string())])
     out = np.empty(len(data), dtype=np.uint64)
+    compiled = len(data) >= KERNEL_MIN_ROWS
+    # Arrow's kernels and the compiled ones run off the GIL; pandas' hash does not
+    side_by_side = compiled or hasher is not None
+    hasher = hasher or (lambda block: block_hashes(block, compiled=compiled))
 
     def hash_block(start: int, size: int) -> None:
         block = pc.fill_null(data.slice(start, size), "")
-        if transform is not None:
-            block = transform(block)  # Arrow's kernels: off the GIL, so side by side
-        values = block.to_numpy(zero_copy_only=False)
-        out[start:start + len(values)] = pd.util.hash_array(values, categorize=False)
+        out[start:start + len(block)] = hasher(block)
 
     blocks = list(byte_blocks(data, _HASH_ROWS))
-    workers = min(available_cores(), len(blocks)) if transform is not None else 1
+    workers = min(available_cores(), len(blocks)) if side_by_side else 1
     if workers <= 1:
         for start, size in blocks:
             hash_block(start, size)
@@ -188,6 +190,23 @@ def text_hashes(series: pd.Series, transform: Callable[[Any], Any] | None = None
     if missing_apart:
         out[missing_mask(series)] = MISSING_HASH
     return out
+
+
+#: Columns of at least this many rows are hashed by compiled code
+#: (:mod:`aflite_core.io._text_hash_kernels`, the same hashes): loading numba costs about
+#: 0.3 s once a process, pandas' way about 0.27 s per million texts and Arrow's
+#: normalisation 0.6 s more.
+KERNEL_MIN_ROWS = 50_000
+
+
+def block_hashes(block: Any, *, compiled: bool) -> np.ndarray:
+    """``pandas.util.hash_array`` of an Arrow text array without missing values, from its
+    buffers when ``compiled`` (:func:`~aflite_core.io._text_hash_kernels.arrow_hashes`),
+    else through one Python string a row."""
+    if compiled:
+        from aflite_core.io._text_hash_kernels import arrow_hashes  # lazy: numba
+        return arrow_hashes(block)
+    return pd.util.hash_array(block.to_numpy(zero_copy_only=False), categorize=False)
 
 
 #: Characters a block of texts made Python strings may hold (:func:`byte_blocks`).
@@ -293,10 +312,16 @@ def distinct_and_conflicting(groups: np.ndarray, labels: np.ndarray) -> tuple[in
 
 def normalised_hashes(series: pd.Series, trim: str = "both") -> np.ndarray:
     """:func:`text_hashes` of each text lower-cased, punctuation and symbols made spaces,
-    whitespace runs collapsed and trimmed (``trim``: "both", "left" or "right" end)."""
+    whitespace runs collapsed and trimmed (``trim``: "both", "left" or "right" end).
+
+    Arrow's Unicode kernels normalise; on a column of :data:`KERNEL_MIN_ROWS` rows or more,
+    compiled code normalises and hashes the texts of plain ASCII in one pass
+    (:func:`~aflite_core.io._text_hash_kernels.normalised_ascii_hashes`, the same hashes),
+    and Arrow the others."""
     trimmer: Callable[[Any], Any] = {"both": pc.utf8_trim_whitespace,
                                      "left": pc.utf8_ltrim_whitespace,
                                      "right": pc.utf8_rtrim_whitespace}[trim]
+    compiled = len(series) >= KERNEL_MIN_ROWS
 
     def normalise(block: Any) -> Any:
         block = pc.utf8_lower(block)
@@ -304,7 +329,17 @@ def normalised_hashes(series: pd.Series, trim: str = "both") -> np.ndarray:
         block = pc.replace_substring_regex(block, pattern=r"\s\s+|[^\S ]", replacement=" ")
         return trimmer(block)
 
-    return text_hashes(series, normalise)
+    def hasher(block: Any) -> np.ndarray:
+        if not compiled:
+            return block_hashes(normalise(block), compiled=False)
+        from aflite_core.io._text_hash_kernels import normalised_ascii_hashes  # lazy: numba
+        hashes, slow = normalised_ascii_hashes(block, trim)
+        if slow.any():
+            rows = np.flatnonzero(slow)
+            hashes[rows] = block_hashes(normalise(block.take(rows)), compiled=True)
+        return hashes
+
+    return text_hashes(series, hasher)
 
 
 def pair_hashes(first: np.ndarray, second: np.ndarray) -> np.ndarray:

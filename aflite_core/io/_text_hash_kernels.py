@@ -1,0 +1,234 @@
+"""pandas' text hashes computed from Arrow's buffers, compiled by numba.
+
+:func:`arrow_hashes` gives for each text of an Arrow string array what
+``pandas.util.hash_array(values, categorize=False)`` gives for the same texts as Python
+strings: SipHash-2-4 of the UTF-8 bytes under pandas' key, then pandas' mixing of the 64
+bits. The bytes are read where Arrow holds them: no Python string a row (1M texts of 60
+characters: 0.27 s through ``to_numpy`` and pandas, a few hundredths of a second here).
+
+:func:`normalised_ascii_hashes` does the same for each text normalised as
+:func:`aflite_core.io._text_columns.normalised_hashes` normalises it (lower-cased, each run of
+punctuation, symbols and whitespace one space, trimmed), for the texts of printable ASCII
+(and tab, line feed, form feed, carriage return) in one pass; the others are flagged for
+Arrow's Unicode kernels. Tested against both for every ASCII character.
+
+A module of its own so that the loader does not import numba (0.3 s) for a small file.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from aflite_core.numba_cache import jit
+
+__all__ = ["arrow_hashes", "normalised_ascii_hashes"]
+
+#: pandas' default ``hash_key`` ("0123456789123456") as SipHash's two key words.
+_KEY = b"0123456789123456"
+_K0 = np.uint64(int.from_bytes(_KEY[:8], "little"))
+_K1 = np.uint64(int.from_bytes(_KEY[8:], "little"))
+
+
+@jit
+def _rotl(x: np.uint64, b: int) -> np.uint64:
+    return (x << np.uint64(b)) | (x >> np.uint64(64 - b))
+
+
+@jit
+def _siphash(data: np.ndarray, start: int, end: int) -> np.uint64:
+    """SipHash-2-4 of ``data[start:end]`` under pandas' key, then pandas' mixing."""
+    v0 = _K0 ^ np.uint64(0x736F6D6570736575)
+    v1 = _K1 ^ np.uint64(0x646F72616E646F6D)
+    v2 = _K0 ^ np.uint64(0x6C7967656E657261)
+    v3 = _K1 ^ np.uint64(0x7465646279746573)
+    length = end - start
+    whole = start + (length - length % 8)
+    p = start
+    rounds = 0
+    last = np.uint64(length & 0xFF) << np.uint64(56)
+    while True:
+        if p < whole:
+            m = np.uint64(0)
+            for k in range(8):
+                m |= np.uint64(data[p + k]) << np.uint64(8 * k)
+            p += 8
+        else:  # the last word: the bytes left and the length
+            m = last
+            for k in range(end - p):
+                m |= np.uint64(data[p + k]) << np.uint64(8 * k)
+            rounds = 1
+        v3 ^= m
+        for _ in range(2):
+            v0 += v1
+            v1 = _rotl(v1, 13)
+            v1 ^= v0
+            v0 = _rotl(v0, 32)
+            v2 += v3
+            v3 = _rotl(v3, 16)
+            v3 ^= v2
+            v0 += v3
+            v3 = _rotl(v3, 21)
+            v3 ^= v0
+            v2 += v1
+            v1 = _rotl(v1, 17)
+            v1 ^= v2
+            v2 = _rotl(v2, 32)
+        v0 ^= m
+        if rounds:
+            break
+    v2 ^= np.uint64(0xFF)
+    for _ in range(4):
+        v0 += v1
+        v1 = _rotl(v1, 13)
+        v1 ^= v0
+        v0 = _rotl(v0, 32)
+        v2 += v3
+        v3 = _rotl(v3, 16)
+        v3 ^= v2
+        v0 += v3
+        v3 = _rotl(v3, 21)
+        v3 ^= v0
+        v2 += v1
+        v1 = _rotl(v1, 17)
+        v1 ^= v2
+        v2 = _rotl(v2, 32)
+    h = v0 ^ v1 ^ v2 ^ v3
+    h ^= h >> np.uint64(30)  # pandas' redistribution of the 64 bits (_hash_ndarray)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(27)
+    h *= np.uint64(0x94D049BB133111EB)
+    h ^= h >> np.uint64(31)
+    return h
+
+
+@jit
+def _hash_all(offsets: np.ndarray, data: np.ndarray, out: np.ndarray) -> None:
+    for i in range(len(out)):
+        out[i] = _siphash(data, offsets[i], offsets[i + 1])
+
+
+# the bytes normalisation keeps (0), makes part of a separator run (1), or leaves to Arrow (2)
+_KIND = np.full(256, 2, dtype=np.uint8)
+_KIND[0x20:0x7F] = 1
+for _byte in b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ":
+    _KIND[_byte] = 0
+_KIND[[0x09, 0x0A, 0x0C, 0x0D]] = 1  # RE2's \s: [\t\n\f\r ]
+
+
+@jit
+def _normalised_all(offsets: np.ndarray, data: np.ndarray, kind: np.ndarray, left: bool,
+                    right: bool, out: np.ndarray, slow: np.ndarray) -> None:
+    longest = 0
+    for i in range(len(out)):
+        longest = max(longest, offsets[i + 1] - offsets[i])
+    buffer = np.empty(longest + 1, dtype=np.uint8)
+    for i in range(len(out)):
+        k = 0
+        pending = False  # a separator run waiting for its one space
+        for p in range(offsets[i], offsets[i + 1]):
+            c = data[p]
+            what = kind[c]
+            if what == 2:
+                slow[i] = True
+                break
+            if what == 1:
+                pending = pending or k > 0 or not left
+                continue
+            if pending:
+                buffer[k] = 32
+                k += 1
+                pending = False
+            buffer[k] = c + 32 if 65 <= c <= 90 else c
+            k += 1
+        if slow[i]:
+            continue
+        if pending and not right:
+            buffer[k] = 32
+            k += 1
+        out[i] = _siphash(buffer, 0, k)
+
+
+def _buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """A string array's offsets (int64, from its first row) and bytes, without a copy of the
+    bytes."""
+    kind = np.int64 if pa.types.is_large_string(chunk.type) else np.int32
+    _, offsets, data = chunk.buffers()
+    starts = np.frombuffer(offsets, dtype=kind, count=chunk.offset + len(chunk) + 1)
+    starts = starts[chunk.offset:].astype(np.int64, copy=False)
+    values = (np.frombuffer(data, dtype=np.uint8) if data is not None
+              else np.zeros(0, dtype=np.uint8))
+    return starts, values
+
+
+def _chunks(texts: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(texts.chunks) if isinstance(texts, pa.ChunkedArray) else [texts]
+
+
+def arrow_hashes(texts: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``pandas.util.hash_array(texts.to_numpy(zero_copy_only=False), categorize=False)``
+    from Arrow's buffers.
+
+    Parameters
+    ----------
+    texts : pyarrow.Array or pyarrow.ChunkedArray
+        ``string`` or ``large_string`` texts, none missing (``pc.fill_null(texts, "")``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One ``uint64`` a text.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> texts = pa.array(["a cat", "", "ünïcode"])
+    >>> (arrow_hashes(texts) == pd.util.hash_array(texts.to_numpy(zero_copy_only=False),
+    ...                                             categorize=False)).all()
+    np.True_
+    """
+    out = np.empty(len(texts), dtype=np.uint64)
+    at = 0
+    for chunk in _chunks(texts):
+        offsets, data = _buffers(chunk)
+        _hash_all(offsets, data, out[at:at + len(chunk)])
+        at += len(chunk)
+    return out
+
+
+def normalised_ascii_hashes(texts: pa.Array | pa.ChunkedArray, trim: str
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`arrow_hashes` of each text normalised (lower-cased, each run of punctuation,
+    symbols and whitespace one space, trimmed at ``trim``'s ends), for the texts of
+    printable ASCII, tab, line feed, form feed and carriage return.
+
+    Parameters
+    ----------
+    texts : pyarrow.Array or pyarrow.ChunkedArray
+        As for :func:`arrow_hashes`.
+    trim : {"both", "left", "right"}
+        The ends a space is trimmed from.
+
+    Returns
+    -------
+    hashes : numpy.ndarray
+        One ``uint64`` a text; meaningless where ``slow``.
+    slow : numpy.ndarray
+        True for a text holding another byte: normalise it with Arrow's Unicode kernels.
+
+    Examples
+    --------
+    >>> hashes, slow = normalised_ascii_hashes(pa.array(["A  cat!", "a cat", "ça"]), "both")
+    >>> bool(hashes[0] == hashes[1]), slow.tolist()
+    (True, [False, False, True])
+    """
+    left, right = trim in ("both", "left"), trim in ("both", "right")
+    out = np.empty(len(texts), dtype=np.uint64)
+    slow = np.zeros(len(texts), dtype=bool)
+    at = 0
+    for chunk in _chunks(texts):
+        offsets, data = _buffers(chunk)
+        part = slice(at, at + len(chunk))
+        _normalised_all(offsets, data, _KIND, left, right, out[part], slow[part])
+        at += len(chunk)
+    return out, slow
