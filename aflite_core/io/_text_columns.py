@@ -193,7 +193,7 @@ def text_hashes(series: pd.Series, hasher: Callable[[Any], np.ndarray] | None = 
 
 
 #: Columns of at least this many rows are hashed by compiled code
-#: (:mod:`aflite_core.io._text_hash_kernels`, the same hashes): loading numba costs about
+#: (:mod:`aflite_core.io._load_kernels`, the same hashes): loading numba costs about
 #: 0.3 s once a process, pandas' way about 0.27 s per million texts and Arrow's
 #: normalisation 0.6 s more.
 KERNEL_MIN_ROWS = 50_000
@@ -201,10 +201,10 @@ KERNEL_MIN_ROWS = 50_000
 
 def block_hashes(block: Any, *, compiled: bool) -> np.ndarray:
     """``pandas.util.hash_array`` of an Arrow text array without missing values, from its
-    buffers when ``compiled`` (:func:`~aflite_core.io._text_hash_kernels.arrow_hashes`),
+    buffers when ``compiled`` (:func:`~aflite_core.io._load_kernels.arrow_hashes`),
     else through one Python string a row."""
     if compiled:
-        from aflite_core.io._text_hash_kernels import arrow_hashes  # lazy: numba
+        from aflite_core.io._load_kernels import arrow_hashes  # lazy: numba
         return arrow_hashes(block)
     return pd.util.hash_array(block.to_numpy(zero_copy_only=False), categorize=False)
 
@@ -316,7 +316,7 @@ def normalised_hashes(series: pd.Series, trim: str = "both") -> np.ndarray:
 
     Arrow's Unicode kernels normalise; on a column of :data:`KERNEL_MIN_ROWS` rows or more,
     compiled code normalises and hashes the texts of plain ASCII in one pass
-    (:func:`~aflite_core.io._text_hash_kernels.normalised_ascii_hashes`, the same hashes),
+    (:func:`~aflite_core.io._load_kernels.normalised_ascii_hashes`, the same hashes),
     and Arrow the others."""
     trimmer: Callable[[Any], Any] = {"both": pc.utf8_trim_whitespace,
                                      "left": pc.utf8_ltrim_whitespace,
@@ -332,7 +332,7 @@ def normalised_hashes(series: pd.Series, trim: str = "both") -> np.ndarray:
     def hasher(block: Any) -> np.ndarray:
         if not compiled:
             return block_hashes(normalise(block), compiled=False)
-        from aflite_core.io._text_hash_kernels import normalised_ascii_hashes  # lazy: numba
+        from aflite_core.io._load_kernels import normalised_ascii_hashes  # lazy: numba
         hashes, slow = normalised_ascii_hashes(block, trim)
         if slow.any():
             rows = np.flatnonzero(slow)

@@ -1,11 +1,12 @@
-"""The compiled text hashes are pandas' hashes and Arrow's normalisation, to the bit.
+"""The load's compiled kernels give what they replace, to the bit.
 
-:mod:`aflite_core.io._text_hash_kernels` replaces, on columns of
-``KERNEL_MIN_ROWS`` rows or more, ``pandas.util.hash_array`` over Python strings and Arrow's
-Unicode normalisation (lower case, punctuation and symbols, whitespace runs, trimming). The
-load's duplicate counts and groups depend on those hashes, so they must not move: every ASCII
-character, Unicode text, empty texts, both Arrow string types, slices and chunks are checked
-against the way they replace, and a whole load with the kernels against one without.
+:mod:`aflite_core.io._load_kernels` replaces, on columns of ``KERNEL_MIN_ROWS`` rows or more,
+``pandas.util.hash_array`` over Python strings, Arrow's Unicode normalisation (lower case,
+punctuation and symbols, whitespace runs, trimming) and scipy's connected components of the
+premise-hypothesis graph. The load's duplicate counts and groups depend on them, so they must
+not move: every ASCII character, Unicode text, empty texts, both Arrow string types, slices
+and chunks are checked against the way they replace, random graphs (chains, stars, rows
+without a premise) against scipy's, and a whole load with the kernels against one without.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ import pytest
 import aflite_core.io._text_columns as text_columns
 from aflite_core.data import SAMPLE
 from aflite_core.io import load_dataset
-from aflite_core.io._text_hash_kernels import arrow_hashes, normalised_ascii_hashes
+from aflite_core.io._linked_groups import linked_components
+from aflite_core.io._load_kernels import (
+    arrow_hashes,
+    linked_row_components,
+    normalised_ascii_hashes,
+)
 
 TRIMS = {"both": pc.utf8_trim_whitespace, "left": pc.utf8_ltrim_whitespace,
          "right": pc.utf8_rtrim_whitespace}
@@ -100,6 +106,29 @@ def test_the_column_hashes_are_the_same_with_and_without_the_kernels(trim, monke
              text_columns.text_hashes(series, missing_apart=True))
     for got, expected in zip(compiled, plain, strict=True):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_union_find_gives_scipys_components_in_the_same_numbers(monkeypatch):
+    """Random graphs from a few texts (one big component) to many (mostly singletons), rows
+    without a premise (-1) and a column without premises (None), and a long chain."""
+    monkeypatch.setattr(text_columns, "KERNEL_MIN_ROWS", 1 << 62)  # scipy's way
+    rng = np.random.default_rng(1)
+    cases = []
+    for n in (1, 2, 5, 40, 3000):
+        for texts in (1, 3, n // 4 + 1, 2 * n):
+            cases.append((rng.integers(-1, texts, n), rng.integers(0, texts, n)))
+    rows = np.arange(2000)
+    chain = (rows // 2, (rows + 1) // 2)  # row i shares a text with row i + 1: one component
+    cases += [chain, (chain[0][::-1].copy(), chain[1][::-1].copy()), (rows, rows)]
+    for premises, hypotheses in cases:
+        for prem in (premises, None):
+            expected = linked_components(prem, hypotheses)
+            got = linked_row_components(prem, hypotheses)
+            assert got.dtype == expected.dtype == np.int32
+            np.testing.assert_array_equal(got, expected)
+    assert linked_row_components(*chain).max() == 0
+    assert linked_row_components(rows, rows).max() == 1999  # nothing shared
+    assert len(linked_row_components(np.zeros(0), np.zeros(0))) == 0
 
 
 def test_a_load_with_the_kernels_is_the_load_without(monkeypatch):
