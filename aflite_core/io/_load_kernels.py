@@ -42,6 +42,28 @@ def _rotl(x: np.uint64, b: int) -> np.uint64:
 
 
 @jit
+def _rounds(v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, count: int
+            ) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64]:
+    """``count`` SipRounds of the state."""
+    for _ in range(count):
+        v0 += v1
+        v1 = _rotl(v1, 13)
+        v1 ^= v0
+        v0 = _rotl(v0, 32)
+        v2 += v3
+        v3 = _rotl(v3, 16)
+        v3 ^= v2
+        v0 += v3
+        v3 = _rotl(v3, 21)
+        v3 ^= v0
+        v2 += v1
+        v1 = _rotl(v1, 17)
+        v1 ^= v2
+        v2 = _rotl(v2, 32)
+    return v0, v1, v2, v3
+
+
+@jit
 def _siphash(data: np.ndarray, start: int, end: int) -> np.uint64:
     """SipHash-2-4 of ``data[start:end]`` under pandas' key, then pandas' mixing."""
     v0 = _K0 ^ np.uint64(0x736F6D6570736575)
@@ -65,40 +87,12 @@ def _siphash(data: np.ndarray, start: int, end: int) -> np.uint64:
                 m |= np.uint64(data[p + k]) << np.uint64(8 * k)
             rounds = 1
         v3 ^= m
-        for _ in range(2):
-            v0 += v1
-            v1 = _rotl(v1, 13)
-            v1 ^= v0
-            v0 = _rotl(v0, 32)
-            v2 += v3
-            v3 = _rotl(v3, 16)
-            v3 ^= v2
-            v0 += v3
-            v3 = _rotl(v3, 21)
-            v3 ^= v0
-            v2 += v1
-            v1 = _rotl(v1, 17)
-            v1 ^= v2
-            v2 = _rotl(v2, 32)
+        v0, v1, v2, v3 = _rounds(v0, v1, v2, v3, 2)
         v0 ^= m
         if rounds:
             break
     v2 ^= np.uint64(0xFF)
-    for _ in range(4):
-        v0 += v1
-        v1 = _rotl(v1, 13)
-        v1 ^= v0
-        v0 = _rotl(v0, 32)
-        v2 += v3
-        v3 = _rotl(v3, 16)
-        v3 ^= v2
-        v0 += v3
-        v3 = _rotl(v3, 21)
-        v3 ^= v0
-        v2 += v1
-        v1 = _rotl(v1, 17)
-        v1 ^= v2
-        v2 = _rotl(v2, 32)
+    v0, v1, v2, v3 = _rounds(v0, v1, v2, v3, 4)
     h = v0 ^ v1 ^ v2 ^ v3
     h ^= h >> np.uint64(30)  # pandas' redistribution of the 64 bits (_hash_ndarray)
     h *= np.uint64(0xBF58476D1CE4E5B9)
