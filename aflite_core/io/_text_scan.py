@@ -24,7 +24,6 @@ large file needs it.
 from __future__ import annotations
 
 import numpy as np
-from numba.cpython.unsafe.numbers import trailing_zeros
 
 from aflite_core.numba_cache import jit
 
@@ -102,6 +101,8 @@ def _end_line(state: int, fields: int, records: int, ncols: int, bad: int, blank
 
 
 _ZERO = np.uint64(0)
+_ONE = np.uint64(1)
+_ONES = np.uint64(0x0101010101010101)
 
 
 @jit
@@ -129,12 +130,15 @@ def _marks(data: np.ndarray, one: int, other: int) -> np.ndarray:
 
 @jit
 def _next_mark(marks: np.ndarray, i: int) -> int:
-    """The first position from ``i`` on whose byte is marked: a word of 8 marks at a time,
-    the first set one found by counting trailing zero bits."""
+    """The first position from ``i`` on whose byte is marked: a word of 8 marks at a time
+    (little-endian: the word's low byte is the first), the first set one found by counting
+    the zero bytes below its lowest bit (each byte below it is 0xFF in ``low - 1``; their low
+    bits summed into the top byte by the multiplication)."""
     while True:
         word = marks[i >> 3] >> np.uint64((i & 7) << 3)
         if word != _ZERO:
-            return i + (trailing_zeros(word) >> 3)
+            low = word & (~word + _ONE)
+            return i + int((((low - _ONE) & _ONES) * _ONES) >> np.uint64(56))
         i = (i | 7) + 1
 
 
