@@ -368,11 +368,11 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     and no cache is looked into (the workers tag their chunks)."""
     local = config.backend != "dask"
     cores = available_cores() if local else 2
-    per_100k = progress_plan.SECONDS_PER_100K
-    factor = progress_plan.REPRESENTATION_FACTOR.get(config.representation, 1.0)
-    stages = [("representation", per_100k["representation"] * factor),
-              ("aflite", per_100k["aflite"]), ("write", per_100k["write"])]
     n_rows = int(dataset.included_mask.sum())
+    factor = {"representation": progress_plan.REPRESENTATION_FACTOR.get(config.representation,
+                                                                        1.0)}
+    stages = [(name, progress_plan.stage_per_100k(name, n_rows) * factor.get(name, 1.0))
+              for name in ("representation", "aflite", "write")]
     chosen = [m for m in registry.measures() if m.name in config.measures]
     beside = [m.name for m in beside_measures(chosen, n_rows)]
     # the measures run beside the others fill the last span: their progress adds to the bar
@@ -381,7 +381,7 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
                                         dataset=dataset if local else None))
                for m in sorted(chosen, key=lambda m: m.name in beside)]
     if config.report:
-        stages.append(("report", per_100k["report"]))
+        stages.append(("report", progress_plan.stage_per_100k("report", n_rows)))
     seconds = {name: value * progress_plan.core_factor(name, cores) for name, value
                in progress_plan.expected_seconds(stages, n_rows).items()}
     if beside:  # their span is the time they add, not the time they take

@@ -16,17 +16,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["BESIDE_SHARE", "DEFAULT_PARALLEL_SHARE", "FIXED_SECONDS", "PARALLEL_SHARE",
-           "SECONDS_PER_100K", "beside_seconds", "core_factor", "expected_seconds",
-           "stage_spans"]
+__all__ = ["BESIDE_SHARE", "DEFAULT_PARALLEL_SHARE", "FIXED_SECONDS", "MEASURED_SECONDS",
+           "PARALLEL_SHARE", "beside_seconds", "core_factor", "expected_seconds",
+           "stage_per_100k", "stage_spans"]
 
-#: Seconds per 100,000 audited rows of the stages outside the measures (two cores).
-SECONDS_PER_100K: dict[str, float] = {
-    "representation": 3.6,
-    "aflite": 1.8,  # both cores since the audit's AFLite runs with n_jobs=-1
-    "write": 0.6,
-    "report": 0.35,  # with the summary and the folder's commit after it: 4.1 s at 1M rows
+#: Seconds of the stages outside the measures on two cores at three sizes:
+#: :func:`stage_per_100k` interpolates them (never below a stage's fixed part). At 100,000
+#: and 1,000,000 rows as measured (``bench_pipeline.py --sizes 100000`` and ``--sizes
+#: 1000000``, the default audit, 2026-11-29); at 9,842 rows the earlier plan's (3.6, 1.8,
+#: 0.6 and 0.35 s per 100,000 rows after the fixed parts), which the short runs' ETA was
+#: tuned with: the seconds measured there (1.07, 0.12, 0.21 s) gave 1.45-1.75x against
+#: 1.32-1.52x (three runs each), 1.20-1.22x now. A rate fitted at 100,000 rows alone gave at
+#: 1M rows 36.9 s for the representation and 18.1 s for AFLite against 21.4 and 10.7 s
+#: measured: the ETA after AFLite was 86.5 s for 143.1 s left (1.65x; 1.36x with these).
+MEASURED_SECONDS: dict[str, tuple[tuple[int, float], ...]] = {
+    "representation": ((9_842, 1.254), (100_000, 3.66), (1_000_000, 21.44)),
+    "aflite": ((9_842, 0.277), (100_000, 2.00), (1_000_000, 10.73)),
+    "write": ((9_842, 0.159), (100_000, 1.09), (1_000_000, 7.61)),
+    "report": ((9_842, 0.834), (100_000, 0.58), (1_000_000, 1.39)),
 }
+
 
 #: Seconds any stage takes whatever the size (imports, small fixed work).
 FIXED_SECONDS: float = 0.1
@@ -41,6 +50,32 @@ STAGE_FIXED_SECONDS: dict[str, float] = {"representation": 0.9, "report": 0.8}
 #: Representations other than TF-IDF + SVD, relative to it (the encoders estimate their own
 #: time on the Audit page; here only the share of the bar matters).
 REPRESENTATION_FACTOR: dict[str, float] = {"tfidf_svd": 1.0}
+
+
+def stage_per_100k(stage: str, n_rows: int) -> float:
+    """Seconds per 100,000 rows of ``stage`` (one of :data:`MEASURED_SECONDS`) at ``n_rows``
+    rows, such that :func:`expected_seconds` gives its measured seconds there: linear between
+    the measured sizes, along the last two beyond them, from the stage's fixed part at 0
+    rows to the first.
+
+    Examples
+    --------
+    >>> round(stage_per_100k("aflite", 100_000), 6)
+    1.9
+    >>> stage_per_100k("representation", 1_000_000) < stage_per_100k("representation", 100_000)
+    True
+    """
+    points = MEASURED_SECONDS[stage]
+    fixed = STAGE_FIXED_SECONDS.get(stage, FIXED_SECONDS)
+    n = max(int(n_rows), 0)
+    if not n:
+        return 0.0
+    sizes = [0, *(size for size, _ in points)]
+    seconds = [fixed, *(value for _, value in points)]
+    k = next((i for i in range(1, len(sizes)) if n <= sizes[i]), len(sizes) - 1)
+    slope = (seconds[k] - seconds[k - 1]) / (sizes[k] - sizes[k - 1])
+    total = seconds[k - 1] + slope * (n - sizes[k - 1])
+    return max(total - fixed, 0.0) * 100_000 / n
 
 
 def expected_seconds(stages: Iterable[tuple[str, float]], n_rows: int) -> dict[str, float]:
