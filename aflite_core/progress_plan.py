@@ -3,7 +3,8 @@
 The dashboard's ETA is ``elapsed * (1 - fraction) / fraction``. That is right only when the
 fraction grows in step with time, so each stage's span of the bar is its share of the expected
 seconds: a fixed part plus a part per 100,000 audited rows, measured on two cores by
-``benchmarks/bench_pipeline.py`` (10k, 100k and 550k rows, default settings). A slower or faster
+``benchmarks/bench_pipeline.py`` (10k, 100k and 1M rows, default settings; between the sizes
+measured, :func:`stage_per_100k` interpolates). A slower or faster
 machine scales every stage alike, which the ETA's ``elapsed`` absorbs; what must hold is the
 *ratio* between stages (checked by that benchmark: the ETA printed at each stage against the
 time that really remained).
@@ -35,7 +36,6 @@ MEASURED_SECONDS: dict[str, tuple[tuple[int, float], ...]] = {
     "write": ((9_842, 0.159), (100_000, 1.09), (1_000_000, 7.61)),
     "report": ((9_842, 0.834), (100_000, 0.58), (1_000_000, 1.39)),
 }
-
 
 #: Seconds any stage takes whatever the size (imports, small fixed work).
 FIXED_SECONDS: float = 0.1
