@@ -48,7 +48,7 @@ from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, short_rep
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
-from aflite_core.represent import is_partitioned
+from aflite_core.represent import PHI_ON_DISK_MIN_ROWS, is_partitioned, on_cluster, phi_on_disk
 from aflite_core.runs import (
     REPORT_FILE,
     STATUSES,
@@ -62,8 +62,6 @@ from aflite_core.scores import build_scores
 #: Most distinct labels an audit accepts: each AFLite round holds ``m x labels x d`` class
 #: sums (64 x 1,000 x 256 float64 = 131 MB); more labels usually means a wrong label column.
 MAX_LABELS = 1000
-
-# share of the whole run's progress bar given to each stage group
 
 EventCallback = Callable[[dict], Any]
 
@@ -117,9 +115,6 @@ def check_labels(dataset) -> None:
             f"{shown}{more}; AFLite needs at least 2 rows per label: relabel or remove those "
             f"rows, or check that {column!r} is the label column{many}"
         )
-
-
-# --------------------------------------------------------------------------- progress
 
 
 # --------------------------------------------------------------------------- helpers
@@ -244,11 +239,12 @@ def run_audit(
         # AFLite and the measures' fold fits share the audit's one client (and its cluster)
         on_client = config if client is None else dataclasses.replace(config, scheduler=client)
         rep, filtered, target, shared = _represent_and_filter(dataset, on_client, progress,
-                                                              timings)
+                                                              timings, writer.tmp)
         _write_rows(writer, dataset, shared["scores"], progress, timings, rep)
         measures = _run_measures(writer, shared, config, progress, timings, client)
-        if is_partitioned(rep.X):  # the workers may free Φ's rows now
-            rep.params["whole_gathers"] = rep.X.whole_gathers
+        if is_partitioned(rep.X):  # the workers may free Φ's rows now (or its file goes)
+            if on_cluster(rep.X):
+                rep.params["whole_gathers"] = rep.X.whole_gathers
             rep.X.release()
         progress.step("report", "writing summary", progress.span("report")[0])
         summary = _summary(dataset, config, rep, filtered, shared["scores"], created,
@@ -290,9 +286,10 @@ def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict,
     return engines
 
 
-def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
-                          timings: dict) -> tuple[Any, _Filtered, int, dict]:
-    """Build Φ, run AFLite; return ``(representation, filtered, target, shared state)``.
+def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress, timings: dict,
+                          folder: Path) -> tuple[Any, _Filtered, int, dict]:
+    """Build Φ (kept in ``folder`` from :data:`PHI_ON_DISK_MIN_ROWS` rows), run AFLite;
+    return ``(representation, filtered, target, shared state)``.
 
     The shared state is what every measure's :class:`MeasureContext` is built from.
     """
@@ -300,6 +297,8 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress,
                   progress.span("representation")[0])
     t0 = time.perf_counter()
     rep = _build_representation(dataset, config, progress)
+    if len(rep.X) >= PHI_ON_DISK_MIN_ROWS and type(rep.X) is np.ndarray:
+        rep.X = phi_on_disk(rep.X, folder)  # read by blocks: not under every stage's peak
     release_free_heap()  # the SVD's buffers: not under AFLite's peak (heap_trim)
     timings["representation"] = round(time.perf_counter() - t0, 3)
     progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
@@ -351,7 +350,7 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
         writer.write_dataset(dataset.frame)
     writer.write_scores(scores)
     writer.write_row_csvs()
-    if rep is not None and not is_partitioned(rep.X):  # Φ on the workers: not gathered
+    if rep is not None and not on_cluster(rep.X):  # Φ on the workers: not gathered
         writer.write_compact_phi(rep.X, rep.row_ids)
         if getattr(rep, "text_model", None) and rep.text_model.get("components") is not None:
             writer.write_text_model(rep.text_model)

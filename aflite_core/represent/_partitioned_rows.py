@@ -33,7 +33,8 @@ import numpy as np
 from aflite_core.represent._fold_pool import departed_workers
 from aflite_core.represent._partitions import LocalPartitions, PartitionLost, on_one_thread
 
-__all__ = ["MAX_RESTORES", "PartitionedRows", "RowsOnWorkers", "add_rows", "is_partitioned"]
+__all__ = ["MAX_RESTORES", "PartitionedRows", "RowsOnWorkers", "add_rows", "is_partitioned",
+           "on_cluster"]
 
 #: Times the partitions are built again after workers holding them left.
 MAX_RESTORES = 2
@@ -137,8 +138,15 @@ class RowsOnWorkers:
 
 
 def is_partitioned(X: Any) -> bool:
-    """Whether ``X`` is a :class:`PartitionedRows` (rows held by workers)."""
+    """Whether ``X`` is a :class:`PartitionedRows` (rows held by workers, or by a file:
+    :mod:`~aflite_core.represent._phi_on_disk`)."""
     return isinstance(X, PartitionedRows)
+
+
+def on_cluster(X: Any) -> bool:
+    """Whether ``X`` is a :class:`PartitionedRows` whose rows a Dask cluster's workers hold
+    (not this process: a local runner, or Φ on disk)."""
+    return is_partitioned(X) and getattr(X.runner, "client", None) is not None
 
 
 class _Store:

@@ -1,0 +1,143 @@
+"""Φ kept in a file, read a block of rows at a time: the audit's largest array off the heap.
+
+A 1M-row audit's Φ (256 float32 columns) is 1 GB, held from the representation to the end of
+the audit, beside everything each stage builds. Every stage already reads Φ the way it reads
+rows held by a Dask cluster (:class:`~aflite_core.represent._partitioned_rows.PartitionedRows`:
+``X[i:j]``, ``X[positions]``, ``X.map_chunks``), so Φ can live in a file of the run's
+temporary folder instead: :func:`phi_on_disk` writes it there once and returns a
+:class:`PartitionedRows` whose partitions are row ranges of that file (:class:`FilePartitions`).
+A read maps the pages of the partition it reads for the duration of the step and unmaps them
+after: the rows read are copied out, the file's pages stay in the operating system's page
+cache (memory the kernel may reclaim, not this process's resident set), and what a stage
+holds is the rows it asked for.
+
+The rows read are the bytes written, so every figure computed from them is the figure
+computed from Φ in memory, bit for bit (``tests/represent/test_phi_on_disk.py``; the run
+folder of an audit with Φ on disk equals the one with Φ in memory, timings aside).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite_core.represent._partitioned_rows import PartitionedRows
+from aflite_core.represent._partitions import LocalPartitions, on_one_thread
+
+__all__ = ["PHI_FILE", "PHI_ON_DISK_MIN_ROWS", "FilePartitions", "phi_on_disk"]
+
+#: Name of Φ's file in the folder given to :func:`phi_on_disk` (the run's temporary folder:
+#: removed with it).
+PHI_FILE = "phi.f32"
+#: Rows of Φ from which the audit keeps it on disk (:func:`phi_on_disk`): below, Φ is at most
+#: 256 MB and reading it from memory is the simpler path.
+PHI_ON_DISK_MIN_ROWS = 250_000
+#: Rows per partition of the file (a step maps at most one partition: 64 MB at 256 columns).
+PARTITION_ROWS = 65_536
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """Rows ``start:stop`` of the float32 file a :class:`FilePartitions` reads."""
+
+    start: int
+    stop: int
+
+
+class FilePartitions(LocalPartitions):
+    """Partitions that are row ranges of one C-ordered float32 file of ``n_columns`` columns.
+
+    Each step runs here, in order (as :class:`LocalPartitions`), on a read-only memory map of
+    its partition's rows, unmapped when the step returns: a step's result must not be a view
+    of the rows it was given (:class:`PartitionedRows`' steps copy what they keep).
+    """
+
+    def __init__(self, path: str | os.PathLike, n_columns: int) -> None:
+        self.path = Path(path)
+        self.n_columns = int(n_columns)
+
+    def _rows(self, part: FilePart) -> np.ndarray:
+        row_bytes = self.n_columns * 4
+        return np.memmap(self.path, dtype=np.float32, mode="r", offset=part.start * row_bytes,
+                         shape=(part.stop - part.start, self.n_columns))
+
+    def map(self, fn: Callable, handles: Sequence[Any], *shared: Any,
+            each: Sequence[tuple] | None = None) -> list:
+        """``fn(rows of handle, *each[i], *shared)`` for every partition, in order."""
+        each = each or [()] * len(handles)
+        out = []
+        for handle, own in zip(handles, each, strict=True):
+            rows = self._rows(handle) if isinstance(handle, FilePart) else handle
+            out.append(on_one_thread(fn, rows, *own, *shared))
+            del rows  # the map goes with its last reference
+        return out
+
+    def release(self, handles: Sequence[Any]) -> None:
+        """Forget ``handles``; the file goes with the partitions' own handles (the matrix's
+        :meth:`PartitionedRows.release`)."""
+        if any(isinstance(handle, FilePart) for handle in handles):
+            self.path.unlink(missing_ok=True)
+
+    def chain(self, fn: Callable, handles: Sequence[Any], *shared: Any) -> Any:
+        """``acc = fn(rows of handle, acc, *shared)`` over the partitions in order."""
+        acc = None
+        for handle in handles:
+            rows = self._rows(handle) if isinstance(handle, FilePart) else handle
+            acc = on_one_thread(fn, rows, acc, *shared)
+            del rows
+        return acc
+
+
+def phi_on_disk(X: np.ndarray, folder: str | os.PathLike, *,
+                partition_rows: int = PARTITION_ROWS) -> PartitionedRows:
+    """Write ``X`` (Φ, float32) to ``folder``/:data:`PHI_FILE` and return it as a matrix
+    read from there.
+
+    Parameters
+    ----------
+    X : numpy.ndarray of shape (n, d)
+        float32; the caller drops its own reference afterwards (that is the point).
+    folder : path
+        An existing folder that outlives every reader of the result (the run's temporary
+        folder).
+    partition_rows : int, default :data:`PARTITION_ROWS`
+        Rows per partition.
+
+    Returns
+    -------
+    PartitionedRows
+        The same rows, read by blocks from the file.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a 2-D float32 array or ``partition_rows`` is not positive.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> X = np.arange(12, dtype=np.float32).reshape(4, 3)
+    >>> on_disk = phi_on_disk(X, tempfile.mkdtemp(), partition_rows=3)
+    >>> on_disk.shape, bool((on_disk[[3, 0]] == X[[3, 0]]).all())
+    ((4, 3), True)
+    """
+    X = np.asarray(X)
+    if X.ndim != 2 or X.dtype != np.float32:
+        raise ValueError(f"X: expected a 2-D float32 array, got {X.dtype} of shape {X.shape}")
+    if int(partition_rows) < 1:
+        raise ValueError(f"partition_rows: expected a positive count, got {partition_rows!r}")
+    n, d = X.shape
+    path = Path(folder) / PHI_FILE
+    with open(path, "wb") as out:
+        for start in range(0, n, partition_rows):  # no C-ordered copy of all of X at once
+            out.write(np.ascontiguousarray(X[start:start + partition_rows]).tobytes())
+    bounds = [(lo, min(lo + partition_rows, n)) for lo in range(0, n, partition_rows)]
+    if not bounds:
+        bounds = [(0, 0)]
+    return PartitionedRows(FilePartitions(path, d), [FilePart(lo, hi) for lo, hi in bounds],
+                           bounds, d)
