@@ -296,9 +296,10 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress, tim
     progress.step("representation", f"building the {config.representation} representation",
                   progress.span("representation")[0])
     t0 = time.perf_counter()
-    rep = _build_representation(dataset, config, progress)
-    if len(rep.X) >= PHI_ON_DISK_MIN_ROWS and type(rep.X) is np.ndarray:
-        rep.X = phi_on_disk(rep.X, folder)  # read by blocks: not under every stage's peak
+    on_disk = int(dataset.included_mask.sum()) >= PHI_ON_DISK_MIN_ROWS  # Φ read by blocks
+    rep = _build_representation(dataset, config, progress, folder if on_disk else None)
+    if on_disk and type(rep.X) is np.ndarray:  # not tfidf_svd's: Φ moves there now
+        rep.X = phi_on_disk(rep.X, folder)
     release_free_heap()  # the SVD's buffers: not under AFLite's peak (heap_trim)
     timings["representation"] = round(time.perf_counter() - t0, 3)
     progress.step("representation", f"representation ready: {rep.X.shape[1]} features",
@@ -432,7 +433,8 @@ def _fewer_collections(n_rows: int) -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None):
+def _build_representation(dataset, config: AuditConfig, progress: _Progress | None = None,
+                          phi_folder: Path | None = None):
     # lazy: +13 ms to import
     from aflite_core.represent import ENCODER_METHODS, build_representation
 
@@ -445,7 +447,7 @@ def _build_representation(dataset, config: AuditConfig, progress: _Progress | No
         else config.scheduler
     # ... and leaves its rows there: every stage reads them a block at a time
     return build_representation(dataset, config.representation, client=client,
-                                resident=client is not None,
+                                resident=client is not None, phi_folder=phi_folder,
                                 random_state=config.random_state, **kwargs)
 
 

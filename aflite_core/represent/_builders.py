@@ -55,6 +55,7 @@ from aflite_core.errors import (  # noqa: F401 - re-exported: their public home
 )
 from aflite_core.io import AuditDataset
 from aflite_core.represent._partitions import DaskPartitions
+from aflite_core.represent._phi_on_disk import PhiWriter
 from aflite_core.represent._term_counts import tfidf_matrix
 
 __all__ = [
@@ -232,7 +233,8 @@ def _svd_info(k: int, n_features: int, explained: float) -> dict:
 
 
 def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
-         callback: Any = None, keep: dict | None = None) -> tuple[np.ndarray, dict]:
+         callback: Any = None, keep: dict | None = None,
+         out: Any = None) -> tuple[np.ndarray | None, dict]:
     from aflite_core.represent._svd import truncated_svd  # lazy: +93 ms to import
 
     n_rows, n_features = M.shape
@@ -244,8 +246,8 @@ def _svd(M: sp.csr_matrix, n_components: int, random_state: int | None,
         )
     X, explained = truncated_svd(M, k, n_iter=SVD_N_ITER, random_state=random_state,
                                  callback=_svd_report(callback, n_rows, n_features, k),
-                                 keep=keep)
-    return _finish(X), _svd_info(k, n_features, explained)
+                                 keep=keep, out=out)
+    return (None if X is None else _finish(X)), _svd_info(k, n_features, explained)
 
 
 def _svd_on_cluster(dataset: AuditDataset, client: Any, n_components: int,
@@ -631,6 +633,7 @@ def build_representation(
     callback: Any = None,
     client: Any = None,
     resident: bool = False,
+    phi_folder: str | os.PathLike | None = None,
 ) -> Representation:
     """Build Φ(X) for the included rows of ``dataset``.
 
@@ -669,6 +672,12 @@ def build_representation(
         :class:`~aflite_core.represent._partitioned_rows.PartitionedRows` (rows fetched a
         block at a time by what reads them; built again from the texts if a worker holding
         some leaves) and ``params["resident"]`` is True. Else ``X`` is an array.
+    phi_folder : str or path-like, optional
+        ``tfidf_svd`` built here: Φ's rows go to a file in this folder as the SVD makes them
+        (:class:`~aflite_core.represent._phi_on_disk.PhiWriter`), never whole in memory, and
+        ``X`` is a :class:`~aflite_core.represent._partitioned_rows.PartitionedRows` read
+        from it (the same rows, bit for bit); the folder must outlive ``X``. The other
+        methods ignore it.
 
     Returns
     -------
@@ -699,9 +708,17 @@ def build_representation(
         else:
             blocks: list = []
             keep: dict = {}
-            X, params = _svd(tfidf_blocks(dataset.hypotheses(), dataset.premises(),
-                                          callback=callback, model=blocks),
-                             n_components, random_state, callback, keep)
+            writer = None if phi_folder is None else PhiWriter(phi_folder)
+            try:
+                X, params = _svd(tfidf_blocks(dataset.hypotheses(), dataset.premises(),
+                                              callback=callback, model=blocks),
+                                 n_components, random_state, callback, keep,
+                                 out=None if writer is None else writer.write)
+            finally:
+                if writer is not None:
+                    writer.close()
+            if writer is not None:
+                X = writer.matrix()
             text_model = {"blocks": blocks, "components": keep.get("components")}
     elif key == "warmup":
         warmup_fraction = check_fraction("warmup_fraction", warmup_fraction)

@@ -29,7 +29,7 @@ import numpy as np
 from aflite_core.represent._partitioned_rows import PartitionedRows
 from aflite_core.represent._partitions import LocalPartitions, on_one_thread
 
-__all__ = ["PHI_FILE", "PHI_ON_DISK_MIN_ROWS", "FilePartitions", "phi_on_disk"]
+__all__ = ["PHI_FILE", "PHI_ON_DISK_MIN_ROWS", "FilePartitions", "PhiWriter", "phi_on_disk"]
 
 #: Name of Φ's file in the folder given to :func:`phi_on_disk` (the run's temporary folder:
 #: removed with it).
@@ -93,8 +93,62 @@ class FilePartitions(LocalPartitions):
         return acc
 
 
+class PhiWriter:
+    """Φ's rows written to ``folder``/:data:`PHI_FILE` as they are made (:meth:`write`, in
+    row order), then read back by blocks (:meth:`matrix`): Φ never whole in memory
+    (``truncated_svd(..., out=writer.write)``).
+
+    Parameters
+    ----------
+    folder : path
+        An existing folder that outlives every reader of the result (the run's temporary
+        folder).
+    partition_rows : int, optional
+        Rows per partition of the matrix read back (default :data:`PARTITION_ROWS`).
+    """
+
+    def __init__(self, folder: str | os.PathLike, *, partition_rows: int | None = None
+                 ) -> None:
+        partition_rows = PARTITION_ROWS if partition_rows is None else partition_rows
+        if int(partition_rows) < 1:
+            raise ValueError(f"partition_rows: expected a positive count, got "
+                             f"{partition_rows!r}")
+        self.path = Path(folder) / PHI_FILE
+        self.partition_rows = int(partition_rows)
+        self.n_rows = 0
+        self.n_columns: int | None = None
+        self._file = open(self.path, "wb")  # noqa: SIM115 - closed by matrix() or close()
+
+    def write(self, rows: np.ndarray) -> None:
+        """Append ``rows`` (float32, as wide as the rows before)."""
+        rows = np.asarray(rows)
+        if rows.ndim != 2 or rows.dtype != np.float32:
+            raise ValueError(f"rows: expected a 2-D float32 array, got {rows.dtype} of shape "
+                             f"{rows.shape}")
+        if self.n_columns is None:
+            self.n_columns = rows.shape[1]
+        elif rows.shape[1] != self.n_columns:
+            raise ValueError(f"rows: expected {self.n_columns} columns as before, got "
+                             f"{rows.shape[1]}")
+        self._file.write(np.ascontiguousarray(rows).data)
+        self.n_rows += len(rows)
+
+    def close(self) -> None:
+        """Close the file (kept: :meth:`matrix` reads it)."""
+        self._file.close()
+
+    def matrix(self) -> PartitionedRows:
+        """The rows written, read back from the file a block at a time."""
+        self.close()
+        n, step = self.n_rows, self.partition_rows
+        bounds = [(lo, min(lo + step, n)) for lo in range(0, n, step)] or [(0, 0)]
+        d = self.n_columns or 0
+        return PartitionedRows(FilePartitions(self.path, d),
+                               [FilePart(lo, hi) for lo, hi in bounds], bounds, d)
+
+
 def phi_on_disk(X: np.ndarray, folder: str | os.PathLike, *,
-                partition_rows: int = PARTITION_ROWS) -> PartitionedRows:
+                partition_rows: int | None = None) -> PartitionedRows:
     """Write ``X`` (Φ, float32) to ``folder``/:data:`PHI_FILE` and return it as a matrix
     read from there.
 
@@ -105,8 +159,8 @@ def phi_on_disk(X: np.ndarray, folder: str | os.PathLike, *,
     folder : path
         An existing folder that outlives every reader of the result (the run's temporary
         folder).
-    partition_rows : int, default :data:`PARTITION_ROWS`
-        Rows per partition.
+    partition_rows : int, optional
+        Rows per partition (default :data:`PARTITION_ROWS`).
 
     Returns
     -------
@@ -129,15 +183,11 @@ def phi_on_disk(X: np.ndarray, folder: str | os.PathLike, *,
     X = np.asarray(X)
     if X.ndim != 2 or X.dtype != np.float32:
         raise ValueError(f"X: expected a 2-D float32 array, got {X.dtype} of shape {X.shape}")
-    if int(partition_rows) < 1:
-        raise ValueError(f"partition_rows: expected a positive count, got {partition_rows!r}")
-    n, d = X.shape
-    path = Path(folder) / PHI_FILE
-    with open(path, "wb") as out:
-        for start in range(0, n, partition_rows):  # no C-ordered copy of all of X at once
-            out.write(np.ascontiguousarray(X[start:start + partition_rows]).tobytes())
-    bounds = [(lo, min(lo + partition_rows, n)) for lo in range(0, n, partition_rows)]
-    if not bounds:
-        bounds = [(0, 0)]
-    return PartitionedRows(FilePartitions(path, d), [FilePart(lo, hi) for lo, hi in bounds],
-                           bounds, d)
+    writer = PhiWriter(folder, partition_rows=partition_rows)
+    try:
+        for start in range(0, len(X), writer.partition_rows):  # no copy of all of X at once
+            writer.write(X[start:start + writer.partition_rows])
+    finally:
+        writer.close()
+    writer.n_columns = X.shape[1]
+    return writer.matrix()

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy import linalg
+from scipy.sparse import _sparsetools
 
 from aflite_core import blas_threads
 from aflite_core._validation import check_int, check_seed
@@ -59,7 +60,8 @@ def truncated_svd(
     random_state: int | None = 0,
     callback: Callable[[float], object] | None = None,
     keep: dict | None = None,
-) -> tuple[np.ndarray, float]:
+    out: Callable[[np.ndarray], object] | None = None,
+) -> tuple[np.ndarray | None, float]:
     """Top ``n_components`` singular directions of ``M``: ``U Σ`` and the variance they hold.
 
     Parameters
@@ -77,12 +79,16 @@ def truncated_svd(
         Seeds the random test matrix.
     callback : callable, optional
         Called with the fraction of the work done (0..1) after each power iteration.
+    out : callable, optional
+        Given ``U Σ``'s rows in order, a block of rows at a time (C-ordered arrays it may
+        keep or write away): ``X`` is then never whole in memory and None is returned in
+        its place (:func:`aflite_core.represent._phi_on_disk.PhiWriter`).
 
     Returns
     -------
-    X : numpy.ndarray of shape (n_rows, n_components)
+    X : numpy.ndarray of shape (n_rows, n_components), or None
         ``U Σ`` (what ``TruncatedSVD.fit_transform`` returns), in ``M``'s float dtype (float32
-        for float32 input, else float64).
+        for float32 input, else float64); None when its rows went to ``out``.
     explained_variance_ratio : float
         Sum over components of the variance of ``X``'s column over the total variance of
         ``M``'s columns (scikit-learn's ``explained_variance_ratio_.sum()``).
@@ -103,15 +109,23 @@ def truncated_svd(
     dtype = np.float32 if M.dtype == np.float32 else np.float64
     M = sp.csr_matrix(M, dtype=dtype) if sp.issparse(M) else np.asarray(M, dtype=dtype)
     width = min(k + n_oversamples, n_rows, n_features)
-    with blas_threads.limit(1), _SplitProducts(M) as products:
+    with blas_threads.limit(1), _SplitProducts(M, out=out) as products:
         X = randomized_range_svd(products, n_features, k, width=width, n_iter=n_iter,
                                  random_state=random_state, dtype=dtype, callback=callback,
                                  keep=keep)
+        x_moments = products.x_moments
     m_sum, m_sq = sum_chunk_moments(column_moments(M, lo, lo + MOMENT_CHUNK_ROWS)
                                     for lo in range(0, n_rows, MOMENT_CHUNK_ROWS))
-    x_sum, x_sq = sum_chunk_moments(row_moments(X, lo, lo + X_MOMENT_CHUNK_ROWS)
-                                    for lo in range(0, n_rows, X_MOMENT_CHUNK_ROWS))
-    return X, explained_variance_ratio(n_rows, m_sum, m_sq, x_sum, x_sq)
+    if x_moments is None:  # the whole product: Φ in memory
+        x_moments = [row_moments(X, lo, lo + X_MOMENT_CHUNK_ROWS)
+                     for lo in range(0, n_rows, X_MOMENT_CHUNK_ROWS)]
+    x_sum, x_sq = sum_chunk_moments(x_moments)
+    explained = explained_variance_ratio(n_rows, m_sum, m_sq, x_sum, x_sq)
+    if out is not None and X is not None:  # the whole product (a small M): sent now
+        for lo in range(0, n_rows, ROWS_TIMES_CHUNK):
+            out(X[lo:lo + ROWS_TIMES_CHUNK])
+        X = None
+    return X, explained
 
 
 def randomized_range_svd(products: Any, n_features: int, k: int, *, width: int, n_iter: int,
@@ -152,13 +166,17 @@ def randomized_range_svd(products: Any, n_features: int, k: int, *, width: int, 
 #: Rows of M per sparse-dense product step in :meth:`_SplitProducts.rows` (each output row
 #: is the same sum whatever the step: CSR products go row by row).
 PRODUCT_CHUNK_ROWS = 32_768
+#: Rows of M per chunk of the chunked products (:class:`_SplitProducts`): a multiple of the
+#: Gram's 16,384-row chunks; one chunk's ``M_c D`` is 70 MB at l = 266.
+PASS_ROWS = 65_536
 #: Stored entries of M from which its products run on several threads (below, one thread:
 #: the threads' start costs more than they save).
 SPLIT_MIN_NNZ = 200_000
 
 
 class _SplitProducts:
-    """``M @ D`` and ``Mᵀ @ (M @ D)`` of a sparse M on every core, bit for bit as on one.
+    """``M @ D`` and ``Mᵀ @ (M @ D)`` of a sparse M on every core, bit for bit as on one, a
+    chunk of rows at a time.
 
     scipy's sparse-dense products run on one thread (without the GIL). ``M @ D`` is split by
     rows of M (views of its arrays, no copy): each output row is the same sum in the same
@@ -168,20 +186,34 @@ class _SplitProducts:
     partial products in another order and move Φ's last bits. 100k SNLI-like rows on two
     cores: the whole SVD 3.2 -> 2.4-2.7 s warm (its products are memory-bound, so two threads
     take about 0.7 of one thread's time, not half).
+
+    From :data:`SPLIT_MIN_NNZ` stored entries (on one thread too) the products go through M
+    :data:`PASS_ROWS` rows at a time: ``Mᵀ (M D)`` adds each chunk's ``Mᵀ_c (M_c D)`` into
+    the output with scipy's own kernel (``csc_matvecs`` accumulates: the additions of the
+    whole product, in its order), ``BᵀB`` adds each chunk's 16,384-row Gram products in
+    order, and ``X = B W`` makes each chunk's rows of B again (``M_c Q``: the same rows) and
+    multiplies them as :func:`_rows_times` would. No n x l array is ever held: 1.06 GB less
+    at 1M rows and l = 266, for one more ``M Q`` product. With ``out``, Φ's rows go to it a
+    chunk at a time (:attr:`x_moments` then holds their moments) and ``times_basis`` returns
+    None.
     """
 
-    def __init__(self, M) -> None:
+    def __init__(self, M, out: Callable[[np.ndarray], object] | None = None) -> None:
         self.M = M
-        self.n_threads = _threads() if sp.issparse(M) and M.nnz >= SPLIT_MIN_NNZ else 1
+        self.out = out
+        self.chunked = sp.issparse(M) and M.nnz >= SPLIT_MIN_NNZ
+        self.n_threads = _threads() if self.chunked else 1
+        self.x_moments: list | None = None
         self._pool: ThreadPoolExecutor | None = None
-        self._Y: np.ndarray | None = None
+        self._Q: np.ndarray | None = None
         self._B: np.ndarray | None = None
-        if self.n_threads == 1:
+        self._Y: np.ndarray | None = None
+        if not self.chunked:
             return
-        M = sp.csr_matrix(M)
-        row_cuts = _balanced_cuts(np.diff(M.indptr), self.n_threads)
-        self.row_blocks = [(lo, hi, _row_view(M, lo, hi))
-                           for lo, hi in zip(row_cuts[:-1], row_cuts[1:], strict=True)]
+        self.M = M = sp.csr_matrix(M)
+        if self.n_threads == 1:  # Mᵀ is M's own arrays read as CSC: no copy
+            self.col_blocks = [(0, M.shape[1], M.T)]
+            return
         col_cuts = _balanced_cuts(np.bincount(M.indices, minlength=M.shape[1]),
                                   self.n_threads)
         self.col_blocks = [(lo, hi, M[:, lo:hi].T)
@@ -204,60 +236,137 @@ class _SplitProducts:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-        self._Y = self._B = None
+        self._Q = self._B = self._Y = None
 
-    def rows(self, D: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """``M @ D`` as a dense array (written into ``out`` when given, of the right shape
-        and dtype)."""
-        if self._pool is None:
-            return np.asarray(self.M @ D)
-        if out is None:
-            out = np.empty((self.M.shape[0], D.shape[1]),
-                           dtype=np.result_type(self.M.dtype, D))
+    def _fits(self, D: np.ndarray) -> bool:
+        """Whether the chunked products apply to ``D`` (the SVD's: M's float dtype)."""
+        return self.chunked and D.dtype == self.M.dtype and D.dtype.kind == "f"
 
-        def part(block: tuple) -> None:
-            lo, hi, rows = block
-            # sub-chunks: ``rows @ D`` of a whole block is a temporary of the block's size
-            # (half of n x l per thread, 1 GB at 1M rows between two threads) before the copy
-            for s in range(0, hi - lo, PRODUCT_CHUNK_ROWS):
-                e = min(hi - lo, s + PRODUCT_CHUNK_ROWS)
-                out[lo + s:lo + e] = _row_view(rows, s, e) @ D
+    def _rows_chunk(self, D: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """``M[lo:hi] @ D`` (rows split over the threads, each in steps of at most
+        :data:`PRODUCT_CHUNK_ROWS`), in a buffer reused chunk after chunk (a fresh one each
+        time cost its page faults)."""
+        shape = (hi - lo, D.shape[1])
+        if self._Y is None or self._Y.shape[0] < shape[0] or self._Y.shape[1] != shape[1] \
+                or self._Y.dtype != D.dtype:
+            self._Y = np.empty(shape, dtype=D.dtype)  # grown for a longer (merged last) chunk
+        out = self._Y[:shape[0]]
+        cuts = np.linspace(lo, hi, self.n_threads + 1).astype(np.int64)
 
-        self.map(part, self.row_blocks)
+        def part(i: int) -> None:
+            for a in range(int(cuts[i]), int(cuts[i + 1]), PRODUCT_CHUNK_ROWS):
+                b = min(int(cuts[i + 1]), a + PRODUCT_CHUNK_ROWS)
+                out[a - lo:b - lo] = _row_view(self.M, a, b) @ D
+
+        self.map(part, range(self.n_threads))
         return out
 
-    def row_buffer(self, D: np.ndarray) -> np.ndarray:
-        """One reusable ``n x l`` array for ``M @ D``: a fresh one for every power iteration
-        cost its page faults, 0.2-0.4 s of the SVD in a new process at 100k rows."""
-        shape = (self.M.shape[0], D.shape[1])
-        dtype = np.result_type(self.M.dtype, D)
-        if self._Y is None or self._Y.shape != shape or self._Y.dtype != dtype:
-            self._Y = np.empty(shape, dtype=dtype)
-        return self._Y
+    def _chunks(self, multiple: int = 1) -> list[tuple[int, int]]:
+        """Row chunks of about :data:`PASS_ROWS` rows, each a multiple of ``multiple``."""
+        n, step = self.M.shape[0], max(1, PASS_ROWS // multiple) * multiple
+        bounds = list(range(0, n, step)) + [n]
+        return list(zip(bounds[:-1], bounds[1:], strict=True))
 
-    def basis_gram(self, Q: np.ndarray) -> np.ndarray:
-        """``B = M Q`` (kept for :meth:`times_basis`, in the n x l buffer) and ``BᵀB``."""
-        self._B = self.rows(Q, out=self.row_buffer(Q))
-        return gram64(self._B, mapper=self.map)
-
-    def times_basis(self, W: np.ndarray) -> np.ndarray:
-        """``B W``, written over ``B``'s buffer (:func:`_rows_times`)."""
-        B, self._B = self._B, None
-        return _rows_times(B, W, self)
+    def rows(self, D: np.ndarray) -> np.ndarray:
+        """``M @ D`` as a dense array."""
+        if not self._fits(D):
+            return np.asarray(self.M @ D)
+        out = np.empty((self.M.shape[0], D.shape[1]), dtype=D.dtype)
+        for lo, hi in self._chunks():
+            out[lo:hi] = self._rows_chunk(D, lo, hi)
+        return out
 
     def gram(self, D: np.ndarray) -> np.ndarray:
         """``Mᵀ @ (M @ D)``."""
-        if self._pool is None:
+        D = np.ascontiguousarray(D)
+        if not self._fits(D):
             return self.M.T @ (self.M @ D)
-        Y = self.rows(D, out=self.row_buffer(D))
-        out = np.empty((self.M.shape[1], Y.shape[1]), dtype=Y.dtype)
+        out = np.zeros((self.M.shape[1], D.shape[1]), dtype=D.dtype)
+        for lo, hi in self._chunks():
+            Y = self._rows_chunk(D, lo, hi)
 
-        def part(block: tuple) -> None:
-            lo, hi, columns_t = block
-            out[lo:hi] = columns_t @ Y
+            def part(block: tuple, lo: int = lo, hi: int = hi, Y: np.ndarray = Y) -> None:
+                a, b, columns_t = block
+                _add_columns(columns_t, lo, hi, Y, out[a:b])
 
-        self.map(part, self.col_blocks)
+            self.map(part, self.col_blocks)
         return out
+
+    def basis_gram(self, Q: np.ndarray) -> np.ndarray:
+        """``BᵀB`` of ``B = M Q``: Q kept for :meth:`times_basis`, B never whole (chunked
+        products), or B kept (the whole product)."""
+        Q = np.ascontiguousarray(Q)
+        if not self._fits(Q):
+            self._B = np.asarray(self.M @ Q)
+            return gram64(self._B, mapper=self.map)
+        self._Q = Q
+        G = np.zeros((Q.shape[1], Q.shape[1]))
+        for lo, hi in self._chunks(GRAM_CHUNK_ROWS):  # the Gram's own chunks, in order
+            add_gram64(G, self._rows_chunk(Q, lo, hi), GRAM_CHUNK_ROWS, mapper=self.map)
+        return G
+
+    def times_basis(self, W: np.ndarray) -> np.ndarray | None:
+        """``B W``: Φ's rows, or None when they went to :attr:`out` (their moments in
+        :attr:`x_moments`)."""
+        # C-ordered: OpenBLAS's kernels for a few rows and for many round alike with a
+        # C-ordered W, not with eigh's Fortran-ordered one (blocks of 25 rows differed)
+        W = np.ascontiguousarray(W)
+        if self._B is not None:  # the whole product, written over B's buffer
+            B, self._B = self._B, None
+            return _rows_times(B, W, self)
+        Q, self._Q = self._Q, None
+        n = self.M.shape[0]
+        X = None if self.out is not None else np.empty((n, W.shape[1]), dtype=W.dtype)
+        moments, W = _MomentChunks(), W.astype(Q.dtype, copy=False)
+        for lo, hi in _times_bounds(n, ROWS_TIMES_CHUNK):
+            part = _times_chunk(self._rows_chunk(Q, lo, hi), W, self)
+            moments.add(part)
+            if X is None:
+                self.out(part)
+            else:
+                X[lo:hi] = part
+        self.x_moments = moments.finish()
+        return X
+
+
+class _MomentChunks:
+    """:func:`row_moments` of consecutive :data:`X_MOMENT_CHUNK_ROWS`-row chunks of rows
+    given in order, however they come cut (the moments of the whole array, chunk for
+    chunk)."""
+
+    def __init__(self) -> None:
+        self.chunks: list = []
+        self._tail: np.ndarray | None = None
+
+    def add(self, rows: np.ndarray) -> None:
+        if self._tail is not None and len(self._tail):
+            rows = np.concatenate([self._tail, rows])
+        whole = len(rows) // X_MOMENT_CHUNK_ROWS * X_MOMENT_CHUNK_ROWS
+        self.chunks.extend(row_moments(rows, lo, lo + X_MOMENT_CHUNK_ROWS)
+                           for lo in range(0, whole, X_MOMENT_CHUNK_ROWS))
+        self._tail = rows[whole:].copy()
+
+    def finish(self) -> list:
+        if self._tail is not None and len(self._tail):
+            self.chunks.append(row_moments(self._tail, 0, len(self._tail)))
+        self._tail = None
+        return self.chunks
+
+
+def _add_columns(columns_t: sp.csc_matrix, lo: int, hi: int, Y: np.ndarray,
+                 out: np.ndarray) -> None:
+    """``out += columns_t[:, lo:hi] @ Y`` added into ``out`` by scipy's own kernel
+    (``csc_matvecs``, the one ``columns_t @ Y`` runs: it accumulates into its output), so
+    chunk after chunk in row order gives the whole product's additions in its order."""
+    if hi <= lo or out.size == 0:
+        return
+    if not (out.flags.c_contiguous and Y.flags.c_contiguous):
+        raise ValueError("_add_columns: expected C-ordered Y and out")
+    start, stop = columns_t.indptr[lo], columns_t.indptr[hi]
+    _sparsetools.csc_matvecs(columns_t.shape[0], hi - lo, Y.shape[1],
+                             columns_t.indptr[lo:hi + 1] - start,
+                             columns_t.indices[start:stop], columns_t.data[start:stop],
+                             Y.reshape(-1), out.reshape(-1))
 
 
 def _threads() -> int:
@@ -282,7 +391,11 @@ def _row_view(M: sp.csr_matrix, lo: int, hi: int) -> sp.csr_matrix:
                           M.indptr[lo:hi + 1] - start), shape=(hi - lo, M.shape[1]), copy=False)
 
 
-def gram64(B: np.ndarray, chunk_rows: int = 16_384,
+#: Rows per chunk of the float64 Gram matrix ``BᵀB`` (:func:`gram64`).
+GRAM_CHUNK_ROWS = 16_384
+
+
+def gram64(B: np.ndarray, chunk_rows: int = GRAM_CHUNK_ROWS,
             mapper: Callable[[Callable, Iterable], Iterable] | None = None) -> np.ndarray:
     """``BᵀB`` accumulated in float64 over row chunks (no float64 copy of all of ``B``).
 
@@ -290,11 +403,18 @@ def gram64(B: np.ndarray, chunk_rows: int = 16_384,
     threads; they are added in chunk order, the same sums as on one (each chunk's product is
     computed alike on one BLAS thread).
     """
+    return add_gram64(np.zeros((B.shape[1], B.shape[1])), B, chunk_rows, mapper)
+
+
+def add_gram64(G: np.ndarray, B: np.ndarray, chunk_rows: int = GRAM_CHUNK_ROWS,
+               mapper: Callable[[Callable, Iterable], Iterable] | None = None) -> np.ndarray:
+    """``G`` plus each ``chunk_rows``-row chunk's float64 ``cᵀc`` of ``B``, added in chunk
+    order into ``G`` (in place; returned): rows of B given a multiple of ``chunk_rows`` at a
+    time add up to :func:`gram64` of all of them, bit for bit."""
     def part(lo: int) -> np.ndarray:
         chunk = B[lo:lo + chunk_rows].astype(np.float64)
         return chunk.T @ chunk
 
-    G = np.zeros((B.shape[1], B.shape[1]))
     for product in (mapper or map)(part, range(0, B.shape[0], chunk_rows)):
         G += product
     return G
@@ -321,25 +441,35 @@ def _rows_times(B: np.ndarray, W: np.ndarray, products: _SplitProducts,
     dtype = np.result_type(B, W)
     if k > width or dtype != B.dtype or not B.flags.c_contiguous or n == 0:
         return B @ W
+    flat = B.reshape(-1)
+    for lo, hi in _times_bounds(n, chunk_rows):
+        flat[lo * k:hi * k] = _times_chunk(B[lo:hi], W, products).reshape(-1)
+    return flat[:n * k].reshape(n, k)
+
+
+def _times_bounds(n: int, chunk_rows: int) -> list[tuple[int, int]]:
+    """The row chunks of ``B W``: ``chunk_rows`` each, a last one shorter than 64 rows joined
+    to the one before."""
     bounds = list(range(0, n, chunk_rows)) + [n]
     if len(bounds) > 2 and bounds[-1] - bounds[-2] < 64:
         del bounds[-2]
-    flat = B.reshape(-1)
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
+def _times_chunk(B: np.ndarray, W: np.ndarray, products: _SplitProducts) -> np.ndarray:
+    """``B @ W`` of one chunk, in row blocks on the products' threads when there are several
+    (none of a single row)."""
     threads = products.n_threads
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        if threads == 1 or hi - lo < 4 * threads:
-            part = B[lo:hi] @ W
-        else:
-            part = np.empty((hi - lo, k), dtype=dtype)
-            cuts = np.linspace(0, hi - lo, 2 * threads + 1).astype(np.int64)
+    if threads == 1 or len(B) < 4 * threads:
+        return B @ W
+    part = np.empty((len(B), W.shape[1]), dtype=np.result_type(B, W))
+    cuts = np.linspace(0, len(B), 2 * threads + 1).astype(np.int64)
 
-            def block(i: int, lo: int = lo, part: np.ndarray = part,
-                      cuts: np.ndarray = cuts) -> None:
-                np.matmul(B[lo + cuts[i]:lo + cuts[i + 1]], W, out=part[cuts[i]:cuts[i + 1]])
+    def block(i: int) -> None:
+        np.matmul(B[cuts[i]:cuts[i + 1]], W, out=part[cuts[i]:cuts[i + 1]])
 
-            products.map(block, range(len(cuts) - 1))
-        flat[lo * k:hi * k] = part.reshape(-1)
-    return flat[:n * k].reshape(n, k)
+    products.map(block, range(len(cuts) - 1))
+    return part
 
 
 #: Rows of M per chunk of its column moments (:func:`column_moments`).

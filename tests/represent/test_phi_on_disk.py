@@ -11,6 +11,7 @@ import pytest
 import aflite_core.pipeline as pipeline
 from aflite_core import AuditConfig, load_dataset, run_audit
 from aflite_core.data import SAMPLE
+from aflite_core.represent import _phi_on_disk as phi_module
 from aflite_core.represent import is_partitioned, on_cluster, phi_on_disk
 from aflite_core.represent._phi_on_disk import PHI_FILE
 
@@ -58,22 +59,27 @@ def test_only_a_float32_matrix_goes_to_disk(tmp_path):
         phi_on_disk(np.zeros((3, 2), dtype=np.float32), tmp_path, partition_rows=0)
 
 
-def test_an_audit_with_phi_on_disk_writes_the_same_run(tmp_path, monkeypatch):
+@pytest.mark.parametrize("representation", ["tfidf_svd", "warmup"])
+def test_an_audit_with_phi_on_disk_writes_the_same_run(tmp_path, monkeypatch, representation):
+    """tfidf_svd writes Φ's rows to the file as the SVD makes them; another representation's
+    Φ is moved there once built. Either way the run folder is the one of Φ in memory."""
     dataset = load_dataset(SAMPLE)
     small = load_dataset(dataset.frame.head(800).reset_index(), name="small.csv")
-    config = AuditConfig(random_state=0, report=False)
+    config = AuditConfig(random_state=0, report=False, representation=representation)
     in_memory = run_audit(small, config, runs_root=tmp_path / "memory", name="run")
 
-    spilled = []
-
-    def small_partitions(X, folder):  # many partitions: every reader crosses their bounds
-        spilled.append(len(X))
-        return phi_on_disk(X, folder, partition_rows=97)
-
+    written = []
     monkeypatch.setattr(pipeline, "PHI_ON_DISK_MIN_ROWS", 1)
-    monkeypatch.setattr(pipeline, "phi_on_disk", small_partitions)
+    monkeypatch.setattr(phi_module, "PARTITION_ROWS", 97)  # every reader crosses bounds
+    real_matrix = phi_module.PhiWriter.matrix
+
+    def matrix(self):
+        written.append(self.n_rows)
+        return real_matrix(self)
+
+    monkeypatch.setattr(phi_module.PhiWriter, "matrix", matrix)
     on_disk = run_audit(small, config, runs_root=tmp_path / "disk", name="run")
-    assert spilled == [800]
+    assert written == [800]
 
     names = sorted(p.name for p in in_memory.iterdir())
     assert names == sorted(p.name for p in on_disk.iterdir()) and PHI_FILE not in names

@@ -117,6 +117,45 @@ def test_the_products_on_several_threads_are_bit_for_bit_those_on_one(tfidf, mon
     assert stepped.tobytes() == one.tobytes()
 
 
+@pytest.mark.parametrize(("threads", "pass_rows", "times_rows"),
+                         [(1, 1_000, 700), (2, 2_500, 100), (3, 16_384, 20_000)])
+def test_chunked_products_give_the_whole_products_bits_and_never_hold_n_by_l(
+        tfidf, monkeypatch, threads, pass_rows, times_rows):
+    """Issue 63, item 5: the products go through M a chunk of rows at a time (Mᵀ M D added
+    chunk after chunk into one output by scipy's own kernel, the Gram matrix of B = M Q
+    chunk by chunk, Φ = B W from B's rows made again), so no n x l array is held; Φ's
+    rows, and the variance they hold, are the whole products' bit for bit, whatever the
+    chunks and the threads. With ``out`` the rows go there in order and X is None."""
+    from aflite_core.represent import _svd as svd
+
+    M = sp.vstack([tfidf] * 8).astype(np.float32).tocsr()  # n (48,000) well above V
+    assert M.shape[0] > 4 * M.shape[1]
+    monkeypatch.setattr(svd, "SPLIT_MIN_NNZ", 1_000_000_000)
+    whole, ratio = truncated_svd(M, 32, n_iter=3, random_state=0)
+    monkeypatch.setattr(svd, "SPLIT_MIN_NNZ", 1)
+    monkeypatch.setattr(svd, "_threads", lambda: threads)
+    monkeypatch.setattr(svd, "PASS_ROWS", pass_rows)
+    monkeypatch.setattr(svd, "ROWS_TIMES_CHUNK", times_rows)
+    held = []
+    real_empty = np.empty
+
+    def watched_empty(shape, *args, **kwargs):  # every array numpy.empty makes meanwhile
+        held.append(tuple(np.atleast_1d(shape)))
+        return real_empty(shape, *args, **kwargs)
+
+    monkeypatch.setattr(svd.np, "empty", watched_empty)
+    chunked, chunked_ratio = truncated_svd(M, 32, n_iter=3, random_state=0)
+    rows: list[np.ndarray] = []
+    sent, sent_ratio = truncated_svd(M, 32, n_iter=3, random_state=0,
+                                     out=lambda part: rows.append(part.copy()))
+    assert chunked.tobytes() == whole.tobytes() and chunked_ratio == ratio
+    assert sent is None and np.concatenate(rows).tobytes() == whole.tobytes()
+    assert sent_ratio == ratio and all(len(part) <= max(times_rows, 64) + 63 for part in rows)
+    width = 32 + 10  # l: the basis's columns
+    assert not [s for s in held if len(s) == 2 and s[0] >= M.shape[0] and s[1] >= width], \
+        "an n x l array was allocated"
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("n_rows", [1, 5, 130, 1_000])
 def test_phi_is_written_over_the_basis_buffer_with_the_same_bits(threads, n_rows):
