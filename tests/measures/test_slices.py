@@ -301,6 +301,17 @@ def test_word_counts_match_re2_non_space_runs():
     assert slices.word_counts([]).tolist() == []
 
 
+def test_word_counts_in_blocks_are_the_counts_at_once(monkeypatch):
+    """Blocks of texts bound the byte-wise temporaries; a text's count is its own."""
+    from aflite_core.measures import _slices_features
+
+    texts = ["a b", "", " c  d e ", "f"] * 250
+    whole = _slices_features.word_counts(texts)
+    monkeypatch.setattr(_slices_features, "WORD_COUNT_BLOCK", 7)
+    assert _slices_features.word_counts(iter(texts)).tolist() == whole.tolist()
+    assert whole[:4].tolist() == [2, 0, 3, 1]
+
+
 def test_label_codes_are_numpys_unique_of_the_labels_as_str():
     from aflite_core.measures.slices import label_codes
 
