@@ -48,7 +48,7 @@ from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, short_rep
 from aflite_core.measure_runs import Progress as _Progress
 from aflite_core.measure_runs import beside_measures, run_measures
 from aflite_core.measures import registry
-from aflite_core.represent import PHI_ON_DISK_MIN_ROWS, is_partitioned, on_cluster, phi_on_disk
+from aflite_core.represent import is_partitioned, on_cluster, phi_folder_for, phi_on_disk
 from aflite_core.runs import (
     REPORT_FILE,
     STATUSES,
@@ -288,7 +288,7 @@ def stage_engines(config: AuditConfig, filtered: _Filtered, measures: dict,
 
 def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress, timings: dict,
                           folder: Path) -> tuple[Any, _Filtered, int, dict]:
-    """Build Φ (kept in ``folder`` from :data:`PHI_ON_DISK_MIN_ROWS` rows), run AFLite;
+    """Build Φ (kept in ``folder`` from 250,000 rows: ``represent.phi_folder_for``), run AFLite;
     return ``(representation, filtered, target, shared state)``.
 
     The shared state is what every measure's :class:`MeasureContext` is built from.
@@ -296,10 +296,10 @@ def _represent_and_filter(dataset, config: AuditConfig, progress: _Progress, tim
     progress.step("representation", f"building the {config.representation} representation",
                   progress.span("representation")[0])
     t0 = time.perf_counter()
-    on_disk = int(dataset.included_mask.sum()) >= PHI_ON_DISK_MIN_ROWS  # Φ read by blocks
-    rep = _build_representation(dataset, config, progress, folder if on_disk else None)
-    if on_disk and type(rep.X) is np.ndarray:  # not tfidf_svd's: Φ moves there now
-        rep.X = phi_on_disk(rep.X, folder)
+    phi_folder = phi_folder_for(folder, int(dataset.included_mask.sum()))  # read by blocks
+    rep = _build_representation(dataset, config, progress, phi_folder)
+    if phi_folder and type(rep.X) is np.ndarray and phi_folder_for(folder, *rep.X.shape):
+        rep.X = phi_on_disk(rep.X, phi_folder)  # not tfidf_svd's: Φ moves there now
     release_free_heap()  # the SVD's buffers: not under AFLite's peak (heap_trim)
     timings["representation"] = round(time.perf_counter() - t0, 3)
     progress.step("representation", f"representation ready: {rep.X.shape[1]} features",

@@ -37,7 +37,7 @@ _FACE = {
     "fold_threads": "_fold_pool",
     "is_partitioned": "_partitioned_rows",
     "on_cluster": "_partitioned_rows",
-    "PHI_ON_DISK_MIN_ROWS": "_phi_on_disk",
+    "phi_folder_for": "_phi_on_disk",
     "phi_on_disk": "_phi_on_disk",
     "lost_data": "_fold_pool",
     "lost_on_cluster": "_fold_pool",

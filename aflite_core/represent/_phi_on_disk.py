@@ -19,6 +19,7 @@ folder of an audit with Φ on disk equals the one with Φ in memory, timings asi
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +30,8 @@ import numpy as np
 from aflite_core.represent._partitioned_rows import PartitionedRows
 from aflite_core.represent._partitions import LocalPartitions, on_one_thread
 
-__all__ = ["PHI_FILE", "PHI_ON_DISK_MIN_ROWS", "FilePartitions", "PhiWriter", "phi_on_disk"]
+__all__ = ["PHI_FILE", "PHI_ON_DISK_MIN_ROWS", "FilePartitions", "PhiWriter", "phi_folder_for",
+           "phi_on_disk"]
 
 #: Name of Φ's file in the folder given to :func:`phi_on_disk` (the run's temporary folder:
 #: removed with it).
@@ -39,6 +41,34 @@ PHI_FILE = "phi.f32"
 PHI_ON_DISK_MIN_ROWS = 250_000
 #: Rows per partition of the file (a step maps at most one partition: 64 MB at 256 columns).
 PARTITION_ROWS = 65_536
+#: Free space :func:`phi_folder_for` asks of the folder beyond Φ's bytes (a quarter more, at
+#: least 100 MB): the run's own files go there too.
+SPACE_MARGIN = (1.25, 100 * 2**20)
+
+
+def _room_for(folder: str | os.PathLike, n_bytes: int) -> bool:
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return False
+    return free >= n_bytes * SPACE_MARGIN[0] + SPACE_MARGIN[1]
+
+
+def phi_folder_for(folder: str | os.PathLike, n_rows: int, n_columns: int = 256
+                   ) -> Path | None:
+    """``folder`` when an audit of ``n_rows`` rows keeps Φ there: at least
+    :data:`PHI_ON_DISK_MIN_ROWS` rows and room for ``n_rows x n_columns`` float32 values
+    (:data:`SPACE_MARGIN`); else None (Φ stays in memory, as below that size).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> phi_folder_for(tempfile.gettempdir(), 10) is None
+    True
+    """
+    if n_rows < PHI_ON_DISK_MIN_ROWS or not _room_for(folder, n_rows * n_columns * 4):
+        return None
+    return Path(folder)
 
 
 @dataclass(frozen=True)

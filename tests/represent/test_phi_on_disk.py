@@ -8,7 +8,6 @@ import json
 import numpy as np
 import pytest
 
-import aflite_core.pipeline as pipeline
 from aflite_core import AuditConfig, load_dataset, run_audit
 from aflite_core.data import SAMPLE
 from aflite_core.represent import _phi_on_disk as phi_module
@@ -69,7 +68,7 @@ def test_an_audit_with_phi_on_disk_writes_the_same_run(tmp_path, monkeypatch, re
     in_memory = run_audit(small, config, runs_root=tmp_path / "memory", name="run")
 
     written = []
-    monkeypatch.setattr(pipeline, "PHI_ON_DISK_MIN_ROWS", 1)
+    monkeypatch.setattr(phi_module, "PHI_ON_DISK_MIN_ROWS", 1)
     monkeypatch.setattr(phi_module, "PARTITION_ROWS", 97)  # every reader crosses bounds
     real_matrix = phi_module.PhiWriter.matrix
 
@@ -90,3 +89,16 @@ def test_an_audit_with_phi_on_disk_writes_the_same_run(tmp_path, monkeypatch, re
     summaries = [_without_times(json.loads((r / "summary.json").read_text()))
                  for r in (in_memory, on_disk)]
     assert summaries[0] == summaries[1]
+
+
+def test_phi_stays_in_memory_below_its_size_or_without_room(tmp_path, monkeypatch):
+    from collections import namedtuple
+
+    assert phi_module.phi_folder_for(tmp_path, phi_module.PHI_ON_DISK_MIN_ROWS - 1) is None
+    Usage = namedtuple("Usage", "total used free")
+    need = 1_000_000 * 256 * 4
+    monkeypatch.setattr(phi_module.shutil, "disk_usage", lambda _: Usage(0, 0, need))
+    assert phi_module.phi_folder_for(tmp_path, 1_000_000) is None  # no room beyond Φ itself
+    monkeypatch.setattr(phi_module.shutil, "disk_usage", lambda _: Usage(0, 0, 2 * need))
+    assert phi_module.phi_folder_for(tmp_path, 1_000_000) == tmp_path
+    assert phi_module.phi_folder_for(tmp_path, 1_000_000, 1_024) is None  # a wider Φ
