@@ -13,12 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from run_files import summaries_without_times
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = REPO / "aflite_core" / "data" / "snli_sample.csv"
-#: summary.json keys that hold times: they differ run to run whatever the cores.
-TIMING_KEYS = {"seconds", "timings", "created", "elapsed", "peak_rss", "duration"}
-
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"),
                                 reason="CPU affinity is a Linux facility")
 
@@ -30,14 +28,6 @@ def _audit(data: Path, out: Path, cores: set[int]) -> subprocess.CompletedProces
         [sys.executable, "-c", code, "run", str(data), "--out", str(out), "-q"],
         cwd=REPO, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL,
         env={**os.environ, "PYTHONPATH": str(REPO)})
-
-
-def _without_times(value):
-    if isinstance(value, dict):
-        return {k: _without_times(v) for k, v in value.items() if k not in TIMING_KEYS}
-    if isinstance(value, list):
-        return [_without_times(v) for v in value]
-    return value
 
 
 def test_one_core_and_every_core_write_the_same_run(tmp_path):
@@ -57,7 +47,7 @@ def test_one_core_and_every_core_write_the_same_run(tmp_path):
     differ = [n for n in names if n not in ("summary.json", "report.html")
               and (a / n).read_bytes() != (b / n).read_bytes()]
     assert differ == [], f"files that depend on the core count: {differ}"
-    summaries = [_without_times(json.loads((r / "summary.json").read_text())) for r in (a, b)]
+    summaries = summaries_without_times(a, b)
     assert summaries[0] == summaries[1]
     # the pinned run's pools saw one core: its summary says so where it records threads
     assert json.loads((a / "summary.json").read_text())["sizes"] == \

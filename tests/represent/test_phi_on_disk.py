@@ -3,26 +3,15 @@ with Φ on disk writes the run folder an audit with Φ in memory writes, timings
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from run_files import summaries_without_times
 
 from aflite_core import AuditConfig, load_dataset, run_audit
 from aflite_core.data import SAMPLE
 from aflite_core.represent import _phi_on_disk as phi_module
 from aflite_core.represent import is_partitioned, on_cluster, phi_on_disk
 from aflite_core.represent._phi_on_disk import PHI_FILE
-
-TIMING_KEYS = {"seconds", "timings", "created", "elapsed", "peak_rss", "duration"}
-
-
-def _without_times(value):
-    if isinstance(value, dict):
-        return {k: _without_times(v) for k, v in value.items() if k not in TIMING_KEYS}
-    if isinstance(value, list):
-        return [_without_times(v) for v in value]
-    return value
 
 
 @pytest.fixture
@@ -86,8 +75,7 @@ def test_an_audit_with_phi_on_disk_writes_the_same_run(tmp_path, monkeypatch, re
     differ = [n for n in names if n != "summary.json"
               and (in_memory / n).read_bytes() != (on_disk / n).read_bytes()]
     assert differ == []
-    summaries = [_without_times(json.loads((r / "summary.json").read_text()))
-                 for r in (in_memory, on_disk)]
+    summaries = summaries_without_times(in_memory, on_disk)
     assert summaries[0] == summaries[1]
 
 
