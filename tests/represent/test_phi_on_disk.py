@@ -52,8 +52,9 @@ def test_an_audit_with_phi_on_disk_writes_the_same_run(tmp_path, monkeypatch, re
     """tfidf_svd writes Φ's rows to the file as the SVD makes them; another representation's
     Φ is moved there once built. Either way the run folder is the one of Φ in memory."""
     dataset = load_dataset(SAMPLE)
-    small = load_dataset(dataset.frame.head(800).reset_index(), name="small.csv")
-    config = AuditConfig(random_state=0, report=False, representation=representation)
+    small = load_dataset(dataset.frame.head(600).reset_index(), name="small.csv")
+    config = AuditConfig(random_state=0, report=False, representation=representation,
+                         representation_params={"n_components": 32}, n_partitions=8)
     in_memory = run_audit(small, config, runs_root=tmp_path / "memory", name="run")
 
     written = []
@@ -67,7 +68,7 @@ def test_an_audit_with_phi_on_disk_writes_the_same_run(tmp_path, monkeypatch, re
 
     monkeypatch.setattr(phi_module.PhiWriter, "matrix", matrix)
     on_disk = run_audit(small, config, runs_root=tmp_path / "disk", name="run")
-    assert written == [800]
+    assert written == [600]
 
     names = sorted(p.name for p in in_memory.iterdir())
     assert names == sorted(p.name for p in on_disk.iterdir()) and PHI_FILE not in names
