@@ -30,11 +30,15 @@ __all__ = ["BESIDE_SHARE", "DEFAULT_PARALLEL_SHARE", "FIXED_SECONDS", "MEASURED_
 #: 1.32-1.52x (three runs each), 1.20-1.22x now. A rate fitted at 100,000 rows alone gave at
 #: 1M rows 36.9 s for the representation and 18.1 s for AFLite against 21.4 and 10.7 s
 #: measured: the ETA after AFLite was 86.5 s for 143.1 s left (1.65x; 1.36x with these).
+#: At 2,000,000 rows as measured (``--sizes 2000000``, 2026-11-29): the line through 100k and
+#: 1M gave 41.2 s for the representation and 20.4 s for AFLite against 60.8 and 34.0 s, and
+#: the ETA after AFLite 583.6 s for 332.0 s left (1.76x).
 MEASURED_SECONDS: dict[str, tuple[tuple[int, float], ...]] = {
-    "representation": ((9_842, 1.254), (100_000, 3.66), (1_000_000, 21.44)),
-    "aflite": ((9_842, 0.277), (100_000, 2.00), (1_000_000, 10.73)),
-    "write": ((9_842, 0.159), (100_000, 1.09), (1_000_000, 7.61)),
-    "report": ((9_842, 0.834), (100_000, 0.58), (1_000_000, 1.39)),
+    "representation": ((9_842, 1.254), (100_000, 3.66), (1_000_000, 21.44),
+                       (2_000_000, 60.77)),
+    "aflite": ((9_842, 0.277), (100_000, 2.00), (1_000_000, 10.73), (2_000_000, 34.04)),
+    "write": ((9_842, 0.159), (100_000, 1.09), (1_000_000, 7.61), (2_000_000, 15.29)),
+    "report": ((9_842, 0.834), (100_000, 0.58), (1_000_000, 1.39), (2_000_000, 2.52)),
 }
 
 #: Seconds any stage takes whatever the size (imports, small fixed work).

@@ -51,6 +51,8 @@ cores. For such sizes the audit is run a second time with every measure in turn
 there (column "in turn"), the only run where a stage has the machine to itself; the whole-run
 time, peak and ETA are the default run's, and both columns are printed. Above that size every
 measure runs in turn in the default run already. ``--no-in-turn`` skips the second run.
+``--no-floors`` skips the floors (at 5M rows they take about as long as the audit: the
+whole-run wall time, peak and ETA are the audit's alone and are printed all the same).
 
 It also checks the ETA: the CLI prints the overall fraction at every stage change; at each
 line with fraction f >= 10 % (the ETA is judged from the first tenth of the run on) after
@@ -330,7 +332,8 @@ def _beside(repo: Path, n: int) -> list[str]:
 
 
 def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
-             extra: list[str] | None = None, in_turn: bool = True) -> None:
+             extra: list[str] | None = None, in_turn: bool = True,
+             with_floors: bool = True) -> None:
     if n <= 9_842:
         frame = pd.read_csv(shared / "snli" / "snli_dev.csv", keep_default_na=False).iloc[:n]
     else:
@@ -356,7 +359,7 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
             turn["wall"] = wall_t
         else:
             print(f"  (the audit in turn did not finish: {tail_t[-300:]})")
-    floor = floors(frame, summary)
+    floor = floors(frame, summary) if with_floors else {}
     eta, eta_where = eta_factor(progress, wall)
     print(f"\n{n:,} rows ({repo.name}): wall {wall:.1f} s, peak RSS {peak:.0f} MB; stop "
           f"{summary['aflite']['stop_reason']} after {summary['aflite']['n_rounds']} rounds; "
@@ -388,6 +391,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per size")
     parser.add_argument("--no-in-turn", action="store_true", help="skip the second audit "
                         "with every measure in turn (see the module docstring)")
+    parser.add_argument("--no-floors", action="store_true", help="skip each stage's floor "
+                        "(the audit's own figures are printed all the same)")
     parser.add_argument("--extra", default="", help="more run flags, e.g. "
                         "'--projection-method umap' (one string, split on spaces)")
     args = parser.parse_args()
@@ -397,7 +402,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
             one_size(n, args.shared, Path(tmp), args.repo.resolve(), args.timeout, extra,
-                     in_turn=not args.no_in_turn)
+                     in_turn=not args.no_in_turn, with_floors=not args.no_floors)
     return 0
 
 
