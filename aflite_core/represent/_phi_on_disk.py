@@ -4,8 +4,10 @@ A 1M-row audit's Φ (256 float32 columns) is 1 GB, held from the representation 
 the audit, beside everything each stage builds. Every stage already reads Φ the way it reads
 rows held by a Dask cluster (:class:`~aflite_core.represent._partitioned_rows.PartitionedRows`:
 ``X[i:j]``, ``X[positions]``, ``X.map_chunks``), so Φ can live in a file of the run's
-temporary folder instead: :func:`phi_on_disk` writes it there once and returns a
-:class:`PartitionedRows` whose partitions are row ranges of that file (:class:`FilePartitions`).
+temporary folder instead: the SVD of ``tfidf_svd`` appends its rows there as it makes them
+(:class:`PhiWriter`), another representation's Φ is moved there once built
+(:func:`phi_on_disk`), and either gives back a :class:`PartitionedRows` whose partitions are
+row ranges of that file (:class:`FilePartitions`).
 A read maps the pages of the partition it reads for the duration of the step and unmaps them
 after: the rows read are copied out, the file's pages stay in the operating system's page
 cache (memory the kernel may reclaim, not this process's resident set), and what a stage
@@ -41,8 +43,8 @@ PHI_FILE = "phi.f32"
 PHI_ON_DISK_MIN_ROWS = 250_000
 #: Rows per partition of the file (a step maps at most one partition: 64 MB at 256 columns).
 PARTITION_ROWS = 65_536
-#: Free space :func:`phi_folder_for` asks of the folder beyond Φ's bytes (a quarter more, at
-#: least 100 MB): the run's own files go there too.
+#: Free space :func:`phi_folder_for` asks of the folder: Φ's bytes times the first, plus the
+#: second (the run's own files go there too).
 SPACE_MARGIN = (1.25, 100 * 2**20)
 
 
