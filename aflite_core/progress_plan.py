@@ -146,13 +146,19 @@ def beside_seconds(beside: float, others: float, n_rows: int = 100_000, *,
 #: them into another core count's, so that the bar's spans keep in step with time on one
 #: core as on two (on one core every measure but the representation and AFLite takes
 #: 1.5-1.8x its two-core time, and a plan made for two gave an ETA off by 1.6-2.1x).
-#: Measured by ``benchmarks/bench_cores.py --rows 100000 --cores 1,2 --in-turn``
-#: (2026-11-29: the speed-ups 1.09, 1.26, 1.57, 1.45, 1.47, 1.31, 1.51 of the stages below;
-#: the cue tagging, the slices and the small stages gained nothing from the second core).
+#: The mean of ``p`` at two sizes: ``benchmarks/bench_cores.py --rows 100000 --cores 1,2
+#: --in-turn`` (thirty-third session: speed-ups 1.21, 1.39, 1.05, 1.86, 1.51, 1.67, 1.53,
+#: 1.44 of the representation, AFLite, cues, knn, projection, baselines, label issues, pvi)
+#: and ``--rows 300000 --cores 1,2`` (2026-11-29, thirty-fourth: 1.26, 1.41, 1.30, 1.82, 1.69,
+#: 1.54, 1.55, 1.23; cold cue tags in both). The shares before (from speed-ups 1.09, 1.26,
+#: 1.0, 1.57, 1.45, 1.47, 1.31, 1.51, measured earlier the same day) planned the
+#: representation and AFLite too fast on one core and PVI too slow: the ETA on one core at
+#: 300k rows was off by 1.95x. The slices, the writes and the small stages gain nothing from
+#: the second core.
 PARALLEL_SHARE: dict[str, float] = {
-    "representation": 0.17, "aflite": 0.41, "write": 0.0, "cues": 0.0, "slices": 0.0,
-    "label_shift": 0.0, "datamap": 0.0, "report": 0.0, "knn": 0.73, "projection": 0.62,
-    "baselines": 0.64, "label_issues": 0.47, "pvi": 0.68,
+    "representation": 0.38, "aflite": 0.57, "write": 0.0, "cues": 0.28, "slices": 0.0,
+    "label_shift": 0.0, "datamap": 0.0, "report": 0.0, "knn": 0.91, "projection": 0.75,
+    "baselines": 0.75, "label_issues": 0.70, "pvi": 0.49,
 }
 #: The parallel share of a stage not in :data:`PARALLEL_SHARE`.
 DEFAULT_PARALLEL_SHARE: float = 0.7
