@@ -93,10 +93,13 @@ class FilePartitions(LocalPartitions):
         self.path = Path(path)
         self.n_columns = int(n_columns)
 
-    def _rows(self, part: FilePart) -> np.ndarray:
+    def _rows(self, handle: Any) -> Any:
+        """A partition's rows mapped read-only (any other handle, a step's result, as is)."""
+        if not isinstance(handle, FilePart):
+            return handle
         row_bytes = self.n_columns * 4
-        return np.memmap(self.path, dtype=np.float32, mode="r", offset=part.start * row_bytes,
-                         shape=(part.stop - part.start, self.n_columns))
+        return np.memmap(self.path, dtype=np.float32, mode="r", offset=handle.start * row_bytes,
+                         shape=(handle.stop - handle.start, self.n_columns))
 
     def map(self, fn: Callable, handles: Sequence[Any], *shared: Any,
             each: Sequence[tuple] | None = None) -> list:
@@ -104,7 +107,7 @@ class FilePartitions(LocalPartitions):
         each = each or [()] * len(handles)
         out = []
         for handle, own in zip(handles, each, strict=True):
-            rows = self._rows(handle) if isinstance(handle, FilePart) else handle
+            rows = self._rows(handle)
             out.append(on_one_thread(fn, rows, *own, *shared))
             del rows  # the map goes with its last reference
         return out
@@ -119,7 +122,7 @@ class FilePartitions(LocalPartitions):
         """``acc = fn(rows of handle, acc, *shared)`` over the partitions in order."""
         acc = None
         for handle in handles:
-            rows = self._rows(handle) if isinstance(handle, FilePart) else handle
+            rows = self._rows(handle)
             acc = on_one_thread(fn, rows, acc, *shared)
             del rows
         return acc
