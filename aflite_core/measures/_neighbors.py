@@ -187,6 +187,12 @@ def exact_topk(Qn: np.ndarray, Rn: np.ndarray, k: int, block_rows: int,
     """Top-``k`` similarities of each query over ``Rn`` and their row indices (with
     ``nearest_only``, only the nearest row's index: an ``(n_queries, 1)`` array)."""
     k = min(k, Rn.shape[0])
+    if np.may_share_memory(Qn, Rn):
+        # numpy computes ``A @ A.T`` of one aligned array by BLAS's symmetric kernel (syrk),
+        # which rounds otherwise than the general one every other block takes: a copy keeps
+        # one kernel, so rows sent to a worker (unaligned there: a copy, so ``gemm``) come
+        # out the same bits
+        Rn = Rn.copy()
     sims = np.empty((Qn.shape[0], k), dtype=np.float32)
     idx = np.empty((Qn.shape[0], 1 if nearest_only else k), dtype=np.int64)
     select = _topk_values_block if nearest_only else _topk_block

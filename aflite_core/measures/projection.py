@@ -44,6 +44,13 @@ from aflite_core.chart_style import STATUS_COLORS, add_region_labels
 from aflite_core.io import shared_strings
 from aflite_core.json_files import read_json_file
 from aflite_core.measures import map_regions
+from aflite_core.measures._map_reduction import (
+    pca_coords,
+    pca_start,
+    reduce_unit_rows,
+    reduction_of,
+    unit_reduced,
+)
 from aflite_core.measures._neighbors import as_matrix, exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.represent import dask_folds, is_partitioned, map_folds
@@ -66,8 +73,6 @@ PCA_DIMS: int | None = 64
 #: for its 256-wide rows) made the map's 64-wide searches 21 % slower (16k rows against the
 #: 20k fitted ones: 0.79 -> 0.62 s, one thread, the same indices and distances).
 SEARCH_BLOCK_CELLS: int = 4 * 1024 * 1024
-#: Above this width the reduction uses a randomized PCA instead of the exact covariance one.
-MAX_COVARIANCE_DIMS: int = 4096
 #: Nearest fitted rows kept per row: the polish's candidates are the rows of their buckets.
 POLISH_BUCKETS: int = 8
 #: The polish (``_umap_layout.polish``) runs when rows were placed, up to this many rows:
@@ -131,95 +136,6 @@ def _save_cached(path: Path, coords: np.ndarray, info: dict) -> None:
             raise
 
 
-def _pca(Xn: np.ndarray, random_state: int | None) -> np.ndarray:
-    from sklearn.decomposition import PCA  # lazy: +1586 ms to import
-
-    if Xn.shape[0] < 2 or Xn.shape[1] < 2:
-        coords = np.zeros((Xn.shape[0], 2), dtype=np.float32)
-        if Xn.shape[0] >= 2 and Xn.shape[1] == 1:
-            coords[:, 0] = Xn[:, 0] - Xn[:, 0].mean()
-        return coords
-    solver = "randomized" if min(Xn.shape) > 50 else "full"
-    return PCA(n_components=2, svd_solver=solver,
-               random_state=random_state).fit_transform(Xn).astype(np.float32)
-
-
-def _principal_axes(Xs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and top-``k`` principal directions (rows) of ``Xs``, exactly, from the eigenvectors
-    of its d x d covariance (d is at most a few hundred here: milliseconds, where a randomized
-    SVD of the rows takes a quarter of a second at 10k rows). Signs as scikit-learn's
-    ``svd_flip``: each direction's largest coordinate is positive."""
-    mean = Xs.mean(axis=0, dtype=np.float64)
-    centred = Xs.astype(np.float64) - mean
-    values, vectors = np.linalg.eigh(centred.T @ centred)
-    axes = vectors[:, np.argsort(-values, kind="stable")[:k]].T
-    signs = np.sign(axes[np.arange(len(axes)), np.argmax(np.abs(axes), axis=1)])
-    return mean, axes * np.where(signs == 0, 1.0, signs)[:, None]
-
-
-def _pca_start(Xs: np.ndarray) -> np.ndarray:
-    """The first two principal components of the fitted rows: the layout's start."""
-    if Xs.shape[1] < 2:
-        return np.column_stack([Xs[:, 0] - Xs[:, 0].mean(), np.zeros(len(Xs))])
-    mean, axes = _principal_axes(Xs, 2)
-    return (Xs.astype(np.float64) - mean) @ axes.T
-
-
-def _reduction(Xs: np.ndarray, n_dims: int | None, random_state: int | None
-               ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The sample's mean and top ``n_dims`` principal directions (transposed), float32, the
-    unit rows are reduced with; None when there is nothing to reduce (``n_dims`` unset, or
-    not below the columns or the sample's rows)."""
-    if not n_dims or Xs.shape[1] <= n_dims or len(Xs) <= n_dims:
-        return None
-    if Xs.shape[1] > MAX_COVARIANCE_DIMS:  # a d x d covariance would be too large
-        from sklearn.decomposition import PCA  # lazy: +1586 ms to import
-
-        pca = PCA(n_components=n_dims, svd_solver="randomized", random_state=random_state)
-        pca.fit(Xs)
-        mean, axes = pca.mean_, pca.components_
-    else:
-        mean, axes = _principal_axes(Xs, n_dims)
-    return mean.astype(np.float32), np.ascontiguousarray(axes.T, dtype=np.float32)
-
-
-def _unit_reduced(rows: np.ndarray, reduction: tuple[np.ndarray, np.ndarray] | None
-                  ) -> np.ndarray:
-    """Some rows of Φ as :func:`_reduce` gives them (unit length, reduced, unit length
-    again): row by row the same numbers as in the whole matrix."""
-    if reduction is None:
-        return l2_normalize(rows)
-    return l2_normalize(_reduced_rows(rows, *reduction))
-
-
-def _reduce(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
-            random_state: int | None) -> np.ndarray:
-    """Project the unit rows of ``X`` on the top ``n_dims`` principal directions of ``Xs``
-    (the sample's unit rows), re-normalised. ``X``'s rows are normalised a chunk at a time
-    as they are projected (the same rows, bit for bit, as normalising all of them first)."""
-    reduction = _reduction(Xs, n_dims, random_state)
-    if reduction is None:
-        return l2_normalize(X)
-    mean, axes_t = reduction
-    Z = np.empty((X.shape[0], axes_t.shape[1]), dtype=np.float32)
-    if is_partitioned(X):  # Φ on the workers: each chunk reduced where its rows are
-        for start, part in zip(range(0, X.shape[0], 65536),
-                               X.map_chunks(_reduced_rows, 65536, mean, axes_t),
-                               strict=True):
-            Z[start:start + 65536] = part
-        return l2_normalize(Z)
-    for start in range(0, X.shape[0], 65536):  # bounded temporary memory
-        Z[start:start + 65536] = _reduced_rows(X[start:start + 65536], mean, axes_t)
-    return l2_normalize(Z)
-
-
-def _reduced_rows(rows: np.ndarray, mean: np.ndarray, axes_t: np.ndarray) -> np.ndarray:
-    """Rows of Φ made unit-length, centred on the sample's mean and projected on its
-    principal directions: row by row the same numbers whatever the chunk (a row's norm and
-    its product with the directions involve that row alone)."""
-    return (l2_normalize(rows) - mean) @ axes_t
-
-
 def fit_epochs(n_fit: int) -> int:
     """Layout epochs for a map fitted on ``n_fit`` rows: about 800,000 row-epochs, between 80
     and 500 (umap-learn spends 500 up to 10,000 rows and 200 above, whatever the size;
@@ -247,18 +163,18 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     unit_sample = l2_normalize(X, rows=sample)
     reason = _degenerate(unit_sample)
     if reason:
-        return _pca(l2_normalize(X), random_state), {"fallback": "pca", "reason": reason}
+        return pca_coords(l2_normalize(X), random_state), {"fallback": "pca", "reason": reason}
     # on a cluster with Φ on the workers, the other rows are reduced, searched and placed
     # where they are, a chunk a task (the map's transform per partition): only the sample's
     # reduced rows are made here
     on_cluster = dask_folds() is not None
     resident = on_cluster and is_partitioned(X)
     if resident:
-        reduction = _reduction(unit_sample, pca_dims, random_state)
+        reduction = reduction_of(unit_sample, pca_dims, random_state)
         Xn = None
-        Xs = np.ascontiguousarray(_unit_reduced(X[sample], reduction))
+        Xs = np.ascontiguousarray(unit_reduced(X[sample], reduction, sample))
     else:
-        Xn = _reduce(X, unit_sample, pca_dims, random_state)
+        Xn = reduce_unit_rows(X, unit_sample, pca_dims, random_state)
         Xs = np.ascontiguousarray(Xn[sample])
     del unit_sample
     k = min(int(n_neighbors), len(sample) - 1)
@@ -365,10 +281,12 @@ def _layout_inputs(Xs: np.ndarray, k: int, min_dist: float, seed: int
     fitted row's POLISH_BUCKETS nearest fitted rows (itself first, as a rule)."""
     from aflite_core.measures import _umap_layout  # lazy: +428 ms to import
 
-    idx, dists = _knn(Xs, Xs, k + 1)  # the row itself comes first, as umap-learn counts it
+    with blas_threads.limit(1):  # here or on a worker: the same bits (see _project)
+        idx, dists = _knn(Xs, Xs, k + 1)  # the row itself first, as umap-learn counts it
+        start = pca_start(Xs)
     graph = _umap_layout.fuzzy_graph(idx, dists)
     a, b = _umap_layout.find_ab(1.0, min_dist)
-    return (graph, a, b, _umap_layout.scaled_init(_pca_start(Xs), seed),
+    return (graph, a, b, _umap_layout.scaled_init(start, seed),
             np.ascontiguousarray(idx[:, :POLISH_BUCKETS]))
 
 
@@ -481,7 +399,7 @@ def _place_where_the_rows_are(coords: np.ndarray, X, reduction, Xs: np.ndarray,
     if not len(rest):
         return
     placements = X.select(rest).map_chunks(_place_rows, TRANSFORM_CHUNK, reduction, Xs,
-                                           fitted, k, a, b, seed, found[1] is not None,
+                                           fitted, k, a, b, seed, found[1] is not None, rest,
                                            with_start=True)
     for i, placed in enumerate(placements):
         _chunk_placed(coords, placed, i, rest, starts, callback, found)
@@ -491,14 +409,16 @@ def _place_where_the_rows_are(coords: np.ndarray, X, reduction, Xs: np.ndarray,
 
 
 def _place_rows(rows: np.ndarray, start: int, reduction, Xs: np.ndarray, fitted: np.ndarray,
-                k: int, a: float, b: float, seed: int, with_codes: bool = False) -> tuple:
-    """One chunk of the other rows of Φ placed in the fitted map (where its rows are): its
-    coordinates, its rows' nearest fitted rows and, ``with_codes``, the polish's int8 codes
-    of its reduced rows."""
+                k: int, a: float, b: float, seed: int, with_codes: bool,
+                rest: np.ndarray) -> tuple:
+    """One chunk of the other rows of Φ (``rest[start:]``'s first rows) placed in the fitted
+    map (where its rows are): its coordinates, its rows' nearest fitted rows and,
+    ``with_codes``, the polish's int8 codes of its reduced rows."""
     from aflite_core.measures import _umap_layout  # loaded by the placement already
 
     with blas_threads.limit(1):
-        reduced = np.ascontiguousarray(_unit_reduced(rows, reduction))
+        reduced = np.ascontiguousarray(unit_reduced(rows, reduction,
+                                                     rest[start:start + len(rows)]))
         near, near_d = _knn(reduced, Xs, k)
     placed = _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
     return (*placed, _umap_layout.polish_codes(reduced)) if with_codes else placed
@@ -599,14 +519,18 @@ def _project(X: np.ndarray, params: dict, row_ids: np.ndarray,
             return _frame(row_ids, *cached), cached[1]
     _emit(callback, 0.0, "normalising rows")
     info: dict = {"method": params["method"]}
-    if params["method"] == "pca":
-        coords = _pca(l2_normalize(X), params["random_state"])
-    else:  # UMAP normalises the rows as it reduces them: no unit copy of all of Φ
-        coords, done = _umap(X, n_neighbors=params["n_neighbors"],
-                             min_dist=params["min_dist"], sample_size=params["sample_size"],
-                             pca_dims=params["pca_dims"], random_state=params["random_state"],
-                             callback=callback)
-        info.update(done)
+    # BLAS on one thread: OpenBLAS's thread split rounds rows by where it falls (on an AMD
+    # EPYC, a 2,000-row sample's searches and start differed on 2 threads from 1): the same
+    # map whatever the cores
+    with blas_threads.limit(1):
+        if params["method"] == "pca":
+            coords = pca_coords(l2_normalize(X), params["random_state"])
+        else:  # UMAP normalises the rows as it reduces them: no unit copy of all of Φ
+            coords, done = _umap(X, n_neighbors=params["n_neighbors"],
+                                 min_dist=params["min_dist"], sample_size=params["sample_size"],
+                                 pca_dims=params["pca_dims"],
+                                 random_state=params["random_state"], callback=callback)
+            info.update(done)
     if path is not None:
         _save_cached(path, coords, info)
     _emit(callback, 1.0, "done")

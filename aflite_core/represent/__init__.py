@@ -39,6 +39,7 @@ _FACE = {
     "on_cluster": "_partitioned_rows",
     "phi_folder_for": "_phi_on_disk",
     "phi_on_disk": "_phi_on_disk",
+    "rows_times": "_row_products",
     "lost_data": "_fold_pool",
     "lost_on_cluster": "_fold_pool",
     "map_folds": "_fold_pool",

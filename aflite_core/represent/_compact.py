@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from aflite_core._validation import check_int, make_rng
+from aflite_core.represent._row_products import rows_times
 
 __all__ = ["BASIS_KEY", "BASIS_SHAPE_KEY", "COMPACT_FILE", "MAX_DIMS", "code_norms",
            "compact_phi", "nearest_codes", "place", "unpack"]
@@ -71,13 +72,15 @@ def compact_phi(X, *, max_dims: int = MAX_DIMS, sample_size: int = SAMPLE_SIZE,
     dims = d if basis is None else basis.shape[1]
     codes = np.empty((n, (dims + 1) // 2), dtype=np.uint8)
     for start in range(0, n, CHUNK):
-        codes[start:start + CHUNK] = place(X[start:start + CHUNK], basis)
+        codes[start:start + CHUNK] = place(X[start:start + CHUNK], basis, first_row=start)
     return codes, basis
 
 
-def place(X, basis: np.ndarray | None = None) -> np.ndarray:
-    """The packed codes of rows of Φ's space (``X``, shape (m, d)), on ``basis`` if given."""
-    reduced = _unit_rows(X) if basis is None else _unit_rows(_unit_rows(X) @ basis)
+def place(X, basis: np.ndarray | None = None, *, first_row: int = 0) -> np.ndarray:
+    """The packed codes of rows of Φ's space (``X``, shape (m, d)), on ``basis`` if given
+    (rows ``first_row ..`` of a larger Φ: the same codes as placing all its rows at once)."""
+    reduced = _unit_rows(X) if basis is None else _unit_rows(
+        rows_times(_unit_rows(X), basis, first_row=first_row))
     top = np.abs(reduced).max(axis=1, keepdims=True)
     q = np.rint(reduced / np.where(top > 0, top, 1.0) * LEVELS).astype(np.int8) + 8
     if q.shape[1] % 2:  # an odd width: a last nibble of level 0

@@ -45,6 +45,7 @@ from aflite_core.represent._partitioned_tfidf import (
     summary_of,
 )
 from aflite_core.represent._partitions import LocalPartitions, PartitionLost
+from aflite_core.represent._row_products import rows_times
 from aflite_core.represent._svd import (
     MOMENT_CHUNK_ROWS,
     X_MOMENT_CHUNK_ROWS,
@@ -109,8 +110,8 @@ def _gram_chunks(B: np.ndarray) -> list[np.ndarray]:
     return [gram64(B[lo:lo + MOMENT_CHUNK_ROWS]) for lo in range(0, len(B), MOMENT_CHUNK_ROWS)]
 
 
-def _times(B: np.ndarray, W: np.ndarray) -> np.ndarray:
-    return B @ W
+def _times(B: np.ndarray, first_row: int, W: np.ndarray) -> np.ndarray:
+    return rows_times(B, W, first_row=first_row)  # the rows' bits however partitioned
 
 
 def _x_moments(X: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -163,7 +164,8 @@ class _PartitionProducts:
 
     def times_basis(self, W: np.ndarray) -> np.ndarray:
         shared = self.runner.share(np.ascontiguousarray(W))
-        rows = self.runner.map(_times, self._B, shared)
+        rows = self.runner.map(_times, self._B, shared,
+                               each=[(lo,) for lo, _ in self.bounds])
         self.runner.release([*self._B, shared])
         self._B = None
         self.x_moments = [m for part in self.runner.gather(self.runner.map(_x_moments, rows))

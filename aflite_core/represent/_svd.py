@@ -46,6 +46,7 @@ from scipy.sparse import _sparsetools
 from aflite_core import blas_threads
 from aflite_core._validation import check_int, check_seed
 from aflite_core.represent._fold_pool import MAX_THREADS, available_cores
+from aflite_core.represent._row_products import rows_times
 
 __all__ = ["column_moments", "explained_variance_ratio", "randomized_range_svd", "row_moments",
            "sum_chunk_moments", "truncated_svd"]
@@ -308,9 +309,7 @@ class _SplitProducts:
     def times_basis(self, W: np.ndarray) -> np.ndarray | None:
         """``B W``: Φ's rows, or None when they went to :attr:`out` (their moments in
         :attr:`x_moments`)."""
-        # C-ordered: OpenBLAS's kernels for a few rows and for many round alike with a
-        # C-ordered W, not with eigh's Fortran-ordered one (blocks of 25 rows differed)
-        W = np.ascontiguousarray(W)
+        W = np.ascontiguousarray(W)  # C-ordered: BLAS's fastest layout for the row blocks
         if self._B is not None:  # the whole product, written over B's buffer
             B, self._B = self._B, None
             return _rows_times(B, W, self)
@@ -319,7 +318,7 @@ class _SplitProducts:
         X = None if self.out is not None else np.empty((n, W.shape[1]), dtype=W.dtype)
         moments, W = _MomentChunks(), W.astype(Q.dtype, copy=False)
         for lo, hi in _times_bounds(n, ROWS_TIMES_CHUNK):
-            part = _times_chunk(self._rows_chunk(Q, lo, hi), W, self)
+            part = _times_chunk(self._rows_chunk(Q, lo, hi), W, self, lo)
             moments.add(part)
             if X is None:
                 self.out(part)
@@ -432,18 +431,17 @@ def _rows_times(B: np.ndarray, W: np.ndarray, products: _SplitProducts,
     Row chunks in order: a chunk's product goes to a small temporary, then to the front of
     the buffer, where it covers only rows already multiplied (row i's output ends at
     ``(i + 1) k <= (i + 1) l``). Within a chunk, row blocks on the products' threads when
-    there are several; every output row is the same dot products on one BLAS thread as one
-    whole ``B @ W`` (no block of a single row, which BLAS would take as a matrix-vector
-    product and sum in another order: a short last chunk joins the one before).
+    there are several; every output row is the bits of one whole product
+    (:func:`~aflite_core.represent._row_products.rows_times`), however the rows are cut.
     """
     n, width = B.shape
     k = W.shape[1]
     dtype = np.result_type(B, W)
     if k > width or dtype != B.dtype or not B.flags.c_contiguous or n == 0:
-        return B @ W
+        return rows_times(B, W)
     flat = B.reshape(-1)
     for lo, hi in _times_bounds(n, chunk_rows):
-        flat[lo * k:hi * k] = _times_chunk(B[lo:hi], W, products).reshape(-1)
+        flat[lo * k:hi * k] = _times_chunk(B[lo:hi], W, products, lo).reshape(-1)
     return flat[:n * k].reshape(n, k)
 
 
@@ -456,17 +454,19 @@ def _times_bounds(n: int, chunk_rows: int) -> list[tuple[int, int]]:
     return list(zip(bounds[:-1], bounds[1:], strict=True))
 
 
-def _times_chunk(B: np.ndarray, W: np.ndarray, products: _SplitProducts) -> np.ndarray:
-    """``B @ W`` of one chunk, in row blocks on the products' threads when there are several
-    (none of a single row)."""
+def _times_chunk(B: np.ndarray, W: np.ndarray, products: _SplitProducts,
+                 first_row: int) -> np.ndarray:
+    """``B @ W`` of one chunk (rows ``first_row ..`` of the whole), in row blocks on the
+    products' threads when there are several."""
     threads = products.n_threads
     if threads == 1 or len(B) < 4 * threads:
-        return B @ W
+        return rows_times(B, W, first_row=first_row)
     part = np.empty((len(B), W.shape[1]), dtype=np.result_type(B, W))
     cuts = np.linspace(0, len(B), 2 * threads + 1).astype(np.int64)
 
     def block(i: int) -> None:
-        np.matmul(B[cuts[i]:cuts[i + 1]], W, out=part[cuts[i]:cuts[i + 1]])
+        lo, hi = cuts[i], cuts[i + 1]
+        rows_times(B[lo:hi], W, first_row=first_row + int(lo), out=part[lo:hi])
 
     products.map(block, range(len(cuts) - 1))
     return part

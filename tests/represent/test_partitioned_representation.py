@@ -409,8 +409,8 @@ def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client
     a 65,536-row chunk a task (a partition of the audit's size holds exactly one chunk; a
     chunk across two partitions is fetched and done here): the same reduced rows and the
     same clusters as from the array, bit for bit."""
+    from aflite_core.measures._map_reduction import reduce_unit_rows
     from aflite_core.measures._neighbors import l2_normalize
-    from aflite_core.measures.projection import _reduce
     from aflite_core.measures.slices import cluster_features
     from aflite_core.represent._partitioned_rows import PartitionedRows
     from aflite_core.represent._partitions import DaskPartitions
@@ -422,8 +422,8 @@ def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client
     runner = LocalPartitions() if where == "here" else DaskPartitions(client)
     X = PartitionedRows(runner, runner.put([whole[lo:hi] for lo, hi in bounds]), bounds, 24)
     unit_sample = l2_normalize(whole[::50])
-    np.testing.assert_array_equal(_reduce(X, unit_sample, 8, 0),
-                                  _reduce(whole, unit_sample, 8, 0))
+    np.testing.assert_array_equal(reduce_unit_rows(X, unit_sample, 8, 0),
+                                  reduce_unit_rows(whole, unit_sample, 8, 0))
     rows = np.arange(3, 140_000)  # chunks across partitions too
     for some in (None, rows):
         here = cluster_features(whole, 6, rows=some, random_state=0)
@@ -461,7 +461,7 @@ def test_the_maps_other_rows_are_placed_where_phi_is(client, monkeypatch):
     def no_whole_matrix(*args, **kwargs):
         raise AssertionError("the reduced rows of every row were made on the driver")
 
-    monkeypatch.setattr(projection, "_reduce", no_whole_matrix)
+    monkeypatch.setattr(projection, "reduce_unit_rows", no_whole_matrix)
     from aflite_core.measures import _umap_layout
 
     laid_out = []  # layouts and polishes run in this process (the workers import their own)
