@@ -27,10 +27,11 @@ def test_rows_cut_anywhere_are_the_whole_products_rows(dtype, width, k):
     whole = rows_times(B, W)
     assert whole.dtype == dtype and whole.shape == (n, k)
     np.testing.assert_allclose(whole, B.astype(np.float64) @ W, rtol=1e-4, atol=1e-3)
-    for trial in range(12):
+    for _ in range(12):
         cuts = np.sort(rng.choice(np.arange(1, n), size=rng.integers(1, 30), replace=False))
         bounds = [0, *cuts.tolist(), n]
-        parts = [rows_times(B[a:b], W, first_row=a) for a, b in zip(bounds[:-1], bounds[1:])]
+        parts = [rows_times(B[a:b], W, first_row=a)
+                 for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         assert np.concatenate(parts).tobytes() == whole.tobytes(), f"cuts {bounds}"
     # single rows, anywhere, and a selection of rows by their positions
     for i in (0, 1, 23, ROW_WINDOW - 1, ROW_WINDOW, n - 1):
