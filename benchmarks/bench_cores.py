@@ -143,9 +143,9 @@ def main() -> int:
                       f"{tail[-400:]}")
                 continue
             summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-            eta, _ = eta_factor(progress, wall)
+            eta, where = eta_factor(progress, wall)
             results[k] = {"timings": summary["timings"], "wall": wall, "peak": peak,
-                          "eta": eta, "digest": files_digest(out)}
+                          "eta": eta, "eta_where": where, "digest": files_digest(out)}
     if not results:
         return 1
     base = counts[0] if counts[0] in results else min(results)
@@ -169,6 +169,9 @@ def main() -> int:
     print(f"{'ETA worst x':16s}" + "".join(
         f" {results[k]['eta']:11.2f}" if results[k]["eta"] else f" {'-':>11s}"
         for k in results))
+    for k in results:  # where each worst ETA was: the stage the plan misjudged
+        if results[k]["eta"]:
+            print(f"  {k} cores: worst ETA {results[k]['eta_where']}")
     digests = {k: results[k]["digest"] for k in results}
     same = len(set(digests.values())) == 1
     listed = ", ".join(f"{k}: {d}" for k, d in digests.items())

@@ -46,7 +46,7 @@ from scipy.sparse import _sparsetools
 from aflite_core import blas_threads
 from aflite_core._validation import check_int, check_seed
 from aflite_core.represent._fold_pool import MAX_THREADS, available_cores
-from aflite_core.represent._row_products import rows_times
+from aflite_core.represent._row_products import ROW_WINDOW, rows_times
 
 __all__ = ["column_moments", "explained_variance_ratio", "randomized_range_svd", "row_moments",
            "sum_chunk_moments", "truncated_svd"]
@@ -463,6 +463,10 @@ def _times_chunk(B: np.ndarray, W: np.ndarray, products: _SplitProducts,
         return rows_times(B, W, first_row=first_row)
     part = np.empty((len(B), W.shape[1]), dtype=np.result_type(B, W))
     cuts = np.linspace(0, len(B), 2 * threads + 1).astype(np.int64)
+    # cut on the aligned windows' edges where the blocks are large enough: no padded window
+    aligned = (first_row + cuts[1:-1]) // ROW_WINDOW * ROW_WINDOW - first_row
+    if len(B) >= 4 * threads * ROW_WINDOW:
+        cuts[1:-1] = np.clip(aligned, 0, len(B))
 
     def block(i: int) -> None:
         lo, hi = cuts[i], cuts[i + 1]
