@@ -75,9 +75,11 @@ def _repulsion(dx, dy, a, b, two_gamma_b, eps, one, clip):
 _repulsion = _jit(_repulsion)
 
 
-def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, gamma,
-         initial_alpha, negative_sample_rate, n_epochs, move_tail, state):
-    """umap-learn's ``optimize_layout_euclidean`` for 2-D, one thread."""
+def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, epoch_of_next_sample,
+         epochs_per_negative_sample, epoch_of_next_negative_sample, a, b, gamma, initial_alpha,
+         n_epochs, epoch_from, epoch_to, move_tail, state):
+    """Epochs ``epoch_from .. epoch_to - 1`` of umap-learn's ``optimize_layout_euclidean`` for
+    2-D, one thread (the sampling schedules and the random state carried in the arrays)."""
     n_tail = np.uint64(tail_embedding.shape[0])
     # float32 throughout: the positions are float32 and single-precision powers are the cost
     a = np.float32(a)
@@ -87,10 +89,7 @@ def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, ga
     clip = np.float32(_CLIP)
     two_ab = np.float32(2.0 * a * b)
     two_gamma_b = np.float32(2.0 * gamma * b)
-    epoch_of_next_sample = epochs_per_sample.copy()
-    epochs_per_negative_sample = epochs_per_sample / negative_sample_rate
-    epoch_of_next_negative_sample = epochs_per_negative_sample.copy()
-    for epoch in range(n_epochs):
+    for epoch in range(epoch_from, epoch_to):
         alpha = np.float32(initial_alpha * (1.0 - epoch / n_epochs))
         for i in range(epochs_per_sample.shape[0]):
             if epoch_of_next_sample[i] > epoch:
@@ -124,6 +123,31 @@ def _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, ga
 
 
 _sgd = _jit(_sgd)
+
+#: Steps the layout's epochs are run in when its progress is followed (a report after each).
+LAYOUT_STEPS = 20
+
+
+def _optimise(head_embedding, tail_embedding, head, tail, epochs_per_sample, a, b, gamma,
+              initial_alpha, negative_sample_rate, n_epochs, move_tail, state,
+              callback=None):
+    """:func:`_sgd` over all ``n_epochs`` epochs, in :data:`LAYOUT_STEPS` steps with
+    ``callback(fraction of the epochs done)`` after each when given: the same operations in
+    the same order as one call (the schedules and the random state go on from step to step),
+    so the same positions."""
+    epoch_of_next_sample = epochs_per_sample.copy()
+    epochs_per_negative_sample = epochs_per_sample / negative_sample_rate
+    epoch_of_next_negative_sample = epochs_per_negative_sample.copy()
+    cuts = np.linspace(0, n_epochs, (LAYOUT_STEPS if callback else 1) + 1).astype(np.int64)
+    for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        if hi > lo:
+            _sgd(head_embedding, tail_embedding, head, tail, epochs_per_sample,
+                 epoch_of_next_sample, epochs_per_negative_sample,
+                 epoch_of_next_negative_sample, a, b, gamma, initial_alpha, n_epochs, lo, hi,
+                 move_tail, state)
+        if callback is not None:
+            callback(hi / max(n_epochs, 1))
+    return head_embedding
 
 
 # ------------------------------------------------------------------------------------ graph
@@ -246,19 +270,21 @@ def _seed_state(random_state: int) -> np.ndarray:
 
 def layout(graph: sp.spmatrix, init: np.ndarray, *, n_epochs: int, a: float, b: float,
            random_state: int, negative_sample_rate: int = 5, gamma: float = 1.0,
-           initial_alpha: float = 1.0) -> np.ndarray:
+           initial_alpha: float = 1.0, callback=None) -> np.ndarray:
     """Optimise the 2-D positions of the graph's rows (umap-learn's ``simplicial_set_embedding``
     after its initialisation): edges lighter than max / n_epochs are dropped, each edge is
-    sampled in proportion to its weight, with ``negative_sample_rate`` negative samples."""
+    sampled in proportion to its weight, with ``negative_sample_rate`` negative samples.
+    ``callback`` (optional) is given the share of the epochs done, a step at a time (the
+    same positions)."""
     coo = graph.tocoo()
     keep = coo.data >= coo.data.max() / float(n_epochs)
     head = coo.row[keep].astype(np.int32)
     tail = coo.col[keep].astype(np.int32)
     eps = _epochs_per_sample(coo.data[keep].astype(np.float64), n_epochs)
     emb = np.ascontiguousarray(init, dtype=np.float32).copy()
-    return _sgd(emb, emb, head, tail, eps, float(a), float(b), float(gamma),
-                float(initial_alpha), float(negative_sample_rate), int(n_epochs), True,
-                _seed_state(random_state))
+    return _optimise(emb, emb, head, tail, eps, float(a), float(b), float(gamma),
+                     float(initial_alpha), float(negative_sample_rate), int(n_epochs), True,
+                     _seed_state(random_state), callback)
 
 
 def place(idx: np.ndarray, dists: np.ndarray, fitted: np.ndarray, *, k: int, n_epochs: int,
@@ -298,9 +324,9 @@ def place(idx: np.ndarray, dists: np.ndarray, fitted: np.ndarray, *, k: int, n_e
     coo.data[coo.data < coo.data.max() / float(n_epochs)] = 0.0
     coo.eliminate_zeros()
     eps = _epochs_per_sample(coo.data.astype(np.float64), n_epochs)
-    return _sgd(init, fitted.copy(), coo.row.astype(np.int32), coo.col.astype(np.int32), eps,
-                float(a), float(b), 1.0, 0.25, float(negative_sample_rate), int(n_epochs),
-                False, _seed_state(random_state))
+    return _optimise(init, fitted.copy(), coo.row.astype(np.int32), coo.col.astype(np.int32),
+                     eps, float(a), float(b), 1.0, 0.25, float(negative_sample_rate),
+                     int(n_epochs), False, _seed_state(random_state))
 
 
 # ----------------------------------------------------------------------------------- polish

@@ -189,6 +189,8 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     polished = len(rest) > 0 and n <= POLISH_MAX_ROWS
     # each row's nearest fitted rows (the polish's buckets), filled as rows are placed
     nearest = np.empty((n, min(POLISH_BUCKETS, k)), dtype=np.int32) if polished else None
+    laid, placed_at, polish_at = _phase_marks(n, len(sample), epochs, polished)
+    placing = _span(callback, laid, placed_at)  # the placed chunks' progress: 0..1
     if resident:  # the layout too is a task: numba and LLVM (0.13 GB) never load here
         _emit(callback, 0.05, f"laying out the {len(sample):,} fitted rows on a worker "
                               f"({epochs} epochs)")
@@ -199,11 +201,11 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
         # are never all here
         codes = np.empty((n, Xs.shape[1]), dtype=np.int8) if polished else None
         _place_where_the_rows_are(coords, X, reduction, Xs, fitted, rest, starts, k=k, a=a,
-                                  b=b, seed=seed, callback=callback,
+                                  b=b, seed=seed, callback=placing,
                                   found=(nearest, codes))
         if polished:  # a task too (the fitted rows' codes made there): the same map
             nearest[sample] = fitted_nearest[:, :nearest.shape[1]]
-            _emit(callback, 0.9, _POLISHING.format(k=k, n=n))
+            _emit(callback, polish_at, _POLISHING.format(k=k, n=n))
             [coords[:]] = map_folds(_polish_task, [(coords, codes, nearest, sample, Xs, k, a,
                                                     b, seed)])
         return coords, _polish_info(info, polished, n, len(rest))
@@ -211,9 +213,9 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     # start, every CLI command) does not need
     from aflite_core.measures import _umap_layout
 
-    _emit(callback, 0.05, f"nearest neighbours of the {len(sample):,} fitted rows")
+    _emit(callback, 0.3 * laid, f"nearest neighbours of the {len(sample):,} fitted rows")
     graph, a, b, init, fitted_nearest = _layout_inputs(Xs, k, float(min_dist), seed)
-    _emit(callback, 0.15, f"laying out {len(sample):,} rows ({epochs} epochs)")
+    _emit(callback, laid, f"laying out {len(sample):,} rows ({epochs} epochs)")
 
     def search(start: int) -> tuple[np.ndarray, np.ndarray]:
         """The fitted neighbours of one chunk of the other rows."""
@@ -229,25 +231,64 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
         with blas_threads.limit(1):
             searches = {} if on_cluster else {start: searcher.submit(search, start)
                                               for start in starts}
-            fitted = _umap_layout.layout(graph, init, n_epochs=epochs, a=a, b=b,
-                                         random_state=seed)
+            fitted = _umap_layout.layout(
+                graph, init, n_epochs=epochs, a=a, b=b, random_state=seed,
+                callback=_layout_progress(_span(callback, laid, placed_at if starts else 1.0),
+                                          len(sample), epochs))
         coords[sample] = fitted
         if on_cluster:
             _place_on_cluster(coords, Xn, Xs, fitted, rest, starts, k=k, a=a, b=b, seed=seed,
-                              callback=callback, nearest=nearest)
+                              callback=placing, nearest=nearest)
         else:
             _place_rest(coords, search, searches, fitted, rest, starts, k=k, a=a, b=b,
-                        seed=seed, callback=callback, nearest=nearest)
+                        seed=seed, callback=placing, nearest=nearest)
     finally:
         searcher.shutdown(wait=True, cancel_futures=True)
     if polished:
         nearest[sample] = fitted_nearest[:, :nearest.shape[1]]
-        _emit(callback, 0.9, _POLISHING.format(k=k, n=n))
+        _emit(callback, polish_at, _POLISHING.format(k=k, n=n))
         _polish_task((coords, _umap_layout.polish_codes(Xn), nearest, sample, None, k, a, b, seed))
     return coords, _polish_info(info, polished, n, len(rest))
 
 
 _POLISHING = "polishing the map: each row's {k} nearest rows among all {n:,}"
+
+
+def _phase_marks(n: int, fitted: int, epochs: int, polished: bool
+                 ) -> tuple[float, float, float]:
+    """Where the map's phases end on its progress scale (0..1), in proportion to their
+    seconds: the fitted rows' reduction, neighbours and graph; their layout; the other rows'
+    placement (the polish after it). One-core seconds of a 256-wide Φ (``project`` pinned to
+    one core, 2026-11-30): at 10k rows, all fitted, 0.87 s before the layout and 0.9 s of it
+    (the bar had sat at 0.15 for half the map's time); at 30k and 100k rows (20k fitted)
+    1.7-1.8 s, 2.0-3.5 s, then 0.45 s and 4.8 s placing, 0.1 s and 0.45 s polishing."""
+    before = 0.3 + 0.06 * fitted / 1_000
+    layout = 0.9 * (fitted / 10_000) ** 2 * epochs / 80
+    placing = 0.055 * (n - fitted) / 1_000
+    polish = 0.0045 * n / 1_000 if polished else 0.0
+    total = before + layout + placing + polish
+    return (before / total, (before + layout) / total,
+            (before + layout + placing) / total)
+
+
+def _span(callback: ProgressCallback | None, lo: float, hi: float
+          ) -> ProgressCallback | None:
+    """``callback`` given a phase's own fraction (0..1) as the map's, from ``lo`` to ``hi``."""
+    if callback is None:
+        return None
+    return lambda info: callback({**info, "fraction": lo + (hi - lo) * info["fraction"]})
+
+
+def _layout_progress(callback: ProgressCallback | None, rows: int, epochs: int
+                     ) -> Callable[[float], None] | None:
+    """The layout's progress (the share of its epochs done), to ``callback`` (the layout's
+    span of the map's scale, :func:`_span`): the bar moves while the fitted rows are laid
+    out, not only once they are."""
+    if callback is None:
+        return None
+    return lambda done: _emit(callback, done,
+                              f"laying out {rows:,} rows: epoch {round(done * epochs)} of "
+                              f"{epochs}")
 
 
 def _polish_task(task: tuple) -> np.ndarray:
@@ -358,7 +399,7 @@ def _chunk_placed(coords: np.ndarray, placed: tuple, i: int, rest: np.ndarray,
     for target, part in zip(found, placed[1:], strict=False):
         if target is not None:
             target[rows] = part[:, :target.shape[1]]
-    _emit(callback, 0.4 + 0.5 * (i + 1) / len(starts),
+    _emit(callback, (i + 1) / len(starts),
           f"placed {min(len(rest), start + TRANSFORM_CHUNK):,} of {len(rest):,} rows")
 
 

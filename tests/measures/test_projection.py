@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from aflite_core import numba_cache
+from aflite_core.measures import projection
 from aflite_core.measures.projection import cache_key, fit_epochs, project, projection_info
 
 
@@ -286,3 +287,27 @@ def test_a_map_not_polished_says_so_beside_its_figures(tmp_path, monkeypatch):
     assert record["polished"] is False
     assert measure_caveats(run, "projection") == [record["polish_note"]]
     assert "(4,000 rows, over 3,000)" in record["polish_note"]
+
+
+def test_the_bar_moves_with_the_layouts_epochs_and_the_map_is_the_same():
+    """The layout runs its epochs in steps and reports each (the bar sat still for half the
+    map's time at 10k rows on one core, and the ETA was off by 2.5x): the positions are those
+    of one uninterrupted run, the fractions grow to 1, and the layout's span of the map's
+    scale starts where the work before it ends (about half of a 10k map, all rows fitted)."""
+    from aflite_core.measures import _umap_layout
+
+    X, _ = _clusters(1200, seed=4)
+    events = []
+    frame = project(X, random_state=0, callback=events.append)
+    quiet = project(X, random_state=0)
+    assert frame[["x", "y"]].to_numpy().tobytes() == quiet[["x", "y"]].to_numpy().tobytes()
+    laying = [e for e in events if e["message"].startswith("laying out 1,200 rows: epoch")]
+    assert len(laying) == _umap_layout.LAYOUT_STEPS
+    fractions = [e["fraction"] for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert laying[-1]["message"].endswith(f"of {fit_epochs(1200)}")
+    marks = projection._phase_marks(10_000, 10_000, fit_epochs(10_000), False)
+    assert 0.4 < marks[0] < 0.6 and marks[1] == marks[2] == 1.0
+    # 100k rows fitted on 20k: the placement about half the map, the polish the end
+    laid, placed, polish = projection._phase_marks(100_000, 20_000, 80, True)
+    assert 0.1 < laid < placed < polish < 1 and 0.35 < placed - laid < 0.55
