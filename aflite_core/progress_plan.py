@@ -154,9 +154,12 @@ def beside_seconds(beside: float, others: float, n_rows: int = 100_000, *,
 #: 1.0, 1.57, 1.45, 1.47, 1.31, 1.51, measured earlier the same day) planned the
 #: representation and AFLite too fast on one core and PVI too slow: the ETA on one core at
 #: 300k rows was off by 1.95x. The slices, the writes and the small stages gain nothing from
-#: the second core.
+#: the second core. The cues' share is their first audit's (the tagging pool, one process a
+#: core): speed-ups 1.60, 1.83 and 1.23 at 10k, 100k and 300k rows (2026-11-30, cold tags)
+#: give 0.75, 0.91, 0.37; 0.6 (0.28 before, when the cold tagging was planned at 8 s per
+#: 100,000 rows: with it measured, 0.28 left the ETA on one core at 100k 1.57x).
 PARALLEL_SHARE: dict[str, float] = {
-    "representation": 0.38, "aflite": 0.57, "write": 0.0, "cues": 0.28, "slices": 0.0,
+    "representation": 0.38, "aflite": 0.57, "write": 0.0, "cues": 0.6, "slices": 0.0,
     "label_shift": 0.0, "datamap": 0.0, "report": 0.0, "knn": 0.91, "projection": 0.75,
     "baselines": 0.75, "label_issues": 0.70, "pvi": 0.49,
 }

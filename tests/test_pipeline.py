@@ -14,7 +14,7 @@ import pytest
 
 from aflite_core._validation import available_cores
 from aflite_core.io.datasets import load_dataset
-from aflite_core.measures.cues import COLD_TAGGING_PER_100K
+from aflite_core.measures.cues import cold_tagging_seconds
 from aflite_core.pipeline import AuditCancelled, AuditConfig, run_audit
 from aflite_core.report.compare import compare_runs
 from aflite_core.runs.exports import export_run
@@ -391,7 +391,8 @@ def test_each_stage_fills_its_expected_share_of_the_bar(audited):
     cold = spans != _stage_spans(dataset, AuditConfig(**FAST, measures=("cues", "knn")))
     expected = progress_plan.expected_seconds(
         [("knn", registry_cost("knn", n)),
-         ("cues", registry_cost("cues", n) + (COLD_TAGGING_PER_100K if cold else 0.0))], n)
+         ("cues", registry_cost("cues", n)
+          + (cold_tagging_seconds(n) * 100_000 / n if cold else 0.0))], n)
     cores = available_cores()
     expected = {name: value * progress_plan.core_factor(name, cores)
                 for name, value in expected.items()}

@@ -6,6 +6,7 @@ the two scopes of a run and turns ``cues.parquet`` back into a before/after tabl
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from aflite_core.chart_style import SET_COLORS, chart_text
@@ -46,26 +47,51 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                          info={"n_rows": int(len(table)), "attrs": dict(table.attrs)})
 
 
-#: Seconds per 100,000 rows (two cores) that tagging the hypotheses adds when the annotation
-#: cache does not hold them (a first audit of a dataset): the part-of-speech tagger, the
-#: named-entity chunker and the spelling check on every distinct text, and NLTK's import.
-#: Measured with a cache of its own for each run (``benchmarks/bench_cores.py``, 2026-11-29):
-#: the cues took 7.5-11.2 s at 100,000 rows on two cores (in turn / beside the map) against
-#: 0.75 s with their tags cached; 8.0 keeps the cues' span of the bar in step with the other
-#: stages' (10.4, their time beside the map, gave the ETA 1.44-1.51x after the cues, 8.0 1.32x).
-COLD_TAGGING_PER_100K = 8.0
+#: Seconds (two cores) that tagging the hypotheses adds when the annotation cache does not
+#: hold them (a first audit of a dataset), at the sizes measured: the part-of-speech tagger,
+#: the named-entity chunker and the spelling check on every distinct text, NLTK's import and
+#: the tagging pool's start. ``benchmarks/bench_cues.py`` (a fresh cache each run,
+#: 2026-11-30): the seven families took 1.19 / 1.93 / 4.57 / 9.22 / 21.56 s at 10k / 30k /
+#: 100k / 300k / 1M rows against 0.03 / 0.06 / 0.14 / 0.31 / 1.01 s with their tags cached.
+#: One rate of 8.0 s per 100,000 rows (fitted at 100k) planned 24 s of tagging at 300k rows
+#: where the whole cue stage took 10.1 s: the ETA at the cues' start was 1.54x the time left
+#: (``bench_cores.py --rows 300000 --cores 1,2``).
+COLD_TAGGING_SECONDS = ((10_000, 1.16), (30_000, 1.87), (100_000, 4.43), (300_000, 8.91),
+                        (1_000_000, 20.55))
+
+
+def cold_tagging_seconds(n_rows: int) -> float:
+    """The seconds tagging ``n_rows`` rows' hypotheses adds to a first audit (two cores):
+    :data:`COLD_TAGGING_SECONDS` interpolated, in proportion below its first size, along its
+    last slope beyond its last.
+
+    Examples
+    --------
+    >>> cold_tagging_seconds(100_000), round(cold_tagging_seconds(2_000_000), 2)
+    (4.43, 37.18)
+    """
+    n = max(int(n_rows), 0)
+    sizes = [size for size, _ in COLD_TAGGING_SECONDS]
+    seconds = [value for _, value in COLD_TAGGING_SECONDS]
+    if n <= sizes[-1]:
+        return float(np.interp(n, [0, *sizes], [0.0, *seconds]))
+    slope = (seconds[-1] - seconds[-2]) / (sizes[-1] - sizes[-2])
+    return seconds[-1] + slope * (n - sizes[-1])
 
 
 def _cold_cost(dataset, params) -> float:
-    """:data:`COLD_TAGGING_PER_100K`, or 0 when the annotation cache holds the tags of the
-    texts :func:`compute` reads (:func:`aflite_core.cues.tags_cached`); the measure has no
-    options, so ``params`` changes nothing."""
+    """:func:`cold_tagging_seconds` in the registry's unit (seconds per 100,000 rows), or 0
+    when the annotation cache holds the tags of the texts :func:`compute` reads
+    (:func:`aflite_core.cues.tags_cached`); the measure has no options, so ``params``
+    changes nothing."""
     from aflite_core.cues import tags_cached  # lazy: the cue modules load with the measure
 
     # compute's cue tables read the hypotheses (text="hypothesis"); hashed a slice at a time
     # (no list of every row's text: 500 MB at 5M rows)
-    cached = tags_cached(dataset.hypothesis_texts(), None)
-    return 0.0 if cached else COLD_TAGGING_PER_100K
+    if tags_cached(dataset.hypothesis_texts(), None):
+        return 0.0
+    n = max(int(dataset.included_mask.sum()), 1)
+    return cold_tagging_seconds(n) * 100_000 / n
 
 
 def before_after(cues: pd.DataFrame) -> pd.DataFrame:

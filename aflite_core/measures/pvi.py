@@ -262,6 +262,29 @@ def row_columns(run) -> pd.DataFrame:
     return table.set_index("row_id")[["pvi"]].round(4).rename(columns={"pvi": COLUMN})
 
 
+#: Seconds per 100k rows above 100,000 rows (3 folds), at the sizes measured: the folds'
+#: Newton-CG fits need more iterations on more rows, so the rate grows with the rows
+#: (``bench_cores.py --rows 300000``, 2026-11-30: 5.0-5.3 s; ``bench_pipeline.py``,
+#: 2026-11-29: 30.6 s at 1M, 76 s at 2M, 475.6 s at 5M). A flat 3.7 planned 11 s at 300k:
+#: the ETA at PVI's start was 1.66x the time left once the cues were planned right.
+RATE_PER_100K = ((100_000, 1.5), (300_000, 1.75), (1_000_000, 3.06), (2_000_000, 3.8),
+                 (5_000_000, 9.5))
+
+
+def _cost(n: int) -> float:
+    """Seconds per 100k rows: 2.4 up to 100,000 rows (5 folds; 0.24 s at 10k and 2.4 s at
+    100k, ``bench_pipeline.py``, 2026-11-26), then :data:`RATE_PER_100K` interpolated (the
+    last slope beyond 5M rows)."""
+    if n <= 100_000:
+        return 2.4
+    sizes = [size for size, _ in RATE_PER_100K]
+    rates = [rate for _, rate in RATE_PER_100K]
+    if n <= sizes[-1]:
+        return float(np.interp(n, sizes, rates))
+    slope = (rates[-1] - rates[-2]) / (sizes[-1] - sizes[-2])
+    return rates[-1] + slope * (n - sizes[-1])
+
+
 MEASURE = Measure(
     name="pvi",
     label="Hypothesis-only PVI",
@@ -274,10 +297,7 @@ MEASURE = Measure(
     tables=tables,
     exports={"pvi": FILE},
     order=45,
-    # seconds per 100k rows, every fold fitted from zero by Newton-CG, the folds side by side
-    # (bench_pipeline.py, 2026-11-26 12:00 UTC): 0.24 s at 10k, 2.4 s at 100k (5 folds),
-    # 37.1 s at 1M (3 folds of all rows; Newton-CG needs more iterations on more rows)
-    cost=lambda n: 2.4 if n <= 100_000 else 3.7,
+    cost=lambda n: _cost(n),
     row_columns=row_columns,
     options=(
         Option("n_splits", "PVI folds", lambda n: 5 if n <= 100_000 else 3,
