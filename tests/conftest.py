@@ -61,6 +61,7 @@ FORKSERVER_PRELOAD = [
     "aflite_core.represent._partitioned_tfidf", "aflite_core.represent._fold_pool",
     "aflite_core.measures.knn", "aflite_core.measures.pvi", "aflite_core.measures.slices",
     "aflite_core.measures._slices_on_workers", "aflite_core.measures.projection",
+    "aflite_core.measures._map_reduction", "aflite_core.represent._row_products",
     "aflite_core.measures._umap_layout", "aflite_core.measures.label_issues",
     "aflite_core.cues.count_tables", "aflite_core.cues.resources", "aflite_core.io._text_columns",
 ]

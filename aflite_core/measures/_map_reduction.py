@@ -60,7 +60,7 @@ def pca_start(Xs: np.ndarray) -> np.ndarray:
 
 
 def reduction_of(Xs: np.ndarray, n_dims: int | None, random_state: int | None
-               ) -> tuple[np.ndarray, np.ndarray] | None:
+                 ) -> tuple[np.ndarray, np.ndarray] | None:
     """The sample's mean and top ``n_dims`` principal directions (transposed), float32, the
     unit rows are reduced with; None when there is nothing to reduce (``n_dims`` unset, or
     not below the columns or the sample's rows)."""
@@ -78,8 +78,8 @@ def reduction_of(Xs: np.ndarray, n_dims: int | None, random_state: int | None
 
 
 def unit_reduced(rows: np.ndarray, reduction: tuple[np.ndarray, np.ndarray] | None,
-                  positions: np.ndarray) -> np.ndarray:
-    """The rows of Φ at ``positions`` (increasing) as :func:`_reduce` gives them (unit
+                 positions: np.ndarray) -> np.ndarray:
+    """The rows of Φ at ``positions`` (increasing) as :func:`reduce_unit_rows` gives them (unit
     length, reduced, unit length again): row by row the same bits as in the whole matrix."""
     if reduction is None:
         return l2_normalize(rows)
@@ -87,7 +87,7 @@ def unit_reduced(rows: np.ndarray, reduction: tuple[np.ndarray, np.ndarray] | No
 
 
 def reduce_unit_rows(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
-            random_state: int | None) -> np.ndarray:
+                     random_state: int | None) -> np.ndarray:
     """Project the unit rows of ``X`` on the top ``n_dims`` principal directions of ``Xs``
     (the sample's unit rows), re-normalised. ``X``'s rows are normalised a chunk at a time
     as they are projected (the same rows, bit for bit, as normalising all of them first)."""
@@ -109,7 +109,7 @@ def reduce_unit_rows(X: np.ndarray, Xs: np.ndarray, n_dims: int | None,
 
 
 def reduced_rows(rows: np.ndarray, mean: np.ndarray, axes_t: np.ndarray, *,
-                  positions: np.ndarray) -> np.ndarray:
+                 positions: np.ndarray) -> np.ndarray:
     """The rows of Φ at ``positions`` made unit-length, centred on the sample's mean and
     projected on its principal directions: row by row the same bits whatever the chunk or
     selection (a row's norm involves that row alone, and its product with the directions is
@@ -118,7 +118,7 @@ def reduced_rows(rows: np.ndarray, mean: np.ndarray, axes_t: np.ndarray, *,
 
 
 def reduced_chunk(rows: np.ndarray, start: int, mean: np.ndarray, axes_t: np.ndarray
-                   ) -> np.ndarray:
+                  ) -> np.ndarray:
     """:func:`reduced_rows` of Φ's rows ``start ..`` (a chunk, here or where its rows are)."""
     return reduced_rows(rows, mean, axes_t,
-                         positions=np.arange(start, start + len(rows), dtype=np.int64))
+                        positions=np.arange(start, start + len(rows), dtype=np.int64))
