@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
+
 __all__ = ["BESIDE_SHARE", "DEFAULT_PARALLEL_SHARE", "FIXED_SECONDS", "MEASURED_SECONDS",
-           "PARALLEL_SHARE", "beside_seconds", "core_factor", "expected_seconds",
+           "PARALLEL_SHARE", "along_points", "beside_seconds", "core_factor", "expected_seconds",
            "stage_per_100k", "stage_spans"]
 
 #: Seconds of the stages outside the measures on two cores at three sizes:
@@ -80,6 +82,24 @@ def stage_per_100k(stage: str, n_rows: int) -> float:
     slope = (seconds[k] - seconds[k - 1]) / (sizes[k] - sizes[k - 1])
     total = seconds[k - 1] + slope * (n - sizes[k - 1])
     return max(total - fixed, 0.0) * 100_000 / n
+
+
+def along_points(points: tuple[tuple[int, float], ...], n: int) -> float:
+    """The value at ``n`` of the line through measured ``(size, value)`` points (increasing
+    sizes): linear between them, the first value below the first size, along the last two
+    beyond the last (a measure's seconds at the sizes it was timed at).
+
+    Examples
+    --------
+    >>> along_points(((0, 0.0), (10, 1.0), (20, 3.0)), 15), along_points(((10, 1.0), (20, 3.0)), 30)
+    (2.0, 5.0)
+    """
+    sizes = [size for size, _ in points]
+    values = [value for _, value in points]
+    if n <= sizes[-1]:
+        return float(np.interp(n, sizes, values))
+    slope = (values[-1] - values[-2]) / (sizes[-1] - sizes[-2])
+    return values[-1] + slope * (n - sizes[-1])
 
 
 def expected_seconds(stages: Iterable[tuple[str, float]], n_rows: int) -> dict[str, float]:

@@ -6,11 +6,11 @@ the two scopes of a run and turns ``cues.parquet`` back into a before/after tabl
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from aflite_core.chart_style import SET_COLORS, chart_text
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult
+from aflite_core.progress_plan import along_points
 from aflite_core.represent import cluster_workers, dask_folds, map_streamed
 
 #: The run-folder file: the cue table with a leading ``scope`` column (full | retained).
@@ -70,13 +70,7 @@ def cold_tagging_seconds(n_rows: int) -> float:
     >>> cold_tagging_seconds(100_000), round(cold_tagging_seconds(2_000_000), 2)
     (4.43, 37.18)
     """
-    n = max(int(n_rows), 0)
-    sizes = [size for size, _ in COLD_TAGGING_SECONDS]
-    seconds = [value for _, value in COLD_TAGGING_SECONDS]
-    if n <= sizes[-1]:
-        return float(np.interp(n, [0, *sizes], [0.0, *seconds]))
-    slope = (seconds[-1] - seconds[-2]) / (sizes[-1] - sizes[-2])
-    return seconds[-1] + slope * (n - sizes[-1])
+    return along_points(((0, 0.0), *COLD_TAGGING_SECONDS), max(int(n_rows), 0))
 
 
 def _cold_cost(dataset, params) -> float:

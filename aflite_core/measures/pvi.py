@@ -32,6 +32,7 @@ import pandas as pd
 from aflite_core._validation import check_callback, check_int
 from aflite_core.io import str_codes
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.progress_plan import along_points
 from aflite_core.represent import (
     counts_evaluator,
     dask_folds,
@@ -275,14 +276,7 @@ def _cost(n: int) -> float:
     """Seconds per 100k rows: 2.4 up to 100,000 rows (5 folds; 0.24 s at 10k and 2.4 s at
     100k, ``bench_pipeline.py``, 2026-11-26), then :data:`RATE_PER_100K` interpolated (the
     last slope beyond 5M rows)."""
-    if n <= 100_000:
-        return 2.4
-    sizes = [size for size, _ in RATE_PER_100K]
-    rates = [rate for _, rate in RATE_PER_100K]
-    if n <= sizes[-1]:
-        return float(np.interp(n, sizes, rates))
-    slope = (rates[-1] - rates[-2]) / (sizes[-1] - sizes[-2])
-    return rates[-1] + slope * (n - sizes[-1])
+    return 2.4 if n <= 100_000 else along_points(RATE_PER_100K, n)
 
 
 MEASURE = Measure(
