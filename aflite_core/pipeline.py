@@ -46,7 +46,7 @@ from aflite_core.filter import FilterPlan, filter_units, plan_filter, select_row
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, short_repr, str_codes
 from aflite_core.measure_runs import Progress as _Progress
-from aflite_core.measure_runs import beside_measures, run_measures
+from aflite_core.measure_runs import ahead_measures, beside_measures, run_measures, work_ahead
 from aflite_core.measures import registry
 from aflite_core.represent import is_partitioned, on_cluster, phi_folder_for, phi_on_disk
 from aflite_core.runs import (
@@ -228,9 +228,12 @@ def run_audit(
     timings: dict[str, float] = {}
     start_all = time.perf_counter()
     replace = overwrite and not generated
+    chosen = [m for m in registry.measures() if m.name in config.measures]
     with _fewer_collections(int(dataset.included_mask.sum())), \
             RunWriter(runs_root, name, overwrite=replace, unique=generated) as writer, \
-            audit_client(config) as client:
+            audit_client(config) as client, \
+            work_ahead(chosen, dataset, config.measure_params, cores=available_cores(),
+                       local=client is None):
         # the first event names the temporary folder: a supervisor whose worker process is
         # killed removes it (a worker that stops normally removes it itself)
         progress.step("representation", f"building the {config.representation} "
@@ -241,7 +244,11 @@ def run_audit(
         rep, filtered, target, shared = _represent_and_filter(dataset, on_client, progress,
                                                               timings, writer.tmp)
         _write_rows(writer, dataset, shared["scores"], progress, timings, rep)
-        measures = _run_measures(writer, shared, config, progress, timings, client)
+        # each chosen measure, its progress span weighted by its cost; those declared beside
+        # on a thread of their own; with a client, the others' fold fits on its workers
+        measures = run_measures(chosen, writer, shared, random_state=config.random_state,
+                                params=config.measure_params, progress=progress,
+                                timings=timings, client=client)
         if is_partitioned(rep.X):  # the workers may free Φ's rows now (or its file goes)
             if on_cluster(rep.X):
                 rep.params["whole_gathers"] = rep.X.whole_gathers
@@ -375,11 +382,15 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
               for name in ("representation", "aflite", "write")]
     chosen = [m for m in registry.measures() if m.name in config.measures]
     beside = [m.name for m in beside_measures(chosen, n_rows)]
+    ahead = {m.name for m in ahead_measures(chosen, n_rows, cores=cores, local=local)}
     # the measures run beside the others fill the last span: their progress adds to the bar
-    # (aflite_core.measure_runs), and it is theirs alone once the others are done
-    stages += [(m.name, m.expected_cost(n_rows, config.measure_params.get(m.name),
-                                        dataset=dataset if local else None))
+    # (aflite_core.measure_runs), and it is theirs alone once the others are done; what is
+    # done ahead (cold caches) is the front stages' (progress_plan.with_ahead)
+    costs = {m.name: [m.expected_cost(n_rows, config.measure_params.get(m.name), dataset=d)
+                      for d in (None, dataset if local else None)] for m in chosen}
+    stages += [(m.name, costs[m.name][m.name not in ahead])
                for m in sorted(chosen, key=lambda m: m.name in beside)]
+    stages = progress_plan.with_ahead(stages, sum(costs[n][1] - costs[n][0] for n in ahead))
     if config.report:
         stages.append(("report", progress_plan.stage_per_100k("report", n_rows)))
     seconds = {name: value * progress_plan.core_factor(name, cores) for name, value
@@ -391,17 +402,6 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
                  if own > 0 else 1.0)
         seconds.update({name: seconds[name] * scale for name in beside})
     return progress_plan.stage_spans(seconds)
-
-
-def _run_measures(writer: RunWriter, shared: dict, config: AuditConfig, progress: _Progress,
-                  timings: dict, client: Any = None) -> dict[str, dict]:
-    """Each chosen measure, its progress span weighted by its cost; those declared ``beside``
-    on a thread of their own beside the others (:func:`aflite_core.measure_runs.run_measures`);
-    with a Dask ``client``, the fold fits of the others as tasks on its workers."""
-    chosen = [m for m in registry.measures() if m.name in config.measures]
-    return run_measures(chosen, writer, shared, random_state=config.random_state,
-                        params=config.measure_params, progress=progress, timings=timings,
-                        client=client)
 
 
 #: The collector's thresholds during an audit (CPython's default: 700, 10, 10). An audit

@@ -11,6 +11,7 @@ from aflite_core.faces import lazy_face
 #: Public name -> the module of this package that defines it.
 _FACE = {
     "BUNDLED_DATA": "resources",
+    "annotate_ahead": "_annotations_ahead",
     "DEFAULT_SORT": "statistics",
     "DOWNLOAD_COMMAND": "resources",
     "FAMILIES": "linguistic",

@@ -203,6 +203,18 @@ def _lexicon(texts: Sequence[str], cache_dir: Path | None) -> _Lexicon:
     return _Lexicon(counts, vocab, codes, texts_hash)
 
 
+def count_tokens_cached(texts: Sequence[str], cache_dir: Path | None) -> str:
+    """Make (or find) in ``cache_dir`` the token counts of ``texts`` that the word, negation
+    and overlap families read, and return the texts' hash (the cache entries' key part).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> len(count_tokens_cached(["a dog runs", "a cat"], Path(tempfile.mkdtemp())))
+    64
+    """
+    return _lexicon(texts, cache_dir).texts_hash
+
 # --------------------------------------------------------------------------------------
 # families
 # --------------------------------------------------------------------------------------
@@ -431,7 +443,7 @@ def extract_features(
 
     Notes
     -----
-    One extraction at a time per process (:data:`_EXTRACT_LOCK`): NLTK's corpus readers are
+    One extraction at a time per process (:data:`EXTRACT_LOCK`): NLTK's corpus readers are
     not thread-safe (two threads reading the bundled opinion lexicon's zip at once end in
     ``AttributeError: 'NoneType' object has no attribute 'close'`` inside ``nltk.data``), as
     when the cue map-reduce's chunks run on the threads of one Dask worker. The extraction is
@@ -448,12 +460,12 @@ def extract_with_annotations(hypotheses: Sequence[str], premises: Sequence[str] 
     """:func:`extract_features`, and the tagging annotations it made, per side
     (``{side: {"tense": ..., "ner": ..., "typo": ...}}``, one value per example; empty when
     no tagged family ran)."""
-    with _EXTRACT_LOCK:
+    with EXTRACT_LOCK:
         return _extract_features(hypotheses, premises, **options)
 
 
 #: Held by :func:`extract_features` (see its notes).
-_EXTRACT_LOCK = threading.Lock()
+EXTRACT_LOCK = threading.Lock()
 
 
 def _extract_features(hypotheses: Sequence[str], premises: Sequence[str] | None, *,
@@ -464,7 +476,7 @@ def _extract_features(hypotheses: Sequence[str], premises: Sequence[str] | None,
     hyps = _check_texts("hypotheses", hypotheses, None)
     assert hyps is not None
     prems = _check_texts("premises", premises, len(hyps))
-    families = _check_families(features)
+    families = check_families(features)
     check_choice("text", text, ("hypothesis", "premise", "both"))
     if text != "hypothesis" and prems is None:
         raise ValueError(f"text={text!r} needs premises, but none were given")
@@ -478,7 +490,7 @@ def _extract_features(hypotheses: Sequence[str], premises: Sequence[str] | None,
     annotations = _Annotations(
         {"hypothesis": hyps, "premise": prems},
         sides=["hypothesis", "premise"] if text == "both" else [text],
-        cache_dir=_cache_folder(cache, cache_dir),
+        cache_dir=cache_folder(cache, cache_dir),
         n_jobs=_resolve_n_jobs(n_jobs),
     )
 
@@ -511,7 +523,7 @@ def _extract_features(hypotheses: Sequence[str], premises: Sequence[str] | None,
     ), dict(annotations.tagged_sides)
 
 
-def _cache_folder(cache: bool, cache_dir: str | os.PathLike | None) -> Path | None:
+def cache_folder(cache: bool, cache_dir: str | os.PathLike | None) -> Path | None:
     """The annotation cache folder, or None when caching is off."""
     if not cache:
         return None
@@ -545,9 +557,9 @@ def tags_cached(hypotheses: Sequence[str], premises: Sequence[str] | None, *,
     """
     from importlib import metadata  # lazy: only the progress plan asks
 
-    if not set(_check_families(features)) & set(TAGGED_FAMILIES):
+    if not set(check_families(features)) & set(TAGGED_FAMILIES):
         return True
-    folder = _cache_folder(cache, cache_dir)
+    folder = cache_folder(cache, cache_dir)
     if folder is None:
         return False
     sides = {"hypothesis": hypotheses, "premise": premises}
@@ -734,7 +746,7 @@ def _or_sides(codes: list[np.ndarray], n_values: int) -> sp.csr_matrix:
     return total
 
 
-def _check_families(features: Iterable[str]) -> list[str]:
+def check_families(features: Iterable[str]) -> list[str]:
     if isinstance(features, str):
         features = [f.strip() for f in features.split(",") if f.strip()]
     chosen = list(dict.fromkeys(features))

@@ -388,6 +388,13 @@ class Measure:
         when they ran before it (lower ``order``) and succeeded (the data map reads
         ``label_issues.parquet``); the audit keeps only these tables in memory. A measure's
         results depend on no other measure's but these.
+    ahead : callable, optional
+        ``ahead(dataset, params, stop)``: work on the loaded data alone that the measure's
+        ``compute`` would do first, started beside Φ and the filter (whose cores they leave
+        idle) and kept where ``compute`` finds it (an on-disk cache), so that ``compute``
+        returns the same results whether it ran or not; it returns when ``stop``
+        (a :class:`threading.Event`) is set (:func:`aflite_core.measure_runs.work_ahead`).
+        The cue measure tags its texts ahead.
     """
 
     name: str
@@ -407,6 +414,7 @@ class Measure:
     figures: Callable[[Any], list[Any]] | None = None
     beside: bool = False
     reads: tuple[str, ...] = ()
+    ahead: Callable[[Any, Mapping[str, Any], Any], None] | None = None
 
     def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None, *,
                       dataset: Any = None) -> float:

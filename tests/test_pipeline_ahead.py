@@ -1,0 +1,170 @@
+"""Work a measure does ahead (``Measure.ahead``): the cue measure's token counts and tagging
+start in a child process once the data is loaded, beside Φ and the filter. The extraction
+then reads them from the cache: the same tables bit for bit, tagged once; a stopped or
+cancelled audit leaves no child and no tags behind (aflite_core.measure_runs.work_ahead,
+aflite_core.cues.annotate_ahead)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from aflite_core import measure_runs, pipeline
+from aflite_core.cues import _tagging, annotate_ahead, extract_features, tags_cached
+from aflite_core.io.datasets import load_dataset
+from aflite_core.measures import registry
+from aflite_core.pipeline import AuditCancelled, AuditConfig, _stage_spans, run_audit
+from aflite_core.runs.folder import load_run
+
+CONFIG = {"representation_params": {"n_components": 16}, "n_partitions": 8,
+          "measures": ("cues",), "report": False}
+
+
+@pytest.fixture(scope="module")
+def snli_1200(snli_dir, tmp_path_factory) -> Path:
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:1200]
+    path = tmp_path_factory.mktemp("ahead") / "snli_1200.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _no_tagging_here(monkeypatch) -> None:
+    """Tagging in this process fails: what passes read its tags from the cache (the child
+    process the work ahead runs in is spawned, so it does not see this patch)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("tagged in the audit's process")
+
+    monkeypatch.setattr(_tagging, "_tag_unique", refuse)
+
+
+def test_the_extraction_reads_what_was_annotated_ahead(snli_dir, tmp_path, monkeypatch):
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False, nrows=400)
+    hyps, prems = list(frame["hypothesis"]), list(frame["premise"])
+    expected = extract_features(hyps, prems, cache_dir=tmp_path / "plain", n_jobs=1)
+
+    folder = tmp_path / "ahead"
+    assert not tags_cached(hyps, prems, cache_dir=folder)
+    assert annotate_ahead(hyps, prems, cache_dir=folder)
+    assert tags_cached(hyps, prems, cache_dir=folder)
+    # the token counts of both sides (the overlap family reads the premises) and the tags
+    assert sorted(p.name.split("-")[0] for p in folder.glob("*.npz")) == [
+        "tagged", "tokens", "tokens"]
+    _no_tagging_here(monkeypatch)
+    got = extract_features(hyps, prems, cache_dir=folder, n_jobs=1)
+    assert (got.X != expected.X).nnz == 0 and got.X.shape == expected.X.shape
+    assert np.array_equal(got.feature, expected.feature)
+    assert np.array_equal(got.feature_type, expected.feature_type)
+    assert annotate_ahead(hyps, prems, cache_dir=folder)  # found there: True at once
+
+
+def test_annotating_ahead_asked_to_stop_saves_no_tags(snli_dir, tmp_path):
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False, nrows=50)
+    hyps = list(frame["hypothesis"])
+    stop = threading.Event()
+    stop.set()
+    assert not annotate_ahead(hyps, None, cache_dir=tmp_path, stop=stop)
+    assert not tags_cached(hyps, None, cache_dir=tmp_path)
+    assert not multiprocessing.active_children()
+
+
+def _two_cores(monkeypatch) -> None:
+    """The audit plans and runs as on two cores, whatever the test worker's count, and does
+    work ahead on these few rows (from ``AHEAD_MIN_ROWS`` by default)."""
+    monkeypatch.setattr(pipeline, "available_cores", lambda: 2)
+    monkeypatch.setattr(measure_runs, "AHEAD_MIN_ROWS", 0)
+
+
+def test_an_audit_annotating_ahead_writes_the_same_cue_table(snli_1200, tmp_path,
+                                                            monkeypatch):
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache_in_turn"))
+    monkeypatch.setattr(pipeline, "available_cores", lambda: 1)  # nothing ahead
+    in_turn = load_run(run_audit(load_dataset(snli_1200), AuditConfig(**CONFIG),
+                                 runs_root=tmp_path / "in_turn"))
+
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache_ahead"))
+    _two_cores(monkeypatch)
+    _no_tagging_here(monkeypatch)
+    events: list[dict] = []
+    ahead = load_run(run_audit(load_dataset(snli_1200), AuditConfig(**CONFIG),
+                               runs_root=tmp_path / "ahead", callback=events.append))
+    assert ahead.measures["cues"]["status"] == "ok", ahead.measures["cues"]
+    pd.testing.assert_frame_equal(ahead.read_parquet("cues.parquet"),
+                                  in_turn.read_parquet("cues.parquet"), check_exact=True)
+    assert not multiprocessing.active_children()
+    fractions = [e["fraction"] for e in events]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+
+
+def test_the_plan_moves_the_work_done_ahead_to_the_stages_before_the_measures(
+        snli_1200, tmp_path, monkeypatch):
+    """Cold cue tags on two cores: without work ahead the cue stage plans its tagging; with
+    it, the stages before the measures plan a share of the tagging and the cue stage none
+    of it."""
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cold"))
+    dataset, config = load_dataset(snli_1200), AuditConfig(**CONFIG).validate()
+    _two_cores(monkeypatch)
+    ahead = _stage_spans(dataset, config)
+    monkeypatch.setattr(measure_runs, "AHEAD_MIN_ROWS", 10**9)
+    in_measure = _stage_spans(dataset, config)
+
+    def width(spans, stage):
+        return spans[stage][1] - spans[stage][0]
+
+    cues = registry.get("cues")
+    cold = cues.expected_cost(1200, dataset=dataset) - cues.expected_cost(1200)
+    assert cold > 0  # a first audit of these texts
+    for spans in (ahead, in_measure):
+        assert list(spans) == ["representation", "aflite", "write", "cues"]
+    share = {name: width(ahead, name) / width(in_measure, name) for name in ahead}
+    assert share["cues"] < 1 < min(share["representation"], share["aflite"], share["write"])
+
+
+def test_cancelling_before_the_measures_stops_the_work_ahead(snli_1200, tmp_path,
+                                                             monkeypatch):
+    """Cancelled at the audit's first event (the child just started, still loading): the
+    audit waits for the child to stop, which saves no tags, and leaves nothing."""
+    from aflite_core.cues import _annotations_ahead
+
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
+    _two_cores(monkeypatch)
+    spawned = []
+    get_context = multiprocessing.get_context
+
+    def recording(method):
+        context = get_context(method)
+
+        class Process(context.Process):
+            def start(self):
+                spawned.append(self.name)
+                super().start()
+
+        return type("Recording", (), {"Process": Process, "Event": context.Event})()
+
+    monkeypatch.setattr(_annotations_ahead.multiprocessing, "get_context", recording)
+    root = tmp_path / "runs"
+    with pytest.raises(AuditCancelled, match="cancelled during representation"):
+        run_audit(load_dataset(snli_1200), AuditConfig(**CONFIG), runs_root=root,
+                  callback=lambda event: True)
+    assert spawned == ["aflite-annotate-ahead"]
+    assert not multiprocessing.active_children()
+    assert not root.exists()
+    assert not list((tmp_path / "cache").glob("tagged-*.npz"))
+
+
+def test_nothing_is_done_ahead_on_one_core_on_dask_or_outside_its_rows():
+    cues = registry.get("cues")
+    assert cues.ahead is not None
+    n = measure_runs.AHEAD_MIN_ROWS
+    assert measure_runs.ahead_measures([cues], n, cores=2) == [cues]
+    assert measure_runs.ahead_measures([cues], n, cores=1) == []
+    assert measure_runs.ahead_measures([cues], n, cores=2, local=False) == []
+    low, top = measure_runs.AHEAD_MIN_ROWS, measure_runs.BESIDE_MAX_ROWS
+    assert measure_runs.ahead_measures([cues], low - 1, cores=2) == []
+    assert measure_runs.ahead_measures([cues], top + 1, cores=2) == []
+    others = [m for m in registry.measures() if m.name != "cues"]
+    assert measure_runs.ahead_measures(others, low, cores=8) == []
