@@ -744,8 +744,10 @@ MEASURE = Measure(
     files=("knn.parquet", "knn_examples.parquet"),
     order=20,
     # seconds per 100k rows (bench_pipeline.py): queries x training rows grow as n**2 up to
-    # the query cap (MAX_QUERIES, reached near 100k rows), then as the training rows
-    cost=lambda n: 6.0 * n / 100_000 if n <= 100_000 else 2.5 + 3.5 * 100_000 / n,
+    # the query cap (MAX_QUERIES, reached near 100k rows), then as the training rows; 4.3-4.6 s
+    # at 100k rows beside the map on two cores (2.25 s in turn; bench_cores.py, 2026-11-30;
+    # 6.0 s before, on the previous VM: the ETA on one core at 100k was 1.69x)
+    cost=lambda n: 4.5 * n / 100_000 if n <= 100_000 else 1.9 + 2.6 * 100_000 / n,
     tables=_knn_tables,
     figures=_knn_figures,
     exports={"knn": "knn.parquet"},

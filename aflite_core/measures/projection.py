@@ -189,8 +189,10 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
     polished = len(rest) > 0 and n <= POLISH_MAX_ROWS
     # each row's nearest fitted rows (the polish's buckets), filled as rows are placed
     nearest = np.empty((n, min(POLISH_BUCKETS, k)), dtype=np.int32) if polished else None
-    laid, placed_at, polish_at = _phase_marks(n, len(sample), epochs, polished)
-    placing = _span(callback, laid, placed_at)  # the placed chunks' progress: 0..1
+    laid, placed_from, polish_at = _phase_marks(n, len(sample), epochs, polished)
+    # the placed chunks' progress, 0..1, after the layout's span (the layout's is laid to
+    # placed_from; the placing's had been the same, so the bar stood still through it)
+    placing = _span(callback, placed_from, polish_at if polished else 1.0)
     if resident:  # the layout too is a task: numba and LLVM (0.13 GB) never load here
         _emit(callback, 0.05, f"laying out the {len(sample):,} fitted rows on a worker "
                               f"({epochs} epochs)")
@@ -233,7 +235,7 @@ def _umap(X: np.ndarray, *, n_neighbors: int, min_dist: float, sample_size: int,
                                               for start in starts}
             fitted = _umap_layout.layout(
                 graph, init, n_epochs=epochs, a=a, b=b, random_state=seed,
-                callback=_layout_progress(_span(callback, laid, placed_at if starts else 1.0),
+                callback=_layout_progress(_span(callback, laid, placed_from if starts else 1.0),
                                           len(sample), epochs))
         coords[sample] = fitted
         if on_cluster:
@@ -258,10 +260,12 @@ def _phase_marks(n: int, fitted: int, epochs: int, polished: bool
                  ) -> tuple[float, float, float]:
     """Where the map's phases end on its progress scale (0..1), in proportion to their
     seconds: the fitted rows' reduction, neighbours and graph; their layout; the other rows'
-    placement (the polish after it). One-core seconds of a 256-wide Φ (``project`` pinned to
-    one core, 2026-11-30): at 10k rows, all fitted, 0.87 s before the layout and 0.9 s of it
-    (the bar had sat at 0.15 for half the map's time); at 30k and 100k rows (20k fitted)
-    1.7-1.8 s, 2.0-3.5 s, then 0.45 s and 4.8 s placing, 0.1 s and 0.45 s polishing."""
+    placement (the polish after it). So the layout goes from the first mark to the second,
+    the placement from the second to the third. One-core seconds of a 256-wide Φ
+    (``project`` pinned to one core, 2026-11-30): at 10k rows, all fitted, 0.87 s before the
+    layout and 0.9 s of it (the bar had sat at 0.15 for half the map's time); at 30k and 100k
+    rows (20k fitted) 1.7-1.8 s, 2.0-3.5 s, then 0.45 s and 4.8 s placing, 0.1 s and 0.45 s
+    polishing."""
     before = 0.3 + 0.06 * fitted / 1_000
     layout = 0.9 * (fitted / 10_000) ** 2 * epochs / 80
     placing = 0.055 * (n - fitted) / 1_000

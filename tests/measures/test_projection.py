@@ -308,6 +308,24 @@ def test_the_bar_moves_with_the_layouts_epochs_and_the_map_is_the_same():
     assert laying[-1]["message"].endswith(f"of {fit_epochs(1200)}")
     marks = projection._phase_marks(10_000, 10_000, fit_epochs(10_000), False)
     assert 0.4 < marks[0] < 0.6 and marks[1] == marks[2] == 1.0
-    # 100k rows fitted on 20k: the placement about half the map, the polish the end
+    # 100k rows fitted on 20k: the layout and the placement about half the map between
+    # them, the polish the end
     laid, placed, polish = projection._phase_marks(100_000, 20_000, 80, True)
     assert 0.1 < laid < placed < polish < 1 and 0.35 < placed - laid < 0.55
+    assert 0.35 < polish - placed < 0.55
+
+
+def test_the_bar_moves_while_the_other_rows_are_placed(monkeypatch):
+    """Rows beyond the fitted sample are placed a chunk at a time, after the layout: each
+    chunk moves the bar, from the layout's end to the polish (the placement's span had been
+    the layout's, so the bar stood still while 80,000 rows were placed: the ETA on one core
+    at 100k rows was off by 1.5-1.7x at the map's end)."""
+    monkeypatch.setattr(projection, "TRANSFORM_CHUNK", 200)
+    X, _ = _clusters(1200, seed=4)
+    events = []
+    project(X, random_state=0, sample_size=400, callback=events.append)
+    placed = [e["fraction"] for e in events if e["message"].startswith("placed ")]
+    laid = max(e["fraction"] for e in events if e["message"].startswith("laying out"))
+    polish = next(e["fraction"] for e in events if e["message"].startswith("polishing"))
+    assert len(placed) == 4  # 800 rows, 200 a chunk
+    assert laid < placed[0] < placed[1] < placed[2] < placed[3] == polish
