@@ -41,8 +41,9 @@ from aflite_core.measures import Measure, MeasureContext, MeasureResult
 from aflite_core.represent import on_dask
 from aflite_core.runs import RunWriter
 
-__all__ = ["AHEAD_MIN_CORES", "AHEAD_MIN_ROWS", "BESIDE_MAX_ROWS", "EarlierTables", "Progress",
-           "ahead_measures", "beside_measures", "run_measure", "run_measures", "work_ahead"]
+__all__ = ["AHEAD_MAX_ROWS", "AHEAD_MIN_CORES", "AHEAD_MIN_ROWS", "BESIDE_MAX_ROWS",
+           "EarlierTables", "Progress", "ahead_measures", "beside_measures", "run_measure",
+           "run_measures", "work_ahead"]
 
 EventCallback = Callable[[dict], Any]
 
@@ -62,6 +63,13 @@ AHEAD_MIN_CORES = 2
 #: CLI audit): SNLI dev (9,842 rows) 5.45-5.52 s ahead against 5.22-5.37 s in the measure;
 #: 30,000 rows 10.33 s against 10.94 s; 100,000 rows 24.1 s against 27.4 s.
 AHEAD_MIN_ROWS = 20_000
+#: Audited rows up to which the work ahead starts: as far as it was measured. Its child
+#: process holds the texts, their token counts and tags (not the audit's process: its texts
+#: are sent a chunk at a time). ``bench_pipeline.py --sizes 1000000`` on two cores
+#: (2026-11-30): 137.1 s and a peak of 1,819 MB, against 154.8 s and 1,810 MB the day
+#: before; ``bench_cores.py --rows 300000 --cores 2``: 51.95 s and 1,164 MB against 54.74 s
+#: and 1,225 MB.
+AHEAD_MAX_ROWS = 1_000_000
 
 
 def ahead_measures(measures: Sequence[Measure], n_rows: int, *, cores: int,
@@ -69,10 +77,9 @@ def ahead_measures(measures: Sequence[Measure], n_rows: int, *, cores: int,
     """The measures of ``measures`` whose work ahead (``Measure.ahead``) :func:`work_ahead`
     starts in an audit of ``n_rows`` rows on ``cores`` cores: none on fewer than
     :data:`AHEAD_MIN_CORES` cores, on a Dask cluster (``local`` False: its workers tag their
-    own chunks), below :data:`AHEAD_MIN_ROWS` rows or above :data:`BESIDE_MAX_ROWS` (the
-    memory of the texts sent to the work ahead beside Φ's not measured there)."""
+    own chunks), below :data:`AHEAD_MIN_ROWS` rows or above :data:`AHEAD_MAX_ROWS`."""
     if (not local or cores < AHEAD_MIN_CORES
-            or not AHEAD_MIN_ROWS <= n_rows <= BESIDE_MAX_ROWS):
+            or not AHEAD_MIN_ROWS <= n_rows <= AHEAD_MAX_ROWS):
         return []
     return [m for m in measures if m.ahead is not None]
 

@@ -165,10 +165,11 @@ def beside_seconds(beside: float, others: float, n_rows: int = 100_000, *,
 FRONT_STAGES: tuple[str, ...] = ("representation", "aflite", "write")
 #: The share of the work measures do ahead (planned as their cold cost: the cue measure's
 #: first tagging) that :data:`FRONT_STAGES` take longer by, sharing the cores with it; the
-#: measure is planned without it. 100,000 rows on two cores (2026-11-30, ``/tmp`` script
-#: timing the CLI audit): Φ, AFLite and the writing 5.3 -> 6.6 s, the cue stage 7.6 ->
-#: 0.55 s, against 4.43 s of cold tagging planned.
-AHEAD_SHARE: float = 0.3
+#: measure is planned without it. Two cores, cold cue tags (2026-11-30, ``bench_cores.py``):
+#: Φ, AFLite and the writing 5.3 -> 6.8 s at 100,000 rows, 11.0 -> 14.8 s at 300,000,
+#: against 4.43 s and 8.91 s of cold tagging planned (the cue stage 7.6 -> 0.55 s and
+#: 9.0 -> 1.3 s). With 0.3 the ETA at 300k rows was 1.72x the time left in AFLite.
+AHEAD_SHARE: float = 0.45
 
 
 def with_ahead(stages: list[tuple[str, float]], ahead: float) -> list[tuple[str, float]]:
@@ -180,7 +181,7 @@ def with_ahead(stages: list[tuple[str, float]], ahead: float) -> list[tuple[str,
     --------
     >>> stages = with_ahead([("representation", 3.0), ("aflite", 1.0), ("cues", 1.0)], 4.0)
     >>> [(name, round(value, 6)) for name, value in stages]
-    [('representation', 3.9), ('aflite', 1.3), ('cues', 1.0)]
+    [('representation', 4.35), ('aflite', 1.45), ('cues', 1.0)]
     """
     front = sum(value for name, value in stages if name in FRONT_STAGES)
     if ahead <= 0 or front <= 0:

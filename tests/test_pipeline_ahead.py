@@ -143,7 +143,8 @@ def test_cancelling_before_the_measures_stops_the_work_ahead(snli_1200, tmp_path
                 spawned.append(self.name)
                 super().start()
 
-        return type("Recording", (), {"Process": Process, "Event": context.Event})()
+        return type("Recording", (), {"Process": Process, "Event": context.Event,
+                                      "Pipe": context.Pipe})()
 
     monkeypatch.setattr(_annotations_ahead.multiprocessing, "get_context", recording)
     root = tmp_path / "runs"
@@ -163,7 +164,7 @@ def test_nothing_is_done_ahead_on_one_core_on_dask_or_outside_its_rows():
     assert measure_runs.ahead_measures([cues], n, cores=2) == [cues]
     assert measure_runs.ahead_measures([cues], n, cores=1) == []
     assert measure_runs.ahead_measures([cues], n, cores=2, local=False) == []
-    low, top = measure_runs.AHEAD_MIN_ROWS, measure_runs.BESIDE_MAX_ROWS
+    low, top = measure_runs.AHEAD_MIN_ROWS, measure_runs.AHEAD_MAX_ROWS
     assert measure_runs.ahead_measures([cues], low - 1, cores=2) == []
     assert measure_runs.ahead_measures([cues], top + 1, cores=2) == []
     others = [m for m in registry.measures() if m.name != "cues"]

@@ -69,26 +69,57 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     given = {"hypothesis": hypotheses, "premise": premises}
     counted = set(read) | ({"hypothesis", "premise"} if "overlap" in families else set())
     tagged = set(read) if families & set(TAGGED_FAMILIES) else set()
-    sides = {side: list(given[side]) for side in ("hypothesis", "premise")
+    sides = {side: given[side] for side in ("hypothesis", "premise")
              if side in counted | tagged and given[side] is not None}
     context = multiprocessing.get_context("spawn")  # as the tagging's workers: thread-safe
     halt = context.Event()
+    receiving, sending = context.Pipe(duplex=False)
     with EXTRACT_LOCK:
         # not a daemon: a daemonic process may not start processes (nor may its caller's)
         child = context.Process(target=_annotate_in_child, name="aflite-annotate-ahead",
-                                args=(sides, sorted(tagged), str(folder), halt))
+                                args=(receiving, sorted(tagged), str(folder), halt))
         child.start()
+        receiving.close()
+        sent = _send_texts(sending, sides, stop)
         while child.exitcode is None:
             if stop is not None and stop.is_set():
                 halt.set()
             child.join(0.2)
-    return child.exitcode == 0 and tagged <= set(sides)
+    return sent and child.exitcode == 0 and tagged <= set(sides)
 
 
-def _annotate_in_child(sides: dict[str, list[str]], tagged: list[str], folder: str,
-                       halt: Any) -> None:
-    """:func:`annotate_ahead`'s child: each side's token counts, then the tags of the sides
-    ``tagged``, into the cache ``folder``; exit 0 when all are there."""
+#: Texts sent to :func:`annotate_ahead`'s child at a time: this process never holds a list of
+#: every row's texts for it (a lazy column, ``RowTexts``, makes them a chunk at a time).
+SEND_ROWS = 50_000
+
+
+def _send_texts(connection: Any, sides: dict[str, Sequence[str]],
+                stop: threading.Event | None) -> bool:
+    """Each side's texts to the child, :data:`SEND_ROWS` at a time, then ``None``; False
+    when ``stop`` was set first or the child is gone."""
+    try:
+        with connection:
+            for side, texts in sides.items():
+                for start in range(0, len(texts), SEND_ROWS):
+                    if stop is not None and stop.is_set():
+                        return False
+                    connection.send((side, list(texts[start:start + SEND_ROWS])))
+            connection.send(None)
+    except (BrokenPipeError, EOFError, OSError):  # the child failed: it says so by its exit
+        return False
+    return True
+
+
+def _annotate_in_child(connection: Any, tagged: list[str], folder: str, halt: Any) -> None:
+    """:func:`annotate_ahead`'s child: receive each side's texts, then make their token
+    counts and the tags of the sides ``tagged`` in the cache ``folder``; exit 0 when all are
+    there."""
+    sides: dict[str, list[str]] = {}
+    try:
+        while (message := connection.recv()) is not None:
+            sides.setdefault(message[0], []).extend(message[1])
+    except EOFError:  # the audit stopped sending: asked to stop
+        raise SystemExit(1) from None
     cache_dir = Path(folder)
     hashes = {}
     for side, texts in sides.items():

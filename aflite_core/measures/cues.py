@@ -95,7 +95,8 @@ def _annotate_ahead(dataset, params, stop) -> None:
     the measure has no options, so ``params`` changes nothing."""
     from aflite_core.cues import annotate_ahead  # lazy: the cue modules load with the measure
 
-    annotate_ahead(dataset.hypotheses(), dataset.premises(), stop=stop)
+    # lazy columns: sent to the child a chunk at a time, never a list of every row's text
+    annotate_ahead(dataset.hypothesis_texts(), dataset.premise_texts(), stop=stop)
 
 
 def before_after(cues: pd.DataFrame) -> pd.DataFrame:
