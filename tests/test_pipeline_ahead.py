@@ -1,12 +1,13 @@
 """Work a measure does ahead (``Measure.ahead``): the cue measure's token counts and tagging
 start in a child process once the data is loaded, beside Φ and the filter. The extraction
 then reads them from the cache: the same tables bit for bit, tagged once; a stopped or
-cancelled audit leaves no child and no tags behind (aflite_core.measure_runs.work_ahead,
-aflite_core.cues.annotate_ahead)."""
+cancelled audit waits for its child to stop and leaves no tags behind
+(aflite_core.measure_runs.work_ahead, aflite_core.cues.annotate_ahead)."""
 
 from __future__ import annotations
 
-import multiprocessing
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -69,7 +70,26 @@ def test_annotating_ahead_asked_to_stop_saves_no_tags(snli_dir, tmp_path):
     stop.set()
     assert not annotate_ahead(hyps, None, cache_dir=tmp_path, stop=stop)
     assert not tags_cached(hyps, None, cache_dir=tmp_path)
-    assert not multiprocessing.active_children()
+
+
+def test_a_script_without_a_main_guard_runs_once(tmp_path):
+    """The child is a plain interpreter running the cue module: a caller's script with no
+    ``if __name__ == "__main__"`` guard is not run again in it (a spawned multiprocessing
+    child would run it again, and a script that audits would audit twice)."""
+    script = tmp_path / "audit_script.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+        "from aflite_core.cues import annotate_ahead, tags_cached\n"
+        "print('top-level code ran', flush=True)\n"
+        f"texts = ['a dog runs', 'two cats sleep'] * 50\n"
+        f"print(annotate_ahead(texts, None, cache_dir={str(tmp_path / 'cache')!r}))\n"
+        f"print(tags_cached(texts, None, cache_dir={str(tmp_path / 'cache')!r}))\n",
+        encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["top-level", "code", "ran", "True", "True"]
 
 
 def _two_cores(monkeypatch) -> None:
@@ -95,7 +115,6 @@ def test_an_audit_annotating_ahead_writes_the_same_cue_table(snli_1200, tmp_path
     assert ahead.measures["cues"]["status"] == "ok", ahead.measures["cues"]
     pd.testing.assert_frame_equal(ahead.read_parquet("cues.parquet"),
                                   in_turn.read_parquet("cues.parquet"), check_exact=True)
-    assert not multiprocessing.active_children()
     fractions = [e["fraction"] for e in events]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
 
@@ -132,27 +151,20 @@ def test_cancelling_before_the_measures_stops_the_work_ahead(snli_1200, tmp_path
 
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
     _two_cores(monkeypatch)
-    spawned = []
-    get_context = multiprocessing.get_context
+    children = []
 
-    def recording(method):
-        context = get_context(method)
+    class Recording(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            children.append(self)
 
-        class Process(context.Process):
-            def start(self):
-                spawned.append(self.name)
-                super().start()
-
-        return type("Recording", (), {"Process": Process, "Event": context.Event,
-                                      "Pipe": context.Pipe})()
-
-    monkeypatch.setattr(_annotations_ahead.multiprocessing, "get_context", recording)
+    monkeypatch.setattr(_annotations_ahead.subprocess, "Popen", Recording)
     root = tmp_path / "runs"
     with pytest.raises(AuditCancelled, match="cancelled during representation"):
         run_audit(load_dataset(snli_1200), AuditConfig(**CONFIG), runs_root=root,
                   callback=lambda event: True)
-    assert spawned == ["aflite-annotate-ahead"]
-    assert not multiprocessing.active_children()
+    assert len(children) == 1 and "aflite_core.cues._annotations_ahead" in children[0].args
+    assert children[0].returncode not in (None, 0)  # stopped, and waited for
     assert not root.exists()
     assert not list((tmp_path / "cache").glob("tagged-*.npz"))
 

@@ -1,15 +1,27 @@
 """The cue extraction's token counts and tags made ahead of it, in a child process, into the
 annotation cache (:func:`annotate_ahead`: the audit's work ahead for the cue measure,
-``Measure.ahead``)."""
+``Measure.ahead``).
+
+The child is ``python -m aflite_core.cues._annotations_ahead FOLDER SIDES``: it reads the
+texts from its standard input (pickled chunks, then ``None``), makes each side's token counts
+and the tags of ``SIDES`` in the cache ``FOLDER``, and exits 0 when all are there. A plain
+interpreter, not a ``multiprocessing`` child: a spawned one would first run the caller's main
+script again (a user's script without an ``if __name__ == "__main__"`` guard would start a
+second audit in it). SIGTERM asks it to stop at its next chunk, saving no tags.
+"""
 
 from __future__ import annotations
 
-import multiprocessing
+import contextlib
 import os
+import pickle
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 from aflite_core.cues._tagging import ner_method, tag_into_cache
 from aflite_core.cues.linguistic import (
@@ -21,7 +33,13 @@ from aflite_core.cues.linguistic import (
     count_tokens_cached,
 )
 
-__all__ = ["annotate_ahead"]
+__all__ = ["SEND_ROWS", "annotate_ahead"]
+
+#: Texts sent to the child at a time: this process never holds a list of every row's texts
+#: for it (a lazy column, ``RowTexts``, makes them a chunk at a time).
+SEND_ROWS = 50_000
+#: How often the waiting call looks whether it was asked to stop, seconds.
+POLL_SECONDS = 0.2
 
 
 def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = None, *,
@@ -34,10 +52,11 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     loaded, beside Φ and the filter, whose cores it would otherwise leave idle
     (:mod:`aflite_core.measure_runs`, ``Measure.ahead``).
 
-    The work runs in one child process (spawned), on one core: the token counts, NLTK, the
-    tagger, the word list and the tagging are Python that would otherwise take turns with the
-    audit for this interpreter, and one process loads them once (a pool of two tagging
-    processes took 2.6 CPU-s more at 100,000 rows). This call holds the extraction lock
+    The work runs in one child process (see the module docstring), on one core: the token
+    counts, NLTK, the tagger, the word list and the tagging are Python that would otherwise
+    take turns with the audit for this interpreter, and one process loads them once (a pool
+    of two tagging processes took 2.6 CPU-s more at 100,000 rows). The texts go to it
+    :data:`SEND_ROWS` at a time. This call holds the extraction lock
     (``linguistic.EXTRACT_LOCK``) until the child is done, so an extraction asked for meanwhile
     waits and then finds everything cached: the same annotations, made once.
 
@@ -71,62 +90,64 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     tagged = set(read) if families & set(TAGGED_FAMILIES) else set()
     sides = {side: given[side] for side in ("hypothesis", "premise")
              if side in counted | tagged and given[side] is not None}
-    context = multiprocessing.get_context("spawn")  # as the tagging's workers: thread-safe
-    halt = context.Event()
-    receiving, sending = context.Pipe(duplex=False)
+    package_root = str(Path(__file__).resolve().parents[2])  # found as the audit found it
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
     with EXTRACT_LOCK:
-        # not a daemon: a daemonic process may not start processes (nor may its caller's)
-        child = context.Process(target=_annotate_in_child, name="aflite-annotate-ahead",
-                                args=(receiving, sorted(tagged), str(folder), halt))
-        child.start()
-        receiving.close()
-        sent = _send_texts(sending, sides, stop)
-        while child.exitcode is None:
-            if stop is not None and stop.is_set():
-                halt.set()
-            child.join(0.2)
-    return sent and child.exitcode == 0 and tagged <= set(sides)
+        child = subprocess.Popen(
+            [sys.executable, "-m", __name__, str(folder), ",".join(sorted(tagged & set(sides)))],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=env)
+        sent = _send_texts(child.stdin, sides, stop)
+        asked = False
+        while child.poll() is None:
+            if not asked and stop is not None and stop.is_set():
+                child.terminate()  # SIGTERM: the child stops at its next chunk
+                asked = True
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(POLL_SECONDS)
+    return sent and child.returncode == 0 and tagged <= set(sides)
 
 
-#: Texts sent to :func:`annotate_ahead`'s child at a time: this process never holds a list of
-#: every row's texts for it (a lazy column, ``RowTexts``, makes them a chunk at a time).
-SEND_ROWS = 50_000
-
-
-def _send_texts(connection: Any, sides: dict[str, Sequence[str]],
+def _send_texts(stream: IO[bytes], sides: dict[str, Sequence[str]],
                 stop: threading.Event | None) -> bool:
     """Each side's texts to the child, :data:`SEND_ROWS` at a time, then ``None``; False
-    when ``stop`` was set first or the child is gone."""
+    when ``stop`` was set first or the child is gone (its exit says why)."""
     try:
-        with connection:
+        with stream:
             for side, texts in sides.items():
                 for start in range(0, len(texts), SEND_ROWS):
                     if stop is not None and stop.is_set():
                         return False
-                    connection.send((side, list(texts[start:start + SEND_ROWS])))
-            connection.send(None)
-    except (BrokenPipeError, EOFError, OSError):  # the child failed: it says so by its exit
+                    pickle.dump((side, list(texts[start:start + SEND_ROWS])), stream,
+                                protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(None, stream)
+    except (BrokenPipeError, OSError):
         return False
     return True
 
 
-def _annotate_in_child(connection: Any, tagged: list[str], folder: str, halt: Any) -> None:
-    """:func:`annotate_ahead`'s child: receive each side's texts, then make their token
-    counts and the tags of the sides ``tagged`` in the cache ``folder``; exit 0 when all are
-    there."""
+def _main(argv: Sequence[str]) -> int:
+    """The child: ``FOLDER SIDES`` (comma-separated sides to tag); texts on standard input."""
+    halt = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: halt.set())
+    cache_dir, tagged = Path(argv[0]), [s for s in argv[1].split(",") if s]
     sides: dict[str, list[str]] = {}
     try:
-        while (message := connection.recv()) is not None:
+        while (message := pickle.load(sys.stdin.buffer)) is not None:
             sides.setdefault(message[0], []).extend(message[1])
     except EOFError:  # the audit stopped sending: asked to stop
-        raise SystemExit(1) from None
-    cache_dir = Path(folder)
+        return 1
     hashes = {}
     for side, texts in sides.items():
         if halt.is_set():
-            raise SystemExit(1)
+            return 1
         hashes[side] = count_tokens_cached(texts, cache_dir)
     method = ner_method() if tagged else ""
-    ok = all(tag_into_cache(sides[side], ner_method=method, cache_dir=cache_dir,
-                            texts_hash=hashes[side], stop=halt) for side in tagged)
-    raise SystemExit(0 if ok else 1)
+    done = all(tag_into_cache(sides[side], ner_method=method, cache_dir=cache_dir,
+                              texts_hash=hashes[side], stop=halt) for side in tagged)
+    return 0 if done else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main(sys.argv[1:]))
