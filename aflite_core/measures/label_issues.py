@@ -504,9 +504,11 @@ MEASURE = Measure(
     # seconds per 100k rows (bench_pipeline.py, 2026-11-26 15:10 UTC, both folds side by
     # side, the pair features from the shared counts): 0.64 s at 10k, 3.6 s at 100k rows;
     # above max_rows only the sample is scored (the sample's seconds and 0.55 s per 100k of
-    # every row's bookkeeping, 10.8 s at 1M before the shared pair features)
+    # every row's bookkeeping, 10.8 s at 1M before the shared pair features; on 2026-11-30's
+    # VM 2.85 s at 300k and 6.30 s at 1M, bench_cores.py / bench_pipeline.py, where 3.6 s and
+    # 0.55 s per 100k planned 5.25 s and 9.1 s)
     cost=lambda n: (6.71 - 3.11 * n / 100_000 if n <= MAX_ROWS
-                    else 3.6 * MAX_ROWS / n + 0.55),
+                    else 2.0 * MAX_ROWS / n + 0.45),
     row_columns=row_columns,
     options=(
         Option("n_splits", "Label issues: folds", 2, minimum=2, maximum=10,
