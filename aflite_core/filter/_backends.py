@@ -91,6 +91,11 @@ PROBE_TIMEOUT_S = 5.0
 #: Times workers may leave the cluster during one AFLite fit before it gives up (each time,
 #: the row groups they held are rebuilt on the workers that remain; see _DaskBackend).
 MAX_WORKER_LOSSES = 3
+#: Seconds a recovery waits for a worker when the cluster has none left: a worker killed and
+#: restarted by its nanny is back within seconds (in one CI run of
+#: ``tests/represent/test_dask_faults.py`` the scheduler listed no worker at the recovery after
+#: one of two was killed, and the fit failed; the same test then passed three times in turn).
+NO_WORKER_WAIT_S = 30.0
 #: Seconds a broadcast of a round's model may take before it counts as a failure (then
 #: handled like a lost worker: its groups rebuilt, or a clear error). A model is a few MB;
 #: without a limit, a broadcast that targeted a worker killed a moment before waited
@@ -490,7 +495,13 @@ class _DaskBackend:
             raise
 
     def _workers(self) -> list[str]:
+        """The cluster's workers; when it has none, those that join within
+        :data:`NO_WORKER_WAIT_S` (a nanny restarting a killed worker takes seconds)."""
         workers = sorted(cluster_workers(self._client))
+        if not workers:
+            with contextlib.suppress(Exception):  # Dask's TimeoutError: none came
+                self._client.wait_for_workers(1, timeout=NO_WORKER_WAIT_S)
+            workers = sorted(cluster_workers(self._client))
         if not workers:
             raise RuntimeError("AFLite on Dask: the cluster has no worker left; start "
                                "workers (or use backend='local') and run again")
