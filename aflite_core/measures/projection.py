@@ -605,10 +605,12 @@ def _frame(row_ids: np.ndarray, coords: np.ndarray, info: dict) -> pd.DataFrame:
 #: Expected seconds of a UMAP map (benchmarks/bench_projection.py, 2 cores): loading the
 #: cached kernel, fitting on the sample (at most SAMPLE_SIZE rows), placing the other rows,
 #: polishing them all (0.3-0.6 s at 100k); measured 1.3 s at 10k, 6.8 s at 100k, 54.0 s at
-#: 1M, warm (2026-11-29).
+#: 1M, warm (2026-11-29). The placement 4.0 -> 3.0 s per 100,000 rows on 2026-11-30's VM: the
+#: map took 11.8-12.6 s at 300k rows and 40.5 s at 1M in the audit (bench_cores.py,
+#: bench_pipeline.py) where 4.0 planned 16.9 s and 49.5 s.
 UMAP_FIXED_SECONDS = 0.5
 UMAP_FIT_SECONDS_PER_10K = 1.5
-UMAP_TRANSFORM_SECONDS_PER_100K = 4.0
+UMAP_TRANSFORM_SECONDS_PER_100K = 3.0
 UMAP_POLISH_SECONDS_PER_100K = 0.5
 #: PCA's seconds per 100,000 rows.
 PCA_SECONDS_PER_100K = 0.8

@@ -111,6 +111,29 @@ def test_distances_grow_after_removing_near_duplicates_of_heldout():
         t["mean_sum_distance"].to_numpy())
 
 
+def test_the_merges_side_by_side_give_the_same_measures_as_in_turn(monkeypatch):
+    """Each (class, scope) merge of the neighbour lists runs on a thread of its own: the
+    tables and the per-example frame are the same bit for bit as merged one after another."""
+    from aflite_core.measures import knn
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1500, 16)).astype(np.float32)
+    y = rng.integers(0, 3, 1500).astype(str)
+    retained = rng.random(1200) < 0.6
+    controls = [rng.permutation(retained) for _ in range(2)]
+    runs = {}
+    for cores in (1, 4):
+        monkeypatch.setattr(knn, "available_cores", lambda cores=cores: cores)
+        runs[cores] = knn_distance_measures(X[:1200], y[:1200], X[1200:], y[1200:],
+                                            retained_mask=retained, control_masks=controls,
+                                            n_bootstrap=100, random_state=3)
+    pd.testing.assert_frame_equal(runs[1].table, runs[4].table, check_exact=True)
+    pd.testing.assert_frame_equal(runs[1].per_example, runs[4].per_example, check_exact=True)
+    assert len(runs[4].controls) == 2
+    for a, b in zip(runs[1].controls, runs[4].controls, strict=True):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
 def test_exact_search_matches_brute_force_on_wide_reference():
     rng = np.random.default_rng(3)
     R = rng.normal(size=(9000, 16)).astype(np.float32)  # wide enough for the pre-filter path
