@@ -34,13 +34,16 @@ __all__ = ["AHEAD_SHARE", "BESIDE_SHARE", "DEFAULT_PARALLEL_SHARE", "FIXED_SECON
 #: measured: the ETA after AFLite was 86.5 s for 143.1 s left (1.65x; 1.36x with these).
 #: At 2,000,000 rows as measured (``--sizes 2000000``, 2026-11-29): the line through 100k and
 #: 1M gave 41.2 s for the representation and 20.4 s for AFLite against 60.8 and 34.0 s, and
-#: the ETA after AFLite 583.6 s for 332.0 s left (1.76x).
+#: the ETA after AFLite 583.6 s for 332.0 s left (1.76x). The 1M and 2M points measured again
+#: on 2026-11-30's VM (``--sizes 1000000``: 17.98-19.16, 7.67-7.94, 5.86-5.92, 1.06-1.14 s;
+#: ``--sizes 2000000``: 33.06, 19.03, 11.39, 1.76 s), where 2026-11-29's planned the stages
+#: before the measures at 1.7x their time at 2M and the ETA in AFLite was 1.68x.
 MEASURED_SECONDS: dict[str, tuple[tuple[int, float], ...]] = {
-    "representation": ((9_842, 1.254), (100_000, 3.66), (1_000_000, 21.44),
-                       (2_000_000, 60.77)),
-    "aflite": ((9_842, 0.277), (100_000, 2.00), (1_000_000, 10.73), (2_000_000, 34.04)),
-    "write": ((9_842, 0.159), (100_000, 1.09), (1_000_000, 7.61), (2_000_000, 15.29)),
-    "report": ((9_842, 0.834), (100_000, 0.58), (1_000_000, 1.39), (2_000_000, 2.52)),
+    "representation": ((9_842, 1.254), (100_000, 3.66), (1_000_000, 18.6),
+                       (2_000_000, 33.06)),
+    "aflite": ((9_842, 0.277), (100_000, 2.00), (1_000_000, 7.8), (2_000_000, 19.03)),
+    "write": ((9_842, 0.159), (100_000, 1.09), (1_000_000, 5.9), (2_000_000, 11.39)),
+    "report": ((9_842, 0.834), (100_000, 0.58), (1_000_000, 1.1), (2_000_000, 1.76)),
 }
 
 #: Seconds any stage takes whatever the size (imports, small fixed work).

@@ -89,6 +89,24 @@ def snli_dir(real_data: Path) -> Path:
     return real_data / "snli"
 
 
+@pytest.fixture(scope="session")
+def snli_dev_head(snli_dir: Path, tmp_path_factory):
+    """``snli_dev_head(n)``: a CSV file of SNLI dev's first ``n`` rows, written once a
+    session for each ``n`` (the audits of the pipeline's tests read it as a user's file)."""
+    import pandas as pd  # lazy: most test modules never ask for it
+
+    made: dict[int, Path] = {}
+
+    def head(n: int) -> Path:
+        if n not in made:
+            frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:n]
+            made[n] = tmp_path_factory.mktemp(f"snli_dev_{n}") / f"snli_{n}.csv"
+            frame.to_csv(made[n], index=False)
+        return made[n]
+
+    return head
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A Dask cluster of two in-process workers talking TCP on the loopback interface, and

@@ -27,11 +27,8 @@ CONFIG = {"representation_params": {"n_components": 16}, "n_partitions": 8,
 
 
 @pytest.fixture(scope="module")
-def snli_1200(snli_dir, tmp_path_factory) -> Path:
-    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:1200]
-    path = tmp_path_factory.mktemp("ahead") / "snli_1200.csv"
-    frame.to_csv(path, index=False)
-    return path
+def snli_1200(snli_dev_head) -> Path:
+    return snli_dev_head(1200)
 
 
 def _no_tagging_here(monkeypatch) -> None:

@@ -26,11 +26,8 @@ CONFIG = {"representation_params": {"n_components": 32}, "n_partitions": 8,
 
 
 @pytest.fixture(scope="module")
-def snli_1500(snli_dir, tmp_path_factory) -> Path:
-    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False).iloc[:1500]
-    path = tmp_path_factory.mktemp("beside") / "snli_1500.csv"
-    frame.to_csv(path, index=False)
-    return path
+def snli_1500(snli_dev_head) -> Path:
+    return snli_dev_head(1500)
 
 
 def _outputs(path: Path) -> dict[str, object]:

@@ -215,6 +215,7 @@ def count_tokens_cached(texts: Sequence[str], cache_dir: Path | None) -> str:
     """
     return _lexicon(texts, cache_dir).texts_hash
 
+
 # --------------------------------------------------------------------------------------
 # families
 # --------------------------------------------------------------------------------------

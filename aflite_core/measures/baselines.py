@@ -58,6 +58,7 @@ from aflite_core.measures._baseline_figures import (  # noqa: F401 - re-exported
     sampling_error_pp,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.progress_plan import along_points
 from aflite_core.represent import (
     RowsOnWorkers,
     dask_folds,
@@ -501,6 +502,12 @@ def run_baselines(labels, retained_mask, *, hypotheses: Sequence[str] | None = N
 #: Above this many audited rows the baselines run on a seeded sample of this many rows
 #: (whole groups), with the sampling error reported (option ``max_rows``).
 MAX_ROWS: int = 100_000
+#: Seconds above :data:`MAX_ROWS` rows, where the baselines run on a sample of that many: at
+#: the sizes measured on 2026-11-30's VM (``bench_cores.py --rows 300000``, ``bench_pipeline.py
+#: --sizes 1000000`` and ``2000000``: 4.25, 4.85-5.44 and 13.39 s; the sampled rows' texts and
+#: Φ rows are gathered from every row's). 9.1 s flat before (2026-11-26's 1M run): the ETA at
+#: 300k rows was 1.50-1.53x.
+SAMPLED_SECONDS = ((100_000, 5.5), (300_000, 4.3), (1_000_000, 5.2), (2_000_000, 13.4))
 
 
 def _sampling_note(result: dict, n_total: int, rows: np.ndarray) -> None:
@@ -676,11 +683,10 @@ MEASURE = Measure(
     files=("baselines.json",),
     order=40,
     # seconds per 100k rows (bench_pipeline.py, 2026-11-26 12:00 UTC, the folds side by side
-    # on the fold pool): 7.7 at 10k rows, 5.5 at 100k; above MAX_ROWS it samples, so its
-    # seconds stay those of MAX_ROWS rows: 4.25 s at 300k and 5.44 s at 1M on 2026-11-30's VM
-    # (bench_cores.py, bench_pipeline.py; 9.1 s planned before, from 2026-11-26's 1M run, and
-    # the ETA at 300k rows was 1.50-1.53x)
-    cost=lambda n: ((7.94 - 2.44 * n / MAX_ROWS) if n <= MAX_ROWS else 5.5 * MAX_ROWS / n),
+    # on the fold pool): 7.7 at 10k rows, 5.5 at 100k; above MAX_ROWS it samples
+    # (SAMPLED_SECONDS)
+    cost=lambda n: ((7.94 - 2.44 * n / MAX_ROWS) if n <= MAX_ROWS
+                    else along_points(SAMPLED_SECONDS, n) * 100_000 / n),
     tables=_baseline_tables,
     figures=_baseline_figures,
     options=(

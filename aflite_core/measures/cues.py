@@ -178,8 +178,10 @@ MEASURE = Measure(
     exports={"cues": FILE},
     order=10,
     # seconds per 100k rows (bench_pipeline.py, 2026-11-26): 0.54 s at 10k rows (the cue
-    # families' set-up: word lists, the tagger), 0.84-0.98 s at 100k, the texts' tags cached
-    cost=lambda n: 0.8 + 0.35 * 100_000 / max(n, 1),
+    # families' set-up: word lists, the tagger), 0.84-0.98 s at 100k, the texts' tags cached;
+    # on 2026-11-30's VM 0.55 s at 100k, 3.45 s at 1M and 7.51 s at 2M (0.8 s per 100k
+    # planned 16.4 s there)
+    cost=lambda n: 0.3 + 0.45 * 100_000 / max(n, 1),
     cold_cost=_cold_cost,
     ahead=_annotate_ahead,
 )

@@ -760,8 +760,9 @@ MEASURE = Measure(
     # seconds per 100k rows (bench_pipeline.py): queries x training rows grow as n**2 up to
     # the query cap (MAX_QUERIES, reached near 100k rows), then as the training rows; 4.3-4.6 s
     # at 100k rows beside the map on two cores (2.25 s in turn; bench_cores.py, 2026-11-30;
-    # 6.0 s before, on the previous VM: the ETA on one core at 100k was 1.69x)
-    cost=lambda n: 4.5 * n / 100_000 if n <= 100_000 else 1.9 + 2.6 * 100_000 / n,
+    # 6.0 s before, on the previous VM: the ETA on one core at 100k was 1.69x; above,
+    # 16.97 s at 1M and 33.36 s at 2M, 6.2-6.5 s at 300k, bench_pipeline.py / bench_cores.py)
+    cost=lambda n: 4.5 * n / 100_000 if n <= 100_000 else 1.55 + 2.6 * 100_000 / n,
     tables=_knn_tables,
     figures=_knn_figures,
     exports={"knn": "knn.parquet"},
