@@ -60,6 +60,16 @@ def test_the_extraction_reads_what_was_annotated_ahead(snli_dir, tmp_path, monke
     assert annotate_ahead(hyps, prems, cache_dir=folder)  # found there: True at once
 
 
+def test_every_text_reaches_the_child_as_it_is(tmp_path):
+    """The texts cross the pipe as ASCII JSON lines: line breaks, accents, emoji and a lone
+    surrogate (as a file read with errors="surrogateescape" gives) arrive unchanged, so the
+    child's cache entries are the ones the extraction looks for."""
+    texts = ["a dog\nruns", "café au lait", "a cat 😀 sleeps", "bad byte \udcff here", ""] * 20
+    folder = tmp_path / "cache"
+    assert annotate_ahead(texts, None, cache_dir=folder)
+    assert tags_cached(texts, None, cache_dir=folder)
+
+
 def test_annotating_ahead_asked_to_stop_saves_no_tags(snli_dir, tmp_path):
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False, nrows=50)
     hyps = list(frame["hypothesis"])

@@ -3,7 +3,8 @@ annotation cache (:func:`annotate_ahead`: the audit's work ahead for the cue mea
 ``Measure.ahead``).
 
 The child is ``python -m aflite_core.cues._annotations_ahead FOLDER SIDES``: it reads the
-texts from its standard input (pickled chunks, then ``None``), makes each side's token counts
+texts from its standard input (JSON lines, ``[side, [texts...]]`` a chunk, then ``null``:
+no pickle crosses the pipe), makes each side's token counts
 and the tags of ``SIDES`` in the cache ``FOLDER``, and exits 0 when all are there. A plain
 interpreter, not a ``multiprocessing`` child: a spawned one would first run the caller's main
 script again (a user's script without an ``if __name__ == "__main__"`` guard would start a
@@ -13,8 +14,8 @@ second audit in it). SIGTERM asks it to stop at its next chunk, saving no tags.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -119,9 +120,9 @@ def _send_texts(stream: IO[bytes], sides: dict[str, Sequence[str]],
                 for start in range(0, len(texts), SEND_ROWS):
                     if stop is not None and stop.is_set():
                         return False
-                    pickle.dump((side, list(texts[start:start + SEND_ROWS])), stream,
-                                protocol=pickle.HIGHEST_PROTOCOL)
-            pickle.dump(None, stream)
+                    chunk = [side, list(texts[start:start + SEND_ROWS])]
+                    stream.write(json.dumps(chunk).encode("ascii") + b"\n")
+            stream.write(b"null\n")
     except (BrokenPipeError, OSError):
         return False
     return True
@@ -133,10 +134,12 @@ def _main(argv: Sequence[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: halt.set())
     cache_dir, tagged = Path(argv[0]), [s for s in argv[1].split(",") if s]
     sides: dict[str, list[str]] = {}
-    try:
-        while (message := pickle.load(sys.stdin.buffer)) is not None:
-            sides.setdefault(message[0], []).extend(message[1])
-    except EOFError:  # the audit stopped sending: asked to stop
+    for line in sys.stdin.buffer:  # ASCII JSON (escapes keep every str as it was)
+        message = json.loads(line)
+        if message is None:
+            break
+        sides.setdefault(message[0], []).extend(message[1])
+    else:  # the audit stopped sending: asked to stop
         return 1
     hashes = {}
     for side, texts in sides.items():
