@@ -383,14 +383,14 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     chosen = [m for m in registry.measures() if m.name in config.measures]
     beside = [m.name for m in beside_measures(chosen, n_rows)]
     ahead = {m.name for m in ahead_measures(chosen, n_rows, cores=cores, local=local)}
-    # the measures run beside the others fill the last span: their progress adds to the bar
-    # (aflite_core.measure_runs), and it is theirs alone once the others are done; what is
-    # done ahead (cold caches) is the front stages' (progress_plan.with_ahead)
-    costs = {m.name: [m.expected_cost(n_rows, config.measure_params.get(m.name), dataset=d)
-                      for d in (None, dataset if local else None)] for m in chosen}
-    stages += [(m.name, costs[m.name][m.name not in ahead])
+    # the beside measures fill the last span: their progress adds to the bar (measure_runs);
+    # work done ahead (cold caches) goes to the front stages (progress_plan.with_ahead)
+    cost = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name),
+                                    dataset=dataset if local else None) for m in chosen}
+    warm = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name)) for m in chosen}
+    stages += [(m.name, warm[m.name] if m.name in ahead else cost[m.name])
                for m in sorted(chosen, key=lambda m: m.name in beside)]
-    stages = progress_plan.with_ahead(stages, sum(costs[n][1] - costs[n][0] for n in ahead))
+    stages = progress_plan.with_ahead(stages, sum(cost[n] - warm[n] for n in ahead))
     if config.report:
         stages.append(("report", progress_plan.stage_per_100k("report", n_rows)))
     seconds = {name: value * progress_plan.core_factor(name, cores) for name, value
