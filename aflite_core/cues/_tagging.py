@@ -385,10 +385,7 @@ def tag_into_cache(texts: Sequence[str], *, ner_method: str, cache_dir: Path,
     if (cache_dir / f"{key}.npz").is_file():
         return True
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), sort=False)
-    import nltk  # lazy: +1683 ms to import
-
-    resources.use_bundled_data()
-    context = _tagging_context(tuple(str(p) for p in nltk.data.path), ner_method)
+    context = _loaded_context(ner_method)
     parts = []
     for lo in range(0, len(uniques), AHEAD_CHUNK):
         if stop.is_set():
@@ -414,11 +411,16 @@ def tagged_cache_key(texts_hash: str, ner_method: str, nltk_version: str,
     return cache_key("tagged", texts_hash, ner_method, nltk_version, spell_version)
 
 
-def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, np.ndarray]:
+def _loaded_context(ner_method: str) -> _TaggingContext:
+    """The tagging context on NLTK's search path, the bundled data on it."""
     import nltk  # lazy: +1683 ms to import
 
     resources.use_bundled_data()
-    context = _tagging_context(tuple(str(p) for p in nltk.data.path), ner_method)
+    return _tagging_context(tuple(str(p) for p in nltk.data.path), ner_method)
+
+
+def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, np.ndarray]:
+    context = _loaded_context(ner_method)
     if n_jobs <= 1 or len(texts) < _PARALLEL_MIN:
         tense, ner, typo = _annotate_tagged_chunk(texts, context)
     else:
