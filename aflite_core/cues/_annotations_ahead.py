@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from aflite_core.cues._tagging import ner_method, tag_into_cache
+from aflite_core.cues._tagging_children import start_child
 from aflite_core.cues.linguistic import (
     EXTRACT_LOCK,
     FAMILIES,
@@ -91,14 +92,9 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     tagged = set(read) if families & set(TAGGED_FAMILIES) else set()
     sides = {side: given[side] for side in ("hypothesis", "premise")
              if side in counted | tagged and given[side] is not None}
-    package_root = str(Path(__file__).resolve().parents[2])  # found as the audit found it
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": package_root + (os.pathsep + path if path else "")}
     with EXTRACT_LOCK:
-        child = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(folder), ",".join(sorted(tagged & set(sides)))],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env=env)
+        child = start_child(__name__, [str(folder), ",".join(sorted(tagged & set(sides)))],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sent = _send_texts(child.stdin, sides, stop)
         asked = False
         while child.poll() is None:

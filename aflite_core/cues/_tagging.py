@@ -2,15 +2,16 @@
 
 A fast averaged-perceptron tagger (NLTK's model, read once), the tense rule
 (:func:`tense_of`, docs/cues.md), the NER heuristic or NLTK's ``ne_chunk``, and the typo
-candidates pyspellchecker judges. Distinct texts are tagged once, in worker processes above
-``_PARALLEL_MIN`` of them.
+candidates pyspellchecker judges. Distinct texts are tagged once, in child processes above
+``_PARALLEL_MIN`` of them (:mod:`~aflite_core.cues._tagging_children`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
-import multiprocessing
+import json
+import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from aflite_core.cues._annotation_cache import (
     cache_load,
     cache_save,
 )
+from aflite_core.cues._tagging_children import answer_chunks, tag_in_children
 from aflite_core.text import tokenize
 
 #: Modals that make a clause future tense (``wo`` is the stem of "won't").
@@ -97,6 +99,27 @@ class FastPerceptronTagger:
                 self._weights[k, column[label]] = value
         self._bias = self._fid.get("bias", self._zero)
         self._reset_caches()
+
+    def parts(self) -> tuple[dict[str, str], list[str], list[str], np.ndarray]:
+        """The model as plain parts: the tag dictionary, the classes (in scoring order), the
+        features (in weight-row order) and the weights (one extra all-zero last row)."""
+        return self.tagdict, self.classes, list(self._fid), self._weights
+
+    @classmethod
+    def from_parts(cls, tagdict: dict[str, str], classes: Sequence[str],
+                   features: Sequence[str], weights: np.ndarray) -> FastPerceptronTagger:
+        """The tagger :meth:`parts` describes, made without NLTK (a tagging child's)."""
+        self = cls.__new__(cls)
+        self.tagdict, self.classes = dict(tagdict), list(classes)
+        self._fid = {feat: k for k, feat in enumerate(features)}
+        self._zero = len(features)
+        if weights.shape != (len(features) + 1, len(self.classes)):
+            raise ValueError(f"weights of shape {(len(features) + 1, len(self.classes))} "
+                             f"expected, got {weights.shape}")
+        self._weights = weights
+        self._bias = self._fid.get("bias", self._zero)
+        self._reset_caches()
+        return self
 
     def _reset_caches(self) -> None:
         self._memo: dict[tuple[str, ...], str] = {}
@@ -341,21 +364,6 @@ def _annotate_tagged_chunk(texts: Sequence[str], context: _TaggingContext
     return tense, ner, typo
 
 
-#: The tagging context of a worker process (set once by its initializer; each worker has
-#: its own copy, nothing is shared between processes).
-_WORKER_CONTEXT: _TaggingContext | None = None
-
-
-def _worker_init(context: _TaggingContext) -> None:
-    global _WORKER_CONTEXT
-    _WORKER_CONTEXT = context
-
-
-def _annotate_in_worker(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    assert _WORKER_CONTEXT is not None, "worker started without its tagging context"
-    return _annotate_tagged_chunk(texts, _WORKER_CONTEXT)
-
-
 def tagged_annotations(
     texts: Sequence[str], *, ner_method: str, n_jobs: int, cache_dir: Path | None,
     texts_hash: str,
@@ -421,22 +429,45 @@ def _loaded_context(ner_method: str) -> _TaggingContext:
 
 def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, np.ndarray]:
     context = _loaded_context(ner_method)
-    if n_jobs <= 1 or len(texts) < _PARALLEL_MIN:
-        tense, ner, typo = _annotate_tagged_chunk(texts, context)
-    else:
-        n_chunks = n_jobs * 4
-        bounds = np.linspace(0, len(texts), n_chunks + 1).astype(int)
-        chunks = [list(texts[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-                  if b > a]
-        # spawn: safe under threads (Streamlit) and keeps workers free of parent state.
-        context_mp = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=n_jobs, mp_context=context_mp, initializer=_worker_init,
-            initargs=(context,),
-        ) as pool:
-            parts = list(pool.map(_annotate_in_worker, chunks))
-        tense, ner, typo = (np.concatenate([p[i] for p in parts]) for i in range(3))
+    if n_jobs > 1 and len(texts) >= _PARALLEL_MIN:
+        with tempfile.TemporaryDirectory(prefix="aflite-tagging-") as folder:
+            return tag_in_children(texts, args=[str(write_context(context, Path(folder)))],
+                                   n_jobs=n_jobs)
+    tense, ner, typo = _annotate_tagged_chunk(texts, context)
     return {"tense": tense, "ner": ner, "typo": typo}
+
+
+#: The files of a tagging context written for tagging children (:func:`write_context`).
+CONTEXT_FILES = ("tagging_context.json", "tagger_weights.npy")
+
+
+def write_context(context: _TaggingContext, folder: Path) -> Path:
+    """Write a tagging context into ``folder`` (:data:`CONTEXT_FILES`) as a tagging child
+    reads it without importing NLTK (a second and more): the tagger's weights as ``.npy``,
+    its strings, the common words, the NER method and NLTK's search path as JSON. No pickle.
+
+    Returns
+    -------
+    Path
+        ``folder``.
+    """
+    tagdict, classes, features, weights = context.tagger.parts()
+    strings = {"tagdict": tagdict, "classes": classes, "features": features,
+               "common": sorted(context.common), "ner_method": context.ner_method,
+               "search_path": list(context.search_path)}
+    (folder / CONTEXT_FILES[0]).write_text(json.dumps(strings), encoding="utf-8")
+    np.save(folder / CONTEXT_FILES[1], weights, allow_pickle=False)
+    return folder
+
+
+def _read_context(folder: Path) -> _TaggingContext:
+    """The tagging context :func:`write_context` wrote into ``folder``."""
+    strings = json.loads((folder / CONTEXT_FILES[0]).read_text(encoding="utf-8"))
+    weights = np.load(folder / CONTEXT_FILES[1], allow_pickle=False)
+    tagger = FastPerceptronTagger.from_parts(strings["tagdict"], strings["classes"],
+                                             strings["features"], weights)
+    return _TaggingContext(tagger, frozenset(strings["common"]), strings["ner_method"],
+                           tuple(strings["search_path"]))
 
 
 # --------------------------------------------------------------------------------------
@@ -449,3 +480,13 @@ def ner_method() -> str:
     installed = resources.missing(["maxent_ne_chunker_tab", "words"]) == []
     return "ne_chunk" if installed else "heuristic"
 
+
+def _child(argv: Sequence[str]) -> int:
+    """A tagging child of :func:`~aflite_core.cues._tagging_children.tag_in_children`: its
+    argument the folder :func:`write_context` wrote; texts on standard input."""
+    context = _read_context(Path(argv[0]))
+    return answer_chunks(lambda chunk: _annotate_tagged_chunk(chunk, context))
+
+
+if __name__ == "__main__":
+    raise SystemExit(_child(sys.argv[1:]))
