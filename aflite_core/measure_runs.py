@@ -3,7 +3,8 @@
 :func:`run_measures` runs the chosen measures in registry order, except those declared
 ``Measure.beside``: they start first, one after another on a thread of their own, while the
 others run in order on the calling thread, and the audit waits for them before its summary
-(up to :data:`BESIDE_MAX_ROWS` audited rows; above, every measure runs in turn).
+(up to :data:`BESIDE_MAX_ROWS` audited rows; above, and on a Dask cluster, every measure runs
+in turn: :func:`beside_measures`).
 The map is such a measure: its layout is one numba kernel on one core without the GIL, so on a
 two-core machine the other core would otherwise idle through it (a default audit of SNLI dev
 7.0 -> 6.1 s, of 100,000 rows 35.6 -> 33.7 s, ``benchmarks/bench_pipeline.py``).
@@ -133,10 +134,17 @@ class EarlierTables(dict):
         self.update({name: table for name, table in tables.items() if name in self.wanted})
 
 
-def beside_measures(measures: Sequence[Measure], n_rows: int) -> list[Measure]:
+def beside_measures(measures: Sequence[Measure], n_rows: int, *,
+                    local: bool = True) -> list[Measure]:
     """The measures of ``measures`` that run beside the others in an audit of ``n_rows``
-    rows: those declared ``beside``, up to :data:`BESIDE_MAX_ROWS` rows."""
-    return [m for m in measures if m.beside] if n_rows <= BESIDE_MAX_ROWS else []
+    rows: those declared ``beside``, up to :data:`BESIDE_MAX_ROWS` rows, and none on a Dask
+    cluster (``local`` False): there the map's layout is a task that holds a worker's
+    thread, and every task that reads the rows of Φ that worker keeps waits behind it (the
+    slices at 100,000 rows on two workers: 9.9 s beside the map, 2.1 s in turn; the whole
+    audit 44.9 s and 43.9 s, ``benchmarks/bench_distributed.py``)."""
+    if not local or n_rows > BESIDE_MAX_ROWS:
+        return []
+    return [m for m in measures if m.beside]
 
 
 class Progress:
@@ -275,7 +283,7 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
     """
     outcomes: dict[str, dict] = {}
     state = {**state, "earlier": EarlierTables(f for m in measures for f in m.reads)}
-    side = beside_measures(measures, len(state["labels"]))
+    side = beside_measures(measures, len(state["labels"]), local=client is None)
     on_side = {m.name for m in side}
     with _Side(side, writer, state, random_state, params, progress, client) as beside:
         for measure in measures:

@@ -381,7 +381,7 @@ def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]
     stages = [(name, progress_plan.stage_per_100k(name, n_rows) * factor.get(name, 1.0))
               for name in ("representation", "aflite", "write")]
     chosen = [m for m in registry.measures() if m.name in config.measures]
-    beside = [m.name for m in beside_measures(chosen, n_rows)]
+    beside = [m.name for m in beside_measures(chosen, n_rows, local=local)]
     ahead = {m.name for m in ahead_measures(chosen, n_rows, cores=cores, local=local)}
     # the beside measures fill the last span: their progress adds to the bar (measure_runs);
     # work done ahead (cold caches) goes to the front stages (progress_plan.with_ahead)

@@ -115,6 +115,19 @@ def test_the_beside_span_is_the_last_before_the_report(snli_1500, monkeypatch):
     assert width["projection"] > (spans["projection"][1] - spans["projection"][0]) * 1.2
 
 
+def test_on_a_cluster_every_measure_runs_in_turn(snli_1500):
+    """On Dask the map's layout is a task holding a worker, and the tasks reading Φ's rows
+    there would wait behind it: nothing runs beside, and the plan has the map in its place."""
+    from aflite_core import measure_runs
+
+    chosen = [m for m in registry.measures() if m.name in CONFIG["measures"]]
+    assert [m.name for m in measure_runs.beside_measures(chosen, 1_500)] == ["projection"]
+    assert measure_runs.beside_measures(chosen, 1_500, local=False) == []
+    dataset = load_dataset(snli_1500)
+    on_dask = _stage_spans(dataset, AuditConfig(**{**CONFIG, "backend": "dask"}))
+    assert list(on_dask) == ["representation", "aflite", "write", *MEASURES, "report"]
+
+
 def _planted(name: str, compute, *, beside: bool, order: int) -> Measure:
     return Measure(name=name, label=name, compute=compute, files=(f"{name}.parquet",),
                    default=False, order=order, beside=beside)

@@ -434,7 +434,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         ctx.progress(0.5, f"{n_clusters} clusters of Φ")
         if chunked is not None:
             cluster_of, k = cluster_codes(ctx.representation.X, n_clusters, rows=rep_rows,
-                                          random_state=seed)
+                                          random_state=seed, assign_on_workers=True)
         else:
             clusters = cluster_features(ctx.representation.X, n_clusters, rows=rep_rows,
                                         words=cues.select(cues.family == "word"),
