@@ -83,8 +83,8 @@ class FastPerceptronTagger:
             from nltk.tag.perceptron import PerceptronTagger  # lazy: +1866 ms to import
 
             tagger = PerceptronTagger(lang="eng")
-        # Plain dicts and arrays only: the object is sent to worker processes, which then
-        # tag without importing NLTK (a multi-second import).
+        # Plain dicts and arrays only (:meth:`parts`): tagging children rebuild it from
+        # them and tag without importing NLTK (a second and more).
         self.tagdict = dict(tagger.tagdict)
         weights = tagger.model.weights
         self.classes = sorted(tagger.classes, reverse=True)
