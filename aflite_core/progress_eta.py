@@ -38,8 +38,13 @@ __all__ = ["WINDOW_SECONDS", "CpuShare", "EtaClock"]
 #: started, long enough to span a stage's bursts.
 WINDOW_SECONDS = 15.0
 #: While the bar stands still the ETA counts down to this share of what it was when the bar
-#: last moved, and stays there until it moves again.
-STALL_FLOOR = 0.1
+#: last moved, and stays there until it moves again. A stall longer than planned is a stage
+#: that overruns its plan: the map's silent end beside the others, or any stage on a loaded
+#: machine (at 10 % of the CPU a 0.6 s stall lasts 6 s). With 0.1 the ETA fell to a tenth of
+#: the time left there: worst 5.5-10.6x at every reading under a steady load, 13.9-15.8x
+#: from 20 s after a load started; with 0.5, 2.8-3.0x and 3.7-4.0x, quiet runs unchanged
+#: (three recordings of ``benchmarks/bench_eta.py``'s runs replayed, 2026-11-30).
+STALL_FLOOR = 0.5
 #: Smallest fraction an ETA is given for (before it, the pace is not known).
 MIN_FRACTION = 0.02
 _PROC = Path("/proc")
@@ -185,7 +190,7 @@ class EtaClock:
         if not MIN_FRACTION <= f < 1 or self._start is None:
             return None
         # counted down while the bar stands still (a stage without reports of its own):
-        # the plain estimate would rise instead; once the count is spent, a tenth of it
+        # the plain estimate would rise instead; once the count is spent, half of it
         since = self.effective - self._effective_at_change
         left = max(self._left_at_change - since, STALL_FLOOR * self._left_at_change)
         return left / self.share_now()

@@ -130,3 +130,20 @@ def test_a_still_bar_counts_down():
     worst_plain = max(max(e / (100 - t), (100 - t) / e)
                       for e, t in zip(plain, range(40, 60), strict=True))
     assert worst < worst_plain
+
+
+def test_a_stall_longer_than_planned_holds_at_half():
+    """The bar stands at 40 % from 40 s to 100 s, where the plan had the stage end by 60 s
+    (a stage overrunning its plan, as every stage does on a loaded machine): the ETA counts
+    down, then holds at half of what it was (30 s) until the bar moves, not at a tenth (6 s,
+    while 60-120 s remained: 10x off)."""
+    clock = EtaClock(cores=1)
+    etas = []
+    for t in range(0, 161):
+        f = t / 100 if t < 40 else (0.4 if t < 100 else 0.4 + (t - 100) / 100)
+        clock.update(float(t), f, (float(t), 0.0))
+        if 40 <= t < 100:
+            etas.append((clock.eta(), 160 - t))
+    assert min(eta for eta, _ in etas) == pytest.approx(30.0)
+    assert etas[10][0] == pytest.approx(50.0)  # counting down meanwhile
+    assert max(max(eta / left, left / eta) for eta, left in etas) <= 4.0 + 1e-9
