@@ -20,7 +20,7 @@ premise or both; overlap always reads both):
 Tokenisation is one regular expression (:data:`TOKEN_PATTERN`, Penn-Treebank-like: "don't"
 -> "do", "n't"; "man's" -> "man", "'s"), far faster than punkt and good enough for the
 one-sentence texts of NLI data. Texts are deduplicated before annotation (SNLI repeats each
-premise three times); POS tagging runs in worker processes; the per-text annotations are
+premise three times); POS tagging runs in child processes; the per-text annotations are
 cached on disk (``.npz``, never pickle) keyed by a hash of the texts and
 :data:`EXTRACTOR_VERSION`.
 """
@@ -430,7 +430,7 @@ def extract_features(
     cache_dir : path, optional
         Cache folder; default :func:`default_cache_dir`.
     n_jobs : int, optional
-        Worker processes for POS tagging; default: every CPU core.
+        Child processes for POS tagging; default: every CPU core.
     on_missing : {'report', 'raise'}
         When a family cannot run (missing NLTK resource, no premise for overlap):
         ``report`` records the reason in ``FeatureMatrix.unavailable`` and goes on;
