@@ -1,7 +1,10 @@
 """The ETA on a busy machine: the plain estimate against the one that follows the CPU.
 
-Runs the default CLI audit (``python -m aflite_core run``) at the dashboard worker's
-priority (``nice`` +10, :data:`aflite_core.worker.NICENESS`) on ``--rows`` SNLI-like rows
+Runs the default audit as the dashboard does (``--via worker``, the default: the job written
+as ``ui/jobs.py`` writes it, ``python -m aflite_core.worker`` at its own lower priority,
+``nice`` +10, :data:`aflite_core.worker.NICENESS`, every progress event read as the dashboard
+reads it) or as the CLI at that priority (``--via cli``: one ``[nn%]`` line a stage, so the
+bar moves less often than the dashboard's), on ``--rows`` SNLI-like rows
 (``bench_cues.build``), once on a quiet machine and then under each load of ``--loads``:
 ``--hogs`` processes (default: one per core) that burn CPU at the normal priority
 
@@ -9,23 +12,25 @@ priority (``nice`` +10, :data:`aflite_core.worker.NICENESS`) on ``--rows`` SNLI-
 * ``starts``: from 30 % of the quiet run's time on,
 * ``stops``: from the start until 50 % of the quiet run's time.
 
-Every 0.5 s it reads the audit's progress (the CLI's ``[ nn%]`` lines) and the CPU its
-process tree ran and waited for (:class:`aflite_core.progress_eta.CpuShare`), and computes
-what the dashboard would show: the plain ETA (``elapsed * (1 - f) / f``) and the
-:class:`~aflite_core.progress_eta.EtaClock`'s. Printed per run: the wall time, the share of
-the CPU the audit got, and each ETA's worst factor against the time that really remained,
-from 10 % of the run on: where the bar moved (as ``bench_pipeline.py`` judges it), at every
-reading (a bar standing still included), and from 20 s after a load changed (the clock's
-window plus a little: before that no estimate can know).
+Every 0.5 s it reads the audit's progress and the CPU its process tree ran and waited for
+(:class:`aflite_core.progress_eta.CpuShare`), and computes what the dashboard would show: the
+plain ETA (``elapsed * (1 - f) / f``) and the :class:`~aflite_core.progress_eta.EtaClock`'s.
+Printed per run: the wall time, the share of the CPU the audit got, and each ETA's worst
+factor against the time that really remained, from 10 % of the run on: where the bar moved
+(as ``bench_pipeline.py`` judges it), at every reading (a bar standing still included), and
+from 20 s after a load changed (the clock's window plus a little: before that no estimate
+can know).
 
 Usage::
 
     python benchmarks/bench_eta.py [--rows 20000] [--loads steady,starts,stops] [--hogs 2]
+        [--via worker|cli]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -46,24 +51,55 @@ from aflite_core.worker import NICENESS  # noqa: E402
 HOG = "while True: pass"
 
 
-def _audit(data: Path, out: Path, hog_plan: tuple[float, float] | None, hogs: int
+def _start(data: Path, out: Path, via: str) -> subprocess.Popen:
+    """The audit in a process of its own, as the dashboard runs it (``worker``: the job
+    written as ``ui/jobs.py`` writes it, every progress event a JSON line on stdout, the
+    worker lowering its own priority) or as the CLI (``cli``: one ``[nn%]`` line a stage on
+    stderr, at the worker's priority)."""
+    if via == "cli":
+        return subprocess.Popen(
+            [sys.executable, "-m", "aflite_core", "run", str(data), "--out", str(out)],
+            cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            preexec_fn=lambda: os.nice(NICENESS))
+    from aflite_core.config import AuditConfig
+    from aflite_core.io import load_dataset
+    from aflite_core.worker import write_job
+
+    job = write_job(out.with_name(out.name + "-job"), load_dataset(data), AuditConfig(),
+                    runs_root=out, name="eta")
+    return subprocess.Popen([sys.executable, "-m", "aflite_core.worker", str(job)],
+                            cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True)
+
+
+def _fractions(proc: subprocess.Popen, via: str):
+    """Each progress fraction the audit reports, as it reports it."""
+    if via == "cli":
+        for line in proc.stderr:
+            found = re.match(r"\[\s*(\d+)%\]", line)
+            if found:
+                yield int(found.group(1)) / 100
+        return
+    for line in proc.stdout:
+        event = json.loads(line)
+        if event.get("type") == "progress" and "fraction" in event:
+            yield float(event["fraction"])
+
+
+def _audit(data: Path, out: Path, hog_plan: tuple[float, float] | None, hogs: int,
+           via: str = "worker"
            ) -> tuple[float, list[tuple[float, float, float | None, float | None]], float]:
     """Run the audit; ``hog_plan=(start, stop)`` seconds for the hogs. Returns the wall
     time, ``[(t, fraction, plain, clock)]`` every 0.5 s, and the CPU share it got."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "aflite_core", "run", str(data), "--out", str(out)],
-        cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: os.nice(NICENESS))
-    fraction = [0.0, None]  # the latest fraction, when the first progress line came
+    proc = _start(data, out, via)
+    fraction = [0.0, None]  # the latest fraction, when the first progress report came
 
     def read() -> None:
-        for line in proc.stderr:
-            found = re.match(r"\[\s*(\d+)%\]", line)
-            if found:
-                fraction[0] = int(found.group(1)) / 100
-                if fraction[1] is None:
-                    fraction[1] = time.monotonic()
+        for f in _fractions(proc, via):
+            fraction[0] = max(fraction[0], f)
+            if fraction[1] is None:
+                fraction[1] = time.monotonic()
 
     threading.Thread(target=read, daemon=True).start()
     cpu = CpuShare(proc.pid)
@@ -123,25 +159,28 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--loads", default="steady,starts,stops")
     parser.add_argument("--hogs", type=int, default=available_cores())
+    parser.add_argument("--via", choices=("worker", "cli"), default="worker",
+                        help="run the audit as the dashboard does (its worker, every "
+                             "progress event) or as the CLI (one progress line a stage)")
     args = parser.parse_args()
     from bench_cues import build
 
     folder = Path(tempfile.mkdtemp(prefix="bench-eta-"))
     data = folder / "data.csv"
     build(args.rows).to_csv(data, index=False)
-    print(f"{args.rows:,} rows, audit at nice +{NICENESS}, {args.hogs} hog(s) at nice 0, "
-          f"{available_cores()} core(s)")
+    print(f"{args.rows:,} rows, audit at nice +{NICENESS} ({args.via}), {args.hogs} hog(s) at "
+          f"nice 0, {available_cores()} core(s)")
     print("  worst ETA factor, plain / CPU-following, from 10 % of the bar on: where the bar "
           "moved (bench_pipeline.py's judge) | at every 0.5 s reading | every reading from 20 s "
           "after the load changed")
-    quiet, trace, share = _audit(data, folder / "quiet", None, args.hogs)
+    quiet, trace, share = _audit(data, folder / "quiet", None, args.hogs, args.via)
     print(f"  quiet   wall {quiet:6.1f} s  CPU share {share:4.2f}  "
           f"{_show(_worst(trace, quiet, at_changes=True))} | {_show(_worst(trace, quiet))}")
     plans = {"steady": (0.0, float("inf")), "starts": (0.3 * quiet, float("inf")),
              "stops": (0.0, 0.5 * quiet)}
     for load in filter(None, args.loads.split(",")):
         plan = plans[load]
-        wall, trace, share = _audit(data, folder / load, plan, args.hogs)
+        wall, trace, share = _audit(data, folder / load, plan, args.hogs, args.via)
         change = plan[0] if plan[0] > 0 else plan[1]
         late = _worst(trace, wall, since_t=change + 20) if change != float("inf") else None
         print(f"  {load:<7} wall {wall:6.1f} s  CPU share {share:4.2f}  "
