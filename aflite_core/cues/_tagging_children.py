@@ -149,9 +149,13 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
                 children.append(start_child(CHILD_MODULE, args, stdout=subprocess.PIPE,
                                             stderr=stream))
             with ThreadPoolExecutor(max(count, 1)) as pool:
-                for done in [pool.submit(serve, child, stream)
-                             for child, stream in zip(children, errors, strict=False)]:
-                    done.result()
+                try:
+                    for done in [pool.submit(serve, child, stream)
+                                 for child, stream in zip(children, errors, strict=False)]:
+                        done.result()
+                except BaseException:  # a child failed, or Ctrl-C: the others stop too
+                    failed.set()
+                    raise
         finally:
             for child in children:
                 if child.poll() is None and child.stdin is not None and not child.stdin.closed:
