@@ -311,7 +311,7 @@ def cue_features(matrix) -> SliceFeatures:
 
 def cluster_features(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None = None,
                      words: SliceFeatures | None = None, random_state: int | None = 0,
-                     sample: int = KMEANS_SAMPLE) -> SliceFeatures:
+                     sample: int = KMEANS_SAMPLE, fetch: bool = False) -> SliceFeatures:
     """Clusters of Φ as slice features, each named by its most over-represented words.
 
     MiniBatchKMeans (k-means++, one initialisation, seeded) is fitted on a seeded sample of
@@ -329,9 +329,11 @@ def cluster_features(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None 
     words : SliceFeatures, optional
         Word features of the same rows: a cluster's description lists up to three words
         present in at least 10 % of its rows with the highest lift over their overall share.
+    fetch : bool, default False
+        Assign each chunk here even when Φ is in partitions (:func:`cluster_codes`).
     """
     labels, k = cluster_codes(X, n_clusters, rows=rows, random_state=random_state,
-                              sample=sample)
+                              sample=sample, fetch=fetch)
     names = [f"cluster {c}" for c in range(k)]
     if words is not None and words.X.shape[1]:
         names = _cluster_names(labels, k, words)
@@ -340,14 +342,14 @@ def cluster_features(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None 
 
 def cluster_codes(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None = None,
                   random_state: int | None = 0, sample: int = KMEANS_SAMPLE,
-                  assign_on_workers: bool = False) -> tuple[np.ndarray, int]:
+                  fetch: bool = False) -> tuple[np.ndarray, int]:
     """The cluster of each row and k: :func:`cluster_features` without the names.
 
-    With Φ on a cluster's workers and ``assign_on_workers``, each chunk of rows is assigned
-    its centre by a task where its rows are (the slices of more rows than the driver should
-    fetch); otherwise each chunk is fetched and assigned here, as a local Φ's: a task would
-    wait behind whatever holds its worker (the map's layout beside the slices, 4.8 s of a
-    9.1 s stage at 100,000 rows on two workers).
+    With Φ in partitions (on disk, or on a cluster's workers) each chunk of rows is assigned
+    its centre where its rows are; with ``fetch``, each chunk is fetched and assigned here
+    (the slices extracted on the driver of a cluster: a task would wait behind whatever
+    holds its worker, 4.8 s of a 9.1 s stage at 100,000 rows on two workers with the map's
+    layout beside it).
 
     Returns
     -------
@@ -371,7 +373,7 @@ def cluster_codes(X: np.ndarray, n_clusters: int, *, rows: np.ndarray | None = N
         model = MiniBatchKMeans(n_clusters=k, n_init=1, batch_size=4096,
                                 random_state=random_state).fit(
                                     np.asarray(X[fit_rows], dtype=np.float32))
-        if assign_on_workers and is_partitioned(X):  # each chunk where its rows are
+        if is_partitioned(X) and not fetch:  # each chunk assigned where its rows are
             chunks = X.select(rows).map_chunks(model.predict, 65_536)
         else:
             chunks = (model.predict(np.asarray(X[c[0]:c[-1] + 1] if contiguous else X[c],

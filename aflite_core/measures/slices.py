@@ -63,7 +63,7 @@ from aflite_core.measures._slices_features import (  # noqa: F401  (the measure'
 )
 from aflite_core.measures._slices_fold import fold_by_overlap
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
-from aflite_core.represent import cluster_workers, dask_folds
+from aflite_core.represent import cluster_workers, dask_folds, on_cluster
 
 __all__ = [
     "FILE",
@@ -434,11 +434,13 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         ctx.progress(0.5, f"{n_clusters} clusters of Φ")
         if chunked is not None:
             cluster_of, k = cluster_codes(ctx.representation.X, n_clusters, rows=rep_rows,
-                                          random_state=seed, assign_on_workers=True)
+                                          random_state=seed)
         else:
+            # on a cluster, each chunk fetched: a task could wait behind another measure's
             clusters = cluster_features(ctx.representation.X, n_clusters, rows=rep_rows,
                                         words=cues.select(cues.family == "word"),
-                                        random_state=seed)
+                                        random_state=seed,
+                                        fetch=on_cluster(ctx.representation.X))
             k = clusters.X.shape[1]
     ctx.progress(0.8, "ranking the slices")
     if chunked is not None:

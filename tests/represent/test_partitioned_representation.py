@@ -405,11 +405,10 @@ def test_worker_threads_of_this_process_cannot_undo_the_drivers_blas_limit(texts
 
 @pytest.mark.parametrize("where", ["here", "workers"])
 def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client):
-    """The map's reduction of Φ and the slices' cluster assignment (for slices on the
-    workers; otherwise each chunk fetched) run where Φ's rows are, a 65,536-row chunk a task
-    (a partition of the audit's size holds exactly one chunk; a
-    chunk across two partitions is fetched and done here): the same reduced rows and the
-    same clusters as from the array, bit for bit."""
+    """The map's reduction of Φ and the slices' cluster assignment (unless asked to fetch
+    each chunk) run where Φ's rows are, a 65,536-row chunk a task (a partition of the
+    audit's size holds exactly one chunk; a chunk across two partitions is fetched and done
+    here): the same reduced rows and the same clusters as from the array, bit for bit."""
     from aflite_core.measures._map_reduction import reduce_unit_rows
     from aflite_core.measures._neighbors import l2_normalize
     from aflite_core.measures.slices import cluster_codes, cluster_features
@@ -428,9 +427,9 @@ def test_the_maps_reduction_and_the_clusters_of_phi_on_the_workers(where, client
     rows = np.arange(3, 140_000)  # chunks across partitions too
     for some in (None, rows):
         here = cluster_features(whole, 6, rows=some, random_state=0)
-        there = cluster_features(X, 6, rows=some, random_state=0)  # each chunk fetched
+        there = cluster_features(X, 6, rows=some, random_state=0)
         assert (here.X != there.X).nnz == 0 and list(here.value) == list(there.value)
-        codes, k = cluster_codes(X, 6, rows=some, random_state=0, assign_on_workers=True)
+        codes, k = cluster_codes(X, 6, rows=some, random_state=0, fetch=True)  # fetched
         np.testing.assert_array_equal(codes, here.X.tocsr().indices)  # one cluster a row
         assert k == 6
     assert X.whole_gathers == 0
