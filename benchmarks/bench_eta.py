@@ -91,8 +91,8 @@ def _audit(data: Path, out: Path, hog_plan: tuple[float, float] | None, hogs: in
            ) -> tuple[float, list[tuple[float, float, float | None, float | None]], float]:
     """Run the audit; ``hog_plan=(start, stop)`` seconds for the hogs. Returns the wall
     time, ``[(t, fraction, plain, clock)]`` every 0.5 s, and the CPU share it got."""
+    proc = _start(data, out, via)  # the worker's job is written first: not timed
     start = time.monotonic()
-    proc = _start(data, out, via)
     fraction = [0.0, None]  # the latest fraction, when the first progress report came
 
     def read() -> None:
