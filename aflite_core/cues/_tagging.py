@@ -28,7 +28,7 @@ from aflite_core.cues._annotation_cache import (
     cache_load,
     cache_save,
 )
-from aflite_core.cues._tagging_children import answer_chunks, tag_in_children
+from aflite_core.cues._tagging_children import TAG_ARRAYS, answer_chunks, tag_in_children
 from aflite_core.text import tokenize
 
 #: Modals that make a clause future tense (``wo`` is the stem of "won't").
@@ -400,8 +400,7 @@ def tag_into_cache(texts: Sequence[str], *, ner_method: str, cache_dir: Path,
             return False
         parts.append(_annotate_tagged_chunk(list(uniques[lo:lo + AHEAD_CHUNK]), context))
     arrays = {name: np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, dtype)
-              for i, (name, dtype) in enumerate((("tense", np.int8), ("ner", np.uint16),
-                                                 ("typo", bool)))}
+              for i, (name, dtype) in enumerate(TAG_ARRAYS)}
     cache_save(cache_dir, key, {k: v[codes] for k, v in arrays.items()})
     return True
 

@@ -27,15 +27,15 @@ from typing import IO
 
 import numpy as np
 
-__all__ = ["TAG_CHUNK", "answer_chunks", "start_child", "tag_in_children"]
+__all__ = ["TAG_ARRAYS", "TAG_CHUNK", "answer_chunks", "start_child", "tag_in_children"]
 
 #: The most distinct texts sent to a child at a time (about 0.3 s of its tagging): small
 #: enough that the children finish together, large enough that the pipe costs nothing.
 TAG_CHUNK = 4_096
 #: What a tagging child runs (its ``__main__``: the tagging's own module).
 CHILD_MODULE = "aflite_core.cues._tagging"
-#: The tagging's arrays, in the order a child answers them.
-_ARRAYS = (("tense", np.int8), ("ner", np.uint16), ("typo", np.bool_))
+#: The tagging's arrays (name, dtype), in the order a child answers them.
+TAG_ARRAYS = (("tense", np.int8), ("ner", np.uint16), ("typo", np.bool_))
 
 
 def start_child(module: str, args: Sequence[str], *, stdout: int | IO[bytes],
@@ -137,7 +137,7 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
                 raise RuntimeError(f"a tagging process stopped (exit {child.returncode}): "
                                    f"{said or 'it wrote nothing'}")
             parts[index] = [np.asarray(values, dtype=dtype)
-                            for values, (_, dtype) in zip(json.loads(answer), _ARRAYS,
+                            for values, (_, dtype) in zip(json.loads(answer), TAG_ARRAYS,
                                                           strict=True)]
 
     count = min(n_jobs, len(starts))
@@ -166,7 +166,7 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
                         stream.close()
     return {name: (np.concatenate([p[i] for p in parts if p is not None]) if starts
                    else np.zeros(0, dtype))
-            for i, (name, dtype) in enumerate(_ARRAYS)}
+            for i, (name, dtype) in enumerate(TAG_ARRAYS)}
 
 
 def answer_chunks(tag: Callable[[list[str]], Sequence[np.ndarray]]) -> int:
