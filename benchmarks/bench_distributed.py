@@ -66,6 +66,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_cues import build  # noqa: E402 - the seeded SNLI-like builder
 from bench_pipeline import IN_TURN  # noqa: E402 - the CLI with every measure in turn
 
+from aflite_core.filter import worker_environ  # noqa: E402
+
 #: The environment the CLI runs get: this process's as it started. Creating a LocalCluster
 #: sets OMP_NUM_THREADS / OPENBLAS_NUM_THREADS / MKL_NUM_THREADS = 1 in os.environ (for its
 #: workers), and a child inheriting that builds Φ with one BLAS thread instead of all cores:
@@ -227,9 +229,11 @@ def one(n_rows: int, workers: int, memory_limit: str, kill_after: int | None,
         print(f"  local: {local['seconds']:.1f} s, driver peak "
               f"{local['driver_peak'] / 2**30:.2f} GB, exit {local['code']}; peak GB while: "
               f"{_stage_peaks(local)}", flush=True)
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                      memory_limit=memory_limit, host="127.0.0.1",
-                      dashboard_address=None) as cluster, Client(cluster) as client:
+    with worker_environ():  # as docs/scaling.md says to start a cluster's workers
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                               memory_limit=memory_limit, host="127.0.0.1",
+                               dashboard_address=None)
+    with cluster, Client(cluster) as client:
         peaks = _WorkerPeaks(client)
         killed: list[int] = []
 

@@ -15,14 +15,16 @@ _FACE = {
     "INSTANCES": "_policy",
     "MultipleChoiceAFLite": "_multiple_choice",
     "SPLIT_POLICIES": "_policy",
+    "WORKER_ENVIRON": "_scheduler",
     "ZFilter": "_zfilter",
     "binary_features": "_zfilter",
-    "check_scheduler": "_backends",
-    "connect": "_backends",
+    "check_scheduler": "_scheduler",
+    "connect": "_scheduler",
     "filter_units": "_policy",
     "plan_filter": "_policy",
-    "probe_scheduler": "_backends",
+    "probe_scheduler": "_scheduler",
     "select_rows": "_rounds",
+    "worker_environ": "_scheduler",
 }
 #: Modules whose names are used as a namespace from outside (``views.rows_table``).
 _NAMESPACES = ("synthetic",)

@@ -47,7 +47,6 @@ from aflite_core.filter._aflite_rounds import (
 from aflite_core.filter._backends import (
     BACKENDS,
     MAX_BLOCK_ROWS,
-    check_scheduler,
     make_backend,
     resolve_workers,
     single_threaded_blas,
@@ -71,6 +70,7 @@ from aflite_core.filter._rounds import (
     resolve_target_size,
     resolve_train_size,
 )
+from aflite_core.filter._scheduler import check_scheduler
 from aflite_core.represent import is_partitioned
 
 __all__ = ["AFLite", "STRATEGIES", "CLASSIFIERS", "BACKENDS"]

@@ -21,7 +21,6 @@ from aflite_core.filter._datamap import RoundDatamap
 from aflite_core.filter._linear import (
     ScatterStats,
     covariance_factor,
-    fit_partition_lda,
     row_stats,
 )
 from aflite_core.filter._rounds import (
@@ -287,39 +286,59 @@ def _draw_round(rng: np.random.Generator, blocks: RowBlocks, alive: np.ndarray,
             "counts": counts, "held": held}
 
 
+#: Bytes of bool masks :func:`_draw_packed` fills before it counts and packs them (a batch of
+#: partitions: every partition at once up to 500k rows for m = 64; a few at 5M rows).
+PACK_BATCH_BYTES = 32 << 20
+
+
 def _draw_packed(rng: np.random.Generator, blocks: RowBlocks, offsets: np.ndarray,
                  s_rows: np.ndarray, s_cols: np.ndarray, positions: list[np.ndarray], m: int,
                  t: int, small: int, s_groups: np.ndarray | None) -> dict:
-    """:func:`_draw_round` with ``packed``: each partition's mask drawn into one row (the
-    same random calls in the same order), counted and packed block by block."""
+    """:func:`_draw_round` with ``packed``: the partitions' masks drawn into a batch of rows
+    (the same random calls in the same order), then counted and packed block by block, a
+    batch at a time (a block and a partition at a time, the Python loop was 2,000 steps a
+    round at 60k rows: the Dask backend's draw took twice the local one's)."""
     n_classes = len(blocks.classes) - 1
-    row = np.zeros((1, offsets[-1]), dtype=bool)
+    n_cols = int(offsets[-1])
+    batch = int(min(m, max(1, PACK_BATCH_BYTES // max(n_cols, 1))))
+    rows = np.zeros((batch, n_cols), dtype=bool)
     train_w = [np.zeros((m, (hi - lo + 7) // 8), dtype=np.uint8)
                for lo, hi in zip(offsets[:-1], offsets[1:], strict=True)]
     counts = np.zeros((m, n_classes), dtype=np.int64)
-    times_train = np.zeros(offsets[-1], dtype=np.uint8 if m < 256 else np.int64)
-    # each block's classes with rows, found once for the m partitions
-    nonempty = [np.flatnonzero(bounds[1:] > bounds[:-1]) for bounds in blocks.bounds]
+    times_train = np.zeros(n_cols, dtype=np.uint8 if m < 256 else np.int64)
+    # every block's class segments with rows, side by side: they tile the columns, so one
+    # reduceat counts a batch's training rows per segment (at most MAX_BLOCK_ROWS: uint16)
+    seg_starts = np.concatenate([
+        [0], *(lo + bounds[np.flatnonzero(bounds[1:] > bounds[:-1])]
+               for lo, bounds in zip(offsets[:-1], blocks.bounds, strict=True))])[1:]
+    seg_class = np.concatenate([
+        [0], *(np.flatnonzero(bounds[1:] > bounds[:-1]) for bounds in blocks.bounds)])[1:]
+    edges = offsets.tolist()
 
     def after_row(j: int) -> None:
-        for b, (bounds, classes) in enumerate(zip(blocks.bounds, nonempty, strict=True)):
-            mask = row[0, offsets[b] : offsets[b + 1]]
-            if len(classes):
-                counts[j, classes] += np.add.reduceat(mask.view(np.uint8), bounds[classes],
-                                                      dtype=np.uint16)
-            train_w[b][j] = np.packbits(mask)
-        times_train[:] += row[0]
+        k = j % batch + 1
+        if k < batch and j < m - 1:
+            return
+        j0, done = j + 1 - k, rows[:k]
+        if len(seg_starts):
+            per_seg = np.add.reduceat(done.view(np.uint8), seg_starts, axis=1, dtype=np.uint16)
+            for c in range(n_classes):
+                counts[j0 : j + 1, c] += per_seg[:, seg_class == c].sum(axis=1, dtype=np.int64)
+        for b, out in enumerate(train_w):
+            out[j0 : j + 1] = np.packbits(done[:, edges[b] : edges[b + 1]], axis=1)
+        times_train[:] += np.add.reduce(done.view(np.uint8), axis=0, dtype=times_train.dtype)
 
     if s_groups is not None:
-        _draw_grouped(rng, row, s_cols, s_groups, t, after_row, m)
+        _draw_grouped(rng, rows, s_cols, s_groups, t, after_row, m)
     else:
         drawn_train = small == t
         for j in range(m):
-            row[0] = False
+            row = rows[j % batch]
+            row[:] = False
             if not drawn_train:  # every partition trains on S but for its drawn held-out rows
-                row[0, s_cols] = True
+                row[s_cols] = True
             idx = rng.choice(len(s_rows), size=small, replace=False, shuffle=False)
-            row[0, s_cols[idx]] = drawn_train
+            row[s_cols[idx]] = drawn_train
             after_row(j)
     held = m - times_train[s_cols].astype(np.int32)
     return {"s_rows": s_rows, "positions": positions, "t": t, "train_w": train_w,
@@ -337,8 +356,9 @@ def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.nd
     draw short of t (with a group of 14 % of the rows and t = 40 %, a partition stopped as low
     as 26 %).
 
-    With ``after_row``, ``train_all`` is one row refilled for each of the ``m`` partitions and
-    ``after_row(j)`` is called once it holds partition ``j``'s mask.
+    With ``after_row``, ``train_all`` is a batch of rows refilled for the ``m`` partitions
+    (partition ``j`` in row ``j % len(train_all)``) and ``after_row(j)`` is called once it
+    holds partition ``j``'s mask.
     """
     # the codes are dense (0 .. G-1 over the fit's rows): count them instead of sorting S
     sizes = np.bincount(s_groups)
@@ -353,6 +373,7 @@ def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.nd
     col_group = np.full(train_all.shape[1], len(sizes), dtype=np.intp)
     col_group[s_cols] = s_groups
     chosen = np.zeros(len(sizes) + 1, dtype=bool)
+    batch = len(train_all)
     for j in range(train_all.shape[0] if after_row is None else m):
         order = present[rng.choice(n_groups, size=enough, replace=False)]
         total = np.cumsum(sizes[order])
@@ -365,7 +386,7 @@ def _draw_grouped(rng: np.random.Generator, train_all: np.ndarray, s_cols: np.nd
         room = t - int(total[taken - 1])
         if room > 0:
             chosen[_fitting(order[taken:], sizes, room)] = True
-        np.take(chosen, col_group, out=train_all[j if after_row is None else 0])
+        np.take(chosen, col_group, out=train_all[j if after_row is None else j % batch])
         if after_row is not None:
             after_row(j)
 
@@ -398,16 +419,8 @@ def _score_round(backend, blocks: RowBlocks, drawn: dict, factor, shift, cfg: Fi
     """
     if hasattr(drawn, "result"):
         drawn = drawn.result()
-    m = cfg.n_partitions
     train_w, positions = drawn["train_w"], drawn["positions"]
-    sums = np.zeros((m, len(blocks.classes) - 1, shift.shape[0]))
-    for part in backend.group_class_sums(blocks.bounds, train_w):
-        sums += part
-    if hasattr(factor, "result"):
-        factor = factor.result()
-    model = fit_partition_lda(None, sums, drawn["counts"], shift=shift, factor=factor)
-    model.margins()
-    out_w = backend.count_correct(blocks.bounds, train_w, model, datamap)
+    out_w = backend.predict(blocks.bounds, train_w, drawn["counts"], shift, factor, datamap)
     # the rows' results in round order, each block's freed once taken (the blocks' arrays,
     # a list of their pieces and the concatenation were three copies at once)
     if not datamap:

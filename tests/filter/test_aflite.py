@@ -280,15 +280,19 @@ def test_round_partitions_have_exactly_t_training_rows_among_alive_rows(train_si
 
 
 @pytest.mark.parametrize("grouped", [False, True])
-def test_packed_draws_are_the_bool_draws_packed_from_the_same_random_stream(grouped):
-    """The Dask backend's draws (``packed``: a partition at a time, 8 rows a byte) are the
-    local backend's masks bit for bit, with the same counts and held-out numbers, and leave
-    the random stream where the bool draws leave it (the next round draws alike)."""
+def test_packed_draws_are_the_bool_draws_packed_from_the_same_random_stream(grouped,
+                                                                            monkeypatch):
+    """The Dask backend's draws (``packed``: a batch of partitions at a time, 8 rows a byte)
+    are the local backend's masks bit for bit, with the same counts and held-out numbers,
+    and leave the random stream where the bool draws leave it (the next round draws alike),
+    whatever the batch (one partition to all of them)."""
+    import aflite_core.filter._aflite_rounds as rounds_module
     from aflite_core.filter._aflite_rounds import _draw_round
     from aflite_core.filter._backends import RowBlocks
 
     rng = np.random.default_rng(7)
     for case in range(40):
+        monkeypatch.setattr(rounds_module, "PACK_BATCH_BYTES", int(rng.integers(1, 5000)))
         n = int(rng.integers(20, 700))
         n_classes = int(rng.integers(2, 4))
         codes = rng.integers(0, n_classes, n)

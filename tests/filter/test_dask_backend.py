@@ -369,7 +369,7 @@ def test_the_audits_client_keeps_no_task_inputs_alive_after_their_tasks(cluster)
     import gc
     import weakref
 
-    from aflite_core.filter._backends import MESSAGE_LOG_LENGTH, connect
+    from aflite_core.filter._scheduler import MESSAGE_LOG_LENGTH, connect
 
     local, _ = cluster
     client, owned = connect(local.scheduler_address, 1)
@@ -431,3 +431,62 @@ def test_the_label_issues_features_made_on_a_worker_and_when_it_is_lost(cluster,
     assert lost == [1]
     np.testing.assert_array_equal(again, here)
 
+
+
+def test_a_group_cut_into_shares_sums_bit_for_bit_as_one_task(cluster):
+    """Issue 63 item 2: a block group is cut into shares spread over the workers (a group of
+    64 blocks was one task, so at 100k rows one worker did all of AFLite); its class sums are
+    folded share after share in block order, so they equal the local backend's bit for bit,
+    where a sum of the shares' own sums would not."""
+    from aflite_core.filter._backends import RowBlocks, _DaskBackend, _LocalBackend
+
+    _, client = cluster
+    X, y, _ = make_planted(9000, 24, classes=3, random_state=5)
+    X[:1024] *= 1e12  # the first block's sums swamp the others' last bits
+    blocks = RowBlocks(y.astype(np.int64), 3, 1024)  # 9 blocks, one group
+    shares = backends_module.split_groups(blocks.groups, 2)
+    assert [(g, len(b), w) for g, b, w in shares] == [(0, 4, 0), (0, 5, 1)]
+    shift = np.zeros(24, dtype=np.float32)  # not centred: the first block stays large
+    rng = np.random.default_rng(0)
+    train_w = [rng.random((16, len(r))) < 0.5 for r in blocks.rows]
+    local = _LocalBackend(X, shift, blocks, 2)
+    dask = _DaskBackend(X, shift, blocks, client, 2)
+    try:
+        assert len(set(dask._holders)) == 2  # both workers hold shares
+        (a,), (b,) = local.group_class_sums(blocks.bounds, train_w), \
+            dask.group_class_sums(blocks.bounds, train_w)
+        assert a.dtype == b.dtype == np.float64 and np.array_equal(a, b)
+        stats_a, stats_b = local.group_row_stats()[0], dask.group_row_stats()[0]
+        assert stats_a[0] == stats_b[0] == 9000
+        assert all(np.array_equal(p, q) for p, q in zip(stats_a[1:], stats_b[1:], strict=True))
+        # the removed rows' features, taken from the workers' copies later, are X's rows
+        positions = [np.flatnonzero(rng.random(len(r)) < 0.1) for r in blocks.rows]
+        later = dask.features(positions)
+        assert np.array_equal(later.result(), local.features(positions))
+        # the association matters: the shares' own sums, added, differ in the last bits
+        parts = [backends_module.partition_class_sums(local._wc[i], blocks.bounds[i],
+                                                      train_w[i]) for i in range(9)]
+        in_order = backends_module._sum_in_order
+        by_share = in_order(parts[:4]) + in_order(parts[4:])
+        assert not np.array_equal(by_share, a)
+    finally:
+        local.close()
+        dask.close()
+
+
+def test_the_local_cluster_workers_allocate_without_mmap_churn():
+    """Issue 63 item 2: the workers of a ``local:N`` cluster get glibc's mmap threshold of
+    WORKER_ENVIRON (Dask's nanny sets MALLOC_TRIM_THRESHOLD_, which pins the mmap threshold at
+    128 KiB: AFLite's per-block temporaries were mmapped and faulted in every time)."""
+    import os
+
+    from aflite_core.filter._scheduler import connect
+
+    client, owned = connect("local:1", 1)
+    try:
+        seen = client.run(lambda: (os.environ.get("MALLOC_MMAP_THRESHOLD_"),
+                                   os.environ.get("MALLOC_TRIM_THRESHOLD_")))
+        assert list(seen.values()) == [(str(32 << 20), "65536")]
+    finally:
+        for obj in reversed(owned):
+            obj.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from aflite_core.config import AuditConfig
-from aflite_core.filter._backends import (
+from aflite_core.filter._scheduler import (
     MAX_LOCAL_WORKERS_PER_CORE,
     PROBE_TIMEOUT_S,
     check_scheduler,
@@ -87,7 +87,7 @@ def test_a_service_that_is_not_dask_is_refused_within_the_timeout(server, messag
                                                                   monkeypatch):
     """The timeout that fires is the one given: every read of the handshake is given what
     is left of one deadline (the stalling listener once made the client wait forever)."""
-    import aflite_core.filter._backends as backends
+    import aflite_core.filter._scheduler as backends
 
     given = []
     real = backends._read_until
