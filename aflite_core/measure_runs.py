@@ -35,10 +35,11 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from aflite_core import blas_threads
+from aflite_core import blas_threads, progress_plan
+from aflite_core._validation import available_cores
 from aflite_core.errors import AuditCancelled, MeasureSkipped
 from aflite_core.heap_trim import release_free_heap
-from aflite_core.measures import Measure, MeasureContext, MeasureResult
+from aflite_core.measures import Measure, MeasureContext, MeasureResult, registry
 from aflite_core.represent import on_dask
 from aflite_core.runs import RunWriter
 
@@ -155,11 +156,15 @@ class Progress:
     """
 
     def __init__(self, callback: EventCallback | None,
-                 spans: dict[str, tuple[float, float]] | None = None) -> None:
+                 spans: dict[str, tuple[float, float]] | None = None,
+                 knee: tuple[float, float] = (1.0, 1.0)) -> None:
         self.callback = callback
         self.fraction = 0.0
         self.cancelled = False
         self.spans = spans or {}
+        #: The beside measures' knee (:func:`stage_plan`): the share of their work done, and
+        #: of their span filled, when the other measures are planned to end.
+        self.knee = knee
         self._main = 0.0  # where the stages run in order reached
         self._side = 0.0  # the share of the bar the beside measures did meanwhile
         self._lock = threading.RLock()
@@ -340,6 +345,9 @@ class _Side:
         self._pool: ThreadPoolExecutor | None = None
         self._future: Future | None = None
         self._blas: Any = None
+        self._total = sum(hi - lo for lo, hi in map(progress.span, (m.name for m in measures)))
+        self._work = 0.0  # the share of the bar their work is, done so far (before the knee)
+        self._alone: tuple[float, float] | None = None  # (work, filled) when the others ended
 
     def __enter__(self) -> _Side:
         if self.measures:
@@ -347,6 +355,23 @@ class _Side:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="measure-beside")
             self._future = self._pool.submit(self._run)
         return self
+
+    def _filled(self, work: float) -> float:
+        """The bar the beside measures filled once ``work`` of their spans' total is done:
+        on the plan's two lines (:func:`~aflite_core.progress_plan.knee`: while the others
+        run, each second of theirs fills a share of a second), or, once the others ended
+        (:meth:`wait`), on the line from where they were then to the spans' end: what is left
+        runs alone."""
+        total = self._total
+        if total <= 0:
+            return work
+        alone = self._alone
+        if alone is None:
+            return total * progress_plan.knee(work / total, *self.progress.knee)
+        done, filled = alone
+        if done >= total:
+            return filled
+        return filled + (total - filled) * (work - done) / (total - done)
 
     def _run(self) -> dict[str, dict]:
         outcomes: dict[str, dict] = {}
@@ -356,8 +381,10 @@ class _Side:
 
             def report(fraction: float, message: str, measure: Measure = measure,
                        base: float = base, width: float = hi - lo) -> None:
+                work = base + width * min(max(float(fraction), 0.0), 1.0)
+                self._work = max(self._work, work)
                 self.progress.side_step(measure.name, message or measure.label,
-                                        base + width * min(max(float(fraction), 0.0), 1.0))
+                                        self._filled(work))
 
             report(0.0, f"computing {measure.label} (beside the other measures)")
             ctx = measure_context(self.state, measure, self.random_state,
@@ -379,6 +406,8 @@ class _Side:
         if self._future is None:
             return {}
         if not self._future.done():
+            work = self._work
+            self._alone = (work, self._filled(work))
             first = self.measures[0]
             self.progress.step(first.name, f"waiting for {first.label}",
                                self.progress.span(first.name)[0])
@@ -394,3 +423,44 @@ class _Side:
         if self._blas is not None:
             self._blas.restore_original_limits()
             self._blas = None
+
+
+def stage_plan(dataset: Any, config: Any) -> tuple[dict[str, tuple[float, float]],
+                                                 tuple[float, float]]:
+    """Each stage's part of the progress bar, in proportion to its expected time on the cores
+    this process may use (:func:`aflite_core.progress_plan.core_factor`), with what the
+    measures' caches lack (the cue tags of a dataset audited for the first time). On a Dask
+    cluster the plan's two-core seconds stand as they are (its cores are not this process's)
+    and no cache is looked into (the workers tag their chunks). Returns the spans and the
+    beside measures' knee (:func:`aflite_core.progress_plan.beside_plan`: the share of their
+    work done, and of their span filled, when the others end; :class:`Progress` ``knee``)."""
+    local = config.backend != "dask"
+    cores = available_cores() if local else 2
+    n_rows = int(dataset.included_mask.sum())
+    factor = {"representation": progress_plan.REPRESENTATION_FACTOR.get(config.representation,
+                                                                        1.0)}
+    stages = [(name, progress_plan.stage_per_100k(name, n_rows) * factor.get(name, 1.0))
+              for name in ("representation", "aflite", "write")]
+    chosen = [m for m in registry.measures() if m.name in config.measures]
+    beside = [m.name for m in beside_measures(chosen, n_rows, local=local)]
+    ahead = {m.name for m in ahead_measures(chosen, n_rows, cores=cores, local=local)}
+    # the beside measures fill the last span: their progress adds to the bar (measure_runs);
+    # work done ahead (cold caches) goes to the front stages (progress_plan.with_ahead)
+    cost = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name),
+                                    dataset=dataset if local else None) for m in chosen}
+    warm = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name)) for m in chosen}
+    stages += [(m.name, warm[m.name] if m.name in ahead else cost[m.name])
+               for m in sorted(chosen, key=lambda m: m.name in beside)]
+    stages = progress_plan.with_ahead(stages, sum(cost[n] - warm[n] for n in ahead))
+    if config.report:
+        stages.append(("report", progress_plan.stage_per_100k("report", n_rows)))
+    seconds = {name: value * progress_plan.core_factor(name, cores) for name, value
+               in progress_plan.expected_seconds(stages, n_rows).items()}
+    knee = (1.0, 1.0)
+    if beside:  # their span is the time they add, not the time they take
+        own = sum(seconds[name] for name in beside)
+        others = sum(seconds[m.name] for m in chosen if m.name not in beside)
+        added, *knee = progress_plan.beside_plan(own, others, n_rows, cores=cores)
+        scale = added / own if own > 0 else 1.0
+        seconds.update({name: seconds[name] * scale for name in beside})
+    return progress_plan.stage_spans(seconds), tuple(knee)

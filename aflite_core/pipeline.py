@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from aflite_core import __version__, progress_plan
+from aflite_core import __version__
 from aflite_core._validation import available_cores
 from aflite_core.audit_client import audit_client
 from aflite_core.config import (  # noqa: F401 - re-exported: the pipeline's public API
@@ -46,7 +46,7 @@ from aflite_core.filter import FilterPlan, filter_units, plan_filter, select_row
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, short_repr, str_codes
 from aflite_core.measure_runs import Progress as _Progress
-from aflite_core.measure_runs import ahead_measures, beside_measures, run_measures, work_ahead
+from aflite_core.measure_runs import run_measures, stage_plan, work_ahead
 from aflite_core.measures import registry
 from aflite_core.represent import is_partitioned, on_cluster, phi_folder_for, phi_on_disk
 from aflite_core.runs import (
@@ -220,7 +220,7 @@ def run_audit(
     check_labels(dataset)
     config = config.scaled(filter_units(dataset, split_policy=config.split_policy,
                                         instance=config.instance))
-    progress = _Progress(callback, _stage_spans(dataset, config))
+    progress = _Progress(callback, *stage_plan(dataset, config))
     created = utc_now_iso()
     generated = name is None  # a generated name never fails: a taken one gets a suffix
     if generated:
@@ -368,40 +368,8 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
 
 
 def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]:
-    """Each stage's part of the progress bar, in proportion to its expected time on the cores
-    this process may use (:func:`aflite_core.progress_plan.core_factor`), with what the
-    measures' caches lack (the cue tags of a dataset audited for the first time). On a Dask
-    cluster the plan's two-core seconds stand as they are (its cores are not this process's)
-    and no cache is looked into (the workers tag their chunks)."""
-    local = config.backend != "dask"
-    cores = available_cores() if local else 2
-    n_rows = int(dataset.included_mask.sum())
-    factor = {"representation": progress_plan.REPRESENTATION_FACTOR.get(config.representation,
-                                                                        1.0)}
-    stages = [(name, progress_plan.stage_per_100k(name, n_rows) * factor.get(name, 1.0))
-              for name in ("representation", "aflite", "write")]
-    chosen = [m for m in registry.measures() if m.name in config.measures]
-    beside = [m.name for m in beside_measures(chosen, n_rows, local=local)]
-    ahead = {m.name for m in ahead_measures(chosen, n_rows, cores=cores, local=local)}
-    # the beside measures fill the last span: their progress adds to the bar (measure_runs);
-    # work done ahead (cold caches) goes to the front stages (progress_plan.with_ahead)
-    cost = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name),
-                                    dataset=dataset if local else None) for m in chosen}
-    warm = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name)) for m in chosen}
-    stages += [(m.name, warm[m.name] if m.name in ahead else cost[m.name])
-               for m in sorted(chosen, key=lambda m: m.name in beside)]
-    stages = progress_plan.with_ahead(stages, sum(cost[n] - warm[n] for n in ahead))
-    if config.report:
-        stages.append(("report", progress_plan.stage_per_100k("report", n_rows)))
-    seconds = {name: value * progress_plan.core_factor(name, cores) for name, value
-               in progress_plan.expected_seconds(stages, n_rows).items()}
-    if beside:  # their span is the time they add, not the time they take
-        own = sum(seconds[name] for name in beside)
-        others = sum(seconds[m.name] for m in chosen if m.name not in beside)
-        scale = (progress_plan.beside_seconds(own, others, n_rows, cores=cores) / own
-                 if own > 0 else 1.0)
-        seconds.update({name: seconds[name] * scale for name in beside})
-    return progress_plan.stage_spans(seconds)
+    """Each stage's part of the progress bar (:func:`aflite_core.measure_runs.stage_plan`)."""
+    return stage_plan(dataset, config)[0]
 
 
 #: The collector's thresholds during an audit (CPython's default: 700, 10, 10). An audit

@@ -19,9 +19,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-__all__ = ["AHEAD_SHARE", "BESIDE_SHARE", "DEFAULT_PARALLEL_SHARE", "FIXED_SECONDS",
-           "FRONT_STAGES", "MEASURED_SECONDS", "PARALLEL_SHARE", "along_points", "beside_seconds",
-           "core_factor", "expected_seconds", "stage_per_100k", "stage_spans", "with_ahead"]
+__all__ = ["AHEAD_SHARE", "BESIDE_SHARE", "BESIDE_SPEED", "DEFAULT_PARALLEL_SHARE",
+           "FIXED_SECONDS", "FRONT_STAGES", "MEASURED_SECONDS", "PARALLEL_SHARE", "along_points",
+           "beside_plan", "beside_seconds", "core_factor", "expected_seconds", "knee",
+           "stage_per_100k", "stage_spans", "with_ahead"]
 
 #: Seconds of the stages outside the measures on two cores at three sizes:
 #: :func:`stage_per_100k` interpolates them (never below a stage's fixed part). At 100,000
@@ -139,12 +140,55 @@ def expected_seconds(stages: Iterable[tuple[str, float]], n_rows: int) -> dict[s
 BESIDE_SHARE: tuple[float, float] = (0.25, 0.3)
 
 
+#: How fast a measure beside the others gets on while they run, against its planned speed:
+#: its share of the cores, and its own cost was measured alone. At 20,000 rows the map (3.9 s
+#: planned) outlasted the other measures (5.1 s planned, 4.0 s taken) by 0.8 s of the 8.6 s
+#: audit, where taking its overlap at full speed planned it none; its last fifth and the
+#: report then had a tenth of the bar for a fifth of the time, and the ETA there was 1.47x
+#: on a quiet machine and 2.6x on a busy one (``bench_eta.py``, 2026-11-30).
+BESIDE_SPEED: float = 0.6
+
+
+def beside_plan(beside: float, others: float, n_rows: int = 100_000, *,
+                cores: int = 2) -> tuple[float, float, float]:
+    """How measures taking ``beside`` seconds (alone) run beside measures taking ``others``
+    in an audit of ``n_rows`` rows: while the others last they do :data:`BESIDE_SPEED` of
+    their work a second, and add a share (:data:`BESIDE_SHARE`) of it to the audit; the work
+    left when the others end adds all of its seconds. On one core the two sides take turns
+    on it, so all of it adds.
+
+    Returns
+    -------
+    added : float
+        The seconds they add (their span of the bar).
+    knee_work, knee_bar : float
+        The share of their work done, and the share of their span filled, when the others
+        end (1.0, 1.0: they end first, their span fills in step with their work).
+
+    Examples
+    --------
+    >>> [round(v, 3) for v in beside_plan(2.0, 10.0)]
+    [0.6, 1.0, 1.0]
+    >>> [round(v, 3) for v in beside_plan(4.0, 5.0)]
+    [1.9, 0.75, 0.474]
+    """
+    beside, others = max(beside, 0.0), max(others, 0.0)
+    if cores <= 1 or beside <= 0.0:
+        return beside, 1.0, 1.0
+    small, large = BESIDE_SHARE
+    t = min(max((int(n_rows) - 10_000) / 90_000, 0.0), 1.0)
+    overlap = min(beside, BESIDE_SPEED * others)
+    shared = (small + (large - small) * t) * overlap
+    added = shared + beside - overlap
+    if overlap >= beside:
+        return added, 1.0, 1.0
+    return added, overlap / beside, shared / added if added > 0 else 1.0
+
+
 def beside_seconds(beside: float, others: float, n_rows: int = 100_000, *,
                    cores: int = 2) -> float:
     """The seconds that measures taking ``beside`` seconds add to an audit of ``n_rows`` rows
-    when they run beside measures taking ``others``: a share (:data:`BESIDE_SHARE`) of the
-    part that overlaps them, all of the part that outlasts them. On one core the two sides
-    take turns on it, so all of it adds.
+    when they run beside measures taking ``others`` (:func:`beside_plan`'s ``added``).
 
     Examples
     --------
@@ -155,12 +199,22 @@ def beside_seconds(beside: float, others: float, n_rows: int = 100_000, *,
     >>> beside_seconds(2.0, 10.0, cores=1)
     2.0
     """
-    if cores <= 1:
-        return max(beside, 0.0)
-    small, large = BESIDE_SHARE
-    t = min(max((int(n_rows) - 10_000) / 90_000, 0.0), 1.0)
-    overlap = min(max(beside, 0.0), max(others, 0.0))
-    return (small + (large - small) * t) * overlap + max(beside, 0.0) - overlap
+    return beside_plan(beside, others, n_rows, cores=cores)[0]
+
+
+def knee(share: float, knee_work: float, knee_bar: float) -> float:
+    """The share of the beside measures' span filled when ``share`` of their work is done,
+    on :func:`beside_plan`'s two lines through ``(knee_work, knee_bar)``.
+
+    Examples
+    --------
+    >>> knee(0.5, 0.75, 0.5), knee(0.875, 0.75, 0.5), knee(0.3, 1.0, 1.0)
+    (0.3333333333333333, 0.75, 0.3)
+    """
+    share = min(max(share, 0.0), 1.0)
+    if knee_work >= 1.0 or share <= knee_work:
+        return knee_bar * share / knee_work if knee_work > 0 else knee_bar
+    return knee_bar + (1.0 - knee_bar) * (share - knee_work) / (1.0 - knee_work)
 
 
 #: The stages before the measures, which the measures' work ahead (``Measure.ahead``) runs

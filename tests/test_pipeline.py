@@ -459,9 +459,11 @@ def test_the_plan_follows_the_cores_and_what_the_cache_holds(snli_file, tmp_path
     extract_features(list(dataset.hypotheses()), None, features=["tense"], n_jobs=1)
     warm = pipeline._stage_spans(dataset, config)
     assert width(cold, "cues") > width(warm, "cues") and width(cold, "knn") < width(warm, "knn")
-    monkeypatch.setattr(pipeline, "available_cores", lambda: 1)
+    import aflite_core.measure_runs as measure_runs  # where the plan is made
+
+    monkeypatch.setattr(measure_runs, "available_cores", lambda: 1)
     one = pipeline._stage_spans(dataset, config)
-    monkeypatch.setattr(pipeline, "available_cores", lambda: 2)
+    monkeypatch.setattr(measure_runs, "available_cores", lambda: 2)
     two = pipeline._stage_spans(dataset, config)
     assert width(one, "knn") > width(two, "knn")
     assert (width(one, "representation") / width(one, "knn")

@@ -102,14 +102,16 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path):
 def _two_cores(monkeypatch) -> None:
     """The audit plans and runs as on two cores, whatever the test worker's count, and does
     work ahead on these few rows (from ``AHEAD_MIN_ROWS`` by default)."""
-    monkeypatch.setattr(pipeline, "available_cores", lambda: 2)
+    for module in (pipeline, measure_runs):  # runs / plans
+        monkeypatch.setattr(module, "available_cores", lambda: 2)
     monkeypatch.setattr(measure_runs, "AHEAD_MIN_ROWS", 0)
 
 
 def test_an_audit_annotating_ahead_writes_the_same_cue_table(snli_1200, tmp_path,
                                                             monkeypatch):
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache_in_turn"))
-    monkeypatch.setattr(pipeline, "available_cores", lambda: 1)  # nothing ahead
+    for module in (pipeline, measure_runs):  # nothing ahead
+        monkeypatch.setattr(module, "available_cores", lambda: 1)
     in_turn = load_run(run_audit(load_dataset(snli_1200), AuditConfig(**CONFIG),
                                  runs_root=tmp_path / "in_turn"))
 
