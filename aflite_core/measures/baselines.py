@@ -508,6 +508,12 @@ MAX_ROWS: int = 100_000
 #: Φ rows are gathered from every row's). 9.1 s flat before (2026-11-26's 1M run): the ETA at
 #: 300k rows was 1.50-1.53x.
 SAMPLED_SECONDS = ((100_000, 5.5), (300_000, 4.3), (1_000_000, 5.2), (2_000_000, 13.4))
+#: Seconds up to :data:`MAX_ROWS` rows (besides the stage's fixed 0.1 s), at the sizes
+#: measured on 2026-11-30's VM (``bench_pipeline.py --sizes 10000,20000,50000``: 0.45-0.46,
+#: 0.99-1.06, 3.18 s; 5.87 s at 100k). The rate of 2026-11-26 (7.7 s per 100k at 10k rows,
+#: 5.5 at 100k) planned 1.59 s at 20k: with the label issues' and PVI's, the ETA at 20k rows
+#: was 1.65-1.73x in AFLite.
+SECONDS = ((10_000, 0.36), (20_000, 0.92), (50_000, 3.08), (100_000, 5.5))
 
 
 def _sampling_note(result: dict, n_total: int, rows: np.ndarray) -> None:
@@ -682,11 +688,9 @@ MEASURE = Measure(
     compute=_baselines,
     files=("baselines.json",),
     order=40,
-    # seconds per 100k rows (bench_pipeline.py, 2026-11-26 12:00 UTC, the folds side by side
-    # on the fold pool): 7.7 at 10k rows, 5.5 at 100k; above MAX_ROWS it samples
-    # (SAMPLED_SECONDS)
-    cost=lambda n: ((7.94 - 2.44 * n / MAX_ROWS) if n <= MAX_ROWS
-                    else along_points(SAMPLED_SECONDS, n) * 100_000 / n),
+    # seconds per 100k rows: SECONDS up to MAX_ROWS, above it samples (SAMPLED_SECONDS)
+    cost=lambda n: along_points(SECONDS if n <= MAX_ROWS else SAMPLED_SECONDS,
+                                n) * 100_000 / max(n, 1),
     tables=_baseline_tables,
     figures=_baseline_figures,
     options=(

@@ -40,6 +40,7 @@ from aflite_core.measures._neighbors import (  # noqa: F401 - nearest_neighbors:
     resolve_method,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.progress_plan import along_points
 from aflite_core.represent import dask_folds, is_partitioned, lost_data, map_folds
 from aflite_core.splits import TEST_VALUES, holdout_mask, label_matched_subsets, split_masks
 
@@ -751,6 +752,13 @@ def _knn_tables(run) -> dict[str, pd.DataFrame]:
     }
 
 
+#: The measure's seconds up to 100,000 rows (besides the stage's fixed 0.1 s), at the sizes
+#: measured on 2026-11-30's VM beside the map (``bench_pipeline.py --sizes
+#: 10000,20000,50000``: 0.20-0.24, 0.20-0.46, 2.43 s; 4.19 s at 100k). The parabola before
+#: (4.5 s at 100k) planned 1.1 s at 50k rows.
+SMALL_SECONDS = ((10_000, 0.12), (20_000, 0.25), (50_000, 2.3), (100_000, 4.15))
+
+
 MEASURE = Measure(
     name="knn",
     label="KNN distances (before vs after)",
@@ -762,7 +770,8 @@ MEASURE = Measure(
     # at 100k rows beside the map on two cores (2.25 s in turn; bench_cores.py, 2026-11-30;
     # 6.0 s before, on the previous VM: the ETA on one core at 100k was 1.69x; above,
     # 16.97 s at 1M and 33.36 s at 2M, 6.2-6.5 s at 300k, bench_pipeline.py / bench_cores.py)
-    cost=lambda n: 4.5 * n / 100_000 if n <= 100_000 else 1.55 + 2.6 * 100_000 / n,
+    cost=lambda n: (along_points(SMALL_SECONDS, n) * 100_000 / max(n, 1) if n <= 100_000
+                    else 1.55 + 2.6 * 100_000 / n),
     tables=_knn_tables,
     figures=_knn_figures,
     exports={"knn": "knn.parquet"},

@@ -68,6 +68,7 @@ import pyarrow as pa
 from aflite_core._validation import check_callback, check_int
 from aflite_core.errors import MeasureSkipped
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.progress_plan import along_points
 from aflite_core.represent import (
     dask_folds,
     evaluator,
@@ -85,6 +86,11 @@ FILE = "label_issues.parquet"
 #: Rows scored at most (a seeded sample of whole groups above), as for the baselines: the
 #: full-input pass costs 0.8 s at 10k rows and 8.2 s at 100k (bench_pipeline.py).
 MAX_ROWS = 100_000
+#: Seconds up to :data:`MAX_ROWS` rows (besides the stage's fixed 0.1 s), at the sizes measured
+#: on 2026-11-30's VM (``bench_pipeline.py --sizes 10000,20000,50000``: 0.46-0.78, 0.75-0.80,
+#: 1.36 s; 3.24 s at 100k). The rate of 2026-11-26 (0.64 s at 10k, 3.6 s at 100k, a parabola
+#: between) planned 1.32 s at 20k and 2.68 s at 50k.
+SECONDS = ((10_000, 0.52), (20_000, 0.68), (50_000, 1.26), (100_000, 3.2))
 #: Rows (a seeded sample of whole groups) on which the hardness of the bulk export that drops
 #: the flagged rows (``retained_clean``) is measured beside the retained set's
 #: (:func:`~aflite_core.measures.baselines.subset_hardness`: 0.6 s at 5,000 rows).
@@ -501,13 +507,12 @@ MEASURE = Measure(
     tables=tables,
     exports={"label_issues": FILE},
     order=42,
-    # seconds per 100k rows (bench_pipeline.py, 2026-11-26 15:10 UTC, both folds side by
-    # side, the pair features from the shared counts): 0.64 s at 10k, 3.6 s at 100k rows;
-    # above max_rows only the sample is scored (the sample's seconds and 0.55 s per 100k of
-    # every row's bookkeeping, 10.8 s at 1M before the shared pair features; on 2026-11-30's
-    # VM 2.85 s at 300k and 6.30 s at 1M, bench_cores.py / bench_pipeline.py, where 3.6 s and
-    # 0.55 s per 100k planned 5.25 s and 9.1 s)
-    cost=lambda n: (6.71 - 3.11 * n / 100_000 if n <= MAX_ROWS
+    # seconds per 100k rows: SECONDS up to MAX_ROWS; above it only the sample is scored (the
+    # sample's seconds and 0.55 s per 100k of every row's bookkeeping, 10.8 s at 1M before
+    # the shared pair features; on 2026-11-30's VM 2.85 s at 300k and 6.30 s at 1M,
+    # bench_cores.py / bench_pipeline.py, where 3.6 s and 0.55 s per 100k planned 5.25 s and
+    # 9.1 s)
+    cost=lambda n: (along_points(SECONDS, n) * 100_000 / max(n, 1) if n <= MAX_ROWS
                     else 2.0 * MAX_ROWS / n + 0.45),
     row_columns=row_columns,
     options=(

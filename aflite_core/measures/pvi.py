@@ -274,10 +274,11 @@ RATE_PER_100K = ((100_000, 1.5), (300_000, 1.75), (1_000_000, 2.16), (2_000_000,
 
 
 def _cost(n: int) -> float:
-    """Seconds per 100k rows: 2.4 up to 100,000 rows (5 folds; 0.24 s at 10k and 2.4 s at
-    100k, ``bench_pipeline.py``, 2026-11-26), then :data:`RATE_PER_100K` interpolated (the
-    last slope beyond 5M rows)."""
-    return 2.4 if n <= 100_000 else along_points(RATE_PER_100K, n)
+    """Seconds per 100k rows: 1.5 up to 100,000 rows (5 folds; on 2026-11-30's VM 0.14-0.24,
+    0.35-0.37, 0.83 and 1.64 s at 10k, 20k, 50k and 100k rows with the stage's fixed 0.1 s,
+    ``bench_pipeline.py``; 2.4 before, from 2026-11-26), then :data:`RATE_PER_100K`
+    interpolated (the last slope beyond 5M rows)."""
+    return 1.5 if n <= 100_000 else along_points(RATE_PER_100K, n)
 
 
 MEASURE = Measure(
