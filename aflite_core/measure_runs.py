@@ -21,7 +21,9 @@ What running side by side must not change, and how it does not:
   bit as with every measure in order (``tests/test_pipeline_beside.py``);
 - **the progress bar**: the beside measures' span is the last one before the report; their
   progress is *added* to the bar's position, so the bar counts the work of both sides, stays
-  monotone, and stands at the same place as in order when both are done;
+  monotone, and stands at the same place as in order when both are done. Their work fills
+  their span on the plan's knee (:func:`stage_plan`), and once the others end, what they have
+  left fills the rest of it in step (:meth:`_Side.wait`);
 - **cancelling**: the first side to see the callback's ``True`` raises; the other stops at its
   next progress report, and the audit waits for the side thread before the run folder goes.
 """
@@ -45,7 +47,7 @@ from aflite_core.runs import RunWriter
 
 __all__ = ["AHEAD_MAX_ROWS", "AHEAD_MIN_CORES", "AHEAD_MIN_ROWS", "BESIDE_MAX_ROWS",
            "EarlierTables", "Progress", "ahead_measures", "beside_measures", "run_measure",
-           "run_measures", "work_ahead"]
+           "run_measures", "stage_plan", "work_ahead"]
 
 EventCallback = Callable[[dict], Any]
 
