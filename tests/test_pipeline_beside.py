@@ -220,6 +220,25 @@ def test_the_beside_span_fills_on_the_plans_knee_then_alone_to_its_end(snli_1500
     assert [e["fraction"] for e in events] == sorted(e["fraction"] for e in events)
 
 
+def test_the_bar_moves_between_finding_and_naming_the_maps_regions(snli_1500, tmp_path):
+    """Issue 63 item 7: the map's regions report when they are found and again before they
+    are named, in proportion to the two steps' planned seconds (under load the regions took
+    5 s without a report while the ETA counted down)."""
+    from aflite_core.measures import projection
+
+    events: list[dict] = []
+    dataset = load_dataset(snli_1500)
+    config = AuditConfig(**{**CONFIG, "measures": ("projection",)}, report=False)
+    run_audit(dataset, config, runs_root=tmp_path, callback=events.append)
+    steps = {e["message"]: e["fraction"] for e in events if e.get("stage") == "projection"}
+    lo, hi = _stage_spans(dataset, config)["projection"]
+    find, describe = projection._regions_seconds(1500)
+    assert 0 < find < find + describe
+    assert steps["finding the map's regions"] == pytest.approx(lo + 0.9 * (hi - lo))
+    assert steps["naming the map's regions"] == pytest.approx(
+        lo + (0.9 + 0.1 * find / (find + describe)) * (hi - lo))
+
+
 def test_cancelling_during_a_beside_measure_leaves_nothing(snli_1500, tmp_path, monkeypatch):
     def slow(ctx):
         for k in range(200):

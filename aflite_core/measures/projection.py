@@ -53,6 +53,7 @@ from aflite_core.measures._map_reduction import (
 )
 from aflite_core.measures._neighbors import as_matrix, exact_topk, l2_normalize
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
+from aflite_core.progress_plan import along_points
 from aflite_core.represent import dask_folds, is_partitioned, map_folds
 
 #: Default largest number of rows UMAP is fitted on; the rest is transformed.
@@ -614,18 +615,29 @@ UMAP_TRANSFORM_SECONDS_PER_100K = 3.0
 UMAP_POLISH_SECONDS_PER_100K = 0.5
 #: PCA's seconds per 100,000 rows.
 PCA_SECONDS_PER_100K = 0.8
-#: Naming the regions (HDBSCAN of a 10k sample, the k-d tree, c-TF-IDF of at most 50k texts):
-#: measured 0.65 s at 10k, 0.9 s at 100k, 2.5 s at 1M.
-REGIONS_SECONDS = 0.3
-REGIONS_SECONDS_PER_100K = 0.15
+#: Finding the regions (HDBSCAN of a 10k sample, every row placed by the k-d tree):
+#: ``REGIONS_SECONDS`` plus ``REGIONS_SECONDS_PER_100K`` per 100,000 rows; naming them
+#: (c-TF-IDF of at most 50k texts, their label shares): ``DESCRIBE_SECONDS``. Measured in the
+#: audit on 2026-11-30's VM: 0.30 + 0.19 s at 20k rows, 0.26 + 0.51 s at 100k, 0.77 + 0.53 s at
+#: 1M (0.65 s at 10k, 0.9 s at 100k and 2.5 s at 1M in all on the previous VM). The bar moves
+#: between the two: under load the regions took 5 s without a report, the ETA counting down.
+REGIONS_SECONDS = 0.25
+REGIONS_SECONDS_PER_100K = 0.05
+DESCRIBE_SECONDS = ((20_000, 0.19), (100_000, 0.51), (1_000_000, 0.53))
 #: Points of the map drawn in the HTML report and on the Report page (a seeded sample).
 FIGURE_POINTS = 10_000
+
+
+def _regions_seconds(n: int) -> tuple[float, float]:
+    """Expected seconds of finding and of naming the regions of ``n`` rows' map."""
+    return (REGIONS_SECONDS + REGIONS_SECONDS_PER_100K * n / 100_000,
+            along_points(DESCRIBE_SECONDS, n))
 
 
 def _cost(n: int, params: dict) -> float:
     """Seconds per 100,000 rows (the registry's unit) of the map ``params`` ask for."""
     n = max(int(n), 1)
-    regions = REGIONS_SECONDS * 100_000 / n + REGIONS_SECONDS_PER_100K
+    regions = sum(_regions_seconds(n)) * 100_000 / n
     if params.get("method", "umap") != "umap":
         return PCA_SECONDS_PER_100K + regions
     fitted = min(n, int(params.get("sample_size", SAMPLE_SIZE)))
@@ -650,6 +662,8 @@ def _projection(ctx: MeasureContext) -> MeasureResult:
     coords = table[["x", "y"]].to_numpy()
     ctx.progress(0.9, "finding the map's regions")
     region = map_regions.find_regions(coords, random_state=ctx.random_state)
+    find, describe = _regions_seconds(len(coords))
+    ctx.progress(0.9 + 0.1 * find / (find + describe), "naming the map's regions")
     # the map's rows' statuses and labels from the scores' codes (a byte a row: no str, intp
     # code nor position per row); as strs where the scores have no such codes
     status = ctx.scores_categorical("status", included=True)
