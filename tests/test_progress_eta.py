@@ -101,6 +101,25 @@ def test_its_own_threads_beyond_the_cores_are_not_a_load():
     assert _worst(trace) < 1.01
 
 
+def test_a_share_just_below_one_on_a_machine_it_has_to_itself_counts_as_all_of_it():
+    """Readings of 0.5 s mix a core idle (one thread running) with threads waiting for each
+    other (three on two cores): a quiet machine reads 0.81-0.95. From FULL_SHARE up that is
+    all of the CPU, so the estimate is the plain one; a real load's share (below half of it)
+    is taken as read."""
+    from aflite_core.progress_eta import FULL_SHARE, _share
+
+    assert _share(FULL_SHARE, 1 - FULL_SHARE, 0.5, 2) == 1.0  # ran / wanted = FULL_SHARE
+    assert _share(0.1, 0.9, 1.0, 2) == pytest.approx(0.1)
+    clock = EtaClock(cores=2)
+    ran = waited = 0.0
+    clock.update(0.0, 0.0, (ran, waited))
+    for k in range(1, 41):  # a quiet audit: 10 s of stages reading 0.86, then 10 s of 1.0
+        share = 0.86 if k <= 20 else 1.0
+        ran, waited = ran + share, waited + 1 - share  # two cores asked for, 0.5 s
+        clock.update(k / 2, k / 80, (ran, waited))
+    assert clock.eta() == pytest.approx(20 * 0.5 / 0.5)  # the plain estimate (18.6 s before)
+
+
 def test_no_counts_is_the_plain_estimate():
     clock = EtaClock(cores=2)
     for t in range(0, 11):
