@@ -18,7 +18,7 @@ them -- and estimates the effective seconds left as ``effective * (1 - f) / f`` 
 moves, counting them down while it stands still (a stage without reports of its own; the
 plain estimate rose there: the bar sat at 30 % for 47 s while the ETA went from 2 min 41 s to
 4 min 18 s); the wall seconds left are those divided by the share of the last
-:data:`WINDOW_SECONDS` (a quarter of the time elapsed, in a short audit). Alone on a
+:data:`WINDOW_SECONDS`. Alone on a
 machine (share 1) this is the plain estimate; under a steady load too (the share cancels);
 when the load changes, it follows within the window. Where ``schedstat`` is not there (not
 Linux, or a kernel without schedstats) the share is taken as 1: the plain estimate.
@@ -32,19 +32,11 @@ from pathlib import Path
 
 from aflite_core._validation import available_cores
 
-__all__ = ["FULL_SHARE", "MIN_WINDOW_SECONDS", "WINDOW_SECONDS", "WINDOW_SHARE", "CpuShare",
-           "EtaClock"]
+__all__ = ["FULL_SHARE", "WINDOW_SECONDS", "CpuShare", "EtaClock"]
 
 #: The window of the share that scales the time left: recent enough to follow a load that
-#: started, long enough to span a stage's bursts. In a short audit it is a share of the time
-#: elapsed (:data:`WINDOW_SHARE`, at least :data:`MIN_WINDOW_SECONDS`): a load there for the
-#: first 4 s of an 11 s audit (20k rows, ``bench_eta.py``'s "stops") still held the share at
-#: 0.44-0.7 after it had gone, and the ETA 2.2-2.7x the time left; with the window a quarter
-#: of the time elapsed, 1.85-1.94x, the other loads' figures unchanged (recordings replayed,
-#: 2026-11-30).
+#: started, long enough to span a stage's bursts.
 WINDOW_SECONDS = 15.0
-WINDOW_SHARE = 0.25
-MIN_WINDOW_SECONDS = 2.0
 #: While the bar stands still the ETA counts down to this share of what it was when the bar
 #: last moved, and stays there until it moves again. A stall longer than planned is a stage
 #: that overruns its plan: the map's silent end beside the others, or any stage on a loaded
@@ -60,8 +52,8 @@ STALL_FLOOR = 0.5
 #: two cores) read as a share below 1 on a machine the audit has to itself: 0.81-0.95 in quiet
 #: 20k-row audits, where the estimate following them was off by up to 1.63x against the plain
 #: one's 1.25-1.36x. Five recordings of ``bench_eta.py``'s runs replayed (2026-11-30): quiet
-#: 1.17-1.46x (1.29-1.63x), a load that stops 1.80-1.85x (1.85-1.94x), steady loads and 20 s
-#: after a load starts within 0.03.
+#: 1.17-1.44x (1.29-1.61x), steady loads unchanged, 20 s after a load starts and a load that
+#: stops within 0.12 (2.28 / 2.85x against 2.24 / 2.73x: the short audit's 15 s window).
 FULL_SHARE = 0.85
 #: Smallest fraction an ETA is given for (before it, the pace is not known).
 MIN_FRACTION = 0.02
@@ -188,8 +180,7 @@ class EtaClock:
                                                       wall - last_wall, self.cores)
         self._last = (wall, ran, waited)
         self._recent.append(self._last)
-        window = min(self.window, max(MIN_WINDOW_SECONDS, WINDOW_SHARE * (wall - self._start)))
-        while len(self._recent) > 2 and self._recent[1][0] <= wall - window:
+        while len(self._recent) > 2 and self._recent[1][0] <= wall - self.window:
             self._recent.popleft()
         if self.fraction > before:
             f = self.fraction
