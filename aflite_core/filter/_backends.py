@@ -133,14 +133,24 @@ def round_model(group_sums: list[np.ndarray], counts: np.ndarray, shift: np.ndar
     return model
 
 
-def _sum_in_order(parts) -> Any:
-    """Sum in the given order starting from float64 zeros (one fixed association)."""
-    total = None
+def _sum_in_order(parts, start: Any = None) -> Any:
+    """Sum in the given order from float64 zeros, or from a copy of ``start`` (one fixed
+    association: a sum carried on from an earlier part's is bit-identical to all parts summed
+    in one go; ``start`` may be a Dask task's result, so it is not changed in place)."""
+    total = None if start is None else np.array(start, dtype=np.float64)
     for part in parts:
         if total is None:
             total = np.zeros(np.shape(part), dtype=np.float64)
         total += part
     return total
+
+
+def _stats_in_order(parts, start: Any = None) -> tuple[int, np.ndarray, np.ndarray]:
+    """:func:`_sum_in_order` of row statistics ``(n, column sums, Gram matrix)``."""
+    parts = list(parts)
+    n, sums, grams = (0, None, None) if start is None else start
+    return (n + sum(p[0] for p in parts), _sum_in_order((p[1] for p in parts), sums),
+            _sum_in_order((p[2] for p in parts), grams))
 
 
 class _LocalBackend:
@@ -184,8 +194,7 @@ class _LocalBackend:
         out = []
         for g in self._groups:  # one group at a time bounds the per-block Gram matrices held
             parts = self._map(lambda b: row_stats(self._wc[b]), g)
-            out.append((sum(p[0] for p in parts), _sum_in_order(p[1] for p in parts),
-                        _sum_in_order(p[2] for p in parts)))
+            out.append(_stats_in_order(parts))
         return out
 
     def group_class_sums(self, bounds, train_w):
@@ -272,24 +281,6 @@ def _dask_row_parts(wcs):
     return [row_stats(wc) for wc in wcs]
 
 
-def _dask_fold(total, parts):
-    """``total`` (None: nothing yet) plus ``parts``, one after the other, as
-    :func:`_sum_in_order` adds them: a group's sum is its shares' folded in turn, so it is
-    bit-identical to the sum of all its blocks in one task (``total`` is a task's result,
-    possibly held by this worker: it is not changed in place)."""
-    for part in parts:
-        total = np.zeros(np.shape(part), dtype=np.float64) + part if total is None \
-            else total + part
-    return total
-
-
-def _dask_fold_stats(total, parts):
-    """:func:`_dask_fold` for row statistics ``(n, column sums, Gram matrix)``."""
-    n, sums, grams = (0, None, None) if total is None else total
-    return (n + sum(part[0] for part in parts), _dask_fold(sums, [p[1] for p in parts]),
-            _dask_fold(grams, [p[2] for p in parts]))
-
-
 def _dask_count_correct(wcs, bounds, packed, model, datamap=False):
     """A share's per-block correct counts (with ``datamap``, :func:`heldout_stats`)."""
     kernel = heldout_stats if datamap else count_correct
@@ -304,8 +295,8 @@ def split_groups(groups: list[range], n_workers: int) -> list[tuple[int, range, 
     worker)`` in block order: the blocks are dealt out as ``n_workers`` runs of (nearly) equal
     length, and a run that crosses a group's end is cut there. A group of 64 blocks was one
     task on one worker, so at 100k rows (49 blocks, one group) one worker did all of AFLite
-    while the others waited; now each worker has its run, and a group's sums are folded
-    over its shares in block order (:func:`_dask_fold`).
+    while the others waited; now each worker has its run, and a group's sums are carried
+    over its shares in block order (:func:`_sum_in_order` with ``start``).
 
     >>> split_groups([range(0, 5), range(5, 6)], 2)
     [(0, range(0, 3), 0), (0, range(3, 5), 1), (1, range(5, 6), 1)]
@@ -332,7 +323,7 @@ class _DaskBackend:
     each share's task receives its blocks' class bounds and packed train masks (``m * rows /
     8`` bytes in all) and returns its blocks' partition class sums (``m * C * d`` float32 a
     block); a group's sums are folded share after share, on the workers, in block order
-    (:func:`_dask_fold`: the running float64 sum goes from one share's worker to the next),
+    (:func:`_sum_in_order`: the running float64 sum goes from one share's worker to the next),
     so they, and every number after them, are bit-identical to the local backend's; a task
     fits the round's model from them, and each share's task counts its rows' correct
     predictions with it (int32 a row), which are all the driver receives.
@@ -487,10 +478,11 @@ class _DaskBackend:
         return _Later(taken)
 
     def _folded(self, parts: list, fold) -> list:
-        """Per group, its shares' ``parts`` (futures) folded in block order by ``fold``."""
+        """Per group, its shares' ``parts`` (futures) folded in block order: ``fold(parts,
+        start)``, ``start`` the group's sum over the shares before."""
         totals: list = [None] * len(self._groups)
         for (i, _, _), part in zip(self._shares, parts, strict=True):
-            totals[i] = self._client.submit(fold, totals[i], part, pure=False)
+            totals[i] = self._client.submit(fold, part, totals[i], pure=False)
         return totals
 
     def _per_share(self, fn, bounds, train_w, *extra):
@@ -505,11 +497,11 @@ class _DaskBackend:
     def group_row_stats(self):
         return self._gather(lambda: self._folded(
             [self._client.submit(_dask_row_parts, f, pure=False) for f in self._wc],
-            _dask_fold_stats))
+            _stats_in_order))
 
     def group_class_sums(self, bounds, train_w):
         return self._gather(lambda: self._folded(
-            self._per_share(_dask_class_parts, bounds, train_w), _dask_fold))
+            self._per_share(_dask_class_parts, bounds, train_w), _sum_in_order))
 
     def predict(self, bounds, train_w, counts, shift, factor, datamap: bool = False):
         """A round as one graph, gathered once: the shares' class sums, folded per group, the
@@ -521,7 +513,7 @@ class _DaskBackend:
 
         def make() -> list:
             sums = self._folded(self._per_share(_dask_class_parts, bounds, train_w),
-                                _dask_fold)
+                                _sum_in_order)
             model = self._client.submit(round_model, sums, counts, shift, factor, pure=False)
             return self._per_share(_dask_count_correct, bounds, train_w, model, datamap)
 
