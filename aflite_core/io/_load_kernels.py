@@ -18,6 +18,11 @@ row's premise to its hypothesis by union-find, in order of each component's firs
 scipy's ``connected_components`` on the same graph took 0.25 s at 1M SNLI-like rows and held
 its edges; this holds one int32 a text.
 
+:func:`first_codes` numbers equal values (the texts' 64-bit hashes) by a hash table, in order
+of first appearance, with their counts: what the load asks of its hash columns (which rows
+hold the same text, how many distinct texts) took a stable ``argsort`` of 1M hashes each
+(about 80 ms; the table about 30 ms).
+
 A module of its own so that the loader does not import numba (0.3 s) for a small file.
 """
 
@@ -28,7 +33,7 @@ import pyarrow as pa
 
 from aflite_core.numba_cache import jit
 
-__all__ = ["arrow_hashes", "linked_row_components", "normalised_ascii_hashes"]
+__all__ = ["arrow_hashes", "first_codes", "linked_row_components", "normalised_ascii_hashes"]
 
 #: pandas' default ``hash_key`` ("0123456789123456") as SipHash's two key words.
 _KEY = b"0123456789123456"
@@ -296,3 +301,70 @@ def linked_row_components(premises: np.ndarray | None, hypotheses: np.ndarray) -
             else np.ascontiguousarray(premises, dtype=np.int64))
     n_premises = int(prem.max(initial=-1)) + 1
     return _components(prem, hyp, n_premises, n_premises + int(hyp.max()) + 1)
+
+
+#: Fibonacci hashing's multiplier (2**64 / the golden ratio): spreads sequential integers
+#: as well as hashes over the table's slots.
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@jit
+def _first_codes(values: np.ndarray, slots: np.ndarray, codes: np.ndarray, counts: np.ndarray
+                 ) -> int:
+    size = len(slots)  # a power of two; the code held in a slot, -1: empty
+    bits = 0
+    while (1 << bits) < size:
+        bits += 1
+    keys = np.empty(size, dtype=np.uint64)
+    shift = np.uint64(64 - bits)
+    distinct = 0
+    for i in range(len(values)):
+        value = values[i]
+        at = np.int64((value * _GOLDEN) >> shift)
+        while True:  # linear probing: the table is at most half full
+            code = slots[at]
+            if code < 0:
+                slots[at] = distinct
+                keys[at] = value
+                codes[i] = distinct
+                counts[distinct] = 1
+                distinct += 1
+                break
+            if keys[at] == value:
+                codes[i] = code
+                counts[code] += 1
+                break
+            at = (at + 1) & (size - 1)
+    return distinct
+
+
+def first_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, counts)``: an int64 code per value, equal for equal values and numbered 0, 1,
+    ... in order of each value's first appearance, and how many times each code occurs.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        64-bit integers (``uint64`` hashes, or ``int64``).
+
+    Returns
+    -------
+    codes : numpy.ndarray of int64, one per value
+    counts : numpy.ndarray of int64, one per distinct value
+
+    Examples
+    --------
+    >>> codes, counts = first_codes(np.array([7, 3, 7, 5], dtype=np.uint64))
+    >>> codes.tolist(), counts.tolist()
+    ([0, 1, 0, 2], [2, 1, 1])
+    """
+    values = np.ascontiguousarray(values)
+    if values.dtype.kind not in "iu" or values.dtype.itemsize != 8:
+        raise TypeError(f"values: expected 64-bit integers, got {values.dtype}")
+    n = len(values)
+    size = 1 << max(1, int(2 * n - 1).bit_length())  # at least 2n slots
+    slots = np.full(size, -1, dtype=np.int32 if n < 2**31 else np.int64)
+    codes = np.empty(n, dtype=np.int64)
+    counts = np.empty(n, dtype=np.int64)
+    distinct = _first_codes(values.view(np.uint64), slots, codes, counts)
+    return codes, counts[:distinct].copy()

@@ -71,7 +71,6 @@ from aflite_core.io._readers import (
 from aflite_core.io._tables import index_values
 from aflite_core.io._text_columns import (
     RowTexts,
-    codes_and_shared,
     count_distinct,
     equal_codes,
     label_factors,
@@ -510,7 +509,7 @@ def prepare_dataset(
     exclusion = _exclusions(frame, mapping, facts)
     if per_choice is not None and per_choice.n_bad_questions:
         exclusion[per_choice.bad_rows] = REASON_NOT_ONE_CORRECT
-    mapping, group_note, group_warning = _group_column(
+    mapping, group_note, group_warning, components = _group_column(
         frame, mapping, exclusion, group, multiple_choice=n_questions is not None, facts=facts)
     report = _build_report(
         frame,
@@ -548,10 +547,8 @@ def prepare_dataset(
         report=report,
         read_by=raw.read_by,
     )
-    if mapping.group == LINKED_TEXT:  # from the facts' hashes: the texts are not read again
-        dataset.set_linked_components(linked_components(
-            None if mapping.premise is None else equal_codes(facts[mapping.premise].hashes),
-            equal_codes(facts[mapping.hypothesis].hashes)))
+    if components is not None:  # from the facts' hashes: the texts are not read again
+        dataset.set_linked_components(components)
     if mapping.group is not None:
         report.n_groups = dataset.count_groups()
     return dataset
@@ -605,24 +602,34 @@ def _refuse_dropped(raw: RawTable, *columns: str | None) -> None:
 
 def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Series,
                   group: str | None, *, multiple_choice: bool, facts: dict[str, TextFacts]
-                  ) -> tuple[ColumnMapping, str, str]:
-    """The mapping with its group column, a note when the loader chose it, and a warning when
-    rows share a text but grouping was turned off (``group=''``)."""
+                  ) -> tuple[ColumnMapping, str, str, np.ndarray | None]:
+    """The mapping with its group column, a note when the loader chose it, a warning when
+    rows share a text but grouping was turned off (``group=''``), and, when the groups are
+    the rows linked by a shared text, every row's group (:meth:`AuditDataset.
+    set_linked_components`)."""
     if group is not None and group != NO_COLUMN:
-        return replace(mapping, group=group), "", ""
+        return replace(mapping, group=group), "", "", None
     if multiple_choice and group is None:
         question = next(c for c in frame.columns if str(c).startswith("question_id"))
-        return replace(mapping, group=str(question)), "", ""
+        return replace(mapping, group=str(question)), "", "", None
     if mapping.premise is None or multiple_choice:
-        return mapping, "", ""
+        return mapping, "", "", None
     included = exclusion.to_numpy() == ""
-    # the codes (for the links below) and the rows sharing a text from one sort each; the
-    # hashes freed once their codes are made: not under the components' peak
-    premise_codes, sharing = codes_and_shared(facts[mapping.premise].hashes_apart()[included])
-    hypothesis_codes, hypothesis_shared = codes_and_shared(
-        facts[mapping.hypothesis].hashes_apart()[included])
-    sharing |= hypothesis_shared
-    del hypothesis_shared
+    every = bool(included.all())
+    # each side's text code on every row (a missing cell as ""), from one pass over its
+    # hashes; from them the included rows' codes with a missing cell apart, and whether
+    # another included row holds the same text
+    premise, hypothesis = facts[mapping.premise], facts[mapping.hypothesis]
+    codes = {"premise": equal_codes(premise.hashes), "hypothesis": equal_codes(hypothesis.hashes)}
+    missing = {"premise": premise.missing, "hypothesis": hypothesis.missing}
+    apart: dict[str, np.ndarray] = {}
+    sharing = np.zeros(int(included.sum()), dtype=bool)
+    for side in ("premise", "hypothesis"):
+        side_codes = codes[side]
+        if missing[side].any():  # the missing cells: one code of their own
+            side_codes = np.where(missing[side], len(included), side_codes)
+        apart[side] = side_codes if every else side_codes[included]
+        sharing |= np.bincount(apart[side])[apart[side]] > 1
     shared = float(sharing.mean()) if len(sharing) else 0.0
     if group == NO_COLUMN:
         warning = "" if not sharing.any() else (
@@ -631,11 +638,14 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
             "a shared text on both sides, so a model meets on the test side a text it learnt "
             "with another label, and the hold-out figures (cues, KNN, baselines, PVI) mix "
             "memorisation into them.")
-        return mapping, "", warning
+        return mapping, "", warning, None
     if shared <= REPEATED_PREMISE_SHARE:
-        return mapping, "", ""
-    premise_codes[facts[mapping.premise].missing[included]] = -1
-    linked = linked_components(premise_codes, hypothesis_codes)
+        return mapping, "", "", None
+    del sharing
+    if missing["premise"].any():  # no premise: linked by its hypothesis alone
+        apart["premise"][missing["premise"] if every else missing["premise"][included]] = -1
+    linked = linked_components(apart["premise"], apart["hypothesis"])
+    del apart
     sizes = np.bincount(linked)
     largest = sizes.max() / len(linked)
     if largest <= MAX_LINKED_GROUP_SHARE:
@@ -645,12 +655,17 @@ def _group_column(frame: pd.DataFrame, mapping: ColumnMapping, exclusion: pd.Ser
                 "together (otherwise a model learns a text on one side and meets it with "
                 "another label on the other, and scores below chance). Pass group='' to "
                 "turn this off.")
-        return replace(mapping, group=LINKED_TEXT), note, ""
+        # every row's group, an excluded row's too, a missing premise linked as ""
+        # (AuditDataset._linked_components): the ones above when every row is included and
+        # no premise is missing
+        if not every or missing["premise"].any():
+            linked = linked_components(codes["premise"], codes["hypothesis"])
+        return replace(mapping, group=LINKED_TEXT), note, "", linked
     note = (f"{shared:.0%} of the rows share their premise or hypothesis with another row; "
             f"linking them would make one group of {largest:.0%} of the rows, so rows are "
             f"grouped by the premise column {mapping.premise!r} instead: every train/test "
             "split keeps a premise's hypotheses together. Pass group='' to turn this off.")
-    return replace(mapping, group=mapping.premise), note, ""
+    return replace(mapping, group=mapping.premise), note, "", None
 
 
 def _require_included_rows(

@@ -167,21 +167,38 @@ def test_blank_mask_is_python_strip_on_arrow_and_on_objects() -> None:
     assert tc.blank_mask(pd.Series(values + [None], dtype=object)).tolist() == expected + [True]
 
 
-def test_sorted_counts_agree_with_pandas() -> None:
+@pytest.mark.parametrize("n", [400, tc.KERNEL_MIN_ROWS])  # a sort below, a hash table from
+def test_equal_codes_and_counts_agree_with_pandas(n: int) -> None:
     rng = np.random.default_rng(0)
-    values = rng.integers(0, 50, 400).astype(np.uint64)
-    labels = rng.integers(0, 3, 400)
+    values = rng.integers(0, n // 8, n).astype(np.uint64)
+    labels = rng.integers(0, 3, n)
     series = pd.Series(values)
     assert tc.count_distinct(values) == series.nunique()
-    codes, shared = tc.codes_and_shared(values)
-    assert shared.tolist() == series.duplicated(keep=False).tolist()
-    assert (pd.factorize(codes)[0] == pd.factorize(values)[0]).all()
-    np.testing.assert_array_equal(codes, tc.equal_codes(values))  # numbered in sorted order
+    codes = tc.equal_codes(values)
+    assert (pd.factorize(codes)[0] == pd.factorize(values)[0]).all()  # equal where equal
     per_group = pd.DataFrame({"g": values, "l": labels}).groupby("g")["l"].nunique()
     assert tc.distinct_and_conflicting(values, labels) == (series.nunique(),
                                                            int((per_group > 1).sum()))
     assert tc.distinct_and_conflicting(values[:0], labels[:0]) == (0, 0)
-    assert tc.codes_and_shared(values[:1])[1].tolist() == [False]
+    one_label = np.zeros(n, dtype=np.int64)
+    assert tc.distinct_and_conflicting(values, one_label) == (series.nunique(), 0)
+
+
+def test_first_codes_number_values_as_pandas_factorize() -> None:
+    from aflite_core.io._load_kernels import first_codes
+
+    rng = np.random.default_rng(1)
+    hashes = rng.integers(0, 2**63, 5000, dtype=np.int64).astype(np.uint64)
+    hashes[::3] = hashes[0]  # one value on a third of the rows
+    hashes[1::7] += np.uint64(2**63)  # the top bit set
+    for values in (hashes, np.arange(-2000, 2000, dtype=np.int64) // 3, hashes[:1]):
+        codes, counts = first_codes(values)
+        expected, _ = pd.factorize(values)
+        np.testing.assert_array_equal(codes, expected)
+        np.testing.assert_array_equal(counts, np.bincount(expected))
+    assert [len(part) for part in first_codes(hashes[:0])] == [0, 0]
+    with pytest.raises(TypeError, match="64-bit integers"):
+        first_codes(np.arange(3, dtype=np.int32))
 
 
 def test_report_is_the_same_from_csv_text_and_from_python_objects() -> None:
