@@ -267,7 +267,7 @@ def run_audit(
         if config.report:
             progress.step("report", "writing the HTML report", progress.span("report")[0])
             t0 = time.perf_counter()
-            _write_report(writer, summary)
+            _write_report(writer, summary, progress.sub("report", progress.span("report")))
             timings["report"] = round(time.perf_counter() - t0, 3)
             summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
             writer.write_summary(summary)
@@ -760,11 +760,13 @@ def _split_sizes(dataset, status: np.ndarray) -> dict[str, dict[str, int]]:
     return out
 
 
-def _write_report(writer: RunWriter, summary: dict) -> None:
+def _write_report(writer: RunWriter, summary: dict, callback: Callable | None = None) -> None:
     from aflite_core.report import build_report  # lazy: +17 ms to import
 
     try:
-        text = build_report(writer.open_partial(summary))
+        text = build_report(writer.open_partial(summary), callback=callback)
+    except AuditCancelled:  # asked to stop while it was written: no run, as in any stage
+        raise
     except Exception as exc:  # noqa: BLE001 - the report must not sink a finished audit
         summary.setdefault("measures", {})["report"] = {
             "status": "error",

@@ -152,6 +152,30 @@ def test_cancel_leaves_nothing(planted_file, tmp_path, stage):
     assert not root.exists()
 
 
+def test_the_report_moves_the_bar_section_by_section(planted_file, tmp_path):
+    """The report stage reports each section it draws (a large run's report takes seconds,
+    minutes on a busy machine), within its span; asked to stop in the middle, the audit
+    leaves nothing."""
+    dataset = load_dataset(planted_file)
+    events = []
+    run_audit(dataset, AuditConfig(**FAST, measures=("knn",)), runs_root=tmp_path / "runs",
+              callback=events.append)
+    report = [e for e in events if e["stage"] == "report"]
+    assert any("(3 of" in e["message"] for e in report)
+    fractions = [e["fraction"] for e in report]
+    assert fractions == sorted(fractions) and fractions[-1] > fractions[0] > 0.5
+    assert events[-1]["fraction"] == 1.0
+
+    def cancel(event):
+        return event["stage"] == "report" and "(3 of" in event["message"]
+
+    root = tmp_path / "cancelled"
+    with pytest.raises(AuditCancelled, match="report"):
+        run_audit(dataset, AuditConfig(**FAST, measures=("knn",)), runs_root=root,
+                  callback=cancel)
+    assert not root.exists()
+
+
 def test_failing_measure_is_recorded_not_fatal(planted_file, tmp_path, monkeypatch):
     from aflite_core.measures import knn
 

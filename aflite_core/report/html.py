@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from aflite_core._validation import check_callback
 from aflite_core.chart_style import (
     PALETTE,
     SET_COLORS,
@@ -618,6 +619,7 @@ def build_report(
     top_cues: int = 20,
     random_state: int = 0,
     include_plotlyjs: bool = True,
+    callback: Callable[[dict], Any] | None = None,
 ) -> str:
     """Build the HTML report of a run.
 
@@ -634,6 +636,10 @@ def build_report(
     include_plotlyjs : bool, default True
         Inline the Plotly library (needed to view the file offline). ``False`` only for
         embedding into a page that already loads Plotly.
+    callback : callable, optional
+        ``callback({"fraction": f, "message": m})`` as each section is drawn (``f`` the
+        share of the sections done, ``m`` names the next one): a large run's report takes
+        seconds, minutes on a busy machine, and the audit's progress bar moves with it.
 
     Returns
     -------
@@ -643,6 +649,7 @@ def build_report(
     for name, value in (("n_samples", n_samples), ("top_cues", top_cues)):
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+    callback = check_callback(callback)
     run = run if isinstance(run, AuditRun) else load_run(run)
     kept = {name for name in run.ROW_TABLES if name in run.__dict__}  # the caller's
     fig = _Figures()
@@ -665,7 +672,10 @@ def build_report(
         bodies.setdefault(measure.name, lambda m=measure: _section_measure(run, m, fig))
     every = sections()
     parts = []
-    for anchor, title in every:
+    for done, (anchor, title) in enumerate(every):
+        if callback is not None:
+            callback({"fraction": done / len(every),
+                      "message": f"writing the HTML report: {title} ({done + 1} of {len(every)})"})
         try:
             body = _caveats_html(run, anchor) + bodies[anchor]()
         except (KeyError, ValueError, TypeError, OSError, IndexError) as exc:
@@ -674,6 +684,8 @@ def build_report(
         parts.append(f'<section id="{anchor}"><h2>{esc(title)}</h2>{body}</section>')
         run.forget_row_tables(keep=kept)  # the section's per-row tables (scores, map, ...)
         release_free_heap()  # the section's tables read and freed: not under the next one's
+    if callback is not None:
+        callback({"fraction": 1.0, "message": "writing the HTML report: done"})
     nav = "".join(f'<a href="#{a}">{esc(t)}</a>' for a, t in every)
     script = f"<script>{plotly_js()}</script>" if include_plotlyjs else ""
     title = f"AFLite audit report: {run.name}"
