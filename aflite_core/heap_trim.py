@@ -17,7 +17,7 @@ import ctypes.util
 import functools
 import sys
 
-__all__ = ["MMAP_THRESHOLD", "map_large_allocations", "release_free_heap"]
+__all__ = ["HEAP_THRESHOLD", "MMAP_THRESHOLD", "map_large_allocations", "release_free_heap"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,10 +56,15 @@ def release_free_heap() -> bool:
     return bool(libc.malloc_trim(0)) if libc is not None else False
 
 
-#: glibc's ``mallopt`` option number of ``M_MMAP_THRESHOLD``.
-_M_MMAP_THRESHOLD = -3
+#: glibc's ``mallopt`` option numbers of ``M_TRIM_THRESHOLD`` and ``M_MMAP_THRESHOLD``.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 #: Allocations of this many bytes or more get pages of their own (:func:`map_large_allocations`).
 MMAP_THRESHOLD = 1 << 20
+#: The threshold that keeps a process's temporaries in the heap: glibc's own ceiling for its
+#: sliding one (32 MiB on 64-bit systems). Below it an array of a few MB made and freed over
+#: and over (k-means' distance chunks, AFLite's masks) reuses the heap's pages; at
+#: :data:`MMAP_THRESHOLD` each was a fresh mapping whose pages were faulted in again.
+HEAP_THRESHOLD = 32 << 20
 
 
 def map_large_allocations(threshold: int = MMAP_THRESHOLD) -> bool:
@@ -72,8 +77,11 @@ def map_large_allocations(threshold: int = MMAP_THRESHOLD) -> bool:
     they are freed: the driver of a Dask audit of 5M rows held 0.5-0.7 GB so (RSS less its live
     allocations and libraries), which :func:`release_free_heap` could not hand back. A fixed
     threshold keeps them out of the heap. Costs a system call and fresh pages per large
-    allocation: for a process that mostly waits on a cluster. Nothing elsewhere (macOS,
-    Windows, musl): False.
+    allocation: for a process that mostly waits on a cluster. Setting it ends glibc's sliding,
+    which also kept the heap's free top up to twice the threshold (``M_TRIM_THRESHOLD``, else
+    128 KiB: the top given back and taken again around every temporary), so that is set too.
+    Nothing elsewhere (macOS, Windows, musl): False.
     """
     libc = _glibc()
-    return libc is not None and bool(libc.mallopt(_M_MMAP_THRESHOLD, int(threshold)))
+    return (libc is not None and bool(libc.mallopt(_M_MMAP_THRESHOLD, int(threshold)))
+            and bool(libc.mallopt(_M_TRIM_THRESHOLD, 2 * int(threshold))))
