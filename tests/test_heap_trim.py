@@ -97,9 +97,10 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
 def test_below_the_heap_threshold_temporaries_reuse_their_pages():
-    """At MMAP_THRESHOLD every 4 MB temporary is a fresh mapping whose pages fault in
-    again (about 500 faults each here) (the driver of a small cluster audit spent 0.5 s of its slices stage so); at
-    HEAP_THRESHOLD they reuse the heap's pages (the trim threshold rises with it)."""
+    """At MMAP_THRESHOLD every 4 MB temporary is a fresh mapping whose pages fault in again
+    (about 500 faults each here; the driver of a small cluster audit spent 0.4 s of its
+    slices stage so); at HEAP_THRESHOLD they reuse the heap's pages (the trim threshold
+    rises with it)."""
     import os
     import subprocess
 
