@@ -46,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
     from aflite_core.report import write_report  # lazy: +1216 ms to import
 
     path = write_report(args.run_dir, args.out, overwrite=args.overwrite,
-                        n_samples=args.samples, top_cues=args.top_cues)
+                        n_samples=args.samples, top_cues=args.top_cues, callback=_progress)
     print(f"wrote {path}", file=sys.stderr)
     return 0
+
+
+def _progress(event: dict) -> None:
+    """A line on standard error per section drawn (a large run's report takes minutes)."""
+    print(f"[{float(event['fraction']):4.0%}] {event['message']}", file=sys.stderr, flush=True)

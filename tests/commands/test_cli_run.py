@@ -91,7 +91,7 @@ def test_retained_and_removed_csvs_hold_every_row_once(cli_run, snli_sample):
     assert [rows[i] for i in range(N_ROWS)] == original[1:]
 
 
-def test_export_and_report_commands(cli_run, tmp_path):
+def test_export_and_report_commands(cli_run, tmp_path, capsys):
     out, _ = cli_run
     csv_out = tmp_path / "removed.csv"
     proc = cli("export", out, "--what", "removed", "--format", "csv", "--out", csv_out,
@@ -105,9 +105,13 @@ def test_export_and_report_commands(cli_run, tmp_path):
     assert main(["export", str(out), "--what", "retained", "--out", str(pq_out)]) == 0
     assert len(pd.read_parquet(pq_out)) + len(exported) - 1 == N_ROWS
     html_out = tmp_path / "report.html"
+    capsys.readouterr()
     assert main(["report", str(out), "--out", str(html_out)]) == 0
     text = html_out.read_text(encoding="utf-8")
     assert '<section id="knn">' in text and "plotly" in text.lower()
+    progress = capsys.readouterr().err.splitlines()  # a line per section, then where it went
+    assert "(1 of " in progress[0] and progress[-2].endswith("done")
+    assert progress[-1] == f"wrote {html_out}"
 
 
 def test_bad_input_exits_cleanly(tmp_path):
