@@ -177,11 +177,12 @@ MEASURE = Measure(
     figures=figures,
     exports={"cues": FILE},
     order=10,
-    # seconds per 100k rows (bench_pipeline.py, 2026-11-26): 0.54 s at 10k rows (the cue
-    # families' set-up: word lists, the tagger), 0.84-0.98 s at 100k, the texts' tags cached;
-    # on 2026-11-30's VM 0.55 s at 100k, 3.45 s at 1M and 7.51 s at 2M (0.8 s per 100k
-    # planned 16.4 s there)
-    cost=lambda n: 0.3 + 0.45 * 100_000 / max(n, 1),
+    # seconds per 100k rows, the texts' tags cached (bench_pipeline.py on 2026-11-30's VM):
+    # 0.41-0.50 s at SNLI dev's 9,842 rows (the cue families' set-up: word lists, the
+    # tagger), 0.31-0.32 s at 20k SNLI-like rows, 0.42 s at 50k, 0.55-0.61 s at 100k, 3.45 s
+    # at 1M, 7.51 s at 2M; the cost before (0.45 s of set-up) planned 0.61 s at 20k, where
+    # the plan after the filter was already 1.3x heavier than the run
+    cost=lambda n: 0.33 + 0.25 * 100_000 / max(n, 1),
     cold_cost=_cold_cost,
     ahead=_annotate_ahead,
 )
