@@ -16,6 +16,12 @@ It also checks what the audit's pools see: a child pinned to k cores reports
 ``os.cpu_count()``), and that the run folders' files, timings aside, are the same bytes at
 every core count (the scores, and every Parquet file of the run).
 
+With ``--data FILE`` the audit reads that CSV instead of building rows (a machine without
+``../shared``: carry a file ``bench_cues.build`` wrote). With ``--keep DIR`` each core count's
+stage seconds, progress lines and busy cores (the pinned CPUs' ``/proc/stat``, every 0.1 s)
+go to ``DIR/cores_K.json``, and the benchmark prints, per stage (the last progress line's),
+its wall seconds and the core-seconds the pinned CPUs sat idle: where the serial parts are.
+
 With ``--in-turn`` every measure runs in turn (none beside the others): each stage's seconds
 are its own, and its speed-up says how much of it divides among the cores (the progress
 plan's ``PARALLEL_SHARE``, :mod:`aflite_core.progress_plan`). Each audit gets a cache folder
@@ -24,13 +30,16 @@ code is not a first audit's: every run reads one numba cache folder, filled firs
 unmeasured audit of :data:`WARM_ROWS` rows of the same file, as a user's audits after the
 first one after installing read theirs (a cold folder compiles the load's and the map's
 kernels, about 5 s of one core in every run, which said 1.48x at 100,000 rows where the same
-runs warm say more; 2026-11-30).
+runs warm say more; 2026-11-30). ``--numba-dir DIR`` keeps that folder between invocations:
+filled once, the next benchmark skips its unmeasured audit.
 
 Usage::
 
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --in-turn
     python benchmarks/bench_cores.py --rows 300000 --cores 1,2,4,8,16   # a 16-core host
+    python benchmarks/bench_cores.py --data snli_300000.csv --cores 2,16 --keep cores300k \
+        --numba-dir numba_cache
 """
 
 from __future__ import annotations
@@ -39,9 +48,12 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -103,6 +115,62 @@ def audit(data: Path, out: Path, cores: int, timeout: float, *, in_turn: bool = 
                   env=env)
 
 
+class BusyCores:
+    """How many of ``cpus`` were busy, sampled from ``/proc/stat`` every ``every`` seconds
+    while the ``with`` block runs: ``samples_`` holds (seconds since the start, busy cores)."""
+
+    def __init__(self, cpus: list[int], every: float = 0.1) -> None:
+        self.cpus, self.every = {f"cpu{c}" for c in cpus}, every
+        self.samples_: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+
+    def _read(self) -> tuple[int, int]:
+        busy = total = 0
+        with open("/proc/stat", encoding="ascii") as stat:
+            for line in stat:
+                name, *values = line.split()
+                if name in self.cpus:  # user nice system idle iowait irq softirq steal
+                    ticks = [int(v) for v in values[:8]]
+                    total += sum(ticks)
+                    busy += sum(ticks) - ticks[3] - ticks[4]
+        return busy, total
+
+    def _sample(self) -> None:
+        before, start = self._read(), time.perf_counter()
+        while not self._stop.wait(self.every):
+            now = self._read()
+            ticks = max(1, now[1] - before[1])
+            self.samples_.append((time.perf_counter() - start,
+                                  len(self.cpus) * (now[0] - before[0]) / ticks))
+            before = now
+
+    def __enter__(self) -> BusyCores:
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def idle_by_stage(samples: list[tuple[float, float]], progress: list, cores: int,
+                  every: float = 0.1) -> dict[str, tuple[float, float]]:
+    """Per stage (the last progress line's, ``load`` before the first): wall seconds and the
+    core-seconds the ``cores`` pinned CPUs sat idle, in the order the stages first came."""
+    stages: dict[str, tuple[float, float]] = {}
+    at = 0
+    for t, busy in samples:
+        while at < len(progress) and progress[at][0] <= t:
+            at += 1
+        line = progress[at - 1][2] if at else "[  0%] load:"
+        found = re.match(r"\[\s*\d+%\]\s*([A-Za-z_]+)", line)
+        stage = found.group(1).strip().lower() if found else "other"
+        wall, idle = stages.get(stage, (0.0, 0.0))
+        stages[stage] = (wall + every, idle + max(0.0, cores - busy) * every)
+    return stages
+
+
 def files_digest(run: Path) -> str:
     """One digest of the run folder's Parquet files (the results; timings live in
     ``summary.json``, which is left out)."""
@@ -113,6 +181,21 @@ def files_digest(run: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def keep(folder: Path, cores: int, result: dict, progress: list, samples: list) -> None:
+    """Write one core count's figures to ``folder/cores_K.json`` and print where its pinned
+    CPUs sat idle, stage by stage."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stages = idle_by_stage(samples, progress, cores)
+    (folder / f"cores_{cores}.json").write_text(json.dumps(
+        {**result, "cores": cores, "progress": progress, "busy": samples,
+         "idle_by_stage": stages}, indent=1), encoding="utf-8")
+    print(f"\n{cores} cores: wall s and idle core-s per stage (the last progress line's)")
+    for stage, (wall, idle) in stages.items():
+        print(f"  {stage:28s} {wall:7.1f} {idle:8.1f}")
+    print(f"  {'whole run':28s} {sum(w for w, _ in stages.values()):7.1f} "
+          f"{sum(i for _, i in stages.values()):8.1f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
@@ -121,13 +204,25 @@ def main() -> int:
     parser.add_argument("--in-turn", action="store_true",
                         help="run every measure in turn (none beside the others): each "
                              "stage's own speed-up (the progress plan's parallel shares)")
+    parser.add_argument("--data", type=Path,
+                        help="a CSV to audit instead of building --rows rows")
+    parser.add_argument("--numba-dir", type=Path,
+                        help="numba's cache folder, kept between runs (the unmeasured audit "
+                             "that fills it runs only while it is empty)")
+    parser.add_argument("--keep", type=Path,
+                        help="folder for each core count's timings, progress and busy cores")
     args = parser.parse_args()
+    if args.data is not None and not args.data.is_file():
+        print(f"error: --data {args.data}: no such file", file=sys.stderr)
+        return 2
     counts = [int(c) for c in args.cores.split(",")]
     have = len(os.sched_getaffinity(0))
     if max(counts) > have:
         print(f"error: --cores asks for {max(counts)} cores; this process may use {have}",
               file=sys.stderr)
         return 2
+    if args.data is not None:
+        args.rows = len(pd.read_csv(args.data, keep_default_na=False, usecols=[0]))
     print(f"{args.rows:,} rows, the default audit (--no-report"
           f"{', every measure in turn' if args.in_turn else ''}), pinned by CPU affinity; "
           f"this machine lets the benchmark use {have} cores")
@@ -138,25 +233,30 @@ def main() -> int:
         print(f"  pinned to {k}: {json.dumps(seen)}  {'ok' if ok else 'MISMATCH'}")
     with tempfile.TemporaryDirectory(prefix="bench-cores-") as tmp:
         tmp = Path(tmp)
-        data = tmp / f"snli_{args.rows}.csv"
-        if args.rows <= 9_842:
+        data = args.data or tmp / f"snli_{args.rows}.csv"
+        if args.data is None and args.rows <= 9_842:
             shared = REPO.parent / "shared" / "data" / "snli" / "snli_dev.csv"
             pd.read_csv(shared, keep_default_na=False).iloc[:args.rows].to_csv(data,
                                                                                 index=False)
-        else:
+        elif args.data is None:
             build(args.rows).to_csv(data, index=False)
-        numba_dir = tmp / "numba"
-        warm = tmp / "warm.csv"
-        pd.read_csv(data, keep_default_na=False, nrows=WARM_ROWS).to_csv(warm, index=False)
-        code, wall, *_ = audit(warm, tmp / "run_warm", max(counts), args.timeout,
-                               in_turn=args.in_turn, numba_dir=numba_dir)
-        print(f"  numba's cache folder filled by an unmeasured audit of "
-              f"{min(WARM_ROWS, args.rows):,} rows ({wall:.1f} s, exit {code})")
+        numba_dir = args.numba_dir or tmp / "numba"
+        if numba_dir.is_dir() and any(numba_dir.iterdir()):
+            print(f"  numba's cache folder {numba_dir} is filled already")
+        else:
+            warm = tmp / "warm.csv"
+            pd.read_csv(data, keep_default_na=False, nrows=WARM_ROWS).to_csv(warm, index=False)
+            code, wall, *_ = audit(warm, tmp / "run_warm", max(counts), args.timeout,
+                                   in_turn=args.in_turn, numba_dir=numba_dir)
+            print(f"  numba's cache folder filled by an unmeasured audit of "
+                  f"{min(WARM_ROWS, args.rows):,} rows ({wall:.1f} s, exit {code})")
         results = {}
         for k in counts:
             out = tmp / f"run_{k}"
-            code, wall, peak, progress, tail = audit(data, out, k, args.timeout,
-                                                   in_turn=args.in_turn, numba_dir=numba_dir)
+            with BusyCores(sorted(os.sched_getaffinity(0))[:k]) as busy:
+                code, wall, peak, progress, tail = audit(data, out, k, args.timeout,
+                                                       in_turn=args.in_turn,
+                                                       numba_dir=numba_dir)
             if code != 0:
                 print(f"\n{k} cores: the audit did not finish (exit {code}, {wall:.0f} s): "
                       f"{tail[-400:]}")
@@ -165,6 +265,8 @@ def main() -> int:
             eta, where = eta_factor(progress, wall)
             results[k] = {"timings": summary["timings"], "wall": wall, "peak": peak,
                           "eta": eta, "eta_where": where, "digest": files_digest(out)}
+            if args.keep is not None:
+                keep(args.keep, k, results[k], progress, busy.samples_)
     if not results:
         return 1
     base = counts[0] if counts[0] in results else min(results)
