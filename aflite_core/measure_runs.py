@@ -453,7 +453,8 @@ def stage_plan(dataset: Any, config: Any) -> tuple[dict[str, tuple[float, float]
     warm = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name)) for m in chosen}
     stages += [(m.name, warm[m.name] if m.name in ahead else cost[m.name])
                for m in sorted(chosen, key=lambda m: m.name in beside)]
-    stages = progress_plan.with_ahead(stages, sum(cost[n] - warm[n] for n in ahead))
+    stages = progress_plan.with_ahead(stages, sum(cost[n] - warm[n] for n in ahead),
+                                      cores=cores)
     if config.report:
         stages.append(("report", progress_plan.stage_per_100k("report", n_rows)))
     seconds = {name: value * progress_plan.core_factor(name, cores) for name, value

@@ -229,25 +229,32 @@ FRONT_STAGES: tuple[str, ...] = ("representation", "aflite", "write")
 #: measure is planned without it. Two cores, cold cue tags (2026-11-30, ``bench_cores.py``):
 #: Φ, AFLite and the writing 5.3 -> 6.8 s at 100,000 rows, 11.0 -> 14.8 s at 300,000,
 #: against 4.43 s and 8.91 s of cold tagging planned (the cue stage 7.6 -> 0.55 s and
-#: 9.0 -> 1.3 s). With 0.3 the ETA at 300k rows was 1.72x the time left in AFLite.
+#: 9.0 -> 1.3 s). With 0.3 the ETA at 300k rows was 1.72x the time left in AFLite. On more
+#: cores the work ahead tags with a pool of its own (``cues.ahead_jobs``) on the cores the
+#: front stages leave idle: the share falls as 2 / cores (a guess from the two-core fit:
+#: the share of the cores the tagging takes from them).
 AHEAD_SHARE: float = 0.45
 
 
-def with_ahead(stages: list[tuple[str, float]], ahead: float) -> list[tuple[str, float]]:
+def with_ahead(stages: list[tuple[str, float]], ahead: float, *,
+               cores: int = 2) -> list[tuple[str, float]]:
     """``stages`` (name, seconds per 100,000 rows) with :data:`AHEAD_SHARE` of ``ahead``
     (the cost of the work done ahead, in the same unit) added to :data:`FRONT_STAGES`, in
-    proportion to their own.
+    proportion to their own; on more than two cores, ``2 / cores`` of that.
 
     Examples
     --------
     >>> stages = with_ahead([("representation", 3.0), ("aflite", 1.0), ("cues", 1.0)], 4.0)
     >>> [(name, round(value, 6)) for name, value in stages]
     [('representation', 4.35), ('aflite', 1.45), ('cues', 1.0)]
+    >>> stages = with_ahead([("representation", 3.0), ("cues", 1.0)], 4.0, cores=8)
+    >>> [(name, round(value, 6)) for name, value in stages]
+    [('representation', 3.45), ('cues', 1.0)]
     """
     front = sum(value for name, value in stages if name in FRONT_STAGES)
     if ahead <= 0 or front <= 0:
         return list(stages)
-    scale = 1.0 + AHEAD_SHARE * ahead / front
+    scale = 1.0 + AHEAD_SHARE * min(1.0, 2 / max(cores, 1)) * ahead / front
     return [(name, value * scale if name in FRONT_STAGES else value) for name, value in stages]
 
 

@@ -16,7 +16,14 @@ import pandas as pd
 import pytest
 
 from aflite_core import measure_runs, pipeline
-from aflite_core.cues import _tagging, annotate_ahead, extract_features, tags_cached
+from aflite_core.cues import (
+    _tagging,
+    _tagging_children,
+    annotate_ahead,
+    extract_features,
+    linguistic,
+    tags_cached,
+)
 from aflite_core.io.datasets import load_dataset
 from aflite_core.measures import registry
 from aflite_core.pipeline import AuditCancelled, AuditConfig, _stage_spans, run_audit
@@ -77,6 +84,66 @@ def test_annotating_ahead_asked_to_stop_saves_no_tags(snli_dir, tmp_path):
     stop.set()
     assert not annotate_ahead(hyps, None, cache_dir=tmp_path, stop=stop)
     assert not tags_cached(hyps, None, cache_dir=tmp_path)
+
+
+def test_the_tags_made_ahead_by_a_pool_are_the_ones_made_in_one_process(snli_dir, tmp_path,
+                                                                      monkeypatch):
+    """On many cores the work ahead tags with processes of its own (``n_jobs`` above one):
+    the cache entry is the same arrays, under the same key, as one process's."""
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False, nrows=600)
+    hyps = list(frame["hypothesis"])
+    texts_hash = linguistic.hash_texts(hyps)
+    monkeypatch.setattr(_tagging, "_PARALLEL_MIN", 0)  # a pool for these few texts
+    made = {}
+    for jobs in (1, 3):
+        folder = tmp_path / f"jobs{jobs}"
+        folder.mkdir()
+        assert _tagging.tag_into_cache(hyps, ner_method="heuristic", cache_dir=folder,
+                                       texts_hash=texts_hash, stop=threading.Event(),
+                                       n_jobs=jobs)
+        (entry,) = folder.glob("tagged-*.npz")
+        with np.load(entry) as arrays:
+            made[jobs] = (entry.name, {name: arrays[name] for name in arrays.files})
+    assert made[1][0] == made[3][0]
+    assert made[1][1].keys() == made[3][1].keys() == {"tense", "ner", "typo"}
+    for name, values in made[1][1].items():
+        assert np.array_equal(values, made[3][1][name]) and len(values) == 600
+    assert made[1][1]["tense"].any()  # real tags, not zeros
+
+
+def test_a_stopped_pool_saves_no_tags(snli_dir, tmp_path, monkeypatch):
+    """Stop set while the pool tags: no chunk goes out after it, the children finish theirs,
+    and nothing is saved (``tag_in_children`` raises ``InterruptedError``)."""
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False, nrows=2000)
+    hyps = list(dict.fromkeys(frame["hypothesis"]))
+    monkeypatch.setattr(_tagging, "_PARALLEL_MIN", 0)
+    monkeypatch.setattr(_tagging_children, "TAG_CHUNK", 8)  # many chunks: stopped midway
+    stop = threading.Event()
+    real_loads, answered = _tagging_children.json.loads, []
+
+    def loads(text):  # the second answer back sets stop
+        answered.append(1)
+        if len(answered) == 2:
+            stop.set()
+        return real_loads(text)
+
+    monkeypatch.setattr(_tagging_children.json, "loads", loads)
+    with pytest.raises(InterruptedError):
+        _tagging_children.tag_in_children(hyps, args=[str(_tagging.write_context(
+            _tagging._loaded_context("heuristic"), tmp_path))], n_jobs=2, stop=stop)
+    assert 2 <= len(answered) < len(hyps) // 8  # stopped well before the last chunk
+    stop.clear()
+    monkeypatch.setattr(_tagging_children.json, "loads", real_loads)
+    stop.set()
+    assert not _tagging.tag_into_cache(hyps, ner_method="heuristic", cache_dir=tmp_path,
+                                       texts_hash=linguistic.hash_texts(hyps), stop=stop,
+                                       n_jobs=2)
+    assert not list(tmp_path.glob("tagged-*.npz"))
+
+
+def test_a_pool_of_no_processes_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="n_jobs must be at least 1, got 0"):
+        annotate_ahead(["a dog runs"], None, cache_dir=tmp_path, n_jobs=0)
 
 
 def test_a_script_without_a_main_guard_runs_once(tmp_path):

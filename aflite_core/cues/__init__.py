@@ -12,6 +12,7 @@ from aflite_core.faces import lazy_face
 _FACE = {
     "BUNDLED_DATA": "resources",
     "annotate_ahead": "_annotations_ahead",
+    "ahead_jobs": "_annotations_ahead",
     "DEFAULT_SORT": "statistics",
     "DOWNLOAD_COMMAND": "resources",
     "FAMILIES": "linguistic",

@@ -2,10 +2,11 @@
 annotation cache (:func:`annotate_ahead`: the audit's work ahead for the cue measure,
 ``Measure.ahead``).
 
-The child is ``python -m aflite_core.cues._annotations_ahead FOLDER SIDES``: it reads the
-texts from its standard input (JSON lines, ``[side, [texts...]]`` a chunk, then ``null``:
+The child is ``python -m aflite_core.cues._annotations_ahead FOLDER SIDES JOBS``: it reads
+the texts from its standard input (JSON lines, ``[side, [texts...]]`` a chunk, then ``null``:
 no pickle crosses the pipe), makes each side's token counts
-and the tags of ``SIDES`` in the cache ``FOLDER``, and exits 0 when all are there. A plain
+and the tags of ``SIDES`` in the cache ``FOLDER`` (with ``JOBS`` tagging processes of its
+own above one: :func:`ahead_jobs`), and exits 0 when all are there. A plain
 interpreter, not a ``multiprocessing`` child: a spawned one would first run the caller's main
 script again (a user's script without an ``if __name__ == "__main__"`` guard would start a
 second audit in it). SIGTERM asks it to stop at its next chunk, saving no tags.
@@ -24,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO
 
+from aflite_core._validation import available_cores
 from aflite_core.cues._tagging import ner_method, tag_into_cache
 from aflite_core.cues._tagging_children import start_child
 from aflite_core.cues.linguistic import (
@@ -35,29 +37,44 @@ from aflite_core.cues.linguistic import (
     count_tokens_cached,
 )
 
-__all__ = ["SEND_ROWS", "annotate_ahead"]
+__all__ = ["AHEAD_SPARE_CORES", "SEND_ROWS", "ahead_jobs", "annotate_ahead"]
 
 #: Texts sent to the child at a time: this process never holds a list of every row's texts
 #: for it (a lazy column, ``RowTexts``, makes them a chunk at a time).
 SEND_ROWS = 50_000
 #: How often the waiting call looks whether it was asked to stop, seconds.
 POLL_SECONDS = 0.2
+#: Cores the tagging ahead leaves to Φ and the filter, which run beside it. On two cores it
+#: is one process (a pool of two took 2.6 CPU-s more at 100,000 rows); on 16 the one
+#: process was the audit's critical path: the cue stage waited 17 s for it at 300,000 rows
+#: with 12 of the 16 cores idle (``bench_cores.py --cores 16 --keep``, 2026-11-30).
+AHEAD_SPARE_CORES = 2
+
+
+def ahead_jobs(cores: int) -> int:
+    """Tagging processes of the work ahead on ``cores`` cores: all but
+    :data:`AHEAD_SPARE_CORES`, at least one.
+
+    >>> ahead_jobs(2), ahead_jobs(4), ahead_jobs(16)
+    (1, 2, 14)
+    """
+    return max(1, cores - AHEAD_SPARE_CORES)
 
 
 def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = None, *,
                    features: Iterable[str] = FAMILIES, text: str = "hypothesis",
                    cache: bool = True, cache_dir: str | os.PathLike | None = None,
-                   stop: threading.Event | None = None) -> bool:
+                   stop: threading.Event | None = None, n_jobs: int | None = None) -> bool:
     """Count the tokens and tag the texts now, into the on-disk cache, as
     :func:`~aflite_core.cues.linguistic.extract_features` with these arguments will, so that
     it reads them from the cache: the audit's cue extraction started as soon as the data is
     loaded, beside Φ and the filter, whose cores it would otherwise leave idle
     (:mod:`aflite_core.measure_runs`, ``Measure.ahead``).
 
-    The work runs in one child process (see the module docstring), on one core: the token
-    counts, NLTK, the tagger, the word list and the tagging are Python that would otherwise
-    take turns with the audit for this interpreter, and one process loads them once (a pool
-    of two tagging processes took 2.6 CPU-s more at 100,000 rows). The texts go to it
+    The work runs in one child process (see the module docstring): the token counts, NLTK,
+    the tagger, the word list and the tagging are Python that would otherwise take turns with
+    the audit for this interpreter, and one process loads them once. It tags with
+    ``n_jobs`` processes of its own (:func:`ahead_jobs`: one on two cores). The texts go to it
     :data:`SEND_ROWS` at a time. This call holds the extraction lock
     (``linguistic.EXTRACT_LOCK``) until the child is done, so an extraction asked for meanwhile
     waits and then finds everything cached: the same annotations, made once.
@@ -68,6 +85,8 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
         As :func:`~aflite_core.cues.linguistic.extract_features` will be called.
     stop : threading.Event, optional
         Set it to stop: the child drops what it has not done and saves no tags.
+    n_jobs : int, optional
+        Tagging processes; default :func:`ahead_jobs` of the cores this process may use.
 
     Returns
     -------
@@ -92,8 +111,12 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     tagged = set(read) if families & set(TAGGED_FAMILIES) else set()
     sides = {side: given[side] for side in ("hypothesis", "premise")
              if side in counted | tagged and given[side] is not None}
+    jobs = ahead_jobs(available_cores()) if n_jobs is None else n_jobs
+    if jobs < 1:
+        raise ValueError(f"n_jobs must be at least 1, got {jobs}")
     with EXTRACT_LOCK:
-        child = start_child(__name__, [str(folder), ",".join(sorted(tagged & set(sides)))],
+        child = start_child(__name__, [str(folder), ",".join(sorted(tagged & set(sides))),
+                                       str(jobs)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sent = _send_texts(child.stdin, sides, stop)
         asked = False
@@ -125,10 +148,12 @@ def _send_texts(stream: IO[bytes], sides: dict[str, Sequence[str]],
 
 
 def _main(argv: Sequence[str]) -> int:
-    """The child: ``FOLDER SIDES`` (comma-separated sides to tag); texts on standard input."""
+    """The child: ``FOLDER SIDES JOBS`` (comma-separated sides to tag, tagging processes);
+    texts on standard input."""
     halt = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: halt.set())
     cache_dir, tagged = Path(argv[0]), [s for s in argv[1].split(",") if s]
+    jobs = int(argv[2]) if len(argv) > 2 else 1
     sides: dict[str, list[str]] = {}
     for line in sys.stdin.buffer:  # ASCII JSON (escapes keep every str as it was)
         message = json.loads(line)
@@ -144,7 +169,8 @@ def _main(argv: Sequence[str]) -> int:
         hashes[side] = count_tokens_cached(texts, cache_dir)
     method = ner_method() if tagged else ""
     done = all(tag_into_cache(sides[side], ner_method=method, cache_dir=cache_dir,
-                              texts_hash=hashes[side], stop=halt) for side in tagged)
+                              texts_hash=hashes[side], stop=halt, n_jobs=jobs)
+               for side in tagged)
     return 0 if done else 1
 
 

@@ -384,16 +384,27 @@ def tagged_annotations(
 
 
 def tag_into_cache(texts: Sequence[str], *, ner_method: str, cache_dir: Path,
-                   texts_hash: str, stop: threading.Event) -> bool:
-    """:func:`tagged_annotations`' tagging done ahead of its reader, in this process, a chunk
-    of :data:`AHEAD_CHUNK` distinct texts at a time: the annotations saved in ``cache_dir``
-    (True), unless the cache holds them already (True) or ``stop`` is set before the last
-    chunk (nothing saved; False). For a process of its own (``linguistic.annotate_ahead``)."""
+                   texts_hash: str, stop: threading.Event, n_jobs: int = 1) -> bool:
+    """:func:`tagged_annotations`' tagging done ahead of its reader: the annotations saved in
+    ``cache_dir`` (True), unless the cache holds them already (True) or ``stop`` is set before
+    the last chunk (nothing saved; False). For a process of its own
+    (``linguistic.annotate_ahead``). In this process a chunk of :data:`AHEAD_CHUNK` distinct
+    texts at a time; with ``n_jobs`` above 1 and ``_PARALLEL_MIN`` distinct texts or more, in
+    that many tagging children (``tag_in_children``: the same arrays)."""
     key = tagged_cache_key(texts_hash, ner_method, *tagger_versions())
     if (cache_dir / f"{key}.npz").is_file():
         return True
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), sort=False)
     context = _loaded_context(ner_method)
+    if n_jobs > 1 and len(uniques) >= _PARALLEL_MIN:
+        with tempfile.TemporaryDirectory(prefix="aflite-tagging-") as folder:
+            try:
+                tagged = tag_in_children(list(uniques), n_jobs=n_jobs, stop=stop,
+                                         args=[str(write_context(context, Path(folder)))])
+            except InterruptedError:
+                return False
+        cache_save(cache_dir, key, {k: v[codes] for k, v in tagged.items()})
+        return True
     parts = []
     for lo in range(0, len(uniques), AHEAD_CHUNK):
         if stop.is_set():

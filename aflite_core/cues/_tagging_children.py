@@ -64,8 +64,8 @@ def start_child(module: str, args: Sequence[str], *, stdout: int | IO[bytes],
                             stdout=stdout, stderr=stderr, env=env)
 
 
-def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
-                    n_jobs: int) -> dict[str, np.ndarray]:
+def tag_in_children(texts: Sequence[str], *, args: Sequence[str], n_jobs: int,
+                    stop: threading.Event | None = None) -> dict[str, np.ndarray]:
     """Tense code, NER bit mask and typo flag of each text, tagged by ``n_jobs`` child
     processes (``python -m`` :data:`CHILD_MODULE` ``ARGS``): the same arrays as tagging them
     all in this process.
@@ -82,6 +82,8 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
         (``_tagging.write_context``).
     n_jobs : int
         How many children, at least 1.
+    stop : threading.Event, optional
+        Set it to stop: no chunk goes out after it, and the children finish the one they hold.
 
     Returns
     -------
@@ -92,6 +94,8 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
     ------
     RuntimeError
         A child failed; the message holds the end of what it wrote to its standard error.
+    InterruptedError
+        ``stop`` was set before every chunk was tagged.
 
     Examples
     --------
@@ -117,7 +121,7 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
         assert child.stdin is not None and child.stdout is not None
         while not failed.is_set():
             with lock:
-                index = next(taken, None)
+                index = None if stop is not None and stop.is_set() else next(taken, None)
             if index is None:
                 child.stdin.write(b"null\n")
                 child.stdin.close()
@@ -164,6 +168,8 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str],
                 for stream in (child.stdin, child.stdout):
                     if stream is not None:
                         stream.close()
+    if any(part is None for part in parts):
+        raise InterruptedError("asked to stop before every text was tagged")
     return {name: (np.concatenate([p[i] for p in parts if p is not None]) if starts
                    else np.zeros(0, dtype))
             for i, (name, dtype) in enumerate(TAG_ARRAYS)}
