@@ -17,7 +17,8 @@ import ctypes.util
 import functools
 import sys
 
-__all__ = ["HEAP_THRESHOLD", "MMAP_THRESHOLD", "map_large_allocations", "release_free_heap"]
+__all__ = ["ARENA_MAX", "HEAP_THRESHOLD", "MMAP_THRESHOLD", "limit_arenas",
+           "map_large_allocations", "release_free_heap"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,8 +57,37 @@ def release_free_heap() -> bool:
     return bool(libc.malloc_trim(0)) if libc is not None else False
 
 
-#: glibc's ``mallopt`` option numbers of ``M_TRIM_THRESHOLD`` and ``M_MMAP_THRESHOLD``.
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: glibc's ``mallopt`` option numbers of ``M_TRIM_THRESHOLD``, ``M_MMAP_THRESHOLD`` and
+#: ``M_ARENA_MAX``.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+#: The arenas an audit's process allocates from (:func:`limit_arenas`).
+ARENA_MAX = 2
+
+
+def limit_arenas(count: int = ARENA_MAX) -> bool:
+    """Let the threads of this process allocate from at most ``count`` glibc arenas (glibc's
+    ``M_ARENA_MAX``; by default up to eight per core); True when set.
+
+    Each thread that allocates gets an arena of its own, and what it frees stays in that
+    arena for its reuse: on many cores the fold pool's, the measures' and the map's threads
+    each kept their own free memory, so the peak grew with the cores. A default audit of
+    100,000 rows peaked at 1,344 MB on 2 of a 16-core host's cores and 2,107 MB on all 16
+    (``bench_cores.py --cores 1,2,4,8,16``, 2026-11-30); on two cores made to run 16 threads
+    wherever it counts the cores, 2,047 MB, and 1,449 MB with two arenas (1,508 with four).
+    Most allocations are made under the GIL anyway, so the threads seldom wait on an arena.
+    Set it before the audit's threads start (earlier threads keep theirs); it holds for the
+    whole process, so the command line and the dashboard's audit worker set it, not the
+    library. Nothing elsewhere (macOS, Windows, musl): False.
+
+    Parameters
+    ----------
+    count : int
+        The most arenas, at least 1.
+    """
+    if count < 1:
+        raise ValueError(f"count: expected at least 1 arena, got {count}")
+    libc = _glibc()
+    return libc is not None and bool(libc.mallopt(_M_ARENA_MAX, int(count)))
 #: Allocations of this many bytes or more get pages of their own (:func:`map_large_allocations`).
 MMAP_THRESHOLD = 1 << 20
 #: The threshold that keeps a process's temporaries in the heap: glibc's own ceiling for its

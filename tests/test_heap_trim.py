@@ -124,3 +124,52 @@ def test_below_the_heap_threshold_temporaries_stay_in_the_heap():
         pytest.skip("this glibc has no mallinfo2 (before 2.33)")
     assert int(at_mmap) >= 4 << 20
     assert int(mapped("heap")) == 0
+
+
+_THREADS_ALLOCATE = """
+import ctypes, sys, threading
+import numpy as np
+from aflite_core.heap_trim import limit_arenas
+
+if sys.argv[1] == "limited":
+    assert limit_arenas(2)
+barrier, held = threading.Barrier(8), []
+
+def work():
+    held.append(np.ones(8_000))  # 64 KB: from this thread's arena, not a mapping of its own
+    barrier.wait()  # all eight alive at once: none hands its arena on to the next
+
+threads = [threading.Thread(target=work) for _ in range(8)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+ctypes.CDLL("libc.so.6").malloc_stats()  # one "Arena N:" block per arena, on stderr
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt is glibc's")
+def test_threads_share_the_arenas_limit_arenas_allows():
+    """Eight threads allocating at once get an arena each (glibc allows eight per core), and
+    what each frees stays in its own: the peak grew with the cores (issue 63, item 5). With
+    ``limit_arenas(2)`` they share two."""
+    import os
+    import re
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_"))}
+
+    def arenas(mode: str) -> int:
+        out = subprocess.run([sys.executable, "-c", _THREADS_ALLOCATE, mode],
+                             capture_output=True, text=True, check=True, env=env)
+        return len(re.findall(r"^Arena \d+:", out.stderr, flags=re.MULTILINE))
+
+    assert arenas("default") >= 5
+    assert 1 <= arenas("limited") <= 2
+
+
+def test_no_arenas_is_refused():
+    from aflite_core.heap_trim import limit_arenas
+
+    with pytest.raises(ValueError, match="at least 1 arena, got 0"):
+        limit_arenas(0)

@@ -35,7 +35,12 @@ from aflite_core.commands._parameter_flags import (
     measure_options,
 )
 from aflite_core.filter import filter_units
-from aflite_core.heap_trim import HEAP_THRESHOLD, map_large_allocations, release_free_heap
+from aflite_core.heap_trim import (
+    HEAP_THRESHOLD,
+    limit_arenas,
+    map_large_allocations,
+    release_free_heap,
+)
 from aflite_core.measures import default_names
 from aflite_core.measures import names as measure_names
 from aflite_core.parameters import FIELD, FILTER_PARAM, PARAMETERS, REPRESENTATION_PARAM
@@ -280,6 +285,7 @@ def _run(args: argparse.Namespace) -> int:
 
     root, name = _target(args.out, args.overwrite)
     audit_config(args, 10_000)  # options are checked before the data is read
+    limit_arenas()  # the peak would grow with the threads, so with the cores
     if args.scheduler:  # and the scheduler answers as one, before minutes of reading
         from aflite_core.filter import probe_scheduler  # lazy: +146 ms to import
 
