@@ -45,7 +45,7 @@ from scipy.sparse import _sparsetools
 
 from aflite_core import blas_threads
 from aflite_core._validation import check_int, check_seed
-from aflite_core.represent._fold_pool import MAX_THREADS, available_cores
+from aflite_core.represent._fold_pool import available_cores
 from aflite_core.represent._row_products import ROW_WINDOW, rows_times
 
 __all__ = ["column_moments", "explained_variance_ratio", "randomized_range_svd", "row_moments",
@@ -173,6 +173,11 @@ PASS_ROWS = 65_536
 #: Stored entries of M from which its products run on several threads (below, one thread:
 #: the threads' start costs more than they save).
 SPLIT_MIN_NNZ = 200_000
+#: The most threads of the split products. Each writes rows or columns of its own, so the
+#: count changes no bit (``tests/represent/test_svd.py``); held to the fold pool's four
+#: before, the SVD of 300,000 rows on a 16-core host kept 2-5 of its cores busy
+#: (``bench_cores.py --cores 16 --keep``, 2026-11-30).
+PRODUCT_THREADS = 16
 
 
 class _SplitProducts:
@@ -369,9 +374,9 @@ def _add_columns(columns_t: sp.csc_matrix, lo: int, hi: int, Y: np.ndarray,
 
 
 def _threads() -> int:
-    """Threads of the split products: the cores this process may use, at most the fold
-    pool's :data:`~aflite_core.represent._fold_pool.MAX_THREADS`."""
-    return max(1, min(MAX_THREADS, available_cores()))
+    """Threads of the split products: the cores this process may use, at most
+    :data:`PRODUCT_THREADS`."""
+    return max(1, min(PRODUCT_THREADS, available_cores()))
 
 
 def _balanced_cuts(weights: np.ndarray, parts: int) -> np.ndarray:

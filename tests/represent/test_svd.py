@@ -86,7 +86,7 @@ def test_dense_input_small_shapes_and_errors():
         truncated_svd(dense, 2, n_iter=-1)
 
 
-@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("threads", [2, 3, 16])
 def test_the_products_on_several_threads_are_bit_for_bit_those_on_one(tfidf, monkeypatch,
                                                                       threads):
     """Φ must not depend on the core count: the split products sum every output entry in
