@@ -3,8 +3,9 @@
 :func:`run_measures` runs the chosen measures in registry order, except those declared
 ``Measure.beside``: they start first, one after another on a thread of their own, while the
 others run in order on the calling thread, and the audit waits for them before its summary
-(up to :data:`BESIDE_MAX_ROWS` audited rows; above, and on a Dask cluster, every measure runs
-in turn: :func:`beside_measures`).
+(up to :data:`BESIDE_MAX_ROWS` audited rows, :data:`BESIDE_MAX_ROWS_MANY_CORES` on
+:data:`BESIDE_MANY_CORES` cores or more; above, and on a Dask cluster, every measure runs in
+turn: :func:`beside_measures`).
 The map is such a measure: its layout is one numba kernel on one core without the GIL, so on a
 two-core machine the other core would otherwise idle through it (a default audit of SNLI dev
 7.0 -> 6.1 s, of 100,000 rows 35.6 -> 33.7 s, ``benchmarks/bench_pipeline.py``).
@@ -45,7 +46,8 @@ from aflite_core.measures import Measure, MeasureContext, MeasureResult, registr
 from aflite_core.represent import on_dask
 from aflite_core.runs import RunWriter
 
-__all__ = ["AHEAD_MAX_ROWS", "AHEAD_MIN_CORES", "AHEAD_MIN_ROWS", "BESIDE_MAX_ROWS",
+__all__ = ["AHEAD_MAX_ROWS", "AHEAD_MIN_CORES", "AHEAD_MIN_ROWS", "BESIDE_MANY_CORES",
+           "BESIDE_MAX_ROWS", "BESIDE_MAX_ROWS_MANY_CORES",
            "EarlierTables", "Progress", "ahead_measures", "beside_measures", "run_measure",
            "run_measures", "stage_plan", "work_ahead"]
 
@@ -56,6 +58,16 @@ EventCallback = Callable[[dict], Any]
 #: the 4 GB budget, for no gain in time (214.9 s against 211.6-225.2 s in turn: each side's
 #: products on one BLAS thread, KNN 28.7 -> 62.8 s; ``bench_pipeline.py --sizes 1000000``).
 BESIDE_MAX_ROWS = 250_000
+#: Cores from which they run beside the others up to :data:`BESIDE_MAX_ROWS_MANY_CORES`
+#: rows: on a 16-core host the map of 300,000 rows took 10.6 s in turn with one or two of
+#: the cores busy but for a 3 s burst, and of 1M rows 18.4 s (``bench_cores.py --cores 16
+#: --keep``, 2026-11-30), while KNN and the fold-fitting measures used at most four.
+BESIDE_MANY_CORES = 8
+#: Audited rows up to which they run beside the others on :data:`BESIDE_MANY_CORES` cores or
+#: more. At 1M rows the map beside the others raised the peak from 2,164 to 2,525 MB (16
+#: threads on the 2-core machine, its affinity patched; two cores alone: 1.80 GB), past
+#: issue 63's 2 GB and +25 %; the map's working set grows with the rows.
+BESIDE_MAX_ROWS_MANY_CORES = 500_000
 
 
 #: Cores from which the measures' work ahead (``Measure.ahead``) starts: on one core it would
@@ -137,15 +149,19 @@ class EarlierTables(dict):
         self.update({name: table for name, table in tables.items() if name in self.wanted})
 
 
-def beside_measures(measures: Sequence[Measure], n_rows: int, *,
-                    local: bool = True) -> list[Measure]:
-    """The measures of ``measures`` that run beside the others in an audit of ``n_rows``
-    rows: those declared ``beside``, up to :data:`BESIDE_MAX_ROWS` rows, and none on a Dask
-    cluster (``local`` False): there the map's layout is a task that holds a worker's
-    thread, and every task that reads the rows of Φ that worker keeps waits behind it (the
-    slices at 100,000 rows on two workers: 9.9 s beside the map, 2.1 s in turn; the whole
-    audit 44.9 s and 43.9 s, ``benchmarks/bench_distributed.py``)."""
-    if not local or n_rows > BESIDE_MAX_ROWS:
+def beside_measures(measures: Sequence[Measure], n_rows: int, *, local: bool = True,
+                    cores: int | None = None) -> list[Measure]:
+    """The measures of ``measures`` that run beside the others in an audit of ``n_rows`` rows on
+    ``cores`` cores (default: those this process may use): those declared ``beside``, up to
+    :data:`BESIDE_MAX_ROWS` rows (:data:`BESIDE_MAX_ROWS_MANY_CORES` from
+    :data:`BESIDE_MANY_CORES` cores on), and none on a Dask cluster (``local`` False): there the
+    map's layout is a task that holds a worker's thread, and every task that reads the rows of Φ
+    that worker keeps waits behind it (the slices at 100,000 rows on two workers: 9.9 s beside
+    the map, 2.1 s in turn; the whole audit 44.9 s and 43.9 s,
+    ``benchmarks/bench_distributed.py``)."""
+    cores = available_cores() if cores is None else cores
+    top = BESIDE_MAX_ROWS_MANY_CORES if cores >= BESIDE_MANY_CORES else BESIDE_MAX_ROWS
+    if not local or n_rows > top:
         return []
     return [m for m in measures if m.beside]
 
@@ -281,12 +297,12 @@ def run_measures(measures: Sequence[Measure], writer: RunWriter, state: dict, *,
                  timings: dict, client: Any = None) -> dict[str, dict]:
     """Run ``measures`` (registry order) and return their outcomes in that order.
 
-    Those declared ``beside`` run on a thread of their own from the start, the others in
-    order on this one (see the module docstring; in turn above :data:`BESIDE_MAX_ROWS`
-    rows of ``state["labels"]``); each outcome's seconds go into ``timings``. With a Dask
-    ``client``, the fold fits of the measures run in order are tasks on its workers
-    (:func:`aflite_core.represent.on_dask`), and the outcome of a measure that sent
-    any says ``"engine": "dask"``.
+    Those declared ``beside`` run on a thread of their own from the start, the others in order on
+    this one (see the module docstring; in turn above :data:`BESIDE_MAX_ROWS` rows of
+    ``state["labels"]``, :data:`BESIDE_MAX_ROWS_MANY_CORES` on many cores); each outcome's
+    seconds go into ``timings``. With a Dask ``client``, the fold fits of the measures run in
+    order are tasks on its workers (:func:`aflite_core.represent.on_dask`), and the outcome of a
+    measure that sent any says ``"engine": "dask"``.
     """
     outcomes: dict[str, dict] = {}
     state = {**state, "earlier": EarlierTables(f for m in measures for f in m.reads)}
@@ -444,7 +460,7 @@ def stage_plan(dataset: Any, config: Any) -> tuple[dict[str, tuple[float, float]
     stages = [(name, progress_plan.stage_per_100k(name, n_rows) * factor.get(name, 1.0))
               for name in ("representation", "aflite", "write")]
     chosen = [m for m in registry.measures() if m.name in config.measures]
-    beside = [m.name for m in beside_measures(chosen, n_rows, local=local)]
+    beside = [m.name for m in beside_measures(chosen, n_rows, local=local, cores=cores)]
     ahead = {m.name for m in ahead_measures(chosen, n_rows, cores=cores, local=local)}
     # the beside measures fill the last span: their progress adds to the bar (measure_runs);
     # work done ahead (cold caches) goes to the front stages (progress_plan.with_ahead)

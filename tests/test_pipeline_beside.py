@@ -115,6 +115,25 @@ def test_the_beside_span_is_the_last_before_the_report(snli_1500, monkeypatch):
     assert width["projection"] > (spans["projection"][1] - spans["projection"][0]) * 1.2
 
 
+def test_on_many_cores_the_map_runs_beside_up_to_more_rows():
+    """Above ``BESIDE_MAX_ROWS`` rows the map runs in turn on two cores (its working set
+    beside the others' for no gain), beside them on ``BESIDE_MANY_CORES`` cores or more (it
+    kept one or two of 16 cores busy) up to ``BESIDE_MAX_ROWS_MANY_CORES`` rows."""
+    from aflite_core import measure_runs as m
+
+    chosen = [m_ for m_ in registry.measures() if m_.name in CONFIG["measures"]]
+
+    def names(n: int, cores: int) -> list[str]:
+        return [x.name for x in m.beside_measures(chosen, n, cores=cores)]
+
+    assert names(m.BESIDE_MAX_ROWS, 2) == ["projection"]
+    assert names(m.BESIDE_MAX_ROWS + 1, 2) == names(m.BESIDE_MAX_ROWS + 1, 7) == []
+    assert names(m.BESIDE_MAX_ROWS + 1, m.BESIDE_MANY_CORES) == ["projection"]
+    assert names(m.BESIDE_MAX_ROWS_MANY_CORES, 16) == ["projection"]
+    assert names(m.BESIDE_MAX_ROWS_MANY_CORES + 1, 16) == []
+    assert m.beside_measures(chosen, 300_000, cores=16, local=False) == []
+
+
 def test_on_a_cluster_every_measure_runs_in_turn(snli_1500):
     """On Dask the map's layout is a task holding a worker, and the tasks reading Φ's rows
     there would wait behind it: nothing runs beside, and the plan has the map in its place."""
