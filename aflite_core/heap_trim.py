@@ -73,7 +73,8 @@ def limit_arenas(count: int = ARENA_MAX) -> bool:
     each kept their own free memory, so the peak grew with the cores. A default audit of
     100,000 rows peaked at 1,344 MB on 2 of a 16-core host's cores and 2,107 MB on all 16
     (``bench_cores.py --cores 1,2,4,8,16``, 2026-11-30); on two cores made to run 16 threads
-    wherever it counts the cores, 2,047 MB, and 1,449 MB with two arenas (1,508 with four).
+    wherever it counts the cores, 2,047 MB; with ``MALLOC_ARENA_MAX=2`` 1,449 MB (four: 1,508),
+    with this call 1,495-1,544 MB (two threads: 1,207-1,232).
     Most allocations are made under the GIL anyway, so the threads seldom wait on an arena.
     Set it before the audit's threads start (earlier threads keep theirs); it holds for the
     whole process, so the command line and the dashboard's audit worker set it, not the
@@ -88,6 +89,8 @@ def limit_arenas(count: int = ARENA_MAX) -> bool:
         raise ValueError(f"count: expected at least 1 arena, got {count}")
     libc = _glibc()
     return libc is not None and bool(libc.mallopt(_M_ARENA_MAX, int(count)))
+
+
 #: Allocations of this many bytes or more get pages of their own (:func:`map_large_allocations`).
 MMAP_THRESHOLD = 1 << 20
 #: The threshold that keeps a process's temporaries in the heap: glibc's own ceiling for its

@@ -119,22 +119,22 @@ def test_a_stopped_pool_saves_no_tags(snli_dir, tmp_path, monkeypatch):
     monkeypatch.setattr(_tagging, "_PARALLEL_MIN", 0)
     monkeypatch.setattr(_tagging_children, "TAG_CHUNK", 8)  # many chunks: stopped midway
     stop = threading.Event()
-    real_loads, answered = _tagging_children.json.loads, []
 
-    def loads(text):  # the second answer back sets stop
-        answered.append(1)
-        if len(answered) == 2:
-            stop.set()
-        return real_loads(text)
+    class Texts(list):
+        """The texts; taking the second chunk out sets stop."""
+        taken = 0
 
-    monkeypatch.setattr(_tagging_children.json, "loads", loads)
+        def __getitem__(self, index):
+            if isinstance(index, slice):
+                Texts.taken += 1
+                if Texts.taken == 2:
+                    stop.set()
+            return super().__getitem__(index)
+
     with pytest.raises(InterruptedError):
-        _tagging_children.tag_in_children(hyps, args=[str(_tagging.write_context(
+        _tagging_children.tag_in_children(Texts(hyps), args=[str(_tagging.write_context(
             _tagging._loaded_context("heuristic"), tmp_path))], n_jobs=2, stop=stop)
-    assert 2 <= len(answered) < len(hyps) // 8  # stopped well before the last chunk
-    stop.clear()
-    monkeypatch.setattr(_tagging_children.json, "loads", real_loads)
-    stop.set()
+    assert 2 <= Texts.taken < len(hyps) // 8 // 2  # stopped well before the last chunk
     assert not _tagging.tag_into_cache(hyps, ner_method="heuristic", cache_dir=tmp_path,
                                        texts_hash=linguistic.hash_texts(hyps), stop=stop,
                                        n_jobs=2)

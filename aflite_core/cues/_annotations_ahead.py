@@ -47,7 +47,7 @@ POLL_SECONDS = 0.2
 #: Cores the tagging ahead leaves to Φ and the filter, which run beside it. On two cores it
 #: is one process (a pool of two took 2.6 CPU-s more at 100,000 rows); on 16 the one
 #: process was the audit's critical path: the cue stage waited 17 s for it at 300,000 rows
-#: with 12 of the 16 cores idle (``bench_cores.py --cores 16 --keep``, 2026-11-30).
+#: with 15 of the 16 cores idle (``bench_cores.py --cores 16 --keep``, 2026-11-30).
 AHEAD_SPARE_CORES = 2
 
 
