@@ -290,9 +290,10 @@ def _run(args: argparse.Namespace) -> int:
         from aflite_core.filter import probe_scheduler  # lazy: +146 ms to import
 
         probe_scheduler(args.scheduler)
-        # the driver of a cluster's audit: its large arrays' pages go back when freed (while
-        # it reads; after, from DRIVER_MAPS_FROM_ROWS rows on)
-        map_large_allocations()
+    # while the data loads, its large arrays get pages of their own, handed back when freed
+    # too; after it, the driver of a cluster's audit keeps that from
+    # DRIVER_MAPS_FROM_ROWS rows on, any other audit reuses the heap (HEAP_THRESHOLD)
+    map_large_allocations()
     from aflite_core.io import looks_like_glob  # lazy: +37 ms to import
 
     if not Path(args.data).exists() and not looks_like_glob(args.data):
@@ -314,15 +315,16 @@ def _run(args: argparse.Namespace) -> int:
             dataset = load_input(args.data, args,
                                  map_shards=None if client is None else ShardsOnCluster(client),
                                  texts_to=None if texts is None else texts / DATASET_FILE)
-            if texts is not None:  # the read's pages handed back: not under every stage
-                release_free_heap()  # (at 5M rows: 1.2 GB held after the move, 0.5 trimmed)
-                if len(dataset.frame) < DRIVER_MAPS_FROM_ROWS:
-                    map_large_allocations(HEAP_THRESHOLD)
-                if dataset.loaded_whole_because and not args.quiet:
-                    print(f"note: {args.data} was loaded whole, every row's text in this "
-                          f"process while it was checked: {dataset.loaded_whole_because} "
-                          "(docs/scaling.md, 'One file a piece at a time')",
-                          file=sys.stderr, flush=True)
+            # the read's pages handed back: not under every stage (at 5M rows on a
+            # cluster: 1.2 GB held after the move, 0.5 trimmed)
+            release_free_heap()
+            if texts is None or len(dataset.frame) < DRIVER_MAPS_FROM_ROWS:
+                map_large_allocations(HEAP_THRESHOLD)
+            if texts is not None and dataset.loaded_whole_because and not args.quiet:
+                print(f"note: {args.data} was loaded whole, every row's text in this "
+                      f"process while it was checked: {dataset.loaded_whole_because} "
+                      "(docs/scaling.md, 'One file a piece at a time')",
+                      file=sys.stderr, flush=True)
             config = audit_config(args, filter_units(
                 dataset, split_policy=args.split_policy or "auto",
                 instance=args.instance or "auto"))

@@ -309,13 +309,12 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 @jit
-def _first_codes(values: np.ndarray, slots: np.ndarray, codes: np.ndarray, counts: np.ndarray
-                 ) -> int:
+def _first_codes(values: np.ndarray, slots: np.ndarray, codes: np.ndarray, counts: np.ndarray,
+                 firsts: np.ndarray) -> int:
     size = len(slots)  # a power of two; the code held in a slot, -1: empty
     bits = 0
     while (1 << bits) < size:
         bits += 1
-    keys = np.empty(size, dtype=np.uint64)
     shift = np.uint64(64 - bits)
     distinct = 0
     for i in range(len(values)):
@@ -325,12 +324,12 @@ def _first_codes(values: np.ndarray, slots: np.ndarray, codes: np.ndarray, count
             code = slots[at]
             if code < 0:
                 slots[at] = distinct
-                keys[at] = value
+                firsts[distinct] = i
                 codes[i] = distinct
                 counts[distinct] = 1
                 distinct += 1
                 break
-            if keys[at] == value:
+            if values[firsts[code]] == value:  # the code's value: its first row's
                 codes[i] = code
                 counts[code] += 1
                 break
@@ -338,7 +337,7 @@ def _first_codes(values: np.ndarray, slots: np.ndarray, codes: np.ndarray, count
     return distinct
 
 
-def first_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def first_codes(values: np.ndarray, *, first_rows: bool = False) -> tuple[np.ndarray, ...]:
     """``(codes, counts)``: an int64 code per value, equal for equal values and numbered 0, 1,
     ... in order of each value's first appearance, and how many times each code occurs.
 
@@ -346,25 +345,37 @@ def first_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ----------
     values : numpy.ndarray
         64-bit integers (``uint64`` hashes, or ``int64``).
+    first_rows : bool, default False
+        Also return each code's first row.
 
     Returns
     -------
     codes : numpy.ndarray of int64, one per value
     counts : numpy.ndarray of int64, one per distinct value
+    firsts : numpy.ndarray of int64, one per distinct value
+        Only with ``first_rows``: where each code first occurs (increasing).
 
     Examples
     --------
     >>> codes, counts = first_codes(np.array([7, 3, 7, 5], dtype=np.uint64))
     >>> codes.tolist(), counts.tolist()
     ([0, 1, 0, 2], [2, 1, 1])
+    >>> first_codes(np.array([7, 3, 7, 5], dtype=np.uint64), first_rows=True)[2].tolist()
+    [0, 1, 3]
     """
     values = np.ascontiguousarray(values)
     if values.dtype.kind not in "iu" or values.dtype.itemsize != 8:
         raise TypeError(f"values: expected 64-bit integers, got {values.dtype}")
     n = len(values)
     size = 1 << max(1, int(2 * n - 1).bit_length())  # at least 2n slots
-    slots = np.full(size, -1, dtype=np.int32 if n < 2**31 else np.int64)
+    # the table holds codes, each code's value is read at its first row: no table of the
+    # values beside it (16 MB at 1M rows, at the load's peak)
+    small = np.int32 if n < 2**31 else np.int64  # the table's and the per-code arrays'
+    slots = np.full(size, -1, dtype=small)
     codes = np.empty(n, dtype=np.int64)
-    counts = np.empty(n, dtype=np.int64)
-    distinct = _first_codes(values.view(np.uint64), slots, codes, counts)
-    return codes, counts[:distinct].copy()
+    counts = np.empty(n, dtype=small)
+    firsts = np.empty(n, dtype=small)
+    distinct = _first_codes(values.view(np.uint64), slots, codes, counts, firsts)
+    del slots
+    counts = counts[:distinct].astype(np.int64)
+    return (codes, counts, firsts[:distinct].astype(np.int64)) if first_rows else (codes, counts)

@@ -143,6 +143,8 @@ def build_report(
     excluded = {str(k): int(v) for k, v in reasons.items()}
     ids, names = label_factors(frame[mapping.label])
     label_counts = _label_counts(ids[mask], names)
+    # the duplicates before the lengths: their temporaries' peak without the lengths' arrays
+    duplicates = _duplicate_stats(facts, mapping, mask, ids)
     rows = slice(None) if mask.all() else mask
     lengths = {"hypothesis": _length_stats(facts[mapping.hypothesis].lengths[rows])}
     if mapping.premise is not None:
@@ -156,7 +158,7 @@ def build_report(
         label_counts=label_counts,
         warnings=list(warnings) + _label_warnings(label_counts, n_included, mapping.label),
         format=fmt,
-        duplicates=_duplicate_stats(facts, mapping, mask, ids),
+        duplicates=duplicates,
         text_lengths=lengths,
         n_questions=n_questions,
         suggested_id=suggested_id,

@@ -293,10 +293,20 @@ def distinct_and_conflicting(groups: np.ndarray, labels: np.ndarray) -> tuple[in
     """
     if not len(groups):
         return 0, 0
-    codes, counts = _codes_and_counts(groups)
-    some = np.zeros(len(counts), dtype=np.int64)  # a row of each code (any one)
-    some[codes] = np.arange(len(codes))
-    differs = labels != labels[some][codes]  # a label other than that row's
+    if len(groups) >= KERNEL_MIN_ROWS and groups.dtype.kind in "iu" and groups.itemsize == 8:
+        from aflite_core.io._load_kernels import first_codes  # lazy: numba
+
+        # a row of each code: its first (no arange of every row to find one)
+        codes, counts, some = first_codes(groups, first_rows=True)
+    else:
+        codes, counts = _codes_and_counts(groups)
+        some = np.zeros(len(counts), dtype=np.int64)  # a row of each code (any one)
+        some[codes] = np.arange(len(codes))
+    reference = labels[some]  # the label of each code's row, gathered below in the
+    if reference.dtype.kind in "iu" and len(reference):  # narrowest type (1 byte a row)
+        reference = reference.astype(np.promote_types(np.min_scalar_type(reference.min()),
+                                                      np.min_scalar_type(reference.max())))
+    differs = labels != reference[codes]  # a label other than that row's
     return len(counts), int(np.count_nonzero(np.bincount(codes[differs],
                                                          minlength=len(counts))))
 

@@ -196,7 +196,10 @@ def test_first_codes_number_values_as_pandas_factorize() -> None:
         expected, _ = pd.factorize(values)
         np.testing.assert_array_equal(codes, expected)
         np.testing.assert_array_equal(counts, np.bincount(expected))
+        _, _, firsts = first_codes(values, first_rows=True)  # each code's first row
+        np.testing.assert_array_equal(firsts, np.unique(expected, return_index=True)[1])
     assert [len(part) for part in first_codes(hashes[:0])] == [0, 0]
+    assert [len(part) for part in first_codes(hashes[:0], first_rows=True)] == [0, 0, 0]
     with pytest.raises(TypeError, match="64-bit integers"):
         first_codes(np.arange(3, dtype=np.int32))
 
