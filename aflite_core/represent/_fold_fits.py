@@ -298,9 +298,18 @@ class _ProbeEvaluator(_FoldEvaluator):
 
     def fit_predict_proba(self, train, test, data=None):
         X = self.data if data is None else data
-        scaler = clone(self.model.named_steps["features"]).fit(X[train])
-        clf = self.logistic.fit(scaler.transform(X[train]), self.codes_[train])
-        return self.classes_[clf.classes_], clf.predict_proba(scaler.transform(X[test]))
+        rows = X[train]  # a copy of its own, standardised in place: the rows once, not thrice
+        with _SCALER_FITS:
+            scaler = clone(self.model.named_steps["features"]).fit(rows)
+        clf = self.logistic.fit(scaler.transform(rows, copy=False), self.codes_[train])
+        return self.classes_[clf.classes_], clf.predict_proba(
+            scaler.transform(X[test], copy=False))
+
+
+#: Probe folds that fit their scaler at once. ``StandardScaler.fit`` holds a float64 copy of
+#: its rows and more (267 MB above the 82 MB of a fold's 80,000 rows x 256 float32): four
+#: folds side by side held 0.87 GB, two 0.51 GB; the fit is 0.1-0.3 s of a fold's 1.3 s.
+_SCALER_FITS = threading.BoundedSemaphore(1)
 
 
 def _text_model_parts(model: Any) -> tuple[Any, Any] | None:

@@ -426,3 +426,34 @@ def test_a_search_of_rows_among_themselves_is_the_search_among_their_copy():
     assert same[0].tobytes() == copied[0].tobytes()
     np.testing.assert_array_equal(same[1], copied[1])
     assert (same[1][:, 0] == np.arange(2_000)).all()  # each row nearest itself
+
+
+def test_a_merge_takes_its_parts_one_at_a_time_and_keeps_the_top_k_of_them_all():
+    """The parts come from a generator, each merged into the top k so far (a merge held
+    every part side by side: 0.2 GB each, fifteen at once on 16 cores); the values are the
+    k largest of the concatenation, sorted, -inf padded when fewer."""
+    from aflite_core.measures.knn import _merge_topk
+
+    rng = np.random.default_rng(7)
+    widths = [3, 50, 1, 50, 17, 50]
+    parts = [np.round(rng.random((40, w)), 2).astype(np.float32) for w in widths]  # ties
+    parts[2][:5] = -np.inf
+    taken = []
+
+    def one_at_a_time():
+        for part in parts:
+            taken.append(len(taken))
+            yield part
+
+    for k in (1, 5, 50, 200):
+        taken.clear()
+        merged = _merge_topk(one_at_a_time(), k)
+        whole = -np.sort(-np.concatenate(parts, axis=1), axis=1)[:, :k]
+        expected = np.full((40, k), -np.inf, dtype=np.float32)
+        expected[:, :whole.shape[1]] = whole
+        np.testing.assert_array_equal(merged, expected)
+        assert merged.dtype == np.float32 and taken == list(range(len(parts)))
+    np.testing.assert_array_equal(_merge_topk(iter([parts[0]]), 5)[:, 3:],
+                                  np.full((40, 2), -np.inf, dtype=np.float32))
+    with pytest.raises(AssertionError):
+        _merge_topk(iter([]), 5)
