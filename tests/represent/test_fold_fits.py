@@ -34,6 +34,9 @@ def test_shared_features_are_the_features_fitted_on_the_training_rows(snli, kind
         assert (X_test != expected_test).nnz == 0
         assert len(columns) == X_train.shape[1] and len(set(columns)) == len(columns)
         assert columns.max() < shared.n_columns_
+        # the test rows' features made later, once a fold has fitted: the same
+        later_train, test_features, _ = shared.split_deferred(train, test)
+        assert (later_train != X_train).nnz == 0 and (test_features() != X_test).nnz == 0
 
 
 def _cold_accuracy(model, data, y, rows, n_splits):
