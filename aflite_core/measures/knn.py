@@ -127,14 +127,9 @@ def heldout_mask(labels, *, splits=None, fraction: float = 0.1,
 
 
 def _merge_topk(parts: Iterable[np.ndarray], k: int) -> np.ndarray:
-    """Row-wise top-``k`` (descending) of the concatenated similarity arrays; -inf pads.
-
-    The parts are taken one at a time, each merged into the top ``k`` so far: what is held is
-    two parts' width, not every part side by side (a merge of 16 reference sets' top 50 over
-    13,000 queries held 0.2 GB, and fifteen merges ran side by side on 16 cores). The same
-    values: the top ``k`` of the union is the top ``k`` of any part and the top ``k`` of the
-    rest, and only the values are kept, sorted.
-    """
+    """Row-wise top-``k`` (descending) of the concatenated similarity arrays; -inf pads. The
+    parts are merged one at a time into the top ``k`` so far (all side by side, a merge held
+    0.2 GB at 100k rows, fifteen merges at once on 16 cores): the same sorted values."""
     allv = None
     for part in parts:
         allv = part if allv is None else np.concatenate([allv, part], axis=1)
@@ -320,9 +315,7 @@ def _knn_measures(Rn: np.ndarray, yt: np.ndarray, Qn: np.ndarray, yh: np.ndarray
         names = {"before": None} | {f"mask{p * MASKS_PER_PASS + j}": j
                                     for j in range(len(chunk))}
         merged, near = _merge_scopes(yh, references, sims, top1, names, K)
-        # every set's top K of every query (0.38 GB for 48 sets of 40,000 queries) let go
-        # now: not held through the next pass's search nor the tables below
-        del sims, top1
+        del sims, top1  # every set's top K (0.38 GB: 48 sets x 40k queries) let go now
         if p == 0:
             values = {"before": merged["before"]}
             nearest = {"before": near["before"]}
