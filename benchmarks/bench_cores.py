@@ -33,10 +33,19 @@ kernels, about 5 s of one core in every run, which said 1.48x at 100,000 rows wh
 runs warm say more; 2026-11-30). ``--numba-dir DIR`` keeps that folder between invocations:
 filled once, the next benchmark skips its unmeasured audit.
 
+With ``--emulate K`` one more audit runs on every core this process may use while the audit
+believes it may use K (``os.sched_getaffinity`` answers K CPUs, numba and OpenBLAS start K
+threads): every pool is sized as on a K-core machine, so its peak RSS is what K cores'
+threads hold side by side (issue 63, item 5: at most +25 % over one core), though its wall
+time is not K cores' (the threads share the real ones), and OpenBLAS starts no more threads
+than the CPUs it finds (its per-thread buffers are left out). It prints that peak against
+the first count's, and whether its run files are the same bytes.
+
 Usage::
 
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --in-turn
+    python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --emulate 16
     python benchmarks/bench_cores.py --rows 300000 --cores 1,2,4,8,16   # a 16-core host
     python benchmarks/bench_cores.py --data snli_300000.csv --cores 2,16 --keep cores300k \
         --numba-dir numba_cache
@@ -82,6 +91,18 @@ print(json.dumps({"affinity": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_
 """
 
 
+#: What ``--emulate K`` runs in the child first: K CPUs for whatever asks the affinity.
+EMULATE = ("import os; _k = int(os.environ['BENCH_EMULATED_CORES']); "
+           "os.sched_getaffinity = lambda pid: set(range(_k)); ")
+
+
+def _emulating(cores: int) -> dict:
+    """The environment of a child made to believe it may use ``cores`` CPUs (see
+    :data:`EMULATE`): numba's and OpenBLAS' threads started for that many."""
+    return {"BENCH_EMULATED_CORES": str(cores), "NUMBA_NUM_THREADS": str(cores),
+            "OPENBLAS_NUM_THREADS": str(cores)}
+
+
 def _pin(cores: int):
     """A ``preexec_fn`` that pins the child to the first ``cores`` CPUs it may use."""
     allowed = sorted(os.sched_getaffinity(0))[:cores]
@@ -92,26 +113,34 @@ def _pin(cores: int):
     return pin
 
 
-def probe(cores: int) -> dict:
-    """What a child pinned to ``cores`` CPUs sees (see :data:`PROBE`)."""
-    done = subprocess.run([sys.executable, "-c", PROBE], cwd=REPO, capture_output=True,
-                          text=True, preexec_fn=_pin(cores), check=False)
+def probe(cores: int, emulate: int | None = None) -> dict:
+    """What a child pinned to ``cores`` CPUs sees (see :data:`PROBE`); with ``emulate``, one
+    made to believe it may use that many."""
+    env = None if emulate is None else {**os.environ, **_emulating(emulate)}
+    done = subprocess.run([sys.executable, "-c", (EMULATE if emulate else "") + PROBE],
+                          cwd=REPO, capture_output=True, text=True, preexec_fn=_pin(cores),
+                          check=False, env=env)
     if done.returncode != 0:
         return {"error": done.stderr.strip()[-300:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def audit(data: Path, out: Path, cores: int, timeout: float, *, in_turn: bool = False,
-          numba_dir: Path | None = None) -> tuple[int, float, float, list, str]:
+          numba_dir: Path | None = None, emulate: int | None = None
+          ) -> tuple[int, float, float, list, str]:
     """The default audit pinned to ``cores`` CPUs (``bench_pipeline``'s runner): exit code,
     wall s, peak RSS MB, the progress lines (seconds, fraction, line) and stderr's tail.
     ``in_turn``: every measure in turn (none beside the others), so that each stage's seconds
-    are its own and its speed-up says how much of it divides among the cores."""
+    are its own and its speed-up says how much of it divides among the cores. ``emulate``:
+    the child believes it may use that many cores (:data:`EMULATE`)."""
     # a cache folder of its own: no run reads the cue tags an earlier one wrote
     env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}")}
     if numba_dir is not None:  # compiled code as a user's later audits find it
         env["NUMBA_CACHE_DIR"] = str(numba_dir)
+    if emulate is not None:
+        env.update(_emulating(emulate))
     return _audit(REPO, data, out, timeout, ["--no-report"], in_turn, preexec_fn=_pin(cores),
+                  prelude=EMULATE if emulate is not None else "",
                   env=env)
 
 
@@ -211,7 +240,14 @@ def main() -> int:
                              "that fills it runs only while it is empty)")
     parser.add_argument("--keep", type=Path,
                         help="folder for each core count's timings, progress and busy cores")
+    parser.add_argument("--emulate", type=int, metavar="K",
+                        help="one more audit on this machine's cores, its pools sized for K "
+                             "cores: the peak RSS K cores' threads hold (not their speed)")
     args = parser.parse_args()
+    if args.emulate is not None and args.emulate < 1:
+        print(f"error: --emulate expects a core count >= 1, got {args.emulate}",
+              file=sys.stderr)
+        return 2
     if args.data is not None and not args.data.is_file():
         print(f"error: --data {args.data}: no such file", file=sys.stderr)
         return 2
@@ -231,6 +267,13 @@ def main() -> int:
         ok = (seen.get("available_cores") == k and seen.get("numba") == k
               and all(n == k for _, n in seen.get("pools", [])))
         print(f"  pinned to {k}: {json.dumps(seen)}  {'ok' if ok else 'MISMATCH'}")
+    if args.emulate is not None:
+        seen = probe(have, emulate=args.emulate)
+        # OpenBLAS starts no more threads than the CPUs it finds, whatever it is asked: its
+        # per-thread buffers are the one part of K cores' memory this cannot show
+        ok = seen.get("available_cores") == args.emulate and seen.get("numba") == args.emulate
+        print(f"  on {have}, made to see {args.emulate}: {json.dumps(seen)}  "
+              f"{'ok (OpenBLAS: as many threads as real CPUs)' if ok else 'MISMATCH'}")
     with tempfile.TemporaryDirectory(prefix="bench-cores-") as tmp:
         tmp = Path(tmp)
         data = args.data or tmp / f"snli_{args.rows}.csv"
@@ -267,6 +310,13 @@ def main() -> int:
                           "eta": eta, "eta_where": where, "digest": files_digest(out)}
             if args.keep is not None:
                 keep(args.keep, k, results[k], progress, busy.samples_)
+        if args.emulate is not None:
+            out = tmp / "run_emulated"
+            code, wall, peak, _, tail = audit(data, out, have, args.timeout,
+                                              in_turn=args.in_turn, numba_dir=numba_dir,
+                                              emulate=args.emulate)
+            emulated = ({"peak": peak, "wall": wall, "digest": files_digest(out)}
+                        if code == 0 else {"error": f"exit {code}: {tail[-400:]}"})
     if not results:
         return 1
     base = counts[0] if counts[0] in results else min(results)
@@ -298,6 +348,17 @@ def main() -> int:
     listed = ", ".join(f"{k}: {d}" for k, d in digests.items())
     print(f"run files (Parquet, timings aside): "
           f"{'the same bytes at every core count' if same else 'DIFFER'} ({listed})")
+    if args.emulate is not None:
+        if "error" in emulated:
+            print(f"emulated {args.emulate} cores: the audit did not finish ({emulated['error']})")
+            return 1
+        first = results[base]["peak"]
+        print(f"emulated {args.emulate} cores (pools sized for {args.emulate}, run on {have}): "
+              f"peak RSS {emulated['peak']:.0f} MB, {emulated['peak'] / first - 1:+.0%} "
+              f"against {base} core{'s' if base > 1 else ''} ({first:.0f} MB); run files "
+              f"{'the same bytes' if emulated['digest'] == digests[base] else 'DIFFER'} "
+              f"({emulated['digest']}); wall {emulated['wall']:.1f} s (not {args.emulate} "
+              "cores' speed)")
     return 0
 
 

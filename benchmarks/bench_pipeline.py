@@ -239,16 +239,21 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
 #: ``python -c`` program: the CLI's ``run`` with every measure in turn (none beside).
 IN_TURN = ("import runpy, sys; import aflite_core.measure_runs as m; m.BESIDE_MAX_ROWS = 0; "
            "sys.argv[0] = 'aflite_core'; runpy.run_module('aflite_core', run_name='__main__')")
+#: ``python -m aflite_core`` as a ``-c`` program (after a prelude).
+PLAIN = ("import runpy, sys; sys.argv[0] = 'aflite_core'; "
+         "runpy.run_module('aflite_core', run_name='__main__')")
 
 
 def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] | None = None,
-           in_turn: bool = False, *, preexec_fn=None, env: dict | None = None
-           ) -> tuple[int, float, float, list[tuple[float, float, str]], str]:
+           in_turn: bool = False, *, preexec_fn=None, env: dict | None = None,
+           prelude: str = "") -> tuple[int, float, float, list[tuple[float, float, str]], str]:
     """Run the CLI audit (with ``in_turn``, every measure in turn); return its exit code,
     wall seconds, peak RSS (MB), the (seconds, fraction) of each progress line, and the tail
-    of stderr. ``preexec_fn`` and ``env`` go to the child (``bench_cores.py`` pins it)."""
+    of stderr. ``preexec_fn`` and ``env`` go to the child (``bench_cores.py`` pins it);
+    ``prelude``, Python run in the child before the audit (``bench_cores.py --emulate``)."""
     start = time.perf_counter()
-    command = ["-c", IN_TURN] if in_turn else ["-m", "aflite_core"]
+    command = (["-c", prelude + (IN_TURN if in_turn else PLAIN)] if in_turn or prelude
+               else ["-m", "aflite_core"])
     proc = subprocess.Popen([sys.executable, *command, "run", str(data), "--out",
                              str(out), *(extra or [])], cwd=repo, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn,
