@@ -236,12 +236,11 @@ def floors(frame: pd.DataFrame, summary: dict) -> dict[str, float]:
     return out
 
 
-#: ``python -c`` program: the CLI's ``run`` with every measure in turn (none beside).
-IN_TURN = ("import runpy, sys; import aflite_core.measure_runs as m; m.BESIDE_MAX_ROWS = 0; "
-           "sys.argv[0] = 'aflite_core'; runpy.run_module('aflite_core', run_name='__main__')")
 #: ``python -m aflite_core`` as a ``-c`` program (after a prelude).
 PLAIN = ("import runpy, sys; sys.argv[0] = 'aflite_core'; "
          "runpy.run_module('aflite_core', run_name='__main__')")
+#: ``python -c`` program: the CLI's ``run`` with every measure in turn (none beside).
+IN_TURN = "import aflite_core.measure_runs as m; m.BESIDE_MAX_ROWS = 0; " + PLAIN
 
 
 def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] | None = None,

@@ -253,19 +253,23 @@ def _sorted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return order, starts
 
 
-def _codes_and_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _codes_and_counts(values: np.ndarray, *, first_rows: bool = False
+                      ) -> tuple[np.ndarray, ...]:
     """``(codes, counts)``: an int64 code per row, equal for equal values, and how many rows
-    hold each code. From :data:`KERNEL_MIN_ROWS` rows on, a hash table in compiled code
+    hold each code; with ``first_rows``, also each code's first row. From
+    :data:`KERNEL_MIN_ROWS` rows on, a hash table in compiled code
     (:func:`~aflite_core.io._load_kernels.first_codes`: codes in order of first appearance;
     at 1M rows about 30 ms, where the stable sort took 80), else a sort (codes in sorted
     order of the values). What the codes mean is only which rows are equal."""
     if len(values) >= KERNEL_MIN_ROWS and values.dtype.kind in "iu" and values.itemsize == 8:
         from aflite_core.io._load_kernels import first_codes  # lazy: numba
-        return first_codes(values)
+        return first_codes(values, first_rows=first_rows)
     order, starts = _sorted(values)
     codes = np.empty(len(values), dtype=np.int64)
     codes[order] = np.cumsum(starts) - 1
-    return codes, np.diff(np.append(np.flatnonzero(starts), len(values)))
+    counts = np.diff(np.append(np.flatnonzero(starts), len(values)))
+    # the sort is stable: a run's first sorted row is its first row
+    return (codes, counts, order[starts]) if first_rows else (codes, counts)
 
 
 def equal_codes(values: np.ndarray) -> np.ndarray:
@@ -293,16 +297,8 @@ def distinct_and_conflicting(groups: np.ndarray, labels: np.ndarray) -> tuple[in
     """
     if not len(groups):
         return 0, 0
-    if len(groups) >= KERNEL_MIN_ROWS and groups.dtype.kind in "iu" and groups.itemsize == 8:
-        from aflite_core.io._load_kernels import first_codes  # lazy: numba
-
-        # a row of each code: its first (no arange of every row to find one)
-        codes, counts, some = first_codes(groups, first_rows=True)
-    else:
-        codes, counts = _codes_and_counts(groups)
-        some = np.zeros(len(counts), dtype=np.int64)  # a row of each code (any one)
-        some[codes] = np.arange(len(codes))
-    reference = labels[some]  # the label of each code's row, gathered below in the
+    codes, counts, first = _codes_and_counts(groups, first_rows=True)
+    reference = labels[first]  # the label of each code's first row, gathered below in the
     if reference.dtype.kind in "iu" and len(reference):  # narrowest type (1 byte a row)
         reference = reference.astype(np.promote_types(np.min_scalar_type(reference.min()),
                                                       np.min_scalar_type(reference.max())))
