@@ -34,13 +34,12 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
 from aflite_core.represent._partitioned_rows import RowsOnWorkers
-from aflite_core.represent._term_counts import NgramCounts, ngram_counts
+from aflite_core.represent._term_counts import NgramCounts, ngram_counts, word_sets
 from aflite_core.represent._text_models import (
     MIN_DF,
     TextFeatures,
@@ -48,7 +47,6 @@ from aflite_core.represent._text_models import (
     single_blas_thread,
     split_pairs,
 )
-from aflite_core.text import word_tokens
 
 __all__ = ["SharedTextFeatures", "counts_evaluator", "evaluator", "hypothesis_counts"]
 
@@ -99,11 +97,6 @@ def _ngrams(hypotheses: Sequence[str]) -> NgramCounts:
         while len(_COUNTS) > _COUNTS_SIZE:
             _COUNTS.popitem(last=False)
     return entry
-
-
-def _as_tokens(tokens: list[str]) -> list[str]:
-    """The analyzer of already tokenised texts."""
-    return tokens
 
 
 class SharedTextFeatures:
@@ -163,14 +156,10 @@ class SharedTextFeatures:
         hyp_words.data[:] = 1.0
         self.hyp_words_ = hyp_words
         codes, distinct = pd.factorize(np.asarray(premises, dtype=object))
-        distinct_tokens = [word_tokens(text) for text in distinct]
-        words = CountVectorizer(analyzer=_as_tokens, binary=True, dtype=np.float64,
-                                vocabulary={word: j for j, word in enumerate(ngrams.words)})
-        premise_words = words.transform(distinct_tokens).tocsr()[codes]
-        self.shared_words_ = hyp_words.multiply(premise_words).tocsr()
+        premise_words, n_prem = word_sets(distinct, ngrams.words)
+        self.shared_words_ = hyp_words.multiply(premise_words[codes]).tocsr()
         n_hyp = np.diff(hyp_words.indptr)
         n_shared = np.diff(self.shared_words_.indptr)
-        n_prem = np.array([len(set(tokens)) for tokens in distinct_tokens], dtype=np.int64)
         self.stats_ = overlap_statistics(n_hyp, n_shared, n_prem[codes])
 
     def split(self, train: np.ndarray, test: np.ndarray
