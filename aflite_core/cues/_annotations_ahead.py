@@ -35,6 +35,7 @@ from aflite_core.cues.linguistic import (
     cache_folder,
     check_families,
     count_tokens_cached,
+    preload,
 )
 
 __all__ = ["AHEAD_SPARE_CORES", "SEND_ROWS", "ahead_jobs", "annotate_ahead"]
@@ -119,6 +120,7 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
                                        str(jobs)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sent = _send_texts(child.stdin, sides, stop)
+        preload(families)  # NLTK and its lists, here while the child tags
         asked = False
         while child.poll() is None:
             if not asked and stop is not None and stop.is_set():

@@ -229,3 +229,27 @@ def test_worker_processes_give_the_serial_result(monkeypatch, snli_dir):
     serial = extract_features(texts, n_jobs=1, **kwargs)
     parallel = extract_features(texts, n_jobs=2, **kwargs)
     assert (serial.X != parallel.X).nnz == 0
+
+
+def test_preload_reads_nltk_and_the_families_lists_once_a_process():
+    """What the work ahead loads while its child tags, so that the cue stage does not."""
+    import sys
+
+    linguistic._stopwords.cache_clear()
+    linguistic._polarity_lexicon.cache_clear()
+    linguistic.preload(["word"])  # neither list is read by these families
+    assert linguistic._stopwords.cache_info().currsize == 0
+    assert linguistic._polarity_lexicon.cache_info().currsize == 0
+    linguistic.preload(["overlap", "sentiment"])
+    assert "nltk" in sys.modules
+    assert linguistic._stopwords.cache_info().currsize == 1
+    assert linguistic._polarity_lexicon.cache_info().currsize == 1
+    assert "the" in linguistic._stopwords() and "'s" in linguistic._stopwords()
+    polarity = linguistic._polarity_lexicon("opinion")
+    assert polarity["good"] == 1.0 and polarity["bad"] == -1.0
+    with pytest.raises(TypeError):  # one copy a process: nobody may change it
+        polarity["good"] = 0.0  # type: ignore[index]
+    assert linguistic._stopwords.cache_info().hits >= 2
+    # the sentiment family reads it: the same cue, read once
+    fm = features_of(["a good dog", "a bad dog", "a dog"], features=["sentiment"])
+    assert fm.X.shape[0] == 3 and linguistic._polarity_lexicon.cache_info().hits >= 2
