@@ -82,6 +82,7 @@ def test_what_the_scanner_leaves_to_python():
     assert compiled_word_ids(["a", 1.5], "words", word_tokens) is None  # not a str
     assert compiled_word_ids(["a", None], "words", word_tokens) is None
     assert compiled_word_ids(["a\ud800b"], "words", word_tokens) is None  # a lone surrogate
+    assert compiled_word_ids(["a", b"ab"], "default", PATTERNS["default"]) is None  # bytes
     with pytest.raises(ValueError, match="pattern must be one of"):
         compiled_word_ids(["a"], "spaces", word_tokens)
 
