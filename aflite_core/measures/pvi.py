@@ -268,9 +268,11 @@ def row_columns(run) -> pd.DataFrame:
 #: (``bench_cores.py --rows 300000``, 2026-11-30: 5.0-5.3 s; ``bench_pipeline.py``,
 #: 2026-11-29: 30.6 s at 1M, 76 s at 2M, 475.6 s at 5M). A flat 3.7 planned 11 s at 300k:
 #: the ETA at PVI's start was 1.66x the time left once the cues were planned right. At 1M
-#: and 2M measured again on 2026-11-30's VM: 21.55 s and 44.21 s (5M not measured there).
+#: and 2M measured again on 2026-11-30's VM: 21.55 s and 44.21 s; at 5M there 320.1 s
+#: (``bench_pipeline.py --sizes 5000000``, forty-second session: 475.6 s planned, the ETA at
+#: PVI's start 1.53x the time left).
 RATE_PER_100K = ((100_000, 1.5), (300_000, 1.75), (1_000_000, 2.16), (2_000_000, 2.21),
-                 (5_000_000, 9.5))
+                 (5_000_000, 6.4))
 
 
 def _cost(n: int) -> float:
