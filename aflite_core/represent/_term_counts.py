@@ -59,6 +59,9 @@ CHUNK_TEXTS = 65_536
 #: From this many texts on, :func:`_word_ids` tokenises in compiled code (numba's import and
 #: its cached code cost about 0.3 s once a process; 2,000 SNLI texts take 8 ms in Python).
 COMPILED_MIN_TEXTS = 2_000
+#: From this many bigram occurrences on, they are made distinct by a hash table
+#: (:func:`_unique_inverse`); below, numpy's sort is as fast.
+COMPILED_MIN_KEYS = 100_000
 
 
 def _word_ids(texts: Sequence[str], tokenize: Callable[[str], list[str]],
@@ -100,6 +103,18 @@ def _word_ids(texts: Sequence[str], tokenize: Callable[[str], list[str]],
     return flat_ids, length_array, words
 
 
+def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)``, the inverse as int32; from
+    :data:`COMPILED_MIN_KEYS` keys by a hash table in compiled code (the distinct keys alone
+    sorted: 1M SNLI hypotheses' bigrams 1.2 s -> 0.2 s)."""
+    if len(keys) >= COMPILED_MIN_KEYS:
+        from aflite_core.represent._token_kernels import unique_inverse  # lazy: numba
+
+        return unique_inverse(keys)
+    distinct, inverse = np.unique(keys, return_inverse=True)
+    return distinct, inverse.reshape(-1).astype(np.int32)
+
+
 def word_order(words: list[str], dtype) -> tuple[np.ndarray, np.ndarray]:
     """The words' sorted order (the number of the k-th word, int64) and each number's rank
     in it (``dtype``): scikit-learn's column of each word."""
@@ -138,9 +153,7 @@ def ngram_counts(texts: Sequence[str]) -> NgramCounts:
     starts[ends[lengths > 0] - 1] = False
     at = np.flatnonzero(starts)
     del starts
-    bigrams, bigram_of = np.unique(tokens[at].astype(np.int64) * n_words + tokens[at + 1],
-                                   return_inverse=True)
-    bigram_of = bigram_of.reshape(-1).astype(np.int32)
+    bigrams, bigram_of = _unique_inverse(tokens[at].astype(np.int64) * n_words + tokens[at + 1])
     first_b = (bigrams // n_words).astype(np.int32)
     second_b = (bigrams % n_words).astype(np.int32)
     del bigrams

@@ -114,3 +114,34 @@ def test_word_sets_are_the_binary_vectoriser_over_a_fixed_vocabulary(snli_dir):
     assert n_distinct.tolist() == [len(set(word_tokens(text))) for text in premises]
     nothing, none = term_counts.word_sets(["", "!"], words)
     assert nothing.nnz == 0 and nothing.shape == (2, len(words)) and none.tolist() == [0, 0]
+
+
+def test_unique_inverse_is_numpys():
+    """Sorted distinct keys and each key's place among them, through every growth of the
+    table and of the distinct keys' array; negative keys and none at all too."""
+    from aflite_core.represent._token_kernels import unique_inverse
+
+    rng = np.random.default_rng(5)
+    for keys in (np.zeros(0, dtype=np.int64), np.array([7, -3, 7, 7, 2**40, -3]),
+                 rng.integers(-10**12, 10**12, 50_000),  # nearly all distinct
+                 rng.integers(0, 300, 100_000) * 104_729):  # few, often repeated
+        distinct, inverse = unique_inverse(keys)
+        expected, expected_inverse = np.unique(keys, return_inverse=True)
+        assert inverse.dtype == np.int32 and distinct.dtype == np.int64
+        assert np.array_equal(distinct, expected)
+        assert np.array_equal(inverse, expected_inverse.reshape(-1))
+
+
+def test_ngram_counts_through_the_hash_table_are_numpys(monkeypatch, snli_dir):
+    hypotheses = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False)["hypothesis"]
+    texts = hypotheses.tolist() + ["", "a a a", "Don\u2019t stop"]
+    monkeypatch.setattr(term_counts, "COMPILED_MIN_KEYS", 1)
+    hashed = term_counts.ngram_counts(texts)
+    monkeypatch.setattr(term_counts, "COMPILED_MIN_KEYS", 10**12)
+    sorted_ = term_counts.ngram_counts(texts)
+    for part in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(hashed.counts, part), getattr(sorted_.counts, part))
+    assert hashed.counts.dtype == sorted_.counts.dtype
+    assert np.array_equal(hashed.first, sorted_.first)
+    assert np.array_equal(hashed.second, sorted_.second)
+    assert hashed.words.tolist() == sorted_.words.tolist()
