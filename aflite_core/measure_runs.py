@@ -49,7 +49,7 @@ from aflite_core.runs import RunWriter
 __all__ = ["AHEAD_MAX_ROWS", "AHEAD_MIN_CORES", "AHEAD_MIN_ROWS", "BESIDE_MANY_CORES",
            "BESIDE_MAX_ROWS", "BESIDE_MAX_ROWS_MANY_CORES",
            "EarlierTables", "Progress", "ahead_measures", "beside_measures", "run_measure",
-           "run_measures", "stage_plan", "work_ahead"]
+           "run_measures", "stage_plan", "warm_ahead", "work_ahead"]
 
 EventCallback = Callable[[dict], Any]
 
@@ -98,6 +98,40 @@ def ahead_measures(measures: Sequence[Measure], n_rows: int, *, cores: int,
             or not AHEAD_MIN_ROWS <= n_rows <= AHEAD_MAX_ROWS):
         return []
     return [m for m in measures if m.ahead is not None]
+
+
+@contextlib.contextmanager
+def warm_ahead(measures: Sequence[Measure], *, cores: int, local: bool = True
+               ) -> Iterator[Callable[[int], None]]:
+    """Before the data is read: start what the work ahead of ``measures`` will need
+    (``Measure.warm``), on :data:`AHEAD_MIN_CORES` cores or more and not on a cluster, and
+    yield ``loaded(n_rows)``: once the data is read, it ends what an audit of ``n_rows``
+    audited rows will not use (:func:`ahead_measures`). On leaving, what is left is ended
+    (a load that failed; what the work ahead took is its own by then).
+
+    The cue measure's child process then loads NLTK and the tagger while this process reads
+    the data, on a core the load leaves idle. A ``warm`` that fails is ignored: the work
+    ahead starts its own as before.
+    """
+    ends: dict[str, Callable[[], None]] = {}
+    if local and cores >= AHEAD_MIN_CORES:
+        for measure in measures:
+            if measure.warm is not None and measure.ahead is not None:
+                with contextlib.suppress(Exception):
+                    ends[measure.name] = measure.warm()
+
+    def loaded(n_rows: int) -> None:
+        used = {m.name for m in ahead_measures(measures, n_rows, cores=cores, local=local)}
+        for name in [name for name in ends if name not in used]:
+            with contextlib.suppress(Exception):
+                ends.pop(name)()
+
+    try:
+        yield loaded
+    finally:
+        for end in ends.values():
+            with contextlib.suppress(Exception):
+                end()
 
 
 @contextlib.contextmanager

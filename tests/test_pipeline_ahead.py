@@ -257,3 +257,94 @@ def test_nothing_is_done_ahead_on_one_core_on_dask_or_outside_its_rows():
     assert measure_runs.ahead_measures([cues], top + 1, cores=2) == []
     others = [m for m in registry.measures() if m.name != "cues"]
     assert measure_runs.ahead_measures(others, low, cores=8) == []
+
+
+def test_a_spare_child_tags_what_a_child_started_with_its_arguments_would(snli_dir, tmp_path):
+    """The child started before the data is read (loading NLTK and the tagger meanwhile)
+    takes its arguments from its first line of input: the work ahead hands it the texts, and
+    the cache holds the same token counts and tags as a child started with them."""
+    from aflite_core.cues import _annotations_ahead, start_spare_child
+
+    frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False, nrows=300)
+    hyps, prems = list(frame["hypothesis"]), list(frame["premise"])
+    assert annotate_ahead(hyps, prems, cache_dir=tmp_path / "new")
+    assert start_spare_child() and not start_spare_child()  # one spare at a time
+    [spare] = _annotations_ahead._SPARE
+    assert annotate_ahead(hyps, prems, cache_dir=tmp_path / "spare")
+    assert _annotations_ahead._SPARE == [] and spare.returncode == 0  # it did the work
+    made = {p.name: p for p in (tmp_path / "new").glob("*.npz")}
+    spared = {p.name: p for p in (tmp_path / "spare").glob("*.npz")}
+    assert sorted(made) == sorted(spared) and len(made) == 3
+    for name, path in made.items():
+        with np.load(path) as a, np.load(spared[name]) as b:
+            assert sorted(a.files) == sorted(b.files)
+            assert all(np.array_equal(a[k], b[k]) for k in a.files)
+
+
+def test_a_discarded_spare_child_exits_and_tags_nothing(tmp_path, monkeypatch):
+    from aflite_core.cues import _annotations_ahead, discard_spare_child, start_spare_child
+
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path))
+    assert start_spare_child()
+    [spare] = _annotations_ahead._SPARE
+    discard_spare_child()
+    assert _annotations_ahead._SPARE == []
+    assert spare.wait(timeout=120) == 0
+    assert not list(tmp_path.glob("*.npz"))
+    discard_spare_child()  # nothing left to end: a no-op
+
+
+def test_warm_ahead_starts_on_two_local_cores_and_ends_what_the_rows_do_not_use():
+    import dataclasses
+
+    calls: list[str] = []
+
+    def warm():
+        calls.append("start")
+        return lambda: calls.append("end")
+
+    cues = dataclasses.replace(registry.get("cues"), warm=warm)
+    low = measure_runs.AHEAD_MIN_ROWS
+    for cores, local in ((1, True), (2, False)):  # no work ahead there: nothing started
+        with measure_runs.warm_ahead([cues], cores=cores, local=local) as loaded:
+            loaded(low)
+        assert calls == []
+    with measure_runs.warm_ahead([cues], cores=2) as loaded:
+        assert calls == ["start"]
+        loaded(low - 1)  # too few rows for work ahead: ended once the rows are known
+        assert calls == ["start", "end"]
+    assert calls == ["start", "end"]
+    calls.clear()
+    with measure_runs.warm_ahead([cues], cores=2) as loaded:
+        loaded(low)  # the work ahead will take it: left running
+        assert calls == ["start"]
+    assert calls == ["start", "end"]  # on leaving, what is left is ended (a no-op if taken)
+    calls.clear()
+    with pytest.raises(OSError), measure_runs.warm_ahead([cues], cores=2):
+        raise OSError("the data could not be read")
+    assert calls == ["start", "end"]
+
+
+def test_the_cli_audit_ends_its_spare_child_when_the_rows_need_no_work_ahead(
+        snli_1200, tmp_path, monkeypatch):
+    """1,200 rows are too few for work ahead: the child started before the data was read
+    exits once the rows are counted; the audit is the same as without it."""
+    from aflite_core.cli import main
+    from aflite_core.cues import _annotations_ahead
+
+    started: list[subprocess.Popen] = []
+    start = _annotations_ahead.start_child
+
+    def recording(*args, **kwargs):
+        started.append(start(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(_annotations_ahead, "start_child", recording)
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("aflite_core.commands.run.available_cores", lambda: 2)
+    assert main(["run", str(snli_1200), "--out", str(tmp_path / "run"), "--no-report", "-q",
+                 "--partitions", "8", "--measures", "cues"]) == 0
+    assert len(started) == 1 and started[0].args[-1].endswith("_annotations_ahead")
+    assert started[0].wait(timeout=120) == 0
+    assert _annotations_ahead._SPARE == []
+    assert load_run(tmp_path / "run").measures["cues"]["status"] == "ok"

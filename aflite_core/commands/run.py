@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from aflite_core._validation import available_cores
 from aflite_core.audit_client import audit_client
 from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_MAX_BYTES re-exported
     DEFAULT_MAX_BYTES,
@@ -280,6 +281,16 @@ def audit_config(args: argparse.Namespace, n_rows: int):
     ).validate()
 
 
+def _warm(config: Any, *, local: bool) -> Any:
+    """:func:`aflite_core.measure_runs.warm_ahead` of the audit's measures on the cores this
+    process may use: what their work ahead needs started while the data is read."""
+    from aflite_core.measure_runs import warm_ahead  # lazy: with the pipeline, below
+    from aflite_core.measures import registry  # lazy: as above
+
+    chosen = [m for m in registry.measures() if m.name in config.measures]
+    return warm_ahead(chosen, cores=available_cores(), local=local)
+
+
 def _run(args: argparse.Namespace) -> int:
     from aflite_core.pipeline import run_audit  # lazy: +438 ms to import
 
@@ -303,7 +314,8 @@ def _run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"loading {args.data}", file=sys.stderr, flush=True)
     # with a scheduler, one client for all of it: the shards are read on its workers
-    with audit_client(audit_config(args, 10_000)) as client:
+    with audit_client(audit_config(args, 10_000)) as client, \
+            _warm(audit_config(args, 10_000), local=client is None) as loaded:
         texts = None
         if client is not None:  # the driver keeps no text: read from the run's dataset file
             texts = Path(root) / hidden_name(TEMP_PREFIX, "texts")
@@ -328,6 +340,7 @@ def _run(args: argparse.Namespace) -> int:
             config = audit_config(args, filter_units(
                 dataset, split_policy=args.split_policy or "auto",
                 instance=args.instance or "auto"))
+            loaded(int(dataset.included_mask.sum()))  # no work ahead: its child ends
             path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
                              overwrite=args.overwrite)
         finally:

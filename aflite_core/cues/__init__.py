@@ -13,6 +13,8 @@ _FACE = {
     "BUNDLED_DATA": "resources",
     "annotate_ahead": "_annotations_ahead",
     "ahead_jobs": "_annotations_ahead",
+    "discard_spare_child": "_annotations_ahead",
+    "start_spare_child": "_annotations_ahead",
     "DEFAULT_SORT": "statistics",
     "DOWNLOAD_COMMAND": "resources",
     "FAMILIES": "linguistic",

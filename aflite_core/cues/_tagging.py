@@ -491,6 +491,13 @@ def ner_method() -> str:
     return "ne_chunk" if installed else "heuristic"
 
 
+def preload_tagging() -> None:
+    """Load NLTK, the tagger, its word lists and the spelling checker now (each kept)."""
+    _loaded_context(ner_method())
+    tagger_versions()
+    _load_spellchecker()
+
+
 def _child(argv: Sequence[str]) -> int:
     """A tagging child of :func:`~aflite_core.cues._tagging_children.tag_in_children`: its
     argument the folder :func:`write_context` wrote; texts on standard input."""

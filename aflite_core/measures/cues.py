@@ -6,6 +6,8 @@ the two scopes of a run and turns ``cues.parquet`` back into a before/after tabl
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from aflite_core.chart_style import SET_COLORS, chart_text
@@ -99,6 +101,16 @@ def _annotate_ahead(dataset, params, stop) -> None:
     annotate_ahead(dataset.hypothesis_texts(), dataset.premise_texts(), stop=stop)
 
 
+def _warm_ahead() -> Callable[[], None]:
+    """The child of :func:`_annotate_ahead` started before the data is read, loading NLTK
+    and the tagger meanwhile (:func:`aflite_core.cues.start_spare_child`); returns what ends
+    it if no work ahead takes it."""
+    from aflite_core.cues import discard_spare_child, start_spare_child  # lazy: as above
+
+    start_spare_child()
+    return discard_spare_child
+
+
 def before_after(cues: pd.DataFrame) -> pd.DataFrame:
     """Every cue of the full data beside its statistics in the retained rows.
 
@@ -185,4 +197,5 @@ MEASURE = Measure(
     cost=lambda n: 0.33 + 0.25 * 100_000 / max(n, 1),
     cold_cost=_cold_cost,
     ahead=_annotate_ahead,
+    warm=_warm_ahead,
 )

@@ -395,6 +395,11 @@ class Measure:
         returns the same results whether it ran or not; it returns when ``stop``
         (a :class:`threading.Event`) is set (:func:`aflite_core.measure_runs.work_ahead`).
         The cue measure tags its texts ahead.
+    warm : callable, optional
+        ``warm() -> end``: start, before the data is read, what :attr:`ahead` will need, on a
+        core the load leaves idle (the cue measure: the child process that tags ahead, loading
+        NLTK and the tagger meanwhile); ``end()`` ends it when the audit does no work ahead
+        (:func:`aflite_core.measure_runs.warm_ahead`). What it starts changes no result.
     """
 
     name: str
@@ -415,6 +420,7 @@ class Measure:
     beside: bool = False
     reads: tuple[str, ...] = ()
     ahead: Callable[[Any, Mapping[str, Any], Any], None] | None = None
+    warm: Callable[[], Callable[[], None]] | None = None
 
     def expected_cost(self, n_rows: int, params: Mapping[str, Any] | None = None, *,
                       dataset: Any = None) -> float:
