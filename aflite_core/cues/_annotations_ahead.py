@@ -214,7 +214,10 @@ def _spare_arguments() -> list[str]:
 
     reader = threading.Thread(target=read, name="spare-arguments", daemon=True)
     reader.start()
-    preload_tagging()
+    # a resource that fails to load fails the same way where the tagging needs it (and the
+    # cue measure says why); a spare whose texts need no tagging must not fail on it
+    with contextlib.suppress(Exception):
+        preload_tagging()
     reader.join()
     return json.loads(first[0])
 
