@@ -16,6 +16,7 @@ _FACE = {
     "place_text": "_text_search",
     "save_text_model": "_text_search",
     "place": "_compact",
+    "word_counts": "_term_counts",
     "BASIS_KEY": "_compact",
     "BASIS_SHAPE_KEY": "_compact",
     "COMPACT_FILE": "_compact",

@@ -20,13 +20,16 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from aflite_core.text import word_tokens
+from aflite_core.text import TOKEN_PATTERN, word_tokens
 
 __all__ = ["NgramCounts", "distinct_word_ids", "ngram_columns", "ngram_counts", "per_text_counts",
            "tfidf_matrix", "word_counts", "word_sets"]
 
 #: scikit-learn's default token pattern (words of one or more characters), on lower-cased text.
 DEFAULT_TOKEN_RE = re.compile(r"(?u)\b\w+\b")
+#: The token patterns :func:`word_counts` reads, compiled as scikit-learn compiles a
+#: ``token_pattern`` (no flag) and applied to lower-cased text.
+_TOKEN_PATTERNS = {"default": DEFAULT_TOKEN_RE, "tokens": re.compile(TOKEN_PATTERN)}
 
 
 class NgramCounts(NamedTuple):
@@ -215,12 +218,14 @@ def _assemble(tokens: np.ndarray, word_col: np.ndarray, at: np.ndarray, bigram_o
     return sp.csr_matrix((data, indices, indptr), shape=(n, n_cols), copy=False)
 
 
-def distinct_word_ids(texts: Sequence[str]) -> tuple[np.ndarray, Sequence, np.ndarray,
-                                                      np.ndarray, list[str]]:
-    """``texts``' distinct texts tokenised once (scikit-learn's default token pattern on
-    lower-cased text), in order of first appearance: each text's distinct text (codes), the
-    distinct texts, and :func:`_word_ids` of them (every occurrence's word number, each
-    distinct text's number of words, the words by number).
+def distinct_word_ids(texts: Sequence[str], pattern: str = "default"
+                      ) -> tuple[np.ndarray, Sequence, np.ndarray, np.ndarray, list[str]]:
+    """``texts``' distinct texts tokenised once, in order of first appearance: each text's
+    distinct text (codes), the distinct texts, and :func:`_word_ids` of them (every
+    occurrence's word number, each distinct text's number of words, the words by number).
+
+    ``pattern``: ``"default"`` (scikit-learn's default token pattern) or ``"tokens"``
+    (``token_pattern=``:data:`aflite_core.text.TOKEN_PATTERN`), on lower-cased text.
 
     Raises
     ------
@@ -228,9 +233,9 @@ def distinct_word_ids(texts: Sequence[str]) -> tuple[np.ndarray, Sequence, np.nd
         If no text holds a word (scikit-learn's "empty vocabulary").
     """
     codes, distinct = pd.factorize(np.asarray(texts, dtype=object), use_na_sentinel=False)
-    findall = DEFAULT_TOKEN_RE.findall
+    findall = _TOKEN_PATTERNS[pattern].findall
     flat, lengths, words = _word_ids(distinct, lambda text: findall(str(text).lower()),
-                                   "default")
+                                   pattern)
     return codes, distinct, flat, lengths, words
 
 
@@ -275,15 +280,22 @@ def per_text_counts(flat: np.ndarray, lengths: np.ndarray, n_columns: int,
 
 
 def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | None = None,
-                dtype: type = np.float32, vocabulary: list | None = None) -> sp.csr_matrix:
+                dtype: type = np.float32, vocabulary: list | None = None,
+                pattern: str = "default", stop_words: frozenset[str] | None = None,
+                binary: bool = False) -> sp.csr_matrix:
     """Word counts of ``texts``, bit for bit ``CountVectorizer(lowercase=True,
     token_pattern=r"(?u)\\b\\w+\\b", min_df=min_df, max_features=max_features,
-    dtype=dtype).fit_transform(texts)``.
+    dtype=dtype).fit_transform(texts)``; with ``pattern="tokens"``,
+    ``token_pattern=TOKEN_PATTERN`` (:data:`aflite_core.text.TOKEN_PATTERN`); with
+    ``stop_words`` (a set of words, e.g. scikit-learn's ``ENGLISH_STOP_WORDS``) and
+    ``binary``, as given to the vectorizer.
 
     Each distinct text is tokenised once (in order of first appearance, so every word gets
     the number scikit-learn's first pass gives it) and its row repeated; the columns are the
     words in sorted order, each row's entries in the order scikit-learn leaves them (by the
-    word's first appearance), then its document-frequency and ``max_features`` pruning.
+    word's first appearance), then its document-frequency and ``max_features`` pruning. The
+    stop words are counted and their columns dropped before the pruning: the same matrix
+    as dropping their tokens.
 
     ``vocabulary``, when given (a list), receives the words of the columns, in order.
 
@@ -292,14 +304,24 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
     ValueError
         As scikit-learn: no word in any text ("empty vocabulary"), or none left after pruning.
     """
-    codes, _distinct, flat, lengths, words = distinct_word_ids(texts)
+    if pattern not in _TOKEN_PATTERNS:
+        raise ValueError(f"pattern must be one of {sorted(_TOKEN_PATTERNS)}, got {pattern!r}")
+    codes, _distinct, flat, lengths, words = distinct_word_ids(texts, pattern)
     X = per_text_counts(flat, lengths, len(words), dtype)[codes]
+    if binary:
+        X.data[:] = 1
     # scikit-learn's _sort_features: columns renumbered in word order, each row's order kept
     X.indices = word_order(words, X.indices.dtype)[1].take(X.indices)
     X.has_sorted_indices = False
     # scikit-learn's _limit_features (max_df=1.0 keeps every word)
     dfs = np.bincount(X.indices, minlength=X.shape[1])
     mask = dfs >= min_df
+    if stop_words:
+        kept_words = np.asarray([w not in stop_words for w in sorted(words)], dtype=bool)
+        if not kept_words.any():
+            raise ValueError("empty vocabulary; perhaps the documents only contain stop "
+                             "words")
+        mask &= kept_words
     if max_features is not None and mask.sum() > max_features:
         tfs = np.asarray(X.sum(axis=0)).ravel()
         keep = (-tfs[mask]).argsort()[:max_features]

@@ -20,7 +20,11 @@ The two patterns, on lower-cased text:
   tokens), on ASCII, at each position in turn: letters before ``n't`` (``do`` of ``don't``),
   ``n't``, a clitic (``'s 're 've 'll 'd 'm``), a number (``1990s``, ``10:30``, ``3.5``), or
   letters joined by inner hyphens and apostrophes that do not start a clitic (``t-shirt``,
-  ``o'clock``); anything else is skipped.
+  ``o'clock``); anything else is skipped;
+* :data:`TOKENS`: :data:`aflite_core.text.TOKEN_PATTERN` as scikit-learn's vectorizers read
+  it (``token_pattern=TOKEN_PATTERN``: the text lower-cased, nothing replaced; the map's
+  region words): :data:`WORDS`' tokens, and every other character that is not whitespace
+  (``\\s``: on ASCII tab to carriage return, 28-31 and space) a token of its own.
 """
 
 from __future__ import annotations
@@ -32,13 +36,15 @@ import pyarrow as pa
 
 from aflite_core.numba_cache import jit
 
-__all__ = ["DEFAULT", "WORDS", "compiled_word_ids", "unique_inverse"]
+__all__ = ["DEFAULT", "TOKENS", "WORDS", "compiled_word_ids", "unique_inverse"]
 
 #: scikit-learn's default token pattern on lower-cased text.
 DEFAULT = 0
 #: :data:`aflite_core.text.WORD_RE` on lower-cased text (:func:`aflite_core.text.word_tokens`).
 WORDS = 1
-_PATTERNS = {"default": DEFAULT, "words": WORDS}
+#: :data:`aflite_core.text.TOKEN_PATTERN` on lower-cased text, as scikit-learn reads it.
+TOKENS = 2
+_PATTERNS = {"default": DEFAULT, "words": WORDS, "tokens": TOKENS}
 
 _APOSTROPHE, _HYPHEN, _UNDERSCORE = 39, 45, 95
 _FNV_OFFSET, _FNV_PRIME = np.uint64(0xCBF29CE484222325), np.uint64(0x100000001B3)
@@ -63,6 +69,12 @@ def _is_digit(c: int) -> bool:
 @jit
 def _is_word(c: int) -> bool:
     return _is_letter(c) or _is_digit(c) or c == _UNDERSCORE
+
+
+@jit
+def _is_space(c: int) -> bool:
+    """Python's ``\\s`` on ASCII."""
+    return 9 <= c <= 13 or 28 <= c <= 32
 
 
 @jit
@@ -143,6 +155,8 @@ def _next_token(data: np.ndarray, p: int, end: int, pattern: int) -> tuple[int, 
             n = _clitic(data, p + 1, end, False)
             if n > 0:
                 return p, p + 1 + n
+        if pattern == TOKENS and not _is_space(c):
+            return p, p + 1  # [^\w\s]|_: any other character but whitespace, alone
         p += 1
     return end, end
 
@@ -300,7 +314,8 @@ def _number_tokens(offsets: np.ndarray, data: np.ndarray, ascii_rows: np.ndarray
 def compiled_word_ids(texts: Sequence[str], pattern: str, tokenize: Callable[[str], list[str]]
                       ) -> tuple[np.ndarray, np.ndarray, list[str]] | None:
     """:func:`aflite_core.represent._term_counts._word_ids` of ``texts`` with ``pattern``
-    (:data:`DEFAULT` or :data:`WORDS`), whose Python form ``tokenize`` reads the texts that
+    (``"default"``, ``"words"`` or ``"tokens"``: :data:`DEFAULT`, :data:`WORDS`,
+    :data:`TOKENS`), whose Python form ``tokenize`` reads the texts that
     are not all ASCII: every occurrence's word number (int32), each text's number of words
     (int64), the words in number order. None when a text is not a ``str`` (the caller's own
     way then says what it makes of it)."""

@@ -63,6 +63,33 @@ def test_word_counts_and_tfidf_are_scikit_learns_bit_for_bit(snli, min_df, max_f
               TfidfVectorizer(sublinear_tf=True, **options).fit_transform(texts).tocsr())
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_the_maps_token_counts_with_stop_words_are_scikit_learns(snli, binary):
+    """The map's region words: ``token_pattern=TOKEN_PATTERN`` (punctuation and "_" are
+    tokens, no curly apostrophe replaced), English stop words dropped, min_df 3, counts or
+    binary, int64: the matrix and the words as scikit-learn's, compiled (more than
+    COMPILED_MIN_TEXTS texts) and not."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from aflite_core.text import TOKEN_PATTERN
+
+    odd = ["The_end of THE line", "don\u2019t don't DON'T", "it's 10:30pm!!", "Ünïcode ünïcode",
+           "a-b a_b a'b", "\x1c\x1fx\x7f", "they would've"] * 3
+    for texts in (snli["hypothesis"].tolist() + odd, odd):
+        vocabulary: list[str] = []
+        ours = word_counts(texts, min_df=3, dtype=np.int64, vocabulary=vocabulary,
+                           pattern="tokens", stop_words=ENGLISH_STOP_WORDS, binary=binary)
+        vectorizer = CountVectorizer(token_pattern=TOKEN_PATTERN, lowercase=True, min_df=3,
+                                     stop_words="english", binary=binary)
+        _same(ours, vectorizer.fit_transform(texts).tocsr())
+        assert vocabulary == vectorizer.get_feature_names_out().tolist()
+        assert "_" in vocabulary and "!" in vocabulary and "the" not in vocabulary
+    with pytest.raises(ValueError, match="empty vocabulary"):
+        word_counts(["the a an", "of the"], pattern="tokens", stop_words=ENGLISH_STOP_WORDS)
+    with pytest.raises(ValueError, match="pattern must be one of"):
+        word_counts(["a"], pattern="words")
+
+
 def test_word_counts_say_what_scikit_learn_says_on_no_words():
     with pytest.raises(ValueError, match="empty vocabulary"):
         word_counts(["", "?!", ""])

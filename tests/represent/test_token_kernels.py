@@ -14,7 +14,10 @@ from aflite_core.represent._token_kernels import compiled_word_ids
 from aflite_core.text import word_tokens
 
 _FINDALL = term_counts.DEFAULT_TOKEN_RE.findall
-PATTERNS = {"default": lambda text: _FINDALL(str(text).lower()), "words": word_tokens}
+_TOKENS = term_counts._TOKEN_PATTERNS["tokens"].findall
+PATTERNS = {"default": lambda text: _FINDALL(str(text).lower()), "words": word_tokens,
+            # scikit-learn's token_pattern=TOKEN_PATTERN: punctuation and "_" are tokens
+            "tokens": lambda text: _TOKENS(str(text).lower())}
 #: Pieces the patterns treat apart: clitics, n't, numbers with separators, hyphens and
 #: apostrophes inside words, underscores, capitals, and characters outside ASCII (a text
 #: holding one is tokenised by the pattern itself).
@@ -44,7 +47,7 @@ def _assert_same(texts, pattern) -> None:
     assert np.array_equal(flat, expected[0])
 
 
-@pytest.mark.parametrize("pattern", ["default", "words"])
+@pytest.mark.parametrize("pattern", ["default", "words", "tokens"])
 def test_random_texts_are_tokenised_as_the_pattern_does(pattern):
     rng = random.Random(7)
     texts = ["".join(rng.choice(PIECES) for _ in range(rng.randint(0, 30)))
@@ -53,7 +56,7 @@ def test_random_texts_are_tokenised_as_the_pattern_does(pattern):
     _assert_same(texts, pattern)
 
 
-@pytest.mark.parametrize("pattern", ["default", "words"])
+@pytest.mark.parametrize("pattern", ["default", "words", "tokens"])
 def test_real_texts_and_hand_picked_cases(pattern, snli_dir):
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False)
     cases = ["don't", "Don't", "DON'T", "n't", "isn'tx", "don'tcha", "it's", "it'sx", "'s",
@@ -62,6 +65,13 @@ def test_real_texts_and_hand_picked_cases(pattern, snli_dir):
              "abc123def", "a_b", "__", "can't.", "cannot", "n'tx", "x n't y", "you'll'", "",
              "   ", "\u2019s", "NAÏVE Café"]
     _assert_same(frame["premise"].tolist() + frame["hypothesis"].tolist() + cases, pattern)
+
+
+def test_every_ascii_character_is_a_token_or_whitespace_as_the_pattern_says():
+    """The "tokens" pattern's one-character tokens: every ASCII character that is not Python's
+    ``\\s`` (28-31 are whitespace to it), alone and between words."""
+    texts = [chr(c) for c in range(128)] + [f"a{chr(c)}b{chr(c)}{chr(c)}'s" for c in range(128)]
+    _assert_same(texts * 20, "tokens")
 
 
 def test_many_words_and_long_texts_grow_the_tables():
