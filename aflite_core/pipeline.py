@@ -261,11 +261,12 @@ def run_audit(
         summary["engines"] = stage_engines(config, filtered, measures, rep, dataset)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
-        # the report reads the run folder: the per-row vectors held so far not under its peak
         del rep, filtered, shared, measures
-        gc.collect()
-        release_free_heap()
         if config.report:
+            # the report reads the run folder: the per-row vectors held so far not under its
+            # peak (a full collection: 0.18 s at 100,000 rows, serial, so only before a report)
+            gc.collect()
+            release_free_heap()
             progress.step("report", "writing the HTML report", progress.span("report")[0])
             t0 = time.perf_counter()
             _write_report(writer, summary, progress.sub("report", progress.span("report")))
