@@ -311,13 +311,15 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
     if binary:
         X.data[:] = 1
     # scikit-learn's _sort_features: columns renumbered in word order, each row's order kept
-    X.indices = word_order(words, X.indices.dtype)[1].take(X.indices)
+    order, rank = word_order(words, X.indices.dtype)
+    X.indices = rank.take(X.indices)
     X.has_sorted_indices = False
+    in_order = [words[i] for i in order] if stop_words or vocabulary is not None else []
     # scikit-learn's _limit_features (max_df=1.0 keeps every word)
     dfs = np.bincount(X.indices, minlength=X.shape[1])
     mask = dfs >= min_df
     if stop_words:
-        kept_words = np.asarray([w not in stop_words for w in sorted(words)], dtype=bool)
+        kept_words = np.asarray([w not in stop_words for w in in_order], dtype=bool)
         if not kept_words.any():
             raise ValueError("empty vocabulary; perhaps the documents only contain stop "
                              "words")
@@ -333,7 +335,6 @@ def word_counts(texts: Sequence[str], *, min_df: int = 1, max_features: int | No
         raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher "
                          "max_df.")
     if vocabulary is not None:
-        in_order = sorted(words)
         vocabulary.extend(in_order[i] for i in kept)
     return X[:, kept]
 

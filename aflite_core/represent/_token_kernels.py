@@ -4,15 +4,15 @@ Tokenising in Python (``re.findall`` per text, a dictionary lookup per token) wa
 part of every text model: at 100,000 SNLI rows 0.25-0.4 s a column, run again by the TF-IDF
 representation, the text-model baselines and the label issues' premises, on one core however
 many the machine has. Here a text of ASCII characters is tokenised by a compiled scanner that
-matches exactly what the pattern matches on it (the two patterns are below), and every token
+matches exactly what the pattern matches on it (the patterns are below), and every token
 is numbered in the same pass by an open-addressing hash table of the words seen so far (its
 bytes compared, not only its hash: no two words ever share a number). A text with any other
 character is tokenised by the pattern itself in Python and its tokens numbered in their
 place, so the numbers are :func:`_word_ids`' whatever the texts hold
-(``tests/represent/test_token_kernels.py`` checks both patterns against ``re`` on random and
+(``tests/represent/test_token_kernels.py`` checks each pattern against ``re`` on random and
 real texts).
 
-The two patterns, on lower-cased text:
+The three patterns, on lower-cased text:
 
 * :data:`DEFAULT`: scikit-learn's ``(?u)\\b\\w+\\b``, on ASCII the maximal runs of
   ``[a-z0-9_]``;
