@@ -17,7 +17,7 @@ import ctypes.util
 import functools
 import sys
 
-__all__ = ["ARENA_MAX", "HEAP_THRESHOLD", "MMAP_THRESHOLD", "limit_arenas",
+__all__ = ["ARENA_MAX", "HEAP_THRESHOLD", "MMAP_THRESHOLD", "arrow_on_c_heap", "limit_arenas",
            "map_large_allocations", "release_free_heap"]
 
 
@@ -89,6 +89,31 @@ def limit_arenas(count: int = ARENA_MAX) -> bool:
         raise ValueError(f"count: expected at least 1 arena, got {count}")
     libc = _glibc()
     return libc is not None and bool(libc.mallopt(_M_ARENA_MAX, int(count)))
+
+
+def arrow_on_c_heap() -> bool:
+    """Make the C library's allocator Arrow's default memory pool (its compute kernels,
+    Parquet's readers and writers, tables built from Python); True when set (glibc only).
+
+    Arrow's own pool (mimalloc in the wheels) keeps a heap per thread that allocated, and a
+    thread's freed pages stay in its heap until that thread allocates again; ``release_unused``
+    reaches the calling thread's heap only. Arrow's thread pool follows the cores, so the freed
+    pages kept grew with them: a default audit of 100,000 rows on two cores made to run 16
+    threads wherever it counts the cores peaked at 1,398 MB with mimalloc, +30 % against one
+    core (1,079 MB), and at 1,217 MB on glibc's heap (+19 % against 1,026 MB; one and two
+    cores 38.3 / 23.2 s against 40.1 / 22.8 s; ``bench_cores.py --cores 1,2 --emulate 16``,
+    2026-11-30). glibc's arenas are bounded by :func:`limit_arenas` and emptied by
+    :func:`release_free_heap`. The readers already allocate there
+    (``aflite_core.io._byte_scan.READER_POOL``). Set it before the audit allocates from Arrow;
+    it holds for the whole process, so the command line and the dashboard's audit worker set
+    it, not the library. Nothing elsewhere (macOS, Windows, musl): False.
+    """
+    if _glibc() is None:
+        return False
+    import pyarrow as pa  # lazy: this module is imported where Arrow need not be
+
+    pa.set_memory_pool(pa.system_memory_pool())
+    return True
 
 
 #: Allocations of this many bytes or more get pages of their own (:func:`map_large_allocations`).

@@ -39,7 +39,7 @@ from typing import IO, Any
 
 import pyarrow.parquet as pq
 
-from aflite_core.heap_trim import limit_arenas
+from aflite_core.heap_trim import arrow_on_c_heap, limit_arenas
 from aflite_core.io import parquet_safe_table, unique_column_name
 from aflite_core.json_files import read_json_file
 from aflite_core.process_exit import exit_now
@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         # and paints new sessions at once (the audits get what is left)
         os.nice(NICENESS)
     limit_arenas()  # as the command line's audit: a peak that does not grow with the cores
+    arrow_on_c_heap()
     return run_job(args[0], _Channel(events))
 
 

@@ -168,6 +168,41 @@ def test_threads_share_the_arenas_limit_arenas_allows():
     assert 1 <= arenas("limited") <= 2
 
 
+_ARROW_THREADS = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+import pyarrow as pa, pyarrow.compute as pc
+from aflite_core.heap_trim import arrow_on_c_heap, release_free_heap
+
+if sys.argv[1] == "c-heap":
+    assert arrow_on_c_heap()
+texts = pa.array([f"Row {i} of a Text" for i in range(200_000)])
+def lower(_):  # each of 8 threads allocates (and frees) its own 5 MB results
+    return pc.utf8_lower(texts)[7].as_py()
+with ThreadPoolExecutor(8) as pool:
+    assert set(pool.map(lower, range(8))) == {"row 7 of a text"}
+release_free_heap()
+print(pa.default_memory_pool().backend_name)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's heap")
+def test_arrow_allocates_from_the_c_heap_once_asked():
+    """Arrow's own pool (mimalloc) keeps a heap per thread, whose freed pages stay until that
+    thread allocates again: the peak grew with Arrow's threads, so with the cores (issue 63,
+    item 5). After ``arrow_on_c_heap`` Arrow's kernels allocate from glibc's heap (bounded
+    by ``limit_arenas``, emptied by ``release_free_heap``) and compute the same."""
+    import subprocess
+
+    def backend(mode: str) -> str:
+        out = subprocess.run([sys.executable, "-c", _ARROW_THREADS, mode],
+                             capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+
+    assert backend("default") in {"mimalloc", "jemalloc"}
+    assert backend("c-heap") == "system"
+
+
 def test_no_arenas_is_refused():
     from aflite_core.heap_trim import limit_arenas
 
@@ -195,6 +230,7 @@ def test_the_command_line_maps_large_allocations_while_it_loads_then_reuses_the_
 
     # recorded, not set: this test's process keeps glibc's own settings
     monkeypatch.setattr(run_command, "limit_arenas", lambda: record("arenas"))
+    monkeypatch.setattr(run_command, "arrow_on_c_heap", lambda: record("arrow"))
     monkeypatch.setattr(run_command, "map_large_allocations",
                         lambda threshold=MMAP_THRESHOLD: record("map", threshold))
     monkeypatch.setattr(run_command, "release_free_heap", lambda: record("release"))
@@ -214,5 +250,5 @@ def test_the_command_line_maps_large_allocations_while_it_loads_then_reuses_the_
                             [f"premise {i}", f"the dog runs far {i}", "no"]])
     assert main(["run", str(data), "--out", str(tmp_path / "run"), "--measures", "none",
                  "--no-report", "-q"]) == 0
-    assert calls == [("arenas",), ("map", MMAP_THRESHOLD), ("load",), ("release",),
+    assert calls == [("arenas",), ("arrow",), ("map", MMAP_THRESHOLD), ("load",), ("release",),
                      ("map", HEAP_THRESHOLD)]

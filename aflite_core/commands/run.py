@@ -38,6 +38,7 @@ from aflite_core.commands._parameter_flags import (
 from aflite_core.filter import filter_units
 from aflite_core.heap_trim import (
     HEAP_THRESHOLD,
+    arrow_on_c_heap,
     limit_arenas,
     map_large_allocations,
     release_free_heap,
@@ -297,6 +298,7 @@ def _run(args: argparse.Namespace) -> int:
     root, name = _target(args.out, args.overwrite)
     audit_config(args, 10_000)  # options are checked before the data is read
     limit_arenas()  # the peak would grow with the threads, so with the cores
+    arrow_on_c_heap()  # as would Arrow's pool's (a heap per thread)
     if args.scheduler:  # and the scheduler answers as one, before minutes of reading
         from aflite_core.filter import probe_scheduler  # lazy: +146 ms to import
 
