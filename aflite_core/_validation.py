@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "POOL_SCRATCH_BYTES",
+    "available_cores",
     "fmt_bytes",
     "check_callback",
     "check_choice",
@@ -27,6 +29,7 @@ __all__ = [
     "make_rng",
     "resolve_n_jobs",
     "resolve_size",
+    "scratch_threads",
 ]
 
 
@@ -175,6 +178,30 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # not on Linux
         return os.cpu_count() or 1
+
+
+#: What the tasks of one thread pool that declares its tasks' working sets may hold at once
+#: (:func:`scratch_threads`): more cores run more tasks side by side, each with its own, and
+#: the peak must not grow with the cores by more than a quarter (issue 63, item 5).
+POOL_SCRATCH_BYTES = 256 << 20
+
+
+def scratch_threads(task_bytes: int, cores: int | None = None) -> int:
+    """Threads for a pool whose tasks each hold about ``task_bytes`` while they run: one a
+    core this process may use (``cores``: default :func:`available_cores`), as many as
+    :data:`POOL_SCRATCH_BYTES` holds, and at least two where there are two cores (what two
+    cores hold whatever the tasks' size: the peak a 2-core machine has anyway).
+
+    Examples
+    --------
+    >>> scratch_threads(30 << 20, cores=16), scratch_threads(200 << 20, cores=16)
+    (8, 2)
+    >>> scratch_threads(200 << 20, cores=1)
+    1
+    """
+    cores = available_cores() if cores is None else int(cores)
+    fitting = POOL_SCRATCH_BYTES // max(1, int(task_bytes))
+    return max(1, min(cores, max(2, fitting)))
 
 
 def resolve_n_jobs(n_jobs: Any, name: str = "n_jobs") -> int:

@@ -39,7 +39,14 @@ import numpy as np
 import pandas as pd
 
 from aflite_core import blas_threads
-from aflite_core._validation import available_cores, check_choice, check_int, check_real, make_rng
+from aflite_core._validation import (
+    available_cores,
+    check_choice,
+    check_int,
+    check_real,
+    make_rng,
+    scratch_threads,
+)
 from aflite_core.chart_style import STATUS_COLORS, add_region_labels
 from aflite_core.io import shared_strings
 from aflite_core.json_files import read_json_file
@@ -74,6 +81,12 @@ PCA_DIMS: int | None = 64
 #: for its 256-wide rows) made the map's 64-wide searches 21 % slower (16k rows against the
 #: 20k fitted ones: 0.79 -> 0.62 s, one thread, the same indices and distances).
 SEARCH_BLOCK_CELLS: int = 4 * 1024 * 1024
+#: About what one task placing TRANSFORM_CHUNK rows holds (:func:`_place_rest`): its search's
+#: block of similarities with its top-k candidates (half the block again), its neighbours'
+#: graph and layout arrays; the tasks at once are as many as ``POOL_SCRATCH_BYTES`` holds
+#: (:func:`~aflite_core._validation.scratch_threads`: 8; sixteen placing at once on 16 cores
+#: raised a 300,000-row audit's peak by about 0.4 GB, ~29 MB a task).
+PLACE_TASK_BYTES: int = 6 * SEARCH_BLOCK_CELLS + 32 * TRANSFORM_CHUNK * 16
 #: Nearest fitted rows kept per row: the polish's candidates are the rows of their buckets.
 POLISH_BUCKETS: int = 8
 #: The polish (``_umap_layout.polish``) runs when rows were placed, up to this many rows:
@@ -371,7 +384,7 @@ def _place_rest(coords: np.ndarray, search: Callable, searches: dict, fitted: np
         near, near_d = search(start) if early.cancel() else early.result()
         return _place_chunk(near, near_d, fitted, start, k=k, a=a, b=b, seed=seed)
 
-    workers = min(len(starts), available_cores())
+    workers = min(len(starts), scratch_threads(PLACE_TASK_BYTES))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="umap-place")
     try:
         with blas_threads.limit(1):

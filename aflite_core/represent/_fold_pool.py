@@ -39,7 +39,7 @@ from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from aflite_core import blas_threads
-from aflite_core._validation import available_cores
+from aflite_core._validation import available_cores, scratch_threads
 from aflite_core.errors import LostOnCluster  # noqa: F401 - re-exported: raised here
 
 __all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "LostOnCluster", "available_cores",
@@ -330,7 +330,8 @@ _NOTHING = object()
 
 def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
               on_done: Callable[[int, R], object] | None = None,
-              threads: int | None = None, resident: Any = _NOTHING) -> list[R]:
+              threads: int | None = None, resident: Any = _NOTHING,
+              task_bytes: int | None = None) -> list[R]:
     """``[fit(task) for task in tasks]``, the fits side by side on a thread pool.
 
     Parameters
@@ -354,6 +355,11 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
         it may be a Dask future (e.g. features built on the workers): each task then
         receives its value on the workers, and it never comes to this process;
         a lost worker's copy is recomputed by Dask from the future's own task.
+    task_bytes : int, optional
+        About what one task holds while it runs: the default pool then runs no more tasks at
+        once than :func:`~aflite_core._validation.scratch_threads` allows (a set of
+        ``POOL_SCRATCH_BYTES``, two at least), so that the peak does not grow with the cores.
+        ``threads`` and ``$AFLITE_FOLD_THREADS``, when given, are taken as they are.
 
     Returns
     -------
@@ -371,7 +377,11 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
         fit = functools.partial(_with_resident, fit, resident)
     if record is not None and tasks:
         return _map_on_dask(record, fit, tasks, on_done, extra)
-    threads = fold_threads() if threads is None else int(threads)
+    if threads is None:
+        threads = fold_threads()
+        if task_bytes is not None and not os.environ.get(FOLD_THREADS_ENV, "").strip():
+            threads = min(threads, scratch_threads(task_bytes))
+    threads = int(threads)
     results: list[R] = []
     with blas_threads.limit(1):
         if threads <= 1 or len(tasks) <= 1:

@@ -86,6 +86,40 @@ def test_pool_size_from_the_environment(monkeypatch):
             fold_threads()
 
 
+def test_tasks_that_hold_much_run_fewer_at_once_on_many_cores(monkeypatch):
+    """A 16-core process runs up to four fits at once; tasks that each hold 200 MB run two at
+    a time (what two cores hold: the peak may not grow with the cores, issue 63 item 5),
+    small ones four; an explicit pool size is taken as it is."""
+    from aflite_core import _validation
+    from aflite_core.represent import _fold_pool as fold_pool
+
+    monkeypatch.setattr(fold_pool, "available_cores", lambda: 16)
+    monkeypatch.setattr(_validation, "available_cores", lambda: 16)
+    monkeypatch.delenv(FOLD_THREADS_ENV, raising=False)
+
+    def most_at_once(**options) -> int:
+        running, most, lock = [0], [0], threading.Lock()
+
+        def fit(task: int) -> int:
+            with lock:
+                running[0] += 1
+                most[0] = max(most[0], running[0])
+            threading.Event().wait(0.05)  # long enough for every free thread to start one
+            with lock:
+                running[0] -= 1
+            return task
+
+        assert map_folds(fit, range(12), **options) == list(range(12))
+        return most[0]
+
+    assert most_at_once() == 4
+    assert most_at_once(task_bytes=200 << 20) == 2
+    assert most_at_once(task_bytes=10 << 20) == 4
+    assert most_at_once(task_bytes=200 << 20, threads=3) == 3
+    monkeypatch.setenv(FOLD_THREADS_ENV, "3")
+    assert most_at_once(task_bytes=200 << 20) == 3
+
+
 def _measures(n: int = 1200) -> dict:
     texts, labels, _ = planted_texts(n=n, seed=3)
     rng = np.random.default_rng(4)
