@@ -124,6 +124,14 @@ def query_block_rows(n_reference: int, block_size: int | None) -> int:
     return max(1, min(4096, BLOCK_CELLS // max(1, n_reference)))
 
 
+def search_bytes(n_queries: int, width: int, k: int, block_rows: int, n_reference: int) -> int:
+    """About what one search of ``n_queries`` rows over a reference set of ``n_reference``
+    rows (:func:`exact_topk`, a copy of the set's unit rows) holds: the set's rows, a block of
+    similarities and its top-k candidates (half as much again), the results."""
+    block = min(block_rows, n_queries) * n_reference * 4
+    return n_reference * width * 4 + block * 3 // 2 + n_queries * (4 * k + 8)
+
+
 def emit(callback: ProgressCallback | None, fraction: float, message: str) -> None:
     if callback is not None:
         callback({"stage": "knn", "fraction": float(min(1.0, max(0.0, fraction))),

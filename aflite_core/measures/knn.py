@@ -38,6 +38,7 @@ from aflite_core.measures._neighbors import (  # noqa: F401 - nearest_neighbors:
     nearest_neighbors,
     query_block_rows,
     resolve_method,
+    search_bytes,
 )
 from aflite_core.measures.registry import Measure, MeasureContext, MeasureResult, Option
 from aflite_core.progress_plan import along_points
@@ -407,7 +408,8 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
             top1.append((found[0][:, 0], rows[found[1][:, 0]]))
 
         map_folds(search, [rows for _c, _member, rows in references], on_done=found_in,
-                  task_bytes=_search_bytes(nq, Qn.shape[1], references, K, block_rows))
+                  task_bytes=search_bytes(nq, Qn.shape[1], K, block_rows, max(
+                      (len(rows) for _c, _member, rows in references), default=0)))
         return sims_per_set, top1
     for _c, _member, rows in references:
         sims, idx = approx_topk(Qn, Rn[rows], K, random_state)
@@ -415,15 +417,6 @@ def _search(Qn: np.ndarray, Rn: np.ndarray, references: list[_Reference], K: int
         sims_per_set.append(sims)
         top1.append((sims[:, 0], rows[idx[:, 0]]))
     return sims_per_set, top1
-
-
-def _search_bytes(n_queries: int, width: int, references: list[_Reference], k: int,
-                  block_rows: int) -> int:
-    """About what one search task holds (:func:`_search`): its reference set's unit rows,
-    the block of similarities and its top-k candidates (half as much again), its results."""
-    largest = max((len(rows) for _c, _member, rows in references), default=0)
-    block = min(block_rows, n_queries) * largest * 4
-    return largest * width * 4 + block * 3 // 2 + n_queries * (4 * k + 8)
 
 
 class _UnitRows:
