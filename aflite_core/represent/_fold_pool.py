@@ -357,8 +357,9 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
         a lost worker's copy is recomputed by Dask from the future's own task.
     task_bytes : int, optional
         About what one task holds while it runs: the default pool then runs no more tasks at
-        once than :func:`~aflite_core._validation.scratch_threads` allows (a set of
-        ``POOL_SCRATCH_BYTES``, two at least), so that the peak does not grow with the cores.
+        once than :func:`~aflite_core._validation.scratch_threads` allows
+        (``POOL_SCRATCH_BYTES`` in all, two tasks at least), so that the peak does not grow
+        with the cores.
         ``threads`` and ``$AFLITE_FOLD_THREADS``, when given, are taken as they are.
 
     Returns
