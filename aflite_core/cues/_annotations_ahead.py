@@ -41,6 +41,7 @@ from aflite_core.cues.linguistic import (
     count_tokens_cached,
     preload,
 )
+from aflite_core.cues.resources import import_nltk_lean
 
 __all__ = ["AHEAD_SPARE_CORES", "SEND_ROWS", "ahead_jobs", "annotate_ahead",
            "discard_spare_child", "start_spare_child"]
@@ -229,6 +230,7 @@ def _main(argv: Sequence[str]) -> int:
     an empty line or the end of its input ends it."""
     halt = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: halt.set())
+    import_nltk_lean()  # before any other thread of this process starts
     if not argv:  # a spare: what it tags with loaded while the audit reads its data
         argv = _spare_arguments()
     cache_dir, tagged = Path(argv[0]), [s for s in argv[1].split(",") if s]

@@ -217,3 +217,33 @@ def test_a_group_writable_install_is_named_with_its_fix(tmp_path, monkeypatch, c
         assert "--download" in resources.unavailable_fix()  # nothing refused: a download
     finally:
         nltk.data.path[:] = saved
+
+
+_LEAN_IMPORT = """
+import sys
+{before}
+from aflite_core.cues.resources import import_nltk_lean
+import_nltk_lean()
+loaded = "scipy.stats" in sys.modules
+from nltk.metrics import association
+from nltk.tag.perceptron import PerceptronTagger  # what a tagging child loads
+import scipy.stats  # and scipy.stats itself, as ever
+print(loaded, association.fisher_exact is scipy.stats.fisher_exact,
+      callable(PerceptronTagger), scipy.stats.norm.cdf(0.0))
+"""
+
+
+def test_a_tagging_child_imports_nltk_without_scipy_stats():
+    """NLTK's package loads scipy.stats (0.66 of its 1.09 s import) for fisher_exact alone;
+    a tagging child's start skips it, and scipy.stats still imports afterwards. A process
+    that has it already (the audit's: scikit-learn loads it) keeps NLTK's own import."""
+    import subprocess
+    import sys
+
+    def run(before: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", _LEAN_IMPORT.format(before=before)],
+                             capture_output=True, text=True, check=True)
+        return out.stdout.split()
+
+    assert run("") == ["False", "False", "True", "0.5"]
+    assert run("import scipy.stats") == ["True", "True", "True", "0.5"]
