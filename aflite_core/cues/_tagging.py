@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from spellchecker import SpellChecker
 from spellchecker import __version__ as spell_version
 
@@ -376,6 +375,8 @@ def tagged_annotations(
     cached = cache_load(cache_dir, key)
     if cached is not None:
         return cached
+    import pandas as pd  # lazy: a tagging child (this module's __main__) never needs it
+
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), sort=False)
     arrays = _tag_unique(list(uniques), ner_method=ner_method, n_jobs=n_jobs)
     arrays = {k: v[codes] for k, v in arrays.items()}
@@ -394,6 +395,8 @@ def tag_into_cache(texts: Sequence[str], *, ner_method: str, cache_dir: Path,
     key = tagged_cache_key(texts_hash, ner_method, *tagger_versions())
     if (cache_dir / f"{key}.npz").is_file():
         return True
+    import pandas as pd  # lazy: a tagging child (this module's __main__) never needs it
+
     codes, uniques = pd.factorize(pd.Series(texts, dtype=object), sort=False)
     context = _loaded_context(ner_method)
     if n_jobs > 1 and len(uniques) >= _PARALLEL_MIN:
@@ -501,8 +504,9 @@ def preload_tagging() -> None:
 def _child(argv: Sequence[str]) -> int:
     """A tagging child of :func:`~aflite_core.cues._tagging_children.tag_in_children`: its
     argument the folder :func:`write_context` wrote; texts on standard input."""
-    resources.import_nltk_lean()  # this process's start: no other thread yet
-    context = _read_context(Path(argv[0]))
+    context = _read_context(Path(argv[0]))  # (without NLTK: the NE chunker needs it)
+    if context.ner_method == "ne_chunk":
+        resources.import_nltk_lean()  # this process's start: no other thread yet
     return answer_chunks(lambda chunk: _annotate_tagged_chunk(chunk, context))
 
 
