@@ -70,6 +70,7 @@ same data, for before/after tables.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -282,15 +283,25 @@ def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] |
     return proc.returncode, wall, hwm[0] or usage.ru_maxrss / 1024, progress, tail
 
 
+#: The process tree's peak RSS (MB) of the last :func:`_audit`: the audit's process and its
+#: children (the cue tagging's processes) summed, sampled every 0.1 s by :func:`watch_peak`.
+LAST_TREE_PEAK = [0.0]
+
+
 def watch_peak(pid: int, peak: list[float]) -> None:
-    """The child's own peak RSS (MB): its ``VmHWM``, read every 0.1 s until it exits.
+    """The child's own peak RSS (MB): its ``VmHWM``, read every 0.1 s until it exits; and its
+    process tree's (the RSS of it and of every process it started, summed at each reading)
+    in :data:`LAST_TREE_PEAK`: the tagging processes hold their own memory.
 
     Not ``ru_maxrss``: Linux counts in a child's maximum the resident size of the process
     it was forked from (exec records the old memory map's peak), so after a large size this
     benchmark's own memory showed as the audit's (a 1M-row audit that peaked at 3.3 GB was
     reported at 5.4 GB after the 550k size had run in the same benchmark process).
     """
+    import psutil  # lazy: the other benchmarks importing this module do not need it
+
     status = Path(f"/proc/{pid}/status")
+    LAST_TREE_PEAK[0] = 0.0
     while True:
         try:
             text = status.read_text()
@@ -300,6 +311,10 @@ def watch_peak(pid: int, peak: list[float]) -> None:
         if found is None:  # a zombie: the child has exited
             return
         peak[0] = max(peak[0], int(found.group(1)) / 1024)
+        with contextlib.suppress(psutil.Error):  # a process that left meanwhile
+            tree = psutil.Process(pid)
+            rss = sum(p.memory_info().rss for p in [tree, *tree.children(recursive=True)])
+            LAST_TREE_PEAK[0] = max(LAST_TREE_PEAK[0], rss / 2**20)
         time.sleep(0.1)
 
 
@@ -346,6 +361,7 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
     frame.to_csv(data, index=False)
     out = work / f"run_{n}"
     code, wall, peak, progress, tail = _audit(repo, data, out, timeout, extra)
+    tree = LAST_TREE_PEAK[0]  # before an audit in turn replaces it
     if code != 0:
         print(f"\n{n:,} rows: the audit did not finish (exit {code}, {wall:.0f} s, timeout "
               f"{timeout:.0f} s): {tail[-400:]}")
@@ -365,7 +381,8 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
             print(f"  (the audit in turn did not finish: {tail_t[-300:]})")
     floor = floors(frame, summary) if with_floors else {}
     eta, eta_where = eta_factor(progress, wall)
-    print(f"\n{n:,} rows ({repo.name}): wall {wall:.1f} s, peak RSS {peak:.0f} MB; stop "
+    print(f"\n{n:,} rows ({repo.name}): wall {wall:.1f} s, peak RSS {peak:.0f} MB (with the "
+          f"processes it started {tree:.0f} MB); stop "
           f"{summary['aflite']['stop_reason']} after {summary['aflite']['n_rounds']} rounds; "
           f"policy {summary['aflite'].get('split_policy')}; worst ETA factor "
           f"{'-' if eta is None else f'{eta:.2f}'} over {len(progress)} progress lines")
