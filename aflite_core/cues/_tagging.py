@@ -504,7 +504,7 @@ def preload_tagging() -> None:
 def _child(argv: Sequence[str]) -> int:
     """A tagging child of :func:`~aflite_core.cues._tagging_children.tag_in_children`: its
     argument the folder :func:`write_context` wrote; texts on standard input."""
-    context = _read_context(Path(argv[0]))  # (without NLTK: the NE chunker needs it)
+    context = _read_context(Path(argv[0]))  # read without NLTK; only the NE chunker needs it
     if context.ner_method == "ne_chunk":
         resources.import_nltk_lean()  # this process's start: no other thread yet
     return answer_chunks(lambda chunk: _annotate_tagged_chunk(chunk, context))
