@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import numbers
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
+
+from aflite_core.cgroup_limits import available_cores  # re-exported: every pool's count
 
 __all__ = [
     "POOL_SCRATCH_BYTES",
@@ -168,16 +169,6 @@ def make_rng(random_state: Any, name: str = "random_state") -> np.random.Generat
         f"{name}: expected None, a non-negative int, a numpy Generator, RandomState or "
         f"SeedSequence, got {random_state!r} ({type(random_state).__name__})"
     )
-
-
-def available_cores() -> int:
-    """The cores this process may run on: its CPU affinity where the system has one (a
-    process pinned with ``taskset`` or a container's cpuset), else every core. Every pool
-    and worker count of the package follows this, never ``os.cpu_count()``."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
 
 
 #: What the tasks of one thread pool that declares its tasks' working sets may hold at once

@@ -39,6 +39,7 @@ from typing import IO, Any
 
 import pyarrow.parquet as pq
 
+from aflite_core.cgroup_limits import limit_native_threads
 from aflite_core.heap_trim import arrow_on_c_heap, limit_arenas
 from aflite_core.io import parquet_safe_table, unique_column_name
 from aflite_core.json_files import read_json_file
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         os.nice(NICENESS)
     limit_arenas()  # as the command line's audit: a peak that does not grow with the cores
     arrow_on_c_heap()
+    limit_native_threads()  # as the command line's: a CPU quota holds BLAS too
     return run_job(args[0], _Channel(events))
 
 

@@ -231,6 +231,7 @@ def test_the_command_line_maps_large_allocations_while_it_loads_then_reuses_the_
     # recorded, not set: this test's process keeps glibc's own settings
     monkeypatch.setattr(run_command, "limit_arenas", lambda: record("arenas"))
     monkeypatch.setattr(run_command, "arrow_on_c_heap", lambda: record("arrow"))
+    monkeypatch.setattr(run_command, "limit_native_threads", lambda: record("threads"))
     monkeypatch.setattr(run_command, "map_large_allocations",
                         lambda threshold=MMAP_THRESHOLD: record("map", threshold))
     monkeypatch.setattr(run_command, "release_free_heap", lambda: record("release"))
@@ -250,5 +251,5 @@ def test_the_command_line_maps_large_allocations_while_it_loads_then_reuses_the_
                             [f"premise {i}", f"the dog runs far {i}", "no"]])
     assert main(["run", str(data), "--out", str(tmp_path / "run"), "--measures", "none",
                  "--no-report", "-q"]) == 0
-    assert calls == [("arenas",), ("arrow",), ("map", MMAP_THRESHOLD), ("load",), ("release",),
-                     ("map", HEAP_THRESHOLD)]
+    assert calls == [("arenas",), ("arrow",), ("threads",), ("map", MMAP_THRESHOLD), ("load",),
+                     ("release",), ("map", HEAP_THRESHOLD)]

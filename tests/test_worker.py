@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from aflite_core import cgroup_limits
 from aflite_core.config import AuditConfig
 from aflite_core.io.datasets import load_dataset
 from aflite_core.pipeline import run_audit
@@ -162,6 +163,9 @@ def test_a_bad_worker_cap_is_one_message_naming_the_variable(value, dataset, tmp
 
 
 def test_the_default_cap_follows_cores_and_memory(monkeypatch):
+    # no container limits here (the machine's own, if any, are left out)
+    monkeypatch.setattr(cgroup_limits, "quota_cores", lambda: None)
+    monkeypatch.setattr(cgroup_limits, "cgroup_memory_limit", lambda: None)
     monkeypatch.setattr(jobs.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     monkeypatch.setattr(jobs.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096}.get(
         name, (3 << 30) // 4096))  # 3 GiB of memory: 3 workers of 1 GiB, though 4 cores
@@ -169,3 +173,17 @@ def test_the_default_cap_follows_cores_and_memory(monkeypatch):
     monkeypatch.setattr(jobs.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096}.get(
         name, (256 << 20) // 4096))  # too little memory for one: still one
     assert jobs.default_max_audits() == 1
+
+
+def test_the_default_cap_follows_a_containers_cpu_quota_and_memory_limit(monkeypatch):
+    """A container of 2 CPUs and 3 GiB on a host of 16 cores and much memory: 2 audits at
+    once, then 3 GiB's worth with a quota of 8 CPUs."""
+    monkeypatch.setattr(jobs.os, "sched_getaffinity", lambda pid: set(range(16)),
+                        raising=False)
+    monkeypatch.setattr(jobs.os, "sysconf", lambda name: {"SC_PAGE_SIZE": 4096}.get(
+        name, (256 << 30) // 4096))
+    monkeypatch.setattr(cgroup_limits, "cgroup_memory_limit", lambda: 3 << 30)
+    monkeypatch.setattr(cgroup_limits, "quota_cores", lambda: 2)
+    assert jobs.default_max_audits() == 2
+    monkeypatch.setattr(cgroup_limits, "quota_cores", lambda: 8)
+    assert jobs.default_max_audits() == 3

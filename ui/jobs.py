@@ -38,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from aflite_core.cgroup_limits import available_cores, usable_memory
 from aflite_core.json_files import loads_json
 
 LOGGER = logging.getLogger(__name__)
@@ -284,15 +285,10 @@ WORKER_MEMORY_BYTES = 1 << 30
 
 def default_max_audits() -> int:
     """Audit workers the machine allows at once: one per core this process may use, and no
-    more than its memory holds at :data:`WORKER_MEMORY_BYTES` each (at least one)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    try:
-        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (AttributeError, OSError, ValueError):
-        memory = WORKER_MEMORY_BYTES
+    more than its memory holds at :data:`WORKER_MEMORY_BYTES` each (at least one); a
+    container's CPU quota and memory limit count (:mod:`aflite_core.cgroup_limits`)."""
+    cores = available_cores()
+    memory = usable_memory() or WORKER_MEMORY_BYTES
     return max(1, min(cores, memory // WORKER_MEMORY_BYTES))
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from aflite_core._validation import available_cores
 from aflite_core.audit_client import audit_client
+from aflite_core.cgroup_limits import limit_native_threads
 from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_MAX_BYTES re-exported
     DEFAULT_MAX_BYTES,
     ShardsOnCluster,
@@ -299,6 +300,7 @@ def _run(args: argparse.Namespace) -> int:
     audit_config(args, 10_000)  # options are checked before the data is read
     limit_arenas()  # the peak would grow with the threads, so with the cores
     arrow_on_c_heap()  # as would Arrow's pool's (a heap per thread)
+    limit_native_threads()  # a container's CPU quota below its affinity: BLAS to it
     if args.scheduler:  # and the scheduler answers as one, before minutes of reading
         from aflite_core.filter import probe_scheduler  # lazy: +146 ms to import
 

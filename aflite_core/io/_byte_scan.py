@@ -151,7 +151,7 @@ class ByteScan:
 
 
 def arrow_setup() -> None:
-    """Arrow's thread pool sized to the cores this process may use (its affinity)."""
+    """Arrow's thread pool sized to the cores this process may use (its affinity and CPU quota)."""
     cores = available_cores()
     if pa.cpu_count() != cores:
         pa.set_cpu_count(cores)
