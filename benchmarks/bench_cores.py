@@ -42,11 +42,20 @@ time is not K cores' (the threads share the real ones), and OpenBLAS starts no m
 than the CPUs it finds (its per-thread buffers are left out). It prints that peak against
 the first count's, and whether its run files are the same bytes.
 
+With ``--quota Q`` one more audit runs with every core in its affinity (``--emulate``'s count
+if given) inside a cgroup of its own whose CPU quota is Q CPUs (``docker run --cpus=Q``, a
+pod's CPU limit: cgroup v2's ``cpu.max`` or v1's ``cpu.cfs_quota_us``; it needs root and a
+cgroup file system it may write, else it says so and runs nothing). Its pools must follow the
+quota (:mod:`aflite_core.cgroup_limits`): the probe must see ``ceil(Q)`` cores, and its wall
+time and peaks are printed beside those of the audit pinned to ``ceil(Q)`` cores (when
+``--cores`` has that count).
+
 Usage::
 
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --in-turn
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --emulate 16
+    python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --emulate 16 --quota 2  # root
     python benchmarks/bench_cores.py --rows 300000 --cores 1,2,4,8,16   # a 16-core host
     python benchmarks/bench_cores.py --data snli_300000.csv --cores 2,16 --keep cores300k \
         --numba-dir numba_cache
@@ -55,8 +64,10 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import subprocess
@@ -79,10 +90,12 @@ from bench_pipeline import LAST_TREE_PEAK, _audit, eta_factor  # noqa: E402
 #: over the load's compiled scan's 4 MB.
 WARM_ROWS = 40_000
 
-#: What a pinned child reports about its thread pools.
+#: What a pinned child reports about its thread pools (after what the CLI's audit does first).
 PROBE = """
 import json, os
 from aflite_core._validation import available_cores
+from aflite_core.cgroup_limits import limit_native_threads
+limit_native_threads()  # as the audit's process does: a CPU quota below the affinity
 import numpy, numba
 from threadpoolctl import threadpool_info
 pools = sorted({(p["internal_api"], p["num_threads"]) for p in threadpool_info()})
@@ -97,11 +110,15 @@ EMULATE = ("import os; _k = int(os.environ['BENCH_EMULATED_CORES']); "
            "os.sched_getaffinity = lambda pid: set(range(_k)); ")
 
 
-def _emulating(cores: int) -> dict:
+def _emulating(cores: int, *, libraries: bool = True) -> dict:
     """The environment of a child made to believe it may use ``cores`` CPUs (see
-    :data:`EMULATE`): numba's and OpenBLAS' threads started for that many."""
-    return {"BENCH_EMULATED_CORES": str(cores), "NUMBA_NUM_THREADS": str(cores),
-            "OPENBLAS_NUM_THREADS": str(cores)}
+    :data:`EMULATE`): with ``libraries``, numba's and OpenBLAS' threads started for that many
+    (not in a cgroup with a CPU quota: there the audit sets them, as it would on such a
+    host, where they would follow the affinity)."""
+    env = {"BENCH_EMULATED_CORES": str(cores)}
+    if libraries:
+        env.update({"NUMBA_NUM_THREADS": str(cores), "OPENBLAS_NUM_THREADS": str(cores)})
+    return env
 
 
 def _pin(cores: int):
@@ -114,33 +131,75 @@ def _pin(cores: int):
     return pin
 
 
-def probe(cores: int, emulate: int | None = None) -> dict:
+def _pin_into(cores: int, cgroup: Path | None):
+    """:func:`_pin`, and with ``cgroup`` the child joins that cgroup too."""
+    pin = _pin(cores)
+    if cgroup is None:
+        return pin
+
+    def pin_and_join() -> None:
+        pin()
+        (cgroup / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
+
+    return pin_and_join
+
+
+@contextlib.contextmanager
+def quota_cgroup(cpus: float):
+    """A new cgroup whose CPU quota is ``cpus`` CPUs (v2 ``cpu.max``, else v1's ``cpu``
+    hierarchy), removed on leaving; raises OSError (with why) where none can be made."""
+    root = Path("/sys/fs/cgroup")
+    period = 100_000
+    quota = max(1000, int(round(cpus * period)))
+    name = f"bench-cores-{os.getpid()}"
+    if (root / "cgroup.controllers").is_file():
+        if "cpu" not in (root / "cgroup.subtree_control").read_text().split():
+            (root / "cgroup.subtree_control").write_text("+cpu")
+        folder = root / name
+        folder.mkdir()
+        (folder / "cpu.max").write_text(f"{quota} {period}")
+    else:
+        folder = root / "cpu" / name
+        folder.mkdir()
+        (folder / "cpu.cfs_period_us").write_text(str(period))
+        (folder / "cpu.cfs_quota_us").write_text(str(quota))
+    try:
+        yield folder
+    finally:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def probe(cores: int, emulate: int | None = None, cgroup: Path | None = None) -> dict:
     """What a child pinned to ``cores`` CPUs sees (see :data:`PROBE`); with ``emulate``, one
-    made to believe it may use that many."""
-    env = None if emulate is None else {**os.environ, **_emulating(emulate)}
+    made to believe it may use that many; with ``cgroup``, one in that cgroup."""
+    env = None if emulate is None else {**os.environ,
+                                        **_emulating(emulate, libraries=cgroup is None)}
     done = subprocess.run([sys.executable, "-c", (EMULATE if emulate else "") + PROBE],
-                          cwd=REPO, capture_output=True, text=True, preexec_fn=_pin(cores),
-                          check=False, env=env)
+                          cwd=REPO, capture_output=True, text=True,
+                          preexec_fn=_pin_into(cores, cgroup), check=False, env=env)
     if done.returncode != 0:
         return {"error": done.stderr.strip()[-300:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def audit(data: Path, out: Path, cores: int, timeout: float, *, in_turn: bool = False,
-          numba_dir: Path | None = None, emulate: int | None = None
-          ) -> tuple[int, float, float, list, str]:
+          numba_dir: Path | None = None, emulate: int | None = None,
+          cgroup: Path | None = None) -> tuple[int, float, float, list, str]:
     """The default audit pinned to ``cores`` CPUs (``bench_pipeline``'s runner): exit code,
     wall s, peak RSS MB, the progress lines (seconds, fraction, line) and stderr's tail.
     ``in_turn``: every measure in turn (none beside the others), so that each stage's seconds
     are its own and its speed-up says how much of it divides among the cores. ``emulate``:
-    the child believes it may use that many cores (:data:`EMULATE`)."""
+    the child believes it may use that many cores (:data:`EMULATE`); ``cgroup``: it runs in
+    that cgroup (:func:`quota_cgroup`)."""
     # a cache folder of its own: no run reads the cue tags an earlier one wrote
     env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}")}
     if numba_dir is not None:  # compiled code as a user's later audits find it
         env["NUMBA_CACHE_DIR"] = str(numba_dir)
     if emulate is not None:
-        env.update(_emulating(emulate))
-    return _audit(REPO, data, out, timeout, ["--no-report"], in_turn, preexec_fn=_pin(cores),
+        env.update(_emulating(emulate, libraries=cgroup is None))
+    return _audit(REPO, data, out, timeout, ["--no-report"], in_turn,
+                  preexec_fn=_pin_into(cores, cgroup),
                   prelude=EMULATE if emulate is not None else "",
                   env=env)
 
@@ -244,7 +303,13 @@ def main() -> int:
     parser.add_argument("--emulate", type=int, metavar="K",
                         help="one more audit on this machine's cores, its pools sized for K "
                              "cores: the peak RSS K cores' threads hold (not their speed)")
+    parser.add_argument("--quota", type=float, metavar="Q",
+                        help="one more audit on every core, inside a cgroup whose CPU quota "
+                             "is Q CPUs (root): its pools must follow the quota")
     args = parser.parse_args()
+    if args.quota is not None and not 0 < args.quota <= 4096:
+        print(f"error: --quota expects CPUs > 0, got {args.quota}", file=sys.stderr)
+        return 2
     if args.emulate is not None and args.emulate < 1:
         print(f"error: --emulate expects a core count >= 1, got {args.emulate}",
               file=sys.stderr)
@@ -320,6 +385,7 @@ def main() -> int:
             emulated = ({"peak": peak, "tree": LAST_TREE_PEAK[0], "wall": wall,
                          "digest": files_digest(out)}
                         if code == 0 else {"error": f"exit {code}: {tail[-400:]}"})
+        quota = None if args.quota is None else quota_audit(args, data, tmp, have, numba_dir)
     if not results:
         return 1
     base = counts[0] if counts[0] in results else min(results)
@@ -365,7 +431,50 @@ def main() -> int:
               f"{'the same bytes' if emulated['digest'] == digests[base] else 'DIFFER'} "
               f"({emulated['digest']}); wall {emulated['wall']:.1f} s (not {args.emulate} "
               "cores' speed)")
+    if quota is not None:
+        print_quota(args.quota, quota, results, digests[base])
     return 0
+
+
+def quota_audit(args: argparse.Namespace, data: Path, tmp: Path, have: int,
+                numba_dir: Path) -> dict:
+    """The ``--quota`` audit: every core in its affinity (``--emulate``'s count if given),
+    in a cgroup of ``args.quota`` CPUs; what its probe saw, its wall, peaks and digest."""
+    try:
+        with quota_cgroup(args.quota) as cgroup:
+            seen = probe(have, emulate=args.emulate, cgroup=cgroup)
+            out = tmp / "run_quota"
+            code, wall, peak, _, tail = audit(data, out, have, args.timeout,
+                                              in_turn=args.in_turn, numba_dir=numba_dir,
+                                              emulate=args.emulate, cgroup=cgroup)
+    except OSError as exc:
+        return {"error": f"no cgroup with a CPU quota could be made ({exc}); run as root "
+                         "on a machine whose cgroup file system is writable"}
+    if code != 0:
+        return {"error": f"the audit did not finish: exit {code}: {tail[-400:]}",
+                "seen": seen}
+    return {"seen": seen, "wall": wall, "peak": peak, "tree": LAST_TREE_PEAK[0],
+            "digest": files_digest(out)}
+
+
+def print_quota(cpus: float, quota: dict, results: dict, digest: str) -> None:
+    """``--quota``'s lines: what the audit in the cgroup saw and did, beside the audit
+    pinned to as many cores as the quota allows."""
+    cores = max(1, math.ceil(cpus - 1e-9))
+    seen = quota.get("seen", {})
+    print(f"CPU quota of {cpus:g} CPUs, every core in the affinity"
+          f"{' (made to see ' + str(seen.get('affinity')) + ')' if seen else ''}: "
+          f"{json.dumps(seen)}  "
+          f"{'ok' if seen.get('available_cores') == cores else 'MISMATCH'}")
+    if "error" in quota:
+        print(f"  {quota['error']}")
+        return
+    pinned = results.get(cores)
+    beside = (f" (pinned to {cores}: {pinned['wall']:.1f} s, {pinned['peak']:.0f} MB, with "
+              f"children {pinned['tree']:.0f} MB)" if pinned else "")
+    print(f"  wall {quota['wall']:.1f} s, peak RSS {quota['peak']:.0f} MB, with children "
+          f"{quota['tree']:.0f} MB{beside}; run files "
+          f"{'the same bytes' if quota['digest'] == digest else 'DIFFER'} ({quota['digest']})")
 
 
 if __name__ == "__main__":
