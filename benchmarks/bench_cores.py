@@ -48,7 +48,9 @@ pod's CPU limit: cgroup v2's ``cpu.max`` or v1's ``cpu.cfs_quota_us``; it needs 
 cgroup file system it may write, else it says so and runs nothing). Its pools must follow the
 quota (:mod:`aflite_core.cgroup_limits`): the probe must see ``ceil(Q)`` cores, and its wall
 time and peaks are printed beside those of the audit pinned to ``ceil(Q)`` cores (when
-``--cores`` has that count).
+``--cores`` has that count). ``--memory-limit SIZE`` limits that cgroup's memory too (a
+container's ``--memory``; alone, without a quota): the tagging processes are then no more
+than a quarter of SIZE holds (``cues._tagging_children.children_for_memory``).
 
 Usage::
 
@@ -56,6 +58,7 @@ Usage::
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --in-turn
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --emulate 16
     python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --emulate 16 --quota 2  # root
+    python benchmarks/bench_cores.py --rows 100000 --cores 2 --emulate 16 --memory-limit 4GB
     python benchmarks/bench_cores.py --rows 300000 --cores 1,2,4,8,16   # a 16-core host
     python benchmarks/bench_cores.py --data snli_300000.csv --cores 2,16 --keep cores300k \
         --numba-dir numba_cache
@@ -98,10 +101,15 @@ from aflite_core.cgroup_limits import limit_native_threads
 limit_native_threads()  # as the audit's process does: a CPU quota below the affinity
 import numpy, numba
 from threadpoolctl import threadpool_info
+try:  # tagging processes at most, whatever the cores: as the memory holds (None: before)
+    from aflite_core.cues._tagging_children import children_for_memory
+    tagging_children = lambda: min(children_for_memory(), 99)
+except ImportError:
+    tagging_children = lambda: None
 pools = sorted({(p["internal_api"], p["num_threads"]) for p in threadpool_info()})
 print(json.dumps({"affinity": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
                   "available_cores": available_cores(), "pools": pools,
-                  "numba": numba.get_num_threads()}))
+                  "numba": numba.get_num_threads(), "tagging": tagging_children()}))
 """
 
 
@@ -131,46 +139,72 @@ def _pin(cores: int):
     return pin
 
 
-def _pin_into(cores: int, cgroup: Path | None):
-    """:func:`_pin`, and with ``cgroup`` the child joins that cgroup too."""
+def _pin_into(cores: int, cgroup: list[Path] | None):
+    """:func:`_pin`, and with ``cgroup`` the child joins those cgroups too."""
     pin = _pin(cores)
-    if cgroup is None:
+    if not cgroup:
         return pin
 
     def pin_and_join() -> None:
         pin()
-        (cgroup / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
+        for folder in cgroup:
+            (folder / "cgroup.procs").write_text(str(os.getpid()), encoding="ascii")
 
     return pin_and_join
 
 
 @contextlib.contextmanager
-def quota_cgroup(cpus: float):
-    """A new cgroup whose CPU quota is ``cpus`` CPUs (v2 ``cpu.max``, else v1's ``cpu``
-    hierarchy), removed on leaving; raises OSError (with why) where none can be made."""
+def limited_cgroup(cpus: float | None, memory: int | None):
+    """A new cgroup with a CPU quota of ``cpus`` CPUs and/or a memory limit of ``memory``
+    bytes (cgroup v2; else v1's ``cpu`` and ``memory`` hierarchies), removed on leaving;
+    yields the folders a child joins. Raises OSError (with why) where none can be made."""
     root = Path("/sys/fs/cgroup")
     period = 100_000
-    quota = max(1000, int(round(cpus * period)))
+    quota = None if cpus is None else max(1000, int(round(cpus * period)))
     name = f"bench-cores-{os.getpid()}"
-    if (root / "cgroup.controllers").is_file():
-        if "cpu" not in (root / "cgroup.subtree_control").read_text().split():
-            (root / "cgroup.subtree_control").write_text("+cpu")
-        folder = root / name
-        folder.mkdir()
-        (folder / "cpu.max").write_text(f"{quota} {period}")
-    else:
-        folder = root / "cpu" / name
-        folder.mkdir()
-        (folder / "cpu.cfs_period_us").write_text(str(period))
-        (folder / "cpu.cfs_quota_us").write_text(str(quota))
+    made: list[Path] = []
     try:
-        yield folder
+        if (root / "cgroup.controllers").is_file():
+            control = root / "cgroup.subtree_control"
+            for controller, value in (("cpu", quota), ("memory", memory)):
+                if value is not None and controller not in control.read_text().split():
+                    control.write_text(f"+{controller}")
+            folder = root / name
+            folder.mkdir()
+            made.append(folder)
+            if quota is not None:
+                (folder / "cpu.max").write_text(f"{quota} {period}")
+            if memory is not None:
+                (folder / "memory.max").write_text(str(memory))
+        else:
+            if quota is not None:
+                folder = root / "cpu" / name
+                folder.mkdir()
+                made.append(folder)
+                (folder / "cpu.cfs_period_us").write_text(str(period))
+                (folder / "cpu.cfs_quota_us").write_text(str(quota))
+            if memory is not None:
+                folder = root / "memory" / name
+                folder.mkdir()
+                made.append(folder)
+                (folder / "memory.limit_in_bytes").write_text(str(memory))
+        yield made
     finally:
-        with contextlib.suppress(OSError):
-            folder.rmdir()
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
-def probe(cores: int, emulate: int | None = None, cgroup: Path | None = None) -> dict:
+def parse_size(text: str) -> int:
+    """Bytes of ``"4GB"``, ``"512M"``, ``"1e9"`` (K, M, G, T: powers of 1024)."""
+    found = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMGT]?)i?B?\s*", text, flags=re.IGNORECASE)
+    if not found:
+        raise argparse.ArgumentTypeError(f"a size such as 4GB or 512MB, got {text!r}")
+    power = " KMGT".index(found.group(2).upper() or " ")
+    return int(float(found.group(1)) * 1024 ** power)
+
+
+def probe(cores: int, emulate: int | None = None, cgroup: list[Path] | None = None) -> dict:
     """What a child pinned to ``cores`` CPUs sees (see :data:`PROBE`); with ``emulate``, one
     made to believe it may use that many; with ``cgroup``, one in that cgroup."""
     env = None if emulate is None else {**os.environ,
@@ -185,13 +219,13 @@ def probe(cores: int, emulate: int | None = None, cgroup: Path | None = None) ->
 
 def audit(data: Path, out: Path, cores: int, timeout: float, *, in_turn: bool = False,
           numba_dir: Path | None = None, emulate: int | None = None,
-          cgroup: Path | None = None) -> tuple[int, float, float, list, str]:
+          cgroup: list[Path] | None = None) -> tuple[int, float, float, list, str]:
     """The default audit pinned to ``cores`` CPUs (``bench_pipeline``'s runner): exit code,
     wall s, peak RSS MB, the progress lines (seconds, fraction, line) and stderr's tail.
     ``in_turn``: every measure in turn (none beside the others), so that each stage's seconds
     are its own and its speed-up says how much of it divides among the cores. ``emulate``:
     the child believes it may use that many cores (:data:`EMULATE`); ``cgroup``: it runs in
-    that cgroup (:func:`quota_cgroup`)."""
+    those cgroups (:func:`limited_cgroup`)."""
     # a cache folder of its own: no run reads the cue tags an earlier one wrote
     env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}")}
     if numba_dir is not None:  # compiled code as a user's later audits find it
@@ -306,6 +340,9 @@ def main() -> int:
     parser.add_argument("--quota", type=float, metavar="Q",
                         help="one more audit on every core, inside a cgroup whose CPU quota "
                              "is Q CPUs (root): its pools must follow the quota")
+    parser.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
+                        help="that audit's cgroup limits its memory to SIZE (e.g. 4GB; "
+                             "alone: the cgroup has no CPU quota)")
     args = parser.parse_args()
     if args.quota is not None and not 0 < args.quota <= 4096:
         print(f"error: --quota expects CPUs > 0, got {args.quota}", file=sys.stderr)
@@ -385,7 +422,8 @@ def main() -> int:
             emulated = ({"peak": peak, "tree": LAST_TREE_PEAK[0], "wall": wall,
                          "digest": files_digest(out)}
                         if code == 0 else {"error": f"exit {code}: {tail[-400:]}"})
-        quota = None if args.quota is None else quota_audit(args, data, tmp, have, numba_dir)
+        quota = (None if args.quota is None and args.memory_limit is None
+                 else quota_audit(args, data, tmp, have, numba_dir))
     if not results:
         return 1
     base = counts[0] if counts[0] in results else min(results)
@@ -432,23 +470,24 @@ def main() -> int:
               f"({emulated['digest']}); wall {emulated['wall']:.1f} s (not {args.emulate} "
               "cores' speed)")
     if quota is not None:
-        print_quota(args.quota, quota, results, digests[base])
+        print_quota(args, quota, results, digests[base])
     return 0
 
 
 def quota_audit(args: argparse.Namespace, data: Path, tmp: Path, have: int,
                 numba_dir: Path) -> dict:
-    """The ``--quota`` audit: every core in its affinity (``--emulate``'s count if given),
-    in a cgroup of ``args.quota`` CPUs; what its probe saw, its wall, peaks and digest."""
+    """The ``--quota`` / ``--memory-limit`` audit: every core in its affinity (``--emulate``'s
+    count if given), in a cgroup of ``args.quota`` CPUs and ``args.memory_limit`` bytes; what
+    its probe saw, its wall, peaks and digest."""
     try:
-        with quota_cgroup(args.quota) as cgroup:
+        with limited_cgroup(args.quota, args.memory_limit) as cgroup:
             seen = probe(have, emulate=args.emulate, cgroup=cgroup)
             out = tmp / "run_quota"
             code, wall, peak, _, tail = audit(data, out, have, args.timeout,
                                               in_turn=args.in_turn, numba_dir=numba_dir,
                                               emulate=args.emulate, cgroup=cgroup)
     except OSError as exc:
-        return {"error": f"no cgroup with a CPU quota could be made ({exc}); run as root "
+        return {"error": f"no cgroup with these limits could be made ({exc}); run as root "
                          "on a machine whose cgroup file system is writable"}
     if code != 0:
         return {"error": f"the audit did not finish: exit {code}: {tail[-400:]}",
@@ -457,20 +496,24 @@ def quota_audit(args: argparse.Namespace, data: Path, tmp: Path, have: int,
             "digest": files_digest(out)}
 
 
-def print_quota(cpus: float, quota: dict, results: dict, digest: str) -> None:
-    """``--quota``'s lines: what the audit in the cgroup saw and did, beside the audit
-    pinned to as many cores as the quota allows."""
-    cores = max(1, math.ceil(cpus - 1e-9))
+def print_quota(args: argparse.Namespace, quota: dict, results: dict, digest: str) -> None:
+    """The lines of the audit in a cgroup: what it saw and did, beside the audit pinned to as
+    many cores as its quota allows (to the first count without a quota)."""
+    cpus = args.quota
+    cores = max(1, math.ceil(cpus - 1e-9)) if cpus is not None else min(results or [1])
     seen = quota.get("seen", {})
-    print(f"CPU quota of {cpus:g} CPUs, every core in the affinity"
+    limits = [f"a CPU quota of {cpus:g} CPUs" if cpus is not None else "",
+              f"a memory limit of {args.memory_limit / 2**30:.2f} GiB"
+              if args.memory_limit is not None else ""]
+    print(f"in a cgroup of {' and '.join(x for x in limits if x)}, every core in the affinity"
           f"{' (made to see ' + str(seen.get('affinity')) + ')' if seen else ''}: "
           f"{json.dumps(seen)}  "
-          f"{'ok' if seen.get('available_cores') == cores else 'MISMATCH'}")
+          f"{'ok' if cpus is None or seen.get('available_cores') == cores else 'MISMATCH'}")
     if "error" in quota:
         print(f"  {quota['error']}")
         return
     pinned = results.get(cores)
-    beside = (f" (pinned to {cores}: {pinned['wall']:.1f} s, {pinned['peak']:.0f} MB, with "
+    beside = (f" ({cores} pinned: {pinned['wall']:.1f} s, {pinned['peak']:.0f} MB, with "
               f"children {pinned['tree']:.0f} MB)" if pinned else "")
     print(f"  wall {quota['wall']:.1f} s, peak RSS {quota['peak']:.0f} MB, with children "
           f"{quota['tree']:.0f} MB{beside}; run files "

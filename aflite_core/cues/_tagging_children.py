@@ -27,11 +27,24 @@ from typing import IO
 
 import numpy as np
 
-__all__ = ["TAG_ARRAYS", "TAG_CHUNK", "answer_chunks", "start_child", "tag_in_children"]
+from aflite_core.cgroup_limits import usable_memory
+
+__all__ = ["CHILD_BYTES", "CHILDREN_MEMORY_SHARE", "TAG_ARRAYS", "TAG_CHUNK", "answer_chunks",
+           "children_for_memory", "start_child", "tag_in_children"]
 
 #: The most distinct texts sent to a child at a time (about 0.3 s of its tagging): small
 #: enough that the children finish together, large enough that the pipe costs nothing.
 TAG_CHUNK = 4_096
+#: What a tagging child may hold: the interpreter, numpy, the tagger's weights and word
+#: lists, the spelling checker, and its memo of tag decisions, which grows with the texts it
+#: tags up to ``FastPerceptronTagger._MEMO_LIMIT`` (peaks of 165-169 MB after 50,000
+#: distinct SNLI texts each, 234-235 MB after 300,000; 2026-11-30).
+CHILD_BYTES = 256 << 20
+#: The share of the memory this process may use (:func:`~aflite_core.cgroup_limits.
+#: usable_memory`: the machine's, or its container's limit) that the tagging children hold
+#: at most together: a 16 GB machine allows 16 of them, a container of 8 GB on a host of
+#: 64 cores 8 (not 62: 15 GB).
+CHILDREN_MEMORY_SHARE = 0.25
 #: What a tagging child runs (its ``__main__``: the tagging's own module).
 CHILD_MODULE = "aflite_core.cues._tagging"
 #: The tagging's arrays (name, dtype), in the order a child answers them.
@@ -64,6 +77,21 @@ def start_child(module: str, args: Sequence[str], *, stdout: int | IO[bytes],
                             stdout=stdout, stderr=stderr, env=env)
 
 
+def children_for_memory(memory: int | None = None) -> int:
+    """Tagging children the memory allows (``memory``: default what this process may use):
+    :data:`CHILDREN_MEMORY_SHARE` of it at :data:`CHILD_BYTES` each, at least one.
+
+    Examples
+    --------
+    >>> children_for_memory(16 << 30), children_for_memory(8 << 30), children_for_memory(1 << 30)
+    (16, 8, 1)
+    """
+    memory = usable_memory() if memory is None else memory
+    if memory is None:  # not known: as many as asked
+        return sys.maxsize
+    return max(1, int(memory * CHILDREN_MEMORY_SHARE) // CHILD_BYTES)
+
+
 def tag_in_children(texts: Sequence[str], *, args: Sequence[str], n_jobs: int,
                     stop: threading.Event | None = None) -> dict[str, np.ndarray]:
     """Tense code, NER bit mask and typo flag of each text, tagged by ``n_jobs`` child
@@ -81,7 +109,8 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str], n_jobs: int,
         The children's arguments: the folder of their tagging context
         (``_tagging.write_context``).
     n_jobs : int
-        How many children, at least 1.
+        How many children, at least 1; no more than the memory allows
+        (:func:`children_for_memory`).
     stop : threading.Event, optional
         Set it to stop: no chunk goes out after it, and the children finish the one they hold.
 
@@ -111,6 +140,7 @@ def tag_in_children(texts: Sequence[str], *, args: Sequence[str], n_jobs: int,
     """
     if n_jobs < 1:
         raise ValueError(f"n_jobs must be at least 1, got {n_jobs}")
+    n_jobs = min(n_jobs, children_for_memory())  # each child holds up to CHILD_BYTES
     size = max(1, min(TAG_CHUNK, -(-len(texts) // (4 * n_jobs))))
     starts = list(range(0, len(texts), size))
     parts: list[list[np.ndarray] | None] = [None] * len(starts)

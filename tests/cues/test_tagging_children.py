@@ -49,6 +49,30 @@ def test_the_children_tag_as_this_process_does(snli_dir, monkeypatch, tmp_path):
     assert _children() <= before  # every child has exited
 
 
+def test_no_more_children_than_the_memory_holds(snli_dir, monkeypatch, tmp_path):
+    """A container of 1 GiB on a host of many cores: one child where six were asked (each
+    may hold CHILD_BYTES), and the same tags."""
+    texts = pd.read_csv(snli_dir / "snli_dev.csv")["hypothesis"].tolist()[:200]
+    monkeypatch.setattr(children, "TAG_CHUNK", 16)  # many chunks: six children had work
+    monkeypatch.setattr(children, "usable_memory", lambda: 1 << 30)
+    started = []
+    start = children.start_child
+
+    def counted(*args, **kwargs):
+        started.append(args)
+        return start(*args, **kwargs)
+
+    monkeypatch.setattr(children, "start_child", counted)
+    got = children.tag_in_children(texts, args=_context_folder(tmp_path), n_jobs=6)
+    assert len(started) == 1
+    for name, array in _in_process(texts).items():
+        np.testing.assert_array_equal(got[name], array, err_msg=name)
+    monkeypatch.setattr(children, "usable_memory", lambda: 3 * children.CHILD_BYTES * 4)
+    started.clear()
+    children.tag_in_children(texts, args=_context_folder(tmp_path), n_jobs=6)
+    assert len(started) == 3  # a quarter of the memory: three children's worth
+
+
 def test_more_children_than_chunks_and_no_texts(tmp_path):
     args = _context_folder(tmp_path)
     one = children.tag_in_children(["She will go."], args=args, n_jobs=4)
