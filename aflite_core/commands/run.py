@@ -21,7 +21,7 @@ from typing import Any
 
 from aflite_core._validation import available_cores
 from aflite_core.audit_client import audit_client
-from aflite_core.cgroup_limits import limit_native_threads
+from aflite_core.cgroup_limits import limit_native_threads, usable_memory
 from aflite_core.commands._input import (  # noqa: F401 - parse_bytes, DEFAULT_MAX_BYTES re-exported
     DEFAULT_MAX_BYTES,
     ShardsOnCluster,
@@ -63,6 +63,36 @@ from aflite_core.runs import (
 #: work cost 1 s of 8 (the slices' k-means 1.75 -> 1.0-1.2 s, AFLite's rounds 2.6 -> 2.4 s on
 #: two local workers), so below it temporaries reuse the heap (``HEAP_THRESHOLD``).
 DRIVER_MAPS_FROM_ROWS = 1_000_000
+#: A local default audit's peak RSS, measured on SNLI-like rows (``bench_pipeline.py``,
+#: 2026-11-30: 1.52-1.54 GB at 1M rows, 2.49 at 2M, 5.00 at 5M): about this much...
+PEAK_BASE_BYTES = 500 << 20
+#: ... plus this much a row (longer texts hold more).
+PEAK_ROW_BYTES = 1_000
+
+
+def memory_note(n_rows: int, usable: int | None) -> str | None:
+    """What to say before a local audit of ``n_rows`` rows whose expected peak
+    (:data:`PEAK_BASE_BYTES` + :data:`PEAK_ROW_BYTES` a row) is more than ``usable`` bytes
+    (:func:`~aflite_core.cgroup_limits.usable_memory`: the machine's, or its container's
+    limit), past which the system would kill it; None when it fits or nothing is known.
+
+    Examples
+    --------
+    >>> memory_note(100_000, 16 << 30) is None
+    True
+    >>> memory_note(5_000_000, 4 << 30)[:44]
+    'note: a local audit of 5,000,000 rows peaks '
+    """
+    if usable is None:
+        return None
+    expected = PEAK_BASE_BYTES + PEAK_ROW_BYTES * int(n_rows)
+    if expected <= usable:
+        return None
+    return (f"note: a local audit of {n_rows:,} rows peaks at about {expected / 2**30:.1f} GB "
+            f"on SNLI-like texts, more than the {usable / 2**30:.1f} GB this process may use "
+            "(the machine's memory or its container's limit): it may be stopped by the system "
+            "part way. A Dask cluster holds the rows on its workers (--scheduler; "
+            "docs/scaling.md), or give it a machine with more memory")
 
 #: AuditConfig / AFLite parameter names and the CLI options that set them.
 _PARAMETER_FLAGS = {**{p.name: p.flag for p in PARAMETERS}, "measures": "--measures"}
@@ -344,6 +374,10 @@ def _run(args: argparse.Namespace) -> int:
             config = audit_config(args, filter_units(
                 dataset, split_policy=args.split_policy or "auto",
                 instance=args.instance or "auto"))
+            note = None if client is not None else memory_note(len(dataset.frame),
+                                                               usable_memory())
+            if note and not args.quiet:
+                print(note, file=sys.stderr, flush=True)
             loaded(int(dataset.included_mask.sum()))  # no work ahead: its child ends
             path = run_audit(dataset, config, runs_root=root, name=name, callback=printer,
                              overwrite=args.overwrite)

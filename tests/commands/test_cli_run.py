@@ -349,6 +349,27 @@ def test_running_out_of_memory_is_a_message_not_an_unexpected_error(monkeypatch,
         assert "out of memory" in err and "unexpected" not in err
 
 
+def test_an_audit_larger_than_the_memory_it_may_use_is_said_before_it_starts(
+        snli_sample, tmp_path, monkeypatch, capsys):
+    """A container of 256 MB: the note says what the audit needs and what to do, once, before
+    the audit (which still runs: the estimate is of SNLI-like texts); with memory to spare,
+    or -q, nothing is said."""
+    from aflite_core.commands import run as run_command
+
+    args = ["--measures", "none", "--partitions", "4", "--n-components", "16"]
+    monkeypatch.setattr(run_command, "usable_memory", lambda: 256 << 20)
+    assert main(["run", str(snli_sample), "--out", str(tmp_path / "small"), *args]) == 0
+    err = capsys.readouterr().err
+    assert err.count("note: a local audit of 3,000 rows peaks at about 0.5 GB") == 1, err
+    assert "more than the 0.2 GB this process may use" in err
+    assert err.index("note: a local audit") < err.index("AFLite round 1")
+    assert main(["run", str(snli_sample), "--out", str(tmp_path / "quiet"), *args, "-q"]) == 0
+    assert "note: a local audit" not in capsys.readouterr().err
+    monkeypatch.setattr(run_command, "usable_memory", lambda: 16 << 30)
+    assert main(["run", str(snli_sample), "--out", str(tmp_path / "large"), *args]) == 0
+    assert "note: a local audit" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("other_thread", [False, True])
 def test_the_command_runs_exit_handlers_and_keeps_its_exit_code(tmp_path, other_thread):
     """The command leaves without the interpreter's teardown, but only after the exit
