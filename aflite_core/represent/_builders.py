@@ -36,8 +36,10 @@ Methods
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +49,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import scipy.sparse as sp
 
-from aflite_core._validation import check_fraction, check_int, check_seed, make_rng
+from aflite_core._validation import (
+    available_cores,
+    check_fraction,
+    check_int,
+    check_seed,
+    make_rng,
+)
 from aflite_core.errors import (  # noqa: F401 - re-exported: their public home
     EmbeddingFileError,
     OptionalDependencyError,
@@ -150,6 +158,10 @@ def tfidf_blocks(
 ) -> sp.csr_matrix:
     """Sparse TF-IDF with separate hypothesis and premise blocks, stacked side by side.
 
+    Where this process may use two cores or more, the premise block is built on a thread
+    beside the hypotheses' (the same matrices; 1M SNLI-like rows on two idle cores: 3.2-4.0
+    -> 2.5-2.6 s, the TF-IDF's peak 80-140 MB higher).
+
     Parameters
     ----------
     hypotheses : list of str
@@ -183,19 +195,26 @@ def tfidf_blocks(
             callback({"fraction": TFIDF_SHARE * share, "message": f"TF-IDF of {n:,} {what}"})
 
     blocks_model = [{}, {}]
-    hyp = _vectorize(hypotheses, max_features, min_df, blocks_model[0])
-    done(0.5 if premises is not None else 1.0, "hypotheses done")
-    if hyp is None:
-        raise RepresentationError(
-            "hypotheses: no word found in any text (all empty or punctuation only); "
-            "cannot build TF-IDF features"
-        )
-    blocks = [hyp]
-    if premises is not None:
-        prem = _vectorize(premises, max_features, min_df, blocks_model[1])
-        done(1.0, "premises done")
-        if prem is not None:
-            blocks.append(prem)
+    with contextlib.ExitStack() as stack:
+        prem_block = None
+        if premises is not None and available_cores() > 1:  # the two blocks side by side
+            pool = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tfidf"))
+            prem_block = pool.submit(_vectorize, premises, max_features, min_df,
+                                     blocks_model[1])
+        hyp = _vectorize(hypotheses, max_features, min_df, blocks_model[0])
+        done(0.5 if premises is not None else 1.0, "hypotheses done")
+        if hyp is None:
+            raise RepresentationError(
+                "hypotheses: no word found in any text (all empty or punctuation only); "
+                "cannot build TF-IDF features"
+            )
+        blocks = [hyp]
+        if premises is not None:
+            prem = (prem_block.result() if prem_block is not None
+                    else _vectorize(premises, max_features, min_df, blocks_model[1]))
+            done(1.0, "premises done")
+            if prem is not None:
+                blocks.append(prem)
     if model is not None:
         model.extend(block for block in blocks_model[:len(blocks)])
     return sp.hstack(blocks, format="csr", dtype=np.float32)
