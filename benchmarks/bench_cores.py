@@ -88,6 +88,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_cues import build  # noqa: E402
 from bench_pipeline import LAST_TREE_PEAK, _audit, eta_factor  # noqa: E402
 
+from aflite_core.cgroup_limits import quota_cores, usable_memory  # noqa: E402
+
 #: Rows of the unmeasured audit that fills the runs' numba cache folder: more than the map
 #: fits (``projection.SAMPLE_SIZE``, so the rows placed and polished compile too) and a file
 #: over the load's compiled scan's 4 MB.
@@ -356,15 +358,21 @@ def main() -> int:
         return 2
     counts = [int(c) for c in args.cores.split(",")]
     have = len(os.sched_getaffinity(0))
-    if max(counts) > have:
-        print(f"error: --cores asks for {max(counts)} cores; this process may use {have}",
+    quota = quota_cores()  # a container's CPU quota: pinned counts above it only share it
+    if max(counts) > min(have, quota or have):
+        print(f"error: --cores asks for {max(counts)} cores; this process may use "
+              f"{min(have, quota or have)}"
+              f"{' (its CPU quota)' if quota is not None and quota < have else ''}",
               file=sys.stderr)
         return 2
     if args.data is not None:
         args.rows = len(pd.read_csv(args.data, keep_default_na=False, usecols=[0]))
+    memory = usable_memory()
     print(f"{args.rows:,} rows, the default audit (--no-report"
           f"{', every measure in turn' if args.in_turn else ''}), pinned by CPU affinity; "
-          f"this machine lets the benchmark use {have} cores")
+          f"this machine lets the benchmark use {have} cores (CPU quota: "
+          f"{quota if quota is not None else 'none'}; memory "
+          f"{'unknown' if memory is None else f'{memory / 2**30:.1f} GB'})")
     for k in counts:
         seen = probe(k)
         ok = (seen.get("available_cores") == k and seen.get("numba") == k
