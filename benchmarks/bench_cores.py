@@ -89,6 +89,7 @@ from bench_cues import build  # noqa: E402
 from bench_pipeline import LAST_TREE_PEAK, _audit, eta_factor  # noqa: E402
 
 from aflite_core.cgroup_limits import quota_cores, usable_memory  # noqa: E402
+from aflite_core.commands._input import parse_bytes  # noqa: E402
 
 #: Rows of the unmeasured audit that fills the runs' numba cache folder: more than the map
 #: fits (``projection.SAMPLE_SIZE``, so the rows placed and polished compile too) and a file
@@ -195,15 +196,6 @@ def limited_cgroup(cpus: float | None, memory: int | None):
         for folder in reversed(made):
             with contextlib.suppress(OSError):
                 folder.rmdir()
-
-
-def parse_size(text: str) -> int:
-    """Bytes of ``"4GB"``, ``"512M"``, ``"1e9"`` (K, M, G, T: powers of 1024)."""
-    found = re.fullmatch(r"\s*([0-9.eE+]+)\s*([KMGT]?)i?B?\s*", text, flags=re.IGNORECASE)
-    if not found:
-        raise argparse.ArgumentTypeError(f"a size such as 4GB or 512MB, got {text!r}")
-    power = " KMGT".index(found.group(2).upper() or " ")
-    return int(float(found.group(1)) * 1024 ** power)
 
 
 def probe(cores: int, emulate: int | None = None, cgroup: list[Path] | None = None) -> dict:
@@ -342,7 +334,7 @@ def main() -> int:
     parser.add_argument("--quota", type=float, metavar="Q",
                         help="one more audit on every core, inside a cgroup whose CPU quota "
                              "is Q CPUs (root): its pools must follow the quota")
-    parser.add_argument("--memory-limit", type=parse_size, metavar="SIZE",
+    parser.add_argument("--memory-limit", type=parse_bytes, metavar="SIZE",
                         help="that audit's cgroup limits its memory to SIZE (e.g. 4GB; "
                              "alone: the cgroup has no CPU quota)")
     args = parser.parse_args()
