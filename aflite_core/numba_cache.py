@@ -1,6 +1,7 @@
 """numba's compiled code kept on disk in the user cache folder, so a new process loads it.
 
-:func:`jit` is ``numba.njit(cache=True, fastmath=True, nogil=True)``. The cache folder is
+:func:`jit` is ``numba.njit(cache=True, fastmath=True, nogil=True)``, :func:`exact_jit` the
+same without fastmath (a loop that must give the bits a C loop gives). The cache folder is
 :func:`numba_cache_dir`: ``$NUMBA_CACHE_DIR`` when the user set it, else ``numba/`` in the
 user cache folder (:func:`aflite_core.text.default_cache_dir`). When that folder cannot be
 written numba uses its own places (beside the module, then its user-wide folder), and when
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from aflite_core.text import default_cache_dir
 
-__all__ = ["jit", "numba_cache_dir"]
+__all__ = ["exact_jit", "jit", "numba_cache_dir"]
 
 
 def numba_cache_dir() -> Path | None:
@@ -60,3 +61,14 @@ def jit(function: Callable) -> Callable:
         return numba.njit(cache=True, fastmath=True, nogil=True)(function)
     except RuntimeError:  # "cannot cache function ...: no locator available"
         return numba.njit(fastmath=True, nogil=True)(function)
+
+
+def exact_jit(function: Callable) -> Callable:
+    """``numba.njit(cache=True, nogil=True)`` without fastmath: the float operations as
+    written and in their order (no fused multiply-add, no reordered sums), for a loop whose
+    results must be those of the same loop in C; compiled in memory only when no cache
+    folder is writable."""
+    try:
+        return numba.njit(cache=True, nogil=True)(function)
+    except RuntimeError:  # "cannot cache function ...: no locator available"
+        return numba.njit(nogil=True)(function)

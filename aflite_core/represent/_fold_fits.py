@@ -39,6 +39,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 
 from aflite_core.represent._partitioned_rows import RowsOnWorkers
+from aflite_core.represent._split_products import split_products
 from aflite_core.represent._term_counts import NgramCounts, ngram_counts, word_sets
 from aflite_core.represent._text_models import (
     MIN_DF,
@@ -233,8 +234,9 @@ class _FoldLogistic:
 
     def fit(self, X_train, y_train) -> LogisticRegression:
         clf = clone(self.model)
-        with single_blas_thread():
-            clf.fit(X_train, y_train)
+        # its sparse products on the cores the other folds leave
+        with single_blas_thread(), split_products(X_train) as X:
+            clf.fit(X, y_train)
         return clf
 
 

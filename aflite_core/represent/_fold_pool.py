@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -43,7 +44,7 @@ from aflite_core._validation import available_cores, scratch_threads
 from aflite_core.errors import LostOnCluster  # noqa: F401 - re-exported: raised here
 
 __all__ = ["FOLD_THREADS_ENV", "MAX_THREADS", "DaskFolds", "LostOnCluster", "available_cores",
-           "cluster_workers", "dask_folds", "departed_workers", "fold_threads",
+           "cluster_workers", "dask_folds", "departed_workers", "fold_share", "fold_threads",
            "lost_on_cluster", "map_folds", "map_streamed", "on_dask"]
 
 
@@ -127,6 +128,48 @@ def dask_folds() -> DaskFolds | None:
     """The :func:`on_dask` context this code runs in, or None (local): for a measure whose
     tasks are coarser on a cluster than on the local pool."""
     return _ON_DASK.get()
+
+
+#: Whether this thread runs a task of :func:`map_folds`' local pool, and how many such tasks
+#: run in this process now (:func:`fold_share`).
+_IN_FOLD_TASK: ContextVar[bool] = ContextVar("aflite_in_fold_task", default=False)
+_RUNNING = [0]
+_RUNNING_LOCK = threading.Lock()
+
+
+def _local_task(fit: Callable[[T], R], task: T) -> R:
+    """``fit(task)`` counted among the running fold tasks (:func:`fold_share`)."""
+    token = _IN_FOLD_TASK.set(True)
+    with _RUNNING_LOCK:
+        _RUNNING[0] += 1
+    try:
+        return fit(task)
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING[0] -= 1
+        _IN_FOLD_TASK.reset(token)
+
+
+def fold_share() -> int:
+    """Cores the calling fold task may use now: in a task of :func:`map_folds`' local pool,
+    the cores this process may use divided among the tasks running (at least one); else 1
+    (a task on a Dask worker, or code outside any fold task).
+
+    A fit's sparse products use it (``represent._split_products``): a fold fit running alone,
+    the last of a measure's, takes every core; two of them half each.
+
+    Examples
+    --------
+    >>> fold_share()
+    1
+    >>> map_folds(lambda task: fold_share(), [0], threads=1) == [available_cores()]
+    True
+    """
+    if not _IN_FOLD_TASK.get():
+        return 1
+    with _RUNNING_LOCK:
+        running = _RUNNING[0]
+    return max(1, available_cores() // max(1, running))
 
 
 def _fit_task(fit: Callable[..., R], task: T, *resident: Any) -> R:
@@ -387,7 +430,7 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
     with blas_threads.limit(1):
         if threads <= 1 or len(tasks) <= 1:
             for i, task in enumerate(tasks):
-                results.append(fit(task))
+                results.append(_local_task(fit, task))
                 if on_done is not None:
                     on_done(i, results[-1])
             return results
@@ -395,7 +438,7 @@ def map_folds(fit: Callable[..., R], tasks: Sequence[T], *,
                                   thread_name_prefix="fold-fit")
         futures: list[Future] = []
         try:
-            futures = [pool.submit(fit, task) for task in tasks]
+            futures = [pool.submit(_local_task, fit, task) for task in tasks]
             for i, future in enumerate(futures):
                 results.append(future.result())
                 if on_done is not None:
