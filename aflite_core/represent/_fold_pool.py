@@ -156,7 +156,9 @@ def fold_share() -> int:
     (a task on a Dask worker, or code outside any fold task).
 
     A fit's sparse products use it (``represent._split_products``): a fold fit running alone,
-    the last of a measure's, takes every core; two of them half each.
+    the last of a measure's, takes every core; two of them half each. Work beside the fold
+    tasks is not counted (the map beside the measures on few cores: a lone fit's products
+    then share a core with it for their milliseconds).
 
     Examples
     --------
