@@ -123,10 +123,11 @@ def test_split_products_leaves_other_inputs_alone():
             assert same is other
 
 
-def test_a_fit_is_the_same_bits_on_any_thread_count(parts):
+@pytest.mark.parametrize("n_classes", [3, 2])  # multinomial; binary: vector products
+def test_a_fit_is_the_same_bits_on_any_thread_count(parts, n_classes):
     texts, labels, _ = planted_texts(n=3000, seed=3)
     features = SharedTextFeatures(texts)
-    codes = np.unique(labels, return_inverse=True)[1]
+    codes = np.unique(labels, return_inverse=True)[1] % n_classes
     train = np.flatnonzero(np.arange(len(codes)) % 5 != 0)
     X = features.split(train, train[:10])[0]
     fold = _FoldLogistic(text_model("hypothesis_only").named_steps["model"])
