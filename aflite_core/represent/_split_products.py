@@ -197,8 +197,7 @@ class SplitCSR(sp.csr_matrix):
         n_parts = _parts()
         if n_parts < 2:
             return None
-        ok = self._split_state().get("columns_ok")
-        if not (self._columns_ok() if ok is None else ok):
+        if not self._columns_ok():
             return None
         from aflite_core.represent._split_kernels import transposed_range  # lazy: numba
 
@@ -215,11 +214,12 @@ class SplitCSR(sp.csr_matrix):
         """Whether the column ranges apply: sorted indices, under 65,535 entries a row, float64
         values (checked once)."""
         state = self._split_state()
-        longest = int(np.diff(self.indptr).max()) if self.shape[0] else 0
-        ok = (self.data.dtype == np.float64 and bool(self.has_sorted_indices)
-              and longest < np.iinfo(np.uint16).max)
-        state["columns_ok"] = bool(ok)
-        return bool(ok)
+        if "columns_ok" not in state:
+            longest = int(np.diff(self.indptr).max()) if self.shape[0] else 0
+            state["columns_ok"] = bool(self.data.dtype == np.float64
+                                       and self.has_sorted_indices
+                                       and longest < np.iinfo(np.uint16).max)
+        return state["columns_ok"]
 
 
 class _SplitTransposed(sp.csc_matrix):
