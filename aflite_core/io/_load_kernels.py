@@ -69,42 +69,56 @@ def _rounds(v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, count: i
 
 
 @jit
-def _siphash(data: np.ndarray, start: int, end: int) -> np.uint64:
-    """SipHash-2-4 of ``data[start:end]`` under pandas' key, then pandas' mixing."""
-    v0 = _K0 ^ np.uint64(0x736F6D6570736575)
-    v1 = _K1 ^ np.uint64(0x646F72616E646F6D)
-    v2 = _K0 ^ np.uint64(0x6C7967656E657261)
-    v3 = _K1 ^ np.uint64(0x7465646279746573)
-    length = end - start
-    whole = start + (length - length % 8)
-    p = start
-    rounds = 0
-    last = np.uint64(length & 0xFF) << np.uint64(56)
-    while True:
-        if p < whole:
-            m = np.uint64(0)
-            for k in range(8):
-                m |= np.uint64(data[p + k]) << np.uint64(8 * k)
-            p += 8
-        else:  # the last word: the bytes left and the length
-            m = last
-            for k in range(end - p):
-                m |= np.uint64(data[p + k]) << np.uint64(8 * k)
-            rounds = 1
-        v3 ^= m
-        v0, v1, v2, v3 = _rounds(v0, v1, v2, v3, 2)
-        v0 ^= m
-        if rounds:
-            break
+def _start() -> tuple[np.uint64, np.uint64, np.uint64, np.uint64]:
+    """SipHash's state under pandas' key, before any byte."""
+    return (_K0 ^ np.uint64(0x736F6D6570736575), _K1 ^ np.uint64(0x646F72616E646F6D),
+            _K0 ^ np.uint64(0x6C7967656E657261), _K1 ^ np.uint64(0x7465646279746573))
+
+
+@jit
+def _compress(v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, m: np.uint64
+              ) -> tuple[np.uint64, np.uint64, np.uint64, np.uint64]:
+    """One 8-byte word ``m`` into the state (SipHash-2-4: two SipRounds)."""
+    v3 ^= m
+    v0, v1, v2, v3 = _rounds(v0, v1, v2, v3, 2)
+    v0 ^= m
+    return v0, v1, v2, v3
+
+
+@jit
+def _finish(v0: np.uint64, v1: np.uint64, v2: np.uint64, v3: np.uint64, m: np.uint64
+            ) -> np.uint64:
+    """The last word ``m`` (the bytes left and the length in its top byte), the four
+    finalising SipRounds, then pandas' mixing of the 64 bits (``_hash_ndarray``)."""
+    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
     v2 ^= np.uint64(0xFF)
     v0, v1, v2, v3 = _rounds(v0, v1, v2, v3, 4)
     h = v0 ^ v1 ^ v2 ^ v3
-    h ^= h >> np.uint64(30)  # pandas' redistribution of the 64 bits (_hash_ndarray)
+    h ^= h >> np.uint64(30)
     h *= np.uint64(0xBF58476D1CE4E5B9)
     h ^= h >> np.uint64(27)
     h *= np.uint64(0x94D049BB133111EB)
     h ^= h >> np.uint64(31)
     return h
+
+
+@jit
+def _siphash(data: np.ndarray, start: int, end: int) -> np.uint64:
+    """SipHash-2-4 of ``data[start:end]`` under pandas' key, then pandas' mixing."""
+    v0, v1, v2, v3 = _start()
+    length = end - start
+    whole = start + (length - length % 8)
+    p = start
+    while p < whole:
+        m = np.uint64(0)
+        for k in range(8):
+            m |= np.uint64(data[p + k]) << np.uint64(8 * k)
+        v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
+        p += 8
+    m = np.uint64(length & 0xFF) << np.uint64(56)  # the bytes left and the length
+    for k in range(end - p):
+        m |= np.uint64(data[p + k]) << np.uint64(8 * k)
+    return _finish(v0, v1, v2, v3, m)
 
 
 @jit
@@ -124,12 +138,13 @@ _KIND[[0x09, 0x0A, 0x0C, 0x0D]] = 1  # RE2's \s: [\t\n\f\r ]
 @jit
 def _normalised_all(offsets: np.ndarray, data: np.ndarray, kind: np.ndarray, left: bool,
                     right: bool, out: np.ndarray, slow: np.ndarray) -> None:
-    longest = 0
+    # each normalised byte goes straight into the hash's next word: no copy of the text to
+    # hash afterwards (its byte stores read back as words cost more than the hashing)
     for i in range(len(out)):
-        longest = max(longest, offsets[i + 1] - offsets[i])
-    buffer = np.empty(longest + 1, dtype=np.uint8)
-    for i in range(len(out)):
-        k = 0
+        v0, v1, v2, v3 = _start()
+        m = np.uint64(0)  # the word being filled, ``shift`` bits of it so far
+        shift = np.uint64(0)
+        n = 0  # bytes of the normalised text
         pending = False  # a separator run waiting for its one space
         for p in range(offsets[i], offsets[i + 1]):
             c = data[p]
@@ -138,20 +153,32 @@ def _normalised_all(offsets: np.ndarray, data: np.ndarray, kind: np.ndarray, lef
                 slow[i] = True
                 break
             if what == 1:
-                pending = pending or k > 0 or not left
+                pending = pending or n > 0 or not left
                 continue
             if pending:
-                buffer[k] = 32
-                k += 1
+                m |= np.uint64(32) << shift
+                shift += np.uint64(8)
+                n += 1
                 pending = False
-            buffer[k] = c + 32 if 65 <= c <= 90 else c
-            k += 1
+                if shift == np.uint64(64):
+                    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
+                    m, shift = np.uint64(0), np.uint64(0)
+            m |= np.uint64(c + 32 if 65 <= c <= 90 else c) << shift
+            shift += np.uint64(8)
+            n += 1
+            if shift == np.uint64(64):
+                v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
+                m, shift = np.uint64(0), np.uint64(0)
         if slow[i]:
             continue
         if pending and not right:
-            buffer[k] = 32
-            k += 1
-        out[i] = _siphash(buffer, 0, k)
+            m |= np.uint64(32) << shift
+            shift += np.uint64(8)
+            n += 1
+            if shift == np.uint64(64):
+                v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
+                m, shift = np.uint64(0), np.uint64(0)
+        out[i] = _finish(v0, v1, v2, v3, m | np.uint64(n & 0xFF) << np.uint64(56))
 
 
 def _buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:

@@ -44,6 +44,9 @@ def _texts() -> list[str]:
     for _ in range(5000):
         pool = printable if rng.random() < 0.7 else unicode
         out.append("".join(rng.choice(pool, int(rng.integers(0, 40)))))
+    # past 255 bytes (SipHash keeps the length's low byte), whole words and a byte over
+    out += ["x" * 255, "Y" * 256, "ab " * 100, " Z!" * 300, "word" * 64 + " ", "a  b" * 70]
+    out += ["".join(rng.choice(printable, int(rng.integers(250, 600)))) for _ in range(50)]
     return out
 
 
