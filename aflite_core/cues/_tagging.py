@@ -476,7 +476,9 @@ def write_context(context: _TaggingContext, folder: Path) -> Path:
 def _read_context(folder: Path) -> _TaggingContext:
     """The tagging context :func:`write_context` wrote into ``folder``."""
     strings = json.loads((folder / CONTEXT_FILES[0]).read_text(encoding="utf-8"))
-    weights = np.load(folder / CONTEXT_FILES[1], allow_pickle=False)
+    # mapped, read-only: the children of one tagging share the file's pages (26 MB) instead
+    # of holding a copy each (the caller removes the folder after they have ended)
+    weights = np.asarray(np.load(folder / CONTEXT_FILES[1], allow_pickle=False, mmap_mode="r"))
     tagger = FastPerceptronTagger.from_parts(strings["tagdict"], strings["classes"],
                                              strings["features"], weights)
     return _TaggingContext(tagger, frozenset(strings["common"]), strings["ner_method"],

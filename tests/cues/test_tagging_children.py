@@ -107,6 +107,10 @@ def test_the_written_context_tags_as_the_loaded_one(snli_dir, tmp_path):
     loaded = tagging._loaded_context("heuristic")
     read = tagging._read_context(tagging.write_context(loaded, tmp_path))
     assert read.common == loaded.common and read.search_path == loaded.search_path
+    # the weights are the file's pages, shared by the children, not a copy in each
+    assert isinstance(read.tagger._weights.base, np.memmap)
+    assert not read.tagger._weights.flags.writeable
+    np.testing.assert_array_equal(read.tagger._weights, loaded.tagger._weights)
     for text in texts:
         tokens = tagging.tokenize(text)
         assert read.tagger.tag(tokens) == loaded.tagger.tag(tokens)
