@@ -69,6 +69,19 @@ def console() -> NoReturn:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    # an audit's cue child first: it loads NLTK while the parser imports every command
+    early = commands.warm_early(words)
+    try:
+        return _main(words)
+    finally:
+        if early:  # ended unless the audit took it (a failed start, too few rows)
+            from aflite_core.cues import discard_spare_child  # lazy: only after warm_early
+
+            discard_spare_child()
+
+
+def _main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

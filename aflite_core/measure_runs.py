@@ -40,6 +40,7 @@ from typing import Any
 
 from aflite_core import blas_threads, progress_plan
 from aflite_core._validation import available_cores
+from aflite_core.ahead_bounds import AHEAD_MAX_ROWS, AHEAD_MIN_CORES, AHEAD_MIN_ROWS
 from aflite_core.errors import AuditCancelled, MeasureSkipped
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.measures import Measure, MeasureContext, MeasureResult, registry
@@ -68,24 +69,6 @@ BESIDE_MANY_CORES = 8
 #: threads on the 2-core machine, its affinity patched; two cores alone: 1.80 GB), past
 #: issue 63's 2 GB and +25 %; the map's working set grows with the rows.
 BESIDE_MAX_ROWS_MANY_CORES = 500_000
-
-
-#: Cores from which the measures' work ahead (``Measure.ahead``) starts: on one core it would
-#: only take turns with Φ and the filter.
-AHEAD_MIN_CORES = 2
-#: Audited rows from which the work ahead starts: below, Φ and the filter are done before the
-#: child process has loaded what it tags with (about 1.5 s of one core), and the cue measure
-#: waits for it. Two cores, a fresh annotation cache (2026-11-30, ``/tmp`` script timing the
-#: CLI audit): SNLI dev (9,842 rows) 5.45-5.52 s ahead against 5.22-5.37 s in the measure;
-#: 30,000 rows 10.33 s against 10.94 s; 100,000 rows 24.1 s against 27.4 s.
-AHEAD_MIN_ROWS = 20_000
-#: Audited rows up to which the work ahead starts: as far as it was measured. Its child
-#: process holds the texts, their token counts and tags (not the audit's process: its texts
-#: are sent a chunk at a time). ``bench_pipeline.py --sizes 1000000`` on two cores
-#: (2026-11-30): 137.1 s and a peak of 1,819 MB, against 154.8 s and 1,810 MB the day
-#: before; ``bench_cores.py --rows 300000 --cores 2``: 51.95 s and 1,164 MB against 54.74 s
-#: and 1,225 MB.
-AHEAD_MAX_ROWS = 1_000_000
 
 
 def ahead_measures(measures: Sequence[Measure], n_rows: int, *, cores: int,

@@ -37,14 +37,10 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
-import pyarrow.parquet as pq
-
 from aflite_core.cgroup_limits import limit_native_threads
 from aflite_core.heap_trim import arrow_on_c_heap, limit_arenas
-from aflite_core.io import parquet_safe_table, unique_column_name
 from aflite_core.json_files import read_json_file
 from aflite_core.process_exit import exit_now
-from aflite_core.runs import to_jsonable
 
 #: Files of a job folder.
 JOB_FILE = "job.json"
@@ -77,6 +73,12 @@ def write_job(folder: str | os.PathLike, dataset: Any, config: Any, *,
     pathlib.Path
         ``folder``.
     """
+    # lazy: pyarrow and pandas, which a worker imports after its cue child has started
+    import pyarrow.parquet as pq
+
+    from aflite_core.io import parquet_safe_table, unique_column_name  # lazy: as above
+    from aflite_core.runs import to_jsonable  # lazy: as above
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     frame = dataset.frame
@@ -104,6 +106,8 @@ def write_job(folder: str | os.PathLike, dataset: Any, config: Any, *,
 
 def read_job(folder: str | os.PathLike) -> tuple[Any, Any, Path, str | None]:
     """The ``(dataset, config, runs_root, name)`` that :func:`write_job` wrote."""
+    import pyarrow.parquet as pq  # lazy: after the worker's cue child has started
+
     from aflite_core.config import AuditConfig  # lazy: +48 ms to import
 
     # lazy: +83 ms to import
@@ -142,6 +146,8 @@ class _Channel:
         self.stream = stream
 
     def send(self, event: dict) -> None:
+        from aflite_core.runs import to_jsonable  # lazy: after the cue child has started
+
         self.stream.write(json.dumps(to_jsonable(event)) + "\n")
         self.stream.flush()
 
@@ -183,6 +189,31 @@ def run_job(folder: str | os.PathLike, channel: _Channel) -> int:
     return 0
 
 
+def warm_early(folder: str | os.PathLike) -> bool:
+    """Start the cue measure's child (:func:`aflite_core.cues.start_spare_child`) before the
+    worker imports the pipeline and reads the rows (about a second and more of one core),
+    when the job's audit will do work ahead: the cue measure chosen, no cluster, and the
+    cores and rows of :func:`aflite_core.ahead_bounds.ahead_possible`. Returns whether it was
+    started; the audit takes it, else :func:`main` ends it. A job that cannot be read starts
+    nothing (:func:`run_job` says why)."""
+    try:
+        job = read_json_file(Path(folder) / JOB_FILE)
+        config, report = job["config"], job["dataset"]["report"]
+        chosen = "cues" in (config.get("measures") or ())
+        local = config.get("backend", "local") == "local" and not config.get("scheduler")
+        n_rows = int(report["n_included"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+    from aflite_core._validation import available_cores  # lazy: numpy, 0.1 s
+    from aflite_core.ahead_bounds import ahead_possible  # lazy: as above
+
+    if not (chosen and ahead_possible(n_rows, cores=available_cores(), local=local)):
+        return False
+    from aflite_core.cues import start_spare_child  # lazy: as above
+
+    return start_spare_child()
+
+
 def _stop(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)  # unwinds run_audit: its temporary folder is removed
 
@@ -202,10 +233,17 @@ def main(argv: list[str] | None = None) -> int:
         # below the server's priority: with audits on every core, the server still answers
         # and paints new sessions at once (the audits get what is left)
         os.nice(NICENESS)
+    early = warm_early(args[0])  # loads NLTK while this process imports and reads
     limit_arenas()  # as the command line's audit: a peak that does not grow with the cores
     arrow_on_c_heap()
     limit_native_threads()  # as the command line's: a CPU quota holds BLAS too
-    return run_job(args[0], _Channel(events))
+    try:
+        return run_job(args[0], _Channel(events))
+    finally:
+        if early:  # ended unless the audit's work ahead took it
+            from aflite_core.cues import discard_spare_child  # lazy: only after warm_early
+
+            discard_spare_child()
 
 
 if __name__ == "__main__":
@@ -213,5 +251,5 @@ if __name__ == "__main__":
     exit_now(main())
 
 
-__all__ = ["write_job", "read_job", "run_job", "main", "JOB_FILE", "FRAME_FILE",
-           "CANCEL_FILE"]
+__all__ = ["write_job", "read_job", "run_job", "warm_early", "main", "JOB_FILE",
+           "FRAME_FILE", "CANCEL_FILE"]

@@ -263,15 +263,15 @@ def test_a_spare_child_tags_what_a_child_started_with_its_arguments_would(snli_d
     """The child started before the data is read (loading NLTK and the tagger meanwhile)
     takes its arguments from its first line of input: the work ahead hands it the texts, and
     the cache holds the same token counts and tags as a child started with them."""
-    from aflite_core.cues import _annotations_ahead, start_spare_child
+    from aflite_core.cues import _spare_child, start_spare_child
 
     frame = pd.read_csv(snli_dir / "snli_dev.csv", keep_default_na=False, nrows=300)
     hyps, prems = list(frame["hypothesis"]), list(frame["premise"])
     assert annotate_ahead(hyps, prems, cache_dir=tmp_path / "new")
     assert start_spare_child() and not start_spare_child()  # one spare at a time
-    [spare] = _annotations_ahead._SPARE
+    [spare] = _spare_child._SPARE
     assert annotate_ahead(hyps, prems, cache_dir=tmp_path / "spare")
-    assert _annotations_ahead._SPARE == [] and spare.returncode == 0  # it did the work
+    assert _spare_child._SPARE == [] and spare.returncode == 0  # it did the work
     made = {p.name: p for p in (tmp_path / "new").glob("*.npz")}
     spared = {p.name: p for p in (tmp_path / "spare").glob("*.npz")}
     assert sorted(made) == sorted(spared) and len(made) == 3
@@ -282,13 +282,13 @@ def test_a_spare_child_tags_what_a_child_started_with_its_arguments_would(snli_d
 
 
 def test_a_discarded_spare_child_exits_and_tags_nothing(tmp_path, monkeypatch):
-    from aflite_core.cues import _annotations_ahead, discard_spare_child, start_spare_child
+    from aflite_core.cues import _spare_child, discard_spare_child, start_spare_child
 
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path))
     assert start_spare_child()
-    [spare] = _annotations_ahead._SPARE
+    [spare] = _spare_child._SPARE
     discard_spare_child()
-    assert _annotations_ahead._SPARE == []
+    assert _spare_child._SPARE == []
     assert spare.wait(timeout=120) == 0
     assert not list(tmp_path.glob("*.npz"))
     discard_spare_child()  # nothing left to end: a no-op
@@ -330,21 +330,21 @@ def test_the_cli_audit_ends_its_spare_child_when_the_rows_need_no_work_ahead(
     """1,200 rows are too few for work ahead: the child started before the data was read
     exits once the rows are counted; the audit is the same as without it."""
     from aflite_core.cli import main
-    from aflite_core.cues import _annotations_ahead
+    from aflite_core.cues import _spare_child
 
     started: list[subprocess.Popen] = []
-    start = _annotations_ahead.start_child
+    start = _spare_child.start_child
 
     def recording(*args, **kwargs):
         started.append(start(*args, **kwargs))
         return started[-1]
 
-    monkeypatch.setattr(_annotations_ahead, "start_child", recording)
+    monkeypatch.setattr(_spare_child, "start_child", recording)
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("aflite_core.commands.run.available_cores", lambda: 2)
     assert main(["run", str(snli_1200), "--out", str(tmp_path / "run"), "--no-report", "-q",
                  "--partitions", "8", "--measures", "cues"]) == 0
     assert len(started) == 1 and started[0].args[-1].endswith("_annotations_ahead")
     assert started[0].wait(timeout=120) == 0
-    assert _annotations_ahead._SPARE == []
+    assert _spare_child._SPARE == []
     assert load_run(tmp_path / "run").measures["cues"]["status"] == "ok"

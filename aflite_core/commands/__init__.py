@@ -12,9 +12,9 @@ from __future__ import annotations
 from aflite_core.faces import lazy_face
 
 #: Public name -> the module of this package that defines it (a command is its module; the
-#: one other name is what maps a folder's shards on a cluster, for the whole audit from
-#: Python: ``docs/scaling.md``).
-_FACE: dict[str, str] = {"ShardsOnCluster": "_input"}
+#: others: what maps a folder's shards on a cluster, for the whole audit from Python,
+#: ``docs/scaling.md``; what ``run`` starts before the parser imports the commands).
+_FACE: dict[str, str] = {"ShardsOnCluster": "_input", "warm_early": "_early"}
 #: The command modules, each with ``register(subparsers)`` (``aflite_core.cli`` loads them).
 _NAMESPACES = ("run", "cues", "resources", "export", "decide", "report", "compare",
                "inoculate", "ood", "encoders")

@@ -7,7 +7,8 @@ the texts from its standard input (JSON lines, ``[side, [texts...]]`` a chunk, t
 no pickle crosses the pipe), makes each side's token counts
 and the tags of ``SIDES`` in the cache ``FOLDER`` (with ``JOBS`` tagging processes of its
 own above one: :func:`ahead_jobs`), and exits 0 when all are there. Started without arguments
-before the data is read (:func:`start_spare_child`, the CLI's audit), it loads NLTK and the
+before the data is read (:func:`~aflite_core.cues._spare_child.start_spare_child`: the CLI's
+audit and the dashboard's audit worker, first thing), it loads NLTK and the
 tagger while the audit reads, and reads those three arguments as its first line of input:
 at 100,000 rows on two cores the load's idle core-seconds went from 0.62-0.78 to 0.23-0.29
 (``bench_cores.py --keep``, 2026-11-30). A plain
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from aflite_core._validation import available_cores
+from aflite_core.cues._spare_child import take_spare_child
 from aflite_core.cues._tagging import ner_method, preload_tagging, tag_into_cache
 from aflite_core.cues._tagging_children import start_child
 from aflite_core.cues.linguistic import (
@@ -43,8 +45,7 @@ from aflite_core.cues.linguistic import (
 )
 from aflite_core.cues.resources import import_nltk_lean
 
-__all__ = ["AHEAD_SPARE_CORES", "SEND_ROWS", "ahead_jobs", "annotate_ahead",
-           "discard_spare_child", "start_spare_child"]
+__all__ = ["AHEAD_SPARE_CORES", "SEND_ROWS", "ahead_jobs", "annotate_ahead"]
 
 #: Texts sent to the child at a time: this process never holds a list of every row's texts
 #: for it (a lazy column, ``RowTexts``, makes them a chunk at a time).
@@ -136,51 +137,12 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     return sent and child.returncode == 0 and tagged <= set(sides)
 
 
-#: The child :func:`start_spare_child` started, until :func:`annotate_ahead` takes it.
-_SPARE: list[subprocess.Popen] = []
-_SPARE_LOCK = threading.Lock()
-
-
-def start_spare_child() -> bool:
-    """Start the child of :func:`annotate_ahead` now, before the data is read: it loads NLTK,
-    the tagger, its word lists and the spelling checker meanwhile (about 1.5 s of a core
-    that the load leaves idle), then waits for its arguments, which the next
-    :func:`annotate_ahead` sends it with the texts. Returns whether one was started (not
-    when one waits already).
-
-    :func:`discard_spare_child` ends it if no :func:`annotate_ahead` takes it; so does this
-    process's end (its standard input closes).
-    """
-    with _SPARE_LOCK:
-        if _SPARE:
-            return False
-        _SPARE.append(start_child(__name__, [], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL))
-        return True
-
-
-def discard_spare_child() -> None:
-    """End the child :func:`start_spare_child` started if no :func:`annotate_ahead` took it:
-    its standard input closed, it exits once it has loaded what it was loading (this call
-    does not wait)."""
-    with _SPARE_LOCK:
-        while _SPARE:
-            with contextlib.suppress(OSError):
-                _SPARE.pop().stdin.close()
-
-
 def _child_for(args: list[str]) -> subprocess.Popen:
-    """The spare child given ``args`` (its first line of input), or a child started with
-    them when there is none (or it is gone)."""
-    with _SPARE_LOCK:
-        while _SPARE:
-            child = _SPARE.pop()
-            try:
-                child.stdin.write(json.dumps(args).encode("ascii") + b"\n")
-                return child
-            except OSError:  # it ended: start one
-                with contextlib.suppress(OSError):
-                    child.stdin.close()
+    """The spare child (:mod:`aflite_core.cues._spare_child`) given ``args`` (its first
+    line of input), or a child started with them when there is none (or it is gone)."""
+    child = take_spare_child(json.dumps(args).encode("ascii") + b"\n")
+    if child is not None:
+        return child
     return start_child(__name__, args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -225,9 +187,10 @@ def _spare_arguments() -> list[str]:
 
 def _main(argv: Sequence[str]) -> int:
     """The child: ``FOLDER SIDES JOBS`` (comma-separated sides to tag, tagging processes);
-    texts on standard input. Without arguments, a spare (:func:`start_spare_child`): what it
-    tags with loaded first, then those three as the first line of its input (a JSON list);
-    an empty line or the end of its input ends it."""
+    texts on standard input. Without arguments, a spare
+    (:mod:`~aflite_core.cues._spare_child`): what it tags with loaded first, then those
+    three as the first line of its input (a JSON list); an empty line or the end of its
+    input ends it."""
     halt = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: halt.set())
     import_nltk_lean()  # before any other thread of this process starts
