@@ -33,7 +33,8 @@ import pyarrow as pa
 
 from aflite_core.numba_cache import jit
 
-__all__ = ["arrow_hashes", "first_codes", "linked_row_components", "normalised_ascii_hashes"]
+__all__ = ["arrow_hashes", "first_codes", "linked_row_components", "normalised_ascii_hashes",
+           "text_facts"]
 
 #: pandas' default ``hash_key`` ("0123456789123456") as SipHash's two key words.
 _KEY = b"0123456789123456"
@@ -135,50 +136,81 @@ for _byte in b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ":
 _KIND[[0x09, 0x0A, 0x0C, 0x0D]] = 1  # RE2's \s: [\t\n\f\r ]
 
 
+# Python's whitespace among the bytes normalised here (a text of only these is blank); its
+# others (\x0b, \x1c-\x1f and Unicode's) are left to Arrow with the rest
+_BLANK = np.zeros(256, dtype=np.uint8)
+_BLANK[[0x09, 0x0A, 0x0C, 0x0D, 0x20]] = 1
+
+
 @jit
-def _normalised_all(offsets: np.ndarray, data: np.ndarray, kind: np.ndarray, left: bool,
-                    right: bool, out: np.ndarray, slow: np.ndarray) -> None:
+def _normalised_row(data: np.ndarray, start: int, end: int, kind: np.ndarray, left: bool,
+                    right: bool) -> tuple[np.uint64, bool, bool]:
+    """``(hash, slow, blank)`` of ``data[start:end]`` normalised: its hash (meaningless when
+    ``slow``: a byte left to Arrow), and whether it holds only the whitespace of
+    :data:`_BLANK`."""
     # each normalised byte goes straight into the hash's next word: no copy of the text to
     # hash afterwards (its byte stores read back as words cost more than the hashing)
-    for i in range(len(out)):
-        v0, v1, v2, v3 = _start()
-        m = np.uint64(0)  # the word being filled, ``shift`` bits of it so far
-        shift = np.uint64(0)
-        n = 0  # bytes of the normalised text
-        pending = False  # a separator run waiting for its one space
-        for p in range(offsets[i], offsets[i + 1]):
-            c = data[p]
-            what = kind[c]
-            if what == 2:
-                slow[i] = True
-                break
-            if what == 1:
-                pending = pending or n > 0 or not left
-                continue
-            if pending:
-                m |= np.uint64(32) << shift
-                shift += np.uint64(8)
-                n += 1
-                pending = False
-                if shift == np.uint64(64):
-                    v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
-                    m, shift = np.uint64(0), np.uint64(0)
-            m |= np.uint64(c + 32 if 65 <= c <= 90 else c) << shift
-            shift += np.uint64(8)
-            n += 1
-            if shift == np.uint64(64):
-                v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
-                m, shift = np.uint64(0), np.uint64(0)
-        if slow[i]:
+    v0, v1, v2, v3 = _start()
+    m = np.uint64(0)  # the word being filled, ``shift`` bits of it so far
+    shift = np.uint64(0)
+    n = 0  # bytes of the normalised text
+    pending = False  # a separator run waiting for its one space
+    blank = True
+    for p in range(start, end):
+        c = data[p]
+        what = kind[c]
+        if what == 2:
+            return np.uint64(0), True, False
+        if what == 1:
+            blank = blank and _BLANK[c] == 1
+            pending = pending or n > 0 or not left
             continue
-        if pending and not right:
+        blank = False
+        if pending:
             m |= np.uint64(32) << shift
             shift += np.uint64(8)
             n += 1
+            pending = False
             if shift == np.uint64(64):
                 v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
                 m, shift = np.uint64(0), np.uint64(0)
-        out[i] = _finish(v0, v1, v2, v3, m | np.uint64(n & 0xFF) << np.uint64(56))
+        m |= np.uint64(c + 32 if 65 <= c <= 90 else c) << shift
+        shift += np.uint64(8)
+        n += 1
+        if shift == np.uint64(64):
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
+            m, shift = np.uint64(0), np.uint64(0)
+    if pending and not right:
+        m |= np.uint64(32) << shift
+        shift += np.uint64(8)
+        n += 1
+        if shift == np.uint64(64):
+            v0, v1, v2, v3 = _compress(v0, v1, v2, v3, m)
+            m, shift = np.uint64(0), np.uint64(0)
+    return _finish(v0, v1, v2, v3, m | np.uint64(n & 0xFF) << np.uint64(56)), False, blank
+
+
+@jit
+def _normalised_all(offsets: np.ndarray, data: np.ndarray, kind: np.ndarray, left: bool,
+                    right: bool, out: np.ndarray, slow: np.ndarray) -> None:
+    for i in range(len(out)):
+        h, bad, _ = _normalised_row(data, offsets[i], offsets[i + 1], kind, left, right)
+        out[i] = h
+        slow[i] = bad
+
+
+@jit
+def _facts_all(offsets: np.ndarray, data: np.ndarray, kind: np.ndarray, left: bool,
+               right: bool, hashes: np.ndarray, normalised: np.ndarray, lengths: np.ndarray,
+               blank: np.ndarray, slow: np.ndarray) -> None:
+    for i in range(len(hashes)):
+        start, end = offsets[i], offsets[i + 1]
+        hashes[i] = _siphash(data, start, end)
+        tail = 0  # UTF-8 continuation bytes: the characters are the others
+        for p in range(start, end):
+            tail += (data[p] & 0xC0) == 0x80
+        lengths[i] = end - start - tail
+        normalised[i], slow[i], blank[i] = _normalised_row(data, start, end, kind, left, right)
 
 
 def _buffers(chunk: pa.Array) -> tuple[np.ndarray, np.ndarray]:
@@ -264,6 +296,57 @@ def normalised_ascii_hashes(texts: pa.Array | pa.ChunkedArray, trim: str
         _normalised_all(offsets, data, _KIND, left, right, out[part], slow[part])
         at += len(chunk)
     return out, slow
+
+
+def text_facts(texts: pa.Array | pa.ChunkedArray, trim: str
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`arrow_hashes`, :func:`normalised_ascii_hashes`, the characters and the blank
+    texts of ``texts`` in one pass over their bytes.
+
+    Parameters
+    ----------
+    texts : pyarrow.Array or pyarrow.ChunkedArray
+        As for :func:`arrow_hashes` (valid UTF-8, as Arrow's strings are).
+    trim : {"both", "left", "right"}
+        As for :func:`normalised_ascii_hashes`.
+
+    Returns
+    -------
+    hashes : numpy.ndarray
+        ``uint64``, :func:`arrow_hashes`'.
+    normalised : numpy.ndarray
+        ``uint64``, :func:`normalised_ascii_hashes`'; meaningless where ``slow``.
+    lengths : numpy.ndarray
+        ``int64`` characters (code points) of each text.
+    blank : numpy.ndarray
+        True for a text of tabs, line feeds, form feeds, carriage returns and spaces only
+        (the empty text too); meaningless where ``slow``.
+    slow : numpy.ndarray
+        :func:`normalised_ascii_hashes`' (a text with another byte: Arrow's Unicode
+        kernels normalise it and say whether it is blank).
+
+    Examples
+    --------
+    >>> hashes, normalised, lengths, blank, slow = text_facts(
+    ...     pa.array(["A cat!", " \\t", "ça"]), "both")
+    >>> lengths.tolist(), blank.tolist(), slow.tolist()
+    ([6, 2, 2], [False, True, False], [False, False, True])
+    >>> bool(normalised[0] == normalised_ascii_hashes(pa.array(["a cat"]), "both")[0][0])
+    True
+    """
+    left, right = trim in ("both", "left"), trim in ("both", "right")
+    n = len(texts)
+    hashes, normalised = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+    lengths, blank, slow = (np.empty(n, dtype=np.int64), np.empty(n, dtype=bool),
+                            np.empty(n, dtype=bool))
+    at = 0
+    for chunk in _chunks(texts):
+        offsets, data = _buffers(chunk)
+        part = slice(at, at + len(chunk))
+        _facts_all(offsets, data, _KIND, left, right, hashes[part], normalised[part],
+                   lengths[part], blank[part], slow[part])
+        at += len(chunk)
+    return hashes, normalised, lengths, blank, slow
 
 
 @jit

@@ -10,7 +10,10 @@ shard at a time and the shards' arrays joined (:meth:`TextFacts.concat`): the st
 ``dataset.parquet``, then checks the rows without any text in memory.
 
 From a column in memory (:meth:`TextFacts.of`) each array is made when first asked for, as the
-loader did before it read them here: the same functions, the same values.
+loader did before it read them here: the same functions, the same values; for a large Arrow
+column the blank rows, lengths, hashes and normalised hashes are made together, at the first
+of them asked for, in one pass over its bytes
+(:func:`~aflite_core.io._text_columns.facts_in_one_pass`, the same arrays).
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import pandas as pd
 
 from aflite_core.io._text_columns import (
     MISSING_HASH,
+    ONE_PASS_FACTS,
     blank_mask,
+    facts_in_one_pass,
     missing_mask,
     normalised_hashes,
     text_hashes,
@@ -82,6 +87,11 @@ class TextFacts:
             if series is None:
                 raise KeyError(f"the text fact {name!r} was neither given nor can be computed "
                                "(no column)")
+            if name in ONE_PASS_FACTS and not set(ONE_PASS_FACTS) & set(self._arrays):
+                # a large Arrow column: the four from one pass over its bytes (None: else)
+                self._arrays.update(facts_in_one_pass(series, self.trim) or {})
+                if name in self._arrays:
+                    return self._arrays[name]
             self._arrays[name] = {
                 "missing": missing_mask, "blank": blank_mask, "lengths": text_lengths,
                 "hashes": text_hashes,

@@ -143,3 +143,35 @@ def test_a_load_with_the_kernels_is_the_load_without(monkeypatch):
     assert compiled.report == plain.report
     np.testing.assert_array_equal(compiled.group_codes(), plain.group_codes())
     pd.testing.assert_frame_equal(compiled.frame, plain.frame)
+
+
+@pytest.mark.parametrize("trim", sorted(TRIMS))
+def test_one_pass_makes_the_four_facts_each_function_makes(trim, monkeypatch):
+    """Blank rows (Python's whitespace, Unicode's too), characters, hashes and normalised
+    hashes of one compiled pass, Arrow's kernels for the rows it leaves, equal each
+    function's own; missing cells as ``""``."""
+    from aflite_core.io._text_facts import TextFacts
+
+    texts = _texts() + ["\x0b", " \x1c ", "\u3000\xa0", "\t\r\n\x0c ", "!!", " ", "", "é"]
+    series = pd.Series(texts + [None, "x", None],
+                       dtype=pd.StringDtype("pyarrow", na_value=np.nan))
+    monkeypatch.setattr(text_columns, "_HASH_ROWS", 1000)  # several blocks, side by side
+    monkeypatch.setattr(text_columns, "KERNEL_MIN_ROWS", 0)
+    one = text_columns.facts_in_one_pass(series, trim)
+    each = {"blank": text_columns.blank_mask(series),
+            "lengths": text_columns.text_lengths(series),
+            "hashes": text_columns.text_hashes(series),
+            "normalised": text_columns.normalised_hashes(series, trim)}
+    assert sorted(one) == sorted(each)
+    for name, values in each.items():
+        assert one[name].dtype == values.dtype, name
+        np.testing.assert_array_equal(one[name], values, err_msg=name)
+    python_blank = np.array([not (t or "").strip() for t in texts + [None, "x", None]])
+    np.testing.assert_array_equal(one["blank"], python_blank)
+    assert 0 < one["blank"].sum() < len(texts) / 2  # blank rows of every kind, not most
+    facts = TextFacts.of(series, trim=trim)  # the first fact asked for makes the four
+    np.testing.assert_array_equal(facts.lengths, each["lengths"])
+    assert sorted(facts._arrays) == sorted(each)
+    monkeypatch.setattr(text_columns, "KERNEL_MIN_ROWS", 1 << 62)
+    assert text_columns.facts_in_one_pass(series, trim) is None  # small: each function
+    assert text_columns.facts_in_one_pass(series.astype(object), trim) is None  # not Arrow
