@@ -233,10 +233,10 @@ def main(argv: list[str] | None = None) -> int:
         # below the server's priority: with audits on every core, the server still answers
         # and paints new sessions at once (the audits get what is left)
         os.nice(NICENESS)
-    early = warm_early(args[0])  # loads NLTK while this process imports and reads
     limit_arenas()  # as the command line's audit: a peak that does not grow with the cores
     arrow_on_c_heap()
-    limit_native_threads()  # as the command line's: a CPU quota holds BLAS too
+    limit_native_threads()  # as the command line's: a CPU quota holds BLAS too (children's)
+    early = warm_early(args[0])  # loads NLTK while this process imports and reads
     try:
         return run_job(args[0], _Channel(events))
     finally:

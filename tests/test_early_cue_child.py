@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from aflite_core import _validation, ahead_bounds, measure_runs, pipeline
+from aflite_core import _validation, ahead_bounds, cgroup_limits, measure_runs, pipeline
 from aflite_core.commands import run as run_command
 from aflite_core.commands import warm_early
 from aflite_core.config import AuditConfig
@@ -61,8 +61,12 @@ def test_the_command_line_starts_it_for_a_default_audit_on_two_cores(fake_childr
     for argv in not_default:
         assert not warm_early(argv), argv
     assert fake_children == []
+    held: list[int] = []  # the children's BLAS held to a CPU quota before the child starts
+    monkeypatch.setattr(cgroup_limits, "limit_native_threads",
+                        lambda: held.append(len(fake_children)))
     assert warm_early(["run", "d.csv", "--seed", "3", "--no-report"])
     assert len(fake_children) == 1 and fake_children[0].args[0] == _spare_child.AHEAD_MODULE
+    assert held == [0]
     assert not warm_early(["--debug", "run", "d.csv"])  # one spare at a time
     _spare_child.discard_spare_child()
     assert warm_early(["--debug", "run", "d.csv"])  # after --debug, the command is run

@@ -64,6 +64,10 @@ def warm_early(argv: Sequence[str]) -> bool:
 
     if not ahead_possible(None, cores=available_cores()):
         return False
+    from aflite_core.cgroup_limits import limit_native_threads  # lazy: as above
     from aflite_core.cues import start_spare_child  # lazy: as above
 
+    # a CPU quota below the affinity holds the child's BLAS, OpenMP and numba too (the
+    # variables it inherits), as it holds those ``run`` starts after this
+    limit_native_threads()
     return start_spare_child()
