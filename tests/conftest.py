@@ -173,6 +173,24 @@ def runs_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.fixture
+def spare_children(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The processes the cue measure's spare child starts (``cues._spare_child.start_child``,
+    really started), in order; none is left waiting after the test."""
+    from aflite_core.cues import _spare_child  # lazy: most test modules never ask for it
+
+    started: list = []
+    start = _spare_child.start_child
+
+    def recording(*args, **kwargs):
+        started.append(start(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(_spare_child, "start_child", recording)
+    yield started
+    _spare_child.discard_spare_child()
+
+
 @pytest.fixture(scope="session")
 def shared_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One complete run of the bundled sample with every measure (computed once a session,

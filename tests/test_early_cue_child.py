@@ -76,19 +76,12 @@ def test_the_command_line_starts_it_for_a_default_audit_on_two_cores(fake_childr
     assert not warm_early(["run", "d.csv"]) and len(fake_children) == 2
 
 
-def test_a_failed_run_ends_the_child_it_started_first(tmp_path, monkeypatch):
+def test_a_failed_run_ends_the_child_it_started_first(spare_children, tmp_path, monkeypatch):
     """The data is missing: ``run`` fails after the child started; the child is ended (its
     input closed) and exits once it has loaded what it was loading."""
     from aflite_core.cli import main
 
-    started: list[subprocess.Popen] = []
-    start = _spare_child.start_child
-
-    def recording(*args, **kwargs):
-        started.append(start(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(_spare_child, "start_child", recording)
+    started = spare_children
     _cores(monkeypatch, 2)
     assert main(["run", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "r")]) == 2
     assert len(started) == 1 and _spare_child._SPARE == []

@@ -326,20 +326,13 @@ def test_warm_ahead_starts_on_two_local_cores_and_ends_what_the_rows_do_not_use(
 
 
 def test_the_cli_audit_ends_its_spare_child_when_the_rows_need_no_work_ahead(
-        snli_1200, tmp_path, monkeypatch):
+        snli_1200, spare_children, tmp_path, monkeypatch):
     """1,200 rows are too few for work ahead: the child started before the data was read
     exits once the rows are counted; the audit is the same as without it."""
     from aflite_core.cli import main
     from aflite_core.cues import _spare_child
 
-    started: list[subprocess.Popen] = []
-    start = _spare_child.start_child
-
-    def recording(*args, **kwargs):
-        started.append(start(*args, **kwargs))
-        return started[-1]
-
-    monkeypatch.setattr(_spare_child, "start_child", recording)
+    started = spare_children
     monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr("aflite_core.commands.run.available_cores", lambda: 2)
     assert main(["run", str(snli_1200), "--out", str(tmp_path / "run"), "--no-report", "-q",
