@@ -28,6 +28,7 @@ from aflite_core.cues._annotation_cache import (
     cache_save,
 )
 from aflite_core.cues._tagging_children import TAG_ARRAYS, answer_chunks, tag_in_children
+from aflite_core.cues._word_list import WordList
 from aflite_core.text import tokenize
 
 #: Modals that make a clause future tense (``wo`` is the stem of "won't").
@@ -206,7 +207,7 @@ class _TaggingContext:
     """Everything a tagging worker needs; built once in the calling process."""
 
     tagger: FastPerceptronTagger
-    common: frozenset[str]
+    common: frozenset[str] | WordList  # a WordList in a tagging child
     ner_method: str
     search_path: tuple[str, ...]
 
@@ -273,8 +274,8 @@ def _going_to(tokens: Sequence[str], tags: Sequence[str], start: int) -> bool:
     )
 
 
-def ner_heuristic(tokens: Sequence[str], tags: Sequence[str], common: frozenset[str]
-                  ) -> tuple[bool, bool]:
+def ner_heuristic(tokens: Sequence[str], tags: Sequence[str],
+                  common: frozenset[str] | WordList) -> tuple[bool, bool]:
     """Return ``(proper_noun, number)`` for one tagged sentence.
 
     A proper noun is a token tagged ``NNP``/``NNPS`` that starts with an upper-case letter,
@@ -451,13 +452,14 @@ def _tag_unique(texts: list[str], *, ner_method: str, n_jobs: int) -> dict[str, 
 
 
 #: The files of a tagging context written for tagging children (:func:`write_context`).
-CONTEXT_FILES = ("tagging_context.json", "tagger_weights.npy")
+CONTEXT_FILES = ("tagging_context.json", "tagger_weights.npy", "common_words.npy")
 
 
 def write_context(context: _TaggingContext, folder: Path) -> Path:
     """Write a tagging context into ``folder`` (:data:`CONTEXT_FILES`) as a tagging child
-    reads it without importing NLTK (a second and more): the tagger's weights as ``.npy``,
-    its strings, the common words, the NER method and NLTK's search path as JSON. No pickle.
+    reads it without importing NLTK (a second and more): the tagger's weights and the
+    common words (:class:`~aflite_core.cues._word_list.WordList`) as ``.npy``, its strings,
+    the NER method and NLTK's search path as JSON. No pickle.
 
     Returns
     -------
@@ -465,8 +467,9 @@ def write_context(context: _TaggingContext, folder: Path) -> Path:
         ``folder``.
     """
     tagdict, classes, features, weights = context.tagger.parts()
+    odd = WordList.of(context.common).save(folder / CONTEXT_FILES[2])
     strings = {"tagdict": tagdict, "classes": classes, "features": features,
-               "common": sorted(context.common), "ner_method": context.ner_method,
+               "common_odd": odd, "ner_method": context.ner_method,
                "search_path": list(context.search_path)}
     (folder / CONTEXT_FILES[0]).write_text(json.dumps(strings), encoding="utf-8")
     np.save(folder / CONTEXT_FILES[1], weights, allow_pickle=False)
@@ -481,7 +484,9 @@ def _read_context(folder: Path) -> _TaggingContext:
     weights = np.asarray(np.load(folder / CONTEXT_FILES[1], allow_pickle=False, mmap_mode="r"))
     tagger = FastPerceptronTagger.from_parts(strings["tagdict"], strings["classes"],
                                              strings["features"], weights)
-    return _TaggingContext(tagger, frozenset(strings["common"]), strings["ner_method"],
+    # the common words mapped too (a frozenset of them was 20 MB in each child)
+    common = WordList.load(folder / CONTEXT_FILES[2], strings["common_odd"])
+    return _TaggingContext(tagger, common, strings["ner_method"],
                            tuple(strings["search_path"]))
 
 

@@ -39,8 +39,9 @@ TAG_CHUNK = 4_096
 #: lists, the spelling checker, and its memo of tag decisions, which grows with the texts it
 #: tags up to ``FastPerceptronTagger._MEMO_LIMIT`` (peaks of 165-169 MB after 50,000
 #: distinct SNLI texts each, 234-235 MB after 300,000; 2026-11-30). Resident, that is: the
-#: weights (26 MB) are the context file's pages, mapped by every child and held once
-#: (a child's private memory after 8,000 texts 119 -> 94 MB; 2026-12-01).
+#: weights (26 MB) and the common words are the context files' pages, mapped by every child
+#: and held once (2026-12-01: a child's private memory after 8,000 texts 119 -> 62 MB, its
+#: resident size 136-139 -> 109-110 MB; after 50,000 texts 195 -> 171 MB resident).
 CHILD_BYTES = 256 << 20
 #: The share of the memory this process may use (:func:`~aflite_core.cgroup_limits.
 #: usable_memory`: the machine's, or its container's limit) that the tagging children hold
