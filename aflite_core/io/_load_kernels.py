@@ -301,7 +301,8 @@ def normalised_ascii_hashes(texts: pa.Array | pa.ChunkedArray, trim: str
 def text_facts(texts: pa.Array | pa.ChunkedArray, trim: str
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`arrow_hashes`, :func:`normalised_ascii_hashes`, the characters and the blank
-    texts of ``texts`` in one pass over their bytes.
+    texts of ``texts``, each text's bytes read while they are in the cache (one visit a text
+    instead of a pass over the column for each).
 
     Parameters
     ----------

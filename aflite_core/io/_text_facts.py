@@ -12,7 +12,7 @@ shard at a time and the shards' arrays joined (:meth:`TextFacts.concat`): the st
 From a column in memory (:meth:`TextFacts.of`) each array is made when first asked for, as the
 loader did before it read them here: the same functions, the same values; for a large Arrow
 column the blank rows, lengths, hashes and normalised hashes are made together, at the first
-of them asked for, in one pass over its bytes
+of them asked for, in one compiled visit to each text
 (:func:`~aflite_core.io._text_columns.facts_in_one_pass`, the same arrays).
 """
 
@@ -88,7 +88,7 @@ class TextFacts:
                 raise KeyError(f"the text fact {name!r} was neither given nor can be computed "
                                "(no column)")
             if name in ONE_PASS_FACTS and not set(ONE_PASS_FACTS) & set(self._arrays):
-                # a large Arrow column: the four from one pass over its bytes (None: else)
+                # a large Arrow column: the four from one visit to each text (None: else)
                 self._arrays.update(facts_in_one_pass(series, self.trim) or {})
                 if name in self._arrays:
                     return self._arrays[name]
