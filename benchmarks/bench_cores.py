@@ -8,7 +8,9 @@ rows, the shared SNLI train sample lightly perturbed, seeded) or SNLI dev for
 ``--rows 9842`` and below. It prints, per stage, the seconds from ``summary.json`` at each core
 count and the speed-up against the first count (one core by default), then the whole run's
 wall time, its speed-up, its peak RSS (the child's ``VmHWM``; below it, with the processes
-it started: the cue tagging's, which hold their own memory) and the ETA's worst factor
+it started: the cue tagging's, which hold their own memory; then that tree's peak PSS, read
+every second, where a page the processes share counts once: the tagging processes map the
+tagger's weights and word list from one file) and the ETA's worst factor
 (as ``bench_pipeline.py`` reads it from the progress lines).
 
 It also checks what the audit's pools see: a child pinned to k cores reports
@@ -86,7 +88,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from bench_cues import build  # noqa: E402
-from bench_pipeline import LAST_TREE_PEAK, _audit, eta_factor  # noqa: E402
+from bench_pipeline import LAST_TREE_PEAK, LAST_TREE_PSS, _audit, eta_factor  # noqa: E402
 
 from aflite_core.cgroup_limits import quota_cores, usable_memory  # noqa: E402
 from aflite_core.commands._input import parse_bytes  # noqa: E402
@@ -410,7 +412,7 @@ def main() -> int:
             summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
             eta, where = eta_factor(progress, wall)
             results[k] = {"timings": summary["timings"], "wall": wall, "peak": peak,
-                          "tree": LAST_TREE_PEAK[0],
+                          "tree": LAST_TREE_PEAK[0], "tree_pss": LAST_TREE_PSS[0],
                           "eta": eta, "eta_where": where, "digest": files_digest(out)}
             if args.keep is not None:
                 keep(args.keep, k, results[k], progress, busy.samples_)
@@ -419,7 +421,8 @@ def main() -> int:
             code, wall, peak, _, tail = audit(data, out, have, args.timeout,
                                               in_turn=args.in_turn, numba_dir=numba_dir,
                                               emulate=args.emulate)
-            emulated = ({"peak": peak, "tree": LAST_TREE_PEAK[0], "wall": wall,
+            emulated = ({"peak": peak, "tree": LAST_TREE_PEAK[0],
+                         "tree_pss": LAST_TREE_PSS[0], "wall": wall,
                          "digest": files_digest(out)}
                         if code == 0 else {"error": f"exit {code}: {tail[-400:]}"})
         quota = (None if args.quota is None and args.memory_limit is None
@@ -445,6 +448,7 @@ def main() -> int:
                     for k in results if k != base))
     print(f"{'peak RSS MB':16s}" + "".join(f" {results[k]['peak']:11.0f}" for k in results))
     print(f"{'  with children':16s}" + "".join(f" {results[k]['tree']:11.0f}" for k in results))
+    print(f"{'  their PSS':16s}" + "".join(f" {results[k]['tree_pss']:11.0f}" for k in results))
     print(f"{'ETA worst x':16s}" + "".join(
         f" {results[k]['eta']:11.2f}" if results[k]["eta"] else f" {'-':>11s}"
         for k in results))
@@ -465,7 +469,8 @@ def main() -> int:
               f"peak RSS {emulated['peak']:.0f} MB, {emulated['peak'] / first - 1:+.0%} "
               f"against {base} core{'s' if base > 1 else ''} ({first:.0f} MB); with the "
               f"processes it started {emulated['tree']:.0f} MB against "
-              f"{results[base]['tree']:.0f}; run files "
+              f"{results[base]['tree']:.0f} (PSS, a shared page once: "
+              f"{emulated['tree_pss']:.0f} against {results[base]['tree_pss']:.0f}); run files "
               f"{'the same bytes' if emulated['digest'] == digests[base] else 'DIFFER'} "
               f"({emulated['digest']}); wall {emulated['wall']:.1f} s (not {args.emulate} "
               "cores' speed)")

@@ -286,12 +286,31 @@ def _audit(repo: Path, data: Path, out: Path, timeout: float, extra: list[str] |
 #: The process tree's peak RSS (MB) of the last :func:`_audit`: the audit's process and its
 #: children (the cue tagging's processes) summed, sampled every 0.1 s by :func:`watch_peak`.
 LAST_TREE_PEAK = [0.0]
+#: The same tree's peak proportional set size (MB), sampled every second: a page shared by
+#: several processes (the tagging processes map the tagger's weights and word list from one
+#: file) counts once in all, where the summed RSS counts it in each.
+LAST_TREE_PSS = [0.0]
+#: Readings of the RSS between two of the PSS (the kernel walks every page table for it).
+PSS_EVERY = 10
+
+
+def tree_pss(processes) -> float:
+    """The summed ``Pss`` (MB) of ``processes`` (psutil processes) from
+    ``/proc/PID/smaps_rollup``; a process gone meanwhile counts 0."""
+    total = 0
+    for process in processes:
+        with contextlib.suppress(OSError):
+            text = Path(f"/proc/{process.pid}/smaps_rollup").read_text()
+            found = re.search(r"^Pss:\s+(\d+) kB", text, re.MULTILINE)
+            total += int(found.group(1)) if found else 0
+    return total / 1024
 
 
 def watch_peak(pid: int, peak: list[float]) -> None:
     """The child's own peak RSS (MB): its ``VmHWM``, read every 0.1 s until it exits; and its
     process tree's (the RSS of it and of every process it started, summed at each reading)
-    in :data:`LAST_TREE_PEAK`: the tagging processes hold their own memory.
+    in :data:`LAST_TREE_PEAK`: the tagging processes hold their own memory; and every
+    :data:`PSS_EVERY` readings the tree's summed PSS in :data:`LAST_TREE_PSS`.
 
     Not ``ru_maxrss``: Linux counts in a child's maximum the resident size of the process
     it was forked from (exec records the old memory map's peak), so after a large size this
@@ -301,7 +320,8 @@ def watch_peak(pid: int, peak: list[float]) -> None:
     import psutil  # lazy: the other benchmarks importing this module do not need it
 
     status = Path(f"/proc/{pid}/status")
-    LAST_TREE_PEAK[0] = 0.0
+    LAST_TREE_PEAK[0] = LAST_TREE_PSS[0] = 0.0
+    readings = 0
     while True:
         try:
             text = status.read_text()
@@ -313,8 +333,12 @@ def watch_peak(pid: int, peak: list[float]) -> None:
         peak[0] = max(peak[0], int(found.group(1)) / 1024)
         with contextlib.suppress(psutil.Error):  # a process that left meanwhile
             tree = psutil.Process(pid)
-            rss = sum(p.memory_info().rss for p in [tree, *tree.children(recursive=True)])
+            processes = [tree, *tree.children(recursive=True)]
+            rss = sum(p.memory_info().rss for p in processes)
             LAST_TREE_PEAK[0] = max(LAST_TREE_PEAK[0], rss / 2**20)
+            if readings % PSS_EVERY == 0:
+                LAST_TREE_PSS[0] = max(LAST_TREE_PSS[0], tree_pss(processes))
+        readings += 1
         time.sleep(0.1)
 
 
