@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from aflite_core.cgroup_limits import limit_native_threads
-from aflite_core.heap_trim import arrow_on_c_heap, limit_arenas
+from aflite_core.heap_trim import arrow_on_c_heap, limit_arenas, numpy_small_pages
 from aflite_core.json_files import read_json_file
 from aflite_core.process_exit import exit_now
 
@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         # and paints new sessions at once (the audits get what is left)
         os.nice(NICENESS)
     limit_arenas()  # as the command line's audit: a peak that does not grow with the cores
+    numpy_small_pages()  # as the command line's audit
     arrow_on_c_heap()
     limit_native_threads()  # as the command line's: a CPU quota holds BLAS too (children's)
     early = warm_early(args[0])  # loads NLTK while this process imports and reads

@@ -230,6 +230,7 @@ def test_the_command_line_maps_large_allocations_while_it_loads_then_reuses_the_
 
     # recorded, not set: this test's process keeps glibc's own settings
     monkeypatch.setattr(run_command, "limit_arenas", lambda: record("arenas"))
+    monkeypatch.setattr(run_command, "numpy_small_pages", lambda: record("pages"))
     monkeypatch.setattr(run_command, "arrow_on_c_heap", lambda: record("arrow"))
     monkeypatch.setattr(run_command, "limit_native_threads", lambda: record("threads"))
     monkeypatch.setattr(run_command, "map_large_allocations",
@@ -251,5 +252,54 @@ def test_the_command_line_maps_large_allocations_while_it_loads_then_reuses_the_
                             [f"premise {i}", f"the dog runs far {i}", "no"]])
     assert main(["run", str(data), "--out", str(tmp_path / "run"), "--measures", "none",
                  "--no-report", "-q"]) == 0
-    assert calls == [("arenas",), ("arrow",), ("threads",), ("map", MMAP_THRESHOLD), ("load",),
+    assert calls == [("arenas",), ("pages",), ("arrow",), ("threads",), ("map", MMAP_THRESHOLD), ("load",),
                      ("release",), ("map", HEAP_THRESHOLD)]
+
+
+_PAGES = """
+import os, subprocess, sys
+import numpy as np
+from aflite_core.heap_trim import numpy_small_pages
+changed = numpy_small_pages() if sys.argv[1] == "small" else None
+array = np.empty(64 << 20, dtype=np.uint8)
+array.fill(1)  # every page touched
+with open("/proc/self/smaps_rollup") as handle:
+    huge = next(int(line.split()[1]) for line in handle if line.startswith("AnonHugePages:"))
+child = subprocess.run([sys.executable, "-c",
+                        "import os; print(os.environ.get('NUMPY_MADVISE_HUGEPAGE'))"],
+                       capture_output=True, text=True, check=True).stdout.strip()
+print(changed, huge // 1024, child)
+"""
+
+
+def _huge_pages_on_advice() -> bool:
+    """The kernel gives transparent huge pages where a process asks for them (``madvise``)."""
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="ascii") as handle:
+            return "[madvise]" in handle.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _huge_pages_on_advice(),
+                    reason="the kernel gives huge pages always or never, not on NumPy's advice")
+def test_numpy_arrays_take_ordinary_pages_once_asked_and_so_do_its_children():
+    """NumPy advises huge pages for its large arrays (the premise: a 64 MB array touched
+    whole is mostly huge pages); after ``numpy_small_pages`` it has none, the processes it
+    starts inherit the setting, and a user's own ``NUMPY_MADVISE_HUGEPAGE`` stands."""
+    import os
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+
+    def pages(mode: str, **extra: str) -> list[str]:
+        out = subprocess.run([sys.executable, "-c", _PAGES, mode], capture_output=True,
+                             text=True, check=True, env={**env, **extra})
+        return out.stdout.split()
+
+    changed, huge_mb, child = pages("default")
+    assert int(huge_mb) >= 32 and child == "None"  # NumPy's own default: huge pages
+    changed, huge_mb, child = pages("small")
+    assert changed == "True" and int(huge_mb) == 0 and child == "0"
+    changed, huge_mb, child = pages("small", NUMPY_MADVISE_HUGEPAGE="1")
+    assert changed == "False" and int(huge_mb) >= 32 and child == "1"

@@ -42,6 +42,7 @@ from aflite_core.heap_trim import (
     arrow_on_c_heap,
     limit_arenas,
     map_large_allocations,
+    numpy_small_pages,
     release_free_heap,
 )
 from aflite_core.measures import default_names
@@ -329,6 +330,7 @@ def _run(args: argparse.Namespace) -> int:
     root, name = _target(args.out, args.overwrite)
     audit_config(args, 10_000)  # options are checked before the data is read
     limit_arenas()  # the peak would grow with the threads, so with the cores
+    numpy_small_pages()  # no huge pages zeroed for arrays that touch a part of them
     arrow_on_c_heap()  # as would Arrow's pool's (a heap per thread)
     limit_native_threads()  # a container's CPU quota below its affinity: BLAS to it
     if args.scheduler:  # and the scheduler answers as one, before minutes of reading
