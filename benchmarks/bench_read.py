@@ -12,8 +12,9 @@ perturbed copies) as CSV, TSV and JSON Lines, then times in a fresh process each
   before);
 * ``load_dataset``: the whole load (reading, validation, the load report, grouping);
 * ``load_dataset (the CLI's malloc)``: the same after the command line's allocator settings
-  (``heap_trim.limit_arenas`` and ``map_large_allocations``: the load's large arrays in pages
-  of their own, handed back when freed, as ``python -m aflite_core run`` loads).
+  (``heap_trim.limit_arenas``, ``numpy_small_pages`` and ``map_large_allocations``: the load's
+  large arrays in ordinary pages of their own, handed back when freed, as ``python -m
+  aflite_core run`` loads).
 
 Each line prints the seconds (best of ``--repeats``, and the first read of the process: for
 the loader it includes loading the compiled scan, numba's import and cache, about 0.6 s
@@ -64,8 +65,13 @@ for _ in range(repeats):
         if mode == "csv-module":  # (the json module for JSON Lines)
             fast.FAST_MIN_BYTES = 1 << 62
         if mode == "load_dataset-cli" and not times:  # as `python -m aflite_core run` loads
-            from aflite_core.heap_trim import limit_arenas, map_large_allocations
+            from aflite_core.heap_trim import (
+                limit_arenas,
+                map_large_allocations,
+                numpy_small_pages,
+            )
             limit_arenas()
+            numpy_small_pages()
             map_large_allocations()
         start = time.perf_counter()
         if mode.startswith("load_dataset"):

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from aflite_core import _validation, ahead_bounds, cgroup_limits, measure_runs, pipeline
+from aflite_core import _validation, ahead_bounds, cgroup_limits, heap_trim, measure_runs, pipeline
 from aflite_core.commands import run as run_command
 from aflite_core.commands import warm_early
 from aflite_core.config import AuditConfig
@@ -61,12 +61,15 @@ def test_the_command_line_starts_it_for_a_default_audit_on_two_cores(fake_childr
     for argv in not_default:
         assert not warm_early(argv), argv
     assert fake_children == []
-    held: list[int] = []  # the children's BLAS held to a CPU quota before the child starts
+    held: list[tuple] = []  # the children's BLAS held to a CPU quota before the child starts,
+    # and NumPy's page size set for it
     monkeypatch.setattr(cgroup_limits, "limit_native_threads",
-                        lambda: held.append(len(fake_children)))
+                        lambda: held.append(("threads", len(fake_children))))
+    monkeypatch.setattr(heap_trim, "numpy_small_pages",
+                        lambda: held.append(("pages", len(fake_children))))
     assert warm_early(["run", "d.csv", "--seed", "3", "--no-report"])
     assert len(fake_children) == 1 and fake_children[0].args[0] == _spare_child.AHEAD_MODULE
-    assert held == [0]
+    assert held == [("threads", 0), ("pages", 0)]
     assert not warm_early(["--debug", "run", "d.csv"])  # one spare at a time
     _spare_child.discard_spare_child()
     assert warm_early(["--debug", "run", "d.csv"])  # after --debug, the command is run

@@ -66,8 +66,11 @@ def warm_early(argv: Sequence[str]) -> bool:
         return False
     from aflite_core.cgroup_limits import limit_native_threads  # lazy: as above
     from aflite_core.cues import start_spare_child  # lazy: as above
+    from aflite_core.heap_trim import numpy_small_pages  # lazy: as above
 
     # a CPU quota below the affinity holds the child's BLAS, OpenMP and numba too (the
-    # variables it inherits), as it holds those ``run`` starts after this
+    # variables it inherits), as it holds those ``run`` starts after this; so does NumPy's
+    # page size
     limit_native_threads()
+    numpy_small_pages()
     return start_spare_child()
