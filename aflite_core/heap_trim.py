@@ -8,6 +8,11 @@ allocations by the last measures, and every stage's peak sat on top of that.
 (mimalloc or jemalloc; the readers' and writers' buffers) is asked to do the same
 (``release_unused``); neither changes a value. Elsewhere
 (macOS, Windows, musl) there is nothing to call and :func:`release_free_heap` does nothing.
+
+The process-wide settings the command line's audit and the dashboard's audit worker make
+live here too: the arenas (:func:`limit_arenas`), Arrow's pool (:func:`arrow_on_c_heap`),
+glibc's thresholds (:func:`map_large_allocations`) and NumPy's page size
+(:func:`numpy_small_pages`).
 """
 
 from __future__ import annotations
@@ -155,15 +160,17 @@ def numpy_small_pages() -> bool:
     """Keep NumPy from asking the kernel for transparent huge pages for its arrays, in this
     process and in the processes it starts from now on; True when changed.
 
-    Where the system leaves huge pages to ``madvise`` (the usual setting), NumPy asks for them
+    Where the system gives huge pages on request (``madvise`` in
+    ``/sys/kernel/mm/transparent_hugepage/enabled``, as on the test VMs), NumPy asks for them
     for every array of 4 MB or more, and each first touch of 2 MB then faults in a whole zeroed
-    huge page. On the 2-core test VM that cost the audit about half its system time: in a
-    default audit of 100,000 rows on two cores, 17 % of the process's CPU samples were the
-    kernel zeroing huge pages (``perf record``; about 2,500 of them, 5 GB, in ~13 CPU-s), and
-    with NumPy's advice off the system time fell from 15.1-17.7 to 8.2-9.3 CPU-s and the run
-    from 52.5-69.6 to 48.7-53.4 s (three pairs, 2026-12-01). Ordinary pages cost more faults
-    (1.7M against 0.4M) but no zeroing of pages the arrays do not use, nor huge pages the host
-    must first find. Values do not change.
+    huge page (with ``always`` the kernel gives them anyway; with ``never`` it gives none). On
+    the 2-core test VM that cost the audit about half its system time: in a default audit of
+    100,000 rows on two cores, 17 % of the process's CPU samples were the kernel zeroing huge
+    pages (``perf record``; 2,514 huge pages, 5 GB, in a run: ``/proc/vmstat``), and with
+    NumPy's advice off the system time fell from 15.1-17.7 to 8.2-9.3 CPU-s and the run from
+    52.5-69.6 to 48.7-53.4 s (three pairs, 2026-12-01). Ordinary pages cost more faults (1.7M
+    against 0.4M) but no zeroing of pages the arrays do not use, nor huge pages the host must
+    first find. Values do not change.
 
     The user's own ``NUMPY_MADVISE_HUGEPAGE`` (set either way) stands: then nothing is
     changed. Child processes read the variable when they import NumPy, so it is set in this
