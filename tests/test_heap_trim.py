@@ -252,8 +252,8 @@ def test_the_command_line_maps_large_allocations_while_it_loads_then_reuses_the_
                             [f"premise {i}", f"the dog runs far {i}", "no"]])
     assert main(["run", str(data), "--out", str(tmp_path / "run"), "--measures", "none",
                  "--no-report", "-q"]) == 0
-    assert calls == [("arenas",), ("pages",), ("arrow",), ("threads",), ("map", MMAP_THRESHOLD), ("load",),
-                     ("release",), ("map", HEAP_THRESHOLD)]
+    assert calls == [("arenas",), ("pages",), ("arrow",), ("threads",), ("map", MMAP_THRESHOLD),
+                     ("load",), ("release",), ("map", HEAP_THRESHOLD)]
 
 
 _PAGES = """
