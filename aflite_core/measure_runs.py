@@ -32,13 +32,14 @@ What running side by side must not change, and how it does not:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from aflite_core import blas_threads, progress_plan
+from aflite_core import blas_threads, progress_pace, progress_plan
 from aflite_core._validation import available_cores
 from aflite_core.ahead_bounds import AHEAD_MAX_ROWS, AHEAD_MIN_CORES, AHEAD_MIN_ROWS
 from aflite_core.errors import AuditCancelled, MeasureSkipped
@@ -49,8 +50,8 @@ from aflite_core.runs import RunWriter
 
 __all__ = ["AHEAD_MAX_ROWS", "AHEAD_MIN_CORES", "AHEAD_MIN_ROWS", "BESIDE_MANY_CORES",
            "BESIDE_MAX_ROWS", "BESIDE_MAX_ROWS_MANY_CORES",
-           "EarlierTables", "Progress", "ahead_measures", "beside_measures", "run_measure",
-           "run_measures", "stage_plan", "warm_ahead", "work_ahead"]
+           "EarlierTables", "Progress", "StagePlan", "ahead_measures", "beside_measures",
+           "learn_pace", "run_measure", "run_measures", "stage_plan", "warm_ahead", "work_ahead"]
 
 EventCallback = Callable[[dict], Any]
 
@@ -203,6 +204,12 @@ class Progress:
         self._main = 0.0  # where the stages run in order reached
         self._side = 0.0  # the share of the bar the beside measures did meanwhile
         self._lock = threading.RLock()
+        #: When each stage run in order first reported, and the last report (perf_counter):
+        #: each stage's seconds, for this machine's pace (:func:`learn_pace`).
+        self.began: dict[str, float] = {}
+        self.last_at: float | None = None
+        #: When the beside measures first reported and when they ended (None: not yet).
+        self.side_times: list[float | None] = [None, None]
 
     def span(self, stage: str) -> tuple[float, float]:
         """The part of the bar ``stage`` fills (see :mod:`aflite_core.progress_plan`)."""
@@ -220,6 +227,8 @@ class Progress:
     def emit(self, stage: str, message: str, fraction: float, **extra: Any) -> bool:
         """Report ``stage`` at ``fraction`` of the bar (plus what the beside measures did)."""
         with self._lock:
+            self.last_at = time.perf_counter()
+            self.began.setdefault(stage, self.last_at)
             self._main = max(self._main, float(fraction))
             return self._emit(stage, message, **extra)
 
@@ -234,9 +243,24 @@ class Progress:
         ``"beside": True``, so that a display can keep naming the stage run in order (the
         two threads' events interleave)."""
         with self._lock:
+            if self.side_times[0] is None:
+                self.side_times[0] = time.perf_counter()
             self._side = max(self._side, float(done))
             if self._emit(stage, message, beside=True):
                 raise AuditCancelled(f"audit cancelled during {stage}")
+
+    def side_ended(self) -> None:
+        """The beside measures' thread has nothing left to do (called from it)."""
+        with self._lock:
+            self.side_times[1] = time.perf_counter()
+
+    def stage_intervals(self) -> dict[str, tuple[float, float]]:
+        """Each stage run in order: ``(start, end)``, from its first report to the next
+        stage's (the last one's: to the last report)."""
+        with self._lock:
+            order = sorted(self.began.items(), key=lambda item: item[1])
+            ends = [start for _, start in order[1:]] + [self.last_at or 0.0]
+            return {stage: (start, end) for (stage, start), end in zip(order, ends, strict=True)}
 
     def side_done(self) -> None:
         """The beside measures are done and the stages in order reached their span: count
@@ -409,6 +433,12 @@ class _Side:
         return filled + (total - filled) * (work - done) / (total - done)
 
     def _run(self) -> dict[str, dict]:
+        try:
+            return self._run_each()
+        finally:
+            self.progress.side_ended()
+
+    def _run_each(self) -> dict[str, dict]:
         outcomes: dict[str, dict] = {}
         base = 0.0  # the bar's share the earlier beside measures filled
         for measure in self.measures:
@@ -460,15 +490,42 @@ class _Side:
             self._blas = None
 
 
-def stage_plan(dataset: Any, config: Any) -> tuple[dict[str, tuple[float, float]],
-                                                 tuple[float, float]]:
+@dataclasses.dataclass(frozen=True)
+class StagePlan:
+    """An audit's progress plan (:func:`stage_plan`).
+
+    Attributes
+    ----------
+    spans : dict
+        Stage -> its ``(start, end)`` of the bar, with this machine's pace.
+    knee : tuple of float
+        The beside measures' knee (:func:`aflite_core.progress_plan.beside_plan`: the share
+        of their work done, and of their span filled, when the others end).
+    planned : dict
+        Stage -> its seconds of the bar before this machine's pace.
+    pace_keys : dict
+        Stage -> its key in :mod:`aflite_core.progress_pace`, for the stages run in order of
+        a local audit (empty on a Dask cluster).
+    cores, rows : int
+        The cores the plan is for and the audited rows.
+    """
+
+    spans: dict[str, tuple[float, float]]
+    knee: tuple[float, float]
+    planned: dict[str, float]
+    pace_keys: dict[str, str]
+    cores: int
+    rows: int
+
+
+def stage_plan(dataset: Any, config: Any) -> StagePlan:
     """Each stage's part of the progress bar, in proportion to its expected time on the cores
     this process may use (:func:`aflite_core.progress_plan.core_factor`), with what the
-    measures' caches lack (the cue tags of a dataset audited for the first time). On a Dask
-    cluster the plan's two-core seconds stand as they are (its cores are not this process's)
-    and no cache is looked into (the workers tag their chunks). Returns the spans and the
-    beside measures' knee (:func:`aflite_core.progress_plan.beside_plan`: the share of their
-    work done, and of their span filled, when the others end; :class:`Progress` ``knee``)."""
+    measures' caches lack (the cue tags of a dataset audited for the first time) and, for a
+    local audit, the pace this machine's earlier audits showed
+    (:mod:`~aflite_core.progress_pace`). On a Dask cluster the plan's two-core seconds stand
+    as they are (its cores are not this process's), no cache is looked into (the workers tag
+    their chunks) and no pace is used or learned."""
     local = config.backend != "dask"
     cores = available_cores() if local else 2
     n_rows = int(dataset.included_mask.sum())
@@ -486,17 +543,63 @@ def stage_plan(dataset: Any, config: Any) -> tuple[dict[str, tuple[float, float]
     warm = {m.name: m.expected_cost(n_rows, config.measure_params.get(m.name)) for m in chosen}
     stages += [(m.name, warm[m.name] if m.name in ahead else cost[m.name])
                for m in sorted(chosen, key=lambda m: m.name in beside)]
-    stages = progress_plan.with_ahead(stages, sum(cost[n] - warm[n] for n in ahead),
-                                      cores=cores)
+    early = sum(cost[n] - warm[n] for n in ahead)
+    stages = progress_plan.with_ahead(stages, early, cores=cores)
     if config.report:
         stages.append(("report", progress_plan.stage_per_100k("report", n_rows)))
     seconds = {name: value * progress_plan.core_factor(name, cores) for name, value
                in progress_plan.expected_seconds(stages, n_rows).items()}
-    knee = (1.0, 1.0)
-    if beside:  # their span is the time they add, not the time they take
-        own = sum(seconds[name] for name in beside)
-        others = sum(seconds[m.name] for m in chosen if m.name not in beside)
-        added, *knee = progress_plan.beside_plan(own, others, n_rows, cores=cores)
-        scale = added / own if own > 0 else 1.0
-        seconds.update({name: seconds[name] * scale for name in beside})
-    return progress_plan.stage_spans(seconds), tuple(knee)
+    keys = {}
+    if local:
+        rep = ("representation" if config.representation == "tfidf_svd"
+               else f"representation:{config.representation}")
+        for name in seconds:
+            if name not in beside:
+                keys[name] = (rep if name == "representation" else name) + (
+                    "+ahead" if early > 0 and (name in progress_plan.FRONT_STAGES
+                                               or name in ahead)
+                    else "+cold" if cost.get(name, 0.0) != warm.get(name, 0.0) else "")
+    pace = progress_pace.learned_factors(cores, n_rows) if keys else {}
+    paced = {name: value * pace.get(keys.get(name, ""), 1.0) for name, value in seconds.items()}
+    planned, _ = _with_beside(seconds, beside, chosen, n_rows, cores)
+    paced, knee = _with_beside(paced, beside, chosen, n_rows, cores)
+    return StagePlan(spans=progress_plan.stage_spans(paced), knee=knee, planned=planned,
+                     pace_keys=keys, cores=cores, rows=n_rows)
+
+
+def _with_beside(seconds: dict[str, float], beside: list[str], chosen: list[Measure],
+                 n_rows: int, cores: int) -> tuple[dict[str, float], tuple[float, float]]:
+    """``seconds`` with the beside measures' as the time they add, not the time they take,
+    and their knee (:func:`~aflite_core.progress_plan.beside_plan`)."""
+    if not beside:
+        return dict(seconds), (1.0, 1.0)
+    own = sum(seconds[name] for name in beside)
+    others = sum(seconds[m.name] for m in chosen if m.name not in beside)
+    added, *knee = progress_plan.beside_plan(own, others, n_rows, cores=cores)
+    scale = added / own if own > 0 else 1.0
+    return ({name: value * scale if name in beside else value
+             for name, value in seconds.items()}, (knee[0], knee[1]))
+
+
+def learn_pace(plan: StagePlan, progress: Progress, failed: set[str]) -> dict[str, float]:
+    """Record a finished audit's pace (:func:`aflite_core.progress_pace.record_pace`): the
+    stages of ``plan.pace_keys`` that ran alone (no beside measure working meanwhile), not
+    those in ``failed`` (measures that were skipped or failed: their seconds say nothing of
+    their pace); their seconds from ``progress``. Returns the log ratios recorded (empty:
+    none, or the pace is off)."""
+    if not plan.pace_keys or progress.last_at is None or not progress.began:
+        return {}
+    first, last = min(progress.began.values()), progress.last_at
+    side = progress.side_times
+    window = (side[0], side[1] if side[1] is not None else last) if side[0] else None
+    planned, taken = {}, {}
+    for stage, (start, end) in progress.stage_intervals().items():
+        key = plan.pace_keys.get(stage)
+        if key is None or stage in failed:
+            continue
+        if window is not None and start < window[1] and end > window[0]:
+            continue
+        planned[key], taken[key] = plan.planned[stage], end - start
+    return progress_pace.record_pace(planned, taken, planned_total=sum(plan.planned.values()),
+                                     taken_total=last - first, cores=plan.cores,
+                                     n_rows=plan.rows)

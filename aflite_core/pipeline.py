@@ -48,7 +48,7 @@ from aflite_core.filter import FilterPlan, filter_units, plan_filter, select_row
 from aflite_core.heap_trim import release_free_heap
 from aflite_core.io import LINKED_TEXT, label_factors, shared_strings, short_repr, str_codes
 from aflite_core.measure_runs import Progress as _Progress
-from aflite_core.measure_runs import run_measures, stage_plan, work_ahead
+from aflite_core.measure_runs import learn_pace, run_measures, stage_plan, work_ahead
 from aflite_core.measures import registry
 from aflite_core.represent import is_partitioned, on_cluster, phi_folder_for, phi_on_disk
 from aflite_core.runs import (
@@ -222,7 +222,8 @@ def run_audit(
     check_labels(dataset)
     config = config.scaled(filter_units(dataset, split_policy=config.split_policy,
                                         instance=config.instance))
-    progress = _Progress(callback, *stage_plan(dataset, config))
+    plan = stage_plan(dataset, config)
+    progress = _Progress(callback, plan.spans, plan.knee)
     created = utc_now_iso()
     generated = name is None  # a generated name never fails: a taken one gets a suffix
     if generated:
@@ -261,6 +262,7 @@ def run_audit(
         summary["engines"] = stage_engines(config, filtered, measures, rep, dataset)
         summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
         writer.write_summary(summary)
+        failed = {name for name, outcome in measures.items() if outcome["status"] != "ok"}
         del rep, filtered, shared, measures
         if config.report:
             # the report reads the run folder: the per-row vectors held so far not under its
@@ -274,6 +276,7 @@ def run_audit(
             summary["timings"] = {**timings, "total": round(time.perf_counter() - start_all, 3)}
             writer.write_summary(summary)
         progress.step("write", "run complete", 1.0)
+    learn_pace(plan, progress, failed)  # this machine's pace, for the next audit's bar
     return writer.path
 
 
@@ -376,7 +379,7 @@ def _write_rows(writer: RunWriter, dataset, scores: pd.DataFrame, progress: _Pro
 
 def _stage_spans(dataset, config: AuditConfig) -> dict[str, tuple[float, float]]:
     """Each stage's part of the progress bar (:func:`aflite_core.measure_runs.stage_plan`)."""
-    return stage_plan(dataset, config)[0]
+    return stage_plan(dataset, config).spans
 
 
 #: The collector's thresholds during an audit (CPython's default: 700, 10, 10). An audit

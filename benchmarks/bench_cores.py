@@ -34,7 +34,11 @@ unmeasured audit of :data:`WARM_ROWS` rows of the same file, as a user's audits 
 first one after installing read theirs (a cold folder compiles the load's and the map's
 kernels, about 5 s of one core in every run, which said 1.48x at 100,000 rows where the same
 runs warm say more; 2026-11-30). ``--numba-dir DIR`` keeps that folder between invocations:
-filled once, the next benchmark skips its unmeasured audit.
+filled once, the next benchmark skips its unmeasured audit. The audits learn no pace
+(``AFLITE_PACE_FILE=off``, :mod:`aflite_core.progress_pace`): each ETA is a first audit's on
+this machine. ``--pace-file FILE`` gives them that file instead, kept between invocations like
+``--numba-dir``: every audit reads the pace the earlier ones left and adds its own, as a
+user's later audits on one machine do.
 
 With ``--emulate K`` one more audit runs on every core this process may use while the audit
 believes it may use K (``os.sched_getaffinity`` answers K CPUs, numba and OpenBLAS start K
@@ -64,6 +68,7 @@ Usage::
     python benchmarks/bench_cores.py --rows 300000 --cores 1,2,4,8,16   # a 16-core host
     python benchmarks/bench_cores.py --data snli_300000.csv --cores 2,16 --keep cores300k \
         --numba-dir numba_cache
+    python benchmarks/bench_cores.py --rows 100000 --cores 1,2 --pace-file pace.json  # twice
 """
 
 from __future__ import annotations
@@ -215,15 +220,17 @@ def probe(cores: int, emulate: int | None = None, cgroup: list[Path] | None = No
 
 def audit(data: Path, out: Path, cores: int, timeout: float, *, in_turn: bool = False,
           numba_dir: Path | None = None, emulate: int | None = None,
-          cgroup: list[Path] | None = None) -> tuple[int, float, float, list, str]:
+          cgroup: list[Path] | None = None, pace: Path | None = None
+          ) -> tuple[int, float, float, list, str]:
     """The default audit pinned to ``cores`` CPUs (``bench_pipeline``'s runner): exit code,
     wall s, peak RSS MB, the progress lines (seconds, fraction, line) and stderr's tail.
     ``in_turn``: every measure in turn (none beside the others), so that each stage's seconds
     are its own and its speed-up says how much of it divides among the cores. ``emulate``:
     the child believes it may use that many cores (:data:`EMULATE`); ``cgroup``: it runs in
-    those cgroups (:func:`limited_cgroup`)."""
+    those cgroups (:func:`limited_cgroup`); ``pace``: the machine's pace file (None: off)."""
     # a cache folder of its own: no run reads the cue tags an earlier one wrote
-    env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}")}
+    env = {**os.environ, "AFLITE_CACHE_DIR": str(out.parent / f"cache_{out.name}"),
+           "AFLITE_PACE_FILE": str(pace) if pace is not None else "off"}
     if numba_dir is not None:  # compiled code as a user's later audits find it
         env["NUMBA_CACHE_DIR"] = str(numba_dir)
     if emulate is not None:
@@ -328,6 +335,10 @@ def main() -> int:
     parser.add_argument("--numba-dir", type=Path,
                         help="numba's cache folder, kept between runs (the unmeasured audit "
                              "that fills it runs only while it is empty)")
+    parser.add_argument("--pace-file", type=Path,
+                        help="the machine's pace file (AFLITE_PACE_FILE), kept between runs: "
+                             "each audit reads what the earlier ones learned and adds to it "
+                             "(default: none, every ETA a first audit's)")
     parser.add_argument("--keep", type=Path,
                         help="folder for each core count's timings, progress and busy cores")
     parser.add_argument("--emulate", type=int, metavar="K",
@@ -395,7 +406,8 @@ def main() -> int:
             warm = tmp / "warm.csv"
             pd.read_csv(data, keep_default_na=False, nrows=WARM_ROWS).to_csv(warm, index=False)
             code, wall, *_ = audit(warm, tmp / "run_warm", max(counts), args.timeout,
-                                   in_turn=args.in_turn, numba_dir=numba_dir)
+                                   in_turn=args.in_turn, numba_dir=numba_dir,
+                                   pace=args.pace_file)
             print(f"  numba's cache folder filled by an unmeasured audit of "
                   f"{min(WARM_ROWS, args.rows):,} rows ({wall:.1f} s, exit {code})")
         results = {}
@@ -404,7 +416,8 @@ def main() -> int:
             with BusyCores(sorted(os.sched_getaffinity(0))[:k]) as busy:
                 code, wall, peak, progress, tail = audit(data, out, k, args.timeout,
                                                        in_turn=args.in_turn,
-                                                       numba_dir=numba_dir)
+                                                       numba_dir=numba_dir,
+                                                       pace=args.pace_file)
             if code != 0:
                 print(f"\n{k} cores: the audit did not finish (exit {code}, {wall:.0f} s): "
                       f"{tail[-400:]}")
@@ -420,7 +433,7 @@ def main() -> int:
             out = tmp / "run_emulated"
             code, wall, peak, _, tail = audit(data, out, have, args.timeout,
                                               in_turn=args.in_turn, numba_dir=numba_dir,
-                                              emulate=args.emulate)
+                                              emulate=args.emulate, pace=args.pace_file)
             emulated = ({"peak": peak, "tree": LAST_TREE_PEAK[0],
                          "tree_pss": LAST_TREE_PSS[0], "wall": wall,
                          "digest": files_digest(out)}
@@ -490,7 +503,8 @@ def quota_audit(args: argparse.Namespace, data: Path, tmp: Path, have: int,
             out = tmp / "run_quota"
             code, wall, peak, _, tail = audit(data, out, have, args.timeout,
                                               in_turn=args.in_turn, numba_dir=numba_dir,
-                                              emulate=args.emulate, cgroup=cgroup)
+                                              emulate=args.emulate, cgroup=cgroup,
+                                              pace=args.pace_file)
     except OSError as exc:
         return {"error": f"no cgroup with these limits could be made ({exc}); run as root "
                          "on a machine whose cgroup file system is writable"}

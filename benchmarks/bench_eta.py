@@ -155,6 +155,9 @@ def _show(pair: tuple[float | None, float | None]) -> str:
 
 
 def main() -> int:
+    # every ETA a first audit's on this machine: no pace learned by earlier audits
+    # (aflite_core.progress_pace), unless AFLITE_PACE_FILE names a file to use
+    os.environ.setdefault("AFLITE_PACE_FILE", "off")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=20_000)
     parser.add_argument("--loads", default="steady,starts,stops")

@@ -429,6 +429,9 @@ def one_size(n: int, shared: Path, work: Path, repo: Path, timeout: float,
 
 
 def main() -> int:
+    # every ETA a first audit's on this machine: no pace learned by earlier audits
+    # (aflite_core.progress_pace), unless AFLITE_PACE_FILE names a file to use
+    os.environ.setdefault("AFLITE_PACE_FILE", "off")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="9842,100000,550000")
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")

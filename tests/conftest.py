@@ -34,6 +34,9 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # Dashboard sessions in tests (AppTest and the browser test's server) start idle: no
 # automatic audit of the bundled sample unless a test asks for it.
 os.environ.setdefault("AFLITE_AUTORUN", "0")
+# Nor do their audits learn this machine's pace (aflite_core.progress_pace): a test's bar
+# would depend on the audits run before it. tests/test_progress_pace.py turns it on.
+os.environ.setdefault("AFLITE_PACE_FILE", "off")
 
 # Annotation / projection caches and numba's compiled kernels go to a throw-away folder,
 # never the user's ~/.cache: made by pytest itself, shared by its xdist workers and the
