@@ -12,7 +12,7 @@ So each finished local audit records, for every stage that ran alone (no measure
 its seconds are its own), its log ratio of seconds taken to seconds planned, less the whole
 audit's (``log(taken / planned) - log(audit's seconds / bar's planned seconds)``): 0 for a
 stage in step with the rest, whatever the machine's speed. The next audit on this machine
-with the same core count and the same decade of rows (10^4, 10^5, 10^6, ...) plans each
+with the same core count and the same half-decade of rows (10^5, 10^5.5, 10^6, ...) plans each
 such stage at ``exp(mean log ratio)`` times its seconds (at most :data:`MAX_FACTOR` either
 way). The mean is over the audits so far, then a moving one (:data:`RECENT_WEIGHT`).
 A stage is keyed by how it ran: ``+ahead`` when work for the measures ran ahead beside it
@@ -70,15 +70,18 @@ def pace_file() -> Path | None:
 
 
 def bucket(cores: int, n_rows: int) -> str:
-    """The key of an audit's paces: its core count and its decade of rows.
+    """The key of an audit's paces: its core count and its half-decade of rows (a whole
+    decade mixed audits that run differently: at 100,000 rows the map runs beside the other
+    measures, at 300,000 in turn, and the pace learned at 100k planned a 300k audit's ETA
+    2.72x the time left, against 1.88x without it; 2026-12-01, two cores).
 
     Examples
     --------
-    >>> bucket(2, 100_000), bucket(2, 40_000), bucket(16, 1_500_000)
-    ('2 cores, 10^5 rows', '2 cores, 10^5 rows', '16 cores, 10^6 rows')
+    >>> bucket(2, 100_000), bucket(2, 40_000), bucket(2, 300_000), bucket(16, 1_200_000)
+    ('2 cores, 10^5 rows', '2 cores, 10^4.5 rows', '2 cores, 10^5.5 rows', '16 cores, 10^6 rows')
     """
-    decade = round(math.log10(max(int(n_rows), 1)))
-    return f"{max(int(cores), 1)} cores, 10^{decade} rows"
+    half = round(2 * math.log10(max(int(n_rows), 1))) / 2
+    return f"{max(int(cores), 1)} cores, 10^{half:g} rows"
 
 
 def _read(path: Path) -> dict:

@@ -45,10 +45,10 @@ def test_a_stage_slower_than_planned_against_the_rest_is_planned_longer(tmp_path
     factors = learned_factors(2, 100_000, path=path)
     assert factors["pvi"] / factors["aflite"] == pytest.approx(2.0, rel=1e-3)
     assert factors["representation"] == pytest.approx(factors["aflite"], rel=1e-3)
-    # another core count, another decade of rows: nothing learned there
+    # another core count, another half-decade of rows: nothing learned there
     assert learned_factors(1, 100_000, path=path) == {}
-    assert learned_factors(2, 1_000_000, path=path) == {}
-    assert learned_factors(2, 40_000, path=path) == factors  # 10^4.6 rounds to 10^5
+    assert learned_factors(2, 300_000, path=path) == {}
+    assert learned_factors(2, 150_000, path=path) == factors  # 10^5.18 rounds to 10^5
 
 
 def test_the_pace_is_the_mean_of_the_first_audits_then_follows_the_recent_ones(tmp_path):
