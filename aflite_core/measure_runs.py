@@ -75,11 +75,13 @@ BESIDE_MAX_ROWS_MANY_CORES = 500_000
 def ahead_measures(measures: Sequence[Measure], n_rows: int, *, cores: int,
                    local: bool = True) -> list[Measure]:
     """The measures of ``measures`` whose work ahead (``Measure.ahead``) :func:`work_ahead`
-    starts in an audit of ``n_rows`` rows on ``cores`` cores: none on fewer than
-    :data:`AHEAD_MIN_CORES` cores, on a Dask cluster (``local`` False: its workers tag their
-    own chunks), below :data:`AHEAD_MIN_ROWS` rows or above :data:`AHEAD_MAX_ROWS`."""
-    if (not local or cores < AHEAD_MIN_CORES
-            or not AHEAD_MIN_ROWS <= n_rows <= AHEAD_MAX_ROWS):
+    starts in an audit of ``n_rows`` rows on ``cores`` cores: none below
+    :data:`AHEAD_MIN_ROWS` rows; locally, none on fewer than :data:`AHEAD_MIN_CORES` cores
+    or above :data:`AHEAD_MAX_ROWS` rows. On a Dask cluster (``local`` False) ``cores`` is
+    not asked and the rows have no upper bound: the work ahead is tasks on the workers, a
+    chunk of rows each, and this process holds none of it."""
+    if n_rows < AHEAD_MIN_ROWS or (local and (cores < AHEAD_MIN_CORES
+                                              or n_rows > AHEAD_MAX_ROWS)):
         return []
     return [m for m in measures if m.ahead is not None]
 
@@ -120,9 +122,12 @@ def warm_ahead(measures: Sequence[Measure], *, cores: int, local: bool = True
 
 @contextlib.contextmanager
 def work_ahead(measures: Sequence[Measure], dataset: Any, params: dict[str, dict], *,
-               cores: int, local: bool = True) -> Iterator[list[str]]:
+               cores: int, client: Any = None) -> Iterator[list[str]]:
     """Start the work ahead (``Measure.ahead``) of :func:`ahead_measures`, each on a thread of
-    its own, and yield their names; on leaving, ask them to stop and wait for them.
+    its own, and yield their names; on leaving, ask them to stop and wait for them. With a
+    Dask ``client`` each runs inside :func:`~aflite_core.represent.on_dask` of it: the cue
+    measure's then tags its chunks by tasks on the workers, at a priority below the audit's
+    own tasks.
 
     Entered once the data is loaded, before Φ: the cue measure's token counts and tagging
     (a child process) then use the cores Φ's and the filter's serial steps leave idle, and
@@ -134,12 +139,12 @@ def work_ahead(measures: Sequence[Measure], dataset: Any, params: dict[str, dict
     ignored: its measure's ``compute`` does the work and says what went wrong.
     """
     chosen = ahead_measures(measures, int(dataset.included_mask.sum()), cores=cores,
-                            local=local)
+                            local=client is None)
     stop = threading.Event()
 
     def run(measure: Measure) -> None:
         # a failure is compute's to meet and report: it does the work itself
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(Exception), on_dask(client):
             measure.ahead(dataset, params.get(measure.name, {}), stop)
 
     threads = [threading.Thread(target=run, args=(m,), name=f"ahead-{m.name}", daemon=True)

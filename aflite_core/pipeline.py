@@ -236,7 +236,7 @@ def run_audit(
             RunWriter(runs_root, name, overwrite=replace, unique=generated) as writer, \
             audit_client(config) as client, \
             work_ahead(chosen, dataset, config.measure_params, cores=available_cores(),
-                       local=client is None):
+                       client=client):
         # the first event names the temporary folder: a supervisor whose worker process is
         # killed removes it (a worker that stops normally removes it itself)
         progress.step("representation", f"building the {config.representation} "

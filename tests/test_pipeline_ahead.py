@@ -245,18 +245,43 @@ def test_cancelling_before_the_measures_stops_the_work_ahead(snli_1200, tmp_path
     assert not list((tmp_path / "cache").glob("tagged-*.npz"))
 
 
-def test_nothing_is_done_ahead_on_one_core_on_dask_or_outside_its_rows():
+def test_nothing_is_done_ahead_on_one_core_or_outside_its_rows():
+    """Locally from two cores and within its rows; on Dask (tasks on the workers) whatever
+    this process's cores, from the same first row count, with no upper bound."""
     cues = registry.get("cues")
     assert cues.ahead is not None
     n = measure_runs.AHEAD_MIN_ROWS
     assert measure_runs.ahead_measures([cues], n, cores=2) == [cues]
     assert measure_runs.ahead_measures([cues], n, cores=1) == []
-    assert measure_runs.ahead_measures([cues], n, cores=2, local=False) == []
     low, top = measure_runs.AHEAD_MIN_ROWS, measure_runs.AHEAD_MAX_ROWS
     assert measure_runs.ahead_measures([cues], low - 1, cores=2) == []
     assert measure_runs.ahead_measures([cues], top + 1, cores=2) == []
+    assert measure_runs.ahead_measures([cues], n, cores=1, local=False) == [cues]
+    assert measure_runs.ahead_measures([cues], top + 1, cores=1, local=False) == [cues]
+    assert measure_runs.ahead_measures([cues], low - 1, cores=8, local=False) == []
     others = [m for m in registry.measures() if m.name != "cues"]
     assert measure_runs.ahead_measures(others, low, cores=8) == []
+
+
+def test_with_a_client_the_work_ahead_runs_inside_on_dask_of_it():
+    """The audit's client reaches the work ahead's thread (a thread starts without the
+    caller's context): the cue measure's ahead sees the cluster and sends tasks there."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from aflite_core.represent import dask_folds
+
+    seen = []
+    cues = dataclasses.replace(registry.get("cues"),
+                               ahead=lambda dataset, params, stop: seen.append(dask_folds()))
+    dataset = SimpleNamespace(included_mask=np.ones(measure_runs.AHEAD_MIN_ROWS, dtype=bool))
+    client = object()  # on_dask only records it
+    with measure_runs.work_ahead([cues], dataset, {}, cores=1, client=client) as names:
+        assert names == ["cues"]
+    assert len(seen) == 1 and seen[0].client is client
+    with measure_runs.work_ahead([cues], dataset, {}, cores=2) as names:
+        assert names == ["cues"]
+    assert len(seen) == 2 and seen[1] is None
 
 
 def test_a_spare_child_tags_what_a_child_started_with_its_arguments_would(snli_dir, tmp_path):

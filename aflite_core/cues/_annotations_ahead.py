@@ -45,7 +45,7 @@ from aflite_core.cues.linguistic import (
 )
 from aflite_core.cues.resources import import_nltk_lean
 
-__all__ = ["AHEAD_SPARE_CORES", "SEND_ROWS", "ahead_jobs", "annotate_ahead"]
+__all__ = ["AHEAD_SPARE_CORES", "SEND_ROWS", "ahead_jobs", "annotate_ahead", "annotate_here"]
 
 #: Texts sent to the child at a time: this process never holds a list of every row's texts
 #: for it (a lazy column, ``RowTexts``, makes them a chunk at a time).
@@ -113,12 +113,7 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     folder = cache_folder(cache, cache_dir)
     if folder is None:
         return False
-    read = ["hypothesis", "premise"] if text == "both" else [text]
-    given = {"hypothesis": hypotheses, "premise": premises}
-    counted = set(read) | ({"hypothesis", "premise"} if "overlap" in families else set())
-    tagged = set(read) if families & set(TAGGED_FAMILIES) else set()
-    sides = {side: given[side] for side in ("hypothesis", "premise")
-             if side in counted | tagged and given[side] is not None}
+    sides, tagged = _sides_read(hypotheses, premises, families=families, text=text)
     jobs = ahead_jobs(available_cores()) if n_jobs is None else n_jobs
     if jobs < 1:
         raise ValueError(f"n_jobs must be at least 1, got {jobs}")
@@ -135,6 +130,67 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
             with contextlib.suppress(subprocess.TimeoutExpired):
                 child.wait(POLL_SECONDS)
     return sent and child.returncode == 0 and tagged <= set(sides)
+
+
+def annotate_here(hypotheses: Sequence[str], premises: Sequence[str] | None = None, *,
+                  features: Iterable[str] = FAMILIES, text: str = "hypothesis",
+                  cache_dir: str | os.PathLike | None = None,
+                  stop: threading.Event | None = None) -> bool:
+    """:func:`annotate_ahead`'s work in this process, on one core: the token counts and tags
+    that :func:`~aflite_core.cues.linguistic.extract_features` with these arguments reads,
+    into this process's annotation cache (``cache_dir``, default
+    :func:`~aflite_core.text.default_cache_dir`). For a task on a Dask worker, where the
+    cue measure's work ahead tags each chunk of rows that a later task of the cue table
+    (:mod:`~aflite_core.cues.count_tables`) extracts.
+
+    Returns
+    -------
+    bool
+        Whether everything the extraction reads is in the cache (False: no cache folder, or
+        ``stop`` set before the tagging's last chunk).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> annotate_here(["a dog runs"], ["a dog"], cache_dir=tempfile.mkdtemp())
+    True
+    """
+    families = set(check_families(features))
+    folder = cache_folder(True, cache_dir)
+    if folder is None:
+        return False
+    sides, tagged = _sides_read(hypotheses, premises, families=families, text=text)
+    done = _annotate(sides, tagged, folder, stop or threading.Event(), jobs=1)
+    return done and tagged <= set(sides)
+
+
+def _sides_read(hypotheses: Sequence[str] | None, premises: Sequence[str] | None, *,
+                families: set[str], text: str) -> tuple[dict[str, Sequence[str]], set[str]]:
+    """The sides whose token counts an extraction of ``families`` reading ``text`` reads
+    (side -> its texts; a side not given is left out), and those it reads tags of."""
+    read = ["hypothesis", "premise"] if text == "both" else [text]
+    given = {"hypothesis": hypotheses, "premise": premises}
+    counted = set(read) | ({"hypothesis", "premise"} if "overlap" in families else set())
+    tagged = set(read) if families & set(TAGGED_FAMILIES) else set()
+    sides = {side: given[side] for side in ("hypothesis", "premise")
+             if side in counted | tagged and given[side] is not None}
+    return sides, tagged
+
+
+def _annotate(sides: dict[str, Sequence[str]], tagged: Iterable[str], cache_dir: Path,
+              halt: threading.Event, *, jobs: int) -> bool:
+    """Each side's token counts and the tags of the ``tagged`` sides into ``cache_dir``
+    (with ``jobs`` tagging processes above one); False when ``halt`` was set first."""
+    hashes = {}
+    for side, texts in sides.items():
+        if halt.is_set():
+            return False
+        hashes[side] = count_tokens_cached(texts, cache_dir)
+    tagged = [side for side in tagged if side in sides]
+    method = ner_method() if tagged else ""
+    return all(tag_into_cache(sides[side], ner_method=method, cache_dir=cache_dir,
+                              texts_hash=hashes[side], stop=halt, n_jobs=jobs)
+               for side in tagged)
 
 
 def _child_for(args: list[str]) -> subprocess.Popen:
@@ -206,16 +262,7 @@ def _main(argv: Sequence[str]) -> int:
         sides.setdefault(message[0], []).extend(message[1])
     else:  # the audit stopped sending: asked to stop
         return 1
-    hashes = {}
-    for side, texts in sides.items():
-        if halt.is_set():
-            return 1
-        hashes[side] = count_tokens_cached(texts, cache_dir)
-    method = ner_method() if tagged else ""
-    done = all(tag_into_cache(sides[side], ner_method=method, cache_dir=cache_dir,
-                              texts_hash=hashes[side], stop=halt, n_jobs=jobs)
-               for side in tagged)
-    return 0 if done else 1
+    return 0 if _annotate(sides, tagged, cache_dir, halt, jobs=jobs) else 1
 
 
 if __name__ == "__main__":

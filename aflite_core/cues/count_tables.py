@@ -32,6 +32,8 @@ a cluster) each chunk's texts only while its task is sent (read from the frame t
 from __future__ import annotations
 
 import functools
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -41,7 +43,13 @@ import scipy.sparse as sp
 
 from aflite_core.cues import _tagging as tagging
 from aflite_core.cues._annotation_cache import cache_save
-from aflite_core.cues.linguistic import FAMILIES, extract_with_annotations, word_method
+from aflite_core.cues._annotations_ahead import annotate_here
+from aflite_core.cues.linguistic import (
+    FAMILIES,
+    check_families,
+    extract_with_annotations,
+    word_method,
+)
 from aflite_core.cues.statistics import (
     DEFAULT_SORT,
     CueCounts,
@@ -53,18 +61,31 @@ from aflite_core.cues.statistics import (
     stack_scopes,
     statistics_from_counts,
 )
-from aflite_core.represent import map_folds
+from aflite_core.represent import cluster_workers, dask_folds, map_folds
 from aflite_core.splits import resolve_split
 from aflite_core.text import default_cache_dir, hash_texts
 
-__all__ = ["CHUNK_ROWS", "MIN_CHUNK_ROWS", "check_same_extraction", "chunk_rows_for",
-           "cue_tables", "sorted_label_codes"]
+__all__ = ["AHEAD_PRIORITY", "CHUNK_ROWS", "MIN_CHUNK_ROWS", "annotate_chunks_ahead",
+           "check_same_extraction", "chunk_rows_for", "cue_tables", "sorted_label_codes"]
 
 #: Rows per map task at most: about 10 MB of SNLI texts and a few seconds of tagging on one
 #: core.
 CHUNK_ROWS = 50_000
 #: Rows per map task at least (fewer rows, more set-up per row: the families' word lists).
 MIN_CHUNK_ROWS = 5_000
+
+
+#: The Dask priority of the tagging ahead's tasks (:func:`annotate_chunks_ahead`), below the
+#: audit's own (0): a worker takes one only when none of those is ready for it.
+AHEAD_PRIORITY = -10
+#: How often the tagging ahead looks whether it was asked to stop, seconds.
+POLL_SECONDS = 0.2
+#: Held by :func:`annotate_chunks_ahead` while its tasks run; :func:`cue_tables` waits for it,
+#: so that its tasks find each chunk tagged, not tag it a second time beside the first.
+_AHEAD_LOCK = threading.Lock()
+#: ``(id(dataset), included rows, chunk_rows)`` -> the worker that tagged each chunk ahead
+#: (None: not tagged), taken by :func:`cue_tables` to send each chunk's task there.
+_TAGGED_ON: dict[tuple[int, int, int], list[str | None]] = {}
 
 
 def chunk_rows_for(n_rows: int, n_workers: int) -> int:
@@ -130,6 +151,87 @@ def _count_chunk(chunk: _Chunk, *, options: _ExtractOptions, n_columns: int) -> 
         np.asarray(X.sum(axis=0), dtype=np.int64).ravel(), features.text,
         dict(features.methods), dict(features.unavailable), tagged,
         (tagging.ner_method(), *tagging.tagger_versions()) if tagged else None)
+
+
+def _annotate_chunk(texts: tuple[list[str], list[str] | None], *, features: tuple[str, ...],
+                    text: str) -> str | None:
+    """The tagging ahead of one chunk (runs on a worker): its token counts and tags into the
+    worker's annotation cache, where :func:`_count_chunk` of the same rows reads them.
+    Returns the worker's address (None when the cache did not take them)."""
+    from distributed import get_worker  # lazy: runs on a Dask worker only
+
+    hypotheses, premises = texts
+    done = annotate_here(hypotheses, premises, features=features, text=text)
+    return get_worker().address if done else None
+
+
+def annotate_chunks_ahead(dataset, *, chunk_rows: int, features: Iterable[str] = FAMILIES,
+                          text: str = "hypothesis", stop: threading.Event | None = None) -> int:
+    """The cue measure's work ahead on a Dask cluster: each chunk of ``chunk_rows`` included
+    rows tagged by a task on a worker, into that worker's annotation cache, while the audit
+    builds Φ and filters, so that the cue table's task of the same chunk
+    (:func:`cue_tables` with the same ``chunk_rows``) reads its tags instead of making them.
+
+    Call it inside :func:`~aflite_core.represent.on_dask`. The tasks have
+    :data:`AHEAD_PRIORITY`: a worker runs one only when none of the audit's own tasks is
+    ready for it. Two per worker are in flight at a time, each carrying its chunk's texts,
+    read as it is sent (the driver never lists every row's text). A failed task is let go:
+    the cue table's task of that chunk tags it and says what went wrong. :func:`cue_tables`
+    waits until this returns, and sends each chunk's task to the worker that tagged it (the
+    cache is each worker's own, :func:`~aflite_core.text.default_cache_dir` there), or to
+    another when that one is gone or busy for long; then it tags the chunk again.
+
+    Parameters
+    ----------
+    dataset : AuditDataset
+        Its included rows are tagged.
+    chunk_rows : int
+        Rows per task: the cue table's (:func:`chunk_rows_for`).
+    features, text
+        As the cue table's extraction will read them.
+    stop : threading.Event, optional
+        Set it to stop: the tasks not yet done are cancelled.
+
+    Returns
+    -------
+    int
+        The chunks tagged.
+    """
+    record = dask_folds()
+    if record is None:
+        raise RuntimeError("annotate_chunks_ahead: expected to run inside on_dask(client), "
+                           "got no cluster")
+    if int(chunk_rows) < 1:
+        raise ValueError(f"chunk_rows: expected an integer >= 1, got {chunk_rows!r}")
+    client, chunk_rows = record.client, int(chunk_rows)
+    stop = stop or threading.Event()
+    hypotheses, premises = _row_texts(dataset)
+    task = functools.partial(_annotate_chunk, features=tuple(check_families(features)),
+                             text=text)
+    in_flight = 2 * max(len(cluster_workers(client)), 1)
+    waiting: deque = deque()
+    places: list[str | None] = []
+    with _AHEAD_LOCK:
+        try:
+            for lo in [*range(0, len(hypotheses), chunk_rows), None]:
+                while waiting and (lo is None or len(waiting) >= in_flight):
+                    if stop.wait(0 if waiting[0].done() else POLL_SECONDS):
+                        return sum(place is not None for place in places)
+                    if waiting[0].done():
+                        future = waiting.popleft()
+                        places.append(future.result() if future.status == "finished"
+                                      else None)
+                if lo is None:
+                    _TAGGED_ON[id(dataset), len(hypotheses), chunk_rows] = places
+                    return sum(place is not None for place in places)
+                texts = (hypotheses[lo:lo + chunk_rows],
+                         None if premises is None else premises[lo:lo + chunk_rows])
+                waiting.append(client.submit(task, texts, pure=False, priority=AHEAD_PRIORITY))
+                del texts
+                record.tasks += 1
+        finally:
+            if waiting:
+                client.cancel(list(waiting))
 
 
 def check_same_extraction(parts: Sequence) -> None:
@@ -214,19 +316,29 @@ def sorted_label_codes(labels: Sequence) -> tuple[np.ndarray, list]:
     return rank[codes], order
 
 
+def _row_texts(dataset) -> tuple[Sequence[str], Sequence[str] | None]:
+    """The included rows' hypotheses and premises (None without a premise column), read from
+    the frame a slice at a time (:class:`~aflite_core.io.RowTexts`)."""
+    from aflite_core.io import RowTexts, row_positions  # lazy: +9 ms to import
+
+    rows = row_positions(dataset.included_mask)  # None: every row (no array of positions)
+    columns = dataset.columns
+    hypotheses = RowTexts(dataset.text_column(columns.hypothesis), rows)
+    premises = (RowTexts(dataset.text_column(columns.premise), rows)
+                if columns.premise is not None else None)
+    return hypotheses, premises
+
+
 def _row_inputs(dataset, *, test_size: float, groups: Sequence | None,
                 random_state: int | None) -> CueInputs:
     """:func:`~aflite_core.cues.statistics.dataset_inputs` with the texts read from the
     frame a chunk at a time (:class:`~aflite_core.io.RowTexts`) and the labels
     as the dataset gives them: no list of every row's text, no Python str per label."""
-    from aflite_core.io import RowTexts, label_objects, row_positions  # lazy: +9 ms to import
+    from aflite_core.io import label_objects  # lazy: +9 ms to import
 
     mask = dataset.included_mask
-    rows = row_positions(mask)  # None: every row (no array of positions)
     columns = dataset.columns
-    hypotheses = RowTexts(dataset.text_column(columns.hypothesis), rows)
-    premises = (RowTexts(dataset.text_column(columns.premise), rows)
-                if columns.premise is not None else None)
+    hypotheses, premises = _row_texts(dataset)
     # labels and split values with one str object per value: the str arrays of
     # dataset.labels() / splits() became a str per row in every factorisation of them
     labels = dataset.label_objects()
@@ -332,8 +444,11 @@ def cue_tables(
             progress((i + 1) / n_tasks, f"cue features: chunk {i + 1} of {n_tasks} "
                                         f"({len(codes):,} rows)")
 
+    with _AHEAD_LOCK:  # the tagging ahead's chunks are these: tagged once, then read there
+        places = _TAGGED_ON.pop((id(dataset), len(codes), int(chunk_rows)), None)
     parts = mapper(functools.partial(_count_chunk, options=options, n_columns=n_columns),
-                   tasks if streamed else list(tasks), on_done=done)
+                   tasks if streamed else list(tasks), on_done=done,
+                   **({"workers": places} if places else {}))
     found, total = _reduce(parts, min_count=min_count, lemma=bool(lemma))
     if cache and seed_cache:
         _seed_driver_cache(inputs, parts)

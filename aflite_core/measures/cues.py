@@ -32,8 +32,7 @@ def compute(ctx: MeasureContext) -> MeasureResult:
         from aflite_core.cues import count_tables  # lazy: +291 ms to import
         from aflite_core.measures.slices import features_on_workers  # lazy: +224 ms to import
 
-        chunk_rows = count_tables.chunk_rows_for(len(ctx.dataset),
-                                                 len(cluster_workers(cluster.client)))
+        chunk_rows = _chunk_rows(ctx.dataset, cluster)
         # each chunk's texts read as its task is sent; the chunks' tagging seeded into this
         # process's cache only for a slices measure that extracts every row here
         table = count_tables.cue_tables(
@@ -47,6 +46,14 @@ def compute(ctx: MeasureContext) -> MeasureResult:
                                       random_state=ctx.random_state, **ctx.params)
     return MeasureResult(tables={FILE: table},
                          info={"n_rows": int(len(table)), "attrs": dict(table.attrs)})
+
+
+def _chunk_rows(dataset, cluster) -> int:
+    """Rows per task of the cue table on ``cluster`` (and of its tagging ahead: the same
+    chunks), as the slices measure cuts the included rows on a cluster."""
+    from aflite_core.cues import chunk_rows_for  # lazy: the cue modules load with the measure
+
+    return chunk_rows_for(int(dataset.included_mask.sum()), len(cluster_workers(cluster.client)))
 
 
 #: Seconds (two cores) that tagging the hypotheses adds when the annotation cache does not
@@ -94,9 +101,18 @@ def _annotate_ahead(dataset, params, stop) -> None:
     """The texts' token counts and the hypotheses' tags into the annotation cache, beside Φ
     and the filter: what :func:`compute`'s extraction reads (the texts as its cue tables read
     them), so that it reads them from the cache (:func:`aflite_core.cues.annotate_ahead`);
-    the measure has no options, so ``params`` changes nothing."""
+    on a cluster, each of its chunks by a task on a worker, into that worker's cache
+    (:func:`aflite_core.cues.count_tables.annotate_chunks_ahead`). The measure has no
+    options, so ``params`` changes nothing."""
     from aflite_core.cues import annotate_ahead  # lazy: the cue modules load with the measure
 
+    cluster = dask_folds()
+    if cluster is not None:
+        from aflite_core.cues import count_tables  # lazy: as above
+
+        count_tables.annotate_chunks_ahead(dataset, chunk_rows=_chunk_rows(dataset, cluster),
+                                           stop=stop)
+        return
     # lazy columns: sent to the child a chunk at a time, never a list of every row's text
     annotate_ahead(dataset.hypothesis_texts(), dataset.premise_texts(), stop=stop)
 

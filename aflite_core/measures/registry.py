@@ -394,6 +394,8 @@ class Measure:
         idle) and kept where ``compute`` finds it (an on-disk cache), so that ``compute``
         returns the same results whether it ran or not; it returns when ``stop``
         (a :class:`threading.Event`) is set (:func:`aflite_core.measure_runs.work_ahead`).
+        On a Dask cluster it runs inside :func:`aflite_core.represent.on_dask`
+        (:func:`~aflite_core.represent.dask_folds` says so): tasks on the workers, there.
         The cue measure tags its texts ahead.
     warm : callable, optional
         ``warm() -> end``: start, before the data is read, what :attr:`ahead` will need, on a

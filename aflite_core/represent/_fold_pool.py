@@ -249,21 +249,26 @@ def _collect(futures: list, results: list, on_done: Callable[[int, R], object] |
 
 
 def map_streamed(fit: Callable[[T], R], tasks: Iterable[T], *,
-                 on_done: Callable[[int, R], object] | None = None) -> list[R]:
+                 on_done: Callable[[int, R], object] | None = None,
+                 workers: Sequence[str | None] | None = None) -> list[R]:
     """:func:`map_folds` for tasks made one at a time (each carrying a chunk of rows read
     just before): inside :func:`on_dask` each is sent to the cluster as soon as it is made
     and dropped here, so the tasks are never all in this process at once; elsewhere
     :func:`map_folds` of them. ``fit`` must be picklable by reference or by value (a
     module-level function or a partial of one): Dask retries a task whose worker died from
-    the task's own arguments (no scattered function to lose).
+    the task's own arguments (no scattered function to lose). ``workers[i]``, where given,
+    is the worker the i-th task should run on if it can (another when that one is gone:
+    the cue table's chunks where their tags were made ahead, in that worker's cache).
     """
     record = _ON_DASK.get()
     if record is None:
         return map_folds(fit, list(tasks), on_done=on_done)
     client = record.client
     futures = []
-    for task in tasks:
-        futures.append(client.submit(_fit_task, fit, task, pure=False))
+    for i, task in enumerate(tasks):
+        where = workers[i] if workers is not None and i < len(workers) else None
+        hint = {"workers": [where], "allow_other_workers": True} if where else {}
+        futures.append(client.submit(_fit_task, fit, task, pure=False, **hint))
         record.tasks += 1
     results: list[R] = []
     try:

@@ -172,3 +172,83 @@ def test_streamed_chunks_on_a_cluster_give_the_table_and_never_list_every_text(
                                           seed_cache=False)
     assert record.tasks == 4  # 2,400 rows, 700 a chunk
     _assert_same(local, chunked)
+
+
+def test_the_tagging_ahead_on_a_cluster_leaves_the_cue_table_nothing_to_tag(
+        dev, tmp_path, cluster, monkeypatch):
+    """The cue measure's work ahead on a cluster: a task per chunk tags it into the worker's
+    cache at a priority below the audit's own tasks; the cue table's task of each chunk goes
+    to the worker that tagged it, tags nothing (the tagger is never called), and the table
+    is the table of all rows."""
+    from distributed import get_worker
+
+    from aflite_core.cues import _tagging as tagging
+    from aflite_core.represent._fold_pool import map_streamed, on_dask
+
+    _, client = cluster
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path / "workers"))
+    scopes = {"full": None, "retained": dev.row_ids()[::3]}
+    local = cue_tables(dev, scopes, cache_dir=tmp_path / "local", random_state=0)
+    with on_dask(client) as record:
+        assert count_tables.annotate_chunks_ahead(dev, chunk_rows=700) == 4
+    assert record.tasks == 4  # 2,400 rows, 700 a chunk
+    assert len(list((tmp_path / "workers").glob("tagged-*.npz"))) == 4
+    key = (id(dev), len(dev), 700)
+    workers = sorted(client.scheduler_info()["workers"])
+    assert len(count_tables._TAGGED_ON[key]) == 4
+    assert set(count_tables._TAGGED_ON[key]) <= set(workers)
+    # the workers share one cache folder here: say the first two chunks were tagged on the
+    # second worker and the others on the first, where the scheduler would otherwise
+    # alternate them
+    tagged_on = count_tables._TAGGED_ON[key] = [workers[1], workers[1], workers[0],
+                                                workers[0]]
+
+    def no_tagging(*args, **kwargs):
+        raise AssertionError("tagged again")
+
+    # the workers run in this process: a task looks the module's names up here
+    counted_on = {}
+    extract = count_tables.extract_with_annotations
+
+    def recording(hypotheses, *args, **kwargs):
+        counted_on[hypotheses[0]] = get_worker().address
+        return extract(hypotheses, *args, **kwargs)
+
+    monkeypatch.setattr(tagging, "_tag_unique", no_tagging)
+    monkeypatch.setattr(count_tables, "extract_with_annotations", recording)
+    with on_dask(client):
+        chunked = count_tables.cue_tables(dev, scopes, chunk_rows=700, random_state=0,
+                                          mapper=map_streamed, streamed=True,
+                                          seed_cache=False)
+    _assert_same(local, chunked)
+    hypotheses = dev.hypotheses()
+    counted = [counted_on[hypotheses[lo]] for lo in range(0, 2400, 700)]
+    # where it was tagged (work stealing may move one whose worker is still busy): the
+    # scheduler alone alternates them, two in the same place
+    assert sum(c == t for c, t in zip(counted, tagged_on, strict=True)) >= 3, counted
+    assert not count_tables._TAGGED_ON  # taken by the cue table
+    # other chunks than the ahead's are tagged afresh: the test above has teeth
+    with on_dask(client), pytest.raises(AssertionError, match="tagged again"):
+        count_tables.cue_tables(dev, scopes, chunk_rows=600, random_state=0,
+                                mapper=map_streamed, streamed=True, seed_cache=False)
+
+
+def test_the_tagging_ahead_stops_when_asked_and_needs_a_cluster(dev, tmp_path, cluster,
+                                                               monkeypatch):
+    """Asked to stop before it starts, it sends nothing more than its first tasks and
+    cancels them; outside ``on_dask`` it says what it needs."""
+    import threading
+
+    from aflite_core.represent._fold_pool import on_dask
+
+    _, client = cluster
+    monkeypatch.setenv("AFLITE_CACHE_DIR", str(tmp_path))
+    stop = threading.Event()
+    stop.set()
+    with on_dask(client) as record:
+        assert count_tables.annotate_chunks_ahead(dev, chunk_rows=300, stop=stop) == 0
+    assert record.tasks == 4  # two per worker in flight, then it stopped
+    with pytest.raises(RuntimeError, match="on_dask"):
+        count_tables.annotate_chunks_ahead(dev, chunk_rows=700)
+    with on_dask(client), pytest.raises(ValueError, match="chunk_rows"):
+        count_tables.annotate_chunks_ahead(dev, chunk_rows=0)
