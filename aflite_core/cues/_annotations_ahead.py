@@ -110,10 +110,11 @@ def annotate_ahead(hypotheses: Sequence[str], premises: Sequence[str] | None = N
     False
     """
     families = set(check_families(features))
-    folder = cache_folder(cache, cache_dir)
-    if folder is None:
+    planned = _sides_read(hypotheses, premises, families=families, text=text, cache=cache,
+                          cache_dir=cache_dir)
+    if planned is None:
         return False
-    sides, tagged = _sides_read(hypotheses, premises, families=families, text=text)
+    folder, sides, tagged = planned
     jobs = ahead_jobs(available_cores()) if n_jobs is None else n_jobs
     if jobs < 1:
         raise ValueError(f"n_jobs must be at least 1, got {jobs}")
@@ -155,26 +156,32 @@ def annotate_here(hypotheses: Sequence[str], premises: Sequence[str] | None = No
     >>> annotate_here(["a dog runs"], ["a dog"], cache_dir=tempfile.mkdtemp())
     True
     """
-    families = set(check_families(features))
-    folder = cache_folder(True, cache_dir)
-    if folder is None:
+    planned = _sides_read(hypotheses, premises, families=set(check_families(features)),
+                          text=text, cache=True, cache_dir=cache_dir)
+    if planned is None:
         return False
-    sides, tagged = _sides_read(hypotheses, premises, families=families, text=text)
+    folder, sides, tagged = planned
     done = _annotate(sides, tagged, folder, stop or threading.Event(), jobs=1)
     return done and tagged <= set(sides)
 
 
 def _sides_read(hypotheses: Sequence[str] | None, premises: Sequence[str] | None, *,
-                families: set[str], text: str) -> tuple[dict[str, Sequence[str]], set[str]]:
-    """The sides whose token counts an extraction of ``families`` reading ``text`` reads
-    (side -> its texts; a side not given is left out), and those it reads tags of."""
+                families: set[str], text: str, cache: bool,
+                cache_dir: str | os.PathLike | None,
+                ) -> tuple[Path, dict[str, Sequence[str]], set[str]] | None:
+    """The cache folder (None when there is none: nothing to do), the sides whose token
+    counts an extraction of ``families`` reading ``text`` reads (side -> its texts; a side
+    not given is left out), and those it reads tags of."""
+    folder = cache_folder(cache, cache_dir)
+    if folder is None:
+        return None
     read = ["hypothesis", "premise"] if text == "both" else [text]
     given = {"hypothesis": hypotheses, "premise": premises}
     counted = set(read) | ({"hypothesis", "premise"} if "overlap" in families else set())
     tagged = set(read) if families & set(TAGGED_FAMILIES) else set()
     sides = {side: given[side] for side in ("hypothesis", "premise")
              if side in counted | tagged and given[side] is not None}
-    return sides, tagged
+    return folder, sides, tagged
 
 
 def _annotate(sides: dict[str, Sequence[str]], tagged: Iterable[str], cache_dir: Path,
